@@ -1,0 +1,89 @@
+"""The eventsourcing ``Application`` of the ledger: commands in, events saved, one ``save()`` per batch.
+
+Concurrency is eventsourcing's optimistic concurrency control: every event carries (originator_id,
+originator_version) and the recorder's unique constraint refuses a second event at the same version. A command that
+loses that race (``RecordConflictError``) is re-run on the winner's version — the policy decides again on the state
+that now exists, so two writers racing on one fact never lose an update — up to ``max_retries`` times, then
+:class:`~ledger.errors.ConflictError`. A batch is saved in one ``save()`` (one transaction): all of it or none.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import RecordConflictError
+
+from .domain import Fact, fact_id
+from .errors import ConflictError
+from .schemas import FactCommand
+from .timeutil import now_utc
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one command did: the stream, the version and event id, and the log position (None until known)."""
+
+    command: FactCommand
+    version: int
+    event_id: str
+    kind: str
+    effect: str
+    position: int | None
+    replayed: bool
+
+
+class LedgerApplication(Application):
+    """The write side. ``env`` selects the persistence module (SQLite file or PostgreSQL), see ledger/config.py."""
+
+    name = "memledger"
+    max_retries = 8
+
+    def load_fact(self, stream_id: uuid.UUID) -> Fact:
+        try:
+            return self.repository.get(stream_id)
+        except AggregateNotFoundError:
+            return Fact.shell(stream_id, now_utc())
+
+    def execute(self, commands: list[FactCommand]) -> list[Outcome]:
+        """Decide and save ``commands`` atomically (one save); returns one :class:`Outcome` per command, in order.
+
+        Raises:
+            BadInput: a command was refused by the policy (nothing of the batch is saved).
+            ConflictError: optimistic-concurrency conflicts persisted after ``max_retries`` re-runs.
+        """
+        for attempt in range(self.max_retries + 1):
+            recorded_at = now_utc()
+            facts: dict[uuid.UUID, Fact] = {}
+            pending: list[tuple[FactCommand, Any, tuple | None]] = []
+            for cmd in commands:
+                sid = fact_id(cmd.user_id, cmd.key)
+                fact = facts.get(sid)
+                if fact is None:
+                    fact = facts[sid] = self.load_fact(sid)
+                event, first = fact.record(cmd, recorded_at)
+                pending.append((cmd, event, first))
+            try:
+                recordings = self.save(*facts.values()) if any(e for _, e, _ in pending) else []
+            except RecordConflictError:
+                # Another writer took a version we wanted; back off a little (jitter avoids lock-step retries).
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+                continue
+            positions = {id(r.domain_event): r.notification.id for r in recordings}
+            out = []
+            for cmd, event, first in pending:
+                if event is not None:
+                    out.append(Outcome(cmd, event.originator_version, event.event_id, event.kind, event.effect,
+                                       positions.get(id(event)), False))
+                else:
+                    version, event_id, _fp, kind, effect = first  # type: ignore[misc]
+                    out.append(Outcome(cmd, version, event_id, kind, effect, None, True))
+            return out
+        raise ConflictError(
+            f"gave up after {self.max_retries + 1} attempts: other writers kept changing the same fact(s); "
+            "retry the command"
+        )

@@ -1,0 +1,319 @@
+"""The domain: one :class:`Fact` aggregate per (user_id, key), its events, and the belief policy.
+
+This module is where the bitemporal rules live (docs/time-travel.md and docs/corrections.md cite it). A fact's
+stream holds *versions*: each assertion of a new value, and each correction, is a version with a valid range
+``[valid_from, valid_to)``. The aggregate keeps, for every version, its valid range *as known now*; commands decide
+what an event does (the policy) and the event records that decision in ``changes``, so that projections apply
+decisions rather than re-derive them, and an audit shows what the ledger decided at the time.
+
+Policy (the heart of it; DESIGN.md "change of mind vs correction"):
+
+* **supersede** — a new value whose ``valid_from`` is at or after the head's: the head's valid range closes at the
+  new ``valid_from`` ("used to like blue"); the new version becomes the head.
+* **backfill** — a new value whose ``valid_from`` is before the head's (imported history recorded late): it takes
+  the gap in valid time before its successor and does not displace the head.
+* **reaffirm** — the same value again: recorded (an event, for the audit trail), the belief unchanged. A
+  reaffirmation by the user clears a contest.
+* **contest** — an ``agent_inference`` with lower confidence than a ``user_statement`` head, and a different value:
+  recorded, never believed; the head is marked contested until the user reaffirms or changes it.
+* **correct** — "I was born in 1995, not 1990": the head was never true. The new value takes over the head's whole
+  valid range; the old version's range becomes empty (history keeps it as *misreported*).
+* **retract** — without ``valid_to``: the head is withdrawn entirely (it was a misunderstanding); with ``valid_to``:
+  the head stopped being true at that instant (its range closes there). Either way there is no current value.
+
+Valid ranges are half-open and only ever *narrowed* by later events (closing, or emptied to ``[vf, vf)``), never
+widened: system time moves forward, and what we once believed stays visible to as-of queries through the history
+projection's bitemporal rows.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from eventsourcing.domain import Aggregate
+
+from .errors import BadInput, IdempotencyMismatch
+from .schemas import FactCommand
+
+#: Namespace of the deterministic stream ids: uuid5(NAMESPACE, "fact\x1f<user_id>\x1f<key>").
+NAMESPACE = uuid.UUID("6f0c1f8e-5a54-4b7a-9d43-1d6b0a3e2c11")
+
+
+def fact_id(user_id: str, key: str) -> uuid.UUID:
+    """The stream (aggregate) id of the fact (user_id, key): deterministic, so any process finds the same stream."""
+    return uuid.uuid5(NAMESPACE, f"fact\x1f{user_id}\x1f{key}")
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return None if dt is None else dt.isoformat()
+
+
+def _dt(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+@dataclass
+class Version:
+    """What the aggregate remembers of one version: enough to decide the next command."""
+
+    version: int
+    value_json: str
+    valid_from: datetime
+    valid_to: datetime | None  # as known now; None = open
+    source: str
+    confidence: float
+    status: str  # current | contested | superseded | closed | misreported | retracted
+
+    def covers(self, t: datetime) -> bool:
+        return self.valid_from <= t and (self.valid_to is None or t < self.valid_to)
+
+    @property
+    def live(self) -> bool:
+        """Has a non-empty valid range as known now."""
+        return self.valid_to is None or self.valid_to > self.valid_from
+
+
+@dataclass
+class Decision:
+    kind: str
+    effect: str
+    replaces: int | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    changes: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Fact(Aggregate):
+    """The stream of one fact (user_id, key). Its version numbers are the aggregate's versions (1, 2, ...)."""
+
+    TOPIC = "memledger:Fact"
+
+    class Event(Aggregate.Event):
+        """Base of the fact events; every field is part of the stored schema (explicit TOPICs, class_version)."""
+
+        TOPIC = "memledger:Fact.Event"
+
+        user_id: str
+        key: str
+        event_id: str
+        kind: str
+        effect: str
+        value_json: str | None
+        text: str | None
+        reason: str | None
+        observed_at: datetime | None
+        valid_from: datetime | None
+        valid_to: datetime | None
+        source: str
+        source_ref: str | None
+        session_id: str | None
+        actor: str | None
+        trace_id: str | None
+        derived_from: list[str]
+        confidence: float
+        role: dict[str, Any] | None
+        sensitivity: str | None
+        idempotency_key: str | None
+        command_fingerprint: str | None
+        replaces: int | None
+        changes: list[dict[str, Any]]
+
+        def mutate(self, aggregate: Fact | None) -> Fact | None:  # type: ignore[override]
+            # The first event of a stream is an ordinary assertion, not a separate "Created" event (that would
+            # double the events of a ledger made mostly of one-version facts), so build the shell here.
+            if aggregate is None:
+                aggregate = Fact.shell(self.originator_id, self.timestamp)
+            return super().mutate(aggregate)
+
+        def apply(self, aggregate: Fact) -> None:
+            aggregate.on_event(self)
+
+    class FactAsserted(Event):
+        TOPIC = "memledger:FactAsserted"
+
+    class FactCorrected(Event):
+        TOPIC = "memledger:FactCorrected"
+
+    class FactRetracted(Event):
+        TOPIC = "memledger:FactRetracted"
+
+    # -- state -------------------------------------------------------------------------------------------------
+    @classmethod
+    def shell(cls, aggregate_id: uuid.UUID, timestamp: datetime) -> Fact:
+        """A fact with no events yet (version 0)."""
+        agg = cls.__new__(cls)
+        agg.__base_init__(originator_id=aggregate_id, originator_version=0, timestamp=timestamp)
+        agg.versions = {}
+        agg.head = None
+        agg.idempotency = {}
+        agg.user_id = None
+        agg.key = None
+        return agg
+
+    versions: dict[int, Version]
+    head: int | None
+    idempotency: dict[str, tuple[int, str, str, str, str]]  # key -> (version, event_id, fingerprint, kind, effect)
+
+    def on_event(self, e: Fact.Event) -> None:
+        self.user_id, self.key = e.user_id, e.key
+        version = e.originator_version
+        if e.effect in ("new", "supersede", "backfill", "correct"):
+            assert e.value_json is not None and e.valid_from is not None
+            status = "superseded" if e.effect == "backfill" else "current"
+            self.versions[version] = Version(
+                version, e.value_json, e.valid_from, e.valid_to, e.source, e.confidence, status
+            )
+        for ch in e.changes:
+            v = self.versions[ch["version"]]
+            v.valid_from = _dt(ch["valid_from"])  # type: ignore[assignment]
+            v.valid_to = _dt(ch["valid_to"])
+            v.status = ch["status"]
+        if e.effect in ("new", "supersede", "correct"):
+            self.head = version
+        elif e.effect == "retract":
+            self.head = None
+        if e.idempotency_key:
+            self.idempotency[e.idempotency_key] = (
+                version, e.event_id, e.command_fingerprint or "", e.kind, e.effect,
+            )
+
+    # -- policy ------------------------------------------------------------------------------------------------
+    def current(self) -> Version | None:
+        """The head version (the latest belief), or None after a retraction or before any assertion."""
+        return None if self.head is None else self.versions[self.head]
+
+    def decide(self, cmd: FactCommand, recorded_at: datetime) -> Decision:
+        """Apply the policy to a validated command; returns what the event will record. Raises BadInput."""
+        observed = cmd.observed_at or recorded_at
+        head = self.current()
+        if cmd.op == "retract":
+            if head is None:
+                raise BadInput("key", f"{cmd.key!r} has no current value to retract", "assert it first")
+            if cmd.valid_to is None or cmd.valid_to <= head.valid_from:
+                change = self._change(head, head.valid_from, head.valid_from, "retracted")
+            else:
+                end = cmd.valid_to if head.valid_to is None else min(head.valid_to, cmd.valid_to)
+                change = self._change(head, head.valid_from, end, "closed")
+            return Decision("retracted", "retract", head.version, None, cmd.valid_to, [change])
+
+        value_json = cmd.value_json
+        if cmd.op == "correct":
+            if head is None:
+                raise BadInput("key", f"{cmd.key!r} has no current value to correct", "use assert for a new fact")
+            # The correction takes over the misreported version's whole valid range.
+            changes = [self._change(head, head.valid_from, head.valid_from, "misreported")]
+            return Decision("corrected", "correct", head.version, head.valid_from, head.valid_to, changes)
+
+        valid_from = cmd.valid_from or observed
+        if head is not None and value_json == head.value_json:
+            changes = []
+            if head.status == "contested" and cmd.source == "user_statement":
+                changes.append(self._change(head, head.valid_from, head.valid_to, "current"))
+            return Decision("reaffirmed", "reaffirm", head.version, head.valid_from, head.valid_to, changes)
+        if (
+            head is not None
+            and cmd.source == "agent_inference"
+            and head.source == "user_statement"
+            and cmd.effective_confidence() < head.confidence
+        ):
+            changes = [] if head.status == "contested" else [
+                self._change(head, head.valid_from, head.valid_to, "contested")
+            ]
+            return Decision("asserted", "contest", head.version, valid_from, cmd.valid_to, changes)
+
+        # A new version enters the valid-time line at valid_from: it ends where the next later version begins,
+        # and the version covering valid_from closes there (or is emptied if it began at the same instant).
+        end = cmd.valid_to
+        changes = []
+        for v in sorted(self.versions.values(), key=lambda v: (v.valid_from, v.version)):
+            if not v.live:
+                continue
+            if v.valid_from > valid_from:
+                if end is None or v.valid_from < end:
+                    end = v.valid_from
+                break
+        for v in self.versions.values():
+            if v.live and v.valid_from <= valid_from and (v.valid_to is None or v.valid_to > valid_from):
+                status = "superseded" if v.status in ("current", "contested") else v.status
+                changes.append(self._change(v, v.valid_from, valid_from, status))
+        if head is None:
+            effect = "new"
+        elif valid_from >= head.valid_from:
+            effect = "supersede"
+        else:
+            effect = "backfill"
+            # Only the head's status names it "current"; a backfilled version is history from birth.
+        replaces = head.version if effect == "supersede" else None
+        decision = Decision("asserted", effect, replaces, valid_from, end, changes)
+        decision.changes.sort(key=lambda c: c["version"])
+        return decision
+
+    @staticmethod
+    def _change(v: Version, vf: datetime, vt: datetime | None, status: str) -> dict[str, Any]:
+        return {"version": v.version, "valid_from": _iso(vf), "valid_to": _iso(vt), "status": status}
+
+    def record(self, cmd: FactCommand, recorded_at: datetime) -> tuple[Fact.Event | None, tuple | None]:
+        """Decide and trigger the event for ``cmd``; returns (event, None), or (None, first receipt data) for an
+        idempotent retry of a command this stream already recorded.
+
+        Raises:
+            IdempotencyMismatch: the key was used before for a different command.
+            BadInput: the policy refused the command (correct/retract without a current value).
+        """
+        fingerprint = cmd.fingerprint() if cmd.idempotency_key else None
+        if cmd.idempotency_key and cmd.idempotency_key in self.idempotency:
+            first = self.idempotency[cmd.idempotency_key]
+            if first[2] != fingerprint:
+                raise IdempotencyMismatch(
+                    "idempotency_key",
+                    f"{cmd.idempotency_key!r} was already used for a different command on {cmd.key!r}",
+                    "use a new key for a new command; a retry must repeat the command exactly",
+                )
+            return None, first
+        d = self.decide(cmd, recorded_at)
+        event_class = {"assert": Fact.FactAsserted, "correct": Fact.FactCorrected, "retract": Fact.FactRetracted}[
+            cmd.op
+        ]
+        self.trigger_event(
+            event_class,
+            user_id=cmd.user_id,
+            key=cmd.key,
+            event_id=str(uuid.uuid4()),
+            kind=d.kind,
+            effect=d.effect,
+            value_json=cmd.value_json,
+            text=cmd.text if cmd.text is not None or cmd.op == "retract" else default_text(cmd.key, cmd.value),
+            reason=cmd.reason,
+            observed_at=cmd.observed_at or recorded_at,
+            valid_from=d.valid_from,
+            valid_to=d.valid_to,
+            source=cmd.source,
+            source_ref=cmd.source_ref,
+            session_id=cmd.session_id,
+            actor=cmd.actor,
+            trace_id=cmd.trace_id,
+            derived_from=list(cmd.derived_from),
+            confidence=cmd.effective_confidence(),
+            role=cmd.role.model_dump() if cmd.role else None,
+            sensitivity=cmd.sensitivity,
+            idempotency_key=cmd.idempotency_key,
+            command_fingerprint=fingerprint,
+            replaces=d.replaces,
+            changes=d.changes,
+            timestamp=recorded_at,
+        )
+        return self.pending_events[-1], None  # type: ignore[return-value]
+
+    @property
+    def pending_events(self) -> list[Any]:
+        return self._pending_events
+
+
+def default_text(key: str, value: Any) -> str:
+    """The sentence stored when the caller gives none: ``"preference.drink: tea"``."""
+    shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return f"{key}: {shown}"

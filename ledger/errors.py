@@ -1,0 +1,55 @@
+"""Errors raised at memledger's boundaries.
+
+Every refusal names the field that was wrong, what was wrong and what to do instead, in the spirit of
+eventsourcing's own messages ("set environment variable X"). The CLI maps :class:`BadInput` to exit code 2
+and every other :class:`MemledgerError` to exit code 1; neither prints a traceback.
+"""
+
+from __future__ import annotations
+
+
+class MemledgerError(Exception):
+    """Base class of every error memledger raises on purpose."""
+
+    exit_code = 1
+
+
+class BadInput(MemledgerError, ValueError):
+    """The caller's input was refused at the boundary; nothing was written.
+
+    Attributes:
+        field: the name of the offending field as the caller wrote it (``valid_from``, ``user_id``, ``line 3``...).
+        problem: what was wrong.
+        fix: what to do instead (may be empty).
+    """
+
+    exit_code = 2
+
+    def __init__(self, field: str, problem: str, fix: str = "") -> None:
+        self.field = field
+        self.problem = problem
+        self.fix = fix
+        msg = f"{field}: {problem}"
+        if fix:
+            msg += f" ({fix})"
+        super().__init__(msg)
+
+
+class ConflictError(MemledgerError):
+    """A command lost an optimistic-concurrency race more times than it was allowed to retry.
+
+    Raised after the retries of :meth:`ledger.application.LedgerApplication.execute` are spent; the store holds
+    the winner's events and nothing of the loser's.
+    """
+
+
+class IdempotencyMismatch(BadInput):
+    """An idempotency key was reused with a different command (the first command's receipt still stands)."""
+
+
+class NotCaughtUp(MemledgerError):
+    """A read waited for a projection to reach a log position and the timeout ran out."""
+
+
+class SubjectErasedError(MemledgerError):
+    """The user was erased (crypto-shredded); nothing more can be recorded or read for them."""

@@ -1,0 +1,252 @@
+"""``MemoryLedger``: the public Python API, mirroring the CLI verb for verb.
+
+::
+
+    from ledger import MemoryLedger
+
+    with MemoryLedger(home="/tmp/demo") as ml:
+        ml.assert_fact("u1", "preference.drink", "tea", observed_at="2024-05-01T09:00:00+08:00")
+        ml.assert_fact("u1", "preference.drink", "coffee")      # a change of mind: supersedes tea
+        print(ml.profile("u1").facts["preference.drink"].value)  # -> coffee
+
+Every method takes the CLI's arguments as keywords and returns pydantic models whose
+``model_dump(mode="json")`` is exactly the CLI's ``--json`` output. Writes return only after the projections have
+caught up to the write (read-your-writes), and reads catch up before answering, so a read never sees a value
+older than a write that has returned — in this process or another one sharing the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from .application import LedgerApplication, Outcome
+from .config import Settings
+from .errors import BadInput, NotCaughtUp
+from .schemas import FactCommand, FactView, HistoryRow, Profile, Receipt, RoleContext, validate_command
+from .timeutil import from_micros
+
+
+def _value(value_json: str | None) -> Any:
+    return None if value_json is None else json.loads(value_json)
+
+
+class MemoryLedger:
+    """An agent's memory ledger on one store (embedded SQLite directory, or PostgreSQL by DSN).
+
+    Args:
+        home: directory of the embedded store (created if missing). Default ``$MEMLEDGER_HOME`` or ``./.memledger``.
+        dsn: ``postgresql://...`` to use PostgreSQL instead (default ``$MEMLEDGER_DSN``).
+        schema: PostgreSQL schema for the projections and the log (default ``memledger``).
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, home: str | os.PathLike[str] | None = None, *, dsn: str | None = None,
+                 schema: str | None = None) -> None:
+        from projections.db import ProjectionDB
+        from projections.history import HistoryProjection
+        from projections.profile import ProfileProjection
+
+        self.settings = Settings.resolve(home, dsn, schema)
+        if self.settings.home is not None:
+            self.settings.home.mkdir(parents=True, exist_ok=True)
+            self.db = ProjectionDB(sqlite_path=str(self.settings.home / "projections.db"))
+        else:
+            self.db = ProjectionDB(dsn=self.settings.dsn, schema=self.settings.schema)
+        self.app = LedgerApplication(env=self.settings.event_store_env())
+        self.profile_projection = ProfileProjection()
+        self.history_projection = HistoryProjection()
+        self.projections = [self.profile_projection, self.history_projection]
+        with self.db.transaction() as cur:
+            for p in self.projections:
+                p.create(cur)
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+    def __enter__(self) -> MemoryLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+        self.app.close()
+
+    # -- catch-up ----------------------------------------------------------------------------------------------
+    def catch_up(self, until: int | None = None, on_batch: Callable[[int, int], None] | None = None) -> int:
+        """Bring every projection up to ``until`` (default: the head of the log). Returns the position reached."""
+        from replay.catchup import catch_up
+
+        return catch_up(self.app, self.db, self.projections, until=until, on_batch=on_batch)
+
+    def wait_for(self, position: int, timeout: float = 10.0) -> None:
+        """Return once every projection has reached ``position`` (read-your-writes given a receipt).
+
+        Raises:
+            NotCaughtUp: if that does not happen within ``timeout`` seconds.
+        """
+        reached = self.catch_up(until=max(position, self._head()))
+        if reached < position:
+            raise NotCaughtUp(f"projections reached position {reached}, not {position}, within {timeout}s")
+
+    def _head(self) -> int:
+        from replay.catchup import max_position
+
+        return max_position(self.app)
+
+    # -- commands ----------------------------------------------------------------------------------------------
+    def _execute(self, commands: list[FactCommand]) -> list[Receipt]:
+        outcomes = self.app.execute(commands)
+        positions = [o.position for o in outcomes if o.position is not None]
+        self.catch_up(until=max(positions) if positions else None)
+        return [self._receipt(o) for o in outcomes]
+
+    def _receipt(self, o: Outcome) -> Receipt:
+        position = o.position
+        if position is None:  # an idempotent retry: the first command's event is in the history projection
+            with self.db.read() as cur:
+                position = self.history_projection.position_of_version(cur, o.command.user_id, o.command.key,
+                                                                       o.version)
+        return Receipt(event_id=o.event_id, user_id=o.command.user_id, key=o.command.key, version=o.version,
+                       position=position or 0, kind=o.kind, effect=o.effect, replayed=o.replayed)  # type: ignore[arg-type]
+
+    def _one(self, op: str, user_id: str, key: str, fields: dict[str, Any]) -> Receipt:
+        data = {k: v for k, v in fields.items() if v is not None}
+        data.update(op=op, user_id=user_id, key=key)
+        return self._execute([validate_command(data)])[0]
+
+    def assert_fact(self, user_id: str, key: str, value: Any, *, text: str | None = None,
+                    observed_at: Any = None, valid_from: Any = None, valid_to: Any = None,
+                    source: str | None = None, source_ref: str | None = None, session_id: str | None = None,
+                    actor: str | None = None, trace_id: str | None = None, derived_from: list[str] | None = None,
+                    confidence: float | None = None, role: RoleContext | dict[str, Any] | None = None,
+                    reason: str | None = None, sensitivity: str | None = None,
+                    idempotency_key: str | None = None) -> Receipt:
+        """Assert ``key = value`` for ``user_id``; the policy decides supersede / reaffirm / backfill / contest.
+
+        Instants are ISO 8601 strings with an offset or aware datetimes (naive ones are refused). Raises
+        :class:`~ledger.errors.BadInput` (nothing written) or :class:`~ledger.errors.ConflictError`.
+        """
+        return self._one("assert", user_id, key, dict(
+            value=value, text=text, observed_at=observed_at, valid_from=valid_from, valid_to=valid_to,
+            source=source, source_ref=source_ref, session_id=session_id, actor=actor, trace_id=trace_id,
+            derived_from=derived_from, confidence=confidence, role=role, reason=reason, sensitivity=sensitivity,
+            idempotency_key=idempotency_key))
+
+    def correct_fact(self, user_id: str, key: str, value: Any, *, reason: str | None = None,
+                     text: str | None = None, observed_at: Any = None, source: str | None = None,
+                     source_ref: str | None = None, session_id: str | None = None, actor: str | None = None,
+                     trace_id: str | None = None, derived_from: list[str] | None = None,
+                     confidence: float | None = None, role: RoleContext | dict[str, Any] | None = None,
+                     sensitivity: str | None = None, idempotency_key: str | None = None) -> Receipt:
+        """Correct the current value: ``value`` replaces it over its whole valid range; history keeps the misreport.
+
+        Raises :class:`~ledger.errors.BadInput` if the fact has no current value.
+        """
+        return self._one("correct", user_id, key, dict(
+            value=value, reason=reason, text=text, observed_at=observed_at, source=source, source_ref=source_ref,
+            session_id=session_id, actor=actor, trace_id=trace_id, derived_from=derived_from,
+            confidence=confidence, role=role, sensitivity=sensitivity, idempotency_key=idempotency_key))
+
+    def retract_fact(self, user_id: str, key: str, *, reason: str | None = None, valid_to: Any = None,
+                     observed_at: Any = None, source: str | None = None, source_ref: str | None = None,
+                     session_id: str | None = None, actor: str | None = None, trace_id: str | None = None,
+                     idempotency_key: str | None = None) -> Receipt:
+        """Retract the current value: withdrawn entirely, or — with ``valid_to`` — true only until then.
+
+        Raises :class:`~ledger.errors.BadInput` if the fact has no current value.
+        """
+        return self._one("retract", user_id, key, dict(
+            reason=reason, valid_to=valid_to, observed_at=observed_at, source=source, source_ref=source_ref,
+            session_id=session_id, actor=actor, trace_id=trace_id, idempotency_key=idempotency_key))
+
+    def record(self, commands: Iterable[dict[str, Any] | FactCommand]) -> list[Receipt]:
+        """Record many commands in one save (one transaction): all are validated first; any refusal writes nothing.
+
+        Each command is a dict with ``op`` ("assert" default, "correct", "retract") and the fields of the single
+        commands, or a :class:`FactCommand`.
+        """
+        validated = []
+        for i, c in enumerate(commands):
+            if isinstance(c, FactCommand):
+                validated.append(c)
+            else:
+                if not isinstance(c, dict):
+                    raise BadInput(f"commands[{i}]", f"is a {type(c).__name__}, not an object", "pass dicts")
+                validated.append(validate_command({"op": "assert", **c}, where=f"commands[{i}]."))
+        if not validated:
+            return []
+        return self._execute(validated)
+
+    # -- reads -------------------------------------------------------------------------------------------------
+    def profile(self, user_id: str) -> Profile:
+        """The current facts of ``user_id`` (``memledger profile USER --json``)."""
+        from .schemas import check_user_id
+
+        user_id = check_user_id(user_id)
+        self.catch_up()
+        with self.db.read() as cur:
+            rows = self.profile_projection.rows(cur, user_id)
+        facts = {
+            r["key"]: FactView(
+                value=_value(r["value_json"]), text=r["text"], version=r["version"],
+                recorded_at=from_micros(r["recorded_at"]), valid_from=from_micros(r["valid_from"]),
+                valid_to=from_micros(r["valid_to"]), source=r["source"], confidence=r["confidence"],
+                status=r["status"],
+            )
+            for r in rows
+        }
+        return Profile(user_id=user_id, facts=facts)
+
+    def history(self, user_id: str, key: str | None = None) -> list[HistoryRow]:
+        """Every event of the user's facts (or one key's), in log order (``memledger history --json``)."""
+        from .schemas import check_key, check_user_id
+
+        user_id = check_user_id(user_id)
+        if key is not None:
+            key = check_key(key)
+        self.catch_up()
+        with self.db.read() as cur:
+            rows = self.history_projection.versions(cur, user_id, key)
+        return [history_row(r) for r in rows]
+
+    def ingest(self, path: str | os.PathLike[str], format: str = "locomo", *,
+               on_progress: Callable[[int, int], None] | None = None, batch_size: int = 500) -> dict[str, Any]:
+        """Ingest a LoCoMo conversation file or a JSONL file of commands. Re-ingesting records nothing new.
+
+        Returns ``{"commands": N, "recorded": n_new_events, "replayed": n_already_recorded, "users": {...}}``.
+        Raises :class:`~ledger.errors.BadInput` (naming the line or observation) before writing anything.
+        """
+        from .ingest import load_commands
+
+        commands = load_commands(Path(path), format)
+        recorded = replayed = 0
+        users: dict[str, int] = {}
+        for start in range(0, len(commands), batch_size):
+            chunk = commands[start:start + batch_size]
+            for r in self._execute(chunk):
+                replayed += r.replayed
+                recorded += not r.replayed
+            for c in chunk:
+                users[c.user_id] = users.get(c.user_id, 0) + 1
+            if on_progress is not None:
+                on_progress(min(start + batch_size, len(commands)), len(commands))
+        return {"commands": len(commands), "recorded": recorded, "replayed": replayed, "users": users}
+
+
+def history_row(r: dict[str, Any]) -> HistoryRow:
+    """A ``history_versions`` row (see projections/history.py) as the public :class:`HistoryRow`."""
+    return HistoryRow(
+        key=r["key"], value=_value(r["value_json"]), kind=r["kind"], reason=r["reason"], version=r["version"],
+        recorded_at=from_micros(r["recorded_at"]), valid_from=from_micros(r["valid_from"]),
+        valid_to=from_micros(r["valid_to"]), source=r["source"], source_ref=r["source_ref"],
+        position=r["position"], event_id=r["event_id"], text=r["text"], observed_at=from_micros(r["observed_at"]),
+        status=r["status"], replaces=r["replaces"], replaced_by=r["replaced_by"], confidence=r["confidence"],
+        session_id=r["session_id"], actor=r["actor"], trace_id=r["trace_id"],
+        derived_from=json.loads(r["derived_from"] or "[]"),
+        role=None if r["role"] is None else RoleContext(**json.loads(r["role"])),
+    )

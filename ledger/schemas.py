@@ -1,0 +1,285 @@
+"""Pydantic models at the boundary: commands in, receipts and read models out.
+
+Commands are validated here, before anything touches the log: a refused command writes nothing. Read models are
+what both the Python API returns and the CLI prints with ``--json``; ``model_dump(mode="json")`` of each is the
+CLI's JSON, field for field. Field names of the read models are a contract other tools rely on: add fields, never
+rename them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import BadInput
+from .timeutil import parse_instant
+
+Source = Literal["user_statement", "agent_inference", "external_import", "system_feedback"]
+SOURCES: tuple[str, ...] = ("user_statement", "agent_inference", "external_import", "system_feedback")
+Kind = Literal["asserted", "reaffirmed", "corrected", "retracted"]
+
+#: Default confidence by source when the caller gives none: what the user said outranks what we guessed.
+DEFAULT_CONFIDENCE: dict[str, float] = {
+    "user_statement": 1.0,
+    "external_import": 0.9,
+    "system_feedback": 0.9,
+    "agent_inference": 0.6,
+}
+
+# A key is dotted segments of letters, digits, '_' or '-': `preference.drink`, `memory.3f2a9c`.
+KEY_RE = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
+MAX_KEY = 200
+MAX_USER = 200
+
+
+def check_user_id(user_id: Any, field: str = "user_id") -> str:
+    """Validate a user id: a non-empty string without control characters, at most 200 characters.
+
+    Raises:
+        BadInput: naming ``field``.
+    """
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise BadInput(field, "is empty", "give the id of the user whose memory this is")
+    if user_id != user_id.strip() or any(unicodedata.category(c).startswith("C") for c in user_id):
+        raise BadInput(field, f"{user_id!r} has surrounding spaces or control characters", "strip them")
+    if len(user_id) > MAX_USER:
+        raise BadInput(field, f"is {len(user_id)} characters long", f"use at most {MAX_USER}")
+    return unicodedata.normalize("NFC", user_id)
+
+
+def check_key(key: Any, field: str = "key") -> str:
+    """Validate a fact key: dotted segments of ``[A-Za-z0-9_-]`` (no spaces), at most 200 characters.
+
+    Raises:
+        BadInput: naming ``field``.
+    """
+    if not isinstance(key, str) or not key:
+        raise BadInput(field, "is empty", "name the fact with a dotted key such as preference.drink")
+    if len(key) > MAX_KEY or not KEY_RE.match(key):
+        raise BadInput(
+            field,
+            f"{key!r} is not a dotted key",
+            "use dot-separated segments of letters, digits, '_' or '-' (no spaces), e.g. preference.drink",
+        )
+    return key
+
+
+def canonical_json(value: Any, field: str = "value") -> str:
+    """Serialise a JSON value canonically (sorted keys, no NaN/Infinity, NFC strings), so equal values compare equal.
+
+    Raises:
+        BadInput: if the value is not JSON (sets, bytes, objects, NaN, ...).
+    """
+    try:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise BadInput(field, f"is not a JSON value ({exc})", "pass str, int, float, bool, None, list or dict") from None
+    return unicodedata.normalize("NFC", text)
+
+
+class RoleContext(BaseModel):
+    """Which hat the agent wore when the fact was recorded (role, sub_role, task_id)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    role: str | None = None
+    sub_role: str | None = None
+    task_id: str | None = None
+
+
+class FactCommand(BaseModel):
+    """One command on the stream of (user_id, key): assert, correct or retract.
+
+    Instants are aware and converted to UTC; ``valid_from`` defaults to ``observed_at``, which defaults to the
+    instant the command is recorded. ``confidence`` is in [0, 1] and defaults by source
+    (:data:`DEFAULT_CONFIDENCE`). ``value`` must be JSON; ``text`` defaults to ``"<key>: <value>"``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: Literal["assert", "correct", "retract"]
+    user_id: str
+    key: str
+    value: Any = None
+    text: str | None = None
+    observed_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    source: Source = "user_statement"
+    source_ref: str | None = None
+    session_id: str | None = None
+    actor: str | None = None
+    trace_id: str | None = None
+    derived_from: list[str] = Field(default_factory=list)
+    confidence: float | None = None
+    role: RoleContext | None = None
+    reason: str | None = None
+    sensitivity: str | None = None
+    idempotency_key: str | None = None
+
+    @field_validator("user_id", mode="before")
+    @classmethod
+    def _user(cls, v: Any) -> str:
+        return check_user_id(v)
+
+    @field_validator("key", mode="before")
+    @classmethod
+    def _key(cls, v: Any) -> str:
+        return check_key(v)
+
+    @field_validator("observed_at", "valid_from", "valid_to", mode="before")
+    @classmethod
+    def _instant(cls, v: Any, info: Any) -> datetime | None:
+        if v is None:
+            return None
+        return parse_instant(v, info.field_name)
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, v: float | None) -> float | None:
+        if v is not None and (math.isnan(v) or not 0.0 <= v <= 1.0):
+            raise ValueError("must be a number between 0 and 1")
+        return v
+
+    @field_validator("text", "reason")
+    @classmethod
+    def _nfc(cls, v: str | None) -> str | None:
+        return None if v is None else unicodedata.normalize("NFC", v)
+
+    @field_validator("idempotency_key", "source_ref", "session_id", "actor", "trace_id", "sensitivity")
+    @classmethod
+    def _nonempty(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("is empty; leave it out instead")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FactCommand:
+        if self.op in ("assert", "correct"):
+            canonical_json(self.value)
+            if self.value is None:
+                raise BadInput("value", f"is missing for {self.op}", "give the fact's value; to remove it use retract")
+        elif self.value is not None:
+            raise BadInput("value", "retract takes no value", "leave value out")
+        start = self.valid_from or self.observed_at
+        if self.valid_to is not None and start is not None and self.valid_to <= start:
+            raise BadInput(
+                "valid_to",
+                f"{self.valid_to.isoformat()} is not after valid_from {start.isoformat()}",
+                "valid ranges are half-open [valid_from, valid_to): valid_to must be later",
+            )
+        return self
+
+    @property
+    def value_json(self) -> str | None:
+        return None if self.value is None else canonical_json(self.value)
+
+    def effective_confidence(self) -> float:
+        return self.confidence if self.confidence is not None else DEFAULT_CONFIDENCE[self.source]
+
+    def fingerprint(self) -> str:
+        """What an idempotent retry must repeat exactly (everything but the idempotency key itself)."""
+        return canonical_json(self.model_dump(mode="json", exclude={"idempotency_key"}))
+
+
+def validate_command(data: dict[str, Any], where: str = "") -> FactCommand:
+    """Validate a command dict into a :class:`FactCommand`, turning pydantic's errors into :class:`BadInput`.
+
+    ``where`` prefixes the field name (``"line 3: "``) so a batch error says which command was bad.
+    """
+    try:
+        return FactCommand.model_validate(data)
+    except BadInput as exc:
+        raise BadInput(where + exc.field, exc.problem, exc.fix) from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        ctx = err.get("ctx") or {}
+        inner = ctx.get("error")
+        if isinstance(inner, BadInput):
+            raise BadInput(where + inner.field, inner.problem, inner.fix) from None
+        field = ".".join(str(p) for p in err["loc"]) or "command"
+        fix = ""
+        if err["type"] == "literal_error" and field == "source":
+            fix = "use one of " + ", ".join(SOURCES)
+        elif err["type"] == "extra_forbidden":
+            fix = "remove it; known fields are " + ", ".join(FactCommand.model_fields)
+        raise BadInput(where + field, err["msg"], fix) from None
+
+
+class Receipt(BaseModel):
+    """What every command returns: which event recorded it, the fact's version after it, the log position.
+
+    For an idempotent retry, ``replayed`` is true and the fields are those of the first command's event.
+    ``kind`` is the policy's decision: asserted, reaffirmed, corrected or retracted; ``effect`` says more
+    (new, supersede, backfill, contest, reaffirm, correct, retract).
+    """
+
+    event_id: str
+    user_id: str
+    key: str
+    version: int
+    position: int
+    kind: Kind
+    effect: str
+    replayed: bool = False
+
+
+class FactView(BaseModel):
+    """One current fact in a profile (``memledger profile --json``: the value under ``facts[KEY]``)."""
+
+    value: Any
+    text: str | None
+    version: int
+    recorded_at: datetime
+    valid_from: datetime
+    valid_to: datetime | None
+    source: str
+    confidence: float
+    status: Literal["current", "contested"]
+
+
+class Profile(BaseModel):
+    """``memledger profile USER --json``: the current facts of one user, by key."""
+
+    user_id: str
+    facts: dict[str, FactView]
+
+
+class HistoryRow(BaseModel):
+    """One event of a fact's history (``memledger history --json`` lists these in log order).
+
+    ``valid_from``/``valid_to`` are the version's valid range as known now (a superseded value shows its closed
+    range; a corrected-away or retracted value shows an empty range, valid_to == valid_from). ``status`` says what
+    became of the version: current, contested, superseded, misreported, retracted, closed, or for events that are
+    not versions of a value: reaffirmation, contesting, retraction.
+    """
+
+    key: str
+    value: Any
+    kind: Kind
+    reason: str | None
+    version: int
+    recorded_at: datetime
+    valid_from: datetime | None
+    valid_to: datetime | None
+    source: str
+    source_ref: str | None
+    position: int
+    # additive fields (not in the original contract; never rename the ones above)
+    event_id: str
+    text: str | None
+    observed_at: datetime | None
+    status: str
+    replaces: int | None
+    replaced_by: int | None
+    confidence: float
+    session_id: str | None
+    actor: str | None
+    trace_id: str | None
+    derived_from: list[str]
+    role: RoleContext | None

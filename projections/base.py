@@ -1,0 +1,120 @@
+"""What every projection has: its tables, ``apply`` for one event, a tracking row, and a checksum.
+
+A projection is a read model rebuilt by replaying the log. Each one:
+
+* names its tables through :meth:`Projection.table` so a blue/green rebuild can build ``<name>_<table>__<suffix>``
+  beside the serving copy (see ``replay/``);
+* applies events inside the catch-up loop's transaction and records the log position it reached in
+  ``projection_tracking`` in that same transaction (so rows and position never disagree after a crash);
+* never reads the log itself — the catch-up loop in ``replay/catchup.py`` feeds it :class:`LogEvent` objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .db import Cursor
+
+TRACKING_DDL = """
+CREATE TABLE IF NOT EXISTS projection_tracking (
+    projection TEXT PRIMARY KEY,
+    position BIGINT NOT NULL,
+    recorded_at BIGINT NOT NULL
+)"""
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    """One event as the read side sees it.
+
+    Attributes:
+        position: the notification id in the log (the authority on order).
+        event: the decoded domain event.
+        recorded_at: system time in microseconds since the epoch (UTC): the event's timestamp, raised if needed to
+            the previous event's, so system time never runs backwards along the log (two writers may stamp events
+            a few microseconds out of commit order; as-of queries must agree with log order).
+    """
+
+    position: int
+    event: Any
+    recorded_at: int
+
+
+class Projection:
+    """Base class: subclasses set ``name`` and ``tables`` (table -> DDL with ``{t}`` for the table's real name)."""
+
+    name: ClassVar[str] = ""
+    #: the schema version of this projection's tables; bump it when the DDL changes (then rebuild).
+    schema_version: ClassVar[int] = 1
+    #: short table name -> CREATE TABLE statement, with ``{t}`` for the real table name
+    tables: ClassVar[dict[str, str]] = {}
+    #: statements run after the tables exist (indexes), with ``{t:<table>}`` placeholders
+    indexes: ClassVar[list[str]] = []
+
+    def __init__(self, suffix: str = "") -> None:
+        self.suffix = suffix
+
+    @property
+    def tracking_name(self) -> str:
+        return self.name + (f"__{self.suffix}" if self.suffix else "")
+
+    def table(self, short: str) -> str:
+        """The real name of one of this projection's tables."""
+        return f"{self.name}_{short}" + (f"__{self.suffix}" if self.suffix else "")
+
+    def _names(self) -> dict[str, str]:
+        return {f"t_{short}": self.table(short) for short in self.tables}
+
+    def create(self, cur: Cursor) -> None:
+        """Create the tables, indexes and tracking row if missing (idempotent)."""
+        cur.execute(TRACKING_DDL)
+        names = self._names()
+        for short, ddl in self.tables.items():
+            cur.execute(ddl.format(t=self.table(short), **names))
+        for stmt in self.indexes:
+            cur.execute(stmt.format(**names))
+        cur.execute(
+            "INSERT INTO projection_tracking (projection, position, recorded_at) VALUES (?, 0, 0) "
+            "ON CONFLICT (projection) DO NOTHING",
+            (self.tracking_name,),
+        )
+
+    def drop(self, cur: Cursor) -> None:
+        """Drop this copy's tables and tracking row."""
+        for short in self.tables:
+            cur.execute(f"DROP TABLE IF EXISTS {self.table(short)}")
+        cur.execute("DELETE FROM projection_tracking WHERE projection = ?", (self.tracking_name,))
+
+    def apply(self, cur: Cursor, le: LogEvent) -> None:
+        """Apply one event. Events this projection does not care about are ignored."""
+        raise NotImplementedError
+
+    def purge_user(self, cur: Cursor, user_id: str) -> None:
+        """Delete every row about ``user_id`` (erasure). Subclasses with user rows override."""
+
+    def checksum(self, cur: Cursor) -> str:
+        """A stable checksum of the content (sha256 over rows in primary-key order), for ``memledger verify``."""
+        h = hashlib.sha256()
+        for short in self.tables:
+            cur.execute(f"SELECT * FROM {self.table(short)} ORDER BY 1, 2, 3")
+            for row in cur.fetchall():
+                h.update(repr(tuple(row)).encode())
+        return h.hexdigest()
+
+
+def position_of(cur: Cursor, tracking_name: str) -> tuple[int, int]:
+    """(position, recorded_at) a projection copy has reached; (0, 0) if it has no row."""
+    cur.execute(
+        "SELECT position, recorded_at FROM projection_tracking WHERE projection = ?", (tracking_name,)
+    )
+    row = cur.fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def set_position(cur: Cursor, tracking_name: str, position: int, recorded_at: int) -> None:
+    cur.execute(
+        "UPDATE projection_tracking SET position = ?, recorded_at = ? WHERE projection = ?",
+        (position, recorded_at, tracking_name),
+    )
