@@ -1,0 +1,932 @@
+"""Crypto-shredding: per-user data keys and a field-encrypting event mapper.
+
+Every user's personal payload fields are encrypted (AES-256-GCM, ``cryptography`` package) with that user's own
+32-byte *data key*. Erasing the user destroys the key; the append-only log keeps only unreadable ciphertext plus
+the plaintext metadata needed to replay and audit it (topic, originator id and version, ``user_id``, timestamps,
+provenance, every field not listed for encryption).
+
+Pieces
+------
+* :class:`KeyStore` -- the protocol: ``get_or_create`` / ``get`` / ``destroy`` / ``is_destroyed``.
+* :class:`SQLiteKeyStore` -- table ``user_keys`` in its own SQLite file (embedded default).
+* :class:`PostgresKeyStore` -- table ``<schema>.user_keys`` over psycopg 3.
+* :class:`EncryptingMapper` -- an ``eventsourcing.persistence.Mapper`` that encrypts the listed fields of every
+  event whose state has a non-empty ``user_id``, before the library's transcoder / compressor / cipher run.
+* :func:`is_erased` -- tells whether a decoded event belonged to a user whose key was destroyed.
+
+Plugging it into an ``eventsourcing`` Application (9.5.6)
+---------------------------------------------------------
+``Application.__init__`` calls ``self.construct_mapper()`` (no arguments) right after building ``self.factory``,
+so the key store must exist before ``super().__init__()``::
+
+    class Ledger(Application):
+        def __init__(self, env=None, *, keystore: KeyStore):
+            self.keystore = keystore                      # must be set before super().__init__()
+            super().__init__(env)
+
+        def construct_mapper(self) -> Mapper:
+            return EncryptingMapper(
+                transcoder=self.construct_transcoder(),  # keeps the UUID/Decimal/datetime transcodings
+                compressor=self.factory.compressor(),    # COMPRESSOR_TOPIC still honoured
+                cipher=self.factory.cipher(),            # CIPHER_TOPIC / CIPHER_KEY still honoured
+                keystore=self.keystore,
+            )
+
+``MAPPER_TOPIC`` cannot be used on its own: ``InfrastructureFactory.mapper()`` constructs the mapper class with
+only ``transcoder``, ``cipher`` and ``compressor``, so it has no way to hand over a key store; constructing an
+:class:`EncryptingMapper` without one raises a ``TypeError`` that says so.
+
+Where the mapper hooks in
+-------------------------
+``Mapper.to_stored_event`` turns ``vars(event)`` into a dict, pops originator id/version, transcodes the dict to
+bytes, then compresses, then (optionally) encrypts the whole blob. We encrypt the listed fields *in the state
+dict*, before transcoding, by handing the base class a shallow copy of the event whose ``__dict__`` holds the
+tokens -- so class_version, the compressor and the library's whole-record cipher all still apply unchanged.
+On the way back we re-implement ``to_domain_event`` step for step (cipher -> compressor -> transcoder) and
+decrypt the fields right after transcoding and *before* upcasting, because tokens are bound to the field name
+and version they were written under; upcasters therefore see plaintext (or ``None`` after erasure).
+
+Each encrypted field's value is first encoded with the mapper's own transcoder, so any JSON value (str, dict,
+list, number, registered types such as datetime/UUID) round-trips with its type; it is then stored as the
+string ``"enc:v1:" + base64(nonce12 + ciphertext_and_tag)``.
+
+What decoding an erased user's event yields
+-------------------------------------------
+If the user's key was destroyed, every encrypted field decodes to ``None`` and the event is marked instead of
+raising, so replays after erasure proceed and simply see no content:
+
+* if the event class declares a dataclass field named ``erased``, it is set to ``True``;
+* otherwise the key ``"_erased": True`` is put in the event's ``__dict__``. eventsourcing builds decoded events
+  with ``object.__new__`` + ``object.__setattr__(event, "__dict__", state)``, so this works with its frozen
+  dataclasses; it is not a dataclass field, so it takes no part in ``==``/``repr``/``asdict``, and
+  ``@event``-decorated methods ignore it (the library only passes parameters a method names). Use
+  :func:`is_erased` to test for either form. The marker is dropped again if such an event is ever re-encoded.
+
+A field whose stored value is not a token (an event written before encryption was switched on) is passed
+through unchanged. A token that fails authentication (tampered, or moved from another field/event/user) raises
+:class:`FieldDecryptionError` (a ``MapperDeserialisationError``); so does a token whose user has no key at all
+(wrong key store).
+
+Snapshots
+---------
+Snapshot events carry the aggregate's whole ``__dict__`` under ``state``. If that dict has a non-empty
+``user_id``, the listed names inside it are encrypted too (bound to ``"state.<name>"``). Aggregate attributes
+that hold personal data under *other* names are NOT covered: either name them like the event fields or leave
+snapshotting off for such aggregates.
+
+Opting an event class out
+-------------------------
+An event class may set an (un-annotated) class attribute ``ENCRYPTED_FIELDS = frozenset({...})`` to override the
+mapper's set for its instances -- e.g. ``frozenset()`` for an erasure event whose ``reason`` must remain
+readable after the key is gone (recording an event with something to encrypt for an erased user raises
+:class:`SubjectErasedError`).
+
+Master key (key wrapping) -- the trade-off
+------------------------------------------
+Data keys are stored either raw or wrapped (AES-256-GCM, associated data bound to the user id, so wrapped keys
+cannot be swapped between users) with a 32-byte master key, given as ``master_key=`` or base64 in the
+environment variable ``MEMLEDGER_MASTER_KEY``.
+
+* Raw: nothing more to manage, but whoever gets a copy of the key store *and* the event log reads everything,
+  and every copy of the key store (backup, replica, snapshot of the disk) taken before an erasure still holds
+  that user's key -- erasure is only as good as the retention of key-store copies.
+* Wrapped: a stolen key store is useless without the master key, which can live elsewhere (secrets manager,
+  KMS, env of the service only). Copies of the key store still hold the *wrapped* key, so an old copy plus the
+  master key still recovers it: keep key-store backups short-lived (or rotate the master key) to make erasure
+  final. Losing the master key loses every user's data.
+A store written raw cannot be read with a master key configured (and vice versa): that mismatch is refused
+rather than silently mixing formats.
+
+Physical deletion
+-----------------
+SQLite: ``PRAGMA secure_delete=ON`` on every connection and ``journal_mode=DELETE`` (see :class:`SQLiteKeyStore`).
+PostgreSQL: an UPDATE leaves the old row version (with the key) in the heap until VACUUM reclaims and reuses the
+space, and in WAL segments / base backups; :meth:`PostgresKeyStore.vacuum` rewrites the table (VACUUM FULL),
+but WAL archives and backups are the operator's to expire. Prefer a master key with PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import fields as dataclass_fields
+from dataclasses import is_dataclass
+from datetime import datetime, timezone
+from typing import Any, Protocol, runtime_checkable
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from eventsourcing.persistence import (
+    Cipher,
+    Compressor,
+    Mapper,
+    MapperDeserialisationError,
+    StoredEvent,
+    Transcoder,
+    find_id_convertor,
+)
+from eventsourcing.utils import resolve_topic
+
+from ledger.errors import MemledgerError, SubjectErasedError
+
+__all__ = [
+    "DEFAULT_ENCRYPTED_FIELDS",
+    "ERASED_MARKER",
+    "MASTER_KEY_ENV",
+    "TOKEN_PREFIX",
+    "EncryptingMapper",
+    "FieldDecryptionError",
+    "KeyStore",
+    "KeyStoreError",
+    "PostgresKeyStore",
+    "SQLiteKeyStore",
+    "SubjectErasedError",
+    "is_erased",
+    "load_master_key",
+]
+
+MASTER_KEY_ENV = "MEMLEDGER_MASTER_KEY"
+TOKEN_PREFIX = "enc:v1:"
+ERASED_MARKER = "_erased"
+DEFAULT_ENCRYPTED_FIELDS: frozenset[str] = frozenset(
+    {"value_json", "text", "reason", "summary", "card", "message_text"}
+)
+
+DATA_KEY_BYTES = 32
+_NONCE_BYTES = 12
+_TAG_BYTES = 16
+_FORMAT_RAW = "raw"
+_FORMAT_WRAPPED = "aesgcm-v1"
+_WRAP_AAD_PREFIX = b"memledger:user-key:v1|"
+
+
+# --------------------------------------------------------------------------------------------------- errors
+
+
+class KeyStoreError(MemledgerError):
+    """The key store is misconfigured or holds something it cannot read (wrong/missing master key...)."""
+
+
+class FieldDecryptionError(MapperDeserialisationError, MemledgerError):
+    """An encrypted field of a stored event could not be decrypted.
+
+    Raised for a token that fails AES-GCM authentication (tampered, or moved from another field, event or user)
+    or is malformed, and for a token whose user has no key in the key store. Never raised for erased users:
+    their fields decode to ``None``.
+    """
+
+
+def _erased_error(user_id: str) -> SubjectErasedError:
+    err = SubjectErasedError(
+        f"user_id {user_id!r}: the subject was erased (their data key was destroyed); "
+        "nothing more can be recorded for this user"
+    )
+    err.user_id = user_id  # type: ignore[attr-defined]
+    return err
+
+
+# --------------------------------------------------------------------------------------------------- keys
+
+
+def load_master_key(environ: Mapping[str, str] | None = None) -> bytes | None:
+    """Returns the master key from ``MEMLEDGER_MASTER_KEY`` (base64 of 32 bytes), or None if unset/empty."""
+    env = os.environ if environ is None else environ
+    value = env.get(MASTER_KEY_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        key = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as e:
+        msg = f"{MASTER_KEY_ENV} is not valid base64 ({e}); set it to base64 of 32 random bytes"
+        raise KeyStoreError(msg) from None
+    _check_master_key(key, MASTER_KEY_ENV)
+    return key
+
+
+def _check_master_key(key: bytes, where: str) -> None:
+    if len(key) != DATA_KEY_BYTES:
+        msg = f"{where}: the master key must be 32 bytes, got {len(key)}"
+        raise KeyStoreError(msg)
+
+
+@runtime_checkable
+class KeyStore(Protocol):
+    """Per-user data keys. Implementations must be safe across threads (and processes, for shared stores)."""
+
+    def get_or_create(self, user_id: str) -> bytes:
+        """Returns the user's 32-byte data key, creating it on first use.
+
+        Raises :class:`SubjectErasedError` if the user's key was destroyed: a late event for an erased user must
+        never silently get a fresh key.
+        """
+        ...
+
+    def get(self, user_id: str) -> bytes | None:
+        """Returns the user's data key, or None if there is none (never created, or destroyed)."""
+        ...
+
+    def destroy(self, user_id: str) -> bool:
+        """Destroys the user's key, leaving a tombstone (key NULL, destroyed_at set).
+
+        Returns True if a live key was destroyed, False if it was already destroyed or never existed (a
+        tombstone is recorded then too, so the user cannot get a key later).
+        """
+        ...
+
+    def is_destroyed(self, user_id: str) -> bool:
+        """True once the user's key was destroyed (or the user was erased before ever having one)."""
+        ...
+
+
+class _KeyStoreBase:
+    """Key wrapping and an optional in-process cache shared by both stores.
+
+    Cache: destroyed users are remembered forever (destruction is permanent); live keys only for ``cache_ttl``
+    seconds (default 0: every lookup asks the store, so a destroy by another process takes effect at once).
+    A destroy through this object clears its own cache immediately.
+    """
+
+    def __init__(self, master_key: bytes | None, cache_ttl: float) -> None:
+        if master_key is None:
+            master_key = load_master_key()
+        else:
+            _check_master_key(master_key, "master_key")
+        self._wrapper = AESGCM(master_key) if master_key is not None else None
+        self.cache_ttl = float(cache_ttl)
+        self._cache: dict[str, tuple[bytes, float]] = {}
+        self._destroyed_cache: set[str] = set()
+        self._cache_lock = threading.Lock()
+
+    @property
+    def wraps_keys(self) -> bool:
+        """True if data keys are stored wrapped by a master key."""
+        return self._wrapper is not None
+
+    # ---- wrapping
+
+    def _seal(self, user_id: str, key: bytes) -> tuple[bytes, str]:
+        if self._wrapper is None:
+            return key, _FORMAT_RAW
+        nonce = os.urandom(_NONCE_BYTES)
+        aad = _WRAP_AAD_PREFIX + user_id.encode("utf-8")
+        return nonce + self._wrapper.encrypt(nonce, key, aad), _FORMAT_WRAPPED
+
+    def _unseal(self, user_id: str, blob: bytes, key_format: str) -> bytes:
+        if key_format == _FORMAT_RAW:
+            if self._wrapper is not None:
+                msg = (
+                    f"user_id {user_id!r}: key stored raw but a master key is configured; "
+                    f"unset {MASTER_KEY_ENV} for this store (formats are never mixed)"
+                )
+                raise KeyStoreError(msg)
+            key = bytes(blob)
+        elif key_format == _FORMAT_WRAPPED:
+            if self._wrapper is None:
+                msg = (
+                    f"user_id {user_id!r}: key stored wrapped but no master key is configured; "
+                    f"set {MASTER_KEY_ENV} (base64 of the 32-byte master key)"
+                )
+                raise KeyStoreError(msg)
+            blob = bytes(blob)
+            aad = _WRAP_AAD_PREFIX + user_id.encode("utf-8")
+            try:
+                key = self._wrapper.decrypt(blob[:_NONCE_BYTES], blob[_NONCE_BYTES:], aad)
+            except InvalidTag:
+                msg = (
+                    f"user_id {user_id!r}: cannot unwrap the data key -- wrong master key "
+                    f"({MASTER_KEY_ENV}) or the stored key was altered"
+                )
+                raise KeyStoreError(msg) from None
+        else:
+            msg = f"user_id {user_id!r}: unknown key format {key_format!r} in key store"
+            raise KeyStoreError(msg)
+        if len(key) != DATA_KEY_BYTES:
+            msg = f"user_id {user_id!r}: stored data key has {len(key)} bytes, expected {DATA_KEY_BYTES}"
+            raise KeyStoreError(msg)
+        return key
+
+    # ---- cache
+
+    def _cached(self, user_id: str) -> bytes | None:
+        if self.cache_ttl <= 0:
+            return None
+        with self._cache_lock:
+            hit = self._cache.get(user_id)
+            if hit is None:
+                return None
+            if hit[1] < time.monotonic():
+                del self._cache[user_id]
+                return None
+            return hit[0]
+
+    def _remember(self, user_id: str, key: bytes) -> None:
+        if self.cache_ttl > 0:
+            with self._cache_lock:
+                self._cache[user_id] = (key, time.monotonic() + self.cache_ttl)
+
+    def _remember_destroyed(self, user_id: str) -> None:
+        with self._cache_lock:
+            self._cache.pop(user_id, None)
+            self._destroyed_cache.add(user_id)
+
+    def _known_destroyed(self, user_id: str) -> bool:
+        return user_id in self._destroyed_cache
+
+    @staticmethod
+    def _check_user_id(user_id: str) -> str:
+        if not isinstance(user_id, str) or not user_id:
+            msg = f"user_id must be a non-empty string, got {user_id!r}"
+            raise ValueError(msg)
+        return user_id
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+class SQLiteKeyStore(_KeyStoreBase):
+    """Per-user data keys in table ``user_keys`` of their own SQLite file.
+
+    Keep this file apart from the event database: erasure relies on this file forgetting keys, while the event
+    log is append-only and backed up freely.
+
+    Concurrency: one connection per thread (and per process: a forked child opens its own). Creation runs in a
+    ``BEGIN IMMEDIATE`` transaction, which takes SQLite's write lock before reading, so of two threads or
+    processes creating the same user's key the second waits, then finds and returns the first one's key;
+    ``INSERT OR IGNORE`` plus a re-read backs that up.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        master_key: bytes | None = None,
+        cache_ttl: float = 0.0,
+        timeout: float = 30.0,
+    ) -> None:
+        super().__init__(master_key, cache_ttl)
+        self.path = os.fspath(path)
+        if self.path == ":memory:" or self.path.startswith("file::memory:"):
+            msg = "SQLiteKeyStore needs a file path (an in-memory database is per connection)"
+            raise ValueError(msg)
+        self.timeout = timeout
+        self._local = threading.local()
+        self._all_conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        conn = self._conn()
+        # The rollback journal (not WAL): with WAL the frames that inserted a key stay in the -wal file after a
+        # checkpoint until they happen to be overwritten, so a destroyed key could survive there. In DELETE mode
+        # the journal holds old pages only while a write transaction runs and is deleted at commit.
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS user_keys ("
+                " user_id TEXT PRIMARY KEY,"
+                " key BLOB,"  # NULL once destroyed
+                " key_format TEXT,"  # 'raw' | 'aesgcm-v1'
+                " created_at TEXT NOT NULL,"
+                " destroyed_at TEXT"
+                ")"
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _conn(self) -> sqlite3.Connection:
+        pid = os.getpid()
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == pid:
+            return conn
+        conn = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        # SQLite does not erase deleted or overwritten content: the old record bytes stay in the page's free
+        # space (or in free pages) and can be read from the file with a hex editor long after the UPDATE/DELETE.
+        # secure_delete=ON makes SQLite overwrite freed content with zeros, so destroying a key really removes
+        # its bytes from the file. (Whether the old bytes survive a given UPDATE depends on where SQLite puts
+        # the rewritten cell -- today's row layout happens to overwrite the key in place, a shorter row would
+        # not; we do not rely on that.) It is a per-connection setting, hence set on every connection we open.
+        conn.execute("PRAGMA secure_delete=ON")
+        self._local.conn = conn
+        self._local.pid = pid
+        with self._conns_lock:
+            self._all_conns.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Closes every connection this store opened in this process."""
+        with self._conns_lock:
+            conns, self._all_conns = self._all_conns, []
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.ProgrammingError:  # pragma: no cover - closed from another thread already
+                pass
+        self._local = threading.local()
+
+    def _row(self, conn: sqlite3.Connection, user_id: str) -> tuple[Any, ...] | None:
+        return conn.execute(
+            "SELECT key, key_format, destroyed_at FROM user_keys WHERE user_id = ?", (user_id,)
+        ).fetchone()
+
+    def get_or_create(self, user_id: str) -> bytes:
+        self._check_user_id(user_id)
+        if self._known_destroyed(user_id):
+            raise _erased_error(user_id)
+        cached = self._cached(user_id)
+        if cached is not None:
+            return cached
+        conn = self._conn()
+        row = self._row(conn, user_id)  # fast path, no write lock
+        if row is None:
+            blob, key_format = self._seal(user_id, os.urandom(DATA_KEY_BYTES))
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(
+                    "INSERT OR IGNORE INTO user_keys (user_id, key, key_format, created_at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (user_id, blob, key_format, _now_iso()),
+                )
+                row = self._row(conn, user_id)  # ours, or the one a racing writer committed first
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        assert row is not None
+        return self._key_from_row(user_id, row)
+
+    def _key_from_row(self, user_id: str, row: tuple[Any, ...]) -> bytes:
+        blob, key_format, destroyed_at = row
+        if destroyed_at is not None or blob is None:
+            self._remember_destroyed(user_id)
+            raise _erased_error(user_id)
+        key = self._unseal(user_id, blob, key_format)
+        self._remember(user_id, key)
+        return key
+
+    def get(self, user_id: str) -> bytes | None:
+        self._check_user_id(user_id)
+        if self._known_destroyed(user_id):
+            return None
+        cached = self._cached(user_id)
+        if cached is not None:
+            return cached
+        row = self._row(self._conn(), user_id)
+        if row is None:
+            return None
+        try:
+            return self._key_from_row(user_id, row)
+        except SubjectErasedError:
+            return None
+
+    def destroy(self, user_id: str) -> bool:
+        self._check_user_id(user_id)
+        conn = self._conn()
+        now = _now_iso()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            cur = conn.execute(
+                "UPDATE user_keys SET key = NULL, destroyed_at = ? WHERE user_id = ? AND destroyed_at IS NULL",
+                (now, user_id),
+            )
+            destroyed = cur.rowcount > 0
+            if not destroyed:
+                conn.execute(
+                    "INSERT OR IGNORE INTO user_keys (user_id, key, key_format, created_at, destroyed_at)"
+                    " VALUES (?, NULL, NULL, ?, ?)",
+                    (user_id, now, now),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self._remember_destroyed(user_id)
+        return destroyed
+
+    def is_destroyed(self, user_id: str) -> bool:
+        self._check_user_id(user_id)
+        if self._known_destroyed(user_id):
+            return True
+        row = self._conn().execute("SELECT destroyed_at FROM user_keys WHERE user_id = ?", (user_id,)).fetchone()
+        if row is not None and row[0] is not None:
+            self._remember_destroyed(user_id)
+            return True
+        return False
+
+
+class PostgresKeyStore(_KeyStoreBase):
+    """Per-user data keys in table ``<schema>.user_keys`` (PostgreSQL, psycopg 3).
+
+    Creation is ``INSERT ... ON CONFLICT (user_id) DO NOTHING`` followed by a SELECT, so of two processes
+    creating the same user's key both read back the row that won. One connection (autocommit, explicit
+    transactions) guarded by a lock serves all threads; key lookups are rare next to event traffic. It is
+    reopened if it breaks.
+
+    Physical deletion: PostgreSQL's MVCC keeps the old row version (with the key bytes) until VACUUM, and in
+    WAL/backups; see :meth:`vacuum` and the module docstring. Prefer a master key here.
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        schema: str = "memledger",
+        *,
+        master_key: bytes | None = None,
+        cache_ttl: float = 0.0,
+        connect_timeout: int = 10,
+    ) -> None:
+        import psycopg
+        from psycopg import sql
+
+        super().__init__(master_key, cache_ttl)
+        self._psycopg = psycopg
+        self.conninfo = conninfo
+        self.schema = schema
+        self.connect_timeout = connect_timeout
+        self._lock = threading.RLock()
+        self._connection: Any = None
+        self._pid = os.getpid()
+        table = sql.Identifier(schema, "user_keys")
+        self._sql_select = sql.SQL(
+            "SELECT key, key_format, destroyed_at FROM {} WHERE user_id = %s"
+        ).format(table)
+        self._sql_insert = sql.SQL(
+            "INSERT INTO {} (user_id, key, key_format) VALUES (%s, %s, %s) ON CONFLICT (user_id) DO NOTHING"
+        ).format(table)
+        self._sql_destroy = sql.SQL(
+            "UPDATE {} SET key = NULL, destroyed_at = now() WHERE user_id = %s AND destroyed_at IS NULL"
+            " RETURNING user_id"
+        ).format(table)
+        self._sql_tombstone = sql.SQL(
+            "INSERT INTO {} (user_id, key, key_format, destroyed_at) VALUES (%s, NULL, NULL, now())"
+            " ON CONFLICT (user_id) DO NOTHING"
+        ).format(table)
+        self._sql_vacuum = sql.SQL("VACUUM FULL {}").format(table)
+        create = [
+            sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)),
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} ("
+                " user_id text PRIMARY KEY,"
+                " key bytea,"
+                " key_format text,"
+                " created_at timestamptz NOT NULL DEFAULT now(),"
+                " destroyed_at timestamptz)"
+            ).format(table),
+        ]
+        with self._lock:
+            conn = self._conn()
+            with conn.transaction():
+                # Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogs; serialise them.
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memledger.user_keys:{schema}",))
+                for stmt in create:
+                    conn.execute(stmt)
+
+    def _conn(self) -> Any:
+        if self._pid != os.getpid():  # forked: never share a socket with the parent
+            self._connection = None
+            self._pid = os.getpid()
+        conn = self._connection
+        if conn is None or conn.closed or conn.broken:
+            conn = self._psycopg.connect(
+                self.conninfo, autocommit=True, connect_timeout=self.connect_timeout
+            )
+            self._connection = conn
+        return conn
+
+    def _run(self, fn: Any) -> Any:
+        """Runs fn(conn) under the lock; retries once on a broken connection."""
+        with self._lock:
+            try:
+                return fn(self._conn())
+            except self._psycopg.OperationalError:
+                conn = self._connection
+                if conn is None or not (conn.closed or conn.broken):
+                    raise
+                return fn(self._conn())
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def _select(self, user_id: str) -> tuple[Any, ...] | None:
+        return self._run(lambda c: c.execute(self._sql_select, (user_id,)).fetchone())
+
+    def _key_from_row(self, user_id: str, row: tuple[Any, ...]) -> bytes:
+        blob, key_format, destroyed_at = row
+        if destroyed_at is not None or blob is None:
+            self._remember_destroyed(user_id)
+            raise _erased_error(user_id)
+        key = self._unseal(user_id, blob, key_format)
+        self._remember(user_id, key)
+        return key
+
+    def get_or_create(self, user_id: str) -> bytes:
+        self._check_user_id(user_id)
+        if self._known_destroyed(user_id):
+            raise _erased_error(user_id)
+        cached = self._cached(user_id)
+        if cached is not None:
+            return cached
+        row = self._select(user_id)
+        if row is None:
+            blob, key_format = self._seal(user_id, os.urandom(DATA_KEY_BYTES))
+
+            def insert_then_select(conn: Any) -> Any:
+                conn.execute(self._sql_insert, (user_id, blob, key_format))
+                # A separate statement: under READ COMMITTED it sees whichever insert committed first.
+                return conn.execute(self._sql_select, (user_id,)).fetchone()
+
+            row = self._run(insert_then_select)
+        assert row is not None
+        return self._key_from_row(user_id, row)
+
+    def get(self, user_id: str) -> bytes | None:
+        self._check_user_id(user_id)
+        if self._known_destroyed(user_id):
+            return None
+        cached = self._cached(user_id)
+        if cached is not None:
+            return cached
+        row = self._select(user_id)
+        if row is None:
+            return None
+        try:
+            return self._key_from_row(user_id, row)
+        except SubjectErasedError:
+            return None
+
+    def destroy(self, user_id: str) -> bool:
+        self._check_user_id(user_id)
+
+        def do(conn: Any) -> bool:
+            with conn.transaction():
+                destroyed = conn.execute(self._sql_destroy, (user_id,)).fetchone() is not None
+                if not destroyed:
+                    conn.execute(self._sql_tombstone, (user_id,))
+            return destroyed
+
+        destroyed = self._run(do)
+        self._remember_destroyed(user_id)
+        return destroyed
+
+    def is_destroyed(self, user_id: str) -> bool:
+        self._check_user_id(user_id)
+        if self._known_destroyed(user_id):
+            return True
+        row = self._select(user_id)
+        if row is not None and row[2] is not None:
+            self._remember_destroyed(user_id)
+            return True
+        return False
+
+    def vacuum(self) -> None:
+        """Rewrites the key table (VACUUM FULL) so dead row versions holding destroyed keys leave its files.
+
+        Takes an exclusive lock on the (small) table for the duration. WAL segments and backups taken before
+        the destroy still hold the old bytes; expiring those is an operational duty.
+        """
+        self._run(lambda c: c.execute(self._sql_vacuum))
+
+
+# --------------------------------------------------------------------------------------------------- mapper
+
+
+def is_erased(event: object) -> bool:
+    """True if ``event`` was decoded after its user's key had been destroyed (its encrypted fields are None)."""
+    state = getattr(event, "__dict__", {})
+    return bool(state.get(ERASED_MARKER)) or state.get("erased") is True
+
+
+def _has_erased_field(cls: type) -> bool:
+    return is_dataclass(cls) and any(f.name == "erased" for f in dataclass_fields(cls))
+
+
+class EncryptingMapper(Mapper[Any]):
+    """A Mapper that encrypts personal fields per user (AES-256-GCM) before the library's own pipeline.
+
+    :param transcoder: as for ``Mapper`` (pass ``app.construct_transcoder()``).
+    :param compressor: as for ``Mapper`` (``app.factory.compressor()``), applied to the whole record.
+    :param cipher: as for ``Mapper`` (``app.factory.cipher()``), applied to the whole record.
+    :param keystore: where per-user data keys live (required).
+    :param fields: names of state fields to encrypt; default :data:`DEFAULT_ENCRYPTED_FIELDS`.
+    :param user_id_field: the state field naming whose data it is; default ``"user_id"``.
+    """
+
+    def __init__(
+        self,
+        transcoder: Transcoder,
+        compressor: Compressor | None = None,
+        cipher: Cipher | None = None,
+        *,
+        keystore: KeyStore | None = None,
+        fields: Iterable[str] = DEFAULT_ENCRYPTED_FIELDS,
+        user_id_field: str = "user_id",
+    ) -> None:
+        if keystore is None:
+            msg = (
+                "EncryptingMapper needs a keystore=...; it cannot be built from MAPPER_TOPIC alone -- "
+                "override Application.construct_mapper() instead (see ledger.crypto's docstring)"
+            )
+            raise TypeError(msg)
+        super().__init__(transcoder=transcoder, compressor=compressor, cipher=cipher)
+        self.keystore = keystore
+        self.fields: frozenset[str] = frozenset(fields)
+        self.user_id_field = user_id_field
+
+    # ---- helpers
+
+    def _fields_for(self, cls: type) -> frozenset[str]:
+        override = getattr(cls, "ENCRYPTED_FIELDS", None)
+        return self.fields if override is None else frozenset(override)
+
+    @staticmethod
+    def _aad(user_id: str, field: str, originator_id: Any, originator_version: int) -> bytes:
+        # Associated data binds each ciphertext to its place: user, field, event stream and position. AES-GCM
+        # authenticates it, so a token copied into another field ("text" -> "reason"), another event of the
+        # same stream, another stream, or another user's event fails to decrypt instead of silently showing
+        # the right words in the wrong place (which an attacker with write access to the log could otherwise
+        # use to forge history out of genuine ciphertext). Parsing is unambiguous for a given key (= user):
+        # field names contain no "|" and the version after the last "|" is an int.
+        return f"{user_id}|{field}|{originator_id}|{originator_version}".encode()
+
+    def _encrypt_fields(
+        self,
+        state: dict[str, Any],
+        names: frozenset[str],
+        user_id: str,
+        originator_id: Any,
+        originator_version: int,
+        prefix: str = "",
+    ) -> None:
+        todo = [n for n in names if state.get(n) is not None]
+        if not todo:
+            return
+        aesgcm = AESGCM(self.keystore.get_or_create(user_id))  # raises SubjectErasedError after erasure
+        for name in todo:
+            plaintext = self.transcoder.encode(state[name])
+            nonce = os.urandom(_NONCE_BYTES)
+            aad = self._aad(user_id, prefix + name, originator_id, originator_version)
+            sealed = nonce + aesgcm.encrypt(nonce, plaintext, aad)
+            state[name] = TOKEN_PREFIX + base64.b64encode(sealed).decode("ascii")
+
+    def _decrypt_fields(
+        self,
+        state: dict[str, Any],
+        names: frozenset[str],
+        user_id: str,
+        originator_id: Any,
+        originator_version: int,
+        topic: str,
+        prefix: str = "",
+    ) -> bool:
+        """Decrypts in place. Returns True if the user was erased (their token fields were set to None)."""
+        todo = [n for n in names if isinstance(state.get(n), str) and state[n].startswith(TOKEN_PREFIX)]
+        if not todo:
+            return False
+
+        def fail(name: str, problem: str) -> FieldDecryptionError:
+            return FieldDecryptionError(
+                f"cannot decrypt field {prefix + name!r} of stored event with topic {topic!r}, "
+                f"originator_id {str(originator_id)!r}, originator_version {originator_version} "
+                f"(user_id {user_id!r}): {problem}"
+            )
+
+        key = self.keystore.get(user_id)
+        if key is None:
+            if self.keystore.is_destroyed(user_id):
+                for name in todo:
+                    state[name] = None
+                return True
+            raise fail(todo[0], "the key store has no data key for this user (wrong key store?)")
+        aesgcm = AESGCM(key)
+        for name in todo:
+            try:
+                sealed = base64.b64decode(state[name][len(TOKEN_PREFIX) :], validate=True)
+            except (binascii.Error, ValueError):
+                raise fail(name, "the token is not valid base64 (corrupted)") from None
+            if len(sealed) < _NONCE_BYTES + _TAG_BYTES:
+                raise fail(name, "the token is too short (corrupted)")
+            aad = self._aad(user_id, prefix + name, originator_id, originator_version)
+            try:
+                plaintext = aesgcm.decrypt(sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:], aad)
+            except InvalidTag:
+                raise fail(
+                    name,
+                    "authentication failed -- the ciphertext was altered, or was moved here from another "
+                    "field, event or user",
+                ) from None
+            state[name] = self.transcoder.decode(plaintext)
+        return False
+
+    def _user_of(self, state: Mapping[str, Any]) -> str | None:
+        user_id = state.get(self.user_id_field)
+        if user_id is None or user_id == "":
+            return None
+        return str(user_id)
+
+    # ---- Mapper API
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        cls = type(domain_event)
+        state = dict(vars(domain_event))
+        state.pop(ERASED_MARKER, None)
+        names = self._fields_for(cls)
+        originator_id = state["originator_id"]
+        originator_version = state["originator_version"]
+        changed = False
+        user_id = self._user_of(state)
+        if user_id is not None and names:
+            before = dict(state)
+            self._encrypt_fields(state, names, user_id, originator_id, originator_version)
+            changed = state != before
+        nested = state.get("state")
+        if isinstance(nested, dict) and names:
+            nested_user = self._user_of(nested)
+            if nested_user is not None:
+                nested = dict(nested)
+                nested.pop(ERASED_MARKER, None)
+                self._encrypt_fields(
+                    nested, names, nested_user, originator_id, originator_version, prefix="state."
+                )
+                state["state"] = nested
+                changed = True
+        if not changed and ERASED_MARKER not in vars(domain_event):
+            return super().to_stored_event(domain_event)
+        # Hand the base class a shallow copy carrying the tokens, the same way eventsourcing itself builds
+        # decoded events; so class_version, compressor and cipher handling stay the library's.
+        proxy = object.__new__(cls)
+        object.__setattr__(proxy, "__dict__", state)
+        return super().to_stored_event(proxy)
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        # Same steps as eventsourcing 9.5.6 Mapper.to_domain_event, with decryption inserted between
+        # transcoding and upcasting.
+        cls = resolve_topic(stored_event.topic)
+        stored_state = stored_event.state
+        try:
+            if self.cipher:
+                stored_state = self.cipher.decrypt(stored_state)
+            if self.compressor:
+                stored_state = self.compressor.decompress(stored_state)
+            event_state: dict[str, Any] = self.transcoder.decode(stored_state)
+        except Exception as e:
+            msg = (
+                f"Failed to deserialise state of stored event with "
+                f"topic '{stored_event.topic}', "
+                f"originator_id '{stored_event.originator_id}' and "
+                f"originator_version {stored_event.originator_version}: {e}"
+            )
+            raise MapperDeserialisationError(msg) from e
+
+        id_convertor = find_id_convertor(cls, type(stored_event.originator_id))
+        originator_id = id_convertor(stored_event.originator_id)
+        originator_version = stored_event.originator_version
+
+        names = self._fields_for(cls)
+        erased = False
+        if names:
+            user_id = self._user_of(event_state)
+            if user_id is not None:
+                erased |= self._decrypt_fields(
+                    event_state, names, user_id, originator_id, originator_version, stored_event.topic
+                )
+            nested = event_state.get("state")
+            if isinstance(nested, dict):
+                nested_user = self._user_of(nested)
+                if nested_user is not None:
+                    erased |= self._decrypt_fields(
+                        nested,
+                        names,
+                        nested_user,
+                        originator_id,
+                        originator_version,
+                        stored_event.topic,
+                        prefix="state.",
+                    )
+
+        event_state["originator_id"] = originator_id
+        event_state["originator_version"] = originator_version
+        class_version = getattr(cls, "class_version", 1)
+        from_version = event_state.pop("class_version", 1)
+        while from_version < class_version:
+            getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(event_state)
+            from_version += 1
+
+        if erased:
+            if _has_erased_field(cls):
+                event_state["erased"] = True
+            else:
+                event_state[ERASED_MARKER] = True
+
+        domain_event = object.__new__(cls)
+        object.__setattr__(domain_event, "__dict__", event_state)
+        return domain_event
