@@ -1,0 +1,236 @@
+"""The ``memledger`` command line (typer + rich). ``--json`` output is a stable contract for other tools.
+
+Exit codes: 0 success; 2 bad input (a message naming the field and the fix, nothing written); 1 any other failure.
+No traceback is printed for either; set ``MEMLEDGER_DEBUG=1`` to see one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import BadInput, MemledgerError
+
+try:  # typer >= 0.2x vendors click as typer._click; older typer uses click itself
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover
+    from click import ClickException  # type: ignore[no-redef,assignment]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="memledger: an event-sourced memory ledger for LLM agents.")
+out = Console(highlight=False, soft_wrap=True, markup=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    home: Optional[str] = typer.Option(None, "--home", help="Ledger directory (default $MEMLEDGER_HOME or ./.memledger)."),
+    dsn: Optional[str] = typer.Option(None, "--dsn", help="postgresql://... to use PostgreSQL (default $MEMLEDGER_DSN)."),
+) -> None:
+    ctx.obj = {"home": home, "dsn": dsn}
+
+
+@contextmanager
+def open_ledger(ctx: typer.Context) -> Iterator[Any]:
+    from .facade import MemoryLedger
+
+    obj = ctx.find_root().obj or {}
+    ml = MemoryLedger(home=obj.get("home"), dsn=obj.get("dsn"))
+    try:
+        yield ml
+    finally:
+        ml.close()
+
+
+def parse_value(raw: str) -> Any:
+    """VALUE is JSON when it parses as JSON (NaN/Infinity excluded), else the string itself."""
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(name)
+
+    try:
+        return json.loads(raw, parse_constant=no_constants)
+    except ValueError:
+        return raw
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+
+
+def emit_receipt(receipt: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json(receipt.model_dump(mode="json"))
+        return
+    note = " (idempotent retry: nothing new recorded)" if receipt.replayed else ""
+    out.print(f"{receipt.kind} {receipt.user_id} {receipt.key} v{receipt.version} [{receipt.effect}] "
+              f"at position {receipt.position}{note}")
+
+
+# Options shared by assert / correct ---------------------------------------------------------------------------
+TextOpt = typer.Option(None, "--text", help="The human sentence of the fact.")
+ObservedOpt = typer.Option(None, "--observed-at", help="When the source said it (ISO 8601 with offset).")
+SourceOpt = typer.Option(None, "--source", help="user_statement | agent_inference | external_import | system_feedback")
+SourceRefOpt = typer.Option(None, "--source-ref", help="Message or document id it came from.")
+SessionOpt = typer.Option(None, "--session", help="Session id.")
+ConfidenceOpt = typer.Option(None, "--confidence", help="0..1 (default by source).")
+IdemOpt = typer.Option(None, "--idempotency-key", help="A retried command with the same key records nothing new.")
+ActorOpt = typer.Option(None, "--actor", help="Who or what recorded it.")
+TraceOpt = typer.Option(None, "--trace", help="Trace id of the agent turn.")
+ReasonOpt = typer.Option(None, "--reason", help="Why (kept in history).")
+JsonOpt = typer.Option(False, "--json", help="Print JSON (a stable contract).")
+
+
+@app.command("assert")
+def assert_cmd(
+    ctx: typer.Context, user: str, key: str, value: str,
+    text: Optional[str] = TextOpt, observed_at: Optional[str] = ObservedOpt,
+    valid_from: Optional[str] = typer.Option(None, "--valid-from", help="Start of validity (default observed-at)."),
+    valid_to: Optional[str] = typer.Option(None, "--valid-to", help="End of validity, exclusive (default open)."),
+    source: Optional[str] = SourceOpt, source_ref: Optional[str] = SourceRefOpt, session: Optional[str] = SessionOpt,
+    confidence: Optional[float] = ConfidenceOpt, idempotency_key: Optional[str] = IdemOpt,
+    actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt, reason: Optional[str] = ReasonOpt,
+    sensitivity: Optional[str] = typer.Option(None, "--sensitivity", help="Label such as health, finance."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Assert USER's KEY = VALUE (JSON if it parses, else a string): new, supersede, reaffirm, backfill or contest."""
+    with open_ledger(ctx) as ml:
+        emit_receipt(ml.assert_fact(
+            user, key, parse_value(value), text=text, observed_at=observed_at, valid_from=valid_from,
+            valid_to=valid_to, source=source, source_ref=source_ref, session_id=session, confidence=confidence,
+            idempotency_key=idempotency_key, actor=actor, trace_id=trace, reason=reason, sensitivity=sensitivity,
+        ), as_json)
+
+
+@app.command("correct")
+def correct_cmd(
+    ctx: typer.Context, user: str, key: str, value: str, reason: Optional[str] = ReasonOpt,
+    text: Optional[str] = TextOpt, observed_at: Optional[str] = ObservedOpt, source: Optional[str] = SourceOpt,
+    source_ref: Optional[str] = SourceRefOpt, session: Optional[str] = SessionOpt,
+    confidence: Optional[float] = ConfidenceOpt, idempotency_key: Optional[str] = IdemOpt,
+    actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt, as_json: bool = JsonOpt,
+) -> None:
+    """Correct KEY: VALUE replaces the current value over its whole valid time (it was never true)."""
+    with open_ledger(ctx) as ml:
+        emit_receipt(ml.correct_fact(
+            user, key, parse_value(value), reason=reason, text=text, observed_at=observed_at, source=source,
+            source_ref=source_ref, session_id=session, confidence=confidence, idempotency_key=idempotency_key,
+            actor=actor, trace_id=trace,
+        ), as_json)
+
+
+@app.command("retract")
+def retract_cmd(
+    ctx: typer.Context, user: str, key: str, reason: Optional[str] = ReasonOpt,
+    valid_to: Optional[str] = typer.Option(None, "--valid-to", help="True until then (default: withdrawn entirely)."),
+    observed_at: Optional[str] = ObservedOpt, source: Optional[str] = SourceOpt,
+    source_ref: Optional[str] = SourceRefOpt, session: Optional[str] = SessionOpt,
+    idempotency_key: Optional[str] = IdemOpt, actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Retract KEY: no current value afterwards; history keeps why."""
+    with open_ledger(ctx) as ml:
+        emit_receipt(ml.retract_fact(
+            user, key, reason=reason, valid_to=valid_to, observed_at=observed_at, source=source,
+            source_ref=source_ref, session_id=session, idempotency_key=idempotency_key, actor=actor, trace_id=trace,
+        ), as_json)
+
+
+@app.command("profile")
+def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt) -> None:
+    """USER's current facts, by key."""
+    with open_ledger(ctx) as ml:
+        prof = ml.profile(user)
+    if as_json:
+        emit_json(prof.model_dump(mode="json"))
+        return
+    table = Table(title=f"profile of {prof.user_id} ({len(prof.facts)} facts)")
+    for col in ("key", "value", "v", "valid from", "source", "status"):
+        table.add_column(col)
+    for key, f in prof.facts.items():
+        table.add_row(key, json.dumps(f.value, ensure_ascii=False)[:80], str(f.version),
+                      f.valid_from.isoformat(), f.source, f.status)
+    out.print(table)
+
+
+@app.command("history")
+def history_cmd(ctx: typer.Context, user: str, key: Optional[str] = typer.Argument(None),
+                as_json: bool = JsonOpt) -> None:
+    """Every event of USER's facts (or of KEY), in log order, with valid ranges as known now."""
+    with open_ledger(ctx) as ml:
+        rows = ml.history(user, key)
+    if as_json:
+        emit_json([r.model_dump(mode="json") for r in rows])
+        return
+    table = Table(title=f"history of {user}" + (f" {key}" if key else ""))
+    for col in ("pos", "key", "v", "kind", "value", "valid from", "valid to", "status", "reason"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(str(r.position), r.key, str(r.version), r.kind, json.dumps(r.value, ensure_ascii=False)[:60],
+                      r.valid_from.isoformat() if r.valid_from else "", r.valid_to.isoformat() if r.valid_to else "",
+                      r.status, r.reason or "")
+    out.print(table)
+
+
+@app.command("ingest")
+def ingest_cmd(ctx: typer.Context, file: str,
+               format: str = typer.Option("locomo", "--format", help="locomo | jsonl"),
+               as_json: bool = JsonOpt) -> None:
+    """Ingest a LoCoMo file or a JSONL file of commands, with a progress bar. Re-ingesting records nothing new."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with open_ledger(ctx) as ml, Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
+                                          TimeRemainingColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("ingest", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        report = ml.ingest(file, format, on_progress=progress)
+    if as_json:
+        emit_json(report)
+    else:
+        users = ", ".join(f"{u}: {n}" for u, n in report["users"].items())
+        out.print(f"ingested {report['commands']} commands: {report['recorded']} recorded, "
+                  f"{report['replayed']} already recorded ({users})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: runs the CLI and maps errors to exit codes without tracebacks."""
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv, prog_name="memledger", standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except ClickException as exc:  # usage errors: exit 2, as click does
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        err.print("aborted")
+        sys.exit(1)
+    except BrokenPipeError:  # `memledger ... | head`
+        sys.exit(0)
+    except BadInput as exc:
+        err.print(f"error: {exc}", markup=False)
+        sys.exit(2)
+    except MemledgerError as exc:
+        err.print(f"error: {exc}", markup=False)
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # noqa: BLE001 - a failure, not bad input: exit 1, traceback only on request
+        if os.environ.get("MEMLEDGER_DEBUG"):
+            raise
+        err.print(f"error: {type(exc).__name__}: {exc}", markup=False)
+        sys.exit(1)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

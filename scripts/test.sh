@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up and run the whole test suite (SQLite always; PostgreSQL too when a server answers on MEMLEDGER_TEST_DSN,
+# default postgresql://postgres@127.0.0.1:5432/test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+export HF_HUB_OFFLINE=1
+exec .venv/bin/python -m pytest -q "$@"
