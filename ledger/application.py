@@ -41,7 +41,7 @@ class LedgerApplication(Application):
     """The write side. ``env`` selects the persistence module (SQLite file or PostgreSQL), see ledger/config.py."""
 
     name = "memledger"
-    max_retries = 8
+    max_retries = 30
 
     def load_fact(self, stream_id: uuid.UUID) -> Fact:
         try:
@@ -68,10 +68,14 @@ class LedgerApplication(Application):
                 event, first = fact.record(cmd, recorded_at)
                 pending.append((cmd, event, first))
             try:
-                recordings = self.save(*facts.values()) if any(e for _, e, _ in pending) else []
+                # Events are saved in command order (not grouped by stream), so log order is the order the
+                # caller gave: a batch reads in the log exactly as it was written.
+                events = [e for _, e, _ in pending if e is not None]
+                recordings = self.save(*events) if events else []
             except RecordConflictError:
-                # Another writer took a version we wanted; back off a little (jitter avoids lock-step retries).
-                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+                # Another writer took a version we wanted. Back off exponentially with full jitter (AWS
+                # Architecture Blog, "Exponential Backoff and Jitter") so racing writers stop colliding in step.
+                time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
                 continue
             positions = {id(r.domain_event): r.notification.id for r in recordings}
             out = []

@@ -1,0 +1,99 @@
+"""The CLI contract of the core verbs, end to end through a subprocess, with exact JSON."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import ROOT
+
+PROFILE_FIELDS = {"value", "text", "version", "recorded_at", "valid_from", "valid_to", "source", "confidence",
+                  "status"}
+HISTORY_FIELDS = {"key", "value", "kind", "reason", "version", "recorded_at", "valid_from", "valid_to", "source",
+                  "source_ref", "position"}
+
+
+def test_supersede_correct_retract_reaffirm_contest_through_cli(cli):
+    r = cli.json("assert", "u1", "preference.drink", "tea", "--observed-at", "2024-01-01T08:00:00+08:00",
+                 "--source-ref", "msg-1", "--session", "s1")
+    assert {k: r[k] for k in ("version", "position", "kind", "effect", "replayed")} == {
+        "version": 1, "position": 1, "kind": "asserted", "effect": "new", "replayed": False}
+    assert cli.json("assert", "u1", "preference.drink", "coffee", "--observed-at", "2024-03-01T00:00:00Z")["effect"] \
+        == "supersede"
+    assert cli.json("assert", "u1", "preference.drink", "coffee")["kind"] == "reaffirmed"
+    assert cli.json("assert", "u1", "preference.drink", "water", "--source", "agent_inference",
+                    "--confidence", "0.2")["effect"] == "contest"
+    prof = cli.json("profile", "u1")
+    assert prof["user_id"] == "u1"
+    fact = prof["facts"]["preference.drink"]
+    assert set(fact) == PROFILE_FIELDS
+    assert (fact["value"], fact["version"], fact["status"], fact["valid_from"], fact["valid_to"]) == (
+        "coffee", 2, "contested", "2024-03-01T00:00:00Z", None)
+
+    assert cli.json("assert", "u1", "profile.birth_year", "1990", "--observed-at", "2024-01-02T00:00:00Z")[
+        "version"] == 1
+    c = cli.json("correct", "u1", "profile.birth_year", "1995", "--reason", "typo")
+    assert (c["kind"], c["version"]) == ("corrected", 2)
+    assert cli.json("profile", "u1")["facts"]["profile.birth_year"]["value"] == 1995  # VALUE parsed as JSON
+
+    t = cli.json("retract", "u1", "preference.drink", "--reason", "forget it")
+    assert (t["kind"], t["version"]) == ("retracted", 5)
+    assert sorted(cli.json("profile", "u1")["facts"]) == ["profile.birth_year"]
+
+    hist = cli.json("history", "u1", "preference.drink")
+    assert all(HISTORY_FIELDS <= set(h) for h in hist)
+    assert [(h["version"], h["kind"], h["value"], h["valid_from"], h["valid_to"]) for h in hist] == [
+        (1, "asserted", "tea", "2024-01-01T00:00:00Z", "2024-03-01T00:00:00Z"),
+        (2, "asserted", "coffee", "2024-03-01T00:00:00Z", "2024-03-01T00:00:00Z"),  # retracted: empty range
+        (3, "reaffirmed", "coffee", "2024-03-01T00:00:00Z", None),
+        (4, "asserted", "water", hist[3]["valid_from"], None),
+        (5, "retracted", None, None, None),
+    ]
+    assert hist[0]["source_ref"] == "msg-1" and hist[4]["reason"] == "forget it"
+    assert [h["position"] for h in hist] == [1, 2, 3, 4, 7]
+
+
+def test_value_parsing(cli):
+    for raw, parsed in [("42", 42), ('"42"', "42"), ("true", True), ('{"a": [1, 2]}', {"a": [1, 2]}),
+                        ("hello world", "hello world"), ("NaN", "NaN"), ("[1,", "[1,")]:
+        cli("assert", "u1", "v.x", raw)
+        assert cli.json("profile", "u1")["facts"]["v.x"]["value"] == parsed, raw
+
+
+def test_idempotency_key_through_cli(cli):
+    a = cli.json("assert", "u1", "k.a", "1", "--idempotency-key", "abc")
+    b = cli.json("assert", "u1", "k.a", "1", "--idempotency-key", "abc")
+    assert b["replayed"] is True and (a["event_id"], a["position"]) == (b["event_id"], b["position"])
+
+
+def test_ingest_sample_end_to_end(cli):
+    sample = ROOT / "samples" / "locomo_conv30.json"
+    report = cli.json("ingest", str(sample))
+    assert report == {"commands": 169, "recorded": 169, "replayed": 0, "users": {"Jon": 86, "Gina": 83}} or \
+        report["users"] == {"Gina": 83, "Jon": 86}
+    conv = json.loads(sample.read_text())[0]
+    expected = {"Jon": 0, "Gina": 0}
+    for sess in conv["observation"].values():
+        for speaker, obs in sess.items():
+            expected[speaker] += len(obs)
+    for speaker, n in expected.items():
+        assert len(cli.json("profile", speaker)["facts"]) == n
+    jon = cli.json("profile", "Jon")["facts"]
+    lost_job = jon["memory.202e6ae625a2"]
+    assert lost_job["value"] == "Jon lost his job as a banker the day before the conversation."
+    assert lost_job["valid_from"] == "2023-01-20T16:04:00Z" and lost_job["source"] == "user_statement"
+    hist = cli.json("history", "Jon", "memory.202e6ae625a2")
+    assert [(h["kind"], h["source_ref"]) for h in hist] == [("asserted", "D1:2")]
+    again = cli.json("ingest", str(sample))
+    assert (again["recorded"], again["replayed"]) == (0, 169)
+
+
+def test_home_from_environment(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, MEMLEDGER_HOME=str(tmp_path / "envhome"))
+    proc = subprocess.run([sys.executable, "-m", "ledger", "assert", "u1", "k.a", "1"], env=env, cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "envhome" / "events.db").exists()
