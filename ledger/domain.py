@@ -96,6 +96,25 @@ class Fact(Aggregate):
         """Base of the fact events; every field is part of the stored schema (explicit TOPICs, class_version)."""
 
         TOPIC = "memledger:Fact.Event"
+        #: Schema version of the stored state (eventsourcing stores it as ``class_version`` when > 1, and its
+        #: mapper runs ``upcast_v1_v2`` ... on older states when decoding; see docs/rebuild.md, "Upcasting").
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """v1 -> v2, in place: v1 stored the JSON *value* itself as ``value`` (v2: ``value_json``, its canonical
+            JSON text, what projections store without re-encoding) and had no ``role`` nor ``sensitivity``.
+
+            The same canonical JSON as commands write today, so a fact recorded under v1 projects exactly as if
+            recorded now (tests/test_upcasting.py, on the v1 fixture database in tests/fixtures/).
+            """
+            from .schemas import canonical_json
+
+            if "value" in state:
+                value = state.pop("value")
+                state["value_json"] = None if value is None else canonical_json(value)
+            state.setdefault("role", None)
+            state.setdefault("sensitivity", None)
 
         user_id: str
         key: str

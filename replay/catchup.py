@@ -63,27 +63,59 @@ def catch_up(
     head = max_position(app) if until is None else until
     while True:
         with db.transaction() as cur:
-            positions = {p.tracking_name: position_of(cur, p.tracking_name) for p in projections}
-            low = min(pos for pos, _ in positions.values())
-            if low >= head:
+            low, events = apply_batch(cur, app, projections, head, batch)
+            if not events:
                 return low
-            notifications = app.recorder.select_notifications(
-                start=low + 1, limit=batch, stop=head
-            )
-            if not notifications:
-                return low
-            # System time is made monotonic per projection copy, from where that copy left off.
-            start_recorded = min(r for pos, r in positions.values() if pos == low)
-            events, _ = decode(app, notifications, start_recorded)
-            for p in projections:
-                pos, recorded = positions[p.tracking_name]
-                applied = False
-                for le in events:
-                    if le.position > pos:
-                        p.apply(cur, le)
-                        applied = True
-                        recorded = max(recorded, le.recorded_at)
-                if applied:
-                    set_position(cur, p.tracking_name, events[-1].position, recorded)
         if on_batch is not None:
             on_batch(len(events), events[-1].position)
+
+
+def apply_batch(cur: Any, app: Any, projections: Sequence[Projection], head: int,
+                batch: int = BATCH) -> tuple[int, list[LogEvent]]:
+    """Inside the caller's exclusive transaction, apply the next batch (at most ``batch`` notifications, none past
+    ``head``) to every projection behind, and advance their tracking rows. Returns (lowest position before the
+    batch, the events of the batch — empty when every projection has reached ``head``).
+
+    The body of :func:`catch_up`; blue/green rebuilds and ``verify`` call it to finish a copy inside the very
+    transaction that switches or compares it (replay/rebuild.py, replay/verify.py).
+    """
+    positions = {p.tracking_name: position_of(cur, p.tracking_name) for p in projections}
+    low = min(pos for pos, _ in positions.values())
+    if low >= head:
+        return low, []
+    notifications = app.recorder.select_notifications(start=low + 1, limit=batch, stop=head)
+    if not notifications:
+        return low, []
+    # System time is made monotonic per projection copy, from where that copy left off.
+    start_recorded = min(r for pos, r in positions.values() if pos == low)
+    events, _ = decode(app, notifications, start_recorded)
+    for p in projections:
+        pos, recorded = positions[p.tracking_name]
+        p.prepare(cur, [le for le in events if le.position > pos])  # e.g. embed the batch's texts at once
+        applied = False
+        for le in events:
+            if le.position > pos:
+                apply_one(cur, p, le)
+                applied = True
+                recorded = max(recorded, le.recorded_at)
+        if applied:
+            set_position(cur, p.tracking_name, events[-1].position, recorded)
+    return low, events
+
+
+def apply_one(cur: Any, projection: Projection, le: LogEvent) -> None:
+    """Apply one event to one projection, honouring erasure (issue 8, docs/erasure.md).
+
+    * An event whose user was erased decodes with its personal fields ``None`` (ledger/crypto.py): it is skipped,
+      so a rebuild after erasure never brings the user's rows back.
+    * ``SubjectErased`` purges the user from the projection (``Projection.purge_user``), so events of the user
+      that carry no encrypted field (and so are not marked erased) are removed again at the tombstone's position.
+    """
+    from ledger.crypto import is_erased
+    from ledger.privacy import SubjectErased
+
+    event = le.event
+    if isinstance(event, SubjectErased):
+        projection.purge_user(cur, event.user_id)
+    elif not is_erased(event):
+        projection.apply(cur, le)

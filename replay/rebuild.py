@@ -1,0 +1,386 @@
+"""Rebuild projections from position 0 of the log: blue/green (reads keep being served) or in place.
+
+Blue/green (``memledger rebuild --blue-green``), on top of :meth:`projections.base.Projection.clone`:
+
+1. **lock** — one transaction takes a row per projection in ``projection_rebuilds`` (owner = host:pid:nonce). A
+   second rebuild of the same projection finds a live owner and fails with :class:`RebuildInProgress`, before it
+   writes anything. An owner that is gone (its pid is dead on this host, or on another host its heartbeat is
+   older than :data:`STALE_AFTER` seconds) is taken over, and its half-built copy is *resumed*: a copy's rows and
+   its tracking row move in one transaction, so whatever a killed rebuild committed is exactly right.
+2. **build** — the new copy (tables ``<name>_<table>__g<N>``, tracking row ``<name>__g<N>``) is built beside the
+   serving one by the ordinary catch-up loop (replay/catchup.py), one short exclusive transaction per batch, so
+   writers and readers interleave with it and keep using the serving copy.
+3. **switch** — one exclusive transaction applies what the log gained meanwhile to the new copy, then points
+   ``projection_versions.serving_suffix`` at it. Every transaction of every process resolves the serving copy
+   first thing, in its own snapshot (:class:`ServingResolver`, registered in ``ProjectionDB.on_begin``), so a
+   read sees either the old copy or the new one, whole, and a write's catch-up after the switch advances the new
+   one. Read-your-writes holds across the switch: the new copy contains every event in the log at the switch.
+4. **drop** — a later transaction drops the old copy and releases the lock. A crash between switch and drop
+   leaves an orphan copy; the next rebuild of that projection drops it.
+
+In place (no ``--blue-green``): the serving copy is dropped, recreated and replayed in ONE transaction. Readers
+of a snapshot taken before it keep the old rows, but every writer and every catching-up reader waits for the
+whole replay; a crash rolls it all back. Use it offline; on a live ledger use ``--blue-green``.
+
+Where the rule comes from: blue/green deployment of read models, as in eventsourcing's own docs on rebuilding
+projections ("process the whole log into a new table, then switch"), with the switch kept in the same database
+as the rows so it is one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger.errors import BadInput, MemledgerError
+from ledger.timeutil import from_micros, now_utc, to_micros
+from projections.base import TRACKING_DDL, Projection, position_of
+
+from .catchup import apply_batch, catch_up, max_position
+
+VERSIONS_DDL = """
+CREATE TABLE IF NOT EXISTS projection_versions (
+    projection TEXT PRIMARY KEY,
+    serving_suffix TEXT NOT NULL,
+    generation BIGINT NOT NULL,
+    switched_at BIGINT NOT NULL,
+    config TEXT
+)"""
+
+REBUILDS_DDL = """
+CREATE TABLE IF NOT EXISTS projection_rebuilds (
+    projection TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid BIGINT NOT NULL,
+    target_suffix TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    started_at BIGINT NOT NULL,
+    heartbeat_at BIGINT NOT NULL
+)"""
+
+#: seconds without a heartbeat after which a rebuild owned by another host is taken to be dead
+STALE_AFTER = 120.0
+#: seconds between heartbeats of a running rebuild
+HEARTBEAT_EVERY = 5.0
+#: notifications per transaction while building a copy: big enough to amortise commits, small enough that a
+#: writer waiting for the lock waits milliseconds
+BATCH = 2000
+
+_GEN_RE = re.compile(r"^g(\d+)$")
+
+
+class RebuildInProgress(MemledgerError):
+    """Another live process is rebuilding one of the projections asked for; nothing was written (exit 1)."""
+
+
+def ensure_tables(cur: Any) -> None:
+    """Create ``projection_versions``, ``projection_rebuilds`` and ``projection_tracking`` if missing."""
+    cur.execute(VERSIONS_DDL)
+    cur.execute(REBUILDS_DDL)
+    cur.execute(TRACKING_DDL)
+
+
+def serving_suffixes(cur: Any) -> dict[str, str]:
+    """projection name -> the suffix of the copy serving it (projections without a row serve suffix "")."""
+    cur.execute("SELECT projection, serving_suffix FROM projection_versions")
+    return {name: suffix for name, suffix in cur.fetchall()}
+
+
+class ServingResolver:
+    """An ``on_begin`` hook of :class:`projections.db.ProjectionDB`: points each live projection object at the copy
+    that serves it, first thing in every transaction (one indexed SELECT of a tiny table).
+
+    Args:
+        projections: returns the projection objects to keep pointed (MemoryLedger's ``projections`` list, read at
+            each call so projections added later are covered too).
+
+    The first call creates the bookkeeping tables; MemoryLedger's first transaction is a write transaction.
+    Not safe for one MemoryLedger shared by threads while a switch happens (the objects are mutated in place).
+    """
+
+    def __init__(self, projections: Callable[[], Sequence[Projection]]) -> None:
+        self.projections = projections
+        self.ready = False
+
+    def __call__(self, cur: Any) -> None:
+        if not self.ready:
+            ensure_tables(cur)
+            self.ready = True
+        serving = serving_suffixes(cur)
+        for p in self.projections():
+            p.suffix = serving.get(p.name, "")
+
+
+@dataclass
+class RebuildReport:
+    """What a rebuild did. ``seconds`` is wall time (s); ``events`` the notifications replayed into the copies."""
+
+    projections: list[str]
+    mode: str  # "blue-green" | "in-place"
+    events: int
+    position: int
+    seconds: float
+    serving: dict[str, str] = field(default_factory=dict)
+    resumed: list[str] = field(default_factory=list)
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.seconds if self.seconds > 0 else 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``memledger rebuild --json`` object (a contract)."""
+        return {"projections": self.projections, "mode": self.mode, "events": self.events,
+                "position": self.position, "seconds": round(self.seconds, 3),
+                "events_per_second": round(self.events_per_second, 1), "serving": self.serving,
+                "resumed": self.resumed}
+
+
+def select(projections: Sequence[Projection], names: Sequence[str] | None) -> list[Projection]:
+    """The projections named (all when ``names`` is empty/None), in the ledger's order.
+
+    Raises:
+        BadInput: naming ``PROJECTION`` for an unknown name (nothing written).
+    """
+    known = {p.name: p for p in projections}
+    if not names:
+        return list(projections)
+    for n in names:
+        if n not in known:
+            raise BadInput("PROJECTION", f"unknown projection {n!r}", f"choose from: {', '.join(known)}")
+    return [p for p in projections if p.name in set(names)]
+
+
+def _alive(host: str, pid: int, heartbeat_at: int) -> bool:
+    if host == socket.gethostname():
+        if pid == os.getpid():
+            return True  # this very process (another MemoryLedger in it) - treat as live
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return (to_micros(now_utc()) - heartbeat_at) / 1e6 < STALE_AFTER
+
+
+def _copies(cur: Any, name: str) -> list[str]:
+    """Suffixes of every copy of ``name`` that has a tracking row ("" for the unsuffixed one)."""
+    # Filtered in Python: "_" is a LIKE wildcard, and "profile__%" would also match "profile_xy...".
+    cur.execute("SELECT projection FROM projection_tracking WHERE projection = ? OR projection LIKE ?",
+                (name, name + "%"))
+    out = []
+    for (tracking,) in cur.fetchall():
+        if tracking == name:
+            out.append("")
+        elif tracking.startswith(name + "__"):
+            out.append(tracking[len(name) + 2:])
+    return out
+
+
+class _Lock:
+    """The lock rows of one rebuild (see the module doc, step 1)."""
+
+    def __init__(self, db: Any, names: list[str], mode: str) -> None:
+        self.db = db
+        self.names = names
+        self.mode = mode
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
+        self.last_beat = time.monotonic()
+
+    def take(self, cur: Any, targets: dict[str, str]) -> dict[str, str]:
+        """Take the rows (raising RebuildInProgress for a live owner); returns name -> suffix of a dead owner's
+        copy to resume (only for the same mode)."""
+        resume: dict[str, str] = {}
+        rows = {}
+        for n in self.names:
+            cur.execute("SELECT owner, host, pid, target_suffix, mode, started_at, heartbeat_at "
+                        "FROM projection_rebuilds WHERE projection = ?", (n,))
+            rows[n] = cur.fetchone()
+        for n, row in rows.items():
+            if row is None:
+                continue
+            owner, host, pid, target, mode, started, beat = row
+            if _alive(host, int(pid), int(beat)):
+                since = from_micros(int(started)).isoformat(timespec="seconds")  # type: ignore[union-attr]
+                raise RebuildInProgress(
+                    f"PROJECTION: a rebuild of {n!r} is already running (pid {pid} on {host}, since {since}); "
+                    "wait for it to finish - if that process is gone, run the rebuild again and it takes over")
+            if mode == self.mode == "blue-green":
+                resume[n] = target
+        now = to_micros(now_utc())
+        for n in self.names:
+            cur.execute("DELETE FROM projection_rebuilds WHERE projection = ?", (n,))
+            cur.execute(
+                "INSERT INTO projection_rebuilds (projection, owner, host, pid, target_suffix, mode, started_at, "
+                "heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (n, self.owner, self.host, self.pid, resume.get(n, targets[n]), self.mode, now, now))
+        return resume
+
+    def check(self, cur: Any) -> None:
+        """Raise RebuildInProgress if another process has taken our rows over (we were thought dead)."""
+        for n in self.names:
+            cur.execute("SELECT owner FROM projection_rebuilds WHERE projection = ?", (n,))
+            row = cur.fetchone()
+            if row is None or row[0] != self.owner:
+                raise RebuildInProgress(f"PROJECTION: the rebuild of {n!r} was taken over by another process "
+                                        "(this one stalled longer than the stale timeout); nothing switched")
+
+    def beat(self, force: bool = False) -> None:
+        if not force and time.monotonic() - self.last_beat < HEARTBEAT_EVERY:
+            return
+        self.last_beat = time.monotonic()
+        with self.db.transaction() as cur:
+            cur.execute("UPDATE projection_rebuilds SET heartbeat_at = ? WHERE owner = ?",
+                        (to_micros(now_utc()), self.owner))
+
+    def release(self, cur: Any) -> None:
+        cur.execute("DELETE FROM projection_rebuilds WHERE owner = ?", (self.owner,))
+
+
+def _generation(cur: Any, name: str) -> int:
+    cur.execute("SELECT generation FROM projection_versions WHERE projection = ?", (name,))
+    row = cur.fetchone()
+    gen = int(row[0]) if row else 0
+    for suffix in _copies(cur, name):  # never reuse the number of a leftover copy
+        m = _GEN_RE.match(suffix)
+        if m:
+            gen = max(gen, int(m.group(1)))
+    return gen
+
+
+def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green: bool = True,
+            batch: int = BATCH, on_progress: Callable[[int, int], None] | None = None,
+            config: dict[str, Any] | None = None) -> RebuildReport:
+    """Rebuild ``projections`` (the serving objects, e.g. MemoryLedger's) from position 0; see the module doc.
+
+    Args:
+        app: the eventsourcing application (its recorder and mapper: upcasting and decryption apply).
+        db: the :class:`projections.db.ProjectionDB`.
+        projections: the projection objects to rebuild (their ``suffix`` is the copy serving now).
+        blue_green: build beside and switch (True), or replay in place in one transaction (False).
+        batch: notifications per transaction (>= 1).
+        on_progress: ``on_progress(position_reached, head)`` after each batch (progress bars; head may grow).
+        config: stored as JSON in ``projection_versions.config`` at the switch (e.g. the embedding model).
+
+    Returns:
+        a :class:`RebuildReport`.
+
+    Raises:
+        BadInput: ``batch`` < 1.
+        RebuildInProgress: another live process is rebuilding one of them (nothing written).
+    """
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise BadInput("--batch-size", f"{batch!r} is not a positive integer", "e.g. --batch-size 2000")
+    names = [p.name for p in projections]
+    mode = "blue-green" if blue_green else "in-place"
+    lock = _Lock(db, names, mode)
+    started = time.perf_counter()
+    with db.transaction() as cur:
+        ensure_tables(cur)
+        gens = {n: _generation(cur, n) for n in names}
+        serving = serving_suffixes(cur)
+        targets = {n: (f"g{gens[n] + 1}" if blue_green else serving.get(n, "")) for n in names}
+        resume = lock.take(cur, targets)
+        for n, suffix in resume.items():
+            targets[n] = suffix
+        if blue_green:
+            copies = [p.clone(targets[p.name]) for p in projections]
+            for p, c in zip(projections, copies):
+                if p.name not in resume:
+                    c.drop(cur)  # a leftover of that number from an older crash: start clean
+                c.create(cur)
+    if not blue_green:
+        return _in_place(app, db, projections, lock, batch, on_progress, started, config)
+
+    head = max_position(app)
+    done = 0
+
+    def progress(n: int, position: int) -> None:
+        nonlocal done
+        done += n
+        lock.beat()
+        if on_progress is not None:
+            on_progress(position, max(head, position))
+
+    try:
+        catch_up(app, db, copies, until=head, batch=batch, on_batch=progress)
+        with db.transaction() as cur:  # the switch: finish the copies and point at them, atomically
+            lock.check(cur)
+            head = max_position(app)
+            while True:
+                _, events = apply_batch(cur, app, copies, head, batch)
+                if not events:
+                    break
+                done += len(events)
+            now = to_micros(now_utc())
+            for c in copies:
+                gen = int(_GEN_RE.match(c.suffix).group(1))  # type: ignore[union-attr]
+                cur.execute(
+                    "INSERT INTO projection_versions (projection, serving_suffix, generation, switched_at, config) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (projection) DO UPDATE SET "
+                    "serving_suffix = excluded.serving_suffix, generation = excluded.generation, "
+                    "switched_at = excluded.switched_at, config = excluded.config",
+                    (c.name, c.suffix, gen, now, None if config is None else json.dumps(config, sort_keys=True)))
+            position = min(position_of(cur, c.tracking_name)[0] for c in copies)
+        if on_progress is not None:
+            on_progress(position, max(head, position))
+    except BaseException:
+        # Killed or failed before the switch: the serving copies are untouched; the lock row stays so that the
+        # next rebuild (after this process is gone) resumes the copy. A failure in this live process releases it.
+        try:
+            with db.transaction() as cur:
+                lock.release(cur)
+        except Exception:  # noqa: BLE001 - the original error matters more
+            pass
+        raise
+    with db.transaction() as cur:  # drop the old copies (and any orphans of earlier crashes), release the lock
+        for c in copies:
+            for suffix in _copies(cur, c.name):
+                if suffix != c.suffix and (suffix == "" or _GEN_RE.match(suffix)):
+                    c.clone(suffix).drop(cur)
+        lock.release(cur)
+    return RebuildReport(names, mode, done, position, time.perf_counter() - started,
+                         {c.name: c.suffix for c in copies}, sorted(resume))
+
+
+def _in_place(app: Any, db: Any, projections: Sequence[Projection], lock: _Lock, batch: int,
+              on_progress: Callable[[int, int], None] | None, started: float,
+              config: dict[str, Any] | None) -> RebuildReport:
+    done = 0
+    try:
+        with db.transaction() as cur:
+            serving = serving_suffixes(cur)
+            copies = [p.clone(serving.get(p.name, "")) for p in projections]
+            for c in copies:
+                c.drop(cur)
+                c.create(cur)
+            head = max_position(app)
+            while True:
+                _, events = apply_batch(cur, app, copies, head, batch)
+                if not events:
+                    break
+                done += len(events)
+                if on_progress is not None:
+                    on_progress(events[-1].position, head)
+            position = min(position_of(cur, c.tracking_name)[0] for c in copies)
+            lock.release(cur)
+    except BaseException:
+        try:
+            with db.transaction() as cur:
+                lock.release(cur)
+        except Exception:  # noqa: BLE001
+            pass
+        raise
+    return RebuildReport([p.name for p in projections], "in-place", done, position,
+                         time.perf_counter() - started, {c.name: c.suffix for c in copies}, [])
