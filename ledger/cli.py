@@ -34,8 +34,12 @@ def _root(
     ctx: typer.Context,
     home: Optional[str] = typer.Option(None, "--home", help="Ledger directory (default $MEMLEDGER_HOME or ./.memledger)."),
     dsn: Optional[str] = typer.Option(None, "--dsn", help="postgresql://... to use PostgreSQL (default $MEMLEDGER_DSN)."),
+    projection_mode: Optional[str] = typer.Option(
+        None, "--projection-mode",
+        help="inline (default, $MEMLEDGER_PROJECTION_MODE): catch projections up in this process; worker: a "
+             "`memledger project --follow` process does."),
 ) -> None:
-    ctx.obj = {"home": home, "dsn": dsn}
+    ctx.obj = {"home": home, "dsn": dsn, "projection_mode": projection_mode}
 
 
 @contextmanager
@@ -43,7 +47,7 @@ def open_ledger(ctx: typer.Context) -> Iterator[Any]:
     from .facade import MemoryLedger
 
     obj = ctx.find_root().obj or {}
-    ml = MemoryLedger(home=obj.get("home"), dsn=obj.get("dsn"))
+    ml = MemoryLedger(home=obj.get("home"), dsn=obj.get("dsn"), projection_mode=obj.get("projection_mode"))
     try:
         yield ml
     finally:
@@ -144,11 +148,16 @@ def retract_cmd(
         ), as_json)
 
 
+AfterOpt = typer.Option(None, "--after", help="A receipt's position: answer only once the projections include it.")
+TimeoutOpt = typer.Option(10.0, "--timeout", help="Seconds to wait for --after (then exit 1).")
+
+
 @app.command("profile")
-def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt) -> None:
+def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt,
+                timeout: float = TimeoutOpt) -> None:
     """USER's current facts, by key."""
     with open_ledger(ctx) as ml:
-        prof = ml.profile(user)
+        prof = ml.profile(user, after=after, timeout=timeout)
     if as_json:
         emit_json(prof.model_dump(mode="json"))
         return
@@ -163,10 +172,10 @@ def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt) -> None:
 
 @app.command("history")
 def history_cmd(ctx: typer.Context, user: str, key: Optional[str] = typer.Argument(None),
-                as_json: bool = JsonOpt) -> None:
+                as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
     """Every event of USER's facts (or of KEY), in log order, with valid ranges as known now."""
     with open_ledger(ctx) as ml:
-        rows = ml.history(user, key)
+        rows = ml.history(user, key, after=after, timeout=timeout)
     if as_json:
         emit_json([r.model_dump(mode="json") for r in rows])
         return
@@ -201,6 +210,36 @@ def ingest_cmd(ctx: typer.Context, file: str,
         users = ", ".join(f"{u}: {n}" for u, n in report["users"].items())
         out.print(f"ingested {report['commands']} commands: {report['recorded']} recorded, "
                   f"{report['replayed']} already recorded ({users})")
+
+
+@app.command("project")
+def project_cmd(ctx: typer.Context,
+                follow: bool = typer.Option(False, "--follow", help="Keep following the log until stopped "
+                                            "(SIGTERM or Ctrl-C); without it, catch up once and exit."),
+                interval: Optional[float] = typer.Option(None, "--interval", help="Longest wait between checks of "
+                                                         "the log, seconds (default 0.05 SQLite, 1.0 PostgreSQL)."),
+                as_json: bool = JsonOpt) -> None:
+    """Catch the projections up to the head of the log; with --follow, run as the store's projection worker."""
+    import signal
+    import threading
+
+    from replay.follow import follow as follow_log
+
+    if interval is not None and not interval > 0:
+        raise BadInput("--interval", f"{interval} is not a positive number of seconds", "e.g. --interval 0.5")
+    with open_ledger(ctx) as ml:
+        if not follow:
+            reached = ml.catch_up()
+        else:
+            stop = threading.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: stop.set())
+            err.print(f"following the log (projections at {ml.reached()}); stop with SIGTERM or Ctrl-C")
+            reached = follow_log(ml, stop, interval=interval)
+    if as_json:
+        emit_json({"position": reached})
+    else:
+        out.print(f"projections at position {reached}")
 
 
 def main(argv: list[str] | None = None) -> None:

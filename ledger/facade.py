@@ -40,30 +40,45 @@ class MemoryLedger:
     Args:
         home: directory of the embedded store (created if missing). Default ``$MEMLEDGER_HOME`` or ``./.memledger``.
         dsn: ``postgresql://...`` to use PostgreSQL instead (default ``$MEMLEDGER_DSN``).
-        schema: PostgreSQL schema for the projections and the log (default ``memledger``).
+        schema: PostgreSQL schema for the projections and the log (default ``$MEMLEDGER_SCHEMA`` or ``memledger``).
+        projection_mode: ``"inline"`` (default; ``$MEMLEDGER_PROJECTION_MODE``): every write catches the
+            projections up in this process before returning, and every read catches up first. ``"worker"``: a
+            separate ``memledger project --follow`` process keeps the projections up to date; writes return as
+            soon as the log has committed, and a read given ``after=<receipt or position>`` waits (up to
+            ``timeout`` seconds) until the projections have reached it — read-your-writes across processes.
+            See docs/postgres.md for what the wait costs.
 
     Use as a context manager, or call :meth:`close`.
+
+    Raises:
+        BadInput: conflicting or malformed store settings, or an unknown ``projection_mode``.
     """
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *, dsn: str | None = None,
-                 schema: str | None = None) -> None:
-        from projections.db import ProjectionDB
+                 schema: str | None = None, projection_mode: str | None = None) -> None:
+        from projections.db import ProjectionDB, check_schema_name, setup_lock
         from projections.history import HistoryProjection
         from projections.profile import ProfileProjection
 
         self.settings = Settings.resolve(home, dsn, schema)
-        if self.settings.home is not None:
-            self.settings.home.mkdir(parents=True, exist_ok=True)
-            self.db = ProjectionDB(sqlite_path=str(self.settings.home / "projections.db"))
-        else:
-            self.db = ProjectionDB(dsn=self.settings.dsn, schema=self.settings.schema)
-        self.app = LedgerApplication(env=self.settings.event_store_env())
+        self.projection_mode = check_projection_mode(
+            projection_mode if projection_mode is not None else os.environ.get(PROJECTION_MODE_ENV) or "inline")
+        if self.settings.dsn is not None:
+            check_schema_name(self.settings.schema)
         self.profile_projection = ProfileProjection()
         self.history_projection = HistoryProjection()
         self.projections = [self.profile_projection, self.history_projection]
-        with self.db.transaction() as cur:
-            for p in self.projections:
-                p.create(cur)
+        # Several processes may open a fresh PostgreSQL store at once: creating its tables is serialised.
+        with setup_lock(self.settings.dsn, self.settings.schema):
+            if self.settings.home is not None:
+                self.settings.home.mkdir(parents=True, exist_ok=True)
+                self.db = ProjectionDB(sqlite_path=str(self.settings.home / "projections.db"))
+            else:
+                self.db = ProjectionDB(dsn=self.settings.dsn, schema=self.settings.schema)
+            self.app = LedgerApplication(env=self.settings.event_store_env())
+            with self.db.transaction() as cur:
+                for p in self.projections:
+                    p.create(cur)
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def __enter__(self) -> MemoryLedger:
@@ -83,15 +98,59 @@ class MemoryLedger:
 
         return catch_up(self.app, self.db, self.projections, until=until, on_batch=on_batch)
 
-    def wait_for(self, position: int, timeout: float = 10.0) -> None:
+    def wait_for(self, position: int | Receipt | Iterable[Receipt], timeout: float = 10.0) -> int:
         """Return once every projection has reached ``position`` (read-your-writes given a receipt).
 
+        ``position`` is a log position (int), a :class:`Receipt`, or receipts (their highest position). Inline
+        mode catches up in this process; worker mode polls the projections' tracking rows (1 ms, doubling to
+        50 ms) while ``memledger project --follow`` catches up. Returns the position the projections reached.
+
         Raises:
-            NotCaughtUp: if that does not happen within ``timeout`` seconds.
+            BadInput: ``position`` is negative, or beyond the head of this store's log (not one of its receipts).
+            NotCaughtUp: the projections did not reach it within ``timeout`` seconds (worker mode: is a
+                ``memledger project --follow`` process running on this store?).
         """
-        reached = self.catch_up(until=max(position, self._head()))
-        if reached < position:
-            raise NotCaughtUp(f"projections reached position {reached}, not {position}, within {timeout}s")
+        import time
+
+        position = receipt_position(position)
+        head = self._head()
+        if position > head:
+            raise BadInput("after", f"position {position} is beyond the head of this store's log ({head})",
+                           "pass a position from a receipt of this store")
+        if self.projection_mode == "inline":
+            reached = self.catch_up(until=max(position, head))
+            if reached < position:
+                raise NotCaughtUp(f"projections reached position {reached}, not {position}, within {timeout}s")
+            return reached
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            reached = self.reached()
+            if reached >= position:
+                return reached
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise NotCaughtUp(
+                    f"projections reached position {reached}, not {position}, within {timeout}s: is "
+                    "`memledger project --follow` running on this store? (or open the ledger with "
+                    "projection_mode='inline')")
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.05)
+
+    def reached(self) -> int:
+        """The lowest log position every projection has reached (what a read can rely on)."""
+        from projections.base import position_of
+
+        with self.db.read() as cur:
+            return min(position_of(cur, p.tracking_name)[0] for p in self.projections)
+
+    def _before_read(self, after: int | Receipt | Iterable[Receipt] | None, timeout: float) -> None:
+        # Inline: catch up to the head (a read never answers from a projection behind the log). Worker: wait for
+        # the caller's position only; without one, answer from the projections as the worker left them.
+        if after is not None:
+            self.wait_for(after, timeout)
+        if self.projection_mode == "inline":
+            self.catch_up()
 
     def _head(self) -> int:
         from replay.catchup import max_position
@@ -102,7 +161,11 @@ class MemoryLedger:
     def _execute(self, commands: list[FactCommand]) -> list[Receipt]:
         outcomes = self.app.execute(commands)
         positions = [o.position for o in outcomes if o.position is not None]
-        self.catch_up(until=max(positions) if positions else None)
+        if self.projection_mode == "inline":
+            self.catch_up(until=max(positions) if positions else None)
+        elif any(o.position is None for o in outcomes):
+            # An idempotent retry's receipt is looked up in the history projection: let the worker reach the head.
+            self.wait_for(self._head())
         return [self._receipt(o) for o in outcomes]
 
     def _receipt(self, o: Outcome) -> Receipt:
@@ -183,12 +246,17 @@ class MemoryLedger:
         return self._execute(validated)
 
     # -- reads -------------------------------------------------------------------------------------------------
-    def profile(self, user_id: str) -> Profile:
-        """The current facts of ``user_id`` (``memledger profile USER --json``)."""
+    def profile(self, user_id: str, *, after: int | Receipt | Iterable[Receipt] | None = None,
+                timeout: float = 10.0) -> Profile:
+        """The current facts of ``user_id`` (``memledger profile USER --json``).
+
+        ``after``: a receipt (or its position): answer only once the projections include it (see :meth:`wait_for`;
+        raises NotCaughtUp after ``timeout`` seconds).
+        """
         from .schemas import check_user_id
 
         user_id = check_user_id(user_id)
-        self.catch_up()
+        self._before_read(after, timeout)
         with self.db.read() as cur:
             rows = self.profile_projection.rows(cur, user_id)
         facts = {
@@ -202,14 +270,18 @@ class MemoryLedger:
         }
         return Profile(user_id=user_id, facts=facts)
 
-    def history(self, user_id: str, key: str | None = None) -> list[HistoryRow]:
-        """Every event of the user's facts (or one key's), in log order (``memledger history --json``)."""
+    def history(self, user_id: str, key: str | None = None, *,
+                after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0) -> list[HistoryRow]:
+        """Every event of the user's facts (or one key's), in log order (``memledger history --json``).
+
+        ``after``: as for :meth:`profile`.
+        """
         from .schemas import check_key, check_user_id
 
         user_id = check_user_id(user_id)
         if key is not None:
             key = check_key(key)
-        self.catch_up()
+        self._before_read(after, timeout)
         with self.db.read() as cur:
             rows = self.history_projection.versions(cur, user_id, key)
         return [history_row(r) for r in rows]
@@ -236,6 +308,35 @@ class MemoryLedger:
             if on_progress is not None:
                 on_progress(min(start + batch_size, len(commands)), len(commands))
         return {"commands": len(commands), "recorded": recorded, "replayed": replayed, "users": users}
+
+
+PROJECTION_MODE_ENV = "MEMLEDGER_PROJECTION_MODE"
+PROJECTION_MODES = ("inline", "worker")
+
+
+def check_projection_mode(mode: Any) -> str:
+    """``inline`` or ``worker`` (see :class:`MemoryLedger`). Raises BadInput naming ``projection_mode``."""
+    if mode not in PROJECTION_MODES:
+        raise BadInput("projection_mode", f"{mode!r} is not a projection mode",
+                       "use 'inline' (catch up in this process) or 'worker' (a `memledger project --follow` process)")
+    return mode
+
+
+def receipt_position(after: Any) -> int:
+    """The log position a read must wait for: an int, a :class:`Receipt`, or receipts (the highest position).
+
+    Raises:
+        BadInput: naming ``after``, for anything else or a negative position.
+    """
+    if isinstance(after, Receipt):
+        return after.position
+    if isinstance(after, bool) or not isinstance(after, int):
+        if isinstance(after, (list, tuple)) and all(isinstance(r, Receipt) for r in after):
+            return max((r.position for r in after), default=0)
+        raise BadInput("after", f"{after!r} is not a log position", "pass a receipt, receipts, or an int position")
+    if after < 0:
+        raise BadInput("after", f"position {after} is negative", "pass a position from a receipt (1 or more)")
+    return after
 
 
 def history_row(r: dict[str, Any]) -> HistoryRow:

@@ -8,13 +8,15 @@ two catch-up loops in different processes must not apply the same events twice.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-_ADVISORY_KEY = 0x6D656D6C  # "meml": the advisory lock every catch-up on one schema takes
+_ADVISORY_KEY = 0x6D656D6C  # "meml": the advisory lock every catch-up on one schema takes (with the schema's hash)
+_SETUP_KEY = 0x6D656D73  # "mems": held while a process creates a schema's tables
 
 
 class Cursor:
@@ -25,7 +27,9 @@ class Cursor:
         self.dialect = dialect
 
     def _sql(self, sql: str) -> str:
-        return sql.replace("?", "%s") if self.dialect == "postgres" else sql
+        # psycopg's placeholders are %s, so a literal % (LIKE 'a%') must be doubled there. Projection SQL never
+        # holds a literal '?' (values always go through parameters), so every '?' is a placeholder.
+        return sql.replace("%", "%%").replace("?", "%s") if self.dialect == "postgres" else sql
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
         self.raw.execute(self._sql(sql), tuple(params))
@@ -44,6 +48,75 @@ class Cursor:
     @property
     def rowcount(self) -> int:
         return self.raw.rowcount
+
+
+SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def check_schema_name(schema: str) -> str:
+    """Refuse a PostgreSQL schema name that would need quoting tricks (it is spliced into DDL).
+
+    Raises:
+        BadInput: naming ``schema`` (lower-case letters, digits and ``_``, at most 63, not starting with a digit).
+    """
+    from ledger.errors import BadInput
+
+    if not isinstance(schema, str) or not SCHEMA_RE.match(schema):
+        raise BadInput("schema", f"{schema!r} is not a plain PostgreSQL schema name",
+                       "use lower-case letters, digits and '_' (at most 63, not starting with a digit)")
+    return schema
+
+
+def connect(dsn: str) -> Any:
+    """One autocommit psycopg connection.
+
+    Raises:
+        MemledgerError: the server cannot be reached (a clear message instead of a driver traceback; CLI exit 1).
+    """
+    import psycopg
+
+    from ledger.errors import MemledgerError
+
+    try:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise MemledgerError(f"cannot connect to PostgreSQL ({first}): is the server up and the --dsn right?") \
+            from None
+
+
+def ensure_schema(dsn: str, schema: str) -> None:
+    """``CREATE SCHEMA IF NOT EXISTS`` on its own connection; tolerant of another process doing it at once.
+
+    Two sessions running ``CREATE SCHEMA IF NOT EXISTS`` concurrently can still collide on the catalog's unique
+    index (PostgreSQL checks existence before taking the lock), so that error is taken to mean "it exists now".
+    """
+    import psycopg
+
+    with connect(dsn) as conn:
+        try:
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateSchema):
+            pass
+
+
+@contextmanager
+def setup_lock(dsn: str | None, schema: str) -> Iterator[None]:
+    """Serialise creating a store's tables across processes (PostgreSQL); a no-op for SQLite (dsn None).
+
+    ``CREATE TABLE IF NOT EXISTS`` is not safe against a concurrent identical statement in PostgreSQL (both can
+    pass the existence check, and one then fails on ``pg_type``'s unique index). Opening a ledger holds a
+    session-level advisory lock on its own connection while the log's and the projections' tables are created.
+    """
+    if dsn is None:
+        yield
+        return
+    with connect(dsn) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_SETUP_KEY, schema))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_SETUP_KEY, schema))
 
 
 class ProjectionDB:
@@ -68,9 +141,14 @@ class ProjectionDB:
         if self.dialect == "postgres":
             from psycopg_pool import ConnectionPool
 
+            check_schema_name(schema)
+            # The schema must exist before the pool's first connection sets search_path to it, and before
+            # eventsourcing creates the log's tables in it: eventsourcing 9.5.6 qualifies its tables with
+            # POSTGRES_SCHEMA but never creates the schema itself. So create it here, synchronously, once.
+            ensure_schema(dsn, schema)
+
             def configure(conn: Any) -> None:
                 conn.autocommit = True
-                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
                 conn.execute(f'SET search_path TO "{schema}"')
 
             self._pool = ConnectionPool(dsn, min_size=1, max_size=8, configure=configure, open=True)
@@ -105,7 +183,8 @@ class ProjectionDB:
             with self._pool.connection() as conn:
                 with conn.transaction():
                     cur = conn.cursor()
-                    cur.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_KEY,))
+                    # Keyed by schema too, so ledgers in different schemas of one database don't serialise.
+                    cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_ADVISORY_KEY, self.schema))
                     yield Cursor(cur, "postgres")
 
     @contextmanager

@@ -19,18 +19,35 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
+    if request.param == "postgres":
+        from tests import pg
+
+        if not pg.available():
+            pytest.skip(pg.unreachable_reason() or "")
     return request.param
 
 
 @pytest.fixture
-def store_args(backend: str, tmp_path: Path) -> dict[str, Any]:
-    """Keyword arguments of MemoryLedger for a fresh, empty store on the current backend."""
-    return {"home": tmp_path / "ledger"}
+def store_args(backend: str, tmp_path: Path) -> Any:
+    """Keyword arguments of MemoryLedger for a fresh, empty store on the current backend.
+
+    SQLite: a new home directory. PostgreSQL: a new schema on the test server, dropped after the test.
+    """
+    if backend == "sqlite":
+        yield {"home": tmp_path / "ledger"}
+        return
+    from tests import pg
+
+    schema = pg.new_schema()
+    try:
+        yield {"dsn": pg.TEST_DSN, "schema": schema}
+    finally:
+        pg.drop_schema(schema)
 
 
 @pytest.fixture
