@@ -43,6 +43,26 @@ class LedgerApplication(Application):
     name = "memledger"
     max_retries = 30
 
+    def __init__(self, env: Any = None, *, keystore: Any = None) -> None:
+        """``keystore``: a :class:`ledger.crypto.KeyStore` to encrypt personal fields per user (crypto-shredding,
+        docs/erasure.md), or None for plaintext events. It is set before ``Application.__init__``, which calls
+        :meth:`construct_mapper` (ledger/crypto.py explains why ``MAPPER_TOPIC`` cannot do this)."""
+        self.keystore = keystore
+        super().__init__(env)
+
+    def construct_mapper(self) -> Any:
+        """An :class:`ledger.crypto.EncryptingMapper` over :data:`ledger.privacy.ENCRYPTED_FIELDS` when a key
+        store is set (the library's transcoder, compressor and cipher still apply); else the library's mapper."""
+        if getattr(self, "keystore", None) is None:
+            return super().construct_mapper()
+        from .crypto import EncryptingMapper
+        from .privacy import ENCRYPTED_FIELDS
+
+        return EncryptingMapper(
+            transcoder=self.construct_transcoder(), compressor=self.factory.compressor(),
+            cipher=self.factory.cipher(), keystore=self.keystore, fields=ENCRYPTED_FIELDS,
+        )
+
     def load_fact(self, stream_id: uuid.UUID) -> Fact:
         try:
             return self.repository.get(stream_id)

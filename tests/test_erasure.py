@@ -1,0 +1,214 @@
+"""Erasure that really erases (issue 8): crypto-shredding wired into the ledger, on SQLite and PostgreSQL.
+
+The central test writes distinctive Latin and Chinese strings for two users, erases one, and greps every byte the
+store holds -- every file of the home directory (SQLite) or a pg_dump of the schema (PostgreSQL) -- for the erased
+user's strings in every encoding they could take. The other user's strings must still be found (the grep can fail).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger import MemoryLedger
+from ledger.crypto import TOKEN_PREFIX
+
+# Distinctive strings of the user who is erased (A) and of the one who stays (B).
+A_LATIN = "Quokka-Marmalade-7391"
+A_CHINESE = "我在杭州西湖边开了一家茶馆"
+A_REASON = "Zephyrine misheard the year"
+A_MESSAGE = "Xylophone-Basement-5512"
+B_LATIN = "Pangolin-Rhubarb-2208"
+B_CHINESE = "她住在成都宽窄巷子"
+
+
+def forms(text: str) -> list[bytes]:
+    """Every way the text could sit in a file: UTF-8, JSON-escaped ASCII (both hex cases), UTF-16."""
+    escaped = json.dumps(text).strip('"')
+    return [text.encode("utf-8"), escaped.encode("ascii"), escaped.upper().encode("ascii"),
+            text.encode("utf-16-le")]
+
+
+def store_bytes(ml: MemoryLedger, store_args: dict[str, Any]) -> bytes:
+    """Every byte the store holds: all files under the home dir, or a pg_dump of the schema."""
+    if "home" in store_args:
+        return b"".join(p.read_bytes() for p in sorted(Path(store_args["home"]).rglob("*")) if p.is_file())
+    from tests import pg
+
+    proc = subprocess.run(["pg_dump", "--dbname", pg.TEST_DSN, "--schema", store_args["schema"]],
+                          capture_output=True, timeout=120, check=True)
+    return proc.stdout
+
+
+def found(data: bytes, *texts: str) -> list[str]:
+    return [t for t in texts if any(f in data for f in forms(t))]
+
+
+def populate(ml: MemoryLedger) -> None:
+    ml.assert_fact("alice", "preference.drink", A_LATIN, observed_at="2024-01-01T08:00:00+08:00")
+    ml.assert_fact("alice", "preference.drink", "green tea", observed_at="2024-02-01T08:00:00+08:00")
+    ml.assert_fact("alice", "home.city", "Hangzhou", text=A_CHINESE, idempotency_key="k-1",
+                   observed_at="2024-01-02T00:00:00Z")
+    ml.assert_fact("alice", "profile.birth_year", 1990, observed_at="2024-01-03T00:00:00Z")
+    ml.correct_fact("alice", "profile.birth_year", 1995, reason=A_REASON)
+    ml.assert_fact("alice", "health.condition", "asthma", sensitivity="health")
+    ml.retract_fact("alice", "preference.drink", reason="forget it")
+    ml.record_disclosures("alice", [("health.condition", 1, "health")], purpose="diet advice")
+    ml.assert_fact("bob", "preference.drink", B_LATIN, text=B_CHINESE)
+
+
+def test_the_log_holds_only_ciphertext(fresh_ledger: MemoryLedger) -> None:
+    fresh_ledger.assert_fact("alice", "home.city", A_LATIN, text=A_CHINESE, reason=A_REASON)
+    app = fresh_ledger.app
+    stored = app.recorder.select_notifications(start=1, limit=10)
+    assert len(stored) == 1
+    state = app.mapper.transcoder.decode(stored[0].state)
+    for field in ("value_json", "text", "reason", "command_fingerprint"):
+        if state[field] is not None:
+            assert state[field].startswith(TOKEN_PREFIX), field
+    assert state["value_json"].startswith(TOKEN_PREFIX) and state["text"].startswith(TOKEN_PREFIX)
+    assert (state["user_id"], state["key"]) == ("alice", "home.city")  # metadata stays readable
+    assert fresh_ledger.profile("alice").facts["home.city"].value == A_LATIN
+
+
+def test_erase_leaves_no_trace_and_spares_other_users(fresh_ledger: MemoryLedger, store_args: dict) -> None:
+    ml = fresh_ledger
+    populate(ml)
+    before = store_bytes(ml, store_args)
+    # The grep sees plaintext where it exists (projections), so it can fail.
+    assert found(before, A_LATIN, A_CHINESE, A_REASON, B_LATIN, B_CHINESE) == [
+        A_LATIN, A_CHINESE, A_REASON, B_LATIN, B_CHINESE]
+    bob_profile = ml.profile("bob").model_dump()
+    bob_history = [h.model_dump() for h in ml.history("bob")]
+
+    receipt = ml.erase("alice", actor="dpo")
+    assert (receipt.user_id, receipt.already_erased, receipt.key_destroyed, receipt.facts, receipt.events) == (
+        "alice", False, True, 4, 7)
+    assert receipt.position == ml._head()
+    assert receipt.log_plaintext_events == 0 and receipt.snapshots_deleted == 0
+    assert set(receipt.projections_purged) >= {"profile", "history", "disclosures"}
+    if "home" in store_args:
+        assert receipt.files_compacted == ["projections.db"]
+
+    assert ml.profile("alice").facts == {}
+    assert ml.history("alice") == []
+    doc = ml.export("alice")
+    assert (doc.erased, doc.profile.facts, doc.history, doc.disclosures) == (True, {}, [], [])
+    assert ml.profile("bob").model_dump() == bob_profile
+    assert [h.model_dump() for h in ml.history("bob")] == bob_history
+
+    after = store_bytes(ml, store_args)  # with the store still open (SQLite -wal files present)
+    assert found(after, A_LATIN, A_CHINESE, A_REASON, "asthma", "Hangzhou") == []
+    assert found(after, B_LATIN, B_CHINESE) == [B_LATIN, B_CHINESE]
+
+
+def test_rebuild_after_erasure_brings_nothing_back(fresh_ledger: MemoryLedger, store_args: dict) -> None:
+    ml = fresh_ledger
+    populate(ml)
+    ml.erase("alice")
+    bob = ml.profile("bob").model_dump()
+    with ml.db.transaction() as cur:  # a full rebuild: every projection from position 0
+        for p in ml.projections:
+            p.drop(cur)
+            p.create(cur)
+    ml.catch_up()
+    assert ml.profile("alice").facts == {} and ml.history("alice") == []
+    assert ml.export("alice").disclosures == []
+    assert ml.profile("bob").model_dump() == bob
+    # And in another process's view: a fresh MemoryLedger on the same store.
+    with MemoryLedger(**store_args) as other:
+        assert other.profile("alice").facts == {} and other.history("alice") == []
+        assert other.profile("bob").facts["preference.drink"].value == B_LATIN
+        assert found(store_bytes(other, store_args), A_LATIN, A_CHINESE, A_REASON) == []
+
+
+def test_erased_user_cannot_be_written_again(fresh_ledger: MemoryLedger) -> None:
+    from ledger.errors import BadInput
+
+    fresh_ledger.assert_fact("alice", "k", 1)
+    fresh_ledger.erase("alice")
+    head = fresh_ledger._head()
+    with pytest.raises(BadInput, match=r"user_id: 'alice' was erased"):
+        fresh_ledger.assert_fact("alice", "k", 2)
+    with pytest.raises(BadInput, match="was erased"):
+        fresh_ledger.record([{"user_id": "bob", "key": "k", "value": 1}, {"user_id": "alice", "key": "j", "value": 1}])
+    assert fresh_ledger._head() == head  # nothing written, not even bob's half of the batch
+    again = fresh_ledger.erase("alice")
+    assert (again.already_erased, again.key_destroyed, again.position) == (True, False, None)
+    assert fresh_ledger._head() == head
+
+
+def test_erase_plaintext_store_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store written before encryption was on: erasure purges projections but says the log keeps content."""
+    home = tmp_path / "legacy"
+    monkeypatch.setenv("MEMLEDGER_ENCRYPTION", "off")
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("alice", "k", A_LATIN)
+        assert ml.keystore is None
+        with pytest.raises(Exception, match="needs per-user encryption"):
+            ml.erase("alice")
+    monkeypatch.delenv("MEMLEDGER_ENCRYPTION")
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("alice", "j", A_CHINESE)  # from now on encrypted
+        receipt = ml.erase("alice")
+        assert (receipt.facts, receipt.events, receipt.log_plaintext_events) == (2, 2, 1)
+        assert ml.profile("alice").facts == {}
+    monkeypatch.setenv("MEMLEDGER_ENCRYPTION", "off")
+    with pytest.raises(Exception, match="was written encrypted"):
+        MemoryLedger(home=home)
+
+
+# ------------------------------------------------------------------------------------------------------- CLI
+
+
+def test_cli_erase(cli: Any, store_args: dict) -> None:
+    assert cli.json("assert", "alice", "home.city", A_LATIN, "--text", A_CHINESE)["version"] == 1
+    cli.json("assert", "bob", "home.city", B_LATIN)
+    code, out, err = cli("erase", "alice")  # no terminal to confirm on
+    assert code == 2 and "--yes" in err and "Traceback" not in err
+    assert cli.json("profile", "alice")["facts"]["home.city"]["value"] == A_LATIN  # nothing erased
+    code, out, err = cli("erase", " alice", "--yes")
+    assert code == 2 and "USER" in err
+    receipt = cli.json("erase", "alice", "--yes")
+    assert {k: receipt[k] for k in ("user_id", "already_erased", "key_destroyed", "facts", "events")} == {
+        "user_id": "alice", "already_erased": False, "key_destroyed": True, "facts": 1, "events": 1}
+    assert cli.json("profile", "alice")["facts"] == {}
+    assert cli.json("history", "alice") == []
+    assert cli.json("profile", "bob")["facts"]["home.city"]["value"] == B_LATIN
+    code, out, err = cli("assert", "alice", "home.city", "x")
+    assert code == 2 and "was erased" in err and "Traceback" not in err
+    code, out, err = cli("erase", "alice", "--yes")
+    assert code == 0 and "already erased" in out
+    if "home" in store_args:
+        data = b"".join(p.read_bytes() for p in Path(store_args["home"]).rglob("*") if p.is_file())
+        assert found(data, A_LATIN, A_CHINESE) == [] and found(data, B_LATIN) == [B_LATIN]
+
+
+def test_encryption_env_is_validated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ledger.errors import BadInput
+
+    monkeypatch.setenv("MEMLEDGER_ENCRYPTION", "maybe")
+    with pytest.raises(BadInput, match="MEMLEDGER_ENCRYPTION: 'maybe' is not on or off"):
+        MemoryLedger(home=tmp_path / "x")
+    assert not (tmp_path / "x" / "events.db").exists()
+
+
+def test_master_key_wraps_the_ledgers_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import base64
+
+    master = os.urandom(32)
+    monkeypatch.setenv("MEMLEDGER_MASTER_KEY", base64.b64encode(master).decode())
+    with MemoryLedger(home=tmp_path / "m") as ml:
+        ml.assert_fact("alice", "k", A_LATIN)
+        assert ml.keystore.wraps_keys
+        key = ml.keystore.get("alice")
+    assert key not in (tmp_path / "m" / "keys.db").read_bytes()
+    monkeypatch.delenv("MEMLEDGER_MASTER_KEY")
+    with pytest.raises(Exception, match="no master key"):
+        with MemoryLedger(home=tmp_path / "m") as ml:
+            ml.assert_fact("alice", "j", 1)
