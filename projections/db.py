@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -138,6 +138,11 @@ class ProjectionDB:
         self._pool: Any = None
         self._all_sqlite: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        #: callables run with the cursor first thing in every transaction and read snapshot (before any other
+        #: statement, so they see the caller's snapshot). MemoryLedger registers the blue/green resolver here
+        #: (replay/rebuild.py): which copy of each projection serves is read in the same snapshot as the rows,
+        #: so a switch is never half-seen.
+        self.on_begin: list[Callable[[Cursor], None]] = []
         if self.dialect == "postgres":
             from psycopg_pool import ConnectionPool
 
@@ -174,7 +179,10 @@ class ProjectionDB:
             conn = self._sqlite()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                yield Cursor(conn.cursor(), "sqlite")
+                cur = Cursor(conn.cursor(), "sqlite")
+                for hook in self.on_begin:
+                    hook(cur)
+                yield cur
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -185,7 +193,10 @@ class ProjectionDB:
                     cur = conn.cursor()
                     # Keyed by schema too, so ledgers in different schemas of one database don't serialise.
                     cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_ADVISORY_KEY, self.schema))
-                    yield Cursor(cur, "postgres")
+                    pcur = Cursor(cur, "postgres")
+                    for hook in self.on_begin:
+                        hook(pcur)
+                    yield pcur
 
     @contextmanager
     def read(self) -> Iterator[Cursor]:
@@ -194,14 +205,20 @@ class ProjectionDB:
             conn = self._sqlite()
             conn.execute("BEGIN")
             try:
-                yield Cursor(conn.cursor(), "sqlite")
+                cur = Cursor(conn.cursor(), "sqlite")
+                for hook in self.on_begin:
+                    hook(cur)
+                yield cur
             finally:
                 conn.execute("COMMIT")
         else:
             with self._pool.connection() as conn:
                 with conn.transaction():
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                    yield Cursor(conn.cursor(), "postgres")
+                    pcur = Cursor(conn.cursor(), "postgres")
+                    for hook in self.on_begin:
+                        hook(pcur)
+                    yield pcur
 
     def close(self) -> None:
         with self._lock:

