@@ -374,8 +374,12 @@ def verify_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
                 d = r.difference or {}
                 out.print(f"{r.projection:<14} DIFFERS  position {r.position}  {d.get('table')} row {d.get('row')}: "
                           f"serving {d.get('serving')} != replay {d.get('replay')}")
-    if not all(r.ok for r in results):
-        raise typer.Exit(1)
+    bad = [r.projection for r in results if not r.ok]
+    if bad:
+        # MemledgerError, not typer.Exit: main() runs click with standalone_mode=False, which turns Exit into a
+        # return value that main() does not pass on.
+        raise MemledgerError(f"verify: {', '.join(bad)} differ(s) from a full replay of the log; repair with: "
+                             f"memledger rebuild {' '.join(bad)} --blue-green")
 
 
 from . import cli_sessions  # noqa: E402,F401  (issue 5: registers session/resume/context on `app`)
