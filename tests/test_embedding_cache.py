@@ -1,0 +1,128 @@
+"""EmbeddingCache and embed_with_cache (projections.embedding_cache)."""
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from projections.embedders import HashingEmbedder
+from projections.embedding_cache import EmbeddingCache, embed_with_cache, text_key
+
+
+class CountingEmbedder(HashingEmbedder):
+    """HashingEmbedder that records every text it is asked to embed."""
+
+    def __init__(self, dim=32):
+        super().__init__(dim)
+        self.calls = 0
+        self.embedded: list[str] = []
+
+    def embed_passages(self, texts):
+        self.calls += 1
+        self.embedded.extend(texts)
+        return super().embed_passages(texts)
+
+
+TEXTS = ["我喜欢喝绿茶", "My sister lives in Lisbon", "我喜欢喝绿茶", "café"]
+
+
+def test_second_call_embeds_nothing():
+    emb, cache = CountingEmbedder(), EmbeddingCache(":memory:")
+    first = embed_with_cache(emb, TEXTS, cache)
+    assert first.shape == (4, 32) and first.dtype == np.float32
+    assert emb.calls == 1
+    assert sorted(emb.embedded) == sorted({"我喜欢喝绿茶", "My sister lives in Lisbon", "café"})  # dedup
+    np.testing.assert_array_equal(first, HashingEmbedder(32).embed_passages(TEXTS))
+
+    second = embed_with_cache(emb, TEXTS, cache)
+    assert emb.calls == 1 and len(emb.embedded) == 3  # the model did not run again
+    np.testing.assert_array_equal(second, first)
+    assert cache.count(emb.model_id) == 3
+
+
+def test_only_misses_are_embedded():
+    emb, cache = CountingEmbedder(), EmbeddingCache()
+    embed_with_cache(emb, TEXTS[:2], cache)
+    emb.embedded.clear()
+    out = embed_with_cache(emb, ["new text", TEXTS[0], "new text"], cache)
+    assert emb.embedded == ["new text"]
+    np.testing.assert_array_equal(out[0], out[2])
+
+
+def test_nfc_variants_share_one_entry():
+    emb, cache = CountingEmbedder(), EmbeddingCache()
+    composed, decomposed = "café", "cafe\u0301"
+    assert text_key(composed) == text_key(decomposed)
+    embed_with_cache(emb, [composed], cache)
+    out = embed_with_cache(emb, [decomposed], cache)
+    assert emb.embedded == [composed]
+    assert set(cache.get_many(emb.model_id, [decomposed])) == {decomposed}  # keyed by the text as given
+    np.testing.assert_array_equal(out[0], emb.embed_query(composed))
+
+
+def test_models_are_separate_and_dims_pinned():
+    cache = EmbeddingCache()
+    a, b = CountingEmbedder(32), CountingEmbedder(16)
+    assert a.model_id != b.model_id
+    embed_with_cache(a, ["x y"], cache)
+    embed_with_cache(b, ["x y"], cache)
+    assert b.embedded == ["x y"]  # a's entry is not b's
+    assert cache.dim(a.model_id) == 32 and cache.dim(b.model_id) == 16
+    with pytest.raises(ValueError, match="pinned to dim 32"):
+        cache.put_many(a.model_id, {"z": np.ones(16, dtype=np.float32)})
+    with pytest.raises(ValueError, match="different dims"):
+        cache.put_many("m", {"p": np.ones(4), "q": np.ones(5)})
+    with pytest.raises(ValueError, match="NaN"):
+        cache.put_many("m", {"p": np.array([np.nan, 1.0])})
+    assert cache.dim("m") is None  # failed writes pinned nothing
+
+
+def test_persists_across_reopen(tmp_path):
+    path = tmp_path / "cache" / "emb.sqlite"
+    emb = CountingEmbedder()
+    with EmbeddingCache(path) as cache:
+        first = embed_with_cache(emb, TEXTS, cache)
+    emb2 = CountingEmbedder()
+    with EmbeddingCache(path) as cache:
+        again = embed_with_cache(emb2, TEXTS, cache)
+    assert emb2.calls == 0
+    np.testing.assert_array_equal(again, first)
+    # the text itself is not stored, only its digest
+    raw = b"".join(p.read_bytes() for p in path.parent.iterdir())  # db plus any WAL/SHM file
+    assert text_key("My sister lives in Lisbon") in raw
+    assert "Lisbon".encode() not in raw and "绿茶".encode() not in raw
+
+
+def test_corrupt_blob_detected_on_read(tmp_path):
+    path = tmp_path / "emb.sqlite"
+    cache = EmbeddingCache(path)
+    cache.put_many("m", {"hello": np.ones(8, dtype=np.float32)})
+    cache.close()
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE embeddings SET vector = ?", (b"\x00" * 12,))
+    cache = EmbeddingCache(path)
+    with pytest.raises(ValueError, match="8-d but a stored vector has 12 bytes"):
+        cache.get_many("m", ["hello"])
+
+
+def test_delete_texts_erases_all_models():
+    cache = EmbeddingCache()
+    a, b = CountingEmbedder(32), CountingEmbedder(16)
+    for e in (a, b):
+        embed_with_cache(e, ["secret fact", "other fact"], cache)
+    assert cache.delete_texts(["secret fact"]) == 2
+    assert cache.get_many(a.model_id, ["secret fact"]) == {}
+    assert cache.get_many(b.model_id, ["secret fact"]) == {}
+    assert set(cache.get_many(a.model_id, ["other fact"])) == {"other fact"}
+    assert cache.delete_texts(["other fact"], model_id=a.model_id) == 1
+    assert set(cache.get_many(b.model_id, ["other fact"])) == {"other fact"}
+    a.embedded.clear()
+    embed_with_cache(a, ["secret fact"], cache)
+    assert a.embedded == ["secret fact"]  # re-embedded after erasure
+
+
+def test_empty_inputs():
+    emb, cache = CountingEmbedder(), EmbeddingCache()
+    assert embed_with_cache(emb, [], cache).shape == (0, 32)
+    assert emb.calls == 0
+    assert cache.get_many("m", []) == {} and cache.put_many("m", {}) == 0 and cache.delete_texts([]) == 0
