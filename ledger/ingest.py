@@ -8,6 +8,9 @@ guessed anywhere else). Each command carries an idempotency key derived from (sa
 ingesting the same file twice records nothing new.
 
 JSONL: one command object per line (``op`` defaults to ``assert``); blank lines are skipped.
+
+Sessions (issue 5): LoCoMo turns are also logged as messages of their session (:func:`locomo_messages`), and
+``--format memorybank`` ingests MemoryBank histories as sessions of messages (:func:`memorybank_messages`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 from .errors import BadInput
 from .schemas import FactCommand, validate_command
 
-FORMATS = ("locomo", "jsonl")
+FORMATS = ("locomo", "jsonl", "memorybank")
 
 
 def content_key(text: str, prefix: str = "memory") -> str:
@@ -97,8 +100,105 @@ def load_commands(path: Path, fmt: str) -> list[FactCommand]:
         raise BadInput("FILE", f"{str(path)!r} does not exist or is not a file", "give the path of a data file")
     if fmt == "jsonl":
         return jsonl_commands(path)
+    if fmt == "memorybank":
+        memorybank_messages(_read_json(path, "a MemoryBank history file"))  # validate now: nothing written on error
+        return []  # MemoryBank has no observations: its turns are messages (load_session_commands)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadInput("FILE", f"{str(path)!r} is not a JSON file ({exc})", "pass a LoCoMo JSON file") from None
     return locomo_commands(data)
+
+
+# -- sessions (issue 5): conversation turns as logged messages ---------------------------------------------------
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadInput("FILE", f"{str(path)!r} is not a JSON file ({exc})", f"pass {what}") from None
+
+
+def locomo_messages(data: Any, where: str = "") -> list[Any]:
+    """Session commands logging every LoCoMo turn in its session, once per speaker's own ledger.
+
+    Each speaker is a user (as for observations) and each LoCoMo session is a session of both speakers,
+    ``<sample_id>:session_<n>`` (the observations' ``session_id``). Every turn is logged in both speakers' sessions
+    with the turn id (``D1:3``) as message id, the session's ``date_time`` (read as UTC) as ``observed_at`` and the
+    real speaker's name as ``speaker``; ``role`` is ``user`` in the speaker's own ledger and ``assistant`` (the
+    other seat of the conversation) in the other's, so who said what is never lost. A shared photo's caption is
+    appended as ``[shares a photo: ...]``. Re-ingesting logs nothing new (message ids are idempotent).
+    """
+    from .sessions import validate_session_command
+
+    conversations = data if isinstance(data, list) else [data]
+    out: list[Any] = []
+    for ci, conv in enumerate(conversations):
+        loc = f"{where}conversation[{ci}]"
+        if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
+            raise BadInput(loc, "is not a LoCoMo conversation (needs 'conversation')", "pass a LoCoMo JSON file")
+        sample = str(conv.get("sample_id", ci))
+        sessions = conv["conversation"]
+        speakers = [sessions.get("speaker_a"), sessions.get("speaker_b")]
+        if not all(isinstance(s, str) and s for s in speakers):
+            raise BadInput(f"{loc}.speaker_a", "speaker_a / speaker_b are missing", "every conversation names both")
+        numbers = sorted(int(k.split("_")[1]) for k in sessions if re.fullmatch(r"session_\d+", k))
+        for n in numbers:
+            turns = sessions[f"session_{n}"]
+            when_text = sessions.get(f"session_{n}_date_time")
+            if not when_text:
+                raise BadInput(f"{loc}.session_{n}", f"session_{n}_date_time is missing", "every session needs a date")
+            when = parse_locomo_time(when_text, f"{loc}.session_{n}_date_time")
+            for ti, turn in enumerate(turns):
+                text = turn.get("text") or ""
+                if turn.get("blip_caption"):
+                    text = f"{text} [shares a photo: {turn['blip_caption']}]".strip()
+                for owner in speakers:
+                    out.append(validate_session_command({
+                        "op": "log", "user_id": owner, "session_id": f"{sample}:session_{n}",
+                        "message_id": turn.get("dia_id") or f"D{n}:{ti + 1}", "text": text,
+                        "speaker": turn.get("speaker"), "observed_at": when,
+                        "role": "user" if turn.get("speaker") == owner else "assistant",
+                    }, where=f"{loc}.session_{n}[{ti}]."))
+    return out
+
+
+def memorybank_messages(data: Any) -> list[Any]:
+    """Session commands for a MemoryBank history file (``memory_bank_en.json`` / ``memory_bank_cn.json``; MIT).
+
+    Each top-level name is a user (surrounding spaces stripped: the English file has ``" Jason "``); each dated day
+    of ``history`` is a session ``memorybank:<YYYY-MM-DD>``; each turn's ``query`` is logged as role ``user``
+    (speaker = the name) and its ``response`` as role ``assistant``, message ids ``<date>#<n>q`` / ``<date>#<n>r``.
+    MemoryBank dates carry no time or zone: ``observed_at`` is that date at 00:00 UTC (stated, never guessed
+    silently), and order within the day is the turn order (``seq``).
+    """
+    from .sessions import validate_session_command
+
+    if not isinstance(data, dict) or not all(isinstance(v, dict) and "history" in v for v in data.values()):
+        raise BadInput("FILE", "is not a MemoryBank history file (name -> {history: {date: [turns]}})",
+                       "pass memory_bank_en.json or memory_bank_cn.json")
+    out: list[Any] = []
+    for name, user in data.items():
+        user_id = name.strip()
+        for day in sorted(user["history"]):
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day):
+                raise BadInput(f"{user_id}.history.{day}", "is not a YYYY-MM-DD date", "MemoryBank days are dates")
+            for i, turn in enumerate(user["history"][day], 1):
+                for part, role, speaker in (("query", "user", user_id), ("response", "assistant", None)):
+                    text = turn.get(part)
+                    if not text:
+                        continue
+                    out.append(validate_session_command({
+                        "op": "log", "user_id": user_id, "session_id": f"memorybank:{day}",
+                        "message_id": f"{day}#{i}{part[0]}", "role": role, "speaker": speaker, "text": text,
+                        "observed_at": f"{day}T00:00:00+00:00",
+                    }, where=f"{user_id}.history.{day}[{i - 1}].{part}: "))
+    return out
+
+
+def load_session_commands(path: Path, fmt: str) -> list[Any]:
+    """The session commands of a file (LoCoMo turns, MemoryBank turns; none for JSONL), validated. Raises BadInput."""
+    if fmt == "locomo":
+        return locomo_messages(_read_json(path, "a LoCoMo JSON file"))
+    if fmt == "memorybank":
+        return memorybank_messages(_read_json(path, "a MemoryBank history file"))
+    return []

