@@ -277,9 +277,10 @@ def assemble_context(ml: Any, user_id: str, *, session_id: str | None = None, qu
     if query is not None and hasattr(ml, "search"):
         try:
             hits = ml.search(user_id, query, k=memories)
-        except TypeError:  # a search without ``k``
-            hits = ml.search(user_id, query)
-        memories_from = "search"
+            memories_from = "search"
+        except BadInput as exc:
+            if exc.field != "embedder":  # a store without a vectors projection falls back; other refusals stand
+                raise
     if hits is not None:
         hits = list(getattr(hits, "hits", hits))  # a result model with ``hits``, or a list
         for i, h in enumerate(hits[:memories]):

@@ -245,15 +245,35 @@ def test_summary_pyramid_recent_in_detail_older_merged(fresh_ledger):
     assert exc.value.field == "covers"
 
 
+class _WithoutSearch:
+    """The ledger as it was before the retrieval feature: every attribute but ``search``."""
+
+    def __init__(self, ml) -> None:
+        self._ml = ml
+
+    def __getattr__(self, name: str):
+        if name == "search":
+            raise AttributeError(name)
+        return getattr(self._ml, name)
+
+
+def test_memories_fall_back_to_recent_facts_without_search(fresh_ledger):
+    from ledger.context import assemble_context
+
+    ml = fresh_ledger
+    ml.assert_fact("u", "memory.a", "likes hiking", text="likes hiking", observed_at="2024-01-01T00:00:00Z")
+    ml.assert_fact("u", "memory.b", "has a cat", text="has a cat", observed_at="2024-01-02T00:00:00Z")
+    for c in (assemble_context(_WithoutSearch(ml), "u", query="pets", now="2024-01-03T00:00:00Z"),
+              ml.context("u", now="2024-01-03T00:00:00Z")):  # no query: recent facts even with search
+        assert c.memories_from == "recent_facts"
+        assert c.sections[3].lines == ["- has a cat (2024-01-02, user_statement)",
+                                       "- likes hiking (2024-01-01, user_statement)"]
+
+
 def test_memories_use_search_when_the_retrieval_feature_is_there(fresh_ledger, monkeypatch):
     ml = fresh_ledger
     ml.assert_fact("u", "memory.a", "likes hiking", text="likes hiking", observed_at="2024-01-01T00:00:00Z")
     ml.assert_fact("u", "memory.b", "has a cat", text="has a cat", observed_at="2024-01-02T00:00:00Z")
-    if not hasattr(ml, "search"):  # the fallback, as it stands without issue 4: most recent facts first
-        c = ml.context("u", query="pets", now="2024-01-03T00:00:00Z")
-        assert c.memories_from == "recent_facts"
-        assert c.sections[3].lines == ["- has a cat (2024-01-02, user_statement)",
-                                       "- likes hiking (2024-01-01, user_statement)"]
     calls = []
 
     def fake_search(user_id, query, k=10):
@@ -265,6 +285,21 @@ def test_memories_use_search_when_the_retrieval_feature_is_there(fresh_ledger, m
     assert calls == [("u", "outdoors", 30)]
     assert c.memories_from == "search"
     assert c.sections[3].lines == ["- likes hiking (2024-01-01, user_statement)"]
+
+
+def test_memories_through_the_real_search(fresh_ledger):
+    ml = fresh_ledger
+    if not hasattr(ml, "search"):
+        pytest.skip("the retrieval feature (issue 4) is not installed")
+    ml.assert_fact("u", "memory.a", "likes hiking", text="likes hiking", observed_at="2024-01-01T00:00:00Z")
+    ml.assert_fact("u", "memory.b", "has a cat", text="has a cat", observed_at="2024-01-02T00:00:00Z")
+    ml.assert_fact("u", "profile.name", "Ann", observed_at="2024-01-02T00:00:00Z")
+    c = ml.context("u", query="my pet cat", now="2024-01-03T00:00:00Z")
+    assert c.memories_from == "search"
+    assert c.sections[0].lines == ["- profile.name: Ann (2024-01-02, user_statement)"]
+    # ranked by the search; a stable fact already in the profile section is not repeated
+    assert c.sections[3].lines == ["- has a cat (2024-01-02, user_statement)",
+                                   "- likes hiking (2024-01-01, user_statement)"]
 
 
 def test_cli_sessions_resume_and_context(cli, store_args):
