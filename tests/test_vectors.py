@@ -1,0 +1,172 @@
+"""The ``vectors`` projection (projections/vectors.py): only current versions are indexed, per user, derivably.
+
+Runs on SQLite and PostgreSQL with the hashing test double (tests/conftest.py sets MEMLEDGER_EMBEDDER=hash): no
+model load, and exact vectors.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ledger import MemoryLedger
+from projections.embedders import HashingEmbedder
+
+DRINKS = ["I drink green tea every morning", "I drink black coffee every morning now",
+          "I drink espresso every morning, not black coffee"]
+
+
+def texts(ml: MemoryLedger, user: str, query: str, k: int) -> list[str]:
+    return [h.text for h in ml.search(user, query, k=k)]
+
+
+def table_rows(ml: MemoryLedger) -> list[tuple]:
+    """(user, doc_id, version, live, text) of every row of the serving vectors table."""
+    with ml.db.read() as cur:
+        cur.execute(f"SELECT user_id, doc_id, version, live, text FROM {ml.vectors_projection.table('docs')} "
+                    "ORDER BY user_id, doc_id")
+        return [tuple(r) for r in cur.fetchall()]
+
+
+def test_supersede_correct_retract_never_leave_the_old_text(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("u1", "hobby.sport", "tennis", text="I play tennis on Sundays")
+    ml.assert_fact("u1", "preference.drink", "tea", text=DRINKS[0])
+    assert texts(ml, "u1", "what do I drink in the morning", 10) == [DRINKS[0], "I play tennis on Sundays"]
+    ml.assert_fact("u1", "preference.drink", "coffee", text=DRINKS[1])  # supersede
+    for k in range(1, 4):
+        assert DRINKS[0] not in texts(ml, "u1", "green tea every morning", k)
+    assert texts(ml, "u1", "green tea every morning", 1) == [DRINKS[1]]
+    ml.correct_fact("u1", "preference.drink", "espresso", text=DRINKS[2], reason="misheard")
+    for k in range(1, 4):
+        got = texts(ml, "u1", "black coffee every morning", k)
+        assert DRINKS[1] not in got and DRINKS[0] not in got
+    hit = ml.search("u1", "black coffee", k=1)[0]
+    assert (hit.key, hit.version, hit.value, hit.status) == ("preference.drink", 3, "espresso", "current")
+    ml.retract_fact("u1", "preference.drink", reason="forget that")
+    for k in range(1, 4):
+        assert texts(ml, "u1", "espresso coffee tea drink morning", k) == ["I play tennis on Sundays"]
+    # the table keeps a tombstone (so other processes' mirrors see the removal), with text and vector cleared
+    assert table_rows(ml) == [("u1", "fact:hobby.sport", 1, 1, "I play tennis on Sundays"),
+                              ("u1", "fact:preference.drink", 4, 0, None)]
+
+
+def test_contest_adds_no_vector_and_backfill_is_not_current(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("u1", "preference.drink", "tea", text="I drink tea", observed_at="2024-03-01T00:00:00Z")
+    ml.assert_fact("u1", "preference.drink", "beer", text="I drink beer", source="agent_inference",
+                   confidence=0.4)
+    hits = ml.search("u1", "beer drink", k=5)
+    assert [(h.text, h.status) for h in hits] == [("I drink tea", "contested")]
+    ml.assert_fact("u1", "preference.drink", "milk", text="I drank milk as a child",
+                   observed_at="2020-01-01T00:00:00Z")  # backfill: history, not current
+    assert [(h.text, h.status) for h in ml.search("u1", "milk child", k=5)] == [("I drink tea", "contested")]
+    ml.assert_fact("u1", "preference.drink", "tea", text="I drink tea")  # the user reaffirms: contest cleared
+    assert [(h.text, h.status) for h in ml.search("u1", "tea", k=5)] == [("I drink tea", "current")]
+
+
+def test_users_are_isolated_under_interleaved_writers(store_args: dict[str, Any]) -> None:
+    """Four threads write the same words for four users through two ledger objects (as two processes would);
+    every search, at every k, returns only the searching user's memories."""
+    users = ["alice", "bob", "carol", "dave"]
+    with MemoryLedger(**store_args) as a, MemoryLedger(**store_args) as b:
+        errors: list[BaseException] = []
+
+        def writer(i: int, user: str) -> None:
+            ml = (a, b)[i % 2]
+            try:
+                for n in range(6):
+                    ml.assert_fact(user, f"note.n{n}", n, text=f"note {n} about the shared garden, by {user}")
+                    hits = ml.search(user, "shared garden note", k=10)
+                    assert {h.text.rsplit(" ", 1)[1] for h in hits} == {user}
+                    assert len(hits) == n + 1
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(i, u)) for i, u in enumerate(users)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        for ml in (a, b):
+            for user in users:
+                for k in (1, 3, 6, 24):
+                    hits = ml.search(user, "note about the shared garden", k=k)
+                    assert len(hits) == min(k, 6)
+                    assert all(h.text.endswith(f"by {user}") for h in hits)
+
+
+def test_another_ledger_object_never_serves_a_stale_vector(store_args: dict[str, Any]) -> None:
+    with MemoryLedger(**store_args) as reader, MemoryLedger(**store_args) as writer:
+        writer.assert_fact("u1", "preference.color", "blue", text="my favourite colour is blue")
+        assert texts(reader, "u1", "favourite colour", 5) == ["my favourite colour is blue"]
+        writer.assert_fact("u1", "preference.color", "red", text="my favourite colour is red")
+        # the reader's mirror was built before the change: its next search reads the changed row first
+        assert texts(reader, "u1", "favourite colour blue", 5) == ["my favourite colour is red"]
+
+
+def test_index_files_are_used_only_when_the_manifest_matches(tmp_path: Any) -> None:
+    home = tmp_path / "l"
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("u1", "preference.color", "blue", text="my favourite colour is blue")
+        ml.search("u1", "colour", k=1)
+    manifest = home / "vectors" / "hash_v1_64" / "serving" / "manifest.json"
+    import json
+
+    man = json.loads(manifest.read_text())
+    assert (man["model_id"], man["dim"], man["normalized"], man["position"]) == ("hash:v1:64", 64, True, 1)
+    # A writer that dies before saving its files (no close): the files on disk are now behind the table.
+    crashed = MemoryLedger(home=home)
+    crashed.assert_fact("u1", "preference.color", "red", text="my favourite colour is red")
+    crashed.db.close()
+    crashed.app.close()
+    with MemoryLedger(home=home) as ml:
+        assert texts(ml, "u1", "favourite colour blue", 5) == ["my favourite colour is red"]
+    assert json.loads(manifest.read_text())["position"] == 2
+    with MemoryLedger(home=home) as ml:  # now loaded from the files: same answer
+        with ml.db.read() as cur:
+            mem = ml.vectors_projection.refresh(cur)
+        assert (mem.position, sorted(mem.users)) == (2, ["u1"])
+        assert mem.dirty == set()  # came from the files, not rebuilt from the table
+        assert texts(ml, "u1", "favourite colour blue", 5) == ["my favourite colour is red"]
+
+
+def test_rebuilds_reuse_the_embedding_cache(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    original = HashingEmbedder.embed_passages
+
+    def counting(self: HashingEmbedder, batch: list[str]) -> np.ndarray:
+        calls.append(len(batch))
+        return original(self, batch)
+
+    monkeypatch.setattr(HashingEmbedder, "embed_passages", counting)
+    home = tmp_path / "l"
+    with MemoryLedger(home=home) as ml:
+        ml.record([{"user_id": "u1", "key": f"note.n{i}", "value": i, "text": f"note number {i}"} for i in range(5)])
+    assert calls == [5]  # one batch, one model call
+    with MemoryLedger(home=home, embedder="hash:32") as ml:  # another model: the table is re-projected
+        assert texts(ml, "u1", "note number 3", 1) == ["note number 3"]
+    assert calls == [5, 5]
+    with MemoryLedger(home=home) as ml:  # back to the first model: every text is in the cache
+        assert texts(ml, "u1", "note number 3", 1) == ["note number 3"]
+        with ml.db.read() as cur:
+            cur.execute(f"SELECT name, value FROM {ml.vectors_projection.table('meta')} ORDER BY name")
+            meta = dict(cur.fetchall())
+    assert calls == [5, 5]
+    assert (meta["model_id"], meta["dim"], meta["normalized"]) == ("hash:v1:64", "64", "true")
+
+
+def test_a_ledger_without_the_vectors_projection_refuses_search(tmp_path: Any) -> None:
+    from ledger.errors import BadInput
+
+    with MemoryLedger(home=tmp_path / "l", embedder="none") as ml:
+        ml.assert_fact("u1", "preference.color", "blue")
+        assert ml.vectors_projection is None and [p.name for p in ml.projections].count("vectors") == 0
+        with pytest.raises(BadInput, match="embedder: this ledger was opened without the vectors projection"):
+            ml.search("u1", "colour")
+    with MemoryLedger(home=tmp_path / "l") as ml:  # opened with it later: the log is projected then
+        assert texts(ml, "u1", "blue", 3) == ["preference.color: blue"]
