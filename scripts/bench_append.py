@@ -1,0 +1,208 @@
+"""Append throughput of the ledger's write side, beside the raw driver writing equivalent rows, in one run.
+
+    python scripts/bench_append.py                       # SQLite (a temporary home)
+    python scripts/bench_append.py --dsn postgresql://postgres@127.0.0.1:5432/test   # PostgreSQL (a temp schema)
+
+What is timed (each ``--repeat`` times on a fresh store, the median reported):
+
+* ``ledger, 1 per save`` — ``LedgerApplication.execute([cmd])`` per command: validate -> load the fact's stream ->
+  decide -> one ``save()`` (one transaction) per event. New facts, so each load finds an empty stream.
+* ``ledger, N per save`` — ``execute(batch)`` with ``--batch`` commands per save (one agent turn = one save).
+* ``ledger record(), inline projections`` — ``MemoryLedger.record(batch)``: the above plus catching every
+  projection up in process before returning (what an embedded agent pays per turn).
+* baselines, the same rows (the stored events the ledger wrote: originator_id, originator_version, topic, state
+  bytes, read back from its log) written by the driver alone in one transaction: ``sqlite3 executemany`` on
+  SQLite; ``psycopg executemany`` and ``psycopg COPY`` on PostgreSQL.
+
+The ledger's events are real: encrypted per user (the default, docs/erasure.md), so the state bytes the baselines
+write are the same size; one more row times the batched append on a store with ``MEMLEDGER_ENCRYPTION=off``. Ratios are against the fastest raw baseline of the same run. Nothing here is an
+assertion: speed is reported, never tested (tests/ stay fast on the shared 2-core machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("MEMLEDGER_EMBEDDER", "none")  # the append path; the vectors projection is not timed here
+
+from ledger import MemoryLedger  # noqa: E402
+from ledger.schemas import validate_command  # noqa: E402
+
+
+def commands(n: int, run: int) -> list[Any]:
+    """``n`` validated assert commands on new facts, spread over 10 users (like a busy multi-user agent)."""
+    return [validate_command({"op": "assert", "user_id": f"user{i % 10}", "key": f"note.r{run}_{i}",
+                              "value": f"value {i}", "text": f"the user said note {i} (run {run})"})
+            for i in range(n)]
+
+
+class Store:
+    """A fresh, empty ledger store on the chosen backend (a temp dir, or a temp PostgreSQL schema)."""
+
+    def __init__(self, dsn: str | None) -> None:
+        self.dsn = dsn
+        self.dir = tempfile.mkdtemp(prefix="bench_append_")
+        self.schema = f"bench_{uuid.uuid4().hex[:10]}"
+
+    def open(self) -> MemoryLedger:
+        if self.dsn:
+            return MemoryLedger(dsn=self.dsn, schema=self.schema)
+        return MemoryLedger(home=Path(self.dir) / "ledger")
+
+    def drop(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dsn:
+            import psycopg
+
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def stored_rows(ml: MemoryLedger) -> list[tuple[uuid.UUID, int, str, bytes]]:
+    """The stored events of the ledger's log, as (originator_id, originator_version, topic, state)."""
+    rows = []
+    start = 1
+    while True:
+        ns = ml.app.recorder.select_notifications(start=start, limit=1000)
+        if not ns:
+            return rows
+        rows += [(n.originator_id, n.originator_version, n.topic, bytes(n.state)) for n in ns]
+        start = ns[-1].id + 1
+
+
+def bench_ledger(dsn: str | None, n_single: int, n_batch: int, batch: int, run: int) -> dict[str, float]:
+    store = Store(dsn)
+    try:
+        with store.open() as ml:
+            out = {}
+            cmds = commands(n_single, run * 10 + 1)
+            out["ledger, 1 per save"] = timed(lambda: [ml.app.execute([c]) for c in cmds]) / n_single
+            cmds = commands(n_batch, run * 10 + 2)
+            out[f"ledger, {batch} per save"] = timed(
+                lambda: [ml.app.execute(cmds[i:i + batch]) for i in range(0, n_batch, batch)]) / n_batch
+            ml.catch_up()  # untimed: bring projections to the head so record() times only its own batches
+            cmds = commands(n_batch, run * 10 + 3)
+            out[f"ledger record(), {batch} per save, inline projections"] = timed(
+                lambda: [ml.record(cmds[i:i + batch]) for i in range(0, n_batch, batch)]) / n_batch
+            rows = stored_rows(ml)[-n_batch:]
+    finally:
+        store.drop()
+    # The same batched append on a store without per-user encryption: what crypto-shredding costs per event.
+    store = Store(dsn)
+    os.environ["MEMLEDGER_ENCRYPTION"] = "off"
+    try:
+        with store.open() as ml:
+            cmds = commands(n_batch, run * 10 + 4)
+            out[f"ledger, {batch} per save, encryption off"] = timed(
+                lambda: [ml.app.execute(cmds[i:i + batch]) for i in range(0, n_batch, batch)]) / n_batch
+    finally:
+        del os.environ["MEMLEDGER_ENCRYPTION"]
+        store.drop()
+    out.update(bench_raw(dsn, rows))
+    return out
+
+
+def bench_raw(dsn: str | None, rows: list[tuple[uuid.UUID, int, str, bytes]]) -> dict[str, float]:
+    """Per-row seconds of the driver alone writing ``rows`` into an equivalent table, one transaction each way."""
+    n = len(rows)
+    out = {}
+    if dsn is None:
+        import sqlite3
+
+        d = tempfile.mkdtemp(prefix="bench_raw_")
+        try:
+            conn = sqlite3.connect(os.path.join(d, "raw.db"), isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("CREATE TABLE stored_events (originator_id TEXT, originator_version INTEGER, topic TEXT, "
+                         "state BLOB, notification_id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                         "UNIQUE (originator_id, originator_version))")
+            srows = [(str(a), b, c, s) for a, b, c, s in rows]
+
+            def insert() -> None:
+                conn.execute("BEGIN")
+                conn.executemany("INSERT INTO stored_events (originator_id, originator_version, topic, state) "
+                                 "VALUES (?, ?, ?, ?)", srows)
+                conn.execute("COMMIT")
+
+            out["raw sqlite3 executemany, 1 transaction"] = timed(insert) / n
+            conn.close()
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        return out
+
+    import psycopg
+
+    schema = f"bench_raw_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        try:
+            for how in ("executemany", "COPY"):
+                table = f'"{schema}".events_{how.lower()}'
+                conn.execute(f"CREATE TABLE {table} (originator_id uuid NOT NULL, originator_version bigint NOT "
+                             "NULL, topic text, state bytea, notification_id bigserial, "
+                             "PRIMARY KEY (originator_id, originator_version))")
+
+                def insert(table: str = table, how: str = how) -> None:
+                    with conn.transaction(), conn.cursor() as cur:
+                        if how == "COPY":
+                            with cur.copy(f"COPY {table} (originator_id, originator_version, topic, state) "
+                                          "FROM STDIN") as cp:
+                                for r in rows:
+                                    cp.write_row(r)
+                        else:
+                            cur.executemany(f"INSERT INTO {table} (originator_id, originator_version, topic, state) "
+                                            "VALUES (%s, %s, %s, %s)", rows)
+
+                out[f"raw psycopg {how}, 1 transaction"] = timed(insert) / n
+        finally:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dsn", default=None, help="postgresql://... to bench PostgreSQL (default: SQLite)")
+    ap.add_argument("--single", type=int, default=300, help="commands timed one per save (default 300)")
+    ap.add_argument("--events", type=int, default=5000, help="commands timed in batches (default 5000)")
+    ap.add_argument("--batch", type=int, default=100, help="commands per save when batched (default 100)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs, each on a fresh store; medians (default 3)")
+    a = ap.parse_args(argv)
+    for name in ("single", "events", "batch", "repeat"):
+        if getattr(a, name) < 1:
+            ap.error(f"--{name} must be at least 1")
+    runs = [bench_ledger(a.dsn, a.single, a.events, a.batch, r) for r in range(a.repeat)]
+    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    baseline = min((k for k in med if k.startswith("raw")), key=lambda k: med[k])
+    backend = "PostgreSQL" if a.dsn else "SQLite"
+    print(f"bench_append: {backend}, {a.single} commands one per save, {a.events} in batches of {a.batch}, "
+          f"median of {a.repeat} runs; ratio = events/s / {baseline!r}")
+    width = max(len(k) for k in med)
+    print(f"| {'method':<{width}} | {'events/s':>10} | {'us/event':>9} | {'ratio':>6} |")
+    print(f"|{'-' * (width + 2)}|{'-' * 12}:|{'-' * 10}:|{'-' * 7}:|")
+    for k, per in med.items():
+        print(f"| {k:<{width}} | {1 / per:>10,.0f} | {per * 1e6:>9.1f} | {med[baseline] / per:>6.3f} |")
+    batched = 1 / med[f"ledger, {a.batch} per save"]
+    target = 15_000 if a.dsn else 30_000
+    print(f"batched ledger append: {batched:,.0f} events/s (target >= {target:,}: "
+          f"{'met' if batched >= target else 'NOT met'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
