@@ -104,6 +104,10 @@ class MemoryLedger(SessionsMixin, SearchMixin):
             with self.db.transaction() as cur:
                 for p in self.projections:
                     p.create(cur)
+                # Opt-out sessions' working tables (issue 8, ledger/optout.py): not a projection.
+                from .optout import create_tables as create_optout_tables
+
+                create_optout_tables(cur)
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def __enter__(self) -> MemoryLedger:
@@ -220,6 +224,9 @@ class MemoryLedger(SessionsMixin, SearchMixin):
     # -- commands ----------------------------------------------------------------------------------------------
     def _execute(self, commands: list[FactCommand]) -> list[Receipt]:
         self._refuse_erased({c.user_id for c in commands})
+        from .optout import refuse_facts_in_optout
+
+        refuse_facts_in_optout(self, {(c.user_id, c.session_id) for c in commands if c.session_id is not None})
         outcomes = self.app.execute(commands)
         positions = [o.position for o in outcomes if o.position is not None]
         if self.projection_mode == "inline":
@@ -431,6 +438,43 @@ class MemoryLedger(SessionsMixin, SearchMixin):
             if self.keystore.is_destroyed(user_id):
                 raise BadInput("user_id", f"{user_id!r} was erased; nothing more can be recorded for it",
                                "an erased user id stays burned: record under a new user id")
+
+    def session_start(self, user_id: str, session_id: str, *, no_memory: bool = False, **kwargs: Any) -> Any:
+        """Start a session (ledger/session_api.py); ``no_memory=True`` (``--no-memory``) starts an opt-out session:
+        nothing of it reaches the log, its messages are kept only until it ends (ledger/optout.py)."""
+        if no_memory:
+            from .optout import start
+
+            return start(self, user_id, session_id, **kwargs)
+        return super().session_start(user_id, session_id, **kwargs)
+
+    def record_session(self, commands: Iterable[Any]) -> list[Any]:
+        """Session commands (ledger/session_api.py); those of an open ``--no-memory`` session go to
+        ledger/optout.py instead of the log (cards and summaries of it are refused, BadInput)."""
+        from .optout import route
+        from .sessions import SessionCommand, validate_session_command
+
+        validated = [c if isinstance(c, SessionCommand) else validate_session_command(c) for c in commands]
+        routed = route(self, validated) if validated else None
+        return routed if routed is not None else super().record_session(validated)
+
+    def messages(self, user_id: str, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Logged messages (ledger/session_api.py), plus those kept by open ``--no-memory`` sessions (marked
+        ``no_memory: True``) until they end."""
+        from .optout import messages as kept
+
+        rows = super().messages(user_id, session_id)
+        return rows + kept(self, user_id, session_id)
+
+    def context(self, user_id: str, *, allow_sensitive: Any = None, purpose: str | None = None,
+                trace_id: str | None = None, **kwargs: Any) -> Any:
+        """The prompt-ready context (ledger/context.py) without facts labelled sensitive (health, finance, ...)
+        unless ``allow_sensitive`` names their label; each labelled fact included is recorded
+        (``SensitiveFactIncluded``, see :func:`ledger.privacy.context_with_sensitivity`)."""
+        from .privacy import context_with_sensitivity
+
+        return context_with_sensitivity(self, user_id, allow_sensitive=allow_sensitive, purpose=purpose,
+                                        trace_id=trace_id, **kwargs)
 
     def erase(self, user_id: str, *, actor: str | None = None) -> Any:
         """Erase everything about ``user_id`` (``memledger erase USER --yes``); returns an ErasureReceipt.

@@ -234,7 +234,8 @@ class UserExport(BaseModel):
 
     ``profile``: current facts; ``history``: every event of every fact in log order (values, texts, reasons,
     provenance, valid and system times); ``disclosures``: each time a sensitive fact was let into context;
-    ``sessions``: the user's sessions with messages, summaries and cards (empty until sessions exist). ``erased``:
+    ``sessions``: the user's sessions with card, messages and summaries, JSON-shaped (instants as ISO 8601 UTC
+    strings), then open ``--no-memory`` sessions with the messages they keep until they end. ``erased``:
     the user was erased -- everything else is then empty.
     """
 
@@ -353,22 +354,21 @@ def erase_user(ml: MemoryLedger, user_id: str, *, actor: str | None = None) -> E
         for p in ml.projections:
             p.purge_user(cur, user_id)
             purged.append(p.name)
-    for p in ml.projections:
-        purge_files = getattr(p, "purge_user_files", None)
-        if purge_files is not None:
-            purge_files(user_id, texts)
-    cache = getattr(ml, "embedding_cache", None)
-    if cache is not None and texts:
-        cache.delete_texts(texts)
+    from .optout import purge_optout
+
+    with ml.db.transaction() as cur:
+        purge_optout(cur, user_id)
+    _purge_vectors(ml, user_id, texts)
     snapshots = _delete_snapshots(ml.app, stream_ids)
 
     compacted = []
     if ml.settings.home is not None:
-        vacuum = getattr(ml.keystore, "vacuum", None)
-        for name in sorted(os.listdir(ml.settings.home)):
-            path = ml.settings.home / name
-            if name.endswith(".db") and name not in ("events.db", "keys.db") and compact_sqlite(path):
-                compacted.append(name)
+        # Every SQLite file but the log (ciphertext only; rewriting a large log is costly) and the key store
+        # (secure_delete already zeroed the key, and it runs in rollback-journal mode: no -wal copies).
+        for path in sorted(ml.settings.home.rglob("*.db")):
+            rel = path.relative_to(ml.settings.home).as_posix()
+            if rel not in ("events.db", "keys.db") and compact_sqlite(path):
+                compacted.append(rel)
     else:
         vacuum = getattr(ml.keystore, "vacuum", None)
         if vacuum is not None:
@@ -379,6 +379,29 @@ def erase_user(ml: MemoryLedger, user_id: str, *, actor: str | None = None) -> E
         key_destroyed=key_destroyed, facts=len(keys), events=len(rows), projections_purged=purged,
         snapshots_deleted=snapshots, log_plaintext_events=plaintext, files_compacted=compacted,
     )
+
+
+def _purge_vectors(ml: MemoryLedger, user_id: str, texts: list[str]) -> None:
+    """The semantic index (issue 4, projections/vectors.py) keeps more than its table: an in-memory mirror, per-user
+    FAISS (``.faiss``) and BM25 (``.lex``, which holds the words) files, and an embedding cache keyed by a hash
+    of each text. The table was purged with the other projections (its generation bump tells every process to
+    reload); here the mirror is reloaded now, the user's index files are deleted in every model/copy directory,
+    the manifest rewritten, and the cached embeddings of every text the user ever had deleted."""
+    proj = getattr(ml, "vectors_projection", None)
+    if proj is None:
+        return
+    from projections.vectors import user_file_stem
+
+    with ml.db.read() as cur:
+        proj.refresh(cur)  # the generation changed: reload the mirror without the user
+    if ml.settings.home is not None:
+        stem = user_file_stem(user_id)
+        for suffix in (".faiss", ".lex"):
+            for path in (ml.settings.home / "vectors").rglob(stem + suffix):
+                path.unlink(missing_ok=True)
+        proj.save_files()  # manifest without the user (and files of users the mirror no longer has go too)
+    if texts:
+        proj._embedding_cache().delete_texts(texts)
 
 
 def _vacuum_postgres(ml: MemoryLedger) -> None:
@@ -413,13 +436,48 @@ def export_user(ml: MemoryLedger, user_id: str) -> UserExport:
                     recorded_at=from_micros(r["recorded_at"]), position=r["position"], session_id=r["session_id"],
                     purpose=r["purpose"], trace_id=r["trace_id"],
                 ))
-    sessions: list[dict[str, Any]] = []
-    export_sessions = getattr(ml, "export_sessions", None)  # issue 5's sessions, once they exist
-    if export_sessions is not None:
-        sessions = list(export_sessions(user_id))
+    sessions = _export_sessions(ml, user_id)
     erased = ml.keystore.is_destroyed(user_id) if ml.keystore is not None else False
     return UserExport(user_id=user_id, exported_at=now_utc(), erased=erased, profile=profile, history=history,
                       disclosures=disclosures, sessions=sessions)
+
+
+def _export_sessions(ml: MemoryLedger, user_id: str) -> list[dict[str, Any]]:
+    """The user's sessions (ledger/sessions.py), oldest first, each with its card, messages and summaries; then
+    open ``--no-memory`` sessions with the messages kept until they end (``no_memory: true``)."""
+    from .optout import messages as optout_messages
+    from .optout import open_sessions
+    from .timeutil import from_micros
+
+    if getattr(ml, "state_cards_projection", None) is None:  # sessions not wired in this build
+        return []
+
+    def instants(row: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+        return {k: (from_micros(v) if k in names else v) for k, v in row.items()}
+
+    out: list[dict[str, Any]] = []
+    with ml.db.read() as cur:
+        summaries = ml.summaries_projection.rows(cur, user_id)
+        for s in ml.state_cards_projection.sessions(cur, user_id):
+            sid = s["session_id"]
+            card = ml.state_cards_projection.card(cur, user_id, sid)
+            out.append({
+                **instants(s, ("started_at", "ended_at", "last_at")),
+                "no_memory": False,
+                "card": None if card is None else instants(card, ("touched_at", "updated_at")),
+                "messages": [instants(m, ("observed_at", "recorded_at"))
+                             for m in ml.messages_projection.all(cur, user_id, sid)],
+                "summaries": [instants(x, ("observed_at", "recorded_at")) for x in summaries
+                              if sid in x["covers"]],
+            })
+    kept = optout_messages(ml, user_id)
+    for sid in open_sessions(ml, user_id):
+        out.append({"session_id": sid, "no_memory": True,
+                    "messages": [m for m in kept if m["session_id"] == sid]})
+    # JSON-shaped (instants as ISO 8601 strings), so the document round-trips through its JSON unchanged.
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(out)
 
 
 # ----------------------------------------------------------------------------------------------------- sensitivity
@@ -469,6 +527,73 @@ def record_disclosures(ml: MemoryLedger, user_id: str, included: list[tuple[str,
     positions = [r.notification.id for r in recordings]
     ml.catch_up(until=max(positions))
     return positions
+
+
+class _SensitivityView:
+    """What context assembly (ledger/context.py) sees of a ledger when labels are filtered: ``profile`` and
+    ``search`` leave out facts whose label is not allowed, and remember the labelled facts they let through;
+    everything else is the ledger itself."""
+
+    def __init__(self, ml: MemoryLedger, allow: frozenset[str], labels: dict[str, tuple[int, str]]) -> None:
+        self._ml = ml
+        self._allow = allow
+        self._labels = labels  # key -> (version, label) of the user's labelled current facts
+        self.offered: dict[str, tuple[int, str, str]] = {}  # key -> (version, label, text) let through
+        self.withheld: set[str] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ml, name)
+
+    def _keep(self, key: str | None, text: str | None) -> bool:
+        if key is None or key not in self._labels:
+            return True
+        version, label = self._labels[key]
+        if label not in self._allow:
+            self.withheld.add(key)
+            return False
+        self.offered[key] = (version, label, text or "")
+        return True
+
+    def profile(self, user_id: str, *args: Any, **kwargs: Any) -> Profile:
+        prof = self._ml.profile(user_id, *args, **kwargs)
+        facts = {k: f for k, f in prof.facts.items() if self._keep(k, f.text or f"{k}: {f.value}")}
+        return prof.model_copy(update={"facts": facts})
+
+    def search(self, user_id: str, query: str, *args: Any, **kwargs: Any) -> Any:
+        hits = self._ml.search(user_id, query, *args, **kwargs)
+        items = list(getattr(hits, "hits", hits))
+        kept = [h for h in items if self._keep(h.get("key") if isinstance(h, dict) else getattr(h, "key", None),
+                                               h.get("text") if isinstance(h, dict) else getattr(h, "text", None))]
+        return kept
+
+
+def context_with_sensitivity(ml: MemoryLedger, user_id: str, *, allow_sensitive: Any = None,
+                             purpose: str | None = None, trace_id: str | None = None, **kwargs: Any) -> Any:
+    """Assemble context (ledger/context.py) leaving out every fact whose sensitivity label is not in
+    ``allow_sensitive`` (unlabelled facts always go in), and record one ``SensitiveFactIncluded`` per labelled
+    fact that made it into the text (after the token budget), with ``purpose``/``trace_id`` and the session.
+
+    Raises:
+        BadInput: a malformed ``allow_sensitive`` (or what context assembly refuses).
+    """
+    from .context import assemble_context
+
+    allow = check_allow_sensitive(allow_sensitive)
+    user_id = check_user_id(user_id)
+    ml.catch_up()
+    with ml.db.read() as cur:
+        labels = {r["key"]: (r["version"], r["sensitivity"]) for r in ml.profile_projection.rows(cur, user_id)
+                  if r["sensitivity"] is not None}
+    view = _SensitivityView(ml, allow, labels)
+    ctx = assemble_context(view, user_id, **kwargs)
+    if view.offered:
+        lines = [line for s in ctx.sections if s.name in ("profile", "memories") for line in s.lines]
+        # A line is "- <text, relative dates annotated> (<date>, <source>)": the text's opening survives the
+        # annotation (it is inserted after a relative phrase), so it identifies the fact's line.
+        included = [(k, v, label) for k, (v, label, text) in sorted(view.offered.items())
+                    if any(line.startswith("- " + text[:24]) for line in lines)]
+        record_disclosures(ml, user_id, included, session_id=ctx.session_id, purpose=purpose, trace_id=trace_id)
+    return ctx
 
 
 def skip_in_projections(ev: Any) -> bool:

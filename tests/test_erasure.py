@@ -27,11 +27,23 @@ B_LATIN = "Pangolin-Rhubarb-2208"
 B_CHINESE = "她住在成都宽窄巷子"
 
 
+# What a tokenizer may keep of them (lower-cased words, CJK bigrams): the lexical index stores tokens, not text.
+A_TOKENS = ["quokka", "marmalade", "zephyrine", "xylophone", "杭州", "西湖", "茶馆"]
+B_TOKENS = ["成都", "宽窄"]
+
+
+@pytest.fixture(autouse=True)
+def _hash_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The vectors projection (FAISS + BM25 files, embedding cache) takes part, with the fast deterministic
+    # embedder: the files and the cache exist just as with the real model.
+    monkeypatch.setenv("MEMLEDGER_EMBEDDER", "hash")
+
+
 def forms(text: str) -> list[bytes]:
     """Every way the text could sit in a file: UTF-8, JSON-escaped ASCII (both hex cases), UTF-16."""
     escaped = json.dumps(text).strip('"')
     return [text.encode("utf-8"), escaped.encode("ascii"), escaped.upper().encode("ascii"),
-            text.encode("utf-16-le")]
+            escaped.lower().encode("ascii"), text.encode("utf-16-le")]
 
 
 def store_bytes(ml: MemoryLedger, store_args: dict[str, Any]) -> bytes:
@@ -76,13 +88,19 @@ def test_the_log_holds_only_ciphertext(fresh_ledger: MemoryLedger) -> None:
     assert fresh_ledger.profile("alice").facts["home.city"].value == A_LATIN
 
 
-def test_erase_leaves_no_trace_and_spares_other_users(fresh_ledger: MemoryLedger, store_args: dict) -> None:
-    ml = fresh_ledger
-    populate(ml)
+def test_erase_leaves_no_trace_and_spares_other_users(store_args: dict) -> None:
+    with MemoryLedger(**store_args) as first:  # closing writes the FAISS / BM25 index files
+        populate(first)
+        assert [h.key for h in first.search("alice", "杭州西湖")][:1] == ["home.city"]
+    ml = MemoryLedger(**store_args)
     before = store_bytes(ml, store_args)
-    # The grep sees plaintext where it exists (projections), so it can fail.
+    # The grep sees plaintext where it exists (projections, index files), so it can fail.
     assert found(before, A_LATIN, A_CHINESE, A_REASON, B_LATIN, B_CHINESE) == [
         A_LATIN, A_CHINESE, A_REASON, B_LATIN, B_CHINESE]
+    if "home" in store_args:
+        index_files = b"".join(p.read_bytes() for p in Path(store_args["home"], "vectors").rglob("*.lex"))
+        # alice's current facts (her drink was retracted, so it is not indexed) and bob's, as BM25 tokens
+        assert found(index_files, "杭州", "西湖", "asthma", "成都") == ["杭州", "西湖", "asthma", "成都"]
     bob_profile = ml.profile("bob").model_dump()
     bob_history = [h.model_dump() for h in ml.history("bob")]
 
@@ -93,7 +111,7 @@ def test_erase_leaves_no_trace_and_spares_other_users(fresh_ledger: MemoryLedger
     assert receipt.log_plaintext_events == 0 and receipt.snapshots_deleted == 0
     assert set(receipt.projections_purged) >= {"profile", "history", "disclosures"}
     if "home" in store_args:
-        assert receipt.files_compacted == ["projections.db"]
+        assert receipt.files_compacted == ["projections.db", "vectors/embeddings.db"]
 
     assert ml.profile("alice").facts == {}
     assert ml.history("alice") == []
@@ -103,8 +121,15 @@ def test_erase_leaves_no_trace_and_spares_other_users(fresh_ledger: MemoryLedger
     assert [h.model_dump() for h in ml.history("bob")] == bob_history
 
     after = store_bytes(ml, store_args)  # with the store still open (SQLite -wal files present)
-    assert found(after, A_LATIN, A_CHINESE, A_REASON, "asthma", "Hangzhou") == []
+    assert found(after, A_LATIN, A_CHINESE, A_REASON, "asthma", "Hangzhou", *A_TOKENS) == []
     assert found(after, B_LATIN, B_CHINESE) == [B_LATIN, B_CHINESE]
+    assert ml.search("alice", "杭州西湖") == []
+    assert [h.key for h in ml.search("bob", "成都宽窄巷子")] == ["preference.drink"]
+    ml.close()  # closing rewrites the index files: still nothing of alice's
+    with MemoryLedger(**store_args) as again:
+        final = store_bytes(again, store_args)
+        assert found(final, A_LATIN, A_CHINESE, A_REASON, "asthma", "Hangzhou", *A_TOKENS) == []
+        assert found(final, B_LATIN, B_CHINESE, *B_TOKENS) == [B_LATIN, B_CHINESE, *B_TOKENS]
 
 
 def test_rebuild_after_erasure_brings_nothing_back(fresh_ledger: MemoryLedger, store_args: dict) -> None:

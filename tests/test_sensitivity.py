@@ -1,0 +1,86 @@
+"""Sensitivity labels (issue 8): context leaves labelled facts out unless the caller allows the label, and every
+inclusion of one is recorded (``SensitiveFactIncluded``) and shown by ``export``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ledger import MemoryLedger
+
+NOW = "2024-05-01T00:00:00Z"
+
+
+@pytest.fixture(autouse=True)
+def _hash_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLEDGER_EMBEDDER", "hash")
+
+
+def populate(ml: MemoryLedger) -> None:
+    ml.assert_fact("alice", "health.condition", "asthma", text="Alice has asthma", sensitivity="health",
+                   observed_at="2024-01-01T00:00:00Z")
+    ml.assert_fact("alice", "finance.salary", 90000, text="Alice earns 90000 a year", sensitivity="finance",
+                   observed_at="2024-01-02T00:00:00Z")
+    ml.assert_fact("alice", "preference.drink", "tea", text="Alice likes tea", observed_at="2024-01-03T00:00:00Z")
+
+
+def profile_lines(ctx: Any) -> list[str]:
+    return next(s.lines for s in ctx.sections if s.name == "profile")
+
+
+def disclosures(ml: MemoryLedger, user: str = "alice") -> list[tuple[str, int, str, str | None]]:
+    return [(d.key, d.version, d.sensitivity, d.purpose) for d in ml.export(user).disclosures]
+
+
+def test_labelled_facts_left_out_by_default(fresh_ledger: MemoryLedger) -> None:
+    populate(fresh_ledger)
+    ctx = fresh_ledger.context("alice", now=NOW)
+    assert profile_lines(ctx) == ["- Alice likes tea (2024-01-03, user_statement)"]
+    assert "asthma" not in ctx.text and "90000" not in ctx.text
+    assert disclosures(fresh_ledger) == []  # nothing labelled went in: nothing recorded
+
+
+def test_allowed_label_goes_in_and_is_recorded(fresh_ledger: MemoryLedger) -> None:
+    populate(fresh_ledger)
+    ctx = fresh_ledger.context("alice", now=NOW, allow_sensitive=["health"], purpose="diet advice")
+    assert profile_lines(ctx) == ["- Alice has asthma (2024-01-01, user_statement)",
+                                  "- Alice likes tea (2024-01-03, user_statement)"]
+    assert "90000" not in ctx.text
+    assert disclosures(fresh_ledger) == [("health.condition", 1, "health", "diet advice")]
+    # Each time is recorded: a second assembly, both labels, adds two more.
+    fresh_ledger.context("alice", now=NOW, allow_sensitive="health,finance")
+    assert disclosures(fresh_ledger) == [("health.condition", 1, "health", "diet advice"),
+                                         ("finance.salary", 1, "finance", None),
+                                         ("health.condition", 1, "health", None)]
+    rows = fresh_ledger.history("alice", "health.condition")
+    assert [r.sensitivity for r in rows] == ["health"]
+
+
+def test_search_memories_respect_labels(fresh_ledger: MemoryLedger) -> None:
+    fresh_ledger.assert_fact("alice", "memory.a1", "therapy", text="Alice sees a therapist on Mondays",
+                             sensitivity="health", observed_at="2024-01-01T00:00:00Z")
+    fresh_ledger.assert_fact("alice", "memory.a2", "chess", text="Alice plays chess on Mondays",
+                             observed_at="2024-01-02T00:00:00Z")
+    ctx = fresh_ledger.context("alice", now=NOW, query="what does Alice do on Mondays")
+    memories = next(s.lines for s in ctx.sections if s.name == "memories")
+    assert ctx.memories_from == "search"
+    assert memories == ["- Alice plays chess on Mondays (2024-01-02, user_statement)"]
+    ctx = fresh_ledger.context("alice", now=NOW, query="what does Alice do on Mondays", allow_sensitive=["health"])
+    memories = next(s.lines for s in ctx.sections if s.name == "memories")
+    assert sorted(memories) == ["- Alice plays chess on Mondays (2024-01-02, user_statement)",
+                                "- Alice sees a therapist on Mondays (2024-01-01, user_statement)"]
+    assert disclosures(fresh_ledger) == [("memory.a1", 1, "health", None)]
+
+
+def test_cli_context_allow_sensitive(cli: Any) -> None:
+    cli.json("assert", "alice", "health.condition", "asthma", "--text", "Alice has asthma", "--sensitivity", "health")
+    cli.json("assert", "alice", "preference.drink", "tea", "--text", "Alice likes tea")
+    assert "asthma" not in cli.json("context", "alice", "--now", NOW)["text"]
+    out = cli.json("context", "alice", "--now", NOW, "--allow-sensitive", "health", "--purpose", "care")
+    assert "- Alice has asthma (" in out["text"]
+    code, _, err = cli("context", "alice", "--allow-sensitive", "health,,finance")
+    assert code == 2 and "allow_sensitive" in err and "Traceback" not in err
+    export = cli.json("export", "alice")
+    assert [(d["key"], d["sensitivity"], d["purpose"]) for d in export["disclosures"]] == [
+        ("health.condition", "health", "care")]
