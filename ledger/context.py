@@ -328,10 +328,10 @@ def fit_budget(user_id: str, now_dt: datetime, tz: str, session_id: str | None, 
     if header_tokens > budget:
         raise BadInput("budget", f"{budget} tokens cannot hold even the header ({header_tokens} tokens)",
                        f"give --budget {header_tokens} or more")
-    entries = []  # (tier, rank, section, index, tokens)
-    for name, lines in cand.items():
-        for i, (text, rank) in enumerate(lines):
-            entries.append((TIER[name], rank, name, i, count_tokens(text)))
+    flat = [(name, i, text, rank) for name, lines in cand.items() for i, (text, rank) in enumerate(lines)]
+    # one batched call: the tokenizer counts every line in a single pass (same counts as count_tokens)
+    counts = [len(enc.ids) for enc in _tokenizer().encode_batch([f[2] for f in flat], add_special_tokens=False)]
+    entries = [(TIER[name], rank, name, i, c) for (name, i, _, rank), c in zip(flat, counts)]
     alive = {name: len(lines) for name, lines in cand.items()}
     total = header_tokens + sum(e[4] for e in entries) + sum(title_tokens[n] for n, c in alive.items() if c)
     dropped: set[tuple[str, int]] = set()

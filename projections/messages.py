@@ -1,8 +1,8 @@
 """The ``messages`` projection: the raw conversation, one row per logged message (the audit log agents re-read).
 
-``messages_log`` — (user_id, session_id, message_id) -> seq (order within the session), role, speaker, text,
-``observed_at`` and ``recorded_at`` (microseconds UTC) and the log position. Text is stored exactly as logged;
-relative dates are annotated when it is *rendered* (ledger/context.py), in the user's current time zone.
+``messages_log`` — (user_id, session_id, message_id) -> seq (order within the session, by log position), role,
+speaker, text, ``observed_at`` and ``recorded_at`` (microseconds UTC) and the log position. Text is stored exactly
+as logged; relative dates are annotated when it is *rendered* (ledger/context.py), in the user's current zone.
 """
 
 from __future__ import annotations
@@ -45,10 +45,15 @@ class MessagesProjection(Projection):
         e = le.event
         if type(e).__name__ != "MessageLogged":
             return
+        t = self.table("log")
+        # seq: the message's place in its session, in log order (each message is its own stream, so the log
+        # position, not a stream version, orders a session's messages)
+        cur.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {t} WHERE user_id = ? AND session_id = ?",
+                    (e.user_id, e.session_id))
+        seq = int(cur.fetchone()[0]) + 1
         cur.execute(
-            f"INSERT INTO {self.table('log')} ({', '.join(['user_id'] + MESSAGE_COLS)}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (e.user_id, e.session_id, e.message_id, e.seq, e.role, e.speaker, e.text, to_micros(e.observed_at),
+            f"INSERT INTO {t} ({', '.join(['user_id'] + MESSAGE_COLS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (e.user_id, e.session_id, e.message_id, seq, e.role, e.speaker, e.text, to_micros(e.observed_at),
              le.recorded_at, le.position),
         )
 

@@ -137,7 +137,7 @@ def test_message_idempotent_on_message_id(fresh_ledger):
     ml = fresh_ledger
     first = ml.log_message("u", "s", role="user", message_id="m1", text="hello", observed_at="2024-01-01T00:00:00Z")
     again = ml.log_message("u", "s", role="user", message_id="m1", text="hello", observed_at="2024-01-01T00:00:00Z")
-    assert (first.event, first.version, first.replayed) == ("MessageLogged", 2, False)  # v1: implicit start
+    assert (first.event, first.version, first.replayed) == ("MessageLogged", 1, False)  # a stream per message
     assert again.replayed is True
     assert (again.event_id, again.version, again.position) == (first.event_id, first.version, first.position)
     head = ml._head()
@@ -315,7 +315,7 @@ def test_cli_sessions_resume_and_context(cli, store_args):
     assert r["event"] == "MessageLogged"
     r = cli.json("session", "card", "ana", "s1", "--progress", "the outline is done", "--add-decision", "A",
                  "--add-decision", "B", "--add-question", "Q?", "--observed-at", f"2024-05-06T10:00:00{SH}")
-    assert (r["event"], r["version"]) == ("StateCardUpdated", 3)
+    assert (r["event"], r["version"]) == ("StateCardUpdated", 2)  # messages have streams of their own
     cli.json("session", "summarize", "ana", "s1", "--text", "Planned.", "--observed-at", f"2024-05-06T11:00:00{SH}")
     cli.json("session", "end", "ana", "s1", "--observed-at", f"2024-05-06T13:00:00{SH}")
     res = cli.json("resume", "ana", "--now", NOW, "--expiry-hours", "96")
