@@ -62,6 +62,13 @@ ENCRYPTED_FIELDS: frozenset[str] = DEFAULT_ENCRYPTED_FIELDS | {
     "command_fingerprint", "speaker", "fingerprint", "ops", "task", "inherited_card",
 }
 
+#: Seconds a live data key stays cached in a process (scripts/bench_encryption.py: decoding pays a key-store
+#: lookup per event without it -- a SQL query on SQLite, a network round trip on PostgreSQL). Destroying a key
+#: clears this process's cache at once; another process may decode a destroyed user's events for up to this long,
+#: which cannot bring content back: events before the tombstone are purged when ``SubjectErased`` is applied, and
+#: writes check ``is_destroyed`` uncached (docs/erasure.md).
+KEY_CACHE_TTL = 5.0
+
 #: ``MEMLEDGER_ENCRYPTION=off`` turns per-user encryption off for a *new* store (benchmarks, legacy). Default on.
 ENCRYPTION_ENV = "MEMLEDGER_ENCRYPTION"
 
@@ -103,10 +110,10 @@ def open_keystore(settings: Settings, encrypt: bool | None = None) -> KeyStore |
                     f"unset {ENCRYPTION_ENV} to open it"
                 )
             return None
-        return SQLiteKeyStore(path)
+        return SQLiteKeyStore(path, cache_ttl=KEY_CACHE_TTL)
     if not encrypt:
         return None
-    return PostgresKeyStore(settings.dsn or "", schema=settings.schema)
+    return PostgresKeyStore(settings.dsn or "", schema=settings.schema, cache_ttl=KEY_CACHE_TTL)
 
 
 # ----------------------------------------------------------------------------------------------------- events
