@@ -248,7 +248,7 @@ def project_cmd(ctx: typer.Context,
                 follow: bool = typer.Option(False, "--follow", help="Keep following the log until stopped "
                                             "(SIGTERM or Ctrl-C); without it, catch up once and exit."),
                 interval: Optional[float] = typer.Option(None, "--interval", help="Longest wait between checks of "
-                                                         "the log, seconds (default 0.05 SQLite, 1.0 PostgreSQL)."),
+                                                         "the log, seconds (default 0.02 SQLite, 1.0 PostgreSQL)."),
                 as_json: bool = JsonOpt) -> None:
     """Catch the projections up to the head of the log; with --follow, run as the store's projection worker."""
     import signal

@@ -107,8 +107,10 @@ class Diff(BaseModel):
     """``memledger diff --json``: beliefs added, changed and dropped between two cutoffs (``from`` <= ``to``).
 
     Both sides are sliced at the same ``valid_at`` (default: ``to``), so every difference was made by an event
-    the ``to`` cutoff sees and the ``from`` cutoff does not: for added/changed the event that opened the new
-    belief, for dropped the one that closed the old. "changed" means another version, range or status.
+    the ``to`` cutoff sees and the ``from`` cutoff does not: for a new value (added, or changed to another
+    version) the event that recorded that value; for the same version with another valid range or status (e.g.
+    contested) the event that changed it; for dropped the event that ended the old belief (a retraction, or a
+    correction / supersession / backfill whose range took valid_at away from it).
     """
 
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
@@ -272,8 +274,12 @@ def diff(ml: MemoryLedger, user_id: str, from_: Any, to: Any, valid_at: Any = No
             if a is not None and b is not None and a["version"] == b["version"] and \
                     a["position_from"] == b["position_from"]:
                 continue  # the very same timeline row: nothing happened to this belief in between
-            if a is not None:
-                # The row held at `to` was opened after `from` (else it would be the row held at `from`).
+            if a is not None and (b is None or a["version"] != b["version"]):
+                # Another value: the event that recorded it (after `from`: valid ranges only ever narrow, so a
+                # version that existed at `from` without covering valid_at cannot cover it later).
+                position = a["position"]
+            elif a is not None:
+                # The same version, another range or status: the event that opened the row held at `to`.
                 position = a["position_from"]
             else:
                 assert b is not None

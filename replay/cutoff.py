@@ -28,6 +28,12 @@ from .catchup import decode
 PAGE = 5000
 
 
+def _erased(event: Any) -> bool:
+    from ledger.crypto import is_erased
+
+    return is_erased(event)
+
+
 @dataclass(frozen=True)
 class ReplayedBelief:
     """One belief as the fold sees it: the version covering the valid instant, its range (OPEN = open end) and
@@ -61,10 +67,18 @@ def fold_to_cutoff(app: Any, user_id: str | None, as_of: int | None, axis: str =
         events, recorded = decode(app, notifications, recorded)
         for le in events:
             e = le.event
-            if getattr(e, "effect", None) is None:
-                continue
             if axis == "system" and as_of is not None and le.recorded_at > as_of:
                 return facts  # monotonic along the log: nothing later can be admitted
+            if getattr(e, "effect", None) is None:
+                if type(e).__name__ == "SubjectErased":
+                    # Erasure (docs/erasure.md): the projections purge the user at the tombstone; so does the fold.
+                    prefix = "" if user_id is not None else f"{e.user_id}\x1f"
+                    if user_id is None or e.user_id == user_id:
+                        for name in [n for n in facts if n.startswith(prefix)]:
+                            del facts[name]
+                continue
+            if _erased(e):
+                continue  # decoded after the user's key was destroyed: skipped, as replay/catchup.py does
             if user_id is not None and e.user_id != user_id:
                 continue
             name = e.key if user_id is not None else f"{e.user_id}\x1f{e.key}"
