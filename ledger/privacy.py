@@ -603,6 +603,48 @@ def context_with_sensitivity(ml: MemoryLedger, user_id: str, *, allow_sensitive:
     return ctx
 
 
+def _audit_models() -> tuple[type, type]:
+    """``Audit``/``AuditEntry`` of ledger/timetravel.py with each entry's ``disclosures`` added (built once)."""
+    global _AUDIT_MODELS
+    if _AUDIT_MODELS is None:
+        from .timetravel import Audit, AuditEntry
+
+        class AuditEntryWithDisclosures(AuditEntry):  # type: ignore[valid-type,misc]
+            """An audit entry plus every time the fact was let into an agent's context (``SensitiveFactIncluded``,
+            only for labelled facts), in log order, up to the audit's ``as_of``."""
+
+            disclosures: list[DisclosureRow] = Field(default_factory=list)
+
+        class AuditWithDisclosures(Audit):  # type: ignore[valid-type,misc]
+            facts: dict[str, AuditEntryWithDisclosures]  # type: ignore[assignment]
+
+        _AUDIT_MODELS = (AuditWithDisclosures, AuditEntryWithDisclosures)
+    return _AUDIT_MODELS
+
+
+_AUDIT_MODELS: tuple[type, type] | None = None
+
+
+def add_disclosures(ml: MemoryLedger, audit: Any) -> Any:
+    """The audit (``memledger audit --json``) with, per fact, the disclosures of that fact recorded at or before
+    the audit's ``as_of`` (system time)."""
+    from .timeutil import from_micros, to_micros
+
+    audit_cls, entry_cls = _audit_models()
+    cut = None if audit.as_of is None else to_micros(audit.as_of)
+    by_key: dict[str, list[DisclosureRow]] = {}
+    with ml.db.read() as cur:
+        for r in ml.disclosures_projection.rows(cur, audit.user_id):
+            if cut is not None and r["recorded_at"] > cut:
+                continue
+            by_key.setdefault(r["key"], []).append(DisclosureRow(
+                key=r["key"], version=r["version"], sensitivity=r["sensitivity"],
+                recorded_at=from_micros(r["recorded_at"]), position=r["position"], session_id=r["session_id"],
+                purpose=r["purpose"], trace_id=r["trace_id"]))
+    facts = {k: entry_cls(**dict(e), disclosures=by_key.get(k, [])) for k, e in audit.facts.items()}
+    return audit_cls(**{**dict(audit), "facts": facts})
+
+
 def skip_in_projections(ev: Any) -> bool:
     """True for an event the projections must not apply: one whose user was erased (its content is gone)."""
     return is_erased(ev)

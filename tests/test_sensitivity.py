@@ -84,3 +84,19 @@ def test_cli_context_allow_sensitive(cli: Any) -> None:
     export = cli.json("export", "alice")
     assert [(d["key"], d["sensitivity"], d["purpose"]) for d in export["disclosures"]] == [
         ("health.condition", "health", "care")]
+
+
+def test_audit_shows_each_inclusion(fresh_ledger: MemoryLedger, cli: Any) -> None:
+    populate(fresh_ledger)
+    fresh_ledger.context("alice", now=NOW, allow_sensitive=["health"], purpose="first")
+    fresh_ledger.context("alice", now=NOW)  # not allowed: not included, not recorded
+    fresh_ledger.context("alice", now=NOW, allow_sensitive=["health"], purpose="second")
+    audit = fresh_ledger.audit("alice")
+    assert [(d.version, d.sensitivity, d.purpose) for d in audit.facts["health.condition"].disclosures] == [
+        (1, "health", "first"), (1, "health", "second")]
+    assert audit.facts["finance.salary"].disclosures == [] and audit.facts["preference.drink"].disclosures == []
+    first_at = audit.facts["health.condition"].disclosures[0].recorded_at
+    then = fresh_ledger.audit("alice", "health.condition", as_of=first_at.isoformat())
+    assert [d.purpose for d in then.facts["health.condition"].disclosures] == ["first"]
+    got = cli.json("audit", "alice", "health.condition")
+    assert [d["purpose"] for d in got["facts"]["health.condition"]["disclosures"]] == ["first", "second"]
