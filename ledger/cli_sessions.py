@@ -112,6 +112,22 @@ def gaps_cmd(ctx: typer.Context, user: str,
               f"older than the {gaps.recent} newest and not merged: {', '.join(gaps.not_merged) or '-'}")
 
 
+@session_app.command("search")
+def search_cmd(ctx: typer.Context, user: str, query: str,
+               k: int = typer.Option(10, "-k", "--k", help="How many messages (1..1000)."),
+               session: Optional[str] = typer.Option(None, "--session", help="Only this session's messages."),
+               as_json: bool = JsonOpt) -> None:
+    """USER's logged messages most relevant to QUERY (dense + BM25, fused), best first."""
+    with open_ledger(ctx) as ml:
+        hits = ml.search_messages(user, query, k, session_id=session)
+    if as_json:
+        emit_json([h.model_dump(mode="json") for h in hits])
+        return
+    for h in hits:
+        who = h.speaker or h.role
+        out.print(f"{h.rank:>3}. [{h.session_id} {h.message_id} {h.observed_at:%Y-%m-%d}] {who}: {h.text}")
+
+
 @app.command("resume")
 def resume_cmd(ctx: typer.Context, user: str,
                now: Optional[str] = typer.Option(None, "--now", help="ISO 8601 with offset (default: now)."),

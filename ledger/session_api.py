@@ -375,6 +375,13 @@ class SessionsMixin:
                       last_touched_local=format_local(touched, tz), ago_seconds=seconds, ago=ago_phrase,
                       expired=expired, opening=opening, **base)
 
+    def search_messages(self, user_id: str, query: str, k: int = 10, *, session_id: str | None = None) -> list[Any]:
+        """The user's logged messages most relevant to ``query`` (``memledger session search``): a list of
+        :class:`ledger.message_search.MessageHit`, best first. Raises BadInput for a bad query, k or id."""
+        from .message_search import search_messages
+
+        return search_messages(self, user_id, query, k, session_id)
+
     def context(self, user_id: str, *, session_id: str | None = None, query: str | None = None, now: Any = None,
                 budget: int = 2000, recent_messages: int = 20, memories: int = 30) -> Any:
         """The prompt-ready context (``memledger context``): see :func:`ledger.context.assemble_context`."""

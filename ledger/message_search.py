@@ -1,0 +1,117 @@
+"""Search over the logged messages (the raw conversation), fused like fact search: dense + BM25, RRF.
+
+``MemoryLedger.search_messages(user, query, k)`` ranks one user's messages (optionally one session's) for a query:
+
+* lexical: :class:`projections.lexical.LexicalIndex` (BM25 over CJK-aware tokens) of the user's messages;
+* dense: the embedder of the ledger's ``vectors`` projection (issue 4: ``embed_texts`` goes through its persistent
+  embedding cache, so a message is embedded once per model), cosine similarity — skipped when the ledger was
+  opened without the vectors projection (``MEMLEDGER_EMBEDDER=none``), leaving BM25 alone;
+* fusion: :func:`projections.fusion.rrf` with the vectors projection's weights (its ``dense_weight_for`` lowers the
+  dense weight for CJK queries on an English-only model).
+
+Indexes are built in process from the ``messages`` projection and kept per (user, session filter) until a new
+message arrives (the projection's last position changes). This reads; it never writes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from .errors import BadInput
+from .timeutil import from_micros
+
+MAX_K = 1000
+_CACHE_SIZE = 8
+
+
+class MessageHit(BaseModel):
+    """One message found by :func:`search_messages`, best first (``rank`` from 1).
+
+    ``score`` is the RRF score; ``dense_rank`` / ``lexical_rank`` are the message's ranks in each ranking (None if
+    not in that ranking's pool).
+    """
+
+    rank: int
+    session_id: str
+    message_id: str
+    role: str
+    speaker: str | None
+    text: str
+    observed_at: datetime
+    score: float
+    dense_rank: int | None
+    lexical_rank: int | None
+
+
+def _check(user_id: Any, query: Any, k: Any, session_id: Any) -> tuple[str, str, int, str | None]:
+    from .schemas import check_user_id
+    from .sessions import check_session_id
+
+    user_id = check_user_id(user_id)
+    if not isinstance(query, str) or not query.strip():
+        raise BadInput("query", "is empty", "say what to look for")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise BadInput("k", f"{k!r} is not a number of hits in 1..{MAX_K}", "e.g. 10")
+    if session_id is not None:
+        session_id = check_session_id(session_id)
+    return user_id, query, k, session_id
+
+
+def search_messages(ml: Any, user_id: str, query: str, k: int = 10, session_id: str | None = None) -> list[MessageHit]:
+    """Rank ``user_id``'s messages (or one session's) for ``query``; see the module docstring.
+
+    Raises:
+        BadInput: empty query, k outside 1..1000, malformed user or session id (nothing is read).
+    """
+    from projections.fusion import rrf
+    from projections.lexical import LexicalIndex
+
+    user_id, query, k, session_id = _check(user_id, query, k, session_id)
+    ml._before_read(None, 10.0)
+    with ml.db.read() as cur:
+        rows = ml.messages_projection.all(cur, user_id, session_id)
+    if not rows:
+        return []
+    ids = [f"{r['session_id']}\x1f{r['message_id']}" for r in rows]
+    cache: dict[tuple, Any] = ml.__dict__.setdefault("_message_search_cache", {})
+    stamp = (user_id, session_id, len(rows), max(r["position"] for r in rows))
+    entry = cache.get(stamp)
+    vp = getattr(ml, "vectors_projection", None)
+    if entry is None:
+        index = LexicalIndex.from_documents(zip(ids, (r["text"] for r in rows)))
+        matrix = None
+        if vp is not None:
+            matrix = np.asarray(vp.embed_texts([r["text"] for r in rows]), dtype=np.float32)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            matrix = matrix / np.where(norms == 0, 1, norms)
+        if len(cache) >= _CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        entry = cache[stamp] = (index, matrix)
+    index, matrix = entry
+    pool = max(k, 50)
+    lexical = [d for d, _ in index.search(query, pool)]
+    rankings, weights = [lexical], [1.0]
+    dense: list[str] = []
+    if matrix is not None and vp is not None:
+        q = np.asarray(vp.embed_query(query), dtype=np.float32)
+        q = q / (np.linalg.norm(q) or 1.0)
+        sims = matrix @ q
+        order = np.argsort(-sims, kind="stable")[:pool]
+        dense = [ids[i] for i in order]
+        rankings = [dense, lexical]
+        weights = [vp.dense_weight_for(query), vp.lexical_weight]
+    fused = rrf(rankings, k=vp.rrf_k if vp is not None else 60, weights=weights)[:k]
+    by_id = dict(zip(ids, rows))
+    d_rank = {d: i + 1 for i, d in enumerate(dense)}
+    l_rank = {d: i + 1 for i, d in enumerate(lexical)}
+    out = []
+    for rank, (doc, score) in enumerate(fused, 1):
+        r = by_id[doc]
+        out.append(MessageHit(rank=rank, session_id=r["session_id"], message_id=r["message_id"], role=r["role"],
+                              speaker=r["speaker"], text=r["text"], observed_at=from_micros(r["observed_at"]),
+                              score=score, dense_rank=d_rank.get(doc), lexical_rank=l_rank.get(doc)))
+    return out
