@@ -71,7 +71,13 @@ def populate(ml: MemoryLedger) -> None:
     ml.assert_fact("alice", "health.condition", "asthma", sensitivity="health")
     ml.retract_fact("alice", "preference.drink", reason="forget it")
     ml.record_disclosures("alice", [("health.condition", 1, "health")], purpose="diet advice")
+    ml.session_start("alice", "s1", task="open a teahouse")
+    ml.log_message("alice", "s1", role="user", message_id="m1", text=A_MESSAGE, speaker="Zoltanna")
+    ml.log_message("alice", "s1", role="user", message_id="m2", text="下个月我要去西湖")
+    ml.update_card("alice", "s1", progress=A_MESSAGE + " done", add_decisions=["rent in 杭州"])
+    ml.summarize("alice", "s1", text="Alice plans a teahouse; " + A_MESSAGE)
     ml.assert_fact("bob", "preference.drink", B_LATIN, text=B_CHINESE)
+    ml.log_message("bob", "s1", role="user", message_id="m1", text=B_CHINESE + " 的茶")
 
 
 def test_the_log_holds_only_ciphertext(fresh_ledger: MemoryLedger) -> None:
@@ -95,8 +101,8 @@ def test_erase_leaves_no_trace_and_spares_other_users(store_args: dict) -> None:
     ml = MemoryLedger(**store_args)
     before = store_bytes(ml, store_args)
     # The grep sees plaintext where it exists (projections, index files), so it can fail.
-    assert found(before, A_LATIN, A_CHINESE, A_REASON, B_LATIN, B_CHINESE) == [
-        A_LATIN, A_CHINESE, A_REASON, B_LATIN, B_CHINESE]
+    assert found(before, A_LATIN, A_CHINESE, A_REASON, A_MESSAGE, B_LATIN, B_CHINESE) == [
+        A_LATIN, A_CHINESE, A_REASON, A_MESSAGE, B_LATIN, B_CHINESE]
     if "home" in store_args:
         index_files = b"".join(p.read_bytes() for p in Path(store_args["home"], "vectors").rglob("*.lex"))
         # alice's current facts (her drink was retracted, so it is not indexed) and bob's, as BM25 tokens
@@ -115,20 +121,24 @@ def test_erase_leaves_no_trace_and_spares_other_users(store_args: dict) -> None:
 
     assert ml.profile("alice").facts == {}
     assert ml.history("alice") == []
+    assert ml.sessions("alice") == [] and ml.messages("alice") == []
     doc = ml.export("alice")
-    assert (doc.erased, doc.profile.facts, doc.history, doc.disclosures) == (True, {}, [], [])
+    assert (doc.erased, doc.profile.facts, doc.history, doc.disclosures, doc.sessions) == (True, {}, [], [], [])
+    assert [m["text"] for m in ml.messages("bob")] == [B_CHINESE + " 的茶"]
     assert ml.profile("bob").model_dump() == bob_profile
     assert [h.model_dump() for h in ml.history("bob")] == bob_history
 
     after = store_bytes(ml, store_args)  # with the store still open (SQLite -wal files present)
-    assert found(after, A_LATIN, A_CHINESE, A_REASON, "asthma", "Hangzhou", *A_TOKENS) == []
+    assert found(after, A_LATIN, A_CHINESE, A_REASON, A_MESSAGE, "asthma", "Hangzhou", "teahouse", "Zoltanna",
+                 *A_TOKENS) == []
     assert found(after, B_LATIN, B_CHINESE) == [B_LATIN, B_CHINESE]
     assert ml.search("alice", "杭州西湖") == []
     assert [h.key for h in ml.search("bob", "成都宽窄巷子")] == ["preference.drink"]
     ml.close()  # closing rewrites the index files: still nothing of alice's
     with MemoryLedger(**store_args) as again:
         final = store_bytes(again, store_args)
-        assert found(final, A_LATIN, A_CHINESE, A_REASON, "asthma", "Hangzhou", *A_TOKENS) == []
+        assert found(final, A_LATIN, A_CHINESE, A_REASON, A_MESSAGE, "asthma", "Hangzhou", "teahouse",
+                     *A_TOKENS) == []
         assert found(final, B_LATIN, B_CHINESE, *B_TOKENS) == [B_LATIN, B_CHINESE, *B_TOKENS]
 
 
@@ -143,7 +153,9 @@ def test_rebuild_after_erasure_brings_nothing_back(fresh_ledger: MemoryLedger, s
             p.create(cur)
     ml.catch_up()
     assert ml.profile("alice").facts == {} and ml.history("alice") == []
-    assert ml.export("alice").disclosures == []
+    assert ml.export("alice").disclosures == [] and ml.export("alice").sessions == []
+    assert ml.context("alice", now="2024-05-01T00:00:00Z").sections == ml.context(
+        "nobody", now="2024-05-01T00:00:00Z").sections
     assert ml.profile("bob").model_dump() == bob
     # And in another process's view: a fresh MemoryLedger on the same store.
     with MemoryLedger(**store_args) as other:
