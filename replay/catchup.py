@@ -111,11 +111,23 @@ def apply_one(cur: Any, projection: Projection, le: LogEvent) -> None:
     * ``SubjectErased`` purges the user from the projection (``Projection.purge_user``), so events of the user
       that carry no encrypted field (and so are not marked erased) are removed again at the tombstone's position.
     """
-    from ledger.crypto import is_erased
-    from ledger.privacy import SubjectErased
-
+    is_erased, subject_erased = _ERASURE or _erasure()
     event = le.event
-    if isinstance(event, SubjectErased):
+    if isinstance(event, subject_erased):
         projection.purge_user(cur, event.user_id)
     elif not is_erased(event):
         projection.apply(cur, le)
+
+
+_ERASURE: tuple[Any, Any] | None = None
+
+
+def _erasure() -> tuple[Any, Any]:
+    # Imported once, lazily (ledger.privacy is heavy and imports at call time keep replay importable alone);
+    # an import statement per event cost ~5% of a rebuild (scripts/bench_replay.py).
+    global _ERASURE
+    from ledger.crypto import is_erased
+    from ledger.privacy import SubjectErased
+
+    _ERASURE = (is_erased, SubjectErased)
+    return _ERASURE

@@ -331,7 +331,7 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
             for p, c in zip(projections, copies):
                 if p.name not in resume:
                     c.drop(cur)  # a leftover of that number from an older crash: start clean
-                c.create(cur)
+                _create_without_indexes(cur, c)
     if not blue_green:
         return _in_place(app, db, projections, lock, batch, on_progress, started)
 
@@ -347,6 +347,9 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
 
     try:
         catch_up(app, db, copies, until=head, batch=batch, on_batch=progress)
+        with db.transaction() as cur:
+            for c in copies:
+                _create_indexes(cur, c)
         with db.transaction() as cur:  # the switch: finish the copies and point at them, atomically
             lock.check(cur)
             head = max_position(app)
@@ -388,6 +391,24 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
                          {c.name: c.suffix for c in copies}, sorted(resume))
 
 
+def _create_without_indexes(cur: Any, c: Projection) -> None:
+    """Create a copy's tables with only its UNIQUE indexes: inserting into a table is several times cheaper
+    without secondary indexes to maintain, and building an index once over sorted rows is cheaper than growing it
+    row by row (the bulk-load rule of every B-tree database). UNIQUE ones stay: an ``ON CONFLICT`` may need them.
+    The rest are created by :func:`_create_indexes` once the copy has caught up, before it serves."""
+    c.indexes = [stmt for stmt in type(c).indexes if "UNIQUE" in stmt.upper()]  # this copy object only
+    c.create(cur)
+
+
+def _create_indexes(cur: Any, c: Projection) -> None:
+    """Create every index of the copy (``IF NOT EXISTS``: those already there are kept)."""
+    if "indexes" in vars(c):
+        del c.indexes  # back to the class's list
+    names = {f"t_{short}": c.table(short) for short in c.tables}
+    for stmt in c.indexes:
+        cur.execute(stmt.format(**names))
+
+
 def _check_embedder(embedder: Any, names: list[str], blue_green: bool) -> Any:
     if embedder is None:
         return None
@@ -416,7 +437,7 @@ def _in_place(app: Any, db: Any, projections: Sequence[Projection], lock: _Lock,
             copies = [p.clone(serving.get(p.name, "")) for p in projections]
             for c in copies:
                 c.drop(cur)
-                c.create(cur)
+                _create_without_indexes(cur, c)
             head = max_position(app)
             while True:
                 _, events = apply_batch(cur, app, copies, head, batch)
@@ -425,6 +446,8 @@ def _in_place(app: Any, db: Any, projections: Sequence[Projection], lock: _Lock,
                 done += len(events)
                 if on_progress is not None:
                     on_progress(events[-1].position, head)
+            for c in copies:
+                _create_indexes(cur, c)
             position = min(position_of(cur, c.tracking_name)[0] for c in copies)
             lock.release(cur)
     except BaseException:
