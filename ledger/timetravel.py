@@ -210,6 +210,9 @@ def believed(ml: MemoryLedger, user_id: str, as_of: Any, valid_at: Any = None, a
              after: Any = None, timeout: float = 10.0) -> Beliefs:
     """What the ledger believed about ``user_id`` at ``as_of`` (inclusive), sliced at ``valid_at`` (default as_of).
 
+    ``after``/``timeout`` (every query here): as for :meth:`MemoryLedger.profile` — in worker mode, answer only once
+    the projections include that receipt (raises NotCaughtUp after ``timeout`` seconds).
+
     Raises:
         BadInput: bad user_id, axis, or an instant that is naive / not ISO 8601 (fields ``as_of``, ``valid_at``).
     """
@@ -267,10 +270,10 @@ def diff(ml: MemoryLedger, user_id: str, from_: Any, to: Any, valid_at: Any = No
     changed: dict[str, DiffEntry] = {}
     dropped: dict[str, DiffEntry] = {}
     with ml.db.read() as cur:
-        before = {r["key"]: r for r in q.beliefs(cur, user_id, _cutoff(axis, t1), to_micros(v))}
-        after = {r["key"]: r for r in q.beliefs(cur, user_id, _cutoff(axis, t2), to_micros(v))}
-        for key in sorted(set(before) | set(after)):
-            b, a = before.get(key), after.get(key)
+        held_then = {r["key"]: r for r in q.beliefs(cur, user_id, _cutoff(axis, t1), to_micros(v))}
+        held_now = {r["key"]: r for r in q.beliefs(cur, user_id, _cutoff(axis, t2), to_micros(v))}
+        for key in sorted(set(held_then) | set(held_now)):
+            b, a = held_then.get(key), held_now.get(key)
             if a is not None and b is not None and a["version"] == b["version"] and \
                     a["position_from"] == b["position_from"]:
                 continue  # the very same timeline row: nothing happened to this belief in between
