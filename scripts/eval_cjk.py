@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             emb = factory()
             t0 = time.perf_counter()
-            _ = emb.dim  # forces the lazy load
+            emb.embed_query("warm-up")  # forces the lazy load (dim alone may come from config files)
             load_s = time.perf_counter() - t0
         except ImportError as exc:
             notes.append(f"{label}: skipped ({exc})")
