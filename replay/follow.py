@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 #: Default wait between checks when nothing wakes the worker (seconds).
-POLL_SQLITE = 0.05
+POLL_SQLITE = 0.02
 POLL_POSTGRES = 1.0
 
 
@@ -42,7 +42,7 @@ def follow(ml: Any, stop: threading.Event, *, interval: float | None = None,
     Args:
         ml: an open :class:`ledger.MemoryLedger` (any projection mode; the worker itself always projects).
         stop: set it (e.g. from a signal handler) to return after the current batch.
-        interval: the longest wait between checks of the log, seconds (default 0.05 on SQLite, 1.0 on PostgreSQL
+        interval: the longest wait between checks of the log, seconds (default 0.02 on SQLite, 1.0 on PostgreSQL
             where NOTIFY wakes the worker at once).
         on_batch: called as ``on_batch(events_applied, position)`` after each committed batch.
 

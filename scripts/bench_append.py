@@ -10,6 +10,7 @@ What is timed (each ``--repeat`` times on a fresh store, the median reported):
 * ``ledger, N per save`` — ``execute(batch)`` with ``--batch`` commands per save (one agent turn = one save).
 * ``ledger record(), inline projections`` — ``MemoryLedger.record(batch)``: the above plus catching every
   projection up in process before returning (what an embedded agent pays per turn).
+* ``eventsourcing alone`` — the library saving minimal one-event aggregates, ``--batch`` per save: its ceiling here.
 * baselines, the same rows (the stored events the ledger wrote: originator_id, originator_version, topic, state
   bytes, read back from its log) written by the driver alone in one transaction: ``sqlite3 executemany`` on
   SQLite; ``psycopg executemany`` and ``psycopg COPY`` on PostgreSQL.
@@ -35,8 +36,17 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("MEMLEDGER_EMBEDDER", "none")  # the append path; the vectors projection is not timed here
 
+from eventsourcing.domain import Aggregate  # noqa: E402
+
 from ledger import MemoryLedger  # noqa: E402
 from ledger.schemas import validate_command  # noqa: E402
+
+
+class Note(Aggregate):
+    """A minimal aggregate for the library's own ceiling: one creation event with one short string."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
 
 
 def commands(n: int, run: int) -> list[Any]:
@@ -114,8 +124,44 @@ def bench_ledger(dsn: str | None, n_single: int, n_batch: int, batch: int, run: 
     finally:
         del os.environ["MEMLEDGER_ENCRYPTION"]
         store.drop()
+    out[f"eventsourcing alone, {batch} per save (minimal aggregate)"] = bench_library(dsn, n_batch, batch)
     out.update(bench_raw(dsn, rows))
     return out
+
+
+def bench_library(dsn: str | None, n: int, batch: int) -> float:
+    """Per-event seconds of eventsourcing itself: new one-event aggregates with a small payload, ``batch`` per save.
+
+    The library's ceiling on this machine, in this run: the gap between it and the ledger rows is ours (policy,
+    validation, encryption, stream-existence checks); the gap between it and the raw rows is the library's.
+    """
+    from eventsourcing.application import Application
+
+    d = tempfile.mkdtemp(prefix="bench_lib_")
+    schema = f"bench_lib_{uuid.uuid4().hex[:10]}"
+    if dsn:
+        from ledger.config import Settings
+        from projections.db import ensure_schema
+
+        ensure_schema(dsn, schema)
+        env = Settings.resolve(dsn=dsn, schema=schema).event_store_env()
+    else:
+        env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": os.path.join(d, "lib.db")}
+    app = Application(env=env)
+    try:
+        def run() -> None:
+            for i in range(0, n, batch):
+                app.save(*[Note(f"the user said note {j}") for j in range(i, min(n, i + batch))])
+
+        return timed(run) / n
+    finally:
+        app.close()
+        shutil.rmtree(d, ignore_errors=True)
+        if dsn:
+            import psycopg
+
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def bench_raw(dsn: str | None, rows: list[tuple[uuid.UUID, int, str, bytes]]) -> dict[str, float]:

@@ -131,3 +131,13 @@ def test_wait_for_refuses_a_position_of_another_store(fresh_ledger):
         fresh_ledger.wait_for(2)
     assert (exc.value.field, exc.value.problem) == ("after", "position 2 is beyond the head of this store's log (1)")
     assert fresh_ledger.wait_for(1) == 1
+
+
+def test_project_once_catches_up_and_reports_the_position(store_args, worker_cli):
+    worker_cli("assert", "u1", "preference.drink", "tea")
+    worker_cli("assert", "u1", "preference.food", "rice")
+    assert worker_cli.json("project") == {"position": 2}
+    prof = worker_cli.json("profile", "u1")  # worker mode, no --after: the projections as last caught up
+    assert {k: f["value"] for k, f in prof["facts"].items()} == {"preference.drink": "tea", "preference.food": "rice"}
+    code, out, _ = worker_cli("project")
+    assert (code, out) == (0, "projections at position 2\n")

@@ -154,3 +154,20 @@ def test_projection_sql_is_portable(fresh_ledger):
 def test_unreachable_server_raises_memledger_error():
     with pytest.raises(MemledgerError, match=r"^cannot connect to PostgreSQL \("):
         MemoryLedger(dsn="postgresql://postgres@127.0.0.1:1/test")
+
+
+def test_postgres_variants_skip_with_the_reason_when_no_server_answers():
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = dict(os.environ, MEMLEDGER_TEST_DSN="postgresql://postgres@127.0.0.1:1/test")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                        "tests/test_batch_append.py", "-k", "existing_streams"],
+                       capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "1 passed, 1 skipped" in p.stdout
+    assert "no PostgreSQL server at postgresql://postgres@127.0.0.1:1/test (OperationalError:" in p.stdout
+    assert "start one (.ci/run does) or set MEMLEDGER_TEST_DSN" in p.stdout
