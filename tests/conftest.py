@@ -31,6 +31,9 @@ def backend(request: pytest.FixtureRequest) -> str:
         from tests import pg
 
         if not pg.available():
+            # CI sets MEMLEDGER_REQUIRE_POSTGRES=1 (.ci/run): there, a missing server is a failure, not a skip.
+            if os.environ.get("MEMLEDGER_REQUIRE_POSTGRES") == "1":
+                pytest.fail(f"MEMLEDGER_REQUIRE_POSTGRES=1 but {pg.unreachable_reason()}", pytrace=False)
             pytest.skip(pg.unreachable_reason() or "")
     return request.param
 

@@ -164,6 +164,7 @@ def test_postgres_variants_skip_with_the_reason_when_no_server_answers():
     from tests.conftest import ROOT
 
     env = dict(os.environ, MEMLEDGER_TEST_DSN="postgresql://postgres@127.0.0.1:1/test")
+    env.pop("MEMLEDGER_REQUIRE_POSTGRES", None)  # as outside CI
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
                         "tests/test_batch_append.py", "-k", "existing_streams"],
                        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
@@ -171,3 +172,19 @@ def test_postgres_variants_skip_with_the_reason_when_no_server_answers():
     assert "1 passed, 1 skipped" in p.stdout
     assert "no PostgreSQL server at postgresql://postgres@127.0.0.1:1/test (OperationalError:" in p.stdout
     assert "start one (.ci/run does) or set MEMLEDGER_TEST_DSN" in p.stdout
+
+
+def test_ci_turns_a_missing_server_into_a_failure():
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = dict(os.environ, MEMLEDGER_TEST_DSN="postgresql://postgres@127.0.0.1:1/test", MEMLEDGER_REQUIRE_POSTGRES="1")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "tests/test_batch_append.py", "-k", "existing_streams"],
+                       capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "1 passed" in p.stdout and "1 error" in p.stdout
+    assert "MEMLEDGER_REQUIRE_POSTGRES=1 but no PostgreSQL server at postgresql://postgres@127.0.0.1:1/test" in p.stdout
