@@ -149,16 +149,19 @@ def _score(cands: list[Any], k: int, at_us: int, source: str | None, role: str |
         m = c.meta
         if source is not None and m["source"] != source:
             continue
-        fr = freshness(m["key"], m["valid_from"], at_us, half_lives)
-        r = _role_of(m)
-        bonus = role_bonus if role is not None and r is not None and r.role == role else 0.0
+        fr = freshness(m["key"], m["valid_from"], at_us, half_lives) if half_lives else 1.0
+        bonus = 0.0
+        if role is not None and m["role"] is not None and json.loads(m["role"]).get("role") == role:
+            bonus = role_bonus
         conf = float(m["confidence"])
-        score = c.relevance * conf * fr + bonus
+        scored.append((c.relevance * conf * fr + bonus, c, conf, fr, bonus))
+    scored.sort(key=lambda t: (-t[0], -t[1].relevance, t[1].doc_id))
+    out = []
+    for i, (score, c, conf, fr, bonus) in enumerate(scored[:k], 1):  # models only for the hits returned
         parts = ScoreParts(relevance=c.relevance, dense=c.dense, dense_rank=c.dense_rank, lexical=c.lexical,
                            lexical_rank=c.lexical_rank, rrf=c.rrf, confidence=conf, freshness=fr, role_bonus=bonus)
-        scored.append((score, c, parts))
-    scored.sort(key=lambda t: (-t[0], -t[1].relevance, t[1].doc_id))
-    return [_hit(i, c, s, p) for i, (s, c, p) in enumerate(scored[:k], 1)]
+        out.append(_hit(i, c, score, parts))
+    return out
 
 
 def search(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,

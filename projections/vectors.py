@@ -185,6 +185,7 @@ class VectorsProjection(Projection):
         self._cache: Any = None
         self._prepared: dict[str, np.ndarray] = {}
         self._memories: dict[str, _Memory] = {}  # suffix -> memory of that copy
+        self._queries: dict[tuple[str, str], np.ndarray] = {}  # (model_id, query) -> vector, oldest first
         self._lock = threading.RLock()
 
     def clone(self, suffix: str) -> VectorsProjection:
@@ -246,8 +247,17 @@ class VectorsProjection(Projection):
         return embed_with_cache(self.embedder, texts, self._embedding_cache())
 
     def embed_query(self, query: str) -> np.ndarray:
-        """The query's float32 ``(dim,)`` vector (not cached: queries rarely repeat)."""
-        return np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+        """The query's float32 ``(dim,)`` vector. The last 256 queries' vectors are kept (per model): an agent
+        re-asks, and a search that widens its pool or spans several users embeds its query once."""
+        key = (self.model_id, query)
+        vec = self._queries.get(key)
+        if vec is None:
+            vec = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+            with self._lock:
+                self._queries[key] = vec
+                while len(self._queries) > 256:
+                    self._queries.pop(next(iter(self._queries)))
+        return vec
 
     # -- tables ----------------------------------------------------------------------------------------------
     def create(self, cur: Cursor) -> None:
