@@ -276,7 +276,8 @@ def project_cmd(ctx: typer.Context,
 @app.command("erase")
 def erase_cmd(ctx: typer.Context, user: str,
               yes: bool = typer.Option(False, "--yes", help="Do it without asking (required when not on a terminal)."),
-              actor: Optional[str] = ActorOpt, as_json: bool = JsonOpt) -> None:
+              actor: Optional[str] = typer.Option(None, "--actor", help="Who asked for it (kept in the tombstone)."),
+              as_json: bool = JsonOpt) -> None:
     """Erase everything about USER, irreversibly: destroys their key, purges every projection (docs/erasure.md)."""
     from .schemas import check_user_id
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from eventsourcing.domain import Aggregate, event
 from pydantic import BaseModel, Field
 
-from .crypto import DEFAULT_ENCRYPTED_FIELDS, KeyStore, is_erased
+from .crypto import DEFAULT_ENCRYPTED_FIELDS, KeyStore
 from .domain import NAMESPACE, fact_id
 from .errors import BadInput, MemledgerError
 from .schemas import HistoryRow, Profile, check_user_id
@@ -345,10 +345,12 @@ def erase_user(ml: MemoryLedger, user_id: str, *, actor: str | None = None) -> E
 
     position = None
     erased_at = now_utc()
+    from eventsourcing.application import AggregateNotFoundError
+
     try:
         record = ml.app.repository.get(subject_id(user_id))
         erased_at = record.created_on
-    except Exception:  # noqa: BLE001 - AggregateNotFoundError: first erasure
+    except AggregateNotFoundError:  # the first erasure of this user
         record = SubjectErasure(user_id=user_id, actor=actor, facts=len(keys), events=len(rows))
         recordings = ml.app.save(record)
         position = recordings[-1].notification.id
@@ -508,17 +510,6 @@ def check_allow_sensitive(labels: Any, field: str = "allow_sensitive") -> frozen
     return frozenset(out)
 
 
-def split_by_sensitivity(items: list[Any], allow: frozenset[str],
-                         label_of: Any = lambda item: getattr(item, "sensitivity", None)) -> tuple[list[Any], list[Any]]:
-    """Split ``items`` into (kept, withheld): an item with a label not in ``allow`` is withheld; unlabelled
-    items are always kept. Order is preserved. ``label_of(item)`` reads the label (default: ``.sensitivity``)."""
-    kept, withheld = [], []
-    for item in items:
-        label = label_of(item)
-        (kept if label is None or label in allow else withheld).append(item)
-    return kept, withheld
-
-
 def record_disclosures(ml: MemoryLedger, user_id: str, included: list[tuple[str, int, str]], *,
                        session_id: str | None = None, purpose: str | None = None,
                        trace_id: str | None = None) -> list[int]:
@@ -644,7 +635,3 @@ def add_disclosures(ml: MemoryLedger, audit: Any) -> Any:
     facts = {k: entry_cls(**dict(e), disclosures=by_key.get(k, [])) for k, e in audit.facts.items()}
     return audit_cls(**{**dict(audit), "facts": facts})
 
-
-def skip_in_projections(ev: Any) -> bool:
-    """True for an event the projections must not apply: one whose user was erased (its content is gone)."""
-    return is_erased(ev)

@@ -157,6 +157,12 @@ def test_rebuild_after_erasure_brings_nothing_back(fresh_ledger: MemoryLedger, s
     assert ml.context("alice", now="2024-05-01T00:00:00Z").sections == ml.context(
         "nobody", now="2024-05-01T00:00:00Z").sections
     assert ml.profile("bob").model_dump() == bob
+    # The ledger's own rebuilds (replay/rebuild.py), blue/green and in place, and verify against a scratch replay.
+    ml.rebuild(blue_green=True)
+    ml.rebuild()
+    assert ml.profile("alice").facts == {} and ml.history("alice") == [] and ml.sessions("alice") == []
+    assert ml.profile("bob").model_dump() == bob
+    assert all(r.ok for r in ml.verify())
     # And in another process's view: a fresh MemoryLedger on the same store.
     with MemoryLedger(**store_args) as other:
         assert other.profile("alice").facts == {} and other.history("alice") == []

@@ -3,7 +3,6 @@ holds nothing of it but the ``NoMemorySessionEnded`` tombstone; facts asserted i
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
