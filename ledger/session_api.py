@@ -112,7 +112,12 @@ def ago_text(seconds: int) -> str:
 
 
 class SessionsMixin:
-    """Session verbs of :class:`~ledger.facade.MemoryLedger` (needs ``app``, ``db``, ``catch_up``, ``profile``)."""
+    """Session verbs of :class:`~ledger.facade.MemoryLedger`.
+
+    Relies on the facade's ``app``, ``db``, ``projections``, ``projection_mode``, ``catch_up``, ``wait_for``,
+    ``_head``, ``_before_read``, ``_refuse_erased`` and ``profile``; adds the ``state_cards``, ``messages`` and
+    ``summaries`` projections (:meth:`_init_sessions`).
+    """
 
     app: Any
     db: Any
