@@ -64,6 +64,8 @@ def parse_value(raw: str) -> Any:
         return json.loads(raw, parse_constant=no_constants)
     except ValueError:
         return raw
+    except RecursionError:
+        raise BadInput("VALUE", "is JSON nested too deeply to be stored", "flatten it") from None
 
 
 def emit_json(data: Any) -> None:

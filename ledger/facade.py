@@ -87,6 +87,9 @@ class MemoryLedger(SessionsMixin, SearchMixin):
         # Several processes may open a fresh PostgreSQL store at once: creating its tables is serialised.
         with setup_lock(self.settings.dsn, self.settings.schema):
             if self.settings.home is not None:
+                if self.settings.home.exists() and not self.settings.home.is_dir():
+                    raise BadInput("--home", f"{str(self.settings.home)!r} is a file, not a directory",
+                                   "give a directory for the ledger (it is created if missing)")
                 self.settings.home.mkdir(parents=True, exist_ok=True)
                 self.db = ProjectionDB(sqlite_path=str(self.settings.home / "projections.db"))
             else:

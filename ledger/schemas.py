@@ -36,6 +36,8 @@ DEFAULT_CONFIDENCE: dict[str, float] = {
 KEY_RE = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
 MAX_KEY = 200
 MAX_USER = 200
+MAX_VALUE_BYTES = 1_000_000  # a fact is a belief, not a document store: 1 MB of JSON at most
+MAX_TEXT = 100_000  # characters of a fact's sentence or reason
 
 
 def check_user_id(user_id: Any, field: str = "user_id") -> str:
@@ -44,7 +46,9 @@ def check_user_id(user_id: Any, field: str = "user_id") -> str:
     Raises:
         BadInput: naming ``field``.
     """
-    if not isinstance(user_id, str) or not user_id.strip():
+    if not isinstance(user_id, str):
+        raise BadInput(field, f"must be a string, got {type(user_id).__name__}", "pass the user id as text")
+    if not user_id.strip():
         raise BadInput(field, "is empty", "give the id of the user whose memory this is")
     if user_id != user_id.strip() or any(unicodedata.category(c).startswith("C") for c in user_id):
         raise BadInput(field, f"{user_id!r} has surrounding spaces or control characters", "strip them")
@@ -61,7 +65,9 @@ def check_key(key: Any, field: str = "key") -> str:
     """
     if not isinstance(key, str) or not key:
         raise BadInput(field, "is empty", "name the fact with a dotted key such as preference.drink")
-    if len(key) > MAX_KEY or not KEY_RE.match(key):
+    if len(key) > MAX_KEY:
+        raise BadInput(field, f"is {len(key)} characters long", f"use at most {MAX_KEY}")
+    if not KEY_RE.match(key):
         raise BadInput(
             field,
             f"{key!r} is not a dotted key",
@@ -80,7 +86,23 @@ def canonical_json(value: Any, field: str = "value") -> str:
         text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise BadInput(field, f"is not a JSON value ({exc})", "pass str, int, float, bool, None, list or dict") from None
+    except RecursionError:
+        raise BadInput(field, "is nested too deeply to be stored", "flatten it (a few levels of nesting at most)") from None
+    check_text(text, field)
+    if len(text.encode("utf-8")) > MAX_VALUE_BYTES:
+        raise BadInput(field, f"is larger than {MAX_VALUE_BYTES} bytes as JSON",
+                       "store large documents elsewhere and keep a reference (source_ref) here")
     return unicodedata.normalize("NFC", text)
+
+
+def check_text(text: str, field: str) -> str:
+    """Refuse strings that cannot be stored as UTF-8 (lone surrogates such as '\\ud800'). Raises BadInput."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(field, "contains a lone surrogate code point that is not valid Unicode text",
+                       "decode the text properly before storing it") from None
+    return text
 
 
 class RoleContext(BaseModel):
@@ -148,8 +170,13 @@ class FactCommand(BaseModel):
 
     @field_validator("text", "reason")
     @classmethod
-    def _nfc(cls, v: str | None) -> str | None:
-        return None if v is None else unicodedata.normalize("NFC", v)
+    def _nfc(cls, v: str | None, info: Any) -> str | None:
+        if v is None:
+            return None
+        check_text(v, info.field_name)
+        if len(v) > MAX_TEXT:
+            raise BadInput(info.field_name, f"is {len(v)} characters long", f"use at most {MAX_TEXT}")
+        return unicodedata.normalize("NFC", v)
 
     @field_validator("idempotency_key", "source_ref", "session_id", "actor", "trace_id", "sensitivity")
     @classmethod

@@ -65,7 +65,9 @@ class EmbeddingCache:
             Path(p).parent.mkdir(parents=True, exist_ok=True)
         self.path = p
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(p, check_same_thread=False, isolation_level=None)
+        # timeout: several processes (CLI writers, a rebuild) share the cache; wait for a writer like every other
+        # store of the ledger does rather than failing with "database is locked" after sqlite3's default 5 s.
+        self._conn = sqlite3.connect(p, check_same_thread=False, isolation_level=None, timeout=60)
         if p != ":memory:":
             # WAL: readers (another process rebuilding) are not blocked by a writer.
             self._conn.execute("PRAGMA journal_mode=WAL")

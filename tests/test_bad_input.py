@@ -85,3 +85,61 @@ def test_jsonl_with_one_bad_line_writes_nothing(cli, tmp_path):
     assert code == 2 and "FILE" in err
     code, _, err = cli("ingest", str(f), "--format", "csv")
     assert code == 2 and "--format" in err
+
+
+def test_deeply_nested_value_is_bad_input_not_a_crash(fresh_ledger):
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(BadInput) as exc:
+        fresh_ledger.assert_fact("u1", "x.deep", deep)
+    assert exc.value.field == "value" and "nested too deeply" in exc.value.problem
+    assert fresh_ledger.history("u1") == []
+
+
+def test_deeply_nested_json_on_cli_exits_2(cli):
+    code, _, err = cli("assert", "u1", "x.deep", "[" * 50_000 + "]" * 50_000)
+    assert code == 2 and "error: VALUE:" in err and "Traceback" not in err
+    assert cli.json("history", "u1") == []
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"value": "\ud800"}, "value"),
+    ({"value": "ok", "text": "bad \udfff text"}, "text"),
+    ({"value": "ok", "reason": "\ud83d"}, "reason"),
+])
+def test_lone_surrogates_are_bad_input(fresh_ledger, kwargs, field):
+    with pytest.raises(BadInput) as exc:
+        fresh_ledger.assert_fact("u1", "k.x", **kwargs)
+    assert exc.value.field == field and "surrogate" in exc.value.problem
+    assert fresh_ledger.history("u1") == []
+
+
+def test_non_string_user_id_names_the_type(fresh_ledger):
+    with pytest.raises(BadInput) as exc:
+        fresh_ledger.assert_fact(5, "k.x", 1)  # type: ignore[arg-type]
+    assert exc.value.field == "user_id" and "got int" in exc.value.problem
+
+
+def test_oversized_value_and_key_are_refused_with_short_messages(fresh_ledger):
+    with pytest.raises(BadInput) as exc:
+        fresh_ledger.assert_fact("u1", "k.big", "x" * 1_000_001)
+    assert exc.value.field == "value" and "1000000 bytes" in exc.value.problem
+    with pytest.raises(BadInput) as exc:
+        fresh_ledger.assert_fact("u1", "k" * 5000, 1)
+    assert exc.value.field == "key" and len(str(exc.value)) < 200
+    assert fresh_ledger.history("u1") == []
+
+
+def test_home_that_is_a_file_exits_2(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    f = tmp_path / "afile"
+    f.write_text("not a directory")
+    proc = subprocess.run([sys.executable, "-m", "ledger", "--home", str(f), "profile", "u1"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "error: --home:" in proc.stderr and "Traceback" not in proc.stderr
+    assert f.read_text() == "not a directory"
