@@ -6,9 +6,11 @@ Protocol (issue 4): one fresh ledger per conversation; every observation ingeste
 observation cites); for every QA item, ``MemoryLedger.search`` with the question; recall@k = the fraction of the
 item's evidence turn ids found among the ``source_ref`` of the top k hits, averaged per category.
 
-Whose memory is searched: the question names the speaker(s) it is about ("When did Caroline go to ..."); the
-speakers named in the question are searched, and when it names neither (or both) both speakers are searched and
-their hits merged by score. The row "both speakers always" shows the score without that routing.
+Whose memory is searched: the question names the speaker(s) it is about ("When did Caroline go to ..."); when it
+names one, that speaker's memory is searched with the name replaced by "they" (every memory of that user is about
+them, so the name only adds noise to both rankings: measured +3.9 / +4.0 / +3.2 points at k = 5 / 10 / 25); when
+it names neither or both, both speakers are searched with the question as asked and their hits merged by score.
+``--both`` adds a row searching both speakers always, with the question as asked.
 
 Categories in the file: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial (reported: 1-4 and
 their overall, as the LoCoMo paper does). Baseline: Maharana et al., "Evaluating Very Long-Term Conversational
@@ -49,6 +51,13 @@ def speakers_named(question: str, speakers: list[str]) -> list[str]:
     return named if len(named) == 1 else speakers
 
 
+def routed_query(question: str, users: list[str]) -> str:
+    """The question for one routed speaker's memory: the speaker's name (and 's) replaced by "they"."""
+    if len(users) != 1:
+        return question
+    return re.sub(rf"\b{re.escape(users[0])}('s)?\b", "they", question, flags=re.IGNORECASE)
+
+
 def retrieve(ml: MemoryLedger, users: list[str], question: str, k: int) -> list[set[str]]:
     hits = []
     for u in users:
@@ -62,7 +71,7 @@ def recall(evidence: set[str], refs: list[set[str]]) -> float:
     return len(evidence & found) / len(evidence)
 
 
-def evaluate(data: list[dict], embedder: str) -> tuple[dict, dict, dict]:
+def evaluate(data: list[dict], embedder: str, both: bool = False) -> tuple[dict, dict, dict]:
     scores: dict[tuple[str, int, int], list[float]] = {}
     info = {"conversations": 0, "observations": 0, "questions": 0, "ingest_s": 0.0, "search_ms": []}
     for conv in data:
@@ -81,10 +90,14 @@ def evaluate(data: list[dict], embedder: str) -> tuple[dict, dict, dict]:
                 if cat not in CATEGORIES or not evidence:
                     continue
                 info["questions"] += 1
-                for mode, users in (("routed", speakers_named(qa["question"], speakers)), ("both", speakers)):
+                named = speakers_named(qa["question"], speakers)
+                modes = [("routed", named, routed_query(qa["question"], named))]
+                if both:
+                    modes.append(("both", speakers, qa["question"]))
+                for mode, users, question in modes:
                     for k in KS:
                         t1 = time.perf_counter()
-                        refs = retrieve(ml, users, qa["question"], k)
+                        refs = retrieve(ml, users, question, k)
                         if mode == "routed":
                             info["search_ms"].append((time.perf_counter() - t1) * 1000)
                         scores.setdefault((mode, cat, k), []).append(recall(evidence, refs))
@@ -92,9 +105,10 @@ def evaluate(data: list[dict], embedder: str) -> tuple[dict, dict, dict]:
     for mode in ("routed", "both"):
         for cat in CATEGORIES:
             table[(mode, cat)] = {k: 100 * sum(v) / len(v) for k in KS if (v := scores.get((mode, cat, k)))}
-        table[(mode, "overall")] = {
-            k: 100 * sum(sum(scores.get((mode, c, k), [])) for c in CATEGORIES)
-            / sum(len(scores.get((mode, c, k), [])) for c in CATEGORIES) for k in KS}
+        if scores.get((mode, 4, 5)):
+            table[(mode, "overall")] = {
+                k: 100 * sum(sum(scores.get((mode, c, k), [])) for c in CATEGORIES)
+                / sum(len(scores.get((mode, c, k), [])) for c in CATEGORIES) for k in KS}
     counts = {cat: len(scores.get(("routed", cat, 5), [])) for cat in CATEGORIES}
     return table, counts, info
 
@@ -104,10 +118,11 @@ def main() -> None:
     ap.add_argument("data", type=Path, help="a LoCoMo JSON file (a list of conversations)")
     ap.add_argument("--embedder", default="minilm", help="embedder spec (default minilm: the offline default)")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
+    ap.add_argument("--both", action="store_true", help="also search both speakers always (a second pass)")
     args = ap.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))
     data = data if isinstance(data, list) else [data]
-    table, counts, info = evaluate(data, args.embedder)
+    table, counts, info = evaluate(data, args.embedder, args.both)
     med = sorted(info["search_ms"])[len(info["search_ms"]) // 2]
     print(f"LoCoMo retrieval, {args.data.name}: {info['conversations']} conversations, {info['observations']} "
           f"observations, {info['questions']} questions (categories 1-4 with evidence); embedder {args.embedder} "
@@ -120,9 +135,10 @@ def main() -> None:
         print(f"| {cat} {name} | {counts[cat]} | " + " | ".join(f"{r[k]:.1f}" for k in KS) + " |")
     r = table[("routed", "overall")]
     print(f"| **overall (1-4)** | {sum(counts.values())} | " + " | ".join(f"**{r[k]:.1f}**" for k in KS) + " |")
-    r2 = table[("both", "overall")]
-    print(f"| overall, both speakers always | {sum(counts.values())} | " + " | ".join(f"{r2[k]:.1f}" for k in KS)
-          + " |")
+    r2 = table.get(("both", "overall"))
+    if r2:
+        print(f"| overall, both speakers always, question as asked | {sum(counts.values())} | "
+              + " | ".join(f"{r2[k]:.1f}" for k in KS) + " |")
     print("| LoCoMo baseline: DRAGON over observations (paper) | — | "
           + " | ".join(f"{BASELINE[k]:.1f}" for k in KS) + " |")
     print("| ratio overall / baseline | — | " + " | ".join(f"{r[k] / BASELINE[k]:.2f}" for k in KS) + " |")
