@@ -128,11 +128,18 @@ class MemoryLedger(SessionsMixin, SearchMixin):
             self.keystore.close()
 
     # -- catch-up ----------------------------------------------------------------------------------------------
-    def catch_up(self, until: int | None = None, on_batch: Callable[[int, int], None] | None = None) -> int:
-        """Bring every projection up to ``until`` (default: the head of the log). Returns the position reached."""
+    def catch_up(self, until: int | None = None, on_batch: Callable[[int, int], None] | None = None, *,
+                 deferred: bool = True) -> int:
+        """Bring the projections up to ``until`` (default: the head of the log). Returns the position reached.
+
+        ``deferred=False`` leaves out deferred projections (the vectors projection: embedding is slow). Writes and
+        the reads that do not touch vectors use that, so ``memledger assert`` never loads a model; ``search``
+        catches the vectors projection up before answering, so it is still never stale when read.
+        """
         from replay.catchup import catch_up
 
-        return catch_up(self.app, self.db, self.projections, until=until, on_batch=on_batch)
+        projections = self.projections if deferred else [p for p in self.projections if not p.deferred]
+        return catch_up(self.app, self.db, projections, until=until, on_batch=on_batch)
 
     # -- replay (issue 6: replay/rebuild.py, replay/verify.py, docs/rebuild.md) ---------------------------------
     def rebuild(self, projections: list[str] | None = None, *, blue_green: bool = False, batch_size: int = 2000,
@@ -213,13 +220,15 @@ class MemoryLedger(SessionsMixin, SearchMixin):
         with self.db.read() as cur:
             return min(position_of(cur, p.tracking_name)[0] for p in self.projections)
 
-    def _before_read(self, after: int | Receipt | Iterable[Receipt] | None, timeout: float) -> None:
+    def _before_read(self, after: int | Receipt | Iterable[Receipt] | None, timeout: float, *,
+                     deferred: bool = False) -> None:
         # Inline: catch up to the head (a read never answers from a projection behind the log). Worker: wait for
         # the caller's position only; without one, answer from the projections as the worker left them.
+        # ``deferred``: the read needs the deferred projections too (search needs the vectors).
         if after is not None:
             self.wait_for(after, timeout)
         if self.projection_mode == "inline":
-            self.catch_up()
+            self.catch_up(deferred=deferred)
 
     def _head(self) -> int:
         from replay.catchup import max_position
@@ -235,7 +244,7 @@ class MemoryLedger(SessionsMixin, SearchMixin):
         outcomes = self.app.execute(commands)
         positions = [o.position for o in outcomes if o.position is not None]
         if self.projection_mode == "inline":
-            self.catch_up(until=max(positions) if positions else None)
+            self.catch_up(until=max(positions) if positions else None, deferred=False)
         elif any(o.position is None for o in outcomes):
             # An idempotent retry's receipt is looked up in the history projection: let the worker reach the head.
             self.wait_for(self._head())

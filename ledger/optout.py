@@ -150,7 +150,7 @@ def start(ml: MemoryLedger, user_id: str, session_id: str, *, task: str | None =
                        "leave --task out")
     at = parse_instant(observed_at, "observed_at") if observed_at is not None else now_utc()
     ml._refuse_erased({user_id})
-    ml.catch_up()
+    ml.catch_up(deferred=False)
     if _ended(ml, user_id, session_id):
         raise BadInput("session_id", f"session {session_id!r} of {user_id!r} ended (it was --no-memory)",
                        "start a new session id")
@@ -207,7 +207,7 @@ def end(ml: MemoryLedger, user_id: str, session_id: str) -> Any:
     wipe(ml)
     recordings = ml.app.save(NoMemorySession(user_id=user_id, session_id=session_id, messages=n))
     position = recordings[-1].notification.id
-    ml.catch_up(until=position)
+    ml.catch_up(until=position, deferred=False)
     r = _receipt(user_id, session_id, "NoMemorySessionEnded", 1)
     return r.model_copy(update={"position": position})
 

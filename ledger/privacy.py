@@ -523,7 +523,7 @@ def record_disclosures(ml: MemoryLedger, user_id: str, included: list[tuple[str,
                           purpose=purpose, trace_id=trace_id) for k, v, label in included]
     recordings = ml.app.save(*records)
     positions = [r.notification.id for r in recordings]
-    ml.catch_up(until=max(positions))
+    ml.catch_up(until=max(positions), deferred=False)
     return positions
 
 
@@ -578,7 +578,7 @@ def context_with_sensitivity(ml: MemoryLedger, user_id: str, *, allow_sensitive:
 
     allow = check_allow_sensitive(allow_sensitive)
     user_id = check_user_id(user_id)
-    ml.catch_up()
+    ml.catch_up(deferred=False)  # memories come through ml.search, which catches the vectors up itself
     with ml.db.read() as cur:
         labels = {r["key"]: (r["version"], r["sensitivity"]) for r in ml.profile_projection.rows(cur, user_id)
                   if r["sensitivity"] is not None}

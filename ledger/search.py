@@ -294,5 +294,5 @@ class SearchMixin:
                 vectors projection. NotCaughtUp: see ``wait_for``.
         """
         check_search_args(user_id, query, k, as_of, source, role)
-        self._before_read(after, timeout)  # type: ignore[attr-defined]
+        self._before_read(after, timeout, deferred=True)  # type: ignore[attr-defined]
         return search(self, user_id, query, k, as_of, source, role, half_lives=half_lives, role_bonus=role_bonus)

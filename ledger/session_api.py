@@ -147,7 +147,7 @@ class SessionsMixin:
         # Same contract as the fact commands (MemoryLedger._execute): inline mode catches up before returning;
         # worker mode waits for the worker only when a retry's receipt must be looked up in a projection.
         if self.projection_mode == "inline":  # type: ignore[attr-defined]
-            self.catch_up(until=max(positions) if positions else None)  # type: ignore[attr-defined]
+            self.catch_up(until=max(positions) if positions else None, deferred=False)  # type: ignore[attr-defined]
         elif any(o.position is None for o in outcomes):
             self.wait_for(self._head())  # type: ignore[attr-defined]
         out = []

@@ -48,6 +48,9 @@ class Projection:
     name: ClassVar[str] = ""
     #: the schema version of this projection's tables; bump it when the DDL changes (then rebuild).
     schema_version: ClassVar[int] = 1
+    #: a deferred projection is expensive to apply (it embeds text): writes do not wait for it; the reads that
+    #: need it (search) catch it up first, so it is never stale when read. See MemoryLedger.catch_up.
+    deferred: ClassVar[bool] = False
     #: short table name -> CREATE TABLE statement, with ``{t}`` for the real table name
     tables: ClassVar[dict[str, str]] = {}
     #: statements run after the tables exist (indexes), with ``{t:<table>}`` placeholders

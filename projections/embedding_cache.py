@@ -177,7 +177,14 @@ class EmbeddingCache:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 if pinned is None:
-                    self._conn.execute("INSERT INTO models(model_id, dim) VALUES (?, ?)", (model_id, dim_seen))
+                    # Another connection (thread or process) may have pinned the model since the check above:
+                    # insert-if-absent and re-check inside the write lock.
+                    self._conn.execute("INSERT INTO models(model_id, dim) VALUES (?, ?) ON CONFLICT (model_id) "
+                                       "DO NOTHING", (model_id, dim_seen))
+                    row = self._conn.execute("SELECT dim FROM models WHERE model_id = ?", (model_id,)).fetchone()
+                    if int(row[0]) != dim_seen:
+                        raise ValueError(f"model {model_id!r} is pinned to dim {row[0]} in this cache, "
+                                         f"got vectors of dim {dim_seen}")
                 self._conn.executemany(
                     "INSERT OR REPLACE INTO embeddings(model_id, text_key, vector) VALUES (?, ?, ?)", rows
                 )

@@ -138,6 +138,7 @@ class VectorsProjection(Projection):
             to [UNK], so its ranking is mostly noise there; measured in scripts/eval_cjk.py).
     """
 
+    deferred = True  # embedding is slow: writes return without it; search catches it up first
     name = "vectors"
     tables = {
         "docs": """
@@ -296,6 +297,18 @@ class VectorsProjection(Projection):
         self._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
 
     # -- applying events -------------------------------------------------------------------------------------
+    def warm(self, events: list[LogEvent]) -> None:
+        """Embed the batch's new texts into the embedding cache *before* the catch-up transaction opens.
+
+        Called by replay/catchup.py outside the exclusive transaction: loading the model and embedding take seconds,
+        and holding the projections' write lock meanwhile made concurrent writers fail with "database is locked"
+        (found by the new-user concurrency run). ``prepare`` inside the transaction then only reads the cache.
+        """
+        texts = [le.event.text for le in events
+                 if getattr(le.event, "effect", None) in _CURRENT_EFFECTS and getattr(le.event, "text", None) is not None]
+        if texts:
+            self.embed_texts(list(dict.fromkeys(texts)))
+
     def prepare(self, cur: Cursor, events: list[LogEvent]) -> None:
         """Embed every text the batch will make current, in one model call (through the cache)."""
         texts = []

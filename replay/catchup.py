@@ -61,13 +61,33 @@ def catch_up(
     if not projections:
         return 0
     head = max_position(app) if until is None else until
+    warmers = [p for p in projections if hasattr(p, "warm")]
     while True:
+        if warmers:
+            warm(app, db, warmers, head, batch)
         with db.transaction() as cur:
             low, events = apply_batch(cur, app, projections, head, batch)
             if not events:
                 return low
         if on_batch is not None:
             on_batch(len(events), events[-1].position)
+
+
+def warm(app: Any, db: ProjectionDB, projections: Sequence[Any], head: int, batch: int = BATCH) -> None:
+    """Let expensive projections do their slow, side-effect-free work for the next batch (embedding texts into a
+    cache) *outside* the exclusive transaction, so the write lock is never held while a model loads or runs.
+    A race that moves the positions meanwhile only wastes the warm-up; ``apply_batch`` decides what is applied."""
+    with db.read() as cur:
+        positions = {p.tracking_name: position_of(cur, p.tracking_name)[0] for p in projections}
+    low = min(positions.values())
+    if low >= head:
+        return
+    notifications = app.recorder.select_notifications(start=low + 1, limit=batch, stop=head)
+    if not notifications:
+        return
+    events, _ = decode(app, notifications, 0)
+    for p in projections:
+        p.warm([le for le in events if le.position > positions[p.tracking_name]])
 
 
 def apply_batch(cur: Any, app: Any, projections: Sequence[Projection], head: int,

@@ -44,6 +44,7 @@ def embedded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
 def fill(ml: MemoryLedger) -> None:
     ml.record([{"user_id": "u1", "key": k, "value": v, "text": v} for k, v in FACTS.items()])
     ml.assert_fact("u2", "preference.drink", "black coffee", text="black coffee")
+    ml.catch_up()  # the vectors projection is deferred (writes do not embed): project it as a search would
 
 
 def top(ml: MemoryLedger, query: str) -> str:

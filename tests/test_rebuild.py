@@ -35,6 +35,7 @@ def fill(ml: MemoryLedger, users: int = 6) -> None:
 
 
 def sums(ml: MemoryLedger) -> dict[str, str]:
+    ml.catch_up()  # every projection, the deferred vectors projection included
     with ml.db.read() as cur:
         return {p.name: checksum(cur, p) for p in ml.projections}
 

@@ -147,7 +147,9 @@ def test_rebuilds_reuse_the_embedding_cache(tmp_path: Any, monkeypatch: pytest.M
     home = tmp_path / "l"
     with MemoryLedger(home=home) as ml:
         ml.record([{"user_id": "u1", "key": f"note.n{i}", "value": i, "text": f"note number {i}"} for i in range(5)])
-    assert calls == [5]  # one batch, one model call
+        assert calls == []  # the vectors projection is deferred: a write never waits for the model
+        ml.catch_up()
+    assert calls == [5]  # one batch, one model call (warmed outside the transaction, then read from the cache)
     with MemoryLedger(home=home, embedder="hash:32") as ml:  # another model: the table is re-projected
         assert texts(ml, "u1", "note number 3", 1) == ["note number 3"]
     assert calls == [5, 5]
@@ -170,3 +172,23 @@ def test_a_ledger_without_the_vectors_projection_refuses_search(tmp_path: Any) -
             ml.search("u1", "colour")
     with MemoryLedger(home=tmp_path / "l") as ml:  # opened with it later: the log is projected then
         assert texts(ml, "u1", "blue", 3) == ["preference.color: blue"]
+
+
+def test_writes_do_not_embed_but_search_is_never_stale(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    original = HashingEmbedder.embed_passages
+
+    def counting(self: HashingEmbedder, batch: list[str]) -> np.ndarray:
+        calls.append(len(batch))
+        return original(self, batch)
+
+    monkeypatch.setattr(HashingEmbedder, "embed_passages", counting)
+    with MemoryLedger(home=tmp_path / "l") as ml:
+        ml.assert_fact("u1", "preference.drink", "tea", text="I drink green tea every morning")
+        ml.assert_fact("u1", "preference.drink", "coffee", text="I switched to black coffee")
+        ml.profile("u1")
+        ml.history("u1")
+        assert calls == []  # neither writes nor profile/history reads load or run the embedder
+        hits = ml.search("u1", "what do I drink in the morning", k=5)
+        assert [h.text for h in hits] == ["I switched to black coffee"]  # the superseded text is gone
+        assert calls == [2]
