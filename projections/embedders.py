@@ -179,6 +179,9 @@ def _load_sentence_transformer(path: Path):
             # silently under a ledger).
             os.environ["HF_HUB_OFFLINE"] = "1"
             os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            # A CLI command's stderr is for the user: no "Loading weights 100%" bars from transformers.
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:  # pragma: no cover - a declared dependency
