@@ -352,7 +352,10 @@ class SessionsMixin:
         expired = seconds > expiry_hours * 3600
         when = format_local(touched, tz)[:10]
         ago = ago_text(seconds)
-        ago_phrase = "earlier today" if ago == "just now" else f"{ago} ago"
+        if touched > now_dt:  # e.g. `resume --now` in the past of a card stamped by the real clock
+            ago_phrase = "touched after now"
+        else:
+            ago_phrase = "earlier today" if ago == "just now" else f"{ago} ago"
         state = None
         if card is not None:
             state = StateCard(session_id=card["session_id"], task=card["task"], progress=card["progress"],

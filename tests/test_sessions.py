@@ -396,3 +396,15 @@ def test_ingest_memorybank_chinese_and_english(fresh_ledger):
     assert r.found and r.card is None and r.session_id == "memorybank:2023-05-06"
     c = ml.context("张曼婷", now="2023-05-07T00:00:00Z", budget=400)
     assert c.tokens <= 400 and c.sections[4].lines and c.session_id == "memorybank:2023-05-06"
+
+
+def test_resume_with_now_before_the_last_touch_says_so(tmp_path):
+    """A card stamped by the real clock is not "just now" for a `--now` in its past (new-user report)."""
+    from ledger import MemoryLedger
+
+    with MemoryLedger(home=tmp_path / "l") as ml:
+        ml.session_start("ana", "s1", task="quarterly report", observed_at="2024-05-06T09:00:00+08:00")
+        ml.update_card("ana", "s1", progress="the outline is done", observed_at="2024-05-10T09:00:00+08:00")
+        r = ml.resume("ana", now="2024-05-09T13:00:00+08:00")
+    assert r.ago == "touched after now"
+    assert r.opening.startswith("Last time we were on quarterly report (touched after now, 2024-05-10)")
