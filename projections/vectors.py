@@ -198,14 +198,6 @@ class VectorsProjection(Projection):
         other._cache = self._cache
         return other
 
-    def use_embedder(self, embedder: Any) -> None:
-        """Serve with ``embedder`` (an Embedder or a spec) from now on: a blue/green model switch pointed this
-        object at a copy that embedder built (replay/rebuild.py), so queries and rows keep one model and one
-        dimension. The in-memory indexes are per suffix, so the new copy's are loaded on the next search."""
-        with self._lock:
-            self._embedder_spec = embedder
-            self._embedder = None if isinstance(embedder, str) else embedder
-
     # -- the embedder, lazily --------------------------------------------------------------------------------
     @property
     def embedder(self) -> Any:
