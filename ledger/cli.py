@@ -391,7 +391,10 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: runs the CLI and maps errors to exit codes without tracebacks."""
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv, prog_name="memledger", standalone_mode=False)
+        rv = command.main(args=argv, prog_name="memledger", standalone_mode=False)
+        # Without standalone mode click *returns* the code of a `typer.Exit(n)` instead of exiting with it.
+        if isinstance(rv, int) and rv != 0:
+            sys.exit(rv)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except ClickException as exc:  # usage errors: exit 2, as click does

@@ -97,3 +97,22 @@ def test_home_from_environment(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "envhome" / "events.db").exists()
+
+
+def test_typer_exit_code_is_propagated():
+    """click returns (not raises) a typer.Exit's code without standalone mode; main() must still exit with it."""
+    import pytest
+    import typer
+
+    from ledger import cli
+
+    @cli.app.command("zz-exit-probe", hidden=True)
+    def _probe() -> None:
+        raise typer.Exit(3)
+
+    try:
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["zz-exit-probe"])
+        assert exc.value.code == 3
+    finally:
+        cli.app.registered_commands = [c for c in cli.app.registered_commands if c.name != "zz-exit-probe"]
