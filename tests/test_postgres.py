@@ -91,6 +91,7 @@ def test_schema_holds_the_log_and_the_projections():
     try:
         with MemoryLedger(dsn=pg.TEST_DSN, schema=schema) as ml:
             r = ml.assert_fact("u1", "preference.drink", "tea")
+            ml.catch_up()  # the deferred vectors projection too (a write does not wait for it)
             projection_tables = {p.table(short) for p in ml.projections for short in p.tables}
             tracked = sorted(p.tracking_name for p in ml.projections)
         import psycopg
