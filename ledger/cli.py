@@ -25,7 +25,8 @@ except ImportError:  # pragma: no cover
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="memledger: an event-sourced memory ledger for LLM agents.")
-out = Console(highlight=False, soft_wrap=True, markup=False)
+# Piped output (scripts, `| head`) gets wide tables instead of rich's 80-column default, so cells are not cut.
+out = Console(highlight=False, soft_wrap=True, markup=False, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
