@@ -19,11 +19,12 @@ import json
 import math
 import os
 import re
-import tempfile
 import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Iterable
+
+from .files import atomic_write
 
 __all__ = [
     "TOKENIZER_VERSION",
@@ -283,18 +284,7 @@ class LexicalIndex:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_bytes` to ``path`` atomically (temp file + rename), so a crash never leaves a
         half-written index that a later load would trust."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(self.to_bytes())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "LexicalIndex":

@@ -17,13 +17,14 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import faiss
 import numpy as np
+
+from .files import atomic_write
 
 __all__ = ["UserVectorIndex"]
 
@@ -245,18 +246,7 @@ class UserVectorIndex:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`to_bytes` to ``path`` atomically (temp file + rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(self.to_bytes())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], expected_dim: int | None = None) -> "UserVectorIndex":

@@ -35,7 +35,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from ledger.timeutil import OPEN, parse_instant, to_micros
 
 from .base import LogEvent, Projection, position_of
 from .db import Cursor
+from .files import atomic_write
 
 #: Which events put a new current version in place (ledger/domain.py's policy effects).
 _CURRENT_EFFECTS = ("new", "supersede", "correct")
@@ -513,7 +513,7 @@ class VectorsProjection(Projection):
                 "generation": mem.generation, "tokenizer": TOKENIZER_VERSION, "table": self.table("docs"),
                 "users": {u: user_file_stem(u) for u in sorted(mem.users)},
             }
-            _atomic_write(d / "manifest.json", json.dumps({**manifest, "position": -1}).encode())
+            atomic_write(d / "manifest.json", json.dumps({**manifest, "position": -1}).encode())
             for user_id in sorted(mem.dirty):
                 stem = user_file_stem(user_id)
                 u = mem.users.get(user_id)
@@ -525,7 +525,7 @@ class VectorsProjection(Projection):
             for p in d.iterdir():
                 if p.suffix in (".faiss", ".lex") and p.stem not in keep:
                     p.unlink(missing_ok=True)  # an erased user's files go too
-            _atomic_write(d / "manifest.json", json.dumps({**manifest, "position": mem.position}).encode())
+            atomic_write(d / "manifest.json", json.dumps({**manifest, "position": mem.position}).encode())
             mem.dirty.clear()
 
     def close(self) -> None:
@@ -605,14 +605,3 @@ class VectorsProjection(Projection):
         return int(self.embedder.dim)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
