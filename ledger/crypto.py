@@ -344,6 +344,36 @@ class _KeyStoreBase:
             raise ValueError(msg)
         return user_id
 
+    # -- shared by both stores: reading a key row ------------------------------------------------------------
+    def _select(self, user_id: str) -> tuple[Any, ...] | None:
+        """The (key blob, key_format, destroyed_at) row of ``user_id``, or None. Each backend implements it."""
+        raise NotImplementedError
+
+    def _key_from_row(self, user_id: str, row: tuple[Any, ...]) -> bytes:
+        blob, key_format, destroyed_at = row
+        if destroyed_at is not None or blob is None:
+            self._remember_destroyed(user_id)
+            raise _erased_error(user_id)
+        key = self._unseal(user_id, blob, key_format)
+        self._remember(user_id, key)
+        return key
+
+    def get(self, user_id: str) -> bytes | None:
+        """The user's data key, or None if it was never created or was destroyed."""
+        self._check_user_id(user_id)
+        if self._known_destroyed(user_id):
+            return None
+        cached = self._cached(user_id)
+        if cached is not None:
+            return cached
+        row = self._select(user_id)
+        if row is None:
+            return None
+        try:
+            return self._key_from_row(user_id, row)
+        except SubjectErasedError:
+            return None
+
 
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
@@ -431,6 +461,9 @@ class SQLiteKeyStore(_KeyStoreBase):
                 pass
         self._local = threading.local()
 
+    def _select(self, user_id: str) -> tuple[Any, ...] | None:
+        return self._row(self._conn(), user_id)
+
     def _row(self, conn: sqlite3.Connection, user_id: str) -> tuple[Any, ...] | None:
         return conn.execute(
             "SELECT key, key_format, destroyed_at FROM user_keys WHERE user_id = ?", (user_id,)
@@ -461,30 +494,6 @@ class SQLiteKeyStore(_KeyStoreBase):
                 raise
         assert row is not None
         return self._key_from_row(user_id, row)
-
-    def _key_from_row(self, user_id: str, row: tuple[Any, ...]) -> bytes:
-        blob, key_format, destroyed_at = row
-        if destroyed_at is not None or blob is None:
-            self._remember_destroyed(user_id)
-            raise _erased_error(user_id)
-        key = self._unseal(user_id, blob, key_format)
-        self._remember(user_id, key)
-        return key
-
-    def get(self, user_id: str) -> bytes | None:
-        self._check_user_id(user_id)
-        if self._known_destroyed(user_id):
-            return None
-        cached = self._cached(user_id)
-        if cached is not None:
-            return cached
-        row = self._row(self._conn(), user_id)
-        if row is None:
-            return None
-        try:
-            return self._key_from_row(user_id, row)
-        except SubjectErasedError:
-            return None
 
     def destroy(self, user_id: str) -> bool:
         self._check_user_id(user_id)
@@ -620,15 +629,6 @@ class PostgresKeyStore(_KeyStoreBase):
     def _select(self, user_id: str) -> tuple[Any, ...] | None:
         return self._run(lambda c: c.execute(self._sql_select, (user_id,)).fetchone())
 
-    def _key_from_row(self, user_id: str, row: tuple[Any, ...]) -> bytes:
-        blob, key_format, destroyed_at = row
-        if destroyed_at is not None or blob is None:
-            self._remember_destroyed(user_id)
-            raise _erased_error(user_id)
-        key = self._unseal(user_id, blob, key_format)
-        self._remember(user_id, key)
-        return key
-
     def get_or_create(self, user_id: str) -> bytes:
         self._check_user_id(user_id)
         if self._known_destroyed(user_id):
@@ -648,21 +648,6 @@ class PostgresKeyStore(_KeyStoreBase):
             row = self._run(insert_then_select)
         assert row is not None
         return self._key_from_row(user_id, row)
-
-    def get(self, user_id: str) -> bytes | None:
-        self._check_user_id(user_id)
-        if self._known_destroyed(user_id):
-            return None
-        cached = self._cached(user_id)
-        if cached is not None:
-            return cached
-        row = self._select(user_id)
-        if row is None:
-            return None
-        try:
-            return self._key_from_row(user_id, row)
-        except SubjectErasedError:
-            return None
 
     def destroy(self, user_id: str) -> bool:
         self._check_user_id(user_id)
