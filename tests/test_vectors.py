@@ -135,7 +135,10 @@ def test_index_files_are_used_only_when_the_manifest_matches(tmp_path: Any) -> N
         assert texts(ml, "u1", "favourite colour blue", 5) == ["my favourite colour is red"]
 
 
-def test_rebuilds_reuse_the_embedding_cache(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+
+@pytest.fixture
+def embed_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Batch sizes of every HashingEmbedder.embed_passages call made during the test (one entry per model call)."""
     calls: list[int] = []
     original = HashingEmbedder.embed_passages
 
@@ -144,6 +147,11 @@ def test_rebuilds_reuse_the_embedding_cache(tmp_path: Any, monkeypatch: pytest.M
         return original(self, batch)
 
     monkeypatch.setattr(HashingEmbedder, "embed_passages", counting)
+    return calls
+
+
+def test_rebuilds_reuse_the_embedding_cache(tmp_path: Any, embed_calls: list[int]) -> None:
+    calls = embed_calls
     home = tmp_path / "l"
     with MemoryLedger(home=home) as ml:
         ml.record([{"user_id": "u1", "key": f"note.n{i}", "value": i, "text": f"note number {i}"} for i in range(5)])
@@ -174,15 +182,8 @@ def test_a_ledger_without_the_vectors_projection_refuses_search(tmp_path: Any) -
         assert texts(ml, "u1", "blue", 3) == ["preference.color: blue"]
 
 
-def test_writes_do_not_embed_but_search_is_never_stale(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[int] = []
-    original = HashingEmbedder.embed_passages
-
-    def counting(self: HashingEmbedder, batch: list[str]) -> np.ndarray:
-        calls.append(len(batch))
-        return original(self, batch)
-
-    monkeypatch.setattr(HashingEmbedder, "embed_passages", counting)
+def test_writes_do_not_embed_but_search_is_never_stale(tmp_path: Any, embed_calls: list[int]) -> None:
+    calls = embed_calls
     with MemoryLedger(home=tmp_path / "l") as ml:
         ml.assert_fact("u1", "preference.drink", "tea", text="I drink green tea every morning")
         ml.assert_fact("u1", "preference.drink", "coffee", text="I switched to black coffee")
