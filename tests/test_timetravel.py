@@ -4,6 +4,7 @@ log to the same cutoff (replay/cutoff.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from datetime import datetime, timedelta, timezone
@@ -375,10 +376,26 @@ def _replayed(rows) -> list[tuple]:
     return [(r.key, r.version, r.value_json, r.valid_from, r.valid_to, r.status) for r in rows]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(commands=st.lists(command, min_size=1, max_size=14), data=st.data())
-def test_indexed_answers_equal_replay_to_cutoff(commands, data):
-    with tempfile.TemporaryDirectory() as home, MemoryLedger(home=home) as ml:
+@contextlib.contextmanager
+def _scratch_ledger(backend: str):
+    """A fresh, empty ledger per hypothesis example: a temporary home on SQLite, a new schema (dropped after) on
+    PostgreSQL. Function-scoped fixtures would be shared by every example of one test, hence not used here."""
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory() as home, MemoryLedger(home=home) as ml:
+            yield ml
+        return
+    from tests import pg
+
+    schema = pg.new_schema()
+    try:
+        with MemoryLedger(dsn=pg.TEST_DSN, schema=schema) as ml:
+            yield ml
+    finally:
+        pg.drop_schema(schema)
+
+
+def _check_indexed_equals_replay(backend: str, commands, data) -> None:
+    with _scratch_ledger(backend) as ml:
         batches: list[list[dict]] = []
         for c in commands:
             if c["new_batch"] or not batches:
@@ -404,3 +421,20 @@ def test_indexed_answers_equal_replay_to_cutoff(commands, data):
             assert _indexed(ml.believed("u", from_micros(t), from_micros(v), axis="observed")) == _replayed(
                 replay_believed(ml.app, "u", t, v, "observed"))
             assert _indexed(ml.true_at("u", from_micros(v))) == _replayed(replay_believed(ml.app, "u", None, v))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(commands=st.lists(command, min_size=1, max_size=14), data=st.data())
+def test_indexed_answers_equal_replay_to_cutoff(commands, data):
+    _check_indexed_equals_replay("sqlite", commands, data)
+
+
+# The same property on PostgreSQL, with fewer examples: each one creates and drops a schema. ``backend`` is
+# the conftest fixture with its PostgreSQL parameter only (it skips, or fails under MEMLEDGER_REQUIRE_POSTGRES=1,
+# when no server answers); it is a constant string, so sharing it across examples is safe.
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(commands=st.lists(command, min_size=1, max_size=14), data=st.data())
+def test_indexed_answers_equal_replay_to_cutoff_postgres(backend, commands, data):
+    _check_indexed_equals_replay(backend, commands, data)
