@@ -258,8 +258,11 @@ class Receipt(BaseModel):
     replayed: bool = False
 
 
-class FactView(BaseModel):
-    """One current fact in a profile (``memledger profile --json``: the value under ``facts[KEY]``)."""
+class FactFields(BaseModel):
+    """The fields every view of one fact version shares (a profile's :class:`FactView`, time travel's
+    ``BeliefView``), in their ``--json`` order: ``value`` (JSON), ``text``, ``version`` (1-based), ``recorded_at``
+    (system time, UTC), ``valid_from``/``valid_to`` (valid time, UTC; ``valid_to`` None = open), ``source`` and
+    ``confidence`` (0..1). Subclasses add ``status`` and their own fields after these."""
 
     value: Any
     text: str | None
@@ -269,6 +272,11 @@ class FactView(BaseModel):
     valid_to: datetime | None
     source: str
     confidence: float
+
+
+class FactView(FactFields):
+    """One current fact in a profile (``memledger profile --json``: the value under ``facts[KEY]``)."""
+
     status: Literal["current", "contested"]
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import BadInput
-from .schemas import HistoryRow, check_key, check_user_id
+from .schemas import FactFields, HistoryRow, check_key, check_user_id
 from .timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,7 +39,7 @@ Axis = Literal["system", "observed"]
 AXES = ("system", "observed")
 
 
-class BeliefView(BaseModel):
+class BeliefView(FactFields):
     """One belief at a point of the two time axes: the fields of a profile's ``FactView``, plus where it came from.
 
     ``valid_from``/``valid_to`` are the version's valid range *as known at the cutoff* (``valid_to`` None = open).
@@ -48,14 +48,6 @@ class BeliefView(BaseModel):
     started holding it with this range and status.
     """
 
-    value: Any
-    text: str | None
-    version: int
-    recorded_at: datetime
-    valid_from: datetime
-    valid_to: datetime | None
-    source: str
-    confidence: float
     status: Literal["believed", "contested"]
     # additive
     believed_since: datetime
