@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-from .cli import JsonOpt, ObservedOpt, app, emit_json, open_ledger, out
+from .cli import AfterOpt, JsonOpt, ObservedOpt, TimeoutOpt, app, emit_json, open_ledger, out
 
 session_app = typer.Typer(no_args_is_help=True, help="Sessions: the raw conversation, state cards and summaries.")
 app.add_typer(session_app, name="session")
@@ -160,10 +160,13 @@ def context_cmd(ctx: typer.Context, user: str,
                 allow_sensitive: Optional[str] = typer.Option(
                     None, "--allow-sensitive", help="Comma-separated sensitivity labels to let in (health,finance); "
                     "labelled facts are left out otherwise, and each one let in is recorded (docs/erasure.md)."),
-                purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with each disclosure).")) -> None:
+                purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with each disclosure)."),
+                after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
     """The prompt-ready context of USER: profile, summaries, state card, memories, recent messages."""
     with open_ledger(ctx) as ml:
         extra = {"allow_sensitive": allow_sensitive, "purpose": purpose} if allow_sensitive or purpose else {}
+        if after is not None:
+            extra.update(after=after, timeout=timeout)
         c = ml.context(user, session_id=session, query=query, now=now, budget=budget, **extra)
     if as_json:
         emit_json(c.model_dump(mode="json"))

@@ -14,7 +14,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from .cli import app, emit_json, open_ledger, out
+from .cli import AfterOpt, TimeoutOpt, app, emit_json, open_ledger, out
 from .timetravel import render_json, zone
 
 AxisOpt = typer.Option("system", "--axis",
@@ -52,24 +52,25 @@ def believed_cmd(
     ctx: typer.Context, user: str,
     as_of: Optional[str] = typer.Option(None, "--as-of", help="System-time instant, inclusive (ISO 8601 with offset)."),
     valid_at: Optional[str] = ValidAtOpt, axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
+    after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
 ) -> None:
     """What we believed about USER at --as-of (events recorded at or before it), sliced at --valid-at (default the
     same instant)."""
     zone(tz)  # refuse a bad zone before doing any work
     with open_ledger(ctx) as ml:
-        result = ml.believed(user, as_of, valid_at, axis=axis)
+        result = ml.believed(user, as_of, valid_at, axis=axis, after=after, timeout=timeout)
     _emit_beliefs(result, as_json, tz, f"believed about {result.user_id} as of {_when(result.as_of, zone(tz))}")
 
 
 @app.command("true-at")
 def true_at_cmd(
     ctx: typer.Context, user: str, valid_at: Optional[str] = ValidAtOpt, axis: str = AxisOpt,
-    tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
+    tz: Optional[str] = TzOpt, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
 ) -> None:
     """What was true of USER at --valid-at, as known now."""
     zone(tz)
     with open_ledger(ctx) as ml:
-        result = ml.true_at(user, valid_at, axis=axis)
+        result = ml.true_at(user, valid_at, axis=axis, after=after, timeout=timeout)
     _emit_beliefs(result, as_json, tz, f"true of {result.user_id} at {_when(result.valid_at, zone(tz))}")
 
 
@@ -80,11 +81,12 @@ def diff_cmd(
     to: Optional[str] = typer.Option(None, "--to", help="Later as-of instant (ISO 8601 with offset)."),
     valid_at: Optional[str] = typer.Option(None, "--valid-at", help="Valid-time slice of both sides (default --to)."),
     axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
+    after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
 ) -> None:
     """Beliefs added, changed and dropped between --from and --to, each with the event that did it."""
     z = zone(tz)
     with open_ledger(ctx) as ml:
-        result = ml.diff(user, from_, to, valid_at=valid_at, axis=axis)
+        result = ml.diff(user, from_, to, valid_at=valid_at, axis=axis, after=after, timeout=timeout)
     if as_json:
         emit_json(render_json(result, tz))
         return
@@ -108,12 +110,14 @@ def audit_cmd(
     source_ref: Optional[str] = typer.Option(None, "--source-ref", help="Only facts with an event from this source_ref."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="Audit the beliefs as of this instant (default now)."),
     valid_at: Optional[str] = ValidAtOpt, axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
+    after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
 ) -> None:
     """For each current (or --as-of) belief of USER (or KEY), the chain of events behind it: who, when, from what,
     and what it replaced and why."""
     z = zone(tz)
     with open_ledger(ctx) as ml:
-        result = ml.audit(user, key, trace_id=trace, source_ref=source_ref, as_of=as_of, valid_at=valid_at, axis=axis)
+        result = ml.audit(user, key, trace_id=trace, source_ref=source_ref, as_of=as_of, valid_at=valid_at, axis=axis,
+                          after=after, timeout=timeout)
     if as_json:
         emit_json(render_json(result, tz))
         return

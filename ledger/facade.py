@@ -483,11 +483,20 @@ class MemoryLedger(SessionsMixin, SearchMixin):
         return rows + kept(self, user_id, session_id)
 
     def context(self, user_id: str, *, allow_sensitive: Any = None, purpose: str | None = None,
-                trace_id: str | None = None, **kwargs: Any) -> Any:
+                trace_id: str | None = None, after: int | Receipt | Iterable[Receipt] | None = None,
+                timeout: float = 10.0, **kwargs: Any) -> Any:
         """The prompt-ready context (ledger/context.py) without facts labelled sensitive (health, finance, ...)
         unless ``allow_sensitive`` names their label; each labelled fact included is recorded
-        (``SensitiveFactIncluded``, see :func:`ledger.privacy.context_with_sensitivity`)."""
+        (``SensitiveFactIncluded``, see :func:`ledger.privacy.context_with_sensitivity`).
+
+        ``after``/``timeout``: read-your-writes as for ``profile`` — with a receipt (or its position) the context is
+        assembled only once every projection, the vectors included, has reached it (worker mode: waits up to
+        ``timeout`` seconds for ``memledger project --follow``; raises NotCaughtUp after that).
+        """
         from .privacy import context_with_sensitivity
+
+        if after is not None:
+            self.wait_for(after, timeout)
 
         return context_with_sensitivity(self, user_id, allow_sensitive=allow_sensitive, purpose=purpose,
                                         trace_id=trace_id, **kwargs)

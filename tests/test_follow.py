@@ -60,6 +60,13 @@ def test_second_process_reads_its_writes_through_a_receipt(store_args, worker_cl
         hist = worker_cli.json("history", "u1", "preference.drink", "--after", str(second["position"]))
         assert [(h["value"], h["status"], h["position"]) for h in hist] == [
             ("tea", "superseded", 1), ("coffee", "current", 2)]
+        # the time-travel verbs take the receipt too
+        now = worker_cli.json("true-at", "u1", "--valid-at", "2999-01-01T00:00:00Z", "--after", str(second["position"]))
+        assert {k: (f["value"], f["version"]) for k, f in now["facts"].items()} == {"preference.drink": ("coffee", 2)}
+        aud = worker_cli.json("audit", "u1", "--after", str(second["position"]))
+        assert [e["position"] for e in aud["facts"]["preference.drink"]["chain"]] == [1, 2]
+        ctx = worker_cli.json("context", "u1", "--after", str(second["position"]))
+        assert [line.split(" (")[0] for line in ctx["sections"][0]["lines"]] == ["- preference.drink: coffee"]
     finally:
         code, out = stop_worker(worker)
     assert (code, json.loads(out)) == (0, {"position": 2})
@@ -72,12 +79,20 @@ def test_read_with_receipt_times_out_clearly_without_a_worker(store_args, worker
     assert err.startswith("error: projections reached position 0, not 1, within 0.3s: is `memledger project "
                           "--follow` running on this store?")
     assert "Traceback" not in err
+    code, out, err = worker_cli("context", "u1", "--after", str(r["position"]), "--timeout", "0.3")
+    assert (code, out) == (1, "")
+    assert err.startswith("error: projections reached position 0, not 1, within 0.3s")
 
 
 @pytest.mark.parametrize("args, field", [
     (["profile", "u1", "--after", "-1"], "after: position -1 is negative"),
     (["profile", "u1", "--after", "7"], "after: position 7 is beyond the head of this store's log (1)"),
     (["history", "u1", "--after", "7"], "after: position 7 is beyond the head of this store's log (1)"),
+    (["context", "u1", "--after", "7"], "after: position 7 is beyond the head of this store's log (1)"),
+    (["believed", "u1", "--as-of", "2024-01-01T00:00:00Z", "--after", "7"],
+     "after: position 7 is beyond the head of this store's log (1)"),
+    (["diff", "u1", "--from", "2024-01-01T00:00:00Z", "--to", "2024-02-01T00:00:00Z", "--after", "-1"],
+     "after: position -1 is negative"),
     (["project", "--interval", "0"], "--interval: 0.0 is not a positive number of seconds"),
 ])
 def test_bad_read_positions_exit_2_and_write_nothing(store_args, worker_cli, args, field):
@@ -101,9 +116,12 @@ def test_worker_mode_writes_do_not_project_in_process(store_args):
         assert (r.position, ml.reached()) == (1, 0)
         with pytest.raises(NotCaughtUp, match=r"^projections reached position 0, not 1, within 0.05s"):
             ml.profile("u1", after=r, timeout=0.05)
+        with pytest.raises(NotCaughtUp, match=r"^projections reached position 0, not 1, within 0.05s"):
+            ml.context("u1", after=r, timeout=0.05)
         assert ml.profile("u1").facts == {}  # no receipt: answers from the projection as the worker left it
         ml.catch_up()  # what `memledger project` (without --follow) does
         assert ml.profile("u1", after=r, timeout=0).facts["preference.drink"].value == "tea"
+        assert ml.context("u1", after=r, timeout=0).sections[0].lines[0].startswith("- preference.drink: tea (")
 
 
 def test_follow_thread_serves_receipts_and_idempotent_retries(store_args):
