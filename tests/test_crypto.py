@@ -12,7 +12,7 @@ import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -397,7 +397,9 @@ def test_sqlite_keystore_lifecycle(keystore: SQLiteKeyStore) -> None:
         keystore.get_or_create("")
 
 
-def test_sqlite_keystore_concurrent_get_or_create_8_threads(tmp_path: Path, keystore: SQLiteKeyStore) -> None:
+def _race_get_or_create(shared: Any, open_store: Callable[[], Any]) -> None:
+    """8 threads call ``get_or_create`` for one new user at once, first all on ``shared``, then each on its own
+    store from ``open_store()``: every thread must get the same key, and ``shared`` must then return it."""
     for store_per_thread in (False, True):
         user = f"race-{store_per_thread}"
         barrier = threading.Barrier(8)
@@ -405,7 +407,7 @@ def test_sqlite_keystore_concurrent_get_or_create_8_threads(tmp_path: Path, keys
         errors: list[BaseException] = []
 
         def worker(store_per_thread: bool = store_per_thread, user: str = user) -> None:
-            store = SQLiteKeyStore(tmp_path / "keys.db") if store_per_thread else keystore
+            store = open_store() if store_per_thread else shared
             try:
                 barrier.wait()
                 results.append(store.get_or_create(user))
@@ -422,7 +424,11 @@ def test_sqlite_keystore_concurrent_get_or_create_8_threads(tmp_path: Path, keys
             t.join()
         assert not errors, errors
         assert len(results) == 8 and len(set(results)) == 1
-        assert keystore.get(user) == results[0]
+        assert shared.get(user) == results[0]
+
+
+def test_sqlite_keystore_concurrent_get_or_create_8_threads(tmp_path: Path, keystore: SQLiteKeyStore) -> None:
+    _race_get_or_create(keystore, lambda: SQLiteKeyStore(tmp_path / "keys.db"))
 
 
 _PROC_SCRIPT = """
@@ -578,31 +584,7 @@ def test_pg_keystore_lifecycle(pg_schema: str) -> None:
 def test_pg_keystore_concurrent_get_or_create_8_threads(pg_schema: str) -> None:
     PostgresKeyStore(PG_CONNINFO, schema=pg_schema).close()
     shared = PostgresKeyStore(PG_CONNINFO, schema=pg_schema)
-    for store_per_thread in (False, True):
-        user = f"race-{store_per_thread}"
-        barrier = threading.Barrier(8)
-        results: list[bytes] = []
-        errors: list[BaseException] = []
-
-        def worker(store_per_thread: bool = store_per_thread, user: str = user) -> None:
-            store = PostgresKeyStore(PG_CONNINFO, schema=pg_schema) if store_per_thread else shared
-            try:
-                barrier.wait()
-                results.append(store.get_or_create(user))
-            except BaseException as e:  # pragma: no cover - reported below
-                errors.append(e)
-            finally:
-                if store_per_thread:
-                    store.close()
-
-        threads = [threading.Thread(target=worker) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert not errors, errors
-        assert len(results) == 8 and len(set(results)) == 1
-        assert shared.get(user) == results[0]
+    _race_get_or_create(shared, lambda: PostgresKeyStore(PG_CONNINFO, schema=pg_schema))
     shared.close()
 
 
