@@ -21,7 +21,7 @@ from typing import Any
 
 from ledger.timeutil import OPEN, parse_instant, to_micros
 
-from .base import LogEvent, Projection
+from .base import LogEvent, Projection, insert_rows
 from .db import Cursor
 
 VERSION_COLS = [
@@ -38,6 +38,174 @@ _INITIAL_STATUS = {
 
 def _us(iso: str | None, open_value: int | None = None) -> int | None:
     return open_value if iso is None else to_micros(parse_instant(iso, "valid_time"))
+
+
+TIMELINE_COLS = [
+    "user_id", "key", "version", "valid_from", "valid_to", "recorded_from", "recorded_to", "position_from",
+    "position_to", "status",
+]
+_V = {c: i for i, c in enumerate(VERSION_COLS)}
+_T = {c: i for i, c in enumerate(TIMELINE_COLS)}
+
+
+def project(le: LogEvent, w: Any) -> None:
+    """The history rules for one event, written as primitive writes to ``w`` (the one definition of the rows).
+
+    ``w`` is :class:`_SqlWrites` (event by event: one statement per write) or :class:`HistoryBulk` (rows held in
+    memory, written at once). Its writes, with (user_id, key, version) naming a ``history_versions`` row:
+
+    * ``insert_version(row)`` — a ``history_versions`` row, a list in :data:`VERSION_COLS` order;
+    * ``set_replaced_by(user_id, key, version, by)``;
+    * ``narrow(user_id, key, version, valid_from, valid_to, status)`` — the version's valid range as known now
+      (``valid_to`` None when open);
+    * ``close(user_id, key, version, recorded_to, position_to)`` — close the version's open timeline rows;
+    * ``open_row(row)`` — a ``history_timeline`` row, a list in :data:`TIMELINE_COLS` order.
+    """
+    e = le.event
+    effect = getattr(e, "effect", None)
+    if effect is None:
+        return
+    user_id, key, version = e.user_id, e.key, e.originator_version
+    w.insert_version([
+        user_id, key, version, e.event_id, e.kind, effect, e.value_json, e.text, e.reason,
+        le.recorded_at, to_micros(e.observed_at), to_micros(e.valid_from), to_micros(e.valid_to),
+        _INITIAL_STATUS[effect], e.replaces, None, e.source, e.source_ref, e.session_id, e.actor,
+        e.trace_id, json.dumps(list(e.derived_from)), e.confidence,
+        None if e.role is None else json.dumps(e.role, sort_keys=True), e.sensitivity, le.position,
+    ])
+    if e.replaces is not None and effect in ("supersede", "correct", "retract"):
+        w.set_replaced_by(user_id, key, e.replaces, version)
+    # Bitemporal rows: a new version's range opens now in system time ...
+    if effect in ("new", "supersede", "correct", "backfill"):
+        vf, vt = to_micros(e.valid_from), to_micros(e.valid_to, OPEN)
+        if vf < vt:
+            w.open_row(_timeline_row(user_id, key, version, vf, vt, "current", le))
+    # ... and every changed range closes its old row and opens the narrowed one, at this system time.
+    for ch in e.changes:
+        vf, vt = _us(ch["valid_from"]), _us(ch["valid_to"], OPEN)
+        changed = ch["version"]
+        w.narrow(user_id, key, changed, vf, None if vt == OPEN else vt, ch["status"])
+        w.close(user_id, key, changed, le.recorded_at, le.position)
+        if vf < vt:
+            w.open_row(_timeline_row(user_id, key, changed, vf, vt, ch["status"], le))
+
+
+def _timeline_row(user_id: str, key: str, version: int, vf: int, vt: int, status: str, le: LogEvent) -> list[Any]:
+    return [user_id, key, version, vf, vt, le.recorded_at, OPEN, le.position, OPEN,
+            "contested" if status == "contested" else "believed"]
+
+
+class _SqlWrites:
+    """The writes of :func:`project` as SQL statements, one per write (the per-event catch-up path)."""
+
+    def __init__(self, cur: Cursor, tv: str, tt: str) -> None:
+        self.cur, self.tv, self.tt = cur, tv, tt
+
+    def insert_version(self, row: list[Any]) -> None:
+        self.cur.execute(
+            f"INSERT INTO {self.tv} ({', '.join(VERSION_COLS)}) VALUES ({', '.join('?' * len(VERSION_COLS))})", row)
+
+    def set_replaced_by(self, user_id: str, key: str, version: int, by: int) -> None:
+        self.cur.execute(f"UPDATE {self.tv} SET replaced_by = ? WHERE user_id = ? AND key = ? AND version = ?",
+                         (by, user_id, key, version))
+
+    def narrow(self, user_id: str, key: str, version: int, vf: int, vt: int | None, status: str) -> None:
+        self.cur.execute(f"UPDATE {self.tv} SET valid_from = ?, valid_to = ?, status = ? WHERE user_id = ? "
+                         "AND key = ? AND version = ?", (vf, vt, status, user_id, key, version))
+
+    def close(self, user_id: str, key: str, version: int, recorded_to: int, position_to: int) -> None:
+        self.cur.execute(f"UPDATE {self.tt} SET recorded_to = ?, position_to = ? WHERE user_id = ? AND key = ? "
+                         "AND version = ? AND position_to = ?", (recorded_to, position_to, user_id, key, version, OPEN))
+
+    def open_row(self, row: list[Any]) -> None:
+        self.cur.execute(
+            f"INSERT INTO {self.tt} ({', '.join(TIMELINE_COLS)}) VALUES ({', '.join('?' * len(TIMELINE_COLS))})", row)
+
+
+class HistoryBulk:
+    """The writes of :func:`project` held in memory, then written with COPY / executemany by :meth:`flush`.
+
+    Rows inserted since the last flush are edited in place. A write to a row written by an earlier flush (a later
+    event of a stream that spans flushes) is kept as a statement and run by the next flush, in event order,
+    *before* the new rows are inserted, so it reaches exactly the rows the per-event path would reach: the
+    per-event path's UPDATE of open timeline rows would also have closed the rows opened since, and those are
+    closed here in memory. Erasure: ``purge_user`` drops the user's held rows and statements and deletes the
+    user's flushed rows first thing at the flush. So after every flush the tables equal the per-event path's
+    after the same events.
+
+    Memory: the rows of the events since the last flush (one ``history_versions`` row per fact event, about one
+    timeline row per event, about 1 KB per event together); the caller flushes every N events.
+    """
+
+    def __init__(self, tv: str, tt: str) -> None:
+        self.tv, self.tt = tv, tt
+        self._reset()
+
+    def _reset(self) -> None:
+        self.versions: dict[tuple[str, str, int], list[Any]] = {}  # inserted since the last flush
+        self.timeline: list[list[Any]] = []  # inserted since the last flush
+        self.open: dict[tuple[str, str, int], list[list[Any]]] = {}  # ... of those, still open, by version
+        self.closed_in_db: set[tuple[str, str, int]] = set()  # versions whose flushed open rows a close reached
+        self.purges: list[tuple[str]] = []
+        self.replaced_by: list[tuple[Any, ...]] = []  # statements on flushed rows, in event order
+        self.narrows: list[tuple[Any, ...]] = []
+        self.closes: list[tuple[Any, ...]] = []
+
+    def apply(self, le: LogEvent) -> None:
+        project(le, self)
+
+    def insert_version(self, row: list[Any]) -> None:
+        self.versions[(row[0], row[1], row[2])] = row
+
+    def set_replaced_by(self, user_id: str, key: str, version: int, by: int) -> None:
+        row = self.versions.get((user_id, key, version))
+        if row is not None:
+            row[_V["replaced_by"]] = by
+        else:
+            self.replaced_by.append((by, user_id, key, version))
+
+    def narrow(self, user_id: str, key: str, version: int, vf: int, vt: int | None, status: str) -> None:
+        row = self.versions.get((user_id, key, version))
+        if row is not None:
+            row[_V["valid_from"]], row[_V["valid_to"]], row[_V["status"]] = vf, vt, status
+        else:
+            self.narrows.append((vf, vt, status, user_id, key, version))
+
+    def close(self, user_id: str, key: str, version: int, recorded_to: int, position_to: int) -> None:
+        k = (user_id, key, version)
+        for row in self.open.pop(k, ()):
+            row[_T["recorded_to"]], row[_T["position_to"]] = recorded_to, position_to
+        if k not in self.versions and k not in self.closed_in_db:  # the version has rows from an earlier flush
+            self.closes.append((recorded_to, position_to, user_id, key, version, OPEN))
+            self.closed_in_db.add(k)
+
+    def open_row(self, row: list[Any]) -> None:
+        self.timeline.append(row)
+        self.open.setdefault((row[0], row[1], row[2]), []).append(row)
+
+    def purge_user(self, user_id: str) -> None:
+        self.versions = {k: r for k, r in self.versions.items() if k[0] != user_id}
+        self.timeline = [r for r in self.timeline if r[0] != user_id]
+        self.open = {k: r for k, r in self.open.items() if k[0] != user_id}
+        self.closed_in_db = {k for k in self.closed_in_db if k[0] != user_id}
+        self.replaced_by = [s for s in self.replaced_by if s[1] != user_id]
+        self.narrows = [s for s in self.narrows if s[3] != user_id]
+        self.closes = [s for s in self.closes if s[2] != user_id]
+        self.purges.append((user_id,))
+
+    def flush(self, cur: Cursor) -> None:
+        """Write what is held, inside the caller's transaction, and forget it."""
+        for table in (self.tv, self.tt):
+            cur.executemany(f"DELETE FROM {table} WHERE user_id = ?", self.purges)
+        cur.executemany(f"UPDATE {self.tv} SET replaced_by = ? WHERE user_id = ? AND key = ? AND version = ?",
+                        self.replaced_by)
+        cur.executemany(f"UPDATE {self.tv} SET valid_from = ?, valid_to = ?, status = ? WHERE user_id = ? "
+                        "AND key = ? AND version = ?", self.narrows)
+        cur.executemany(f"UPDATE {self.tt} SET recorded_to = ?, position_to = ? WHERE user_id = ? AND key = ? "
+                        "AND version = ? AND position_to = ?", self.closes)
+        insert_rows(cur, self.tv, VERSION_COLS, list(self.versions.values()))
+        insert_rows(cur, self.tt, TIMELINE_COLS, self.timeline)
+        self._reset()
 
 
 class HistoryProjection(Projection):
@@ -96,55 +264,11 @@ class HistoryProjection(Projection):
     ]
 
     def apply(self, cur: Cursor, le: LogEvent) -> None:
-        e = le.event
-        effect = getattr(e, "effect", None)
-        if effect is None:
-            return
-        tv, tt = self.table("versions"), self.table("timeline")
-        version = e.originator_version
-        cur.execute(
-            f"INSERT INTO {tv} ({', '.join(VERSION_COLS)}) VALUES ({', '.join('?' * len(VERSION_COLS))})",
-            (
-                e.user_id, e.key, version, e.event_id, e.kind, effect, e.value_json, e.text, e.reason,
-                le.recorded_at, to_micros(e.observed_at), to_micros(e.valid_from), to_micros(e.valid_to),
-                _INITIAL_STATUS[effect], e.replaces, None, e.source, e.source_ref, e.session_id, e.actor,
-                e.trace_id, json.dumps(list(e.derived_from)), e.confidence,
-                None if e.role is None else json.dumps(e.role, sort_keys=True), e.sensitivity, le.position,
-            ),
-        )
-        if e.replaces is not None and effect in ("supersede", "correct", "retract"):
-            cur.execute(
-                f"UPDATE {tv} SET replaced_by = ? WHERE user_id = ? AND key = ? AND version = ?",
-                (version, e.user_id, e.key, e.replaces),
-            )
-        # Bitemporal rows: a new version's range opens now in system time ...
-        if effect in ("new", "supersede", "correct", "backfill"):
-            vf, vt = to_micros(e.valid_from), to_micros(e.valid_to, OPEN)
-            if vf < vt:
-                self._open_row(cur, e, version, vf, vt, "current", le)
-        # ... and every changed range closes its old row and opens the narrowed one, at this system time.
-        for ch in e.changes:
-            vf, vt = _us(ch["valid_from"]), _us(ch["valid_to"], OPEN)
-            cur.execute(
-                f"UPDATE {tv} SET valid_from = ?, valid_to = ?, status = ? WHERE user_id = ? AND key = ? "
-                "AND version = ?",
-                (vf, None if vt == OPEN else vt, ch["status"], e.user_id, e.key, ch["version"]),
-            )
-            cur.execute(
-                f"UPDATE {tt} SET recorded_to = ?, position_to = ? WHERE user_id = ? AND key = ? AND version = ? "
-                "AND position_to = ?",
-                (le.recorded_at, le.position, e.user_id, e.key, ch["version"], OPEN),
-            )
-            if vf < vt:
-                self._open_row(cur, e, ch["version"], vf, vt, ch["status"], le)
+        project(le, _SqlWrites(cur, self.table("versions"), self.table("timeline")))
 
-    def _open_row(self, cur: Cursor, e: Any, version: int, vf: int, vt: int, status: str, le: LogEvent) -> None:
-        cur.execute(
-            f"INSERT INTO {self.table('timeline')} (user_id, key, version, valid_from, valid_to, recorded_from, "
-            "recorded_to, position_from, position_to, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (e.user_id, e.key, version, vf, vt, le.recorded_at, OPEN, le.position, OPEN,
-             "contested" if status == "contested" else "believed"),
-        )
+    def bulk(self) -> HistoryBulk:
+        """An in-memory applier for replaying many events at once (see :class:`HistoryBulk`)."""
+        return HistoryBulk(self.table("versions"), self.table("timeline"))
 
     def purge_user(self, cur: Cursor, user_id: str) -> None:
         for short in self.tables:

@@ -20,6 +20,114 @@ def _us(iso: str | None) -> int | None:
     return None if iso is None else to_micros(parse_instant(iso, "valid_time"))
 
 
+COLS = [
+    "user_id", "key", "version", "value_json", "text", "recorded_at", "valid_from", "valid_to", "source",
+    "confidence", "status", "source_ref", "session_id", "sensitivity", "position",
+]
+_VERSION, _VALID_TO, _STATUS = COLS.index("version"), COLS.index("valid_to"), COLS.index("status")
+
+
+def project(le: LogEvent, w: Any) -> None:
+    """The profile rules for one event, written as primitive writes to ``w`` (the one definition of the row).
+
+    ``w`` is :class:`_SqlWrites` (event by event) or :class:`ProfileBulk` (held in memory, written at once):
+    ``upsert(row)`` (a list in :data:`COLS` order, replacing the (user_id, key) row), ``delete(user_id, key)``,
+    and ``set_head(user_id, key, version, status, valid_to)`` (only if the row's version is ``version``).
+    """
+    e = le.event
+    effect = getattr(e, "effect", None)
+    if effect is None:
+        return
+    if effect in ("new", "supersede", "correct"):
+        w.upsert([
+            e.user_id, e.key, e.originator_version, e.value_json, e.text, le.recorded_at,
+            to_micros(e.valid_from), to_micros(e.valid_to, OPEN), e.source, e.confidence, "current",
+            e.source_ref, e.session_id, e.sensitivity, le.position,
+        ])
+    elif effect == "retract":
+        w.delete(e.user_id, e.key)
+        return
+    for ch in e.changes:
+        # Only a change to the head matters here: contest / uncontest, or a narrowed range.
+        w.set_head(e.user_id, e.key, ch["version"], "contested" if ch["status"] == "contested" else "current",
+                   _us(ch["valid_to"]) if ch["valid_to"] is not None else OPEN)
+
+
+class _SqlWrites:
+    """The writes of :func:`project` as SQL statements, one per write (the per-event catch-up path)."""
+
+    def __init__(self, cur: Cursor, t: str) -> None:
+        self.cur, self.t = cur, t
+
+    def upsert(self, row: list[Any]) -> None:
+        self.cur.execute(_upsert_sql(self.t), row)
+
+    def delete(self, user_id: str, key: str) -> None:
+        self.cur.execute(f"DELETE FROM {self.t} WHERE user_id = ? AND key = ?", (user_id, key))
+
+    def set_head(self, user_id: str, key: str, version: int, status: str, valid_to: int) -> None:
+        self.cur.execute(f"UPDATE {self.t} SET status = ?, valid_to = ? WHERE user_id = ? AND key = ? AND version = ?",
+                         (status, valid_to, user_id, key, version))
+
+
+def _upsert_sql(t: str) -> str:
+    return (f"INSERT INTO {t} ({', '.join(COLS)}) VALUES ({', '.join('?' * len(COLS))}) "
+            "ON CONFLICT (user_id, key) DO UPDATE SET "
+            + ", ".join(f"{c} = excluded.{c}" for c in COLS if c not in ("user_id", "key")))
+
+
+class ProfileBulk:
+    """The writes of :func:`project` held in memory (the latest row per (user_id, key), or "deleted"), written by
+    :meth:`flush`: the user purges first, then ``set_head`` statements that reached rows written by an earlier
+    flush (in event order: they precede every held write of their key), then the deletes and the upserts
+    (executemany of the per-event path's upsert, since a held key may have a row from an earlier flush).
+
+    Memory: at most one row per (user_id, key) touched since the last flush; the caller flushes every N events.
+    """
+
+    def __init__(self, t: str) -> None:
+        self.t = t
+        self._reset()
+
+    def _reset(self) -> None:
+        self.rows: dict[tuple[str, str], list[Any] | None] = {}  # None: deleted
+        self.purges: list[tuple[str]] = []
+        self.heads: list[tuple[Any, ...]] = []  # set_head statements on flushed rows, in event order
+
+    def apply(self, le: LogEvent) -> None:
+        project(le, self)
+
+    def upsert(self, row: list[Any]) -> None:
+        self.rows[(row[0], row[1])] = row
+
+    def delete(self, user_id: str, key: str) -> None:
+        self.rows[(user_id, key)] = None
+
+    def set_head(self, user_id: str, key: str, version: int, status: str, valid_to: int) -> None:
+        k = (user_id, key)
+        if k in self.rows:
+            row = self.rows[k]
+            if row is not None and row[_VERSION] == version:
+                row[_STATUS], row[_VALID_TO] = status, valid_to
+        else:
+            self.heads.append((status, valid_to, user_id, key, version))
+
+    def purge_user(self, user_id: str) -> None:
+        self.rows = {k: r for k, r in self.rows.items() if k[0] != user_id}
+        self.heads = [s for s in self.heads if s[2] != user_id]
+        self.purges.append((user_id,))
+
+    def flush(self, cur: Cursor) -> None:
+        """Write what is held, inside the caller's transaction, and forget it."""
+        cur.executemany(f"DELETE FROM {self.t} WHERE user_id = ?", self.purges)
+        cur.executemany(f"UPDATE {self.t} SET status = ?, valid_to = ? WHERE user_id = ? AND key = ? AND version = ?",
+                        self.heads)
+        cur.executemany(f"DELETE FROM {self.t} WHERE user_id = ? AND key = ?",
+                        [k for k, r in self.rows.items() if r is None])
+        cur.executemany(_upsert_sql(self.t), [r for r in self.rows.values() if r is not None])
+        self._reset()
+
+
 class ProfileProjection(Projection):
     name = "profile"
     tables = {
@@ -46,40 +154,11 @@ class ProfileProjection(Projection):
     indexes = ["CREATE INDEX IF NOT EXISTS {t_facts}_recent ON {t_facts} (user_id, recorded_at)"]
 
     def apply(self, cur: Cursor, le: LogEvent) -> None:
-        e = le.event
-        effect = getattr(e, "effect", None)
-        if effect is None:
-            return
-        t = self.table("facts")
-        if effect in ("new", "supersede", "correct"):
-            cur.execute(
-                f"INSERT INTO {t} (user_id, key, version, value_json, text, recorded_at, valid_from, valid_to, "
-                "source, confidence, status, source_ref, session_id, sensitivity, position) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, ?, ?) "
-                "ON CONFLICT (user_id, key) DO UPDATE SET version = excluded.version, "
-                "value_json = excluded.value_json, text = excluded.text, recorded_at = excluded.recorded_at, "
-                "valid_from = excluded.valid_from, valid_to = excluded.valid_to, source = excluded.source, "
-                "confidence = excluded.confidence, status = excluded.status, source_ref = excluded.source_ref, "
-                "session_id = excluded.session_id, sensitivity = excluded.sensitivity, position = excluded.position",
-                (
-                    e.user_id, e.key, e.originator_version, e.value_json, e.text, le.recorded_at,
-                    to_micros(e.valid_from), to_micros(e.valid_to, OPEN), e.source, e.confidence,
-                    e.source_ref, e.session_id, e.sensitivity, le.position,
-                ),
-            )
-        elif effect == "retract":
-            cur.execute(f"DELETE FROM {t} WHERE user_id = ? AND key = ?", (e.user_id, e.key))
-            return
-        for ch in e.changes:
-            # Only a change to the head matters here: contest / uncontest, or a narrowed range.
-            cur.execute(
-                f"UPDATE {t} SET status = ?, valid_to = ? WHERE user_id = ? AND key = ? AND version = ?",
-                (
-                    "contested" if ch["status"] == "contested" else "current",
-                    _us(ch["valid_to"]) if ch["valid_to"] is not None else OPEN,
-                    e.user_id, e.key, ch["version"],
-                ),
-            )
+        project(le, _SqlWrites(cur, self.table("facts")))
+
+    def bulk(self) -> ProfileBulk:
+        """An in-memory applier for replaying many events at once (see :class:`ProfileBulk`)."""
+        return ProfileBulk(self.table("facts"))
 
     def purge_user(self, cur: Cursor, user_id: str) -> None:
         cur.execute(f"DELETE FROM {self.table('facts')} WHERE user_id = ?", (user_id,))

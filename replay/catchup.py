@@ -14,6 +14,7 @@ mid-batch rolls the batch back and the next catch-up repeats it.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -52,15 +53,25 @@ def catch_up(
     until: int | None = None,
     batch: int = BATCH,
     on_batch: Callable[[int, int], None] | None = None,
+    bulk: bool = True,
 ) -> int:
     """Apply every notification after each projection's position, up to ``until`` (default: the log's head).
 
     Returns the lowest position the projections have reached. ``on_batch(events_applied, position)`` is called after
-    each committed batch (progress bars).
+    each committed batch (progress bars). ``bulk``: a copy at position 0 whose projection offers ``bulk()`` (a fresh
+    store's first catch-up) is first brought up by the bulk path (replay/bulk.py); checked once per copy and
+    database in this process, so later catch-ups pay nothing for it. ``verify`` passes False: its scratch replay is
+    the per-event path, an independent check of copies built in bulk.
     """
     if not projections:
         return 0
     head = max_position(app) if until is None else until
+    if bulk:
+        fresh = _fresh(db, projections)
+        if fresh and head > 0:
+            from .bulk import bulk_catch_up
+
+            bulk_catch_up(app, db, fresh, until=head, on_batch=on_batch)
     warmers = [p for p in projections if hasattr(p, "warm")]
     while True:
         if warmers:
@@ -71,6 +82,22 @@ def catch_up(
                 return low
         if on_batch is not None:
             on_batch(len(events), events[-1].position)
+
+
+_CHECKED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _fresh(db: Any, projections: Sequence[Projection]) -> list[Projection]:
+    """The non-deferred copies still at position 0 if one of them has a ``bulk()`` applier (else none); each copy is
+    looked at once per (db, copy) per process."""
+    seen = _CHECKED.setdefault(db, set())
+    todo = [p for p in projections if p.tracking_name not in seen and not p.deferred]
+    if not any(type(p).bulk is not Projection.bulk for p in todo):
+        return []
+    with db.read() as cur:
+        fresh = [p for p in todo if position_of(cur, p.tracking_name)[0] == 0]
+    seen.update(p.tracking_name for p in todo)
+    return fresh if any(type(p).bulk is not Projection.bulk for p in fresh) else []
 
 
 def warm(app: Any, db: ProjectionDB, projections: Sequence[Any], head: int, batch: int = BATCH) -> None:
@@ -131,12 +158,31 @@ def apply_one(cur: Any, projection: Projection, le: LogEvent) -> None:
     * ``SubjectErased`` purges the user from the projection (``Projection.purge_user``), so events of the user
       that carry no encrypted field (and so are not marked erased) are removed again at the tombstone's position.
     """
-    is_erased, subject_erased = _ERASURE or _erasure()
-    event = le.event
-    if isinstance(event, subject_erased):
-        projection.purge_user(cur, event.user_id)
-    elif not is_erased(event):
+    action = erasure_action(le.event)
+    if action is PURGE:
+        projection.purge_user(cur, le.event.user_id)
+    elif action is APPLY:
         projection.apply(cur, le)
+
+
+def apply_one_bulk(applier: Any, le: LogEvent) -> None:
+    """:func:`apply_one` for a :class:`projections.base.BulkApplier` (replay/bulk.py): the same erasure rules."""
+    action = erasure_action(le.event)
+    if action is PURGE:
+        applier.purge_user(le.event.user_id)
+    elif action is APPLY:
+        applier.apply(le)
+
+
+APPLY, PURGE, SKIP = "apply", "purge", "skip"
+
+
+def erasure_action(event: Any) -> str:
+    """What a projection does with ``event`` (see :func:`apply_one`): PURGE its user, SKIP it, or APPLY it."""
+    is_erased, subject_erased = _ERASURE or _erasure()
+    if isinstance(event, subject_erased):
+        return PURGE
+    return SKIP if is_erased(event) else APPLY
 
 
 _ERASURE: tuple[Any, Any] | None = None

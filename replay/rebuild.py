@@ -43,6 +43,7 @@ from ledger.errors import BadInput, MemledgerError
 from ledger.timeutil import from_micros, now_utc, to_micros
 from projections.base import TRACKING_DDL, Projection, position_of
 
+from .bulk import bulk_catch_up
 from .catchup import apply_batch, catch_up, max_position
 
 VERSIONS_DDL = """
@@ -336,17 +337,23 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
         return _in_place(app, db, projections, lock, batch, on_progress, started)
 
     head = max_position(app)
-    done = 0
+    passes = [0, 0]  # events replayed by the bulk pass and by the ordinary loop (both end at head)
 
-    def progress(n: int, position: int) -> None:
-        nonlocal done
-        done += n
-        lock.beat()
-        if on_progress is not None:
-            on_progress(position, max(head, position))
+    def progress_of(i: int) -> Callable[[int, int], None]:
+        def progress(n: int, position: int) -> None:
+            passes[i] += n
+            lock.beat()
+            if on_progress is not None:
+                on_progress(position, max(head, position))
+        return progress
 
     try:
-        catch_up(app, db, copies, until=head, batch=batch, on_batch=progress)
+        # One bulk pass (replay/bulk.py: profile and history in memory, written per chunk of ``batch`` events, the
+        # others event by event in the same transactions); then the ordinary loop for what it left: the deferred
+        # vectors projection (its own embedding batches), or a copy another process moved meanwhile.
+        bulk_catch_up(app, db, copies, until=head, chunk=batch, on_batch=progress_of(0))
+        catch_up(app, db, copies, until=head, batch=batch, on_batch=progress_of(1), bulk=False)
+        done = max(passes)  # the notifications replayed into the copies: the longer of the two passes
         with db.transaction() as cur:
             for c in copies:
                 _create_indexes(cur, c)
@@ -439,13 +446,21 @@ def _in_place(app: Any, db: Any, projections: Sequence[Projection], lock: _Lock,
                 c.drop(cur)
                 _create_without_indexes(cur, c)
             head = max_position(app)
+            passes = [0, 0]  # as in the blue/green build: the bulk pass, then the ordinary loop
+
+            def progress(i: int, n: int, position: int) -> None:
+                passes[i] += n
+                if on_progress is not None:
+                    on_progress(position, head)
+
+            bulk_catch_up(app, db, copies, until=head, chunk=batch, cur=cur,
+                          on_batch=lambda n, position: progress(0, n, position))
             while True:
                 _, events = apply_batch(cur, app, copies, head, batch)
                 if not events:
                     break
-                done += len(events)
-                if on_progress is not None:
-                    on_progress(events[-1].position, head)
+                progress(1, len(events), events[-1].position)
+            done = max(passes)
             for c in copies:
                 _create_indexes(cur, c)
             position = min(position_of(cur, c.tracking_name)[0] for c in copies)

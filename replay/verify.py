@@ -110,7 +110,7 @@ def verify(app: Any, db: Any, projections: Sequence[Projection], *, batch: int =
         with db.transaction() as cur:
             for s in scratch:
                 s.create(cur)
-        catch_up(app, db, scratch, batch=batch)
+        catch_up(app, db, scratch, batch=batch, bulk=False)  # the per-event path: independent of bulk builds
         with db.transaction() as cur:
             head = max_position(app)
             for group in (list(projections), scratch):

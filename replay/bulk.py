@@ -1,0 +1,143 @@
+"""Bulk replay: decode the log in large pages, apply it in memory, write the rows at once.
+
+Used when a copy is built from scratch: ``rebuild`` (blue/green and in place, replay/rebuild.py) and a fresh
+store's first catch-up (replay/catchup.py). The per-event path costs several SQL statements per event (history:
+an INSERT, UPDATEs of earlier versions, the bitemporal insert-and-close); here each projection that offers
+:meth:`projections.base.Projection.bulk` applies events to rows held in memory (its own rules, the very function its
+per-event ``apply`` runs), and every ``chunk`` events one exclusive transaction writes them (COPY / executemany) and
+moves the copy's tracking row to the last position applied. So rows and position still move together, a crash
+loses at most the chunk being built, and the next run resumes from the tracking row.
+
+Concurrency: the events are applied outside any transaction; the flush re-reads each copy's tracking row inside its
+transaction and, if another process moved it meanwhile, gives up (rolls back, returns) so the ordinary catch-up loop
+finishes from wherever the copy is. Projections without ``bulk`` ride along event by event in the same flush
+transactions (one decode of the log for all); deferred ones (``vectors``) are left to the ordinary loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from projections.base import LogEvent, Projection, position_of, set_position
+
+from .catchup import BATCH, apply_one, apply_one_bulk, decode, max_position
+
+#: events applied in memory between two flushes (one transaction each). Memory held: their rows, about 1 KB per
+#: fact event for profile + history; a flush of 50,000 events holds the projections' write lock ~0.5 s on SQLite.
+CHUNK = 50_000
+#: notifications per ``select_notifications`` call
+PAGE = 5_000
+
+
+class _Moved(Exception):
+    """Another process moved a copy's tracking row while this one was applying in memory."""
+
+
+def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until: int | None = None,
+                  chunk: int = CHUNK, on_batch: Callable[[int, int], None] | None = None,
+                  cur: Any = None) -> int:
+    """Bring ``projections`` up to ``until`` (default: the log's head) in one pass over the log, chunk by chunk.
+
+    Args:
+        app: the eventsourcing application (its recorder and mapper: upcasting and decryption apply).
+        db: the :class:`projections.db.ProjectionDB`.
+        projections: the copies to bring up. Those with ``bulk()`` are applied in memory; the others are applied
+            event by event inside each flush transaction (so the log is decoded once for all); deferred ones
+            (``vectors``: its embedding has its own batching, warm-up outside the lock) are left to ``catch_up``.
+        until: the last position to apply (inclusive).
+        chunk: events per flush transaction (>= 1). Memory: one chunk's rows of the bulk projections (about 1 KB
+            per fact event for profile + history), plus the chunk's decoded events when a per-event projection is
+            among ``projections``, plus one page of notifications.
+        on_batch: ``on_batch(events, position)`` after each committed flush (progress, heartbeats).
+        cur: run every read and flush in the caller's (exclusive) transaction instead of one transaction per
+            chunk (the in-place rebuild replays in one transaction).
+
+    Returns:
+        the lowest position the non-deferred copies reached; 0 and nothing done when none offers ``bulk()``.
+        Lower than ``until`` when another process moved one of the copies meanwhile (the flush then rolls back):
+        the caller's ordinary catch-up finishes from there.
+    """
+    copies = [p for p in projections if not p.deferred]
+    bulk = {p.tracking_name: p.bulk() for p in copies}
+    if not any(a is not None for a in bulk.values()):
+        return 0
+    head = max_position(app) if until is None else until
+    with _txn(db, cur, read=True) as c:
+        state = {p.tracking_name: position_of(c, p.tracking_name) for p in copies}
+    low = min(pos for pos, _ in state.values())
+    if low >= head:
+        return low
+    # System time is made monotonic along the log from where the lowest copy left off (as apply_batch does).
+    recorded = min(r for pos, r in state.values() if pos == low)
+    appliers = [(state[p.tracking_name][0], bulk[p.tracking_name]) for p in copies
+                if bulk[p.tracking_name] is not None]
+    others = [p for p in copies if bulk[p.tracking_name] is None]
+    held: list[LogEvent] = []  # events since the last flush (kept only for the per-event projections)
+    count = 0  # events since the last flush
+
+    def flush(last: LogEvent) -> bool:
+        try:
+            with _txn(db, cur) as c:
+                for p in copies:
+                    if position_of(c, p.tracking_name) != state[p.tracking_name]:
+                        raise _Moved(p.tracking_name)
+                for p in copies:
+                    pos, rec = state[p.tracking_name]
+                    if last.position <= pos:
+                        continue
+                    a = bulk[p.tracking_name]
+                    if a is not None:
+                        a.flush(c)
+                    else:
+                        mine = [le for le in held if le.position > pos]
+                        for i in range(0, len(mine), BATCH):
+                            p.prepare(c, mine[i:i + BATCH])
+                            for le in mine[i:i + BATCH]:
+                                apply_one(c, p, le)
+                    state[p.tracking_name] = (last.position, max(rec, last.recorded_at))
+                    set_position(c, p.tracking_name, *state[p.tracking_name])
+        except _Moved:
+            return False
+        if on_batch is not None:
+            on_batch(count, last.position)
+        return True
+
+    reached = low
+    while reached < head:
+        notifications = app.recorder.select_notifications(start=reached + 1, limit=PAGE, stop=head)
+        if not notifications:
+            break
+        events, recorded = decode(app, notifications, recorded)
+        for le in events:
+            position = le.position
+            for start, a in appliers:
+                if position > start:
+                    apply_one_bulk(a, le)
+            if others:
+                held.append(le)
+            count += 1
+            if count >= chunk:
+                if not flush(le):
+                    return _low(db, copies)
+                held, count = [], 0
+        reached = events[-1].position
+    if count and not flush(events[-1]):
+        return _low(db, copies)
+    return min(pos for pos, _ in state.values())
+
+
+def _low(db: Any, copies: Sequence[Projection]) -> int:
+    with db.read() as cur:
+        return min(position_of(cur, p.tracking_name)[0] for p in copies)
+
+
+@contextmanager
+def _txn(db: Any, cur: Any, read: bool = False) -> Iterator[Any]:
+    """The caller's cursor if given, else a transaction of its own (a read snapshot when ``read``)."""
+    if cur is not None:
+        yield cur
+    else:
+        with (db.read() if read else db.transaction()) as c:
+            yield c

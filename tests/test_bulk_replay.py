@@ -1,0 +1,213 @@
+"""The bulk replay path (replay/bulk.py) leaves exactly the rows of the per-event path, table by table, row by row.
+
+One log holds every case the projections' rules have: upcast v1 events (tests/fixtures/ledger_v1), supersedes,
+corrections, retractions with and without a valid end, backfills, contests and their settling, reaffirmations,
+sessions and messages (per-event projections riding along), plaintext events of a user who is then erased
+(``SubjectErased`` purges rows built from them), and events after the erasure. It is replayed from position 0 by
+the per-event catch-up loop and by the bulk path with chunks of 1, 2, 7 and 10,000 events (so streams span flushes
+and every statement kept for flushed rows runs), and the copies are compared row by row. Runs on every backend of
+tests/conftest.py (PostgreSQL writes through COPY).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+from eventsourcing.persistence import StoredEvent
+
+from ledger import MemoryLedger
+from projections.history import HistoryBulk, HistoryProjection
+from projections.profile import ProfileProjection
+from replay.bulk import bulk_catch_up
+from replay.catchup import catch_up
+from replay.verify import rows
+
+V1_EVENTS = Path(__file__).parent / "fixtures" / "ledger_v1" / "events.db"
+T = ["2024-01-0%dT09:00:00Z" % d for d in range(1, 10)]
+
+
+@pytest.fixture(autouse=True)
+def _hash_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLEDGER_EMBEDDER", "hash")
+
+
+def v1_events() -> list[StoredEvent]:
+    conn = sqlite3.connect(f"file:{V1_EVENTS}?mode=ro", uri=True)
+    try:
+        return [StoredEvent(UUID(o), v, t, s) for o, v, t, s in conn.execute(
+            "SELECT originator_id, originator_version, topic, state FROM stored_events ORDER BY rowid")]
+    finally:
+        conn.close()
+
+
+def write_log(store_args: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log described in the module doc (about 90 events)."""
+    monkeypatch.setenv("MEMLEDGER_ENCRYPTION", "off")  # a store written before encryption was on
+    with MemoryLedger(**store_args) as ml:
+        ml.app.recorder.insert_events(v1_events())  # positions 1-13: u1 and u2, schema v1
+        ml.assert_fact("alice", "preference.drink", "tea", observed_at=T[0])
+        ml.assert_fact("alice", "preference.drink", "coffee", observed_at=T[1])
+        ml.assert_fact("alice", "home.city", "Lisbon", observed_at=T[0])
+    monkeypatch.setenv("MEMLEDGER_ENCRYPTION", "on")
+    with MemoryLedger(**store_args) as ml:
+        ml.assert_fact("u1", "preference.drink", "green tea")  # settles the v1 contest; supersedes a v1 version
+        ml.correct_fact("u1", "profile.birth_year", 1996, reason="typo again")
+        for u in range(4):
+            user = f"user{u}"
+            ml.record([{"user_id": user, "key": "preference.drink", "value": d, "observed_at": T[i + 2]}
+                       for i, d in enumerate(["tea", "coffee", "matcha"])])
+            ml.assert_fact(user, "home.city", "Berlin", observed_at=T[6])
+            ml.assert_fact(user, "home.city", "Paris", observed_at=T[3], source="external_import")  # backfill
+            ml.assert_fact(user, "home.city", "Rome", observed_at=T[1], source="external_import")  # backfill
+            ml.assert_fact(user, "profile.birth_year", 1990)
+            ml.correct_fact(user, "profile.birth_year", 1995, reason="typo")
+            ml.assert_fact(user, "mood", "calm")
+            ml.assert_fact(user, "mood", "tense", source="agent_inference", confidence=0.3)  # contest
+            if u % 2:
+                ml.assert_fact(user, "mood", "calm")  # the user settles it (reaffirm)
+            ml.assert_fact(user, "hobby.a", "chess", observed_at=T[0])
+            ml.retract_fact(user, "hobby.a", valid_to=T[4], reason="stopped")
+            ml.assert_fact(user, "hobby.b", "golf")
+            ml.retract_fact(user, "hobby.b", reason="misheard")
+            ml.session_start(user, "s1", task="plan a trip")
+            ml.log_message(user, "s1", role="user", message_id="m1", text=f"hello from {user}")
+            ml.update_card(user, "s1", progress="booked")
+        ml.assert_fact("alice", "preference.drink", "water")  # encrypted; alice's first ones are plaintext
+        ml.erase("alice")  # SubjectErased: the plaintext events' rows are purged again at its position
+        ml.assert_fact("user0", "preference.drink", "juice")  # after the erasure
+        ml.correct_fact("user1", "profile.birth_year", 1994, reason="again")
+
+
+def fresh_copies(ml: MemoryLedger, suffix: str) -> list[Any]:
+    copies = [p.clone(suffix) for p in ml.projections if not p.deferred]
+    with ml.db.transaction() as cur:
+        for c in copies:
+            c.drop(cur)
+            c.create(cur)
+    return copies
+
+
+def content(ml: MemoryLedger, copies: list[Any]) -> dict[str, list[tuple]]:
+    """Every row of every table of the copies, in full column order; and their tracking rows."""
+    out: dict[str, list[tuple]] = {}
+    with ml.db.read() as cur:
+        for c in copies:
+            for short in c.tables:
+                out[f"{c.name}_{short}"] = list(rows(cur, c.table(short)))
+            cur.execute("SELECT position, recorded_at FROM projection_tracking WHERE projection = ?",
+                        (c.tracking_name,))
+            out[f"{c.name} tracking"] = [tuple(cur.fetchone())]
+    return out
+
+
+def test_bulk_equals_per_event_row_by_row(store_args: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    write_log(store_args, monkeypatch)
+    with MemoryLedger(**store_args) as ml:
+        head = ml._head()
+        per_event = content(ml, _per_event(ml))
+        # The log really has every case: each effect, each status, the purge of rows built from plaintext events.
+        versions = per_event["history_versions"]
+        assert {r[5] for r in versions} == {"new", "supersede", "correct", "backfill", "contest", "reaffirm",
+                                            "retract"}
+        assert {r[13] for r in versions} >= {"current", "superseded", "misreported", "retracted", "closed",
+                                             "contesting", "reaffirmation", "retraction"}
+        assert not any(r[0] == "alice" for r in versions)
+        assert {r[0] for r in versions} == {"u1", "u2", "user0", "user1", "user2", "user3"}
+        # 13 v1 events, 2 of u1, 14 per user (+1 reaffirm for two of them), 2 after the erasure; alice's 4: purged
+        assert len(versions) == 13 + 2 + 4 * 14 + 2 + 2
+        assert len(per_event["history_timeline"]) > len(versions)
+        assert per_event["profile tracking"][0][0] == head
+        for chunk in (1, 2, 7, 10_000):
+            calls = count_calls(monkeypatch)
+            copies = fresh_copies(ml, f"bulk{chunk}")
+            bulk_catch_up(ml.app, ml.db, copies, chunk=chunk)
+            assert calls["apply"] == 0 and calls["flush"] == -(-head // chunk), chunk  # the bulk path, chunked
+            assert content(ml, copies) == per_event, f"chunk {chunk}"
+        # The copies the ledger kept up event by event while the log was written agree too.
+        ml.catch_up()
+        assert content(ml, [p for p in ml.projections if not p.deferred]) == per_event
+
+
+def test_interrupted_bulk_build_resumes_to_the_same_rows(store_args: dict[str, Any],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    write_log(store_args, monkeypatch)
+    with MemoryLedger(**store_args) as ml:
+        per_event = content(ml, _per_event(ml))
+        copies = fresh_copies(ml, "resumed")
+        seen: list[int] = []
+
+        def stop_after_two(n: int, position: int) -> None:
+            seen.append(position)
+            if len(seen) == 2:
+                raise KeyboardInterrupt  # the process dies between two flushes
+
+        with pytest.raises(KeyboardInterrupt):
+            bulk_catch_up(ml.app, ml.db, copies, chunk=25, on_batch=stop_after_two)
+        assert seen == [25, 50]
+        assert content(ml, copies)["history tracking"][0][0] == 50  # the two committed flushes stay
+        assert bulk_catch_up(ml.app, ml.db, copies, chunk=25) == ml._head()  # resumed from 50, in memory again
+        assert content(ml, copies) == per_event
+
+
+def test_fresh_stores_first_catch_up_is_bulk_and_verifies(store_args: dict[str, Any],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    write_log(store_args, monkeypatch)
+    with MemoryLedger(**store_args) as ml:
+        expected = content(ml, _per_event(ml))
+        with ml.db.transaction() as cur:  # forget every projection: the next catch-up starts from position 0
+            for p in ml.projections:
+                p.drop(cur)
+                p.create(cur)
+    calls = count_calls(monkeypatch)
+    with MemoryLedger(**store_args) as ml:
+        assert ml.profile("user1").facts["profile.birth_year"].value == 1994  # a read catches up first: in bulk
+        assert calls == {"apply": 0, "flush": 1}
+        assert content(ml, [p for p in ml.projections if not p.deferred]) == expected
+        ml.assert_fact("user1", "mood", "happy")  # later catch-ups are per event
+        assert calls == {"apply": 2, "flush": 1}  # one event, by profile and history
+        assert all(r.ok for r in ml.verify())
+
+
+@pytest.mark.parametrize("blue_green", [True, False])
+def test_rebuild_is_bulk_and_verifies(store_args: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                                      blue_green: bool) -> None:
+    write_log(store_args, monkeypatch)
+    with MemoryLedger(**store_args) as ml:
+        expected = content(ml, _per_event(ml))
+        calls = count_calls(monkeypatch)
+        report = ml.rebuild(blue_green=blue_green, batch_size=10)
+        assert (report.events, report.position) == (ml._head(), ml._head())
+        assert calls == {"apply": 0, "flush": -(-ml._head() // 10)}
+        assert content(ml, [p for p in ml.projections if not p.deferred]) == expected
+        assert all(r.ok for r in ml.verify())
+
+
+def _per_event(ml: MemoryLedger) -> list[Any]:
+    copies = fresh_copies(ml, "perevent")
+    catch_up(ml.app, ml.db, copies, bulk=False)
+    return copies
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts per-event ``apply`` calls of history and profile, and bulk flushes of history, from now on."""
+    calls = {"apply": 0, "flush": 0}
+    for cls in (HistoryProjection, ProfileProjection):
+        original = cls.apply
+
+        def apply(self: Any, cur: Any, le: Any, _original: Any = original) -> None:
+            calls["apply"] += 1
+            _original(self, cur, le)
+
+        monkeypatch.setattr(cls, "apply", apply)
+    flush = HistoryBulk.flush
+
+    def counted_flush(self: Any, cur: Any) -> None:
+        calls["flush"] += 1
+        flush(self, cur)
+
+    monkeypatch.setattr(HistoryBulk, "flush", counted_flush)
+    return calls
