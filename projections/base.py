@@ -14,7 +14,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar, Protocol
+
+from ledger.timeutil import parse_instant, to_micros
 
 from .db import Cursor
 
@@ -157,6 +160,16 @@ def insert_rows(cur: Cursor, table: str, cols: Sequence[str], rows: Sequence[Seq
                 copy.write_row(r)
     else:
         cur.raw.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", rows)
+
+
+def iso_micros(iso: str | None, open_value: int | None = None) -> int | None:
+    """An ISO 8601 instant stored in an event (a ``changes`` range end) -> microseconds since the epoch (UTC);
+    ``None`` -> ``open_value``. ``datetime.fromisoformat`` first (the stored strings carry an offset; ~4x faster
+    than :func:`ledger.timeutil.parse_instant`, which still refuses a string without one with BadInput)."""
+    if iso is None:
+        return open_value
+    dt = datetime.fromisoformat(iso)
+    return to_micros(dt if dt.tzinfo is not None else parse_instant(iso, "valid_time"))
 
 
 def position_of(cur: Cursor, tracking_name: str) -> tuple[int, int]:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ledger.timeutil import OPEN, parse_instant, to_micros
+from ledger.timeutil import OPEN, to_micros
 
-from .base import LogEvent, Projection, insert_rows
+from .base import LogEvent, Projection, insert_rows, iso_micros
 from .db import Cursor
 
 VERSION_COLS = [
@@ -36,16 +36,13 @@ _INITIAL_STATUS = {
 }
 
 
-def _us(iso: str | None, open_value: int | None = None) -> int | None:
-    return open_value if iso is None else to_micros(parse_instant(iso, "valid_time"))
-
-
 TIMELINE_COLS = [
     "user_id", "key", "version", "valid_from", "valid_to", "recorded_from", "recorded_to", "position_from",
     "position_to", "status",
 ]
-_V = {c: i for i, c in enumerate(VERSION_COLS)}
-_T = {c: i for i, c in enumerate(TIMELINE_COLS)}
+_REPLACED_BY, _VALID_FROM, _VALID_TO, _STATUS = (VERSION_COLS.index(c) for c in (
+    "replaced_by", "valid_from", "valid_to", "status"))
+_RECORDED_TO, _POSITION_TO = TIMELINE_COLS.index("recorded_to"), TIMELINE_COLS.index("position_to")
 
 
 def project(le: LogEvent, w: Any) -> None:
@@ -66,33 +63,31 @@ def project(le: LogEvent, w: Any) -> None:
     if effect is None:
         return
     user_id, key, version = e.user_id, e.key, e.originator_version
+    recorded, position = le.recorded_at, le.position
+    valid_from, valid_to = to_micros(e.valid_from), to_micros(e.valid_to)
     w.insert_version([
         user_id, key, version, e.event_id, e.kind, effect, e.value_json, e.text, e.reason,
-        le.recorded_at, to_micros(e.observed_at), to_micros(e.valid_from), to_micros(e.valid_to),
+        recorded, to_micros(e.observed_at), valid_from, valid_to,
         _INITIAL_STATUS[effect], e.replaces, None, e.source, e.source_ref, e.session_id, e.actor,
-        e.trace_id, json.dumps(list(e.derived_from)), e.confidence,
-        None if e.role is None else json.dumps(e.role, sort_keys=True), e.sensitivity, le.position,
+        e.trace_id, json.dumps(list(e.derived_from)) if e.derived_from else "[]", e.confidence,
+        None if e.role is None else json.dumps(e.role, sort_keys=True), e.sensitivity, position,
     ])
     if e.replaces is not None and effect in ("supersede", "correct", "retract"):
         w.set_replaced_by(user_id, key, e.replaces, version)
     # Bitemporal rows: a new version's range opens now in system time ...
     if effect in ("new", "supersede", "correct", "backfill"):
-        vf, vt = to_micros(e.valid_from), to_micros(e.valid_to, OPEN)
-        if vf < vt:
-            w.open_row(_timeline_row(user_id, key, version, vf, vt, "current", le))
+        vt = OPEN if valid_to is None else valid_to
+        if valid_from < vt:
+            w.open_row([user_id, key, version, valid_from, vt, recorded, OPEN, position, OPEN, "believed"])
     # ... and every changed range closes its old row and opens the narrowed one, at this system time.
     for ch in e.changes:
-        vf, vt = _us(ch["valid_from"]), _us(ch["valid_to"], OPEN)
-        changed = ch["version"]
-        w.narrow(user_id, key, changed, vf, None if vt == OPEN else vt, ch["status"])
-        w.close(user_id, key, changed, le.recorded_at, le.position)
+        vf, vt = iso_micros(ch["valid_from"]), iso_micros(ch["valid_to"], OPEN)
+        changed, status = ch["version"], ch["status"]
+        w.narrow(user_id, key, changed, vf, None if vt == OPEN else vt, status)
+        w.close(user_id, key, changed, recorded, position)
         if vf < vt:
-            w.open_row(_timeline_row(user_id, key, changed, vf, vt, ch["status"], le))
-
-
-def _timeline_row(user_id: str, key: str, version: int, vf: int, vt: int, status: str, le: LogEvent) -> list[Any]:
-    return [user_id, key, version, vf, vt, le.recorded_at, OPEN, le.position, OPEN,
-            "contested" if status == "contested" else "believed"]
+            w.open_row([user_id, key, changed, vf, vt, recorded, OPEN, position, OPEN,
+                        "contested" if status == "contested" else "believed"])
 
 
 class _SqlWrites:
@@ -160,21 +155,21 @@ class HistoryBulk:
     def set_replaced_by(self, user_id: str, key: str, version: int, by: int) -> None:
         row = self.versions.get((user_id, key, version))
         if row is not None:
-            row[_V["replaced_by"]] = by
+            row[_REPLACED_BY] = by
         else:
             self.replaced_by.append((by, user_id, key, version))
 
     def narrow(self, user_id: str, key: str, version: int, vf: int, vt: int | None, status: str) -> None:
         row = self.versions.get((user_id, key, version))
         if row is not None:
-            row[_V["valid_from"]], row[_V["valid_to"]], row[_V["status"]] = vf, vt, status
+            row[_VALID_FROM], row[_VALID_TO], row[_STATUS] = vf, vt, status
         else:
             self.narrows.append((vf, vt, status, user_id, key, version))
 
     def close(self, user_id: str, key: str, version: int, recorded_to: int, position_to: int) -> None:
         k = (user_id, key, version)
         for row in self.open.pop(k, ()):
-            row[_T["recorded_to"]], row[_T["position_to"]] = recorded_to, position_to
+            row[_RECORDED_TO], row[_POSITION_TO] = recorded_to, position_to
         if k not in self.versions and k not in self.closed_in_db:  # the version has rows from an earlier flush
             self.closes.append((recorded_to, position_to, user_id, key, version, OPEN))
             self.closed_in_db.add(k)

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.timeutil import OPEN, parse_instant, to_micros
+from ledger.timeutil import OPEN, to_micros
 
-from .base import LogEvent, Projection
+from .base import LogEvent, Projection, iso_micros
 from .db import Cursor
-
-
-def _us(iso: str | None) -> int | None:
-    return None if iso is None else to_micros(parse_instant(iso, "valid_time"))
 
 
 COLS = [
@@ -50,7 +46,7 @@ def project(le: LogEvent, w: Any) -> None:
     for ch in e.changes:
         # Only a change to the head matters here: contest / uncontest, or a narrowed range.
         w.set_head(e.user_id, e.key, ch["version"], "contested" if ch["status"] == "contested" else "current",
-                   _us(ch["valid_to"]) if ch["valid_to"] is not None else OPEN)
+                   iso_micros(ch["valid_to"], OPEN))
 
 
 class _SqlWrites:

@@ -165,20 +165,12 @@ def apply_one(cur: Any, projection: Projection, le: LogEvent) -> None:
         projection.apply(cur, le)
 
 
-def apply_one_bulk(applier: Any, le: LogEvent) -> None:
-    """:func:`apply_one` for a :class:`projections.base.BulkApplier` (replay/bulk.py): the same erasure rules."""
-    action = erasure_action(le.event)
-    if action is PURGE:
-        applier.purge_user(le.event.user_id)
-    elif action is APPLY:
-        applier.apply(le)
-
-
 APPLY, PURGE, SKIP = "apply", "purge", "skip"
 
 
 def erasure_action(event: Any) -> str:
-    """What a projection does with ``event`` (see :func:`apply_one`): PURGE its user, SKIP it, or APPLY it."""
+    """What a projection does with ``event`` (see :func:`apply_one`; replay/bulk.py decides it once per event for
+    every bulk applier): PURGE its user, SKIP it, or APPLY it."""
     is_erased, subject_erased = _ERASURE or _erasure()
     if isinstance(event, subject_erased):
         return PURGE
