@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from eventsourcing.domain import Aggregate
+from uuid_utils import uuid7
 
 from .errors import BadInput, IdempotencyMismatch
 from .schemas import FactCommand
@@ -46,6 +47,17 @@ NAMESPACE = uuid.UUID("6f0c1f8e-5a54-4b7a-9d43-1d6b0a3e2c11")
 def fact_id(user_id: str, key: str) -> uuid.UUID:
     """The stream (aggregate) id of the fact (user_id, key): deterministic, so any process finds the same stream."""
     return uuid.uuid5(NAMESPACE, f"fact\x1f{user_id}\x1f{key}")
+
+
+def new_event_id() -> str:
+    """A fresh event id: a UUIDv7 (RFC 9562) string, so ids sort in the order they were made.
+
+    Why not uuid4: the history projection's unique index on ``event_id`` then takes every new id at its right
+    edge, instead of at a random leaf of a B-tree that outgrows SQLite's page cache (a random id dirtied one index
+    page per event and made appends slow down as the store grew; scripts/bench_growth.py). ``uuid_utils`` makes
+    it in ~0.3 us (uuid4: ~2 us); ids stay unique (74 random bits per millisecond) and parse as ``uuid.UUID``.
+    """
+    return str(uuid7())
 
 
 def _iso(dt: datetime | None) -> str | None:
@@ -301,7 +313,7 @@ class Fact(Aggregate):
             event_class,
             user_id=cmd.user_id,
             key=cmd.key,
-            event_id=str(uuid.uuid4()),
+            event_id=new_event_id(),
             kind=d.kind,
             effect=d.effect,
             value_json=cmd.value_json,
