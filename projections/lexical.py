@@ -9,8 +9,8 @@ Per-user by construction: a :class:`LexicalIndex` holds the documents of one use
 ``dict[user_id, LexicalIndex]``; there is no user_id inside, so no query can ever score another user's
 documents (and IDF statistics are per user, so one user's vocabulary never shifts another's scores).
 
-Text is never translated or folded beyond Unicode NFC and ``str.lower()`` for tokens; the index stores token
-counts, not the original text.
+Text is never translated; tokens are folded by Unicode NFC, ``str.lower()`` and, for ASCII words, the Snowball
+English stemmer (so "hiking" and "hikes" both match "hike"). The index stores token counts, not the original text.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import threading
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -29,13 +30,16 @@ from .files import atomic_write
 __all__ = [
     "TOKENIZER_VERSION",
     "STOP_WORDS",
+    "CJK_INTERROGATIVE_CHARS",
+    "CJK_STOP_BIGRAMS",
+    "stem",
     "tokenize",
     "LexicalIndex",
 ]
 
 #: Bumped whenever :func:`tokenize` changes output; a saved index made with another version is refused
 #: (its postings would silently disagree with the query tokens).
-TOKENIZER_VERSION = "cjk-uni-bi-v1"
+TOKENIZER_VERSION = "cjk-uni-bi-v2+en-snowball"
 
 # Code point ranges treated as CJK: Han (URO, Ext A, compatibility, Ext B-F + supplement), Hiragana,
 # Katakana (+ phonetic extensions, half-width), Hangul syllables and jamo. Punctuation blocks
@@ -70,6 +74,41 @@ STOP_WORDS: frozenset[str] = frozenset(
     + list("的了吗呢吧啊呀哦着和与及而是我你他她它们这那之也都就")
 )
 
+#: Chinese interrogative characters (什么 what, 为什么 why, 怎么/怎样 how, 哪/哪里/哪个 which/where, 谁 who,
+#: 啥 what): the Chinese counterpart of dropping what/which/who. A question asks with them, the memory that answers
+#: does not contain them, and a memory that happens to ("不知道该朝什么方向发展") matched the question on them alone.
+#: Such a character yields no unigram and no bigram (neither 什么 nor the 有什 / 么事 around it in 有什么事). Only
+#: characters that are interrogative in every common word are listed (么 also makes 那么 / 这么, equally void).
+CJK_INTERROGATIVE_CHARS: frozenset[str] = frozenset("什么哪怎谁啥")
+
+#: Interrogative words made of characters that have other, contentful uses (如何 how, 为何 why, 多少 how many):
+#: only these bigrams are dropped; their characters stay unigrams (如, 何, 多, 少).
+CJK_STOP_BIGRAMS: frozenset[str] = frozenset({"如何", "为何", "多少"})
+
+_stemmers = threading.local()  # a PyStemmer Stemmer is not thread-safe: one per thread
+
+
+def stem(word: str) -> str:
+    """The Snowball English ("Porter 2") stem of ``word``, via PyStemmer (libstemmer_c), for ASCII words only.
+
+    ``"hiking"``, ``"hikes"`` -> ``"hike"``; ``"painted"``, ``"paintings"`` -> ``"paint"``. Non-ASCII words are
+    returned unchanged (the English rules would only mangle them). Expects a lower-cased word, as :func:`tokenize`
+    passes it. Thread-safe (one stemmer per thread; each caches up to 10 000 words).
+
+    Raises:
+        TypeError: if ``word`` is not a ``str``.
+    """
+    if not isinstance(word, str):
+        raise TypeError(f"stem() needs str, got {type(word).__name__}")
+    if not word.isascii():
+        return word
+    st = getattr(_stemmers, "english", None)
+    if st is None:
+        import Stemmer  # PyStemmer
+
+        st = _stemmers.english = Stemmer.Stemmer("english")
+    return st.stemWord(word)
+
 
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into BM25 terms.
@@ -78,11 +117,14 @@ def tokenize(text: str) -> list[str]:
 
     * Latin / other alphabetic or numeric runs (``[^\\W_]`` minus CJK) become one lower-cased token each;
       every other character (spaces, punctuation, full-width punctuation such as ``，。《》``) separates.
+      Words in :data:`STOP_WORDS` are dropped, the others are reduced to their English stem (:func:`stem`;
+      ASCII words only): ``"Hiking trips"`` -> ``["hike", "trip"]``.
     * A CJK run (Han, Hiragana/Katakana, Hangul) yields its character unigrams AND its adjacent-character
       bigrams, interleaved in reading order: ``"鼓浪屿"`` -> ``["鼓", "鼓浪", "浪", "浪屿", "屿"]``.
       Unigrams give recall (a query word can be split differently from the document), bigrams give
-      precision (approximate word matching without a segmenter or dictionary).
-    * Tokens in :data:`STOP_WORDS` are dropped.
+      precision (approximate word matching without a segmenter or dictionary). Unigrams in
+      :data:`STOP_WORDS` are dropped; a character in :data:`CJK_INTERROGATIVE_CHARS` yields neither its unigram
+      nor any bigram containing it, and bigrams in :data:`CJK_STOP_BIGRAMS` are dropped.
 
     Args:
         text: any string; not translated, case is folded only on non-CJK tokens via ``str.lower()``.
@@ -102,14 +144,18 @@ def tokenize(text: str) -> list[str]:
         if run is not None:
             last = len(run) - 1
             for i, ch in enumerate(run):
+                if ch in CJK_INTERROGATIVE_CHARS:
+                    continue  # no unigram, and the bigram starting here contains it too
                 if ch not in STOP_WORDS:
                     out.append(ch)
                 if i < last:
-                    out.append(run[i : i + 2])
+                    bigram = run[i : i + 2]
+                    if run[i + 1] not in CJK_INTERROGATIVE_CHARS and bigram not in CJK_STOP_BIGRAMS:
+                        out.append(bigram)
         else:
             word = m.group("word").lower()
             if word not in STOP_WORDS:
-                out.append(word)
+                out.append(stem(word))
     return out
 
 

@@ -27,8 +27,9 @@ B_LATIN = "Pangolin-Rhubarb-2208"
 B_CHINESE = "她住在成都宽窄巷子"
 
 
-# What a tokenizer may keep of them (lower-cased words, CJK bigrams): the lexical index stores tokens, not text.
-A_TOKENS = ["quokka", "marmalade", "zephyrine", "xylophone", "杭州", "西湖", "茶馆"]
+# What a tokenizer may keep of them (lower-cased, stemmed words, CJK bigrams): the lexical index stores tokens, not
+# text. The stems ("marmalad") are prefixes of the words, so they also catch the unstemmed form.
+A_TOKENS = ["quokka", "marmalad", "zephyrin", "xylophon", "杭州", "西湖", "茶馆"]
 B_TOKENS = ["成都", "宽窄"]
 
 

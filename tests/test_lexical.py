@@ -4,7 +4,14 @@ import math
 
 import pytest
 
-from projections.lexical import TOKENIZER_VERSION, LexicalIndex, tokenize
+import json
+from pathlib import Path
+
+import projections.lexical as lexical
+from projections.lexical import (CJK_INTERROGATIVE_CHARS, CJK_STOP_BIGRAMS, STOP_WORDS, TOKENIZER_VERSION,
+                                 LexicalIndex, stem, tokenize)
+
+DATA = Path(__file__).parent / "data"
 
 
 def test_tokenize_mixed_chinese_english_exact():
@@ -12,7 +19,7 @@ def test_tokenize_mixed_chinese_english_exact():
     assert tokenize(text) == [
         # 我 is a stop character: its unigram goes, the bigram 我喜 stays
         "我喜", "喜", "喜欢", "欢", "欢用", "用",
-        "onenote",
+        "onenot",              # Snowball English stem of "onenote"
         "记", "记笔", "笔", "笔记", "记",
         "hello", "world",
         "2023",
@@ -142,3 +149,116 @@ def test_bad_parameters():
     with pytest.raises(ValueError):
         LexicalIndex(b=1.5)
 
+
+
+def test_english_words_are_stemmed_so_inflections_match():
+    assert tokenize("Hiking trips: she PAINTED paintings") == ["hike", "trip", "paint", "paint"]
+    assert [stem(w) for w in ("hike", "hikes", "hiking", "adoption", "adopting")] == [
+        "hike", "hike", "hike", "adopt", "adopt"]
+    # stop words are dropped on the surface form, before stemming ("does" is a stop word, "doe" is not)
+    assert tokenize("does it") == []
+    # only ASCII words are stemmed: the English rules would mangle other scripts
+    assert stem("naïveties") == "naïveties" and stem("походы") == "походы"
+    with pytest.raises(TypeError):
+        stem(None)  # type: ignore[arg-type]
+    idx = LexicalIndex.from_documents([("a", "Caroline went on a hike in the mountains."),
+                                       ("b", "Caroline adopted a puppy.")])
+    assert [d for d, _ in idx.search("hiking", k=5)] == ["a"]
+    assert [d for d, _ in idx.search("adoption", k=5)] == ["b"]
+
+
+def test_stemming_is_thread_safe():
+    from concurrent.futures import ThreadPoolExecutor
+
+    words = ["hiking", "paintings", "adoption", "running", "counseling", "generously"] * 200
+    expected = [stem(w) for w in words]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: [stem(w) for w in words], range(8)))
+    assert all(r == expected for r in results)
+
+
+def test_chinese_interrogatives_yield_no_term():
+    # 什么 goes with the bigrams around it (有什, 么事); 最近 and the rest stay
+    assert tokenize("最近有什么事？") == ["最", "最近", "近", "近有", "有", "事"]
+    # the other character of 哪里 / 怎么样 stays a unigram (里面, 样子), only the interrogative one goes
+    assert tokenize("哪里") == ["里"] and tokenize("谁") == [] and tokenize("怎么样") == ["样"]
+    # 如何 / 为何 / 多少: only the bigram goes, the characters keep their other uses (如果, 任何, 很多)
+    assert tokenize("如何") == ["如", "何"] and tokenize("多少") == ["多", "少"]
+    assert tokenize("任何") == ["任", "任何", "何"]
+    # exactly the documented sets, no more: every other character still yields its unigram
+    assert CJK_INTERROGATIVE_CHARS == frozenset("什么哪怎谁啥")
+    assert CJK_STOP_BIGRAMS == frozenset({"如何", "为何", "多少"})
+    assert tokenize("呢吗") == ["呢吗"]  # sentence particles: stop unigrams (STOP_WORDS), bigram kept as before
+    assert not CJK_INTERROGATIVE_CHARS & STOP_WORDS
+
+
+def test_a_question_word_no_longer_matches_the_memory_that_happens_to_contain_it(monkeypatch):
+    # tests/data/cjk_pairs.jsonl zmt-01: "我之前提到的那部科幻片叫什么名字？" -> memory 5 (科幻电影《流浪地球》);
+    # memory 9 (职业规划……朝什么方向发展) shares only 什么 and 到 with the question
+    pair = json.loads((DATA / "cjk_pairs.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert pair["id"] == "zmt-01" and pair["answer_index"] == 5
+
+    def ranking():
+        idx = LexicalIndex.from_documents((str(i), m) for i, m in enumerate(pair["memories"]))
+        return [d for d, _ in idx.search(pair["query"], k=3)]
+
+    assert ranking()[0] == "5"
+    monkeypatch.setattr(lexical, "CJK_INTERROGATIVE_CHARS", frozenset())  # 什么 a term again
+    assert ranking()[0] == "9"
+
+
+def _lexical_top1(path: Path) -> tuple[int, int]:
+    hits = n = 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        user = json.loads(line)
+        idx = LexicalIndex.from_documents((str(i), m) for i, m in enumerate(user["memories"]))
+        for q in user["questions"]:
+            top = idx.search(q["query"], k=1)
+            hits += bool(top) and int(top[0][0]) in q["answer_indexes"]
+            n += 1
+    return hits, n
+
+
+#: BM25 top-1 on tests/data/cjk_heldout.jsonl (35 probing questions of 6 MemoryBank users not in cjk_pairs, every
+#: user turn of theirs a memory): 20 with tokenizer cjk-uni-bi-v1, 21 with the interrogatives dropped (v2).
+HELDOUT_LEXICAL_TOP1 = 21
+
+
+def test_lexical_top1_on_the_held_out_memorybank_questions():
+    hits, n = _lexical_top1(DATA / "cjk_heldout.jsonl")
+    assert n == 35
+    assert hits >= HELDOUT_LEXICAL_TOP1, f"lexical top-1 {hits}/{n}, measured {HELDOUT_LEXICAL_TOP1}"
+
+
+def test_an_index_saved_by_the_previous_tokenizer_is_refused():
+    assert TOKENIZER_VERSION != "cjk-uni-bi-v1"
+    old = _index().to_bytes().replace(TOKENIZER_VERSION.encode(), b"cjk-uni-bi-v1")
+    with pytest.raises(ValueError, match="cjk-uni-bi-v1.*rebuild"):
+        LexicalIndex.from_bytes(old)
+
+
+def test_a_store_whose_files_have_the_old_tokenizer_is_rebuilt_not_refused(tmp_path, monkeypatch):
+    """Index files written under the previous tokenizer (no stemming) are not trusted on open: the BM25 index is
+    rebuilt from the vectors table, so a query that matches only through the new stemming finds the memory."""
+    from ledger import MemoryLedger
+
+    def unstemmed(text):
+        return [w for w in (m.group(0).lower() for m in lexical._TOKEN_RE.finditer(text)) if w not in STOP_WORDS]
+
+    with monkeypatch.context() as m:  # the old code: v1 version string, tokens not stemmed
+        m.setattr(lexical, "TOKENIZER_VERSION", "cjk-uni-bi-v1")
+        m.setattr(lexical, "tokenize", unstemmed)
+        with MemoryLedger(home=tmp_path, embedder="hash") as ml:
+            ml.assert_fact("u1", "hobby.outdoor", "hiking", text="Caroline went hiking in the mountains")
+            ml.assert_fact("u1", "hobby.art", "pottery", text="Caroline took a pottery class")
+            (hit,) = ml.search("u1", "hike", k=1)
+            assert hit.parts.lexical is None  # "hike" is not a token of the unstemmed index
+    (lex_file,) = tmp_path.rglob("*.lex")
+    assert json.loads(lex_file.read_bytes())["tokenizer"] == "cjk-uni-bi-v1"
+
+    with MemoryLedger(home=tmp_path, embedder="hash") as ml:
+        (hit,) = ml.search("u1", "hike", k=1)
+        assert hit.key == "hobby.outdoor" and hit.parts.lexical_rank == 1 and hit.parts.lexical > 0
+    saved = json.loads(lex_file.read_bytes())
+    assert saved["tokenizer"] == TOKENIZER_VERSION  # rewritten with the current tokenizer at close
+    assert any("hike" in tf for tf in saved["docs"].values())
