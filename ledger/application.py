@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import RecordConflictError
 
 from .domain import Fact, fact_id
@@ -105,6 +105,23 @@ class LedgerApplication(Application):
                 return None
         return found
 
+    def save_events(self, events: list[Any]) -> list[Any]:
+        """``Application.save(*events)`` for domain events (not aggregates), in one transaction; returns the
+        library's ``Recording`` objects (event and notification id), in the order given.
+
+        The same steps as eventsourcing 9.5's ``Application.save`` (record, snapshots, notify hooks) except that the
+        events go straight into the ``ProcessingEvent``: ``save`` tests every object against the runtime-checkable
+        ``DomainEventProtocol`` first, which on Python 3.11 walks the protocol's members each time (~7 us per
+        event, ~4% of a batched append; scripts/bench_append.py).
+        """
+        processing_event: ProcessingEvent[Any] = ProcessingEvent()
+        processing_event.events.extend(events)
+        recordings = self._record(processing_event)
+        self._take_snapshots(processing_event)
+        self._notify(recordings)
+        self.notify(processing_event.events)  # the library's deprecated hook, as save() calls it
+        return recordings
+
     def execute(self, commands: list[FactCommand]) -> list[Outcome]:
         """Decide and save ``commands`` atomically (one save); returns one :class:`Outcome` per command, in order.
 
@@ -112,14 +129,13 @@ class LedgerApplication(Application):
             BadInput: a command was refused by the policy (nothing of the batch is saved).
             ConflictError: optimistic-concurrency conflicts persisted after ``max_retries`` re-runs.
         """
+        stream_ids = [fact_id(c.user_id, c.key) for c in commands]  # uuid5: ~3 us each, so once per command
         for attempt in range(self.max_retries + 1):
             recorded_at = now_utc()
             facts: dict[uuid.UUID, Fact] = {}
-            existing = self.existing_streams({fact_id(c.user_id, c.key) for c in commands}) if len(commands) > 1 \
-                else None
+            existing = self.existing_streams(set(stream_ids)) if len(commands) > 1 else None
             pending: list[tuple[FactCommand, Any, tuple | None]] = []
-            for cmd in commands:
-                sid = fact_id(cmd.user_id, cmd.key)
+            for cmd, sid in zip(commands, stream_ids):
                 fact = facts.get(sid)
                 if fact is None:
                     new = existing is not None and sid not in existing
@@ -130,7 +146,7 @@ class LedgerApplication(Application):
                 # Events are saved in command order (not grouped by stream), so log order is the order the
                 # caller gave: a batch reads in the log exactly as it was written.
                 events = [e for _, e, _ in pending if e is not None]
-                recordings = self.save(*events) if events else []
+                recordings = self.save_events(events) if events else []
             except RecordConflictError:
                 # Another writer took a version we wanted. Back off exponentially with full jitter (AWS
                 # Architecture Blog, "Exponential Backoff and Jitter") so racing writers stop colliding in step.

@@ -15,7 +15,7 @@ import unicodedata
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from .errors import BadInput
 from .timeutil import parse_instant
@@ -185,10 +185,13 @@ class FactCommand(BaseModel):
             raise ValueError("is empty; leave it out instead")
         return v
 
+    #: (the value it was made from, its canonical JSON): made once by validation, read by ``value_json``.
+    _json: tuple[Any, str | None] | None = PrivateAttr(default=None)
+
     @model_validator(mode="after")
     def _consistent(self) -> FactCommand:
         if self.op in ("assert", "correct"):
-            canonical_json(self.value)
+            self._json = (self.value, canonical_json(self.value))
             if self.value is None:
                 raise BadInput("value", f"is missing for {self.op}", "give the fact's value; to remove it use retract")
         elif self.value is not None:
@@ -206,6 +209,18 @@ class FactCommand(BaseModel):
 
     @property
     def value_json(self) -> str | None:
+        """The value's canonical JSON text (None for no value). Serialised once, at validation: the policy, the
+        event and the idempotency fingerprint each read it (three ``json.dumps`` per command before). A value
+        assigned after validation is serialised afresh; commands are not meant to be mutated in place.
+
+        Raises:
+            BadInput: a value assigned after validation is not JSON.
+        """
+        # Read the private attribute from pydantic's documented ``__pydantic_private__`` dict: ``self._json`` goes
+        # through BaseModel.__getattr__, which costs more than the json.dumps it saves.
+        cached = (self.__pydantic_private__ or {}).get("_json")
+        if cached is not None and cached[0] is self.value:
+            return cached[1]
         return None if self.value is None else canonical_json(self.value)
 
     def effective_confidence(self) -> float:
