@@ -232,12 +232,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("single", "events", "batch", "repeat"):
         if getattr(a, name) < 1:
             ap.error(f"--{name} must be at least 1")
+    load = os.getloadavg()
     runs = [bench_ledger(a.dsn, a.single, a.events, a.batch, r) for r in range(a.repeat)]
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     baseline = min((k for k in med if k.startswith("raw")), key=lambda k: med[k])
     backend = "PostgreSQL" if a.dsn else "SQLite"
     print(f"bench_append: {backend}, {a.single} commands one per save, {a.events} in batches of {a.batch}, "
-          f"median of {a.repeat} runs; ratio = events/s / {baseline!r}")
+          f"median of {a.repeat} runs; ratio = events/s / {baseline!r}; load average {load[0]:.2f} at start, "
+          f"{os.getloadavg()[0]:.2f} at end")
     width = max(len(k) for k in med)
     print(f"| {'method':<{width}} | {'events/s':>10} | {'us/event':>9} | {'ratio':>6} |")
     print(f"|{'-' * (width + 2)}|{'-' * 12}:|{'-' * 10}:|{'-' * 7}:|")
