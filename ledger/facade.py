@@ -146,7 +146,7 @@ class MemoryLedger(SessionsMixin, SearchMixin):
         return catch_up(self.app, self.db, projections, until=until, on_batch=on_batch)
 
     # -- replay (issue 6: replay/rebuild.py, replay/verify.py, docs/rebuild.md) ---------------------------------
-    def rebuild(self, projections: list[str] | None = None, *, blue_green: bool = False, batch_size: int = 2000,
+    def rebuild(self, projections: list[str] | None = None, *, blue_green: bool = False, batch_size: int = 50_000,
                 on_progress: Callable[[int, int], None] | None = None, embedder: str | None = None) -> Any:
         """Rebuild the named projections (all when None/empty) from position 0 of the log.
 

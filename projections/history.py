@@ -43,6 +43,7 @@ TIMELINE_COLS = [
 _REPLACED_BY, _VALID_FROM, _VALID_TO, _STATUS = (VERSION_COLS.index(c) for c in (
     "replaced_by", "valid_from", "valid_to", "status"))
 _RECORDED_TO, _POSITION_TO = TIMELINE_COLS.index("recorded_to"), TIMELINE_COLS.index("position_to")
+_UNSET = object()  # a column no held write has set
 
 
 def project(le: LogEvent, w: Any) -> None:
@@ -120,11 +121,12 @@ class _SqlWrites:
 class HistoryBulk:
     """The writes of :func:`project` held in memory, then written with COPY / executemany by :meth:`flush`.
 
-    Rows inserted since the last flush are edited in place. A write to a row written by an earlier flush (a later
-    event of a stream that spans flushes) is kept as a statement and run by the next flush, in event order,
-    *before* the new rows are inserted, so it reaches exactly the rows the per-event path would reach: the
-    per-event path's UPDATE of open timeline rows would also have closed the rows opened since, and those are
-    closed here in memory. Erasure: ``purge_user`` drops the user's held rows and statements and deletes the
+    Rows inserted since the last flush are edited in place. Writes to a row written by an earlier flush (a later
+    event of a stream that spans flushes) are kept, per row, as the values they leave (``edits``: one UPDATE per
+    row however many events touched it), and a close of a version's flushed open rows as one UPDATE; the next
+    flush runs them *before* inserting the new rows, so they reach exactly the rows the per-event path would
+    reach: its UPDATE of open timeline rows would also have closed the rows opened since, and those are closed
+    here in memory. Erasure: ``purge_user`` drops the user's held rows and statements and deletes the
     user's flushed rows first thing at the flush. So after every flush the tables equal the per-event path's
     after the same events.
 
@@ -142,9 +144,9 @@ class HistoryBulk:
         self.open: dict[tuple[str, str, int], list[list[Any]]] = {}  # ... of those, still open, by version
         self.closed_in_db: set[tuple[str, str, int]] = set()  # versions whose flushed open rows a close reached
         self.purges: list[tuple[str]] = []
-        self.replaced_by: list[tuple[Any, ...]] = []  # statements on flushed rows, in event order
-        self.narrows: list[tuple[Any, ...]] = []
-        self.closes: list[tuple[Any, ...]] = []
+        # flushed history_versions rows -> [replaced_by, valid_from, valid_to, status] as the writes left them
+        self.edits: dict[tuple[str, str, int], list[Any]] = {}
+        self.closes: list[tuple[Any, ...]] = []  # closes of flushed open timeline rows, one per version
 
     def apply(self, le: LogEvent) -> None:
         project(le, self)
@@ -157,14 +159,14 @@ class HistoryBulk:
         if row is not None:
             row[_REPLACED_BY] = by
         else:
-            self.replaced_by.append((by, user_id, key, version))
+            self.edits.setdefault((user_id, key, version), [_UNSET] * 4)[0] = by
 
     def narrow(self, user_id: str, key: str, version: int, vf: int, vt: int | None, status: str) -> None:
         row = self.versions.get((user_id, key, version))
         if row is not None:
             row[_VALID_FROM], row[_VALID_TO], row[_STATUS] = vf, vt, status
         else:
-            self.narrows.append((vf, vt, status, user_id, key, version))
+            self.edits.setdefault((user_id, key, version), [_UNSET] * 4)[1:] = vf, vt, status
 
     def close(self, user_id: str, key: str, version: int, recorded_to: int, position_to: int) -> None:
         k = (user_id, key, version)
@@ -183,8 +185,7 @@ class HistoryBulk:
         self.timeline = [r for r in self.timeline if r[0] != user_id]
         self.open = {k: r for k, r in self.open.items() if k[0] != user_id}
         self.closed_in_db = {k for k in self.closed_in_db if k[0] != user_id}
-        self.replaced_by = [s for s in self.replaced_by if s[1] != user_id]
-        self.narrows = [s for s in self.narrows if s[3] != user_id]
+        self.edits = {k: e for k, e in self.edits.items() if k[0] != user_id}
         self.closes = [s for s in self.closes if s[2] != user_id]
         self.purges.append((user_id,))
 
@@ -192,10 +193,19 @@ class HistoryBulk:
         """Write what is held, inside the caller's transaction, and forget it."""
         for table in (self.tv, self.tt):
             cur.executemany(f"DELETE FROM {table} WHERE user_id = ?", self.purges)
-        cur.executemany(f"UPDATE {self.tv} SET replaced_by = ? WHERE user_id = ? AND key = ? AND version = ?",
-                        self.replaced_by)
-        cur.executemany(f"UPDATE {self.tv} SET valid_from = ?, valid_to = ?, status = ? WHERE user_id = ? "
-                        "AND key = ? AND version = ?", self.narrows)
+        both, replaced, narrowed = [], [], []
+        for (user_id, key, version), (by, vf, vt, status) in self.edits.items():
+            if by is _UNSET:
+                narrowed.append((vf, vt, status, user_id, key, version))
+            elif vf is _UNSET:
+                replaced.append((by, user_id, key, version))
+            else:
+                both.append((by, vf, vt, status, user_id, key, version))
+        where = "WHERE user_id = ? AND key = ? AND version = ?"
+        cur.executemany(f"UPDATE {self.tv} SET replaced_by = ?, valid_from = ?, valid_to = ?, status = ? {where}",
+                        both)
+        cur.executemany(f"UPDATE {self.tv} SET replaced_by = ? {where}", replaced)
+        cur.executemany(f"UPDATE {self.tv} SET valid_from = ?, valid_to = ?, status = ? {where}", narrowed)
         cur.executemany(f"UPDATE {self.tt} SET recorded_to = ?, position_to = ? WHERE user_id = ? AND key = ? "
                         "AND version = ? AND position_to = ?", self.closes)
         insert_rows(cur, self.tv, VERSION_COLS, list(self.versions.values()))

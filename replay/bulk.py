@@ -11,7 +11,9 @@ loses at most the chunk being built, and the next run resumes from the tracking 
 Concurrency: the events are applied outside any transaction; the flush re-reads each copy's tracking row inside its
 transaction and, if another process moved it meanwhile, gives up (rolls back, returns) so the ordinary catch-up loop
 finishes from wherever the copy is. Projections without ``bulk`` ride along event by event in the same flush
-transactions (one decode of the log for all); deferred ones (``vectors``) are left to the ordinary loop.
+transactions (one decode of the log for all), with the deferred ``vectors`` projection's own batching: embedding
+warmed into its cache outside the transaction, ``prepare`` per batch of ``catchup.BATCH`` events inside it. (The
+first catch-up of a fresh store leaves ``vectors`` out, as every write's catch-up does: no model loads on a write.)
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from .catchup import APPLY, BATCH, SKIP, apply_one, decode, erasure_action, max_
 CHUNK = 50_000
 #: notifications per ``select_notifications`` call
 PAGE = 5_000
+#: SQLite page cache (KiB) while a flush writes (see :func:`_page_cache`)
+FLUSH_CACHE_KIB = 256 * 1024
 
 
 class _Moved(Exception):
@@ -45,8 +49,9 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
         app: the eventsourcing application (its recorder and mapper: upcasting and decryption apply).
         db: the :class:`projections.db.ProjectionDB`.
         projections: the copies to bring up. Those with ``bulk()`` are applied in memory; the others are applied
-            event by event inside each flush transaction (so the log is decoded once for all); deferred ones
-            (``vectors``: its embedding has its own batching, warm-up outside the lock) are left to ``catch_up``.
+            event by event inside each flush transaction (so the log is decoded once for all) in batches of
+            ``catchup.BATCH`` events, each ``prepare``-d first; one with ``warm`` (``vectors``: embedding) is warmed
+            in such batches just before the flush transaction, outside it (not when ``cur`` is given).
         until: the last position to apply (inclusive).
         chunk: events per flush transaction (>= 1). Memory: one chunk's rows of the bulk projections (about 1 KB
             per fact event for profile + history), plus the chunk's decoded events when a per-event projection is
@@ -56,11 +61,11 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
             chunk (the in-place rebuild replays in one transaction).
 
     Returns:
-        the lowest position the non-deferred copies reached; 0 and nothing done when none offers ``bulk()``.
+        the lowest position the copies reached; 0 and nothing done when none offers ``bulk()``.
         Lower than ``until`` when another process moved one of the copies meanwhile (the flush then rolls back):
         the caller's ordinary catch-up finishes from there.
     """
-    copies = [p for p in projections if not p.deferred]
+    copies = list(projections)
     bulk = {p.tracking_name: p.bulk() for p in copies}
     if not any(a is not None for a in bulk.values()):
         return 0
@@ -79,8 +84,14 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
     count = 0  # events since the last flush
 
     def flush(last: LogEvent) -> bool:
+        if cur is None:  # slow, side-effect-free work (embedding into the cache) outside the exclusive transaction
+            for p in others:
+                if hasattr(p, "warm"):
+                    mine = [le for le in held if le.position > state[p.tracking_name][0]]
+                    for i in range(0, len(mine), BATCH):
+                        p.warm(mine[i:i + BATCH])
         try:
-            with _txn(db, cur) as c:
+            with _txn(db, cur) as c, _page_cache(c):
                 for p in copies:
                     if position_of(c, p.tracking_name) != state[p.tracking_name]:
                         raise _Moved(p.tracking_name)
@@ -145,6 +156,25 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
 def _low(db: Any, copies: Sequence[Projection]) -> int:
     with db.read() as cur:
         return min(position_of(cur, p.tracking_name)[0] for p in copies)
+
+
+@contextmanager
+def _page_cache(cur: Any) -> Iterator[None]:
+    """On SQLite, a page cache of :data:`FLUSH_CACHE_KIB` for the flush, then the connection's own size again.
+
+    A flush dirties more pages than SQLite's default 2 MB cache holds; it then spills dirty pages to the WAL in the
+    middle of the transaction and writes them again as the B-trees keep changing (measured: 200k events' history
+    rows inserted in 10.2 s with the default cache, 6.8 s with 400 MB). The cache only grows as pages are touched.
+    """
+    if cur.dialect != "sqlite":
+        yield
+        return
+    before = cur.execute("PRAGMA cache_size").fetchone()[0]
+    cur.execute(f"PRAGMA cache_size = -{FLUSH_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        cur.execute(f"PRAGMA cache_size = {int(before)}")
 
 
 @contextmanager

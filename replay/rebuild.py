@@ -8,8 +8,10 @@ Blue/green (``memledger rebuild --blue-green``), on top of :meth:`projections.ba
    older than :data:`STALE_AFTER` seconds) is taken over, and its half-built copy is *resumed*: a copy's rows and
    its tracking row move in one transaction, so whatever a killed rebuild committed is exactly right.
 2. **build** — the new copy (tables ``<name>_<table>__g<N>``, tracking row ``<name>__g<N>``) is built beside the
-   serving one by the ordinary catch-up loop (replay/catchup.py), one short exclusive transaction per batch, so
-   writers and readers interleave with it and keep using the serving copy.
+   serving one by the bulk path (replay/bulk.py: one pass over the log, profile and history applied in memory,
+   every ``batch`` events written in one exclusive transaction with the tracking rows; the other projections
+   apply the same events one by one in that transaction; ``vectors`` embeds them just before it, outside the lock).
+   Writers and readers interleave with it between flushes and keep using the serving copy.
 3. **switch** — one exclusive transaction applies what the log gained meanwhile to the new copy, then points
    ``projection_versions.serving_suffix`` at it. Every transaction of every process resolves the serving copy
    first thing, in its own snapshot (:class:`ServingResolver`, registered in ``ProjectionDB.on_begin``), so a
@@ -71,9 +73,14 @@ CREATE TABLE IF NOT EXISTS projection_rebuilds (
 STALE_AFTER = 120.0
 #: seconds between heartbeats of a running rebuild
 HEARTBEAT_EVERY = 5.0
-#: notifications per transaction while building a copy: big enough to amortise commits, small enough that a
-#: writer waiting for the lock waits milliseconds
-BATCH = 2000
+#: events per transaction while building a copy. The bulk pass (replay/bulk.py) holds that many events' rows in
+#: memory (about 1.5 KB per fact event: ~75 MB; rebuilding the per-event projections too, also the decoded events,
+#: about as much again) and writes them in one transaction, which holds the projections' write lock (a writer's
+#: catch-up waits) for about as long as it writes them: ~1-2 s at 50,000 on a loaded 2-core machine. Fewer events per flush cost speed: a stream whose events span two flushes needs UPDATEs of
+#: rows already written (bench_replay, 50k events: 16% / 22% / 28% of the decode rate at 2k / 10k / 50k).
+BATCH = 50_000
+#: events per transaction of the per-event loops (the events the log gains during the build, applied at the switch)
+PER_EVENT_BATCH = 2000
 
 _GEN_RE = re.compile(r"^g(\d+)$")
 
@@ -292,7 +299,8 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
         db: the :class:`projections.db.ProjectionDB`.
         projections: the projection objects to rebuild (their ``suffix`` is the copy serving now).
         blue_green: build beside and switch (True), or replay in place in one transaction (False).
-        batch: notifications per transaction (>= 1).
+        batch: events per transaction of the bulk pass (>= 1; see :data:`BATCH`); the per-event loop after it
+            uses at most :data:`PER_EVENT_BATCH`.
         on_progress: ``on_progress(position_reached, head)`` after each batch (progress bars; head may grow).
         embedder: an embedder spec (``projections.embedders.get_embedder``) for the new ``vectors`` copy: an
             embedding-model switch. Needs ``blue_green`` and ``vectors`` among ``projections``. The embedding
@@ -349,10 +357,11 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
 
     try:
         # One bulk pass (replay/bulk.py: profile and history in memory, written per chunk of ``batch`` events, the
-        # others event by event in the same transactions); then the ordinary loop for what it left: the deferred
-        # vectors projection (its own embedding batches), or a copy another process moved meanwhile.
+        # others event by event in the same transactions, vectors warmed outside them); then the ordinary loop for
+        # anything it left (a copy another process moved meanwhile: normally nothing).
         bulk_catch_up(app, db, copies, until=head, chunk=batch, on_batch=progress_of(0))
-        catch_up(app, db, copies, until=head, batch=batch, on_batch=progress_of(1), bulk=False)
+        catch_up(app, db, copies, until=head, batch=min(batch, PER_EVENT_BATCH), on_batch=progress_of(1),
+                 bulk=False)
         done = max(passes)  # the notifications replayed into the copies: the longer of the two passes
         with db.transaction() as cur:
             for c in copies:
@@ -361,7 +370,7 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
             lock.check(cur)
             head = max_position(app)
             while True:
-                _, events = apply_batch(cur, app, copies, head, batch)
+                _, events = apply_batch(cur, app, copies, head, min(batch, PER_EVENT_BATCH))
                 if not events:
                     break
                 done += len(events)
@@ -458,7 +467,7 @@ def _in_place(app: Any, db: Any, projections: Sequence[Projection], lock: _Lock,
             bulk_catch_up(app, db, copies, until=head, chunk=batch, cur=cur,
                           on_batch=lambda n, position: progress(0, n, position))
             while True:
-                _, events = apply_batch(cur, app, copies, head, batch)
+                _, events = apply_batch(cur, app, copies, head, min(batch, PER_EVENT_BATCH))
                 if not events:
                     break
                 progress(1, len(events), events[-1].position)
