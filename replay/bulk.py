@@ -116,8 +116,9 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
             on_batch(count, last.position)
         return True
 
-    # The rows held are many small lists that live until the flush: the cyclic garbage collector would scan them
-    # again and again as they grow (it found nothing to free, and cost ~30% of the pass). Off for the pass.
+    # The rows held are many small lists that live until the flush: the cyclic garbage collector scans them again
+    # and again as they grow, finding nothing to free (bulk pass of 50k events: 7.3 s with it, 5.3 s without,
+    # medians of 3, load average ~6). Off for the pass; the rows hold no reference cycles.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
