@@ -27,6 +27,15 @@ CREATE TABLE IF NOT EXISTS projection_tracking (
     position BIGINT NOT NULL,
     recorded_at BIGINT NOT NULL
 )"""
+#: Users whose ``SubjectErased`` tombstone some copy has applied, with its log position; shared by every copy.
+#: Why (a fresh-user run found it): a writer that still held an erased user's data key in its key cache could append
+#: events after the tombstone and, decoding them with that cached key, project the plaintext again. The catch-up
+#: reads this register in its transaction and skips every later event of a user in it (replay/catchup.py).
+ERASED_DDL = """
+CREATE TABLE IF NOT EXISTS erased_subjects (
+    user_id TEXT PRIMARY KEY,
+    position BIGINT NOT NULL
+)"""
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,9 @@ class Projection:
     tables: ClassVar[dict[str, str]] = {}
     #: statements run after the tables exist (indexes), with ``{t:<table>}`` placeholders
     indexes: ClassVar[list[str]] = []
+    #: short table name -> SQL condition on rows that ``verify`` leaves out: bookkeeping that is not derived from the
+    #: log (e.g. the vectors projection's reload counter), which a scratch replay cannot reproduce
+    verify_exclude: ClassVar[dict[str, str]] = {}
 
     def __init__(self, suffix: str = "") -> None:
         self.suffix = suffix
@@ -89,6 +101,7 @@ class Projection:
     def create(self, cur: Cursor) -> None:
         """Create the tables, indexes and tracking row if missing (idempotent)."""
         cur.execute(TRACKING_DDL)
+        cur.execute(ERASED_DDL)
         names = self._names()
         for short, ddl in self.tables.items():
             cur.execute(ddl.format(t=self.table(short), **names))
@@ -179,6 +192,18 @@ def position_of(cur: Cursor, tracking_name: str) -> tuple[int, int]:
     )
     row = cur.fetchone()
     return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def erased_subjects(cur: Cursor) -> set[str]:
+    """The user ids in the ``erased_subjects`` register (see :data:`ERASED_DDL`; :meth:`Projection.create` makes it)."""
+    cur.execute("SELECT user_id FROM erased_subjects")
+    return {r[0] for r in cur.fetchall()}
+
+
+def note_erased(cur: Cursor, user_id: str, position: int) -> None:
+    """Add ``user_id`` to the register at the tombstone's log ``position`` (the first one kept; idempotent)."""
+    cur.execute("INSERT INTO erased_subjects (user_id, position) VALUES (?, ?) ON CONFLICT (user_id) DO NOTHING",
+                (user_id, position))
 
 
 def set_position(cur: Cursor, tracking_name: str, position: int, recorded_at: int) -> None:

@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from projections.base import LogEvent, Projection, position_of, set_position
+from projections.base import LogEvent, Projection, erased_subjects, note_erased, position_of, set_position
 
-from .catchup import APPLY, BATCH, SKIP, apply_one, decode, erasure_action, max_position
+from .catchup import APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, max_position
 
 #: events applied in memory between two flushes (one transaction each). Memory held: their rows, about 1 KB per
 #: fact event for profile + history; a flush of 50,000 events holds the projections' write lock ~0.5 s on SQLite.
@@ -72,6 +72,7 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
     head = max_position(app) if until is None else until
     with _txn(db, cur, read=True) as c:
         state = {p.tracking_name: position_of(c, p.tracking_name) for p in copies}
+        erased = erased_subjects(c)  # the erasure register (projections/base.py): later events of these are skipped
     low = min(pos for pos, _ in state.values())
     if low >= head:
         return low
@@ -81,6 +82,8 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
                 if bulk[p.tracking_name] is not None]
     others = [p for p in copies if bulk[p.tracking_name] is None]
     held: list[LogEvent] = []  # events since the last flush (kept only for the per-event projections)
+    actions: dict[int, str] = {}  # erasure action of each held event
+    tombstones: list[tuple[str, int]] = []  # (user_id, position) of the chunk's SubjectErased, for the register
     count = 0  # events since the last flush
 
     def flush(last: LogEvent) -> bool:
@@ -95,6 +98,8 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
                 for p in copies:
                     if position_of(c, p.tracking_name) != state[p.tracking_name]:
                         raise _Moved(p.tracking_name)
+                for user_id, position in tombstones:
+                    note_erased(c, user_id, position)
                 for p in copies:
                     pos, rec = state[p.tracking_name]
                     if last.position <= pos:
@@ -107,7 +112,7 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
                         for i in range(0, len(mine), BATCH):
                             p.prepare(c, mine[i:i + BATCH])
                             for le in mine[i:i + BATCH]:
-                                apply_one(c, p, le)
+                                apply_one(c, p, le, actions[le.position])
                     state[p.tracking_name] = (last.position, max(rec, last.recorded_at))
                     set_position(c, p.tracking_name, *state[p.tracking_name])
         except _Moved:
@@ -130,7 +135,10 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
             events, recorded = decode(app, notifications, recorded)
             for le in events:
                 position = le.position
-                action = erasure_action(le.event)  # apply_one's rules, decided once for every applier
+                action = erasure_action(le.event, erased)  # apply_one's rules, decided once for every applier
+                if action is PURGE:
+                    erased.add(le.event.user_id)
+                    tombstones.append((le.event.user_id, position))
                 if action is not SKIP:
                     for start, a in appliers:
                         if position > start:
@@ -140,11 +148,12 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
                                 a.purge_user(le.event.user_id)
                 if others:
                     held.append(le)
+                    actions[position] = action
                 count += 1
                 if count >= chunk:
                     if not flush(le):
                         return _low(db, copies)
-                    held, count = [], 0
+                    held, actions, tombstones, count = [], {}, [], 0
             reached = events[-1].position
         if count and not flush(events[-1]):
             return _low(db, copies)

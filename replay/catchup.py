@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from projections.base import LogEvent, Projection, position_of, set_position
+from projections.base import LogEvent, Projection, erased_subjects, note_erased, position_of, set_position
 from projections.db import ProjectionDB
 
 from ledger.timeutil import to_micros
@@ -136,13 +136,14 @@ def apply_batch(cur: Any, app: Any, projections: Sequence[Projection], head: int
     # System time is made monotonic per projection copy, from where that copy left off.
     start_recorded = min(r for pos, r in positions.values() if pos == low)
     events, _ = decode(app, notifications, start_recorded)
+    actions = erasure_actions(cur, events)
     for p in projections:
         pos, recorded = positions[p.tracking_name]
-        p.prepare(cur, [le for le in events if le.position > pos])  # e.g. embed the batch's texts at once
+        p.prepare(cur, [le for le in events if le.position > pos and actions[le.position] is APPLY])
         applied = False
         for le in events:
             if le.position > pos:
-                apply_one(cur, p, le)
+                apply_one(cur, p, le, actions[le.position])
                 applied = True
                 recorded = max(recorded, le.recorded_at)
         if applied:
@@ -150,15 +151,18 @@ def apply_batch(cur: Any, app: Any, projections: Sequence[Projection], head: int
     return low, events
 
 
-def apply_one(cur: Any, projection: Projection, le: LogEvent) -> None:
+def apply_one(cur: Any, projection: Projection, le: LogEvent, action: str | None = None) -> None:
     """Apply one event to one projection, honouring erasure (issue 8, docs/erasure.md).
 
     * An event whose user was erased decodes with its personal fields ``None`` (ledger/crypto.py): it is skipped,
       so a rebuild after erasure never brings the user's rows back.
     * ``SubjectErased`` purges the user from the projection (``Projection.purge_user``), so events of the user
       that carry no encrypted field (and so are not marked erased) are removed again at the tombstone's position.
+    * An event of a user in the ``erased_subjects`` register is skipped (``action`` from :func:`erasure_actions`):
+      a writer still holding the user's key in its cache may append after the tombstone, and must not be projected.
     """
-    action = erasure_action(le.event)
+    if action is None:
+        action = erasure_action(le.event)
     if action is PURGE:
         projection.purge_user(cur, le.event.user_id)
     elif action is APPLY:
@@ -168,13 +172,31 @@ def apply_one(cur: Any, projection: Projection, le: LogEvent) -> None:
 APPLY, PURGE, SKIP = "apply", "purge", "skip"
 
 
-def erasure_action(event: Any) -> str:
+def erasure_action(event: Any, erased: set[str] | None = None) -> str:
     """What a projection does with ``event`` (see :func:`apply_one`; replay/bulk.py decides it once per event for
-    every bulk applier): PURGE its user, SKIP it, or APPLY it."""
+    every bulk applier): PURGE its user (a ``SubjectErased``), SKIP it (its user is in ``erased``, or it decoded as
+    erased), or APPLY it."""
     is_erased, subject_erased = _ERASURE or _erasure()
     if isinstance(event, subject_erased):
         return PURGE
+    if erased and getattr(event, "user_id", None) in erased:
+        return SKIP
     return SKIP if is_erased(event) else APPLY
+
+
+def erasure_actions(cur: Any, events: Sequence[LogEvent], erased: set[str] | None = None) -> dict[int, str]:
+    """``{position: action}`` for a batch, in log order, inside the caller's transaction: reads the
+    ``erased_subjects`` register (unless ``erased`` is given, which is then updated in place), adds each
+    tombstone of the batch to it (and to the table), and skips every later event of an erased user."""
+    if erased is None:
+        erased = erased_subjects(cur)
+    out = {}
+    for le in events:
+        action = out[le.position] = erasure_action(le.event, erased)
+        if action is PURGE:
+            erased.add(le.event.user_id)
+            note_erased(cur, le.event.user_id, le.position)
+    return out
 
 
 _ERASURE: tuple[Any, Any] | None = None

@@ -43,7 +43,7 @@ from typing import Any
 
 from ledger.errors import BadInput, MemledgerError
 from ledger.timeutil import from_micros, now_utc, to_micros
-from projections.base import TRACKING_DDL, Projection, position_of
+from projections.base import ERASED_DDL, TRACKING_DDL, Projection, position_of
 
 from .bulk import bulk_catch_up
 from .catchup import apply_batch, catch_up, max_position
@@ -90,10 +90,12 @@ class RebuildInProgress(MemledgerError):
 
 
 def ensure_tables(cur: Any) -> None:
-    """Create ``projection_versions``, ``projection_rebuilds`` and ``projection_tracking`` if missing."""
+    """Create ``projection_versions``, ``projection_rebuilds``, ``projection_tracking`` and ``erased_subjects`` if
+    missing."""
     cur.execute(VERSIONS_DDL)
     cur.execute(REBUILDS_DDL)
     cur.execute(TRACKING_DDL)
+    cur.execute(ERASED_DDL)
 
 
 def serving_suffixes(cur: Any) -> dict[str, str]:
