@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from .errors import BadInput
-from .timeutil import parse_instant
+from .timeutil import check_observed, parse_instant
 
 Source = Literal["user_statement", "agent_inference", "external_import", "system_feedback"]
 SOURCES: tuple[str, ...] = ("user_statement", "agent_inference", "external_import", "system_feedback")
@@ -159,7 +159,8 @@ class FactCommand(BaseModel):
     def _instant(cls, v: Any, info: Any) -> datetime | None:
         if v is None:
             return None
-        return parse_instant(v, info.field_name)
+        dt = parse_instant(v, info.field_name)
+        return check_observed(dt) if info.field_name == "observed_at" else dt
 
     @field_validator("confidence")
     @classmethod

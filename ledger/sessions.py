@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .domain import NAMESPACE
 from .errors import BadInput, ConflictError, IdempotencyMismatch
 from .schemas import check_user_id
-from .timeutil import now_utc, parse_instant
+from .timeutil import check_observed, now_utc, parse_instant
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 LEVELS: tuple[str, ...] = ("session", "span", "all")
@@ -143,7 +143,7 @@ class SessionCommand(BaseModel):
     @field_validator("observed_at", mode="before")
     @classmethod
     def _instant(cls, v: Any) -> datetime | None:
-        return None if v is None else parse_instant(v, "observed_at")
+        return None if v is None else check_observed(parse_instant(v, "observed_at"))
 
     @field_validator("task", "text", "speaker", "progress", "message_id", "first_message_id", "last_message_id")
     @classmethod

@@ -18,13 +18,19 @@ from .errors import BadInput
 UTC = timezone.utc
 OPEN = 2**63 - 1  # "until further notice": the open end of a half-open range, as a BIGINT
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The instants accepted at the boundary, in UTC. A day of margin inside ``datetime``'s own range (years 1-9999):
+#: an instant is shown in any zone (offsets up to ±24 h) and queried at ±1 µs, which must not overflow. A
+#: fresh-user run found ``--as-of 9999-12-31T23:59:59-05:00`` failing with OverflowError (exit 1, no field named).
+MIN_INSTANT = datetime(1, 1, 2, tzinfo=UTC)
+MAX_INSTANT = datetime(9999, 12, 30, tzinfo=UTC)
 
 
 def parse_instant(value: str | datetime, field: str) -> datetime:
     """Parse an ISO 8601 instant with an offset (or an aware datetime) into an aware UTC datetime.
 
     Raises:
-        BadInput: naming ``field`` if the value is naive, empty or not ISO 8601.
+        BadInput: naming ``field`` if the value is naive, empty, not ISO 8601, or outside
+            [:data:`MIN_INSTANT`, :data:`MAX_INSTANT`] (0001-01-02 to 9999-12-30 UTC).
     """
     if isinstance(value, datetime):
         dt = value
@@ -46,7 +52,30 @@ def parse_instant(value: str | datetime, field: str) -> datetime:
             f"{value!s} has no UTC offset (naive times are refused, never guessed)",
             "add an offset such as Z or +08:00",
         )
-    return dt.astimezone(UTC)
+    try:
+        utc = dt.astimezone(UTC)
+    except OverflowError:  # e.g. 9999-12-31T23:59:59-05:00 is in year 10000 in UTC
+        utc = None
+    if utc is None or not MIN_INSTANT <= utc <= MAX_INSTANT:
+        raise BadInput(field, f"{value!s} is outside the supported range",
+                       "give an instant from 0001-01-02 to 9999-12-30 (UTC)")
+    return utc
+
+
+#: How far in the future an ``observed_at`` may lie (clock skew between the agent's machine and the store's).
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+
+
+def check_observed(observed_at: datetime | None, field: str = "observed_at") -> datetime | None:
+    """Refuse an ``observed_at`` later than now + :data:`MAX_CLOCK_SKEW`: it is when the source *said* it, which
+    cannot be in the future. A fresh-user run found a typo (2032 for 2023) locking a fact: every later statement
+    counted as a backfill behind it, and the profile kept the typo. To say a fact becomes true later, use
+    ``valid_from``. Returns ``observed_at``. Raises BadInput naming ``field``."""
+    if observed_at is not None and observed_at > now_utc() + MAX_CLOCK_SKEW:
+        raise BadInput(field, f"{observed_at.isoformat()} is in the future",
+                       "observed_at is when the source said it: give a past instant (for a fact that becomes true "
+                       "later, set valid_from)")
+    return observed_at
 
 
 def to_micros(dt: datetime | None, open_value: int | None = None) -> int | None:

@@ -33,6 +33,12 @@ CASES = [
     (["correct", "u1", "k.none", "1"], "key"),
     (["retract", "u1", "k.none"], "key"),
     (["assert", "u1", "preference.drink", "milk", "--idempotency-key", "first"], "idempotency_key"),
+    # a typo'd year: observed_at is when the source said it, never in the future (fresh-user run)
+    (["assert", "u1", "home.city", "Rome", "--observed-at", "2999-05-01T00:00:00Z"], "observed_at"),
+    # outside datetime's range once converted to UTC (was OverflowError, exit 1)
+    (["assert", "u1", "k.x", "1", "--observed-at", "0001-01-01T00:00:00+05:00"], "observed_at"),
+    (["assert", "u1", "k.x", "1", "--valid-from", "9999-12-31T23:59:59-05:00"], "valid_from"),
+    (["session", "start", "u1", "s1", "--observed-at", "2999-01-01T00:00:00Z"], "observed_at"),
 ]
 
 
@@ -143,3 +149,31 @@ def test_home_that_is_a_file_exits_2(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "error: --home:" in proc.stderr and "Traceback" not in proc.stderr
     assert f.read_text() == "not a directory"
+
+
+@pytest.mark.parametrize("args, field", [
+    (["believed", "u1", "--as-of", "9999-12-31T23:59:59-05:00"], "as_of"),
+    (["believed", "u1", "--as-of", "0001-01-01T00:30:00+01:00"], "as_of"),
+    (["true-at", "u1", "--valid-at", "9999-12-31T00:00:00Z"], "valid_at"),
+    (["context", "u1", "--now", "9999-12-31T23:59:59-05:00"], "now"),
+    (["resume", "u1", "--now", "0001-01-01T00:00:00+05:00"], "now"),
+])
+def test_instants_beyond_the_calendar_exit_2_naming_the_field(cli, args, field):
+    """Near year 1 or 9999 converting to UTC overflowed datetime: exit 1 with "OverflowError" (fresh-user run)."""
+    cli("assert", "u1", "preference.drink", "tea")
+    code, out, err = cli(*args)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: {field}: ") and "outside the supported range" in err, err
+
+
+def test_observed_at_a_few_seconds_ahead_is_clock_skew_not_an_error(fresh_ledger):
+    from datetime import timedelta
+
+    from ledger.timeutil import now_utc
+
+    ahead = now_utc() + timedelta(seconds=30)  # within MAX_CLOCK_SKEW (5 minutes)
+    r = fresh_ledger.assert_fact("u1", "k.x", 1, observed_at=ahead)
+    assert fresh_ledger.history("u1")[0].observed_at == ahead and r.version == 1
+    with pytest.raises(BadInput) as exc:
+        fresh_ledger.assert_fact("u1", "k.x", 2, observed_at=now_utc() + timedelta(minutes=6))
+    assert exc.value.field == "observed_at"
