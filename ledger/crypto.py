@@ -262,6 +262,7 @@ class _KeyStoreBase:
         self._cache: dict[str, tuple[bytes, float]] = {}
         self._destroyed_cache: set[str] = set()
         self._cache_lock = threading.Lock()
+        self._config_checked = False
 
     @property
     def wraps_keys(self) -> bool:
@@ -346,6 +347,28 @@ class _KeyStoreBase:
         return user_id
 
     # -- shared by both stores: reading a key row ------------------------------------------------------------
+    def _any_live_row(self) -> tuple[Any, ...] | None:
+        """(user_id, key blob, key_format) of some user whose key is not destroyed, or None. Each backend has one."""
+        raise NotImplementedError
+
+    def _check_config_before_new_key(self, user_id: str) -> None:
+        """Before sealing a *new* user's key: an existing live key must unseal with this store's configuration.
+
+        Why: a process with a wrong (or no) ``MEMLEDGER_MASTER_KEY`` used to create keys in the wrong format, so the
+        store ended up mixing formats and no configuration could rebuild or verify it any more (fresh-user run).
+        Checked once per process (reads one row). Raises KeyStoreError naming the mismatch; nothing is written.
+        """
+        if self._config_checked:
+            return
+        row = self._any_live_row()
+        if row is not None:
+            try:
+                self._unseal(row[0], row[1], row[2])
+            except KeyStoreError as exc:
+                raise KeyStoreError(f"refusing to create a key for user_id {user_id!r}: this store's existing keys "
+                                    f"do not open with this configuration ({exc})") from None
+        self._config_checked = True
+
     def _select(self, user_id: str) -> tuple[Any, ...] | None:
         """The (key blob, key_format, destroyed_at) row of ``user_id``, or None. Each backend implements it."""
         raise NotImplementedError
@@ -465,6 +488,10 @@ class SQLiteKeyStore(_KeyStoreBase):
     def _select(self, user_id: str) -> tuple[Any, ...] | None:
         return self._row(self._conn(), user_id)
 
+    def _any_live_row(self) -> tuple[Any, ...] | None:
+        return self._conn().execute(
+            "SELECT user_id, key, key_format FROM user_keys WHERE key IS NOT NULL LIMIT 1").fetchone()
+
     def _row(self, conn: sqlite3.Connection, user_id: str) -> tuple[Any, ...] | None:
         return conn.execute(
             "SELECT key, key_format, destroyed_at FROM user_keys WHERE user_id = ?", (user_id,)
@@ -480,6 +507,7 @@ class SQLiteKeyStore(_KeyStoreBase):
         conn = self._conn()
         row = self._row(conn, user_id)  # fast path, no write lock
         if row is None:
+            self._check_config_before_new_key(user_id)
             blob, key_format = self._seal(user_id, os.urandom(DATA_KEY_BYTES))
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -567,6 +595,9 @@ class PostgresKeyStore(_KeyStoreBase):
         self._sql_select = sql.SQL(
             "SELECT key, key_format, destroyed_at FROM {} WHERE user_id = %s"
         ).format(table)
+        self._sql_any_live = sql.SQL(
+            "SELECT user_id, key, key_format FROM {} WHERE key IS NOT NULL LIMIT 1"
+        ).format(table)
         self._sql_insert = sql.SQL(
             "INSERT INTO {} (user_id, key, key_format) VALUES (%s, %s, %s) ON CONFLICT (user_id) DO NOTHING"
         ).format(table)
@@ -630,6 +661,9 @@ class PostgresKeyStore(_KeyStoreBase):
     def _select(self, user_id: str) -> tuple[Any, ...] | None:
         return self._run(lambda c: c.execute(self._sql_select, (user_id,)).fetchone())
 
+    def _any_live_row(self) -> tuple[Any, ...] | None:
+        return self._run(lambda c: c.execute(self._sql_any_live).fetchone())
+
     def get_or_create(self, user_id: str) -> bytes:
         self._check_user_id(user_id)
         if self._known_destroyed(user_id):
@@ -639,6 +673,7 @@ class PostgresKeyStore(_KeyStoreBase):
             return cached
         row = self._select(user_id)
         if row is None:
+            self._check_config_before_new_key(user_id)
             blob, key_format = self._seal(user_id, os.urandom(DATA_KEY_BYTES))
 
             def insert_then_select(conn: Any) -> Any:

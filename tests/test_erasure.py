@@ -295,3 +295,33 @@ def test_verify_passes_after_an_erase(fresh_ledger: MemoryLedger) -> None:
     fresh_ledger.erase("alice")
     results = fresh_ledger.verify()
     assert [(r.projection, r.ok) for r in results] == [(p.name, True) for p in fresh_ledger.projections]
+
+
+def test_a_wrong_or_missing_master_key_cannot_create_keys(store_args: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store whose keys are wrapped by K1: a process with K2, or with none, used to create a new user's key in its
+    own format (exit 0), after which neither configuration could rebuild or verify the store (fresh-user run).
+    Now the first new key of a process is checked against an existing one, and nothing is written."""
+    import base64
+
+    from ledger.crypto import KeyStoreError
+
+    k1, k2 = (base64.b64encode(os.urandom(32)).decode() for _ in range(2))
+    monkeypatch.setenv("MEMLEDGER_MASTER_KEY", k1)
+    with MemoryLedger(**store_args) as ml:
+        ml.assert_fact("alice", "k", 1)
+        head = ml._head()
+    for env in (k2, None):
+        if env is None:
+            monkeypatch.delenv("MEMLEDGER_MASTER_KEY")
+        else:
+            monkeypatch.setenv("MEMLEDGER_MASTER_KEY", env)
+        with MemoryLedger(**store_args) as ml:
+            with pytest.raises(KeyStoreError, match=r"^refusing to create a key for user_id 'dora': this store's "
+                                                    r"existing keys do not open with this configuration"):
+                ml.assert_fact("dora", "k", 1)
+            assert ml._head() == head and ml.keystore.get("dora") is None
+    monkeypatch.setenv("MEMLEDGER_MASTER_KEY", k1)
+    with MemoryLedger(**store_args) as ml:  # the right key still works, for old and new users, and verifies
+        ml.assert_fact("dora", "k", 2)
+        assert ml.profile("dora").facts["k"].value == 2 and ml.profile("alice").facts["k"].value == 1
+        assert all(r.ok for r in ml.verify())
