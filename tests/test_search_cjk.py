@@ -46,7 +46,7 @@ def top1_misses(home: Path, embedder: str, cjk_embedder: str = "none") -> list[s
 @pytest.mark.slow
 def test_default_minilm_plus_bm25_finds_chinese_memories(tmp_path: Any) -> None:
     misses = top1_misses(tmp_path / "l", "minilm")
-    assert len(PAIRS) - len(misses) == 30, misses
+    assert len(PAIRS) - len(misses) == 31, misses  # 30 before BM25 dropped Chinese interrogatives (tokenizer v2)
 
 
 @pytest.mark.slow
