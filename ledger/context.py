@@ -110,10 +110,17 @@ def _date(dt: datetime | None, tz: str) -> str:
     return "undated" if dt is None else format_local(dt, tz)[:10]
 
 
-def _fact_line(text: str, when: datetime | None, source: str | None, status: str | None, tz: str) -> str:
+def _fact_line(text: str, when: datetime | None, source: str | None, status: str | None, tz: str,
+               until: datetime | None = None, now: datetime | None = None) -> str:
+    """One fact as a context line: ``- TEXT (valid_from date, source[, CONTESTED][, until D | , ended D])``.
+
+    A closed valid range is always shown: a fact whose range ended before ``now`` ("in Rome 1-10 January") is not a
+    present truth, and printing it bare made an agent read it as one (fresh-user run)."""
     label = f"{_date(when, tz)}, {source or 'unknown source'}"
     if status == "contested":
         label += ", CONTESTED"
+    if until is not None:
+        label += f", {'ended' if now is not None and until <= now else 'until'} {_date(until, tz)}"
     return f"- {_annotate(text, when, tz)} ({label})"
 
 
@@ -216,7 +223,8 @@ def assemble_context(ml: Any, user_id: str, *, session_id: str | None = None, qu
         if key.startswith("memory."):
             continue
         rank = (0 if f.status == "contested" else 1e12) + f.valid_from.timestamp()
-        cand["profile"].append((_fact_line(f.text or f"{key}: {f.value}", f.valid_from, f.source, f.status, tz),
+        cand["profile"].append((_fact_line(f.text or f"{key}: {f.value}", f.valid_from, f.source, f.status, tz,
+                                           f.valid_to, now_dt),
                                 rank))
 
     with ml.db.read() as cur:
@@ -289,19 +297,21 @@ def assemble_context(ml: Any, user_id: str, *, session_id: str | None = None, qu
             if key in shown_keys:
                 continue
             if f is not None:
-                line = _fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz)
+                line = _fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz, f.valid_to, now_dt)
             else:
                 text = _hit_value(h, "text") or ""
                 when = next((_as_dt(_hit_value(h, n)) for n in ("valid_from", "observed_at", "recorded_at")
                              if _hit_value(h, n) is not None), None)
                 source = _hit_value(h, "source") or _hit_value(h, "role") or _hit_value(h, "kind")
-                line = _fact_line(text, when, source, _hit_value(h, "status"), tz)
+                line = _fact_line(text, when, source, _hit_value(h, "status"), tz, _as_dt(_hit_value(h, "valid_to")),
+                                  now_dt)
             cand["memories"].append((line, -float(i)))
     else:
         recent = sorted(((k, f) for k, f in profile.facts.items() if k.startswith("memory.")),
                         key=lambda kf: (kf[1].valid_from, kf[1].recorded_at), reverse=True)[:memories]
         for i, (key, f) in enumerate(recent):
-            cand["memories"].append((_fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz),
+            cand["memories"].append((_fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz,
+                                                f.valid_to, now_dt),
                                      -float(i)))
 
     # 5. recent messages

@@ -408,3 +408,20 @@ def test_resume_with_now_before_the_last_touch_says_so(tmp_path):
         r = ml.resume("ana", now="2024-05-09T13:00:00+08:00")
     assert r.ago == "touched after now"
     assert r.opening.startswith("Last time we were on quarterly report (touched after now, 2024-05-10)")
+
+
+def test_context_marks_a_closed_valid_range(fresh_ledger):
+    """A fact whose valid range has ended ("in Rome 1-10 January") was printed as a bare stable fact, which an agent
+    reads as true now (fresh-user run): the line now says when it ended, or until when it holds."""
+    ml = fresh_ledger
+    ml.assert_fact("v", "trip.city", "Rome", text="in Rome", observed_at="2024-01-01T00:00:00Z",
+                   valid_to="2024-01-10T00:00:00Z")
+    ml.assert_fact("v", "plan.gym", "membership", text="has a gym membership", observed_at="2024-01-02T00:00:00Z",
+                   valid_to="2024-12-31T00:00:00Z")
+    ml.assert_fact("v", "profile.name", "Vera", observed_at="2024-01-01T00:00:00Z")
+    lines = ml.context("v", now="2024-06-01T00:00:00Z").sections[0].lines
+    assert sorted(lines) == sorted([
+        "- in Rome (2024-01-01, user_statement, ended 2024-01-10)",
+        "- has a gym membership (2024-01-02, user_statement, until 2024-12-31)",
+        "- profile.name: Vera (2024-01-01, user_statement)",
+    ])
