@@ -153,6 +153,24 @@ def test_interrupted_bulk_build_resumes_to_the_same_rows(store_args: dict[str, A
         assert content(ml, copies) == per_event
 
 
+def test_a_copy_moved_by_another_catch_up_is_left_to_it(store_args: dict[str, Any],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    write_log(store_args, monkeypatch)
+    with MemoryLedger(**store_args) as ml:
+        per_event = content(ml, _per_event(ml))
+        copies = fresh_copies(ml, "raced")
+
+        def another_process(n: int, position: int) -> None:
+            if position == 10:  # after the first flush, another catch-up applies events 11-30 event by event
+                catch_up(ml.app, ml.db, copies, until=30, bulk=False)
+
+        # The second flush finds the copies at 30, not 10: it rolls back and returns where they are.
+        assert bulk_catch_up(ml.app, ml.db, copies, chunk=10, on_batch=another_process) == 30
+        assert content(ml, copies)["history tracking"][0][0] == 30
+        catch_up(ml.app, ml.db, copies, bulk=False)
+        assert content(ml, copies) == per_event
+
+
 def test_fresh_stores_first_catch_up_is_bulk_and_verifies(store_args: dict[str, Any],
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     write_log(store_args, monkeypatch)
