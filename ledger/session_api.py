@@ -343,6 +343,9 @@ class SessionsMixin:
             latest = max(sessions, key=lambda s: (s["last_at"], s["position"])) if sessions else None
             session_row = (self.state_cards_projection.session(cur, user_id, card["session_id"]) if card
                            else latest)
+            # No open card: the latest session's own card, if its task was marked done (not to be "continued").
+            done = (self.state_cards_projection.card(cur, user_id, latest["session_id"])
+                    if card is None and latest is not None else None)
         if session_row is None:
             return Resume(found=False, opening="We have not worked on anything together yet. What shall we start "
                                                "with?", **base)
@@ -365,7 +368,12 @@ class SessionsMixin:
         else:
             subject = f"our conversation (session {session_row['session_id']})"
         progress = state.progress if state else None
-        if expired:
+        if done is not None and done["status"] == "done" and done["task"]:
+            # A finished task is reported as finished, never offered for continuing (fresh-user run).
+            opening = f"Last time we finished {done['task']} ({ago_phrase}, {when})"
+            opening += f"; {done['progress']}" if done["progress"] else ""
+            opening += ". What shall we do next?"
+        elif expired:
             opening = f"It has been {ago} since we were on {subject} ({when})"
             opening += f"; {progress}" if progress else ""
             opening += ". Do you want to continue with it, or start something new?"

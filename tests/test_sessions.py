@@ -425,3 +425,13 @@ def test_context_marks_a_closed_valid_range(fresh_ledger):
         "- has a gym membership (2024-01-02, user_statement, until 2024-12-31)",
         "- profile.name: Vera (2024-01-01, user_statement)",
     ])
+
+
+def test_resume_after_a_finished_task_does_not_offer_to_continue_it(fresh_ledger):
+    """``session card --status done`` then ``resume`` said "Last time we were on our conversation (session s3)...
+    shall we continue?" — the task's name dropped and a finished task offered for continuing (fresh-user run)."""
+    ml = fresh_ledger
+    ml.session_start("ana", "s3", task="tax return", observed_at="2024-05-06T09:00:00Z")
+    ml.update_card("ana", "s3", progress="filed online", status="done", observed_at="2024-05-06T10:00:00Z")
+    r = ml.resume("ana", now="2024-05-06T12:00:00Z")
+    assert r.opening == "Last time we finished tax return (2 hours ago, 2024-05-06); filed online. What shall we do next?"
