@@ -189,8 +189,9 @@ def test_task_carries_over_to_a_new_session_and_done_cards_are_skipped(fresh_led
     ml.update_card("u", "s2", status="done", observed_at="2024-03-02T10:30:00Z")
     r = ml.resume("u", now="2024-03-02T11:00:00Z")
     assert r.card is None and r.session_id == "s2"
-    assert r.opening == ("Last time we were on our conversation (session s2) (30 minutes ago, 2024-03-02); "
-                         "shall we continue?")
+    # a finished task is reported as finished, not offered for continuing (fresh-user run)
+    assert r.opening == ("Last time we finished thesis (30 minutes ago, 2024-03-02); chapter 1 drafted. "
+                         "What shall we do next?")
     assert ml.resume("nobody").found is False
 
 
