@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .errors import BadInput
-from .timeutil import from_micros, now_utc, parse_instant
+from .timeutil import from_micros, now_utc, parse_instant, to_micros
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("profile", "## Profile (stable facts)"),
@@ -230,18 +230,29 @@ def assemble_context(ml: Any, user_id: str, *, session_id: str | None = None, qu
     with ml.db.read() as cur:
         sessions = ml.state_cards_projection.sessions(cur, user_id)
         summaries = ml.summaries_projection.rows(cur, user_id)
+        optout = False  # an open ``--no-memory`` session: its messages are kept outside the log (ledger/optout.py)
         if session_id is not None:
             if ml.state_cards_projection.session(cur, user_id, session_id) is None:
-                raise BadInput("session", f"{session_id!r} is not a session of {user_id!r}",
-                               "name a session that was started or logged to (see `memledger resume`)")
-            card = ml.state_cards_projection.card(cur, user_id, session_id)
+                from .optout import is_no_memory
+
+                optout = is_no_memory(cur, user_id, session_id)
+                if not optout:
+                    raise BadInput("session", f"{session_id!r} is not a session of {user_id!r}",
+                                   "name a session that was started or logged to (see `memledger resume`)")
+            card = None if optout else ml.state_cards_projection.card(cur, user_id, session_id)
             msg_session = session_id
         else:
             cards = ml.state_cards_projection.open_cards(cur, user_id)
             card = cards[0] if cards else None
             latest = max(sessions, key=lambda s: (s["last_at"], s["position"])) if sessions else None
             msg_session = latest["session_id"] if latest else None
-        msgs = ml.messages_projection.recent(cur, user_id, msg_session, recent_messages) if msg_session else []
+        msgs = (ml.messages_projection.recent(cur, user_id, msg_session, recent_messages)
+                if msg_session and not optout else [])
+    if optout:  # the agent reads its no-memory session back until it ends (a fresh-user run found it refused)
+        from .optout import messages as kept_messages
+
+        kept = kept_messages(ml, user_id, session_id)[-recent_messages:] if recent_messages > 0 else []
+        msgs = [{**m, "observed_at": to_micros(m["observed_at"])} for m in kept]
 
     # 2. summaries (pyramid)
     ordered = [s["session_id"] for s in sessions]

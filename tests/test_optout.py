@@ -89,7 +89,13 @@ def test_cli_no_memory(cli: Any, store_args: dict) -> None:
     assert code == 2 and "no state card" in err
     exported = cli.json("export", "alice")
     assert [m["text"] for s in exported["sessions"] for m in s["messages"]] == [SECRET_ZH]
+    # The agent reads its open no-memory session back through context (was exit 2: "not a session of 'alice'").
+    ctx = cli.json("context", "alice", "--session", "private", "--now", "2999-01-01T00:00:00Z")
+    msg_lines = next(sec["lines"] for sec in ctx["sections"] if sec["name"] == "messages")
+    assert len(msg_lines) == 1 and msg_lines[0].endswith(f"user: {SECRET_ZH}")
     assert cli.json("session", "end", "alice", "private")["event"] == "NoMemorySessionEnded"
+    code, _, err = cli("context", "alice", "--session", "private")  # ended: nothing of it is kept
+    assert code == 2 and "is not a session of 'alice'" in err
     assert cli.json("export", "alice")["sessions"] == []
     with MemoryLedger(**store_args) as ml:
         assert topics(ml) == ["memledger:NoMemorySessionEnded"]
