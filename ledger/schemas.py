@@ -38,6 +38,10 @@ MAX_KEY = 200
 MAX_USER = 200
 MAX_VALUE_BYTES = 1_000_000  # a fact is a belief, not a document store: 1 MB of JSON at most
 MAX_TEXT = 100_000  # characters of a fact's sentence or reason
+#: characters of an identifier-like field (idempotency_key, source_ref, session_id, actor, trace_id, sensitivity):
+#: they are stored in plaintext in the log (docs/erasure.md), so content must not hide in them (fresh-user run: a
+#: 100,000-character actor was accepted)
+MAX_ID = 512
 
 
 def check_user_id(user_id: Any, field: str = "user_id") -> str:
@@ -181,9 +185,12 @@ class FactCommand(BaseModel):
 
     @field_validator("idempotency_key", "source_ref", "session_id", "actor", "trace_id", "sensitivity")
     @classmethod
-    def _nonempty(cls, v: str | None) -> str | None:
+    def _nonempty(cls, v: str | None, info: Any) -> str | None:
         if v is not None and not v.strip():
             raise ValueError("is empty; leave it out instead")
+        if v is not None and len(v) > MAX_ID:
+            raise BadInput(info.field_name, f"is {len(v)} characters long",
+                           f"use at most {MAX_ID}: it is an identifier, kept in plaintext; put content in text")
         return v
 
     #: (the value it was made from, its canonical JSON): made once by validation, read by ``value_json``.
