@@ -19,7 +19,8 @@ Policy (the heart of it; DESIGN.md "change of mind vs correction"):
 * **correct** — "I was born in 1995, not 1990": the head was never true. The new value takes over the head's whole
   valid range; the old version's range becomes empty (history keeps it as *misreported*).
 * **retract** — without ``valid_to``: the head is withdrawn entirely (it was a misunderstanding); with ``valid_to``:
-  the head stopped being true at that instant (its range closes there). Either way there is no current value.
+  the head stopped being true at that instant (its range closes there; a ``valid_to`` not after the head's
+  ``valid_from`` is refused). Either way there is no current value.
 
 Valid ranges are half-open and only ever *narrowed* by later events (closing, or emptied to ``[vf, vf)``), never
 widened: system time moves forward, and what we once believed stays visible to as-of queries through the history
@@ -224,7 +225,13 @@ class Fact(Aggregate):
         if cmd.op == "retract":
             if head is None:
                 raise BadInput("key", f"{cmd.key!r} has no current value to retract", "assert it first")
-            if cmd.valid_to is None or cmd.valid_to <= head.valid_from:
+            if cmd.valid_to is not None and cmd.valid_to <= head.valid_from:
+                # "It stopped being true before it started" is a typo more often than a withdrawal; it used to be
+                # taken silently as a full withdrawal (fresh-user run). Refused: nothing is written.
+                raise BadInput("valid_to", f"{cmd.valid_to.isoformat()} is not after the value's valid_from "
+                                           f"{head.valid_from.isoformat()}",
+                               "give an instant after valid_from, or leave valid_to out to withdraw the value entirely")
+            if cmd.valid_to is None:
                 change = self._change(head, head.valid_from, head.valid_from, "retracted")
             else:
                 end = cmd.valid_to if head.valid_to is None else min(head.valid_to, cmd.valid_to)

@@ -39,6 +39,8 @@ CASES = [
     (["assert", "u1", "k.x", "1", "--observed-at", "0001-01-01T00:00:00+05:00"], "observed_at"),
     (["assert", "u1", "k.x", "1", "--valid-from", "9999-12-31T23:59:59-05:00"], "valid_from"),
     (["session", "start", "u1", "s1", "--observed-at", "2999-01-01T00:00:00Z"], "observed_at"),
+    # a retraction's end before the value's start: refused, not taken as a full withdrawal (fresh-user run)
+    (["retract", "u1", "preference.drink", "--valid-to", "2020-01-01T00:00:00Z"], "valid_to"),
     # identifiers stay plaintext in the log: capped, so content cannot hide in them (fresh-user run)
     (["assert", "u1", "k.x", "1", "--actor", "a" * 513], "actor"),
     (["assert", "u1", "k.x", "1", "--source-ref", "r" * 513], "source_ref"),
