@@ -27,8 +27,9 @@ from projections.base import LogEvent, Projection, erased_subjects, note_erased,
 
 from .catchup import APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, max_position
 
-#: events applied in memory between two flushes (one transaction each). Memory held: their rows, about 1 KB per
-#: fact event for profile + history; a flush of 50,000 events holds the projections' write lock ~0.5 s on SQLite.
+#: events applied in memory between two flushes (one transaction each) when the caller does not say. Memory held:
+#: their rows, about 1.5 KB per fact event for profile + history (tracemalloc: 1.0 KB of lists and tuples, plus the
+#: strings they keep); a flush of 50,000 events holds the projections' write lock ~1-2 s on a loaded 2-core machine.
 CHUNK = 50_000
 #: notifications per ``select_notifications`` call
 PAGE = 5_000
@@ -53,8 +54,8 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
             ``catchup.BATCH`` events, each ``prepare``-d first; one with ``warm`` (``vectors``: embedding) is warmed
             in such batches just before the flush transaction, outside it (not when ``cur`` is given).
         until: the last position to apply (inclusive).
-        chunk: events per flush transaction (>= 1). Memory: one chunk's rows of the bulk projections (about 1 KB
-            per fact event for profile + history), plus the chunk's decoded events when a per-event projection is
+        chunk: events per flush transaction (>= 1). Memory: one chunk's rows of the bulk projections (about 1.5
+            KB per fact event for profile + history), plus the chunk's decoded events when a per-event projection is
             among ``projections``, plus one page of notifications.
         on_batch: ``on_batch(events, position)`` after each committed flush (progress, heartbeats).
         cur: run every read and flush in the caller's (exclusive) transaction instead of one transaction per
