@@ -91,7 +91,8 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
         if cur is None:  # slow, side-effect-free work (embedding into the cache) outside the exclusive transaction
             for p in others:
                 if hasattr(p, "warm"):
-                    mine = [le for le in held if le.position > state[p.tracking_name][0]]
+                    mine = [le for le in held
+                            if le.position > state[p.tracking_name][0] and actions[le.position] is APPLY]
                     for i in range(0, len(mine), BATCH):
                         p.warm(mine[i:i + BATCH])
         try:
@@ -110,8 +111,8 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
                         a.flush(c)
                     else:
                         mine = [le for le in held if le.position > pos]
-                        for i in range(0, len(mine), BATCH):
-                            p.prepare(c, mine[i:i + BATCH])
+                        for i in range(0, len(mine), BATCH):  # as apply_batch: prepare what is applied
+                            p.prepare(c, [le for le in mine[i:i + BATCH] if actions[le.position] is APPLY])
                             for le in mine[i:i + BATCH]:
                                 apply_one(c, p, le, actions[le.position])
                     state[p.tracking_name] = (last.position, max(rec, last.recorded_at))
