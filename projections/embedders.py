@@ -377,16 +377,20 @@ class HashingEmbedder:
     Args:
         dim: output dimension, >= 1.
 
-    ``model_id`` is ``"hash:v1:<dim>"``.
+    ``model_id`` is ``"hash:v2:<dim>"``. The vectors depend on the tokenizer, so the version moves with
+    :data:`projections.lexical.TOKENIZER_VERSION` (``TOKENIZER`` records which one; tests/test_embedders.py fails
+    when they part): otherwise the embedding cache would serve vectors made with the old tokens.
     """
 
     normalized = True
+    #: the :data:`projections.lexical.TOKENIZER_VERSION` this model id was minted for (v2: English stemming)
+    TOKENIZER = "cjk-uni-bi-v2+en-snowball"
 
     def __init__(self, dim: int = 64) -> None:
         if not isinstance(dim, int) or dim < 1:
             raise ValueError(f"dim must be an int >= 1, got {dim!r}")
         self.dim = dim
-        self.model_id = f"hash:v1:{dim}"
+        self.model_id = f"hash:v2:{dim}"
 
     def _vec(self, text: str) -> np.ndarray:
         from projections.lexical import tokenize  # local import: lexical is pure Python, no cycle risk

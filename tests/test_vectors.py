@@ -114,11 +114,11 @@ def test_index_files_are_used_only_when_the_manifest_matches(tmp_path: Any) -> N
     with MemoryLedger(home=home) as ml:
         ml.assert_fact("u1", "preference.color", "blue", text="my favourite colour is blue")
         ml.search("u1", "colour", k=1)
-    manifest = home / "vectors" / "hash_v1_64" / "serving" / "manifest.json"
+    manifest = home / "vectors" / "hash_v2_64" / "serving" / "manifest.json"
     import json
 
     man = json.loads(manifest.read_text())
-    assert (man["model_id"], man["dim"], man["normalized"], man["position"]) == ("hash:v1:64", 64, True, 1)
+    assert (man["model_id"], man["dim"], man["normalized"], man["position"]) == ("hash:v2:64", 64, True, 1)
     # A writer that dies before saving its files (no close): the files on disk are now behind the table.
     crashed = MemoryLedger(home=home)
     crashed.assert_fact("u1", "preference.color", "red", text="my favourite colour is red")
@@ -167,7 +167,7 @@ def test_rebuilds_reuse_the_embedding_cache(tmp_path: Any, embed_calls: list[int
             cur.execute(f"SELECT name, value FROM {ml.vectors_projection.table('meta')} ORDER BY name")
             meta = dict(cur.fetchall())
     assert calls == [5, 5]
-    assert (meta["model_id"], meta["dim"], meta["normalized"]) == ("hash:v1:64", "64", "true")
+    assert (meta["model_id"], meta["dim"], meta["normalized"]) == ("hash:v2:64", "64", "true")
 
 
 def test_a_ledger_without_the_vectors_projection_refuses_search(tmp_path: Any) -> None:
