@@ -1,7 +1,9 @@
 """Bulk replay: decode the log in large pages, apply it in memory, write the rows at once.
 
 Used when a copy is built from scratch: ``rebuild`` (blue/green and in place, replay/rebuild.py) and a fresh
-store's first catch-up (replay/catchup.py). The per-event path costs several SQL statements per event (history:
+store's first catch-up (replay/catchup.py); and by any catch-up with a large span to apply (``catchup.BULK_MIN``
+events: ``record()`` of a big batch, a ``project --follow`` worker behind) on copies that already hold rows — the
+appliers treat those rows as rows of an earlier flush (below). The per-event path costs several SQL statements per event (history:
 an INSERT, UPDATEs of earlier versions, the bitemporal insert-and-close); here each projection that offers
 :meth:`projections.base.Projection.bulk` applies events to rows held in memory (its own rules, the very function its
 per-event ``apply`` runs), and every ``chunk`` events one exclusive transaction writes them (COPY / executemany) and
@@ -10,7 +12,9 @@ loses at most the chunk being built, and the next run resumes from the tracking 
 
 Concurrency: the events are applied outside any transaction; the flush re-reads each copy's tracking row inside its
 transaction and, if another process moved it meanwhile, gives up (rolls back, returns) so the ordinary catch-up loop
-finishes from wherever the copy is. Projections without ``bulk`` ride along event by event in the same flush
+finishes from wherever the copy is. It gives up too when the ``erased_subjects`` register gained a user this pass
+did not erase itself (another copy applied a tombstone meanwhile): the per-event path would have skipped that
+user's events, which the pass may have applied in memory. Projections without ``bulk`` ride along event by event in the same flush
 transactions (one decode of the log for all), with the deferred ``vectors`` projection's own batching: embedding
 warmed into its cache outside the transaction, ``prepare`` per batch of ``catchup.BATCH`` events inside it. (The
 first catch-up of a fresh store leaves ``vectors`` out, as every write's catch-up does: no model loads on a write.)
@@ -43,7 +47,7 @@ class _Moved(Exception):
 
 def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until: int | None = None,
                   chunk: int = CHUNK, on_batch: Callable[[int, int], None] | None = None,
-                  cur: Any = None) -> int:
+                  cur: Any = None, min_span: int = 0) -> int:
     """Bring ``projections`` up to ``until`` (default: the log's head) in one pass over the log, chunk by chunk.
 
     Args:
@@ -60,6 +64,8 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
         on_batch: ``on_batch(events, position)`` after each committed flush (progress, heartbeats).
         cur: run every read and flush in the caller's (exclusive) transaction instead of one transaction per
             chunk (the in-place rebuild replays in one transaction).
+        min_span: do nothing (return the lowest position) when fewer than this many events separate the lowest
+            copy from ``until``, as read at the start (catch_up's threshold for the bulk path).
 
     Returns:
         the lowest position the copies reached; 0 and nothing done when none offers ``bulk()``.
@@ -75,7 +81,7 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
         state = {p.tracking_name: position_of(c, p.tracking_name) for p in copies}
         erased = erased_subjects(c)  # the erasure register (projections/base.py): later events of these are skipped
     low = min(pos for pos, _ in state.values())
-    if low >= head:
+    if low >= head or head - low < min_span:
         return low
     # System time is made monotonic along the log from where the lowest copy left off (as apply_batch does).
     recorded = min(r for pos, r in state.values() if pos == low)
@@ -100,6 +106,8 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
                 for p in copies:
                     if position_of(c, p.tracking_name) != state[p.tracking_name]:
                         raise _Moved(p.tracking_name)
+                if not erased_subjects(c) <= erased:  # a tombstone applied meanwhile by another copy
+                    raise _Moved("erased_subjects")
                 for user_id, position in tombstones:
                     note_erased(c, user_id, position)
                 for p in copies:

@@ -9,7 +9,9 @@ What is timed (each ``--repeat`` times on a fresh store, the median reported):
   decide -> one ``save()`` (one transaction) per event. New facts, so each load finds an empty stream.
 * ``ledger, N per save`` — ``execute(batch)`` with ``--batch`` commands per save (one agent turn = one save).
 * ``ledger record(), inline projections`` — ``MemoryLedger.record(batch)``: the above plus catching every
-  projection up in process before returning (what an embedded agent pays per turn).
+  projection up in process before returning (what an embedded agent pays per turn); a batch of at least
+  ``replay.catchup.BULK_MIN`` events is caught up by the bulk writers. ``..., per-event catch-up``: the same with
+  the per-event catch-up forced (the two alternate in order from run to run, on the same store).
 * ``eventsourcing alone`` — the library saving minimal one-event aggregates, ``--batch`` per save: its ceiling here.
 * baselines, the same rows (the stored events the ledger wrote: originator_id, originator_version, topic, state
   bytes, read back from its log) written by the driver alone in one transaction: ``sqlite3 executemany`` on
@@ -40,6 +42,7 @@ from eventsourcing.domain import Aggregate  # noqa: E402
 
 from ledger import MemoryLedger  # noqa: E402
 from ledger.schemas import validate_command  # noqa: E402
+from replay import catchup  # noqa: E402
 
 
 class Note(Aggregate):
@@ -107,7 +110,8 @@ def stored_rows(ml: MemoryLedger) -> list[tuple[uuid.UUID, int, str, bytes]]:
         start = ns[-1].id + 1
 
 
-def bench_ledger(dsn: str | None, n_single: int, n_batch: int, batch: int, run: int) -> dict[str, Timing]:
+def bench_ledger(dsn: str | None, n_single: int, n_batch: int, batch: int, run: int,
+                 bulk_min: int | None = None) -> dict[str, Timing]:
     store = Store(dsn)
     try:
         with store.open() as ml:
@@ -118,9 +122,18 @@ def bench_ledger(dsn: str | None, n_single: int, n_batch: int, batch: int, run: 
             out[f"ledger, {batch} per save"] = timed(
                 lambda: [ml.app.execute(cmds[i:i + batch]) for i in range(0, n_batch, batch)]) / n_batch
             ml.catch_up()  # untimed: bring projections to the head so record() times only its own batches
-            cmds = commands(n_batch, run * 10 + 3)
-            out[f"ledger record(), {batch} per save, inline projections"] = timed(
-                lambda: [ml.record(cmds[i:i + batch]) for i in range(0, n_batch, batch)]) / n_batch
+            # record() with the inline catch-up as shipped (bulk writers for spans >= catchup.BULK_MIN), and with
+            # the per-event catch-up forced; on the same store, in alternating order from run to run.
+            modes = [("inline projections", catchup.BULK_MIN if bulk_min is None else bulk_min, 3),
+                     ("inline projections, per-event catch-up", 1 << 62, 5)]
+            for name, threshold, seed in (modes if run % 2 == 0 else modes[::-1]):
+                cmds = commands(n_batch, run * 10 + seed)
+                shipped, catchup.BULK_MIN = catchup.BULK_MIN, threshold
+                try:
+                    out[f"ledger record(), {batch} per save, {name}"] = timed(
+                        lambda: [ml.record(cmds[i:i + batch]) for i in range(0, n_batch, batch)]) / n_batch
+                finally:
+                    catchup.BULK_MIN = shipped
             rows = stored_rows(ml)[-n_batch:]
     finally:
         store.drop()
@@ -239,12 +252,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events", type=int, default=5000, help="commands timed in batches (default 5000)")
     ap.add_argument("--batch", type=int, default=100, help="commands per save when batched (default 100)")
     ap.add_argument("--repeat", type=int, default=3, help="runs, each on a fresh store; medians (default 3)")
+    ap.add_argument("--bulk-min", type=int, default=None,
+                    help="catch-up span from which record() uses the bulk writers in the 'inline projections' row "
+                         f"(default replay.catchup.BULK_MIN = {catchup.BULK_MIN}; to choose it)")
     a = ap.parse_args(argv)
     for name in ("single", "events", "batch", "repeat"):
         if getattr(a, name) < 1:
             ap.error(f"--{name} must be at least 1")
+    if a.bulk_min is not None and a.bulk_min < 1:
+        ap.error("--bulk-min must be at least 1")
     load = os.getloadavg()
-    runs = [bench_ledger(a.dsn, a.single, a.events, a.batch, r) for r in range(a.repeat)]
+    runs = [bench_ledger(a.dsn, a.single, a.events, a.batch, r, a.bulk_min) for r in range(a.repeat)]
     med = {k: Timing(statistics.median(r[k].wall for r in runs), statistics.median(r[k].cpu for r in runs))
            for k in runs[0]}
     baseline = min((k for k in med if k.startswith("raw")), key=lambda k: med[k].wall)

@@ -69,6 +69,7 @@ def test_bench_append_prints_its_table(store_args):
     raw = (["raw psycopg executemany, 1 transaction", "raw psycopg COPY, 1 transaction"] if args
            else ["raw sqlite3 executemany, 1 transaction"])
     assert methods == ["ledger, 1 per save", "ledger, 3 per save", "ledger record(), 3 per save, inline projections",
+                       "ledger record(), 3 per save, inline projections, per-event catch-up",
                        "ledger, 3 per save, encryption off", "eventsourcing alone, 3 per save (minimal aggregate)",
                        *raw]
     assert re.match(r"^batched ledger append: [\d,]+ events/s \(target >= (15|30),000: (met|NOT met)\)$", lines[-1])

@@ -229,3 +229,122 @@ def count_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
     monkeypatch.setattr(HistoryBulk, "flush", counted_flush)
     return calls
+
+
+def later_batch(n: int) -> list[dict[str, Any]]:
+    """One ``record()`` batch of 5 commands per user whose every event hits rows an *earlier* batch wrote (write_log):
+    supersede, correct, a backfill under the current value, a contest and a retraction with a valid end."""
+    out: list[dict[str, Any]] = []
+    for u in range(4):
+        user = f"user{u}"
+        out += [
+            {"user_id": user, "key": "preference.drink", "value": f"cocoa {n}", "observed_at": T[8]},
+            {"op": "correct", "user_id": user, "key": "profile.birth_year", "value": 1980 + n, "reason": "typo"},
+            {"user_id": user, "key": "home.city", "value": f"Oslo {n}", "observed_at": T[0],
+             "source": "external_import"},
+            {"user_id": user, "key": "mood", "value": f"sleepy {n}", "source": "agent_inference", "confidence": 0.2},
+            {"op": "retract", "user_id": user, "key": "preference.drink", "valid_to": f"2030-01-0{n}T09:00:00Z",
+             "reason": "stopped"},
+        ]
+    return out
+
+
+@pytest.mark.parametrize("bulk_min", [1, 3])
+def test_inline_catch_up_in_bulk_equals_per_event(store_args: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                                                   bulk_min: int) -> None:
+    """Every inline catch-up of a log written in many saves goes through the bulk writers (``bulk_min`` 1), or the
+    batches do and the single writes stay per event (3), on copies that already hold the rows of earlier saves;
+    the serving tables end row for row as a per-event replay leaves them. Erasure included: a user erased by
+    another process, whose late event (a writer still held its key) comes in the same catch-up as a batch."""
+    from ledger.schemas import validate_command
+    from replay import catchup
+
+    monkeypatch.setattr(catchup, "BULK_MIN", bulk_min)
+    calls = count_calls(monkeypatch)
+    write_log(store_args, monkeypatch)
+    with MemoryLedger(**store_args) as ml:
+        for n in (1, 2):
+            receipts = ml.record(later_batch(n))
+            assert written(ml) >= max(r.position for r in receipts)  # projected before record() returned
+        ml.assert_fact("eve", "pref.secret", "zebra-first")  # ml now holds eve's data key in its cache
+        with MemoryLedger(**store_args) as eraser:
+            eraser.erase("eve")  # the register gets eve; ml's copies are one event behind
+        late = validate_command({"op": "assert", "user_id": "eve", "key": "pref.secret", "value": "zebra-late"})
+        assert ml.app.execute([late])[0].position == ml._head()  # appended after the tombstone
+        flushes = calls["flush"]
+        ml.record(later_batch(3))  # tombstone, late event, 20 events: one bulk catch-up (bulk_min 3 too)
+        assert calls["flush"] == flushes + 1
+        assert ml.profile("eve").facts == {} and ml.history("eve") == []
+        if bulk_min == 1:
+            assert calls["apply"] == 0  # no event went the per-event way
+        else:
+            assert calls["apply"] > 0 and calls["flush"] > 3  # both paths took turns on the same copies
+        serving = content(ml, [p for p in ml.projections if not p.deferred])
+        per_event = content(ml, _per_event(ml))
+        assert serving == per_event
+        # The later batches really hit earlier rows: closed, misreported, contested versions of earlier saves.
+        statuses = {(r[0], r[1], r[13]) for r in per_event["history_versions"] if r[0] == "user2"}
+        assert {("user2", "preference.drink", "closed"), ("user2", "profile.birth_year", "misreported"),
+                ("user2", "mood", "contesting")} <= statuses
+        assert all(r.ok for r in ml.verify())
+
+
+def test_bulk_gives_up_when_another_copy_erased_a_user_meanwhile(store_args: dict[str, Any],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The register of erased users is read when a bulk pass starts; a tombstone another copy applies meanwhile
+    would make the per-event path skip that user's events, which the pass may hold in memory: its next flush rolls
+    back and the ordinary loop finishes, to the per-event rows."""
+    from projections.base import note_erased
+
+    write_log(store_args, monkeypatch)
+    with MemoryLedger(**store_args) as ml:
+        copies = fresh_copies(ml, "erasedmeanwhile")
+
+        def another_copy_erases(n: int, position: int) -> None:
+            if position == 10:
+                with ml.db.transaction() as cur:
+                    note_erased(cur, "user2", ml._head())
+
+        assert bulk_catch_up(ml.app, ml.db, copies, chunk=10, on_batch=another_copy_erases) == 10
+        catch_up(ml.app, ml.db, copies, bulk=False)
+        rebuilt = content(ml, copies)
+        assert not any(r[0] == "user2" for r in rebuilt["history_versions"])  # skipped from position 11 on
+        assert rebuilt == content(ml, _per_event(ml))
+
+
+def written(ml: MemoryLedger) -> int:
+    """The lowest position of the copies a write catches up (all but the deferred vectors), from their tracking rows."""
+    from projections.base import position_of
+
+    with ml.db.read() as cur:
+        return min(position_of(cur, p.tracking_name)[0] for p in ml.projections if not p.deferred)
+
+
+def _record_batches(ml: MemoryLedger, job: tuple[int, int], t: int) -> list[int]:
+    """A writer process: BULK_MIN 2, so each 6-command record() is caught up in bulk, racing the other writer on
+    the same users' facts; returns how far the copies were after each record() minus its last receipt's position."""
+    from replay import catchup
+
+    catchup.BULK_MIN = 2
+    worker, rounds = job
+    gaps = []
+    for n in range(rounds):
+        receipts = ml.record([{"user_id": f"user{u}", "key": k, "value": f"w{worker} n{n}"}
+                              for u in range(3) for k in ("pref.a", "pref.b")])
+        gaps.append(written(ml) - max(r.position for r in receipts))
+    return gaps
+
+
+def test_two_processes_catching_up_in_bulk_at_once(store_args: dict[str, Any]) -> None:
+    """Two writer processes record batches at once, each catching up in bulk: a flush that finds the copies moved
+    by the other process gives up and the per-event loop finishes; every record() returns with its events
+    projected, and the tables equal a per-event replay."""
+    from tests.test_concurrent_processes import _run_workers
+
+    gaps = _run_workers(_record_batches, store_args, [(0, 8), (1, 8)])
+    assert all(g >= 0 for gap in gaps for g in gap), gaps
+    with MemoryLedger(**store_args) as ml:
+        serving = content(ml, [p for p in ml.projections if not p.deferred])
+        assert serving["history tracking"][0][0] == ml._head()
+        assert len(serving["history_versions"]) == 2 * 8 * 6  # (PostgreSQL's positions have gaps: retried saves)
+        assert serving == content(ml, _per_event(ml))
