@@ -226,7 +226,7 @@ def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: i
                   role: str | None, half_lives: dict[str, float], role_bonus: float) -> list[SearchHit]:
     from projections.lexical import LexicalIndex
     from projections.vector_store import UserVectorIndex
-    from projections.vectors import fact_doc_id, has_cjk
+    from projections.vectors import fact_doc_id, has_cjk, lexical_document
 
     hp = ml.history_projection
     with ml.db.read() as cur:
@@ -252,7 +252,7 @@ def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: i
     if not metas:
         return []
     docs = list(metas)
-    li = LexicalIndex.from_documents((d, metas[d]["text"]) for d in docs)
+    li = LexicalIndex.from_documents((d, lexical_document(metas[d]["key"], metas[d]["text"])) for d in docs)
     # The same routing as the current index: a CJK query is ranked by the companion over the CJK texts then believed.
     cjk_docs = [d for d in docs if has_cjk(metas[d]["text"])] if proj.cjk_embedder is not None else []
     if cjk_docs and has_cjk(query):

@@ -76,6 +76,31 @@ CJK_DENSE_ALPHA = 0.75
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
+#: What a fact's BM25 document holds, recorded in the index manifest beside the tokenizer version: ``text+key``
+#: = its sentence plus the words of its key (see :func:`lexical_document`). Changing it invalidates saved ``.lex``.
+LEXICAL_DOCUMENT = "text+key"
+
+
+def lexical_document(key: str, text: str) -> str:
+    """The text BM25 indexes for a fact: its sentence, then the words of its key (``preference.drink`` ->
+    "preference drink").
+
+    Why: a fact is a slot, and its key says what the slot is about even when the sentence does not ("I'd rather
+    have a hot latte now" is the user's *drink preference*). The seed-001 protocol (scripts/bench_stale.py) re-asks
+    "what is their usual drink" after distractors that mention drinks; with the sentence alone the preference ranked
+    first for none of 24 re-asks. Only the lexical ranking sees the key; the dense vector embeds the sentence alone.
+    Derived keys (``memory.<sha256 prefix>``) add "memory" (in every such document, so BM25's IDF discounts it) and
+    a hash that no query contains.
+    """
+    return f"{text} {' '.join(w for w in re.split(r'[._-]+', key) if w)}"
+
+
+def _lexical_version(tokenizer: str) -> str:
+    """The manifest's ``tokenizer`` entry: the tokenizer version and what a document holds (saved ``.lex`` files made
+    otherwise are not used: the indexes are rebuilt from the table)."""
+    return f"{tokenizer}/{LEXICAL_DOCUMENT}"
+
+
 def fact_doc_id(key: str) -> str:
     """The document id of a fact's current version: ``"fact:<key>"`` (one live document per (user, key))."""
     return f"fact:{key}"
@@ -569,7 +594,7 @@ class VectorsProjection(Projection):
             u.cjk.add(doc_id, cvec)
         elif u.cjk is not None:
             u.cjk.remove(doc_id)  # the new version's text has no CJK: its old companion vector goes
-        u.lexical.add(doc_id, row["text"])
+        u.lexical.add(doc_id, lexical_document(row["key"], row["text"]))
         u.meta[doc_id] = {c: row[c] for c in META_COLS}
         mem.dirty.add(user_id)
 
@@ -592,7 +617,7 @@ class VectorsProjection(Projection):
             vecs = np.stack([np.frombuffer(bytes(r["vector"]), dtype="<f4") for r in rows]).astype(np.float32)
             vi = UserVectorIndex(dim)
             vi.add_many([r["doc_id"] for r in rows], vecs)
-            li = LexicalIndex.from_documents((r["doc_id"], r["text"]) for r in rows)
+            li = LexicalIndex.from_documents((r["doc_id"], lexical_document(r["key"], r["text"])) for r in rows)
             ci = None
             crows = [r for r in rows if r["cjk_vector"] is not None]
             if crows:
@@ -618,7 +643,8 @@ class VectorsProjection(Projection):
             man = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
             if (man.get("model_id"), man.get("dim"), man.get("generation"), man.get("position"),
                     man.get("tokenizer"), man.get("table"), man.get("cjk_model_id"),
-                    man.get("cjk_dim")) != (self.model_id, dim, generation, position, TOKENIZER_VERSION,
+                    man.get("cjk_dim")) != (self.model_id, dim, generation, position,
+                                            _lexical_version(TOKENIZER_VERSION),
                                             self.table("docs"), self.cjk_model_id, cjk_dim):
                 return None
             mem = _Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim)
@@ -665,7 +691,8 @@ class VectorsProjection(Projection):
             manifest = {
                 "model_id": self.model_id, "dim": mem.dim,
                 "normalized": bool(getattr(self.embedder, "normalized", True)),
-                "generation": mem.generation, "tokenizer": TOKENIZER_VERSION, "table": self.table("docs"),
+                "generation": mem.generation, "tokenizer": _lexical_version(TOKENIZER_VERSION),
+                "table": self.table("docs"),
                 "cjk_model_id": self.cjk_model_id, "cjk_dim": mem.cjk_dim,
                 "users": {u: user_file_stem(u) for u in sorted(mem.users)},
                 "cjk_users": sorted(u for u, x in mem.users.items() if x.cjk is not None),

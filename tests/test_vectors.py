@@ -193,3 +193,21 @@ def test_writes_do_not_embed_but_search_is_never_stale(tmp_path: Any, embed_call
         hits = ml.search("u1", "what do I drink in the morning", k=5)
         assert [h.text for h in hits] == ["I switched to black coffee"]  # the superseded text is gone
         assert calls == [2]
+
+
+def test_the_key_words_are_part_of_the_lexical_document(fresh_ledger):
+    """A fact is a slot: "I'd rather have a hot latte now" is the user's *drink preference* though it never says so.
+    BM25 indexes the key's words with the sentence (projections/vectors.py ``lexical_document``), so a query naming
+    the slot matches it lexically; with the sentence alone the seed-001 re-ask ranked it first for 0 of 24 queries
+    (scripts/bench_stale.py)."""
+    from projections.vectors import lexical_document
+
+    assert lexical_document("preference.drink", "I'd rather have a hot latte now") == \
+        "I'd rather have a hot latte now preference drink"
+    assert lexical_document("profile.birth_year", "born 1994") == "born 1994 profile birth year"
+    fresh_ledger.assert_fact("u1", "preference.drink", "hot latte", text="I'd rather have a hot latte now")
+    fresh_ledger.assert_fact("u1", "memory.m1", "hiking", text="I went hiking in the mountains")
+    hits = fresh_ledger.search("u1", "drink", k=2)
+    by_key = {h.key: h for h in hits}
+    assert by_key["preference.drink"].parts.lexical_rank == 1 and by_key["preference.drink"].parts.lexical > 0
+    assert hits[0].key == "preference.drink"
