@@ -312,6 +312,34 @@ def test_bulk_gives_up_when_another_copy_erased_a_user_meanwhile(store_args: dic
         assert rebuilt == content(ml, _per_event(ml))
 
 
+def test_a_record_whose_bulk_catch_up_is_overtaken_still_returns_projected(
+        store_args: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process catches the copies up while this record()'s bulk pass applies in memory: the flush rolls back,
+    the per-event loop finds the events applied, and record() returns with them projected (read-your-writes)."""
+    import replay.bulk
+    from replay import catchup
+
+    monkeypatch.setattr(catchup, "BULK_MIN", 1)
+    write_log(store_args, monkeypatch)
+    with MemoryLedger(**store_args) as ml, MemoryLedger(**store_args) as other:
+        decode, gave_up = replay.bulk.decode, []
+
+        def decode_then_overtaken(*args: Any) -> Any:
+            out = decode(*args)
+            if not gave_up:
+                gave_up.append(0)
+                other.catch_up(deferred=False)  # moves the copies' tracking rows past this pass's start
+            return out
+
+        low = replay.bulk._low
+        monkeypatch.setattr(replay.bulk, "decode", decode_then_overtaken)
+        monkeypatch.setattr(replay.bulk, "_low", lambda *a: gave_up.append(1) or low(*a))
+        receipts = ml.record(later_batch(1))
+        assert gave_up == [0, 1]  # the bulk pass was overtaken and gave up
+        assert written(ml) == max(r.position for r in receipts) == ml._head()
+        assert content(ml, [p for p in ml.projections if not p.deferred]) == content(ml, _per_event(ml))
+
+
 def written(ml: MemoryLedger) -> int:
     """The lowest position of the copies a write catches up (all but the deferred vectors), from their tracking rows."""
     from projections.base import position_of
@@ -336,9 +364,9 @@ def _record_batches(ml: MemoryLedger, job: tuple[int, int], t: int) -> list[int]
 
 
 def test_two_processes_catching_up_in_bulk_at_once(store_args: dict[str, Any]) -> None:
-    """Two writer processes record batches at once, each catching up in bulk: a flush that finds the copies moved
-    by the other process gives up and the per-event loop finishes; every record() returns with its events
-    projected, and the tables equal a per-event replay."""
+    """Two writer processes record batches at once, each catching up in bulk (a flush that finds the copies moved by
+    the other process gives up: the test above forces that; here it is up to timing): every record() returns with
+    its events projected, and the tables equal a per-event replay."""
     from tests.test_concurrent_processes import _run_workers
 
     gaps = _run_workers(_record_batches, store_args, [(0, 8), (1, 8)])
