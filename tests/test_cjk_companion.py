@@ -232,3 +232,18 @@ def test_choosing_the_companion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         MemoryLedger(home=tmp_path / "d", embedder="hash", cjk_embedder="no-such-model")
     assert e.value.field == "cjk_embedder"
     assert not (tmp_path / "d").exists()  # refused before anything was written
+
+
+def test_a_cjk_query_finds_an_english_memory_that_shares_its_word(ml: MemoryLedger) -> None:
+    """An English memory has no companion vector; it used to get only 0.25 of its BM25 part and sank below unrelated
+    Chinese memories ("他喜欢 hiking 吗" ranked "I love hiking in the Alps" 5th of 6: second fresh-user run). Judged
+    by BM25 alone at full weight, the shared word puts it first."""
+    ml.assert_fact("zh", "memory.a", "cat", text="我家的猫叫咪咪")
+    ml.assert_fact("zh", "memory.b", "tea", text="我每天早上喝茶")
+    ml.assert_fact("zh", "memory.c", "job", text="我在考虑换工作")
+    ml.assert_fact("zh", "memory.d", "hiking", text="I love hiking in the Alps")
+    hits = ml.search("zh", "他喜欢 hiking 吗", k=4)
+    assert hits[0].key == "memory.d" and hits[0].parts.fusion == "relative_score"
+    assert hits[0].parts.relevance == pytest.approx(1.0) and hits[0].parts.dense is None
+    # a memory the companion holds is still judged by both signals
+    assert ml.search("zh", "他喜欢喝茶吗", k=1)[0].key == "memory.b"
