@@ -72,6 +72,17 @@ class Projection:
     #: log (e.g. the vectors projection's reload counter), which a scratch replay cannot reproduce
     verify_exclude: ClassVar[dict[str, str]] = {}
 
+    def verify_row(self, short: str) -> Any:
+        """A function ``row -> row`` that ``verify`` applies to each row of table ``short`` before comparing, or None
+        (compare rows exactly). For values that are derived but not bit-reproducible (float vectors)."""
+        return None
+
+    def verify_close(self, short: str) -> Any:
+        """A function ``(serving_row, replay_row) -> None | str`` that ``verify`` applies to each pair of raw rows of
+        table ``short`` (in row order) after the checksums agree: None if they agree within tolerance, else what
+        differs. None (the default): the checksum alone decides."""
+        return None
+
     def __init__(self, suffix: str = "") -> None:
         self.suffix = suffix
 

@@ -49,7 +49,8 @@ def _columns(cur: Any, table: str) -> int:
     return len(cur.raw.description)
 
 
-def rows(cur: Any, table: str, exclude: str | None = None) -> Iterator[tuple]:
+def rows(cur: Any, table: str, exclude: str | None = None,
+         normalize: Any = None) -> Iterator[tuple]:
     """Every row of ``table`` ordered by all its columns (a total order, so two copies list rows alike), streamed
     on a cursor of its own (two tables can be walked side by side). ``exclude``: an SQL condition on rows to leave
     out (a projection's ``verify_exclude``: bookkeeping that is not derived from the log)."""
@@ -62,7 +63,7 @@ def rows(cur: Any, table: str, exclude: str | None = None) -> Iterator[tuple]:
         if not chunk:
             break
         for r in chunk:
-            yield tuple(r)
+            yield tuple(r) if normalize is None else normalize(tuple(r))
     raw.close()
 
 
@@ -72,7 +73,7 @@ def checksum(cur: Any, p: Projection) -> str:
     h = hashlib.sha256()
     for short in p.tables:
         h.update(f"table {short}\n".encode())
-        for r in rows(cur, p.table(short), p.verify_exclude.get(short)):
+        for r in rows(cur, p.table(short), p.verify_exclude.get(short), p.verify_row(short)):
             h.update(repr(r).encode())
             h.update(b"\n")
     return h.hexdigest()
@@ -82,7 +83,8 @@ def first_difference(cur: Any, serving: Projection, replay: Projection) -> dict[
     """The first row (table by table, in :func:`rows` order) where the two copies differ; None if they agree."""
     for short in serving.tables:
         skip = serving.verify_exclude.get(short)
-        a, b = rows(cur, serving.table(short), skip), rows(cur, replay.table(short), skip)
+        norm = serving.verify_row(short)
+        a, b = rows(cur, serving.table(short), skip, norm), rows(cur, replay.table(short), skip, norm)
         i = 0
         while True:
             ra, rb = next(a, None), next(b, None)
@@ -92,6 +94,21 @@ def first_difference(cur: Any, serving: Projection, replay: Projection) -> dict[
                 return {"table": f"{serving.name}_{short}", "row": i,
                         "serving": None if ra is None else list(ra), "replay": None if rb is None else list(rb)}
             i += 1
+    return None
+
+
+def close_difference(cur: Any, serving: Projection, replay: Projection) -> dict[str, Any] | None:
+    """The first row pair (in :func:`rows` order) that a projection's ``verify_close`` rejects; None if all pass."""
+    for short in serving.tables:
+        close = serving.verify_close(short)
+        if close is None:
+            continue
+        skip = serving.verify_exclude.get(short)
+        for i, (ra, rb) in enumerate(zip(rows(cur, serving.table(short), skip),
+                                         rows(cur, replay.table(short), skip))):
+            problem = close(ra, rb)
+            if problem is not None:
+                return {"table": f"{serving.name}_{short}", "row": i, "problem": problem}
     return None
 
 
@@ -122,8 +139,8 @@ def verify(app: Any, db: Any, projections: Sequence[Projection], *, batch: int =
             out = []
             for p, s in zip(projections, scratch):
                 mine, theirs = checksum(cur, p), checksum(cur, s)
-                diff = None if mine == theirs else first_difference(cur, p, s)
-                out.append(VerifyResult(p.name, mine == theirs, position_of(cur, p.tracking_name)[0], mine, theirs,
+                diff = first_difference(cur, p, s) if mine != theirs else close_difference(cur, p, s)
+                out.append(VerifyResult(p.name, mine == theirs and diff is None, position_of(cur, p.tracking_name)[0], mine, theirs,
                                         diff))
         return out
     finally:
