@@ -351,7 +351,15 @@ class _KeyStoreBase:
         """(user_id, key blob, key_format) of some user whose key is not destroyed, or None. Each backend has one."""
         raise NotImplementedError
 
-    def _check_config_before_new_key(self, user_id: str) -> None:
+    def check_configuration(self) -> None:
+        """Refuse (KeyStoreError) if this process's master-key configuration cannot open the store's existing keys.
+
+        The facade calls it before every write, so a wrongly configured process writes nothing, not even an event
+        that needs no key (second fresh-user run: ``session start`` without a task was recorded under a wrong key).
+        Checked once per process; one row read."""
+        self._check_config_before_new_key(None)
+
+    def _check_config_before_new_key(self, user_id: str | None) -> None:
         """Before sealing a *new* user's key: an existing live key must unseal with this store's configuration.
 
         Why: a process with a wrong (or no) ``MEMLEDGER_MASTER_KEY`` used to create keys in the wrong format, so the
@@ -365,7 +373,8 @@ class _KeyStoreBase:
             try:
                 self._unseal(row[0], row[1], row[2])
             except KeyStoreError as exc:
-                raise KeyStoreError(f"refusing to create a key for user_id {user_id!r}: this store's existing keys "
+                what = "to write" if user_id is None else f"to create a key for user_id {user_id!r}"
+                raise KeyStoreError(f"refusing {what}: this store's existing keys "
                                     f"do not open with this configuration ({exc})") from None
         self._config_checked = True
 

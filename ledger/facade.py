@@ -241,6 +241,7 @@ class MemoryLedger(SessionsMixin, SearchMixin):
 
     # -- commands ----------------------------------------------------------------------------------------------
     def _execute(self, commands: list[FactCommand]) -> list[Receipt]:
+        self._check_keys()
         self._refuse_erased({c.user_id for c in commands})
         from .optout import refuse_facts_in_optout
 
@@ -450,6 +451,12 @@ class MemoryLedger(SessionsMixin, SearchMixin):
                                            as_of=as_of, valid_at=valid_at, axis=axis, after=after, timeout=timeout))
 
     # -- privacy (issue 8: ledger/privacy.py, docs/erasure.md) ---------------------------------------------------
+    def _check_keys(self) -> None:
+        """Before a write: this process's master-key configuration must open the store's keys (ledger/crypto.py
+        ``check_configuration``; KeyStoreError, exit 1, nothing written)."""
+        if getattr(self, "keystore", None) is not None:
+            self.keystore.check_configuration()
+
     def _refuse_erased(self, user_ids: Iterable[str]) -> None:
         """Raises BadInput (nothing written) if any of ``user_ids`` was erased: an erased id stays burned."""
         if getattr(self, "keystore", None) is None:

@@ -140,6 +140,7 @@ class SessionsMixin:
         validated = [c if isinstance(c, SessionCommand) else validate_session_command(c) for c in commands]
         if not validated:
             return []
+        self._check_keys()  # type: ignore[attr-defined]
         self._refuse_erased({c.user_id for c in validated})  # type: ignore[attr-defined]
         validated = [self._complete(c) for c in validated]
         outcomes = execute_session_commands(self.app, validated)

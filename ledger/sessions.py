@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .domain import NAMESPACE
 from .errors import BadInput, ConflictError, IdempotencyMismatch
-from .schemas import check_user_id
+from .schemas import MAX_ID, check_user_id
 from .timeutil import check_observed, now_utc, parse_instant
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
@@ -147,11 +147,15 @@ class SessionCommand(BaseModel):
 
     @field_validator("task", "text", "speaker", "progress", "message_id", "first_message_id", "last_message_id")
     @classmethod
-    def _text(cls, v: str | None) -> str | None:
+    def _text(cls, v: str | None, info: Any) -> str | None:
         if v is None:
             return None
         if not v.strip():
             raise ValueError("is empty; leave it out instead")
+        if info.field_name.endswith("message_id") and len(v) > MAX_ID:
+            # ids stay plaintext in the log (docs/erasure.md): capped like the fact commands' identifiers
+            raise BadInput(_FLAG.get(info.field_name, info.field_name), f"is {len(v)} characters long",
+                           f"use at most {MAX_ID}: it is an identifier, kept in plaintext; put content in text")
         return unicodedata.normalize("NFC", v)
 
     def fingerprint(self) -> str:

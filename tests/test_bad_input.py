@@ -44,6 +44,7 @@ CASES = [
     # identifiers stay plaintext in the log: capped, so content cannot hide in them (fresh-user run)
     (["assert", "u1", "k.x", "1", "--actor", "a" * 513], "actor"),
     (["assert", "u1", "k.x", "1", "--source-ref", "r" * 513], "source_ref"),
+    (["session", "log", "u1", "s1", "--role", "user", "--message-id", "m" * 513, "--text", "x"], "--message-id"),
 ]
 
 

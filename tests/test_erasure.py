@@ -316,9 +316,12 @@ def test_a_wrong_or_missing_master_key_cannot_create_keys(store_args: dict, monk
         else:
             monkeypatch.setenv("MEMLEDGER_MASTER_KEY", env)
         with MemoryLedger(**store_args) as ml:
-            with pytest.raises(KeyStoreError, match=r"^refusing to create a key for user_id 'dora': this store's "
+            with pytest.raises(KeyStoreError, match=r"^refusing to write: this store's "
                                                     r"existing keys do not open with this configuration"):
                 ml.assert_fact("dora", "k", 1)
+            # a write that needs no key (a session without a task) is refused too (second fresh-user run)
+            with pytest.raises(KeyStoreError, match=r"^refusing to write: "):
+                ml.session_start("carl", "s1")
             assert ml._head() == head and ml.keystore.get("dora") is None
     monkeypatch.setenv("MEMLEDGER_MASTER_KEY", k1)
     with MemoryLedger(**store_args) as ml:  # the right key still works, for old and new users, and verifies
