@@ -46,6 +46,28 @@ class Settings:
             return cls(home=None, dsn=dsn, schema=schema or os.environ.get("MEMLEDGER_SCHEMA", "memledger"))
         return cls(home=Path(home).expanduser(), dsn=None)
 
+    def prepare_event_store(self) -> None:
+        """SQLite: put ``events.db`` in WAL mode before eventsourcing opens it, retrying while another opener holds it.
+
+        Why: eventsourcing's SQLite datastore switches a new database to WAL with ``PRAGMA journal_mode=WAL`` on its
+        first connection, and that statement fails at once with "database is locked" when another connection is
+        opening the same new file (SQLite does not apply the busy timeout to it). Several threads or processes
+        opening a fresh store together lost one of them that way (found as a hung concurrency test: the dead thread
+        never reached its barrier). Once the file is in WAL mode (a persistent property) eventsourcing only reads
+        the mode. PostgreSQL: nothing to do.
+        """
+        if self.home is None:
+            return
+        import sqlite3
+
+        from projections.db import use_wal  # at call time: ledger imports no projection at module import
+
+        conn = sqlite3.connect(str(self.home / "events.db"), timeout=60)
+        try:
+            use_wal(conn, "events.db")
+        finally:
+            conn.close()
+
     def event_store_env(self) -> dict[str, str]:
         """The eventsourcing ``Application`` environment for this store."""
         if self.home is not None:

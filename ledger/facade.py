@@ -102,6 +102,7 @@ class MemoryLedger(SessionsMixin, SearchMixin):
             from .privacy import open_keystore
 
             self.keystore = open_keystore(self.settings)
+            self.settings.prepare_event_store()
             self.app = LedgerApplication(env=self.settings.event_store_env(), keystore=self.keystore)
             # Blue/green (issue 6, replay/rebuild.py): every transaction first points each projection object at
             # the copy serving it, so a rebuild's switch is seen whole, here and in other processes.

@@ -119,6 +119,28 @@ def setup_lock(dsn: str | None, schema: str) -> Iterator[None]:
             conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_SETUP_KEY, schema))
 
 
+def use_wal(conn: sqlite3.Connection, what: str = "database") -> None:
+    """Put ``conn``'s database in WAL mode (a persistent property of the file), retrying while it is locked.
+
+    Why: ``PRAGMA journal_mode=WAL`` on a new file fails at once with "database is locked" when another connection
+    is opening the same file: SQLite does not apply the busy timeout to it. Several threads or processes opening a
+    fresh store together lost one of them (found as a hung concurrency test whose dead thread never reached its
+    barrier). Only a file not yet in WAL mode is switched; afterwards the mode is just read.
+    """
+    import time
+
+    for attempt in range(200):
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            time.sleep(min(0.1, 0.002 * (attempt + 1)))
+    raise sqlite3.OperationalError(f"{what}: could not switch to WAL mode, the file stayed locked")
+
+
 class ProjectionDB:
     """Connections to the projections' database. Thread-safe: one SQLite connection per thread, or a pool.
 
@@ -164,7 +186,7 @@ class ProjectionDB:
         if conn is None:
             conn = sqlite3.connect(self.sqlite_path, isolation_level=None, timeout=60, check_same_thread=False)
             # WAL lets readers read while a catch-up writes; secure_delete overwrites erased rows' bytes.
-            conn.execute("PRAGMA journal_mode=WAL")
+            use_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA secure_delete=ON")
             self._local.conn = conn

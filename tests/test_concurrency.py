@@ -43,23 +43,58 @@ def test_racing_writers_on_one_fact_lose_nothing(store_args):
 
 
 def test_concurrent_idempotent_retries_record_one_event(store_args):
-    barrier = threading.Barrier(4)
+    # A timeout and abort(): a thread that fails before the barrier must fail the test, not hang it (it did, when
+    # opening a fresh store raced; see test_threads_opening_a_fresh_store_together_all_succeed).
+    barrier = threading.Barrier(4, timeout=120)
     receipts = []
+    errors: list[BaseException] = []
     lock = threading.Lock()
 
     def retry() -> None:
-        with MemoryLedger(**store_args) as ml:
-            barrier.wait()
-            r = ml.assert_fact("u1", "preference.drink", "tea", idempotency_key="once")
-            with lock:
-                receipts.append(r)
+        try:
+            with MemoryLedger(**store_args) as ml:
+                barrier.wait()
+                r = ml.assert_fact("u1", "preference.drink", "tea", idempotency_key="once")
+                with lock:
+                    receipts.append(r)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+            barrier.abort()
 
     threads = [threading.Thread(target=retry) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert errors == []
     assert len({r.event_id for r in receipts}) == 1
     assert sum(not r.replayed for r in receipts) == 1
     with MemoryLedger(**store_args) as ml:
         assert len(ml.history("u1")) == 1
+
+
+def test_threads_opening_a_fresh_store_together_all_succeed(tmp_path):
+    """``PRAGMA journal_mode=WAL`` on a new SQLite file fails at once ("database is locked") while another
+    connection opens it; eventsourcing and the projections database both issued it, so one of several threads
+    opening a fresh store died (it hung the test above). projections/db.py ``use_wal`` retries; 30 rounds of 6."""
+    for round_ in range(30):
+        home = tmp_path / f"store{round_}"
+        barrier = threading.Barrier(6, timeout=120)
+        errors: list[BaseException] = []
+
+        def open_and_write(i: int) -> None:
+            try:
+                barrier.wait()
+                with MemoryLedger(home=home) as ml:
+                    ml.assert_fact(f"u{i}", "preference.drink", "tea")
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=open_and_write, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == [], errors
+        with MemoryLedger(home=home) as ml:
+            assert sorted(len(ml.history(f"u{i}")) for i in range(6)) == [1] * 6
