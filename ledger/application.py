@@ -20,7 +20,7 @@ from eventsourcing.application import AggregateNotFoundError, Application, Proce
 from eventsourcing.persistence import RecordConflictError
 
 from .domain import Fact, fact_id
-from .errors import ConflictError
+from .errors import BadInput, ConflictError
 from .schemas import FactCommand
 from .timeutil import now_utc
 
@@ -135,12 +135,20 @@ class LedgerApplication(Application):
             facts: dict[uuid.UUID, Fact] = {}
             existing = self.existing_streams(set(stream_ids)) if len(commands) > 1 else None
             pending: list[tuple[FactCommand, Any, tuple | None]] = []
-            for cmd, sid in zip(commands, stream_ids):
+            for i, (cmd, sid) in enumerate(zip(commands, stream_ids)):
                 fact = facts.get(sid)
                 if fact is None:
                     new = existing is not None and sid not in existing
                     fact = facts[sid] = Fact.shell(sid, now_utc()) if new else self.load_fact(sid)
-                event, first = fact.record(cmd, recorded_at)
+                try:
+                    event, first = fact.record(cmd, recorded_at)
+                except BadInput as exc:
+                    # Say which command of a batch the policy refused: its file line when it has one (ingest),
+                    # else its 1-based index (second fresh-user run: a JSONL refusal named no line).
+                    where = cmd._where or (f"command {i + 1}: " if len(commands) > 1 else "")
+                    if not where:
+                        raise
+                    raise BadInput(where + exc.field, exc.problem, exc.fix) from None
                 pending.append((cmd, event, first))
             try:
                 # Events are saved in command order (not grouped by stream), so log order is the order the

@@ -195,6 +195,8 @@ class FactCommand(BaseModel):
 
     #: (the value it was made from, its canonical JSON): made once by validation, read by ``value_json``.
     _json: tuple[Any, str | None] | None = PrivateAttr(default=None)
+    #: where the command came from (``"line 3: "``), set by :func:`validate_command`: prefixes a policy refusal
+    _where: str = PrivateAttr(default="")
 
     @model_validator(mode="after")
     def _consistent(self) -> FactCommand:
@@ -245,7 +247,7 @@ def validate_command(data: dict[str, Any], where: str = "") -> FactCommand:
     ``where`` prefixes the field name (``"line 3: "``) so a batch error says which command was bad.
     """
     try:
-        return FactCommand.model_validate(data)
+        cmd = FactCommand.model_validate(data)
     except BadInput as exc:
         raise BadInput(where + exc.field, exc.problem, exc.fix) from None
     except ValidationError as exc:
@@ -261,6 +263,8 @@ def validate_command(data: dict[str, Any], where: str = "") -> FactCommand:
         elif err["type"] == "extra_forbidden":
             fix = "remove it; known fields are " + ", ".join(FactCommand.model_fields)
         raise BadInput(where + field, err["msg"], fix) from None
+    cmd._where = where  # the policy's refusals name the line too (ledger/application.py)
+    return cmd
 
 
 class Receipt(BaseModel):

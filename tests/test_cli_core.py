@@ -116,3 +116,14 @@ def test_typer_exit_code_is_propagated():
         assert exc.value.code == 3
     finally:
         cli.app.registered_commands = [c for c in cli.app.registered_commands if c.name != "zz-exit-probe"]
+
+
+def test_jsonl_policy_refusal_names_the_line_and_writes_nothing(cli, tmp_path):
+    """A JSONL command refused by the policy (not by validation) printed no line number (second fresh-user run)."""
+    f = tmp_path / "cmds.jsonl"
+    f.write_text('{"user_id": "u1", "key": "preference.drink", "value": "tea", "observed_at": "2024-01-01T09:00:00Z"}'
+                 '\n\n{"op": "retract", "user_id": "u1", "key": "preference.drink", '
+                 '"valid_to": "2023-01-01T00:00:00Z"}\n', encoding="utf-8")
+    code, out, err = cli("ingest", str(f), "--format", "jsonl")
+    assert code == 2 and err.startswith("error: line 3: valid_to: 2023-01-01T00:00:00+00:00 is not after"), err
+    assert cli.json("history", "u1") == []  # one batch: nothing of it was saved

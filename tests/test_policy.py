@@ -139,7 +139,7 @@ def test_batch_record_is_one_save_and_all_or_nothing(fresh_ledger):
             {"user_id": "u1", "key": "a.z", "value": 1},
             {"op": "retract", "user_id": "u1", "key": "a.nothing"},
         ])
-    assert exc.value.field == "key"
+    assert exc.value.field == "commands[1].key"  # the policy's refusal names the command, as validation does
     assert sorted(fresh_ledger.profile("u1").facts) == ["a.x", "a.y"]
     assert len(fresh_ledger.history("u1")) == 3
 
