@@ -834,11 +834,12 @@ class VectorsProjection(Projection):
                 continue
             hi = max(s for _, s in ranking)
             lo = min(s for _, s in ranking) if floor is None else floor
+            lexical = floor is not None
             for doc, s in ranking:
                 part = (s - lo) / (hi - lo) if hi > lo else 1.0
-                if floor is not None and covered is not None and doc not in covered:
-                    part *= 1.0 / w if w > 0 else 1.0  # lexical only: full weight
-                out[doc] = out.get(doc, 0.0) + w * part
+                # a document the companion does not hold is judged by BM25 alone, at full weight
+                weight = 1.0 if lexical and covered is not None and doc not in covered else w
+                out[doc] = out.get(doc, 0.0) + weight * part
         return out
 
     def rank(self, vectors: Any, lexical: Any, meta: dict[str, dict[str, Any]], query: str,
