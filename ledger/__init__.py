@@ -1,6 +1,22 @@
-"""memledger's write side and public API: ``from ledger import MemoryLedger``."""
+"""memledger's domain and write side: events, aggregates, the belief policy, commands, the log, crypto.
+
+Nothing here imports ``projections``, ``replay`` or ``memledger`` (docs/ARCHITECTURE.md; a test holds it) with one
+exception: ``from ledger import MemoryLedger`` was the documented import before the ``memledger`` package existed,
+so ``MemoryLedger`` is re-exported lazily, on first attribute access, for old callers. Write
+``from memledger import MemoryLedger``.
+"""
+
+from typing import Any
 
 from .errors import BadInput, ConflictError, MemledgerError, NotCaughtUp
-from .facade import MemoryLedger
 
 __all__ = ["MemoryLedger", "BadInput", "ConflictError", "MemledgerError", "NotCaughtUp"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MemoryLedger":
+        # The one allowed back-reference (ledger -> memledger), lazy so that importing ledger never loads the faces.
+        from memledger.api import MemoryLedger
+
+        return MemoryLedger
+    raise AttributeError(f"module 'ledger' has no attribute {name!r}")

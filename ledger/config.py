@@ -11,6 +11,7 @@ With a DSN, the log uses ``eventsourcing.postgres`` and the projections a schema
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -60,7 +61,6 @@ class Settings:
             return
         import sqlite3
 
-        from projections.db import use_wal  # at call time: ledger imports no projection at module import
 
         conn = sqlite3.connect(str(self.home / "events.db"), timeout=60)
         try:
@@ -89,3 +89,25 @@ class Settings:
             "POSTGRES_MAX_OVERFLOW": "10",
         }
         return env
+
+
+def use_wal(conn: sqlite3.Connection, what: str = "database") -> None:
+    """Put ``conn``'s database in WAL mode (a persistent property of the file), retrying while it is locked.
+
+    Why: ``PRAGMA journal_mode=WAL`` on a new file fails at once with "database is locked" when another connection
+    is opening the same file: SQLite does not apply the busy timeout to it. Several threads or processes opening a
+    fresh store together lost one of them (found as a hung concurrency test whose dead thread never reached its
+    barrier). Only a file not yet in WAL mode is switched; afterwards the mode is just read.
+    """
+    import time
+
+    for attempt in range(200):
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            time.sleep(min(0.1, 0.002 * (attempt + 1)))
+    raise sqlite3.OperationalError(f"{what}: could not switch to WAL mode, the file stayed locked")

@@ -41,7 +41,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from eventsourcing.application import AggregateNotFoundError
-from eventsourcing.domain import Aggregate
+from eventsourcing.domain import Aggregate, event
 from eventsourcing.persistence import RecordConflictError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -537,3 +537,42 @@ def execute_session_commands(app: Any, commands: list[SessionCommand], max_retri
                 out.append(SessionOutcome(cmd, name, version, event_id, None, True))
         return out
     raise ConflictError(f"gave up after {max_retries + 1} attempts: other writers kept changing the same session(s)")
+
+
+# ------------------------------------------------------------------- opt-out sessions (memledger/optout.py)
+
+
+def tombstone_id(user_id: str, session_id: str) -> uuid.UUID:
+    """Stream id of an opt-out session's tombstone: ``uuid5(NAMESPACE, "nomemory\\x1f<user>\\x1f<session>")``."""
+    return uuid.uuid5(NAMESPACE, f"nomemory\x1f{user_id}\x1f{session_id}")
+
+
+class NoMemorySession(Aggregate):
+    """One stream per ended opt-out session, holding its single tombstone event."""
+
+    TOPIC = "memledger:NoMemorySession"
+
+    class Created(Aggregate.Created):
+        TOPIC = "memledger:NoMemorySession.Created"
+
+    class NoMemorySessionEnded(Aggregate.Created):
+        """An opt-out session ended and its messages were deleted: who, which session, how many. No content."""
+
+        TOPIC = "memledger:NoMemorySessionEnded"
+        ENCRYPTED_FIELDS = frozenset()
+        user_id: str
+        session_id: str
+        messages: int
+
+    @staticmethod
+    def create_id(user_id: str, session_id: str, **_: Any) -> uuid.UUID:
+        return tombstone_id(user_id, session_id)
+
+    @event(NoMemorySessionEnded)
+    def __init__(self, user_id: str, session_id: str, messages: int) -> None:
+        self.user_id = user_id
+        self.session_id = session_id
+        self.messages = messages
+
+
+NoMemorySessionEnded = NoMemorySession.NoMemorySessionEnded

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ledger.config import use_wal
+
 _ADVISORY_KEY = 0x6D656D6C  # "meml": the advisory lock every catch-up on one schema takes (with the schema's hash)
 _SETUP_KEY = 0x6D656D73  # "mems": held while a process creates a schema's tables
 
@@ -117,28 +119,6 @@ def setup_lock(dsn: str | None, schema: str) -> Iterator[None]:
             yield
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_SETUP_KEY, schema))
-
-
-def use_wal(conn: sqlite3.Connection, what: str = "database") -> None:
-    """Put ``conn``'s database in WAL mode (a persistent property of the file), retrying while it is locked.
-
-    Why: ``PRAGMA journal_mode=WAL`` on a new file fails at once with "database is locked" when another connection
-    is opening the same file: SQLite does not apply the busy timeout to it. Several threads or processes opening a
-    fresh store together lost one of them (found as a hung concurrency test whose dead thread never reached its
-    barrier). Only a file not yet in WAL mode is switched; afterwards the mode is just read.
-    """
-    import time
-
-    for attempt in range(200):
-        try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            time.sleep(min(0.1, 0.002 * (attempt + 1)))
-    raise sqlite3.OperationalError(f"{what}: could not switch to WAL mode, the file stayed locked")
 
 
 class ProjectionDB:

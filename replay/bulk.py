@@ -29,7 +29,7 @@ from typing import Any
 
 from projections.base import LogEvent, Projection, erased_subjects, note_erased, position_of, set_position
 
-from .catchup import APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, max_position
+from .events import APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, max_position
 
 #: events applied in memory between two flushes (one transaction each) when the caller does not say. Memory held:
 #: their rows, about 1.5 KB per fact event for profile + history (tracemalloc: 1.0 KB of lists and tuples, plus the

@@ -24,12 +24,13 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from projections.base import LogEvent, Projection, erased_subjects, note_erased, position_of, set_position
+from projections.base import LogEvent, Projection, position_of, set_position
 from projections.db import ProjectionDB
 
-from ledger.timeutil import to_micros
+from .bulk import bulk_catch_up
+from .events import (APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action,  # noqa: F401 (re-exported)
+                     erasure_actions, max_position)
 
-BATCH = 1000
 #: a catch-up with at least this many events to apply (head minus the lowest copy's position) goes through the bulk
 #: writers (replay/bulk.py); smaller spans are applied event by event. Chosen with scripts/bench_append.py --bulk-min 1
 #: (``record()`` of batches of N, bulk vs per-event in the same runs, medians of 3, load ~3): at N = 10 SQLite is
@@ -38,25 +39,6 @@ BULK_MIN = 20
 #: events per flush transaction when a copy that already holds rows is caught up in bulk: bounds the write lock
 #: held per flush (and the work lost when another process moves the copy meanwhile)
 BULK_CHUNK = 10_000
-
-
-def decode(app: Any, notifications: Sequence[Any], last_recorded_at: int) -> tuple[list[LogEvent], int]:
-    """Decode notifications into :class:`LogEvent`; system time is made monotonic along the log."""
-    out = []
-    recorded = last_recorded_at
-    to_domain_event = app.mapper.to_domain_event
-    for n in notifications:
-        event = to_domain_event(n)
-        ts = to_micros(event.timestamp)
-        if ts > recorded:
-            recorded = ts
-        out.append(LogEvent(position=n.id, event=event, recorded_at=recorded))
-    return out, recorded
-
-
-def max_position(app: Any) -> int:
-    """The log's last notification id (0 for an empty log)."""
-    return app.recorder.max_notification_id() or 0
 
 
 def catch_up(
@@ -88,13 +70,9 @@ def catch_up(
     if bulk:
         fresh = _fresh(db, projections)
         if fresh and head > 0:
-            from .bulk import bulk_catch_up
-
             bulk_catch_up(app, db, fresh, until=head, on_batch=on_batch)
         min_span = BULK_MIN if bulk_min is None else bulk_min
         if head - _reached(db, projections) >= min_span:
-            from .bulk import bulk_catch_up
-
             reached = bulk_catch_up(app, db, projections, until=head, chunk=BULK_CHUNK, on_batch=on_batch,
                                     min_span=min_span)
             _note_reached(db, projections, reached)
@@ -192,65 +170,3 @@ def apply_batch(cur: Any, app: Any, projections: Sequence[Projection], head: int
         if applied:
             set_position(cur, p.tracking_name, events[-1].position, recorded)
     return low, events
-
-
-def apply_one(cur: Any, projection: Projection, le: LogEvent, action: str | None = None) -> None:
-    """Apply one event to one projection, honouring erasure (issue 8, docs/erasure.md).
-
-    * An event whose user was erased decodes with its personal fields ``None`` (ledger/crypto.py): it is skipped,
-      so a rebuild after erasure never brings the user's rows back.
-    * ``SubjectErased`` purges the user from the projection (``Projection.purge_user``), so events of the user
-      that carry no encrypted field (and so are not marked erased) are removed again at the tombstone's position.
-    * An event of a user in the ``erased_subjects`` register is skipped (``action`` from :func:`erasure_actions`):
-      a writer still holding the user's key in its cache may append after the tombstone, and must not be projected.
-    """
-    if action is None:
-        action = erasure_action(le.event)
-    if action is PURGE:
-        projection.purge_user(cur, le.event.user_id)
-    elif action is APPLY:
-        projection.apply(cur, le)
-
-
-APPLY, PURGE, SKIP = "apply", "purge", "skip"
-
-
-def erasure_action(event: Any, erased: set[str] | None = None) -> str:
-    """What a projection does with ``event`` (see :func:`apply_one`; replay/bulk.py decides it once per event for
-    every bulk applier): PURGE its user (a ``SubjectErased``), SKIP it (its user is in ``erased``, or it decoded as
-    erased), or APPLY it."""
-    is_erased, subject_erased = _ERASURE or _erasure()
-    if isinstance(event, subject_erased):
-        return PURGE
-    if erased and getattr(event, "user_id", None) in erased:
-        return SKIP
-    return SKIP if is_erased(event) else APPLY
-
-
-def erasure_actions(cur: Any, events: Sequence[LogEvent], erased: set[str] | None = None) -> dict[int, str]:
-    """``{position: action}`` for a batch, in log order, inside the caller's transaction: reads the
-    ``erased_subjects`` register (unless ``erased`` is given, which is then updated in place), adds each
-    tombstone of the batch to it (and to the table), and skips every later event of an erased user."""
-    if erased is None:
-        erased = erased_subjects(cur)
-    out = {}
-    for le in events:
-        action = out[le.position] = erasure_action(le.event, erased)
-        if action is PURGE:
-            erased.add(le.event.user_id)
-            note_erased(cur, le.event.user_id, le.position)
-    return out
-
-
-_ERASURE: tuple[Any, Any] | None = None
-
-
-def _erasure() -> tuple[Any, Any]:
-    # Imported once, lazily (ledger.privacy is heavy and imports at call time keep replay importable alone);
-    # an import statement per event cost ~5% of a rebuild (scripts/bench_replay.py).
-    global _ERASURE
-    from ledger.crypto import is_erased
-    from ledger.privacy import SubjectErased
-
-    _ERASURE = (is_erased, SubjectErased)
-    return _ERASURE

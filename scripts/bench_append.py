@@ -40,7 +40,7 @@ os.environ.setdefault("MEMLEDGER_EMBEDDER", "none")  # the append path; the vect
 
 from eventsourcing.domain import Aggregate  # noqa: E402
 
-from ledger import MemoryLedger  # noqa: E402
+from memledger import MemoryLedger  # noqa: E402
 from ledger.schemas import validate_command  # noqa: E402
 from replay import catchup  # noqa: E402
 

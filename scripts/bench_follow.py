@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MEMLEDGER_EMBEDDER", "none")  # the vectors projection's model is not what is measured
 
-from ledger import MemoryLedger  # noqa: E402
+from memledger import MemoryLedger  # noqa: E402
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with MemoryLedger(**store) as ml:
             results["inline"] = turns(ml, a.turns, a.warmup, worker=False)
-        cmd = [sys.executable, "-m", "ledger", *flags, "project", "--follow"]
+        cmd = [sys.executable, "-m", "memledger", *flags, "project", "--follow"]
         if a.interval is not None:
             cmd += ["--interval", str(a.interval)]
         worker = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("MEMLEDGER_EMBEDDER", "hash")  # vectors are deferred: record() never embeds
 
 import ledger.domain as domain  # noqa: E402
-from ledger import MemoryLedger  # noqa: E402
+from memledger import MemoryLedger  # noqa: E402
 
 
 def proc_io() -> dict[str, int]:

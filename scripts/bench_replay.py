@@ -101,7 +101,7 @@ def main() -> None:
         args.batch_size = BATCH
     home = Path(args.home or f"/tmp/memledger-bench-replay-{args.events}")
 
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
     from replay.catchup import max_position
 
     if not (home / "events.db").exists():

@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
 import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ledger import MemoryLedger  # noqa: E402
+from memledger import MemoryLedger  # noqa: E402
 from projections.embedders import HashingEmbedder  # noqa: E402
 
 LOCOMO = Path("/work/shared/data/locomo/locomo_sample.json")

@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--embedder", default="none", help="MEMLEDGER_EMBEDDER for the store (default none)")
     args = ap.parse_args()
     os.environ["MEMLEDGER_EMBEDDER"] = args.embedder
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
 
     n, repeat = args.n, args.repeat
     rows: list[tuple[str, float, float]] = []  # (label, median seconds per run, events per second)

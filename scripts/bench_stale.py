@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ledger import MemoryLedger  # noqa: E402
+from memledger import MemoryLedger  # noqa: E402
 
 KEY = "preference.drink"
 VALUES = [

@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("MEMLEDGER_EMBEDDER", "none")
 
-from ledger import MemoryLedger  # noqa: E402
+from memledger import MemoryLedger  # noqa: E402
 from ledger.domain import Fact, fact_id  # noqa: E402
 from ledger.schemas import validate_command  # noqa: E402
 from ledger.timeutil import OPEN, from_micros, now_utc, to_micros  # noqa: E402

@@ -110,7 +110,7 @@ def product_rankings(pairs: list[dict], **ledger_args) -> tuple[list[list[str]],
     """Rankings through ``MemoryLedger.search``: one fresh ledger per user (its memories recorded as facts,
     ``memory.m<i>``), every question of that user searched with k = its number of memories. Returns (per pair the
     memory indexes best first, median ms of one search call after the first)."""
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
 
     out: dict[str, list[str]] = {}
     ms: list[float] = []
@@ -132,7 +132,7 @@ def product_rankings(pairs: list[dict], **ledger_args) -> tuple[list[list[str]],
 
 def english_texts(n: int) -> list[str]:
     """``n`` English observation sentences of the shipped LoCoMo sample (samples/locomo_conv30.json)."""
-    from ledger.ingest import locomo_commands
+    from memledger.ingest import locomo_commands
 
     data = json.loads((ROOT / "samples" / "locomo_conv30.json").read_text(encoding="utf-8"))
     texts = list(dict.fromkeys(c.text for c in locomo_commands(data)))
@@ -145,7 +145,7 @@ def ingest_rate(texts: list[str], chunk: int = 8, cjk_values: tuple[str, ...] = 
     chunks of ``chunk``; each chunk is caught up in every ledger in turn (order alternating), so the settings see
     the same machine load. The first chunk only loads the models and is not counted. Returns the total rate per
     value and ``"ratio"``, the median over chunks of (time without a companion / time with it)."""
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
 
     secs: dict[str, list[float]] = {c: [] for c in cjk_values}
     with tempfile.TemporaryDirectory() as tmp:

@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ledger import MemoryLedger  # noqa: E402
-from ledger.ingest import locomo_commands  # noqa: E402
+from memledger import MemoryLedger  # noqa: E402
+from memledger.ingest import locomo_commands  # noqa: E402
 
 KS = (5, 10, 25)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

@@ -41,8 +41,8 @@ def evaluate(paths: list[Path], embedder: str) -> tuple[dict[str, dict[int, floa
     import json
 
     os.environ["MEMLEDGER_EMBEDDER"] = embedder
-    from ledger import MemoryLedger
-    from ledger.ingest import locomo_messages
+    from memledger import MemoryLedger
+    from memledger.ingest import locomo_messages
 
     sums: dict[str, dict[int, float]] = {}
     counts: dict[str, int] = {}

@@ -58,14 +58,14 @@ def store_args(backend: str, tmp_path: Path) -> Any:
 
 @pytest.fixture
 def fresh_ledger(store_args: dict[str, Any]):
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
 
     with MemoryLedger(**store_args) as ml:
         yield ml
 
 
 class CLI:
-    """Runs ``python -m ledger`` with the store's flags; returns (exit code, stdout, stderr)."""
+    """Runs ``python -m memledger`` with the store's flags; returns (exit code, stdout, stderr)."""
 
     def __init__(self, store_args: dict[str, Any]) -> None:
         self.flags = ["--home", str(store_args["home"])] if "home" in store_args else ["--dsn", store_args["dsn"]]
@@ -75,7 +75,7 @@ class CLI:
 
     def __call__(self, *args: str, input: str | None = None) -> tuple[int, str, str]:
         proc = subprocess.run(
-            [sys.executable, "-m", "ledger", *self.flags, *args], capture_output=True, text=True, cwd=ROOT,
+            [sys.executable, "-m", "memledger", *self.flags, *args], capture_output=True, text=True, cwd=ROOT,
             env=self.env, input=input, timeout=300,
         )
         return proc.returncode, proc.stdout, proc.stderr

@@ -151,7 +151,7 @@ def test_home_that_is_a_file_exits_2(tmp_path):
 
     f = tmp_path / "afile"
     f.write_text("not a directory")
-    proc = subprocess.run([sys.executable, "-m", "ledger", "--home", str(f), "profile", "u1"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(f), "profile", "u1"], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "error: --home:" in proc.stderr and "Traceback" not in proc.stderr
     assert f.read_text() == "not a directory"

@@ -19,7 +19,7 @@ from uuid import UUID
 import pytest
 from eventsourcing.persistence import StoredEvent
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 from projections.history import HistoryBulk, HistoryProjection
 from projections.profile import ProfileProjection
 from replay.bulk import bulk_catch_up

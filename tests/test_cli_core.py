@@ -93,7 +93,7 @@ def test_home_from_environment(tmp_path):
     import sys
 
     env = dict(os.environ, MEMLEDGER_HOME=str(tmp_path / "envhome"))
-    proc = subprocess.run([sys.executable, "-m", "ledger", "assert", "u1", "k.a", "1"], env=env, cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "memledger", "assert", "u1", "k.a", "1"], env=env, cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "envhome" / "events.db").exists()

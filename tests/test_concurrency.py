@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 
 
 def test_racing_writers_on_one_fact_lose_nothing(store_args):

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 
 CTX = mp.get_context("spawn")
 TIMEOUT = 240

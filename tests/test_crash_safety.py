@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,7 +31,7 @@ def _hash_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def start(home: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "ledger", "--home", str(home), *args], cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "memledger", "--home", str(home), *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -82,7 +82,7 @@ def test_kill_in_the_middle_of_an_ingest(tmp_path: Path) -> None:
     recorded_before = events(home)
     assert 1000 <= recorded_before < n  # killed mid-way, between two batches' saves
     assert all(all_verified(home).values())  # the projections catch up from wherever the crash left them
-    proc = subprocess.run([sys.executable, "-m", "ledger", "--home", str(home), "ingest", str(commands), "--format",
+    proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(home), "ingest", str(commands), "--format",
                            "jsonl", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
@@ -120,7 +120,7 @@ def test_kill_in_the_middle_of_a_blue_green_rebuild(tmp_path: Path) -> None:
         ml.assert_fact("u3", "k.3", "after the crash")
         assert {r.projection: r.ok for r in ml.verify()} == {n_: True for n_ in names}
     # Restart the rebuild: it takes the dead owner's lock over and resumes its half-built copies.
-    proc = subprocess.run([sys.executable, "-m", "ledger", "--home", str(home), "rebuild", "--blue-green", "--json"],
+    proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(home), "rebuild", "--blue-green", "--json"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)

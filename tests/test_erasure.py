@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 from ledger.crypto import TOKEN_PREFIX
 
 # Distinctive strings of the user who is erased (A) and of the one who stays (B).

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from ledger import MemoryLedger
-from ledger.privacy import UserExport
+from memledger import MemoryLedger
+from memledger.privacy import UserExport
 
 
 @pytest.fixture(autouse=True)

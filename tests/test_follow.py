@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 from ledger.errors import BadInput, NotCaughtUp
 from replay.follow import follow
 from tests.conftest import CLI, ROOT
@@ -30,7 +30,7 @@ def worker_cli(store_args):
 
 def start_worker(store_args) -> subprocess.Popen:
     c = CLI(store_args)
-    proc = subprocess.Popen([sys.executable, "-m", "ledger", *c.flags, "project", "--follow", "--json"],
+    proc = subprocess.Popen([sys.executable, "-m", "memledger", *c.flags, "project", "--follow", "--json"],
                             cwd=ROOT, env=c.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Ready once it announces itself on stderr (it has caught up and is listening).
     line = proc.stderr.readline()

@@ -240,7 +240,7 @@ def test_an_index_saved_by_the_previous_tokenizer_is_refused():
 def test_a_store_whose_files_have_the_old_tokenizer_is_rebuilt_not_refused(tmp_path, monkeypatch):
     """Index files written under the previous tokenizer (no stemming) are not trusted on open: the BM25 index is
     rebuilt from the vectors table, so a query that matches only through the new stemming finds the memory."""
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
 
     def unstemmed(text):
         return [w for w in (m.group(0).lower() for m in lexical._TOKEN_RE.finditer(text)) if w not in STOP_WORDS]

@@ -23,7 +23,7 @@ def _log(ml) -> None:
 
 @pytest.fixture
 def ledger_with(store_args, monkeypatch):
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
 
     def open_with(embedder: str):
         monkeypatch.setenv("MEMLEDGER_EMBEDDER", embedder)
@@ -64,7 +64,7 @@ def test_bad_input_refused(ledger_with):
 
 
 def test_cli_session_search(cli, store_args, monkeypatch):
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
 
     monkeypatch.setenv("MEMLEDGER_EMBEDDER", "none")
     cli.env["MEMLEDGER_EMBEDDER"] = "none"

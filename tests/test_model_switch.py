@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 from projections.embedders import HashingEmbedder
 
 FACTS = {

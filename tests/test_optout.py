@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 from tests.test_erasure import found, store_bytes
 
 SECRET = "Narwhal-Cardamom-6604"

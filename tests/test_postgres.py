@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 from ledger.config import Settings
 from ledger.errors import BadInput, MemledgerError
 from tests import pg
@@ -78,7 +78,7 @@ def cli_any():
     from tests.conftest import ROOT
 
     def run(*args: str) -> tuple[int, str, str]:
-        p = subprocess.run([sys.executable, "-m", "ledger", *args], capture_output=True, text=True, cwd=ROOT,
+        p = subprocess.run([sys.executable, "-m", "memledger", *args], capture_output=True, text=True, cwd=ROOT,
                            timeout=120)
         return p.returncode, p.stdout, p.stderr
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 from ledger.errors import BadInput
 from replay.rebuild import RebuildInProgress
 from replay.verify import checksum

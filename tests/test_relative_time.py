@@ -1,4 +1,4 @@
-"""Relative time phrases -> absolute dates (ledger.relative_time).
+"""Relative time phrases -> absolute dates (memledger.relative_time).
 
 Reference day: Monday 2023-05-08 (10:00 UTC) unless a test says otherwise. Weeks start on Monday.
 """
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from ledger.relative_time import (
+from memledger.relative_time import (
     TimeMention,
     annotate,
     format_local,
@@ -137,7 +137,7 @@ def test_why_the_rule_layer_exists() -> None:
 
 def test_library_does_the_arithmetic_where_it_can() -> None:
     """Offsets and periods are resolved by dateparser, and agree with plain calendar arithmetic on awkward days."""
-    from ledger.relative_time import _RULES, _rule_date
+    from memledger.relative_time import _RULES, _rule_date
 
     phrases = ["tomorrow", "in three days", "two weeks ago", "a year ago", "in one month", "next month",
                "last week", "next year", "明天", "三天后", "两周前", "下个月", "上个月", "明年", "去年", "前年",

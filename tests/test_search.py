@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 from ledger.errors import BadInput
-from ledger.search import freshness
+from memledger.search import freshness
 from ledger.timeutil import now_utc, to_micros
 
 

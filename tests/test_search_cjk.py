@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 
 DATA = Path(__file__).parent / "data" / "cjk_pairs.jsonl"
 PAIRS = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]

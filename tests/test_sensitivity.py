@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 
 NOW = "2024-05-01T00:00:00Z"
 

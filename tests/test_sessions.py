@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.context import count_tokens
+from memledger.context import count_tokens
 from ledger.errors import BadInput, IdempotencyMismatch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -259,7 +259,7 @@ class _WithoutSearch:
 
 
 def test_memories_fall_back_to_recent_facts_without_search(fresh_ledger):
-    from ledger.context import assemble_context
+    from memledger.context import assemble_context
 
     ml = fresh_ledger
     ml.assert_fact("u", "memory.a", "likes hiking", text="likes hiking", observed_at="2024-01-01T00:00:00Z")
@@ -304,7 +304,7 @@ def test_memories_through_the_real_search(fresh_ledger):
 
 
 def test_cli_sessions_resume_and_context(cli, store_args):
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
 
     with MemoryLedger(**store_args) as ml:  # the fact verbs' CLI is tested elsewhere (tests/test_cli_core.py)
         ml.assert_fact("ana", "profile.timezone", "Asia/Shanghai", observed_at=f"2024-05-06T09:00:00{SH}")
@@ -332,7 +332,7 @@ def test_cli_sessions_resume_and_context(cli, store_args):
 
 
 def test_cli_bad_input_exits_2_and_writes_nothing(cli, store_args):
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
 
     cli.json("session", "start", "u", "s", "--observed-at", "2024-01-01T00:00:00Z")
     cli.json("session", "end", "u", "s", "--observed-at", "2024-01-01T01:00:00Z")
@@ -401,7 +401,7 @@ def test_ingest_memorybank_chinese_and_english(fresh_ledger):
 
 def test_resume_with_now_before_the_last_touch_says_so(tmp_path):
     """A card stamped by the real clock is not "just now" for a `--now` in its past (new-user report)."""
-    from ledger import MemoryLedger
+    from memledger import MemoryLedger
 
     with MemoryLedger(home=tmp_path / "l") as ml:
         ml.session_start("ana", "s1", task="quarterly report", observed_at="2024-05-06T09:00:00+08:00")

@@ -18,7 +18,7 @@ from uuid import UUID
 import pytest
 from eventsourcing.utils import resolve_topic
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 from ledger.domain import Fact
 from replay.verify import checksum
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 from projections.embedders import HashingEmbedder
 
 DRINKS = ["I drink green tea every morning", "I drink black coffee every morning now",

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ledger import MemoryLedger
+from memledger import MemoryLedger
 
 
 @pytest.fixture(autouse=True)

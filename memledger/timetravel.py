@@ -17,23 +17,23 @@ Semantics (Datomic's as-of, XTDB's system and valid time; DESIGN.md "Time-travel
   :class:`~ledger.errors.BadInput` naming the field. Answers carry aware UTC datetimes; :func:`render_json`
   renders them in an IANA zone for ``--tz``.
 
-This module imports projections only inside functions (imports point one way: DESIGN.md "Layout").
+Every function takes the :class:`~memledger.store.Store`; ``MemoryLedger.believed`` etc. are these.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import BadInput
-from .schemas import FactFields, HistoryRow, check_key, check_user_id
-from .timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
+from ledger.errors import BadInput
+from ledger.schemas import FactFields, HistoryRow, check_key, check_user_id
+from ledger.timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .facade import MemoryLedger
+from .reads import history_row
+from .store import Store
 
 Axis = Literal["system", "observed"]
 AXES = ("system", "observed")
@@ -182,23 +182,19 @@ def _event_ref(r: dict[str, Any]) -> EventRef:
     )
 
 
-def _prepare(ml: MemoryLedger, after: Any, timeout: float) -> None:
+def _prepare(ml: Store, after: Any, timeout: float) -> None:
     """Before a read: catch the projections up (or, in worker mode, wait for ``after``), as every facade read does."""
-    before_read = getattr(ml, "_before_read", None)
-    if before_read is not None:
-        before_read(after, timeout)
-    else:  # pragma: no cover - facades without worker mode
-        ml.catch_up()
+    ml.before_read(after, timeout)
 
 
-def _beliefs(ml: MemoryLedger, cur: Any, user_id: str, cut: Any, valid_at: datetime,
+def _beliefs(ml: Store, cur: Any, user_id: str, cut: Any, valid_at: datetime,
              key: str | None = None) -> dict[str, BeliefView]:
     rows = ml.timetravel_queries.beliefs(cur, user_id, cut, to_micros(valid_at), key)
     return {r["key"]: _belief(r) for r in rows}
 
 
 # -- queries -----------------------------------------------------------------------------------------------------
-def believed(ml: MemoryLedger, user_id: str, as_of: Any, valid_at: Any = None, axis: str = "system", *,
+def believed(ml: Store, user_id: str, as_of: Any, valid_at: Any = None, axis: str = "system", *,
              after: Any = None, timeout: float = 10.0) -> Beliefs:
     """What the ledger believed about ``user_id`` at ``as_of`` (inclusive), sliced at ``valid_at`` (default as_of).
 
@@ -220,7 +216,7 @@ def believed(ml: MemoryLedger, user_id: str, as_of: Any, valid_at: Any = None, a
     return Beliefs(user_id=user_id, axis=axis, as_of=t, valid_at=v, facts=facts)  # type: ignore[arg-type]
 
 
-def true_at(ml: MemoryLedger, user_id: str, valid_at: Any, axis: str = "system", *, after: Any = None,
+def true_at(ml: Store, user_id: str, valid_at: Any, axis: str = "system", *, after: Any = None,
             timeout: float = 10.0) -> Beliefs:
     """What was true of ``user_id`` at valid instant ``valid_at``, as known now (every event recorded so far).
 
@@ -238,7 +234,7 @@ def true_at(ml: MemoryLedger, user_id: str, valid_at: Any, axis: str = "system",
     return Beliefs(user_id=user_id, axis=axis, as_of=None, valid_at=v, facts=facts)  # type: ignore[arg-type]
 
 
-def diff(ml: MemoryLedger, user_id: str, from_: Any, to: Any, valid_at: Any = None, axis: str = "system", *,
+def diff(ml: Store, user_id: str, from_: Any, to: Any, valid_at: Any = None, axis: str = "system", *,
          after: Any = None, timeout: float = 10.0) -> Diff:
     """Beliefs added, changed and dropped between cutoffs ``from_`` and ``to`` (both inclusive as-ofs), each with
     the event that did it. Both sides are sliced at ``valid_at`` (default ``to``).
@@ -288,7 +284,7 @@ def diff(ml: MemoryLedger, user_id: str, from_: Any, to: Any, valid_at: Any = No
                 added=added, changed=changed, dropped=dropped)
 
 
-def audit(ml: MemoryLedger, user_id: str, key: str | None = None, *, trace_id: str | None = None,
+def audit(ml: Store, user_id: str, key: str | None = None, *, trace_id: str | None = None,
           source_ref: str | None = None, as_of: Any = None, valid_at: Any = None, axis: str = "system",
           after: Any = None, timeout: float = 10.0) -> Audit:
     """For each belief at the point asked (now by default), the chain of events behind it.
@@ -299,8 +295,6 @@ def audit(ml: MemoryLedger, user_id: str, key: str | None = None, *, trace_id: s
     Raises:
         BadInput: as :func:`believed`, or an empty trace_id / source_ref.
     """
-    from .facade import history_row
-
     user_id = check_user_id(user_id)
     axis = _axis(axis)
     if key is not None:

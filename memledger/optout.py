@@ -18,44 +18,18 @@ their metadata (message ids, roles, counts, times) in the log; the issue asks fo
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from eventsourcing.domain import Aggregate, event
 
-from .domain import NAMESPACE
-from .errors import BadInput, IdempotencyMismatch
-from .timeutil import from_micros, now_utc, parse_instant, to_micros
+from ledger.domain import NAMESPACE
+from ledger.errors import BadInput, IdempotencyMismatch
+from ledger.sessions import NoMemorySession, NoMemorySessionEnded, tombstone_id  # noqa: F401 (re-exported)
+from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .facade import MemoryLedger
+from .sessions import SessionReceipt
+from .store import Store
 
-SESSIONS_DDL = """
-CREATE TABLE IF NOT EXISTS optout_sessions (
-    user_id TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    started_at BIGINT NOT NULL,
-    PRIMARY KEY (user_id, session_id)
-)"""
-MESSAGES_DDL = """
-CREATE TABLE IF NOT EXISTS optout_messages (
-    user_id TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    role TEXT NOT NULL,
-    speaker TEXT,
-    text TEXT NOT NULL,
-    observed_at BIGINT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    PRIMARY KEY (user_id, session_id, message_id)
-)"""
 MESSAGE_COLS = ["session_id", "message_id", "seq", "role", "speaker", "text", "observed_at"]
-
-
-def create_tables(cur: Any) -> None:
-    """Create the opt-out side tables if missing (idempotent; run with the projections' tables)."""
-    cur.execute(SESSIONS_DDL)
-    cur.execute(MESSAGES_DDL)
 
 
 def purge_optout(cur: Any, user_id: str) -> None:
@@ -64,53 +38,17 @@ def purge_optout(cur: Any, user_id: str) -> None:
     cur.execute("DELETE FROM optout_sessions WHERE user_id = ?", (user_id,))
 
 
-def tombstone_id(user_id: str, session_id: str) -> uuid.UUID:
-    """Stream id of an opt-out session's tombstone: ``uuid5(NAMESPACE, "nomemory\\x1f<user>\\x1f<session>")``."""
-    return uuid.uuid5(NAMESPACE, f"nomemory\x1f{user_id}\x1f{session_id}")
-
-
-class NoMemorySession(Aggregate):
-    """One stream per ended opt-out session, holding its single tombstone event."""
-
-    TOPIC = "memledger:NoMemorySession"
-
-    class Created(Aggregate.Created):
-        TOPIC = "memledger:NoMemorySession.Created"
-
-    class NoMemorySessionEnded(Aggregate.Created):
-        """An opt-out session ended and its messages were deleted: who, which session, how many. No content."""
-
-        TOPIC = "memledger:NoMemorySessionEnded"
-        ENCRYPTED_FIELDS = frozenset()
-        user_id: str
-        session_id: str
-        messages: int
-
-    @staticmethod
-    def create_id(user_id: str, session_id: str, **_: Any) -> uuid.UUID:
-        return tombstone_id(user_id, session_id)
-
-    @event(NoMemorySessionEnded)
-    def __init__(self, user_id: str, session_id: str, messages: int) -> None:
-        self.user_id = user_id
-        self.session_id = session_id
-        self.messages = messages
-
-
-NoMemorySessionEnded = NoMemorySession.NoMemorySessionEnded
-
-
 def is_no_memory(cur: Any, user_id: str, session_id: str) -> bool:
     """True if (user_id, session_id) is an open opt-out session."""
     cur.execute("SELECT 1 FROM optout_sessions WHERE user_id = ? AND session_id = ?", (user_id, session_id))
     return cur.fetchone() is not None
 
 
-def _ended(ml: MemoryLedger, user_id: str, session_id: str) -> bool:
+def _ended(ml: Store, user_id: str, session_id: str) -> bool:
     return bool(ml.app.recorder.select_events(tombstone_id(user_id, session_id), limit=1))
 
 
-def refuse_facts_in_optout(ml: MemoryLedger, pairs: set[tuple[str, str]]) -> None:
+def refuse_facts_in_optout(ml: Store, pairs: set[tuple[str, str]]) -> None:
     """Raises BadInput naming ``session_id`` if any (user_id, session_id) is an opt-out session (open or ended)."""
     if not pairs:
         return
@@ -123,15 +61,13 @@ def refuse_facts_in_optout(ml: MemoryLedger, pairs: set[tuple[str, str]]) -> Non
 
 
 def _receipt(user_id: str, session_id: str, event: str, version: int, replayed: bool = False) -> Any:
-    from .session_api import SessionReceipt
-
     event_id = uuid.uuid5(NAMESPACE, f"optout\x1f{user_id}\x1f{session_id}\x1f{event}\x1f{version}")
     return SessionReceipt(event_id=str(event_id),
                           user_id=user_id, session_id=session_id, event=event, version=version, position=0,
                           replayed=replayed)
 
 
-def start(ml: MemoryLedger, user_id: str, session_id: str, *, task: str | None = None,
+def start(ml: Store, user_id: str, session_id: str, *, task: str | None = None,
           observed_at: Any = None) -> Any:
     """Start an opt-out session. Nothing is written to the log. Returns a SessionReceipt with position 0
     (``event`` "NoMemorySessionStarted"); starting it again is a retry (``replayed``).
@@ -140,8 +76,8 @@ def start(ml: MemoryLedger, user_id: str, session_id: str, *, task: str | None =
         BadInput: bad ids; ``--task`` given (a task would be remembered across sessions); the session already
             exists with memory, or ended.
     """
-    from .schemas import check_user_id
-    from .sessions import check_session_id
+    from ledger.schemas import check_user_id
+    from ledger.sessions import check_session_id
 
     user_id = check_user_id(user_id)
     session_id = check_session_id(session_id)
@@ -149,7 +85,7 @@ def start(ml: MemoryLedger, user_id: str, session_id: str, *, task: str | None =
         raise BadInput("--task", "a --no-memory session keeps no task (tasks carry over between sessions)",
                        "leave --task out")
     at = parse_instant(observed_at, "observed_at") if observed_at is not None else now_utc()
-    ml._refuse_erased({user_id})
+    ml.refuse_erased({user_id})
     ml.catch_up(deferred=False)
     if _ended(ml, user_id, session_id):
         raise BadInput("session_id", f"session {session_id!r} of {user_id!r} ended (it was --no-memory)",
@@ -165,7 +101,7 @@ def start(ml: MemoryLedger, user_id: str, session_id: str, *, task: str | None =
     return _receipt(user_id, session_id, "NoMemorySessionStarted", 0)
 
 
-def log(ml: MemoryLedger, cmd: Any) -> Any:
+def log(ml: Store, cmd: Any) -> Any:
     """Keep one message of an opt-out session (a validated ``log`` SessionCommand) until the session ends.
 
     Idempotent on ``message_id`` like a logged message; the same id with other content raises
@@ -193,7 +129,7 @@ def log(ml: MemoryLedger, cmd: Any) -> Any:
     return _receipt(cmd.user_id, cmd.session_id, "MessageKept", seq)
 
 
-def end(ml: MemoryLedger, user_id: str, session_id: str) -> Any:
+def end(ml: Store, user_id: str, session_id: str) -> Any:
     """End an opt-out session: delete its messages for good and record the ``NoMemorySessionEnded`` tombstone.
 
     Returns a SessionReceipt (event "NoMemorySessionEnded", ``position`` the tombstone's log position).
@@ -212,7 +148,7 @@ def end(ml: MemoryLedger, user_id: str, session_id: str) -> Any:
     return r.model_copy(update={"position": position})
 
 
-def wipe(ml: MemoryLedger) -> None:
+def wipe(ml: Store) -> None:
     """Make deleted opt-out rows leave the disk: truncate the SQLite WAL (secure_delete zeroed the cells in the
     database file; the WAL still holds the page images that contained them), or VACUUM FULL the two tables."""
     if ml.db.dialect == "sqlite":
@@ -224,7 +160,7 @@ def wipe(ml: MemoryLedger) -> None:
                 conn.execute(f'VACUUM FULL "{ml.db.schema}"."{t}"')
 
 
-def messages(ml: MemoryLedger, user_id: str, session_id: str | None = None) -> list[dict[str, Any]]:
+def messages(ml: Store, user_id: str, session_id: str | None = None) -> list[dict[str, Any]]:
     """The kept messages of the user's open opt-out sessions (or of one), by session then seq; instants aware."""
     sql = f"SELECT {', '.join(MESSAGE_COLS)} FROM optout_messages WHERE user_id = ?"
     params: list[Any] = [user_id]
@@ -240,14 +176,14 @@ def messages(ml: MemoryLedger, user_id: str, session_id: str | None = None) -> l
     return rows
 
 
-def open_sessions(ml: MemoryLedger, user_id: str) -> list[str]:
+def open_sessions(ml: Store, user_id: str) -> list[str]:
     """The user's open opt-out session ids, sorted."""
     with ml.db.read() as cur:
         cur.execute("SELECT session_id FROM optout_sessions WHERE user_id = ? ORDER BY session_id", (user_id,))
         return [r[0] for r in cur.fetchall()]
 
 
-def route(ml: MemoryLedger, commands: list[Any]) -> list[Any] | None:
+def route(ml: Store, commands: list[Any]) -> list[Any] | None:
     """Handle session commands that target open opt-out sessions; None if none does (record them normally).
 
     Raises:

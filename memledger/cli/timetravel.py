@@ -1,6 +1,6 @@
 """CLI verbs of time travel and audit: ``believed``, ``true-at``, ``diff``, ``audit`` (issue 3; docs/time-travel.md).
 
-Registered on :data:`ledger.cli.app` when ``ledger.cli`` imports this module. ``--json`` prints
+Registered on :data:`memledger.cli.common.app` when ``memledger.cli`` imports this module. ``--json`` prints
 ``model_dump(mode="json")`` of the :mod:`ledger.timetravel` models (a contract); ``--tz ZONE`` renders every
 instant in an IANA zone (the same instants, another offset). Bad input (naive instants, unknown axis or zone,
 ``--to`` before ``--from``) exits 2 with a message naming the field; these verbs never write.
@@ -14,8 +14,8 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from .cli import AfterOpt, TimeoutOpt, app, emit_json, open_ledger, out
-from .timetravel import render_json, zone
+from .common import AfterOpt, TimeoutOpt, app, emit_json, open_ledger, out
+from memledger.timetravel import render_json, zone
 
 AxisOpt = typer.Option("system", "--axis",
                        help="system: --as-of is recorded_at (default); observed: it is observed_at (imported history).")

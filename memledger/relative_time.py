@@ -84,7 +84,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import dateparser
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import BadInput
+from ledger.errors import BadInput
 
 __all__ = [
     "TimeMention",

@@ -23,8 +23,8 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput
-from .schemas import FactCommand, validate_command
+from ledger.errors import BadInput
+from ledger.schemas import FactCommand, validate_command
 
 FORMATS = ("locomo", "jsonl", "memorybank")
 
@@ -128,7 +128,7 @@ def locomo_messages(data: Any, where: str = "") -> list[Any]:
     other seat of the conversation) in the other's, so who said what is never lost. A shared photo's caption is
     appended as ``[shares a photo: ...]``. Re-ingesting logs nothing new (message ids are idempotent).
     """
-    from .sessions import validate_session_command
+    from ledger.sessions import validate_session_command
 
     conversations = data if isinstance(data, list) else [data]
     out: list[Any] = []
@@ -171,7 +171,7 @@ def memorybank_messages(data: Any) -> list[Any]:
     MemoryBank dates carry no time or zone: ``observed_at`` is that date at 00:00 UTC (stated, never guessed
     silently), and order within the day is the turn order (``seq``).
     """
-    from .sessions import validate_session_command
+    from ledger.sessions import validate_session_command
 
     if not isinstance(data, dict) or not all(isinstance(v, dict) and "history" in v for v in data.values()):
         raise BadInput("FILE", "is not a MemoryBank history file (name -> {history: {date: [turns]}})",

@@ -24,14 +24,19 @@ progress, action items and open questions; its task line last). The header is ne
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from pydantic import BaseModel
 
-from .errors import BadInput
-from .timeutil import from_micros, now_utc, parse_instant, to_micros
+from ledger.errors import BadInput
+from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
+
+from . import reads, search
+from .sessions import ago_text
+from .store import Store
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("profile", "## Profile (stable facts)"),
@@ -184,26 +189,30 @@ def select_summaries(sessions: list[str], summaries: list[dict[str, Any]],
     return out
 
 
-def assemble_context(ml: Any, user_id: str, *, session_id: str | None = None, query: str | None = None,
+def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, query: str | None = None,
                      now: Any = None, budget: int = 2000, recent_messages: int = 20,
-                     memories: int = 30) -> Context:
+                     memories: int = 30, profile_fn: Callable[..., Any] | None = None,
+                     search_fn: Callable[..., Any] | None = None) -> Context:
     """Assemble the context of ``user_id`` for an agent (``memledger context``), within ``budget`` tokens.
 
     Args:
-        ml: a :class:`~ledger.facade.MemoryLedger`.
+        ml: the store (:class:`~memledger.store.Store`).
         session_id: the session whose card and messages to show (default: as ``resume`` picks them).
-        query: what the agent is about to do; ranks memories through ``ml.search`` when it exists.
+        query: what the agent is about to do; ranks memories through ``search_fn``.
         now: aware instant of the header (default: current time); naive refused.
         budget: the token budget (> 0) under :data:`TOKENIZER_NAME`.
         recent_messages / memories: how many candidate lines those sections start from (before the budget).
+        profile_fn / search_fn: ``(user_id) -> Profile`` and ``(user_id, query, k=) -> hits``; default
+            :func:`memledger.reads.profile` and :func:`memledger.search.search` on ``ml``. The sensitivity filter
+            (memledger/privacy.py) passes filtering ones.
 
     Raises:
         BadInput: a bad user id, session id, ``now`` or ``budget`` (too small even for the header), or an unknown
             session.
     """
     from .relative_time import format_local
-    from .schemas import check_user_id
-    from .sessions import check_session_id
+    from ledger.schemas import check_user_id
+    from ledger.sessions import check_session_id
 
     user_id = check_user_id(user_id)
     if session_id is not None:
@@ -214,8 +223,12 @@ def assemble_context(ml: Any, user_id: str, *, session_id: str | None = None, qu
     if query is not None and not query.strip():
         raise BadInput("query", "is empty", "leave it out, or say what the agent is about to do")
 
-    profile = ml.profile(user_id)  # catches up
-    tz = ml.user_timezone(user_id)
+    if profile_fn is None:
+        profile_fn = partial(reads.profile, ml)
+    if search_fn is None:
+        search_fn = partial(search.search, ml)
+    profile = profile_fn(user_id)  # catches up
+    tz = reads.user_timezone(ml, user_id)
     cand: dict[str, list[tuple[str, float]]] = {name: [] for name, _ in SECTIONS}
 
     # 1. profile: stable facts
@@ -274,7 +287,6 @@ def assemble_context(ml: Any, user_id: str, *, session_id: str | None = None, qu
         touched = from_micros(card["touched_at"])
         at = from_micros(card["updated_at"]) or touched
         seconds = max(0, int((now_dt - touched).total_seconds())) if touched else 0
-        from .session_api import ago_text
 
         ago = ago_text(seconds)
         cand["state_card"].append((
@@ -293,9 +305,9 @@ def assemble_context(ml: Any, user_id: str, *, session_id: str | None = None, qu
     shown_keys = {k for k in profile.facts if not k.startswith("memory.")}
     memories_from = "recent_facts"
     hits = None
-    if query is not None and hasattr(ml, "search"):
+    if query is not None:
         try:
-            hits = ml.search(user_id, query, k=memories)
+            hits = search_fn(user_id, query, k=memories)
             memories_from = "search"
         except BadInput as exc:
             if exc.field != "embedder":  # a store without a vectors projection falls back; other refusals stand

@@ -1,6 +1,6 @@
 """CLI verbs of sessions (issue 5): ``memledger session start|log|card|summarize|end|gaps``, ``resume``, ``context``.
 
-Registered on :data:`ledger.cli.app` when ledger/cli.py imports this module. Same conventions as the rest of the
+Registered on :data:`memledger.cli.common.app` when memledger/cli/__init__.py imports this module. Same conventions as the rest of the
 CLI: ``--json`` prints the pydantic model's JSON (a contract), bad input exits 2 naming the flag, nothing written.
 """
 
@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-from .cli import AfterOpt, JsonOpt, ObservedOpt, TimeoutOpt, app, emit_json, open_ledger, out
+from .common import AfterOpt, JsonOpt, ObservedOpt, TimeoutOpt, app, emit_json, open_ledger, out
 
 session_app = typer.Typer(no_args_is_help=True, help="Sessions: the raw conversation, state cards and summaries.")
 app.add_typer(session_app, name="session")

