@@ -98,7 +98,7 @@ def open_keystore(settings: Settings, encrypt: bool | None = None) -> KeyStore |
         MemledgerError: encryption off for an embedded store that already has a ``keys.db`` -- its log holds
             ciphertext that only the key store can read, so switching off would return tokens as content.
     """
-    from .crypto import PostgresKeyStore, SQLiteKeyStore
+    from .keystores import PostgresKeyStore, SQLiteKeyStore
 
     if encrypt is None:
         encrypt = encryption_enabled()

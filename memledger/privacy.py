@@ -377,7 +377,7 @@ def record_disclosures(ml: Store, user_id: str, included: list[tuple[str, int, s
 
 
 class _SensitivityView:
-    """What context assembly (ledger/context.py) sees of a ledger when labels are filtered: ``profile`` and
+    """What context assembly (memledger/context.py) sees of a ledger when labels are filtered: ``profile`` and
     ``search`` leave out facts whose label is not allowed, and remember the labelled facts they let through;
     everything else is the ledger itself."""
 
@@ -413,7 +413,7 @@ class _SensitivityView:
 
 def context_with_sensitivity(ml: Store, user_id: str, *, allow_sensitive: Any = None,
                              purpose: str | None = None, trace_id: str | None = None, **kwargs: Any) -> Any:
-    """Assemble context (ledger/context.py) leaving out every fact whose sensitivity label is not in
+    """Assemble context (memledger/context.py) leaving out every fact whose sensitivity label is not in
     ``allow_sensitive`` (unlabelled facts always go in), and record one ``SensitiveFactIncluded`` per labelled
     fact that made it into the text (after the token budget), with ``purpose``/``trace_id`` and the session.
 
@@ -439,7 +439,7 @@ def context_with_sensitivity(ml: Store, user_id: str, *, allow_sensitive: Any = 
 
 
 def _audit_models() -> tuple[type, type]:
-    """``Audit``/``AuditEntry`` of ledger/timetravel.py with each entry's ``disclosures`` added (built once)."""
+    """``Audit``/``AuditEntry`` of memledger/timetravel.py with each entry's ``disclosures`` added (built once)."""
     global _AUDIT_MODELS
     if _AUDIT_MODELS is None:
         class AuditEntryWithDisclosures(AuditEntry):  # type: ignore[valid-type,misc]

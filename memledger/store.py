@@ -66,7 +66,7 @@ class Store:
         self.profile_projection = ProfileProjection()
         self.history_projection = HistoryProjection()
         self.projections = [self.profile_projection, self.history_projection]
-        # Privacy (issue 8, ledger/privacy.py): the audit of sensitive facts let into context.
+        # Privacy (memledger/privacy.py): the audit of sensitive facts let into context.
         from projections.disclosures import DisclosuresProjection
 
         self.disclosures_projection = DisclosuresProjection()

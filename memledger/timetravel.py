@@ -1,6 +1,6 @@
 """Time travel and audit: ``believed``, ``true_at``, ``diff`` and ``audit`` (docs/time-travel.md).
 
-The read models here are what :class:`ledger.facade.MemoryLedger` returns and what the CLI prints with ``--json``
+The read models here are what :class:`memledger.api.MemoryLedger` returns and what the CLI prints with ``--json``
 (``model_dump(mode="json")``, field for field; shaped like ``profile``: ``{"user_id": ..., "facts": {KEY: ...}}``).
 Answers are indexed lookups on the history projection (``projections/timetravel_queries.py``), never replays;
 ``replay/cutoff.py`` folds the log for the same answers and the tests hold the two equal.

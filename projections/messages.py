@@ -2,7 +2,7 @@
 
 ``messages_log`` — (user_id, session_id, message_id) -> seq (order within the session, by log position), role,
 speaker, text, ``observed_at`` and ``recorded_at`` (microseconds UTC) and the log position. Text is stored exactly
-as logged; relative dates are annotated when it is *rendered* (ledger/context.py), in the user's current zone.
+as logged; relative dates are annotated when it is *rendered* (memledger/context.py), in the user's current zone.
 """
 
 from __future__ import annotations

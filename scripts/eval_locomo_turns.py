@@ -2,7 +2,7 @@
 """LoCoMo turn-level retrieval: recall@k of the evidence turns when searching the logged *messages* (issue 5).
 
 Protocol: one fresh ledger per conversation; every turn logged as a message exactly as ``memledger ingest`` does
-(ledger/ingest.py ``locomo_messages``; message id = turn id). Both speakers' ledgers hold the whole conversation,
+(memledger/ingest.py ``locomo_messages``; message id = turn id). Both speakers' ledgers hold the whole conversation,
 so the search runs on ``speaker_a``'s. For each QA item, ``MemoryLedger.search_messages(question, k=25)``;
 recall@k = the fraction of the item's evidence turn ids among the top k message ids, averaged per category
 (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop; category 5, adversarial, is left out as in the paper) and

@@ -28,12 +28,11 @@ from ledger.crypto import (
     FieldDecryptionError,
     KeyStore,
     KeyStoreError,
-    PostgresKeyStore,
-    SQLiteKeyStore,
     SubjectErasedError,
     is_erased,
     load_master_key,
 )
+from ledger.keystores import PostgresKeyStore, SQLiteKeyStore
 
 LATIN = "Zebra-Kumquat-4821"
 CHINESE = "我住在杭州西湖边"
@@ -433,7 +432,7 @@ def test_sqlite_keystore_concurrent_get_or_create_8_threads(tmp_path: Path, keys
 
 _PROC_SCRIPT = """
 import sys, time
-from ledger.crypto import SQLiteKeyStore
+from ledger.keystores import SQLiteKeyStore
 path, user, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
 store = SQLiteKeyStore(path)
 time.sleep(max(0.0, start - time.time()))

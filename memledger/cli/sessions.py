@@ -33,7 +33,7 @@ def start_cmd(ctx: typer.Context, user: str, session: str,
                                              "it ends; nothing but a tombstone in the log (docs/erasure.md).")) -> None:
     """Start SESSION for USER; with --task, inherit that task's latest open state card."""
     with open_ledger(ctx) as ml:
-        extra = {"no_memory": True} if no_memory else {}  # issue 8 (ledger/optout.py)
+        extra = {"no_memory": True} if no_memory else {}  # issue 8 (memledger/optout.py)
         _emit(ml.session_start(user, session, task=task, observed_at=observed_at, **extra), as_json)
 
 

@@ -1,7 +1,7 @@
 """CLI verbs of time travel and audit: ``believed``, ``true-at``, ``diff``, ``audit`` (issue 3; docs/time-travel.md).
 
 Registered on :data:`memledger.cli.common.app` when ``memledger.cli`` imports this module. ``--json`` prints
-``model_dump(mode="json")`` of the :mod:`ledger.timetravel` models (a contract); ``--tz ZONE`` renders every
+``model_dump(mode="json")`` of the :mod:`memledger.timetravel` models (a contract); ``--tz ZONE`` renders every
 instant in an IANA zone (the same instants, another offset). Bad input (naive instants, unknown axis or zone,
 ``--to`` before ``--from``) exits 2 with a message naming the field; these verbs never write.
 """
