@@ -111,3 +111,64 @@ def use_wal(conn: sqlite3.Connection, what: str = "database") -> None:
                 raise
             time.sleep(min(0.1, 0.002 * (attempt + 1)))
     raise sqlite3.OperationalError(f"{what}: could not switch to WAL mode, the file stayed locked")
+
+
+#: The files of an embedded store that hold personal data: the log, the read models, the per-user data keys.
+STORE_FILES = ("events.db", "projections.db", "keys.db")
+
+
+def create_private_home(home: Path) -> None:
+    """Create the store directory ``home`` (and missing parents) readable by its owner only.
+
+    ``home`` itself gets mode 0700 whatever the umask when this call creates it (its parents keep the umask's
+    mode, as ``mkdir -p`` does): the store holds every user's memories and, without a master key, their raw data
+    keys, so no other local account may list or open it. Files created inside are then unreachable by others
+    whatever their own mode; :func:`make_files_private` also sets them to 0600.
+
+    Raises:
+        MemledgerError: the directory cannot be created (a read-only or virtual file system, no permission),
+            with the OS's reason and what to do.
+    """
+    from .errors import MemledgerError
+
+    existed = home.exists()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        if not existed:
+            os.chmod(home, 0o700)
+    except OSError as exc:
+        raise MemledgerError(f"cannot create the ledger directory {str(home)!r}: {exc.strerror or exc}; give "
+                             "--home (or $MEMLEDGER_HOME) a directory you can write") from None
+
+
+def make_files_private(home: Path) -> None:
+    """Set the store files of ``home`` (:data:`STORE_FILES` and SQLite's ``-wal``/``-shm`` beside them) to 0600.
+
+    SQLite creates a database's ``-wal`` and ``-shm`` files with the database file's own permissions, so they
+    follow. Files this process does not own are left as they are (:func:`exposure` reports them).
+    """
+    for name in STORE_FILES:
+        for path in (home / name, home / f"{name}-wal", home / f"{name}-shm"):
+            try:
+                if path.exists() and path.stat().st_mode & 0o077:
+                    os.chmod(path, 0o600)
+            except PermissionError:
+                pass
+
+
+def exposure(home: Path) -> str | None:
+    """A warning if other local accounts can read the store at ``home``, else None.
+
+    The store is exposed when ``home`` lets group or others in (search or read bit) and a store file in it is
+    group- or world-readable. The warning names the ``chmod`` that fixes it.
+    """
+    try:
+        if not home.stat().st_mode & 0o055:
+            return None
+        readable = [n for n in STORE_FILES if (home / n).exists() and (home / n).stat().st_mode & 0o044]
+    except OSError:
+        return None
+    if not readable:
+        return None
+    return (f"warning: {', '.join(readable)} in {home} can be read by other local accounts (they hold users' "
+            f"memories and keys); fix with: chmod 700 {home} && chmod 600 {home}/*.db*")

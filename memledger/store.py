@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ledger.application import LedgerApplication, Outcome
-from ledger.config import Settings
+from ledger.config import Settings, create_private_home, exposure, make_files_private
 from ledger.errors import BadInput, NotCaughtUp
 from ledger.schemas import FactCommand, Receipt
 
@@ -81,7 +81,12 @@ class Store:
                 if self.settings.home.exists() and not self.settings.home.is_dir():
                     raise BadInput("--home", f"{str(self.settings.home)!r} is a file, not a directory",
                                    "give a directory for the ledger (it is created if missing)")
-                self.settings.home.mkdir(parents=True, exist_ok=True)
+                create_private_home(self.settings.home)
+                warning = exposure(self.settings.home)
+                if warning is not None:  # an existing home made readable by others (created before 0700, or chmod)
+                    import logging
+
+                    logging.getLogger("memledger").warning("%s", warning)
                 self.db = ProjectionDB(sqlite_path=str(self.settings.home / "projections.db"))
             else:
                 self.db = ProjectionDB(dsn=self.settings.dsn, schema=self.settings.schema)
@@ -102,6 +107,8 @@ class Store:
                 # Opt-out sessions' working tables (memledger/optout.py): not a projection, but part of the store.
                 for statement in OPTOUT_TABLES:
                     cur.execute(statement)
+            if self.settings.home is not None and warning is None:
+                make_files_private(self.settings.home)  # 0600 whatever the umask (the WAL files follow)
 
     def _init_sessions(self) -> None:
         """Register the session projections (called by ``MemoryLedger.__init__`` before tables are created)."""
@@ -234,8 +241,9 @@ class Store:
                 return reached
             left = deadline - time.monotonic()
             if left <= 0:
+                behind = ", ".join(f"{name} at {at}" for name, at in self.positions().items() if at < position)
                 raise NotCaughtUp(
-                    f"projections reached position {reached}, not {position}, within {timeout}s: is "
+                    f"projections behind position {position} after {timeout}s: {behind}; is "
                     "`memledger project --follow` running on this store? (or open the ledger with "
                     "projection_mode='inline')")
             time.sleep(min(delay, left))
@@ -243,10 +251,14 @@ class Store:
 
     def reached(self) -> int:
         """The lowest log position every projection has reached (what a read can rely on)."""
+        return min(self.positions().values())
+
+    def positions(self) -> dict[str, int]:
+        """``{projection name: log position it has reached}``, from the tracking rows."""
         from projections.base import position_of
 
         with self.db.read() as cur:
-            return min(position_of(cur, p.tracking_name)[0] for p in self.projections)
+            return {p.name: position_of(cur, p.tracking_name)[0] for p in self.projections}
 
     def _before_read(self, after: int | Receipt | Iterable[Receipt] | None, timeout: float, *,
                      deferred: bool = False) -> None:

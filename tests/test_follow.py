@@ -76,12 +76,12 @@ def test_read_with_receipt_times_out_clearly_without_a_worker(store_args, worker
     r = json.loads(worker_cli("assert", "u1", "preference.drink", "tea", "--json")[1])
     code, out, err = worker_cli("profile", "u1", "--after", str(r["position"]), "--timeout", "0.3")
     assert (code, out) == (1, "")
-    assert err.startswith("error: projections reached position 0, not 1, within 0.3s: is `memledger project "
-                          "--follow` running on this store?")
+    assert err.startswith("error: projections behind position 1 after 0.3s: profile at 0, history at 0, ")
+    assert "; is `memledger project --follow` running on this store?" in err
     assert "Traceback" not in err
     code, out, err = worker_cli("context", "u1", "--after", str(r["position"]), "--timeout", "0.3")
     assert (code, out) == (1, "")
-    assert err.startswith("error: projections reached position 0, not 1, within 0.3s")
+    assert err.startswith("error: projections behind position 1 after 0.3s: profile at 0")
 
 
 @pytest.mark.parametrize("args, field", [
@@ -114,9 +114,9 @@ def test_worker_mode_writes_do_not_project_in_process(store_args):
     with MemoryLedger(**store_args, projection_mode="worker") as ml:
         r = ml.assert_fact("u1", "preference.drink", "tea")
         assert (r.position, ml.reached()) == (1, 0)
-        with pytest.raises(NotCaughtUp, match=r"^projections reached position 0, not 1, within 0.05s"):
+        with pytest.raises(NotCaughtUp, match=r"^projections behind position 1 after 0.05s: profile at 0, "):
             ml.profile("u1", after=r, timeout=0.05)
-        with pytest.raises(NotCaughtUp, match=r"^projections reached position 0, not 1, within 0.05s"):
+        with pytest.raises(NotCaughtUp, match=r"^projections behind position 1 after 0.05s: profile at 0, "):
             ml.context("u1", after=r, timeout=0.05)
         assert ml.profile("u1").facts == {}  # no receipt: answers from the projection as the worker left it
         ml.catch_up()  # what `memledger project` (without --follow) does
@@ -159,3 +159,16 @@ def test_project_once_catches_up_and_reports_the_position(store_args, worker_cli
     assert {k: f["value"] for k, f in prof["facts"].items()} == {"preference.drink": "tea", "preference.food": "rice"}
     code, out, _ = worker_cli("project")
     assert (code, out) == (0, "projections at position 2\n")
+
+
+def test_a_wait_names_only_the_projections_that_lag(store_args):
+    # Only the deferred vectors projection behind: the message names it alone (it used to say "projections reached
+    # position 0, not 1", as if nothing had been projected).
+    with MemoryLedger(**store_args, projection_mode="worker") as ml:
+        r = ml.assert_fact("u1", "preference.drink", "tea")
+        ml.catch_up(deferred=False)
+        assert ml.positions() == {"profile": 1, "history": 1, "disclosures": 1, "state_cards": 1, "messages": 1,
+                                  "summaries": 1, "vectors": 0}
+        with pytest.raises(NotCaughtUp) as exc:
+            ml.wait_for(r, timeout=0.05)
+        assert str(exc.value).startswith("projections behind position 1 after 0.05s: vectors at 0; is `memledger")

@@ -1,0 +1,50 @@
+"""An embedded store is private to its owner: home 0700, store files 0600 whatever the umask; an exposed existing
+store is reported with the chmod that fixes it; a home that cannot be created is a sentence, not a traceback."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from tests.conftest import CLI
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_a_new_home_and_its_files_are_owner_only_whatever_the_umask(tmp_path):
+    old = os.umask(0o000)  # the loosest umask: nothing may rely on it
+    try:
+        cli = CLI({"home": tmp_path / "ledger"})
+        code, _out, err = cli("assert", "u1", "profile.city", "Paris")
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    home = tmp_path / "ledger"
+    assert mode(home) == 0o700
+    files = {p.name: mode(p) for p in home.iterdir() if p.is_file() and p.name.split("-")[0].endswith(".db")}
+    assert {"events.db", "projections.db", "keys.db"} <= set(files)
+    assert set(files.values()) == {0o600}, files
+
+
+def test_an_exposed_existing_home_gets_a_warning_naming_the_fix(tmp_path):
+    cli = CLI({"home": tmp_path / "ledger"})
+    assert cli("assert", "u1", "profile.city", "Paris")[0] == 0
+    home = tmp_path / "ledger"
+    os.chmod(home, 0o755)
+    os.chmod(home / "projections.db", 0o644)
+    code, out, err = cli("profile", "u1")
+    assert code == 0 and "Paris" in out
+    assert "projections.db" in err and "can be read by other local accounts" in err
+    assert f"chmod 700 {home} && chmod 600 {home}/*.db*" in err
+    os.chmod(home, 0o700)  # fixed as told: the warning goes
+    code, _out, err = cli("profile", "u1")
+    assert code == 0 and "other local accounts" not in err
+
+
+def test_a_home_that_cannot_be_created_is_a_sentence(tmp_path):
+    code, _out, err = CLI({"home": "/proc/nope/ledger"})("profile", "u1")
+    assert code == 1
+    assert "cannot create the ledger directory '/proc/nope/ledger'" in err
+    assert "Traceback" not in err and "FileNotFoundError" not in err
