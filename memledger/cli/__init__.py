@@ -1,8 +1,9 @@
 """The ``memledger`` command line (typer + rich). ``--json`` output is a stable contract for other tools.
 
 One module per group of verbs, each registering on the ``app`` of ``common``: ``facts``, ``timetravel``,
-``sessions``, ``admin``. Exit codes: 0 success; 2 bad input (a message naming the field and the fix, nothing
-written); 1 any other failure. No traceback is printed for either; set ``MEMLEDGER_DEBUG=1`` to see one.
+``sessions``, ``admin``, ``serve`` (the MCP and HTTP servers), ``keys`` (their API keys). Exit codes: 0 success;
+2 bad input (a message naming the field and the fix, nothing written); 1 any other failure. No traceback is
+printed for either; set ``MEMLEDGER_DEBUG=1`` to see one.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import typer
 
 from ledger.errors import BadInput, MemledgerError
 
-from . import admin, facts, sessions, timetravel  # noqa: F401 (each registers its verbs on `app`)
+from . import admin, facts, keys, serve, sessions, timetravel  # noqa: F401 (each registers its verbs on `app`)
 from .common import app, err
 
 try:  # typer >= 0.2x vendors click as typer._click; older typer uses click itself

@@ -1,0 +1,106 @@
+"""``memledger serve mcp|http``: the agent faces (issue 14, docs/interfaces.md).
+
+``serve mcp`` speaks MCP over stdio (default: a trusted local process, only protocol messages on stdout) or over
+streamable HTTP (``--transport http``: every request needs an API key, as for ``serve http``). ``serve http`` is the
+HTTP API with the MCP endpoint at ``/mcp``. Both open one ledger for the life of the process.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Optional
+
+import typer
+
+from ledger.errors import BadInput
+
+from .common import app, err, open_ledger
+
+serve_app = typer.Typer(no_args_is_help=True, help="Serve the ledger to agents: MCP (stdio or HTTP) or the HTTP API.")
+app.add_typer(serve_app, name="serve")
+
+HostOpt = typer.Option("127.0.0.1", "--host", help="Interface to listen on (HTTP transports).")
+DestructiveOpt = typer.Option(False, "--allow-destructive", help="Offer erase (and forget) as MCP tools, marked "
+                              "destructive.")
+
+
+def _port(port: int) -> int:
+    if not 0 < port < 65536:
+        raise BadInput("--port", f"{port} is not a TCP port", "use 1..65535")
+    return port
+
+
+def _log_to_stderr(level: int = logging.INFO) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+    for name in ("memledger.http", "memledger"):
+        lg = logging.getLogger(name)
+        lg.handlers[:] = [handler]
+        lg.setLevel(level)
+        lg.propagate = False
+
+
+def _uvicorn(asgi, host: str, port: int) -> None:  # noqa: ANN001 - an ASGI app
+    import uvicorn
+
+    # access_log off: uvicorn's line carries the query string (a GET search's query); memledger.http logs
+    # method, path, status and time instead
+    uvicorn.run(asgi, host=host, port=port, access_log=False, log_level="warning", lifespan="on")
+
+
+@serve_app.command("mcp")
+def serve_mcp(ctx: typer.Context,
+              transport: str = typer.Option("stdio", "--transport", help="stdio (default) | http"),
+              host: str = HostOpt, port: int = typer.Option(8765, "--port", help="Port (--transport http)."),
+              user: Optional[str] = typer.Option(None, "--user", help="Pin the server to this user: an omitted "
+                                                 "user_id means it, any other is refused."),
+              allow_destructive: bool = DestructiveOpt) -> None:
+    """Serve the ledger as an MCP server (tools: remember, recall, profile, history, believed, true_at, ...)."""
+    if transport not in ("stdio", "http"):
+        raise BadInput("--transport", f"{transport!r} is not a transport", "use stdio or http")
+    _port(port)
+    _log_to_stderr(logging.WARNING if transport == "stdio" else logging.INFO)
+    from memledger.servers.mcp import build_mcp
+    from memledger.servers.ops import Service
+
+    with open_ledger(ctx) as ml:
+        service = Service(ml)
+        if transport == "stdio":
+            build_mcp(service, user=user, allow_destructive=allow_destructive).run("stdio")
+            return
+        import contextlib
+
+        from starlette.applications import Starlette
+
+        from memledger.servers.http import KeyMiddleware
+        from memledger.servers.keys import KeyStore
+
+        server = build_mcp(service, user=user, allow_destructive=allow_destructive, require_key=True)
+        inner = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+
+        @contextlib.asynccontextmanager
+        async def lifespan(_app):  # noqa: ANN001, ANN202
+            async with server.session_manager.run():
+                yield
+
+        asgi = Starlette(routes=list(inner.routes), lifespan=lifespan)
+        asgi.add_middleware(KeyMiddleware, keys=KeyStore(ml), service=service)
+        err.print(f"memledger MCP on http://{host}:{port}/mcp (Authorization: Bearer <key>)")
+        _uvicorn(asgi, host, port)
+
+
+@serve_app.command("http")
+def serve_http(ctx: typer.Context, host: str = HostOpt,
+               port: int = typer.Option(8765, "--port", help="Port."),
+               allow_destructive: bool = DestructiveOpt) -> None:
+    """Serve the HTTP API (OpenAPI at /openapi.json and /docs) with the MCP endpoint at /mcp, behind API keys."""
+    _port(port)
+    _log_to_stderr()
+    from memledger.servers.http import create_app
+    from memledger.servers.ops import Service
+
+    with open_ledger(ctx) as ml:
+        asgi = create_app(Service(ml), allow_destructive=allow_destructive, host=host)
+        err.print(f"memledger HTTP API on http://{host}:{port} (docs: /docs, MCP: /mcp)")
+        _uvicorn(asgi, host, port)

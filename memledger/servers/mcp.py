@@ -1,0 +1,323 @@
+"""The MCP server (``memledger serve mcp``): the ledger's verbs as MCP tools and resources (``mcp`` >= 2.3).
+
+Tools (each with a pydantic argument model and a result model, so each has an input and an output schema):
+``remember``, ``recall``, ``profile``, ``history``, ``believed``, ``true_at``, ``diff``, ``audit``, ``correct``,
+``retract``, ``context``, ``resume``, ``log_message``, ``update_card``; ``erase`` (and ``forget`` once the ledger
+has it) only with ``allow_destructive``, marked destructive. Resources: ``memledger://users/{user_id}/profile``,
+``memledger://users/{user_id}/history/{key}``, ``memledger://users/{user_id}/context``.
+
+Who a call may touch (every tool takes an optional ``user_id``):
+
+- pinned (``--user U``): an omitted ``user_id`` means U; any other is refused;
+- over HTTP (``--transport http``, or ``/mcp`` of ``serve http``): the request's API key decides (the key middleware
+  of :mod:`memledger.servers.http` puts its :class:`~memledger.servers.keys.Principal` in the request's state); an
+  omitted ``user_id`` means the key's one user;
+- over stdio, unpinned: any user (a trusted local process); ``user_id`` is then required.
+
+Refusals are tool errors (``is_error``), never an error string inside a successful result: ``BadInput`` gives
+``<field>: <problem> (fix: <fix>)``; a naive instant fails the argument model, so the tool never runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context as ToolContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field, ValidationError
+
+from ledger.errors import BadInput, MemledgerError
+from ledger.schemas import HistoryRow, Profile, Receipt, check_user_id
+
+from .. import privacy
+from ..context import Context as LedgerContext
+from ..sessions import Resume, SessionReceipt
+from ..timetravel import Beliefs, Diff
+from .keys import Principal
+from .models import (AuditArgs, BelievedArgs, ContextArgs, CorrectArgs, DiffArgs, EraseArgs, HistoryArgs,
+                     HistoryResult, LogMessageArgs, ProfileArgs, RecallArgs, RecallResult, RememberArgs, ResumeArgs,
+                     RetractArgs, TrueAtArgs, UpdateCardArgs)
+from .ops import Service
+
+PRINCIPAL_STATE = "memledger_principal"
+
+INSTRUCTIONS = """\
+memledger is this user's long-term memory, kept as a ledger: every statement, correction and retraction is an
+event, so it can say what is believed now, what was believed at any past date, and why.
+- Save what the user tells you with `remember` (free text); it files it under the right fact and reports what it did.
+- Before answering from memory, `recall` (current beliefs only) or `context` (a prompt-ready summary).
+- When the user says a remembered value was wrong, `correct`; when they withdraw it, `retract`.
+- `believed`/`true_at`/`diff`/`history`/`audit` answer "what did we think then, and why".
+"""
+
+DESCRIPTIONS = {
+    "remember": "Remember something the user said, as free text (\"I switched to hot lattes\"). The ledger decides by "
+                "itself whether it is new, supersedes an earlier value (a change of mind), duplicates what is "
+                "already known, or conflicts with it, and returns that decision with the fact's key, version and "
+                "log position. Pass the user's words; do not pre-summarise several facts into one call.",
+    "recall": "Search the user's memories for a query (semantic + keyword). Results are CURRENT beliefs only: a "
+              "superseded, corrected or retracted value never appears (use `history` or `believed` for the past). "
+              "Each hit has its key, value, sentence, score and provenance. Facts labelled sensitive (health, "
+              "finance...) are left out unless allow_sensitive names their label.",
+    "profile": "The user's current facts, by dotted key, with value, sentence, version, valid-from and source.",
+    "history": "Every version of the user's facts (or of one key) in log order: asserted, superseded, corrected "
+               "(misreported), retracted, with reasons, provenance and valid ranges as known now.",
+    "believed": "What the ledger BELIEVED about the user at a past moment of system time `as_of` (when the ledger "
+                "recorded things, not when they happened): only events recorded at or before as_of count, so a "
+                "later correction is not seen. `valid_at` (default as_of) picks which world-time the beliefs are "
+                "about. Use it to explain past answers (\"why did you think X last week?\").",
+    "true_at": "What was true of the user at a world-time instant `valid_at`, as the ledger knows it now (later "
+               "corrections included).",
+    "diff": "Which beliefs were added, changed or dropped between two system-time instants, each with the event "
+            "that did it.",
+    "audit": "For each current (or as-of) belief, the chain of events behind it: who said it, when, from which "
+             "message, what it replaced and why, and each time a sensitive fact was disclosed.",
+    "correct": "Correct a remembered value that was WRONG (\"I was born in 1995, not 1990\"): the new value replaces "
+               "it over its whole valid time; history keeps the misreport. For a change of mind use `remember`.",
+    "retract": "Withdraw a belief (\"forget that\", a misunderstanding): no current value afterwards; history keeps "
+               "it and the reason. This is not erasure: the text stays in the history.",
+    "context": "A prompt-ready context of the user within a token budget: profile, summaries, the session's state "
+               "card, memories relevant to `query`, recent messages, dated in the user's time zone.",
+    "resume": "Where the user left off: the latest open task's state card, how long ago, and a sentence to open "
+              "with; `expired` says to ask before continuing.",
+    "log_message": "Log one conversation message (idempotent on message_id; starts the session if needed).",
+    "update_card": "Patch a session's state card: task, progress, status, and add/remove/replace decisions, open "
+                   "questions and action items ('OLD=>NEW' for a replacement).",
+    "erase": "DESTRUCTIVE and irreversible: erase everything about the user (their key is destroyed, every "
+             "projection purged). `confirm` must repeat the user id.",
+    "forget": "DESTRUCTIVE: destroy one fact's text (crypto-shredding of that fact); its history keeps only that it "
+              "existed.",
+}
+
+
+def bad_input_text(exc: BadInput) -> str:
+    return f"{exc.field}: {exc.problem}" + (f" (fix: {exc.fix})" if exc.fix else "")
+
+
+def principal_of(ctx: ToolContext | None) -> Principal | None:
+    """The API key's principal of an MCP request over HTTP (None over stdio or in process)."""
+    if ctx is None:
+        return None
+    try:
+        request = ctx.request_context.request
+    except (ValueError, AttributeError):
+        return None
+    scope = getattr(request, "scope", None)
+    if not isinstance(scope, dict):
+        return None
+    return (scope.get("state") or {}).get(PRINCIPAL_STATE)
+
+
+class UserPolicy:
+    """Which user a call may touch: pinned user, API key, or (stdio) anyone."""
+
+    def __init__(self, pinned: str | None = None, require_key: bool = False) -> None:
+        self.pinned = check_user_id(pinned, "--user") if pinned is not None else None
+        self.require_key = require_key
+
+    def resolve(self, user_id: str | None, principal: Principal | None) -> str:
+        if user_id is not None:
+            user_id = check_user_id(user_id)
+        if self.pinned is not None:
+            if user_id is not None and user_id != self.pinned:
+                raise BadInput("user_id", f"this server is pinned to user {self.pinned!r}",
+                               "omit user_id (or pass the pinned user)")
+            user_id = self.pinned
+        if principal is not None:
+            if user_id is None:
+                if principal.all_users or len(principal.users) != 1:
+                    raise BadInput("user_id", "missing, and this API key holds more than one user",
+                                   "name the user whose memory to use")
+                (user_id,) = principal.users
+            if not principal.allows(user_id):
+                raise PermissionError(f"user_id: this API key does not hold user {user_id!r} (fix: use a key "
+                                      "created with --user for that user)")
+            return user_id
+        if self.require_key:
+            raise PermissionError("no API key on this request (fix: send Authorization: Bearer <key>)")
+        if user_id is None:
+            raise BadInput("user_id", "missing", "name the user whose memory to use (or start the server with "
+                           "--user)")
+        return user_id
+
+    @staticmethod
+    def check_labels(labels: list[str] | None, principal: Principal | None) -> None:
+        if principal is None or not labels:
+            return
+        allowed = privacy.check_allow_sensitive(labels)
+        missing = sorted(allowed - principal.allow_sensitive)
+        if missing:
+            raise PermissionError(f"allow_sensitive: this API key may not let in {', '.join(missing)} (fix: create a "
+                                  f"key with --allow-sensitive {missing[0]})")
+
+
+def _tool_error(exc: BaseException) -> ToolError:
+    if isinstance(exc, BadInput):
+        return ToolError(bad_input_text(exc))
+    if isinstance(exc, ValidationError):
+        parts = []
+        for e in exc.errors():
+            loc = ".".join(str(p) for p in e["loc"]) or "arguments"
+            parts.append(f"{loc}: {e['msg']}")
+        return ToolError("; ".join(parts))
+    if isinstance(exc, PermissionError):
+        return ToolError(f"refused: {exc}")
+    if isinstance(exc, MemledgerError):
+        return ToolError(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, NotImplementedError):
+        return ToolError(str(exc))
+    raise exc
+
+
+def _register(server: MCPServer, name: str, args_model: type, result_type: Any,
+              body: Callable[[Any, Any, Principal | None], Any], policy: UserPolicy,
+              annotations: ToolAnnotations | None = None) -> None:
+    """Register tool ``name``: flat parameters from ``args_model``'s fields (so the input schema is that model's),
+    the result model as the output schema, and the user policy and error mapping around ``body``."""
+    params, hints = [], {}
+    for fname, f in args_model.model_fields.items():
+        ann = Annotated[(f.annotation, *f.metadata, Field(description=f.description))]
+        default = inspect.Parameter.empty if f.is_required() else f.get_default(call_default_factory=True)
+        params.append(inspect.Parameter(fname, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
+        hints[fname] = ann
+    params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=ToolContext))
+    hints["ctx"] = ToolContext
+    hints["return"] = result_type
+
+    def tool(**kwargs: Any) -> Any:
+        ctx = kwargs.pop("ctx", None)
+        principal = principal_of(ctx)
+        try:
+            args = args_model.model_validate(kwargs)
+            user = policy.resolve(getattr(args, "user_id", None), principal)
+            return body(user, args, principal)
+        except Exception as exc:  # noqa: BLE001 - mapped to a tool error, or re-raised (a crash)
+            raise _tool_error(exc) from exc
+
+    tool.__name__ = name
+    tool.__doc__ = DESCRIPTIONS[name]
+    tool.__signature__ = inspect.Signature(params, return_annotation=result_type)  # type: ignore[attr-defined]
+    tool.__annotations__ = hints
+    server.add_tool(tool, name=name, description=DESCRIPTIONS[name], annotations=annotations,
+                    structured_output=True)
+
+
+def build_mcp(service: Service, *, user: str | None = None, allow_destructive: bool = False,
+              require_key: bool = False) -> MCPServer:
+    """The MCP server on ``service``'s ledger.
+
+    Args:
+        user: pin the server to this user (``--user``).
+        allow_destructive: also offer ``erase`` (and ``forget`` if the ledger has it), marked destructive.
+        require_key: refuse calls that carry no API-key principal (MCP over HTTP).
+    """
+    policy = UserPolicy(user, require_key)
+    # log_level WARNING: the SDK logs a failed tool's message at INFO, and that message may quote the caller's data
+    server = MCPServer("memledger", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
+    ro = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
+    write = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+    s = service
+
+    def recall(u: str, a: RecallArgs, p: Principal | None) -> RecallResult:
+        policy.check_labels(a.allow_sensitive, p)
+        return s.recall(u, a)
+
+    def context(u: str, a: ContextArgs, p: Principal | None) -> LedgerContext:
+        policy.check_labels(a.allow_sensitive, p)
+        return s.context(u, a)
+
+    remember_type = _remember_result_type(service)
+    _register(server, "remember", RememberArgs, remember_type, lambda u, a, p: s.remember(u, a), policy, write)
+    _register(server, "recall", RecallArgs, RecallResult, recall, policy, ro)
+    _register(server, "profile", ProfileArgs, Profile, lambda u, a, p: s.profile(u, a.after), policy, ro)
+    _register(server, "history", HistoryArgs, HistoryResult, lambda u, a, p: s.history(u, a.key, a.after), policy,
+              ro)
+    _register(server, "believed", BelievedArgs, Beliefs, lambda u, a, p: s.believed(u, a), policy, ro)
+    _register(server, "true_at", TrueAtArgs, Beliefs, lambda u, a, p: s.true_at(u, a), policy, ro)
+    _register(server, "diff", DiffArgs, Diff, lambda u, a, p: s.diff(u, a), policy, ro)
+    _register(server, "audit", AuditArgs, privacy._audit_models()[0], lambda u, a, p: s.audit(u, a), policy, ro)
+    _register(server, "correct", CorrectArgs, Receipt, lambda u, a, p: s.correct(u, a.key, a), policy, write)
+    _register(server, "retract", RetractArgs, Receipt, lambda u, a, p: s.retract(u, a.key, a), policy, write)
+    _register(server, "context", ContextArgs, LedgerContext, context, policy, write)
+    _register(server, "resume", ResumeArgs, Resume,
+              lambda u, a, p: s.resume(u, now=a.now, expiry_hours=a.expiry_hours), policy, ro)
+    _register(server, "log_message", LogMessageArgs, SessionReceipt,
+              lambda u, a, p: s.log_message(u, a.session_id, a), policy, write)
+    _register(server, "update_card", UpdateCardArgs, SessionReceipt,
+              lambda u, a, p: s.update_card(u, a.session_id, a), policy, write)
+    if allow_destructive:
+        destructive = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
+                                      openWorldHint=False)
+
+        def erase(u: str, a: EraseArgs, p: Principal | None) -> Any:
+            if a.confirm != u:
+                raise BadInput("confirm", f"{a.confirm!r} is not the user being erased",
+                               f"pass confirm={u!r} to erase that user irreversibly")
+            if p is not None and not p.admin:
+                raise PermissionError("erase needs an admin API key (fix: memledger keys create --admin)")
+            return s.erase(u)
+
+        _register(server, "erase", EraseArgs, privacy.ErasureReceipt, erase, policy, destructive)
+        if service.has_forget():
+            from .models import RetractArgs as ForgetArgs
+
+            _register(server, "forget", ForgetArgs, _return_type(type(service.ml).forget),
+                      lambda u, a, p: s.ml.forget(u, a.key, reason=a.reason), policy, destructive)
+    _register_resources(server, service, policy)
+    return server
+
+
+def _return_type(fn: Any) -> Any:
+    try:
+        hint = typing.get_type_hints(fn).get("return")
+    except Exception:  # noqa: BLE001 - a forward reference we cannot resolve: a plain object schema
+        hint = None
+    return hint if isinstance(hint, type) and hint is not Any else dict[str, Any]
+
+
+def _remember_result_type(service: Service) -> Any:
+    """``RememberReceipt`` (ledger/schemas.py) when this ledger has ``remember``; else the declared return type."""
+    import ledger.schemas
+
+    model = getattr(ledger.schemas, "RememberReceipt", None)
+    if service.has_remember() and isinstance(model, type):
+        return model
+    return _return_type(type(service.ml).remember) if service.has_remember() else dict[str, Any]
+
+
+def _register_resources(server: MCPServer, service: Service, policy: UserPolicy) -> None:
+    def check(user_id: str, ctx: ToolContext) -> str:
+        try:
+            return policy.resolve(user_id, principal_of(ctx))
+        except (BadInput, PermissionError) as exc:
+            raise ResourceError(bad_input_text(exc) if isinstance(exc, BadInput) else f"refused: {exc}") from None
+
+    @server.resource("memledger://users/{user_id}/profile", mime_type="application/json",
+                     description="The user's current facts (profile --json).")
+    def profile_resource(user_id: str, ctx: ToolContext) -> str:
+        u = check(user_id, ctx)
+        return json.dumps(service.profile(u).model_dump(mode="json"), ensure_ascii=False)
+
+    @server.resource("memledger://users/{user_id}/history/{key}", mime_type="application/json",
+                     description="Every version of one fact, in log order (history --json).")
+    def history_resource(user_id: str, key: str, ctx: ToolContext) -> str:
+        u = check(user_id, ctx)
+        try:
+            rows: list[HistoryRow] = service.history(u, key).rows
+        except BadInput as exc:
+            raise ResourceError(bad_input_text(exc)) from None
+        return json.dumps([r.model_dump(mode="json") for r in rows], ensure_ascii=False)
+
+    @server.resource("memledger://users/{user_id}/context", mime_type="text/plain",
+                     description="The prompt-ready context of the user (context; sensitive facts left out).")
+    def context_resource(user_id: str, ctx: ToolContext) -> str:
+        from .models import ContextBody
+
+        u = check(user_id, ctx)
+        return service.context(u, ContextBody()).text

@@ -1,0 +1,288 @@
+"""Argument and result models of the agent faces: one pydantic model per verb, shared by MCP and HTTP.
+
+The HTTP routes take the ``*Body`` models as JSON bodies (the user comes from the path); the MCP tools take the
+same fields plus ``user_id`` (the ``*Args`` models). Instants are ISO 8601 strings *with an offset*: a naive one is
+refused by the model, so the tool never runs and the route answers 422. Results are the ledger's own read models
+(``Profile``, ``Receipt``, ``Beliefs``, ...), whose ``model_dump(mode="json")`` is the CLI's ``--json``; the few
+wrappers below give list results a named field (MCP structured output must be an object).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from ledger.errors import BadInput
+from ledger.schemas import HistoryRow
+from ledger.timeutil import parse_instant
+
+from ..search import SearchHit
+
+
+def _instant(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        parse_instant(value, "instant")
+    except BadInput as exc:
+        # the field's name is in pydantic's location; say the problem and the fix
+        raise ValueError(f"{exc.problem}; fix: {exc.fix or 'give an ISO 8601 instant with an offset'}") from None
+    return value
+
+
+Instant = Annotated[str, AfterValidator(_instant)]
+Axis = Literal["system", "observed"]
+Source = Literal["user_statement", "agent_inference", "external_import", "system_feedback"]
+
+_USER = ("Whose memory. Optional when the server is pinned to one user (--user) or the API key holds exactly one "
+         "user; otherwise required.")
+_AFTER = ("A log position from an earlier receipt: answer only once every projection includes it "
+          "(read-your-writes across processes).")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class UserArg(_Model):
+    user_id: str | None = Field(None, description=_USER)
+
+
+# -- writes ------------------------------------------------------------------------------------------------------
+class Provenance(_Model):
+    source: Source | None = Field(None, description="Who said it: user_statement (default) | agent_inference | "
+                                  "external_import | system_feedback.")
+    source_ref: str | None = Field(None, description="Message or document id it came from.")
+    session_id: str | None = Field(None, description="Session it was said in.")
+    actor: str | None = Field(None, description="Who or what recorded it.")
+    trace_id: str | None = Field(None, description="Trace id of the agent turn.")
+    idempotency_key: str | None = Field(None, description="A retried command with the same key records nothing new "
+                                        "(HTTP: the Idempotency-Key header fills it).")
+
+
+class RememberBody(Provenance):
+    text: str = Field(description="What the user said, as a sentence (\"I switched to hot lattes\").")
+    observed_at: Instant | None = Field(None, description="When it was said (ISO 8601 with offset; default now).")
+    valid_from: Instant | None = Field(None, description="When it became true (default observed_at).")
+    confidence: float | None = Field(None, ge=0, le=1, description="0..1 (default by source).")
+    role: str | None = Field(None, description="The agent's role when it was recorded.")
+    sensitivity: str | None = Field(None, description="A label such as health or finance: kept out of recall and "
+                                    "context unless a caller allows it.")
+    key: str | None = Field(None, description="Force the fact's dotted key instead of letting slot resolution "
+                            "choose one.")
+
+
+class AssertBody(Provenance):
+    value: Any = Field(description="The fact's JSON value.")
+    text: str | None = Field(None, description="The human sentence of the fact.")
+    observed_at: Instant | None = Field(None, description="When the source said it (ISO 8601 with offset).")
+    valid_from: Instant | None = Field(None, description="Start of validity (default observed_at).")
+    valid_to: Instant | None = Field(None, description="End of validity, exclusive (default open).")
+    derived_from: list[str] | None = Field(None, description="Event ids it was derived from.")
+    confidence: float | None = Field(None, ge=0, le=1, description="0..1 (default by source).")
+    role: dict[str, Any] | None = Field(None, description="{role, sub_role, task_id}: which hat the agent wore.")
+    reason: str | None = Field(None, description="Why (kept in history).")
+    sensitivity: str | None = Field(None, description="Label such as health, finance.")
+
+
+class CorrectBody(Provenance):
+    value: Any = Field(description="The right value: it replaces the current one over its whole valid time.")
+    reason: str | None = Field(None, description="Why (kept in history: 'misheard').")
+    text: str | None = Field(None, description="The human sentence of the corrected fact.")
+    observed_at: Instant | None = Field(None, description="When the correction was said (ISO 8601 with offset).")
+    confidence: float | None = Field(None, ge=0, le=1, description="0..1 (default by source).")
+    sensitivity: str | None = Field(None, description="Label such as health, finance.")
+
+
+class RetractBody(Provenance):
+    reason: str | None = Field(None, description="Why it is withdrawn (kept in history).")
+    valid_to: Instant | None = Field(None, description="True only until then (default: withdrawn entirely).")
+    observed_at: Instant | None = Field(None, description="When the retraction was said (ISO 8601 with offset).")
+
+
+class CommandsBody(_Model):
+    commands: list[dict[str, Any]] = Field(description="Fact commands, each {op: assert|correct|retract, user_id, "
+                                           "key, value, ...} with the fields of the single routes; all or nothing.")
+
+
+# -- reads -------------------------------------------------------------------------------------------------------
+class SearchBody(_Model):
+    query: str = Field(description="What to look for.")
+    k: int = Field(10, ge=1, le=1000, description="How many hits (1..1000).")
+    as_of: Instant | None = Field(None, description="Search what was believed at this instant.")
+    source: Source | None = Field(None, description="Only memories from this source.")
+    role: str | None = Field(None, description="The agent's current role: memories recorded under it rank higher.")
+    allow_sensitive: list[str] | None = Field(None, description="Sensitivity labels to let in (health, finance); "
+                                              "labelled facts are left out otherwise, and each one let in is "
+                                              "recorded.")
+    purpose: str | None = Field(None, description="Why sensitive facts are asked for (kept with each disclosure).")
+    after: int | None = Field(None, ge=0, description=_AFTER)
+
+
+class HttpSearchBody(SearchBody):
+    also: list[str] | None = Field(None, description="Other users to search too (the key must hold each); hits "
+                                   "then carry user_id.")
+
+
+class ContextBody(_Model):
+    session_id: str | None = Field(None, description="Session whose card and messages (default the latest).")
+    query: str | None = Field(None, description="What the agent is about to do (selects memories).")
+    now: Instant | None = Field(None, description="ISO 8601 with offset (default now).")
+    budget: int = Field(2000, ge=1, le=1_000_000, description="Token budget.")
+    allow_sensitive: list[str] | None = Field(None, description="Sensitivity labels to let in.")
+    purpose: str | None = Field(None, description="Why (kept with each disclosure).")
+    after: int | None = Field(None, ge=0, description=_AFTER)
+
+
+class LogMessageBody(_Model):
+    role: Literal["user", "assistant", "system", "tool"] = Field(description="Who spoke.")
+    message_id: str = Field(description="Idempotency: the same id is logged once.")
+    text: str = Field(description="The message text.")
+    speaker: str | None = Field(None, description="Who spoke (beyond the role).")
+    observed_at: Instant | None = Field(None, description="When it was said (ISO 8601 with offset).")
+
+
+class CardBody(_Model):
+    task: str | None = Field(None, description="Name (or rename) the card's task.")
+    progress: str | None = Field(None, description="Where the task stands.")
+    add_decisions: list[str] = Field(default_factory=list)
+    remove_decisions: list[str] = Field(default_factory=list)
+    replace_decisions: list[str] = Field(default_factory=list, description="'OLD=>NEW' items.")
+    add_questions: list[str] = Field(default_factory=list)
+    remove_questions: list[str] = Field(default_factory=list)
+    replace_questions: list[str] = Field(default_factory=list, description="'OLD=>NEW' items.")
+    add_actions: list[str] = Field(default_factory=list)
+    remove_actions: list[str] = Field(default_factory=list)
+    replace_actions: list[str] = Field(default_factory=list, description="'OLD=>NEW' items.")
+    status: Literal["open", "done"] | None = Field(None, description="open | done (done: resume skips it).")
+    observed_at: Instant | None = Field(None, description="ISO 8601 with offset.")
+
+
+class SessionStartBody(_Model):
+    task: str | None = Field(None, description="The task this session works on (inherits its open card).")
+    observed_at: Instant | None = Field(None, description="ISO 8601 with offset.")
+    no_memory: bool = Field(False, description="Opt out: nothing of it reaches the log.")
+
+
+class SummaryBody(_Model):
+    text: str = Field(description="The summary (written by the caller).")
+    level: Literal["session", "span", "all"] = "session"
+    covers: list[str] | None = None
+    first_message_id: str | None = None
+    last_message_id: str | None = None
+    observed_at: Instant | None = None
+
+
+class ObservedBody(_Model):
+    observed_at: Instant | None = None
+
+
+# -- MCP tool arguments (the body fields plus user_id, and the key where the route has it in the path) -----------
+class RememberArgs(UserArg, RememberBody):
+    pass
+
+
+class RecallArgs(UserArg, SearchBody):
+    pass
+
+
+class HistoryArgs(UserArg):
+    key: str | None = Field(None, description="One fact's dotted key (default: every fact of the user).")
+    after: int | None = Field(None, ge=0, description=_AFTER)
+
+
+class ProfileArgs(UserArg):
+    after: int | None = Field(None, ge=0, description=_AFTER)
+
+
+class BelievedArgs(UserArg):
+    as_of: Instant = Field(description="System time (when the ledger recorded things), inclusive, ISO 8601 with "
+                           "offset.")
+    valid_at: Instant | None = Field(None, description="Valid time (when things were true in the world) to slice "
+                                     "at (default as_of).")
+    axis: Axis = Field("system", description="system: as_of is recorded time; observed: it is observed time.")
+    after: int | None = Field(None, ge=0, description=_AFTER)
+
+
+class TrueAtArgs(UserArg):
+    valid_at: Instant = Field(description="Valid-time instant, ISO 8601 with offset.")
+    axis: Axis = "system"
+    after: int | None = Field(None, ge=0, description=_AFTER)
+
+
+class DiffArgs(UserArg):
+    from_as_of: Instant = Field(description="Earlier system-time instant (ISO 8601 with offset).")
+    to_as_of: Instant = Field(description="Later system-time instant (ISO 8601 with offset).")
+    valid_at: Instant | None = Field(None, description="Valid-time slice of both sides (default to_as_of).")
+    axis: Axis = "system"
+    after: int | None = Field(None, ge=0, description=_AFTER)
+
+
+class AuditArgs(UserArg):
+    key: str | None = Field(None, description="One fact's dotted key (default every belief).")
+    trace_id: str | None = Field(None, description="Only facts with an event of this trace id.")
+    source_ref: str | None = Field(None, description="Only facts with an event from this source_ref.")
+    as_of: Instant | None = Field(None, description="Audit the beliefs as of this instant (default now).")
+    valid_at: Instant | None = None
+    axis: Axis = "system"
+    after: int | None = Field(None, ge=0, description=_AFTER)
+
+
+class CorrectArgs(UserArg, CorrectBody):
+    key: str = Field(description="The fact's dotted key, e.g. profile.birth_year.")
+
+
+class RetractArgs(UserArg, RetractBody):
+    key: str = Field(description="The fact's dotted key.")
+
+
+class ContextArgs(UserArg, ContextBody):
+    pass
+
+
+class ResumeArgs(UserArg):
+    now: Instant | None = Field(None, description="ISO 8601 with offset (default now).")
+    expiry_hours: float = Field(48.0, gt=0, description="Older than this, ask before continuing.")
+
+
+class LogMessageArgs(UserArg, LogMessageBody):
+    session_id: str = Field(description="The session (started implicitly if needed).")
+
+
+class UpdateCardArgs(UserArg, CardBody):
+    session_id: str = Field(description="The session whose state card to patch.")
+
+
+class EraseArgs(UserArg):
+    confirm: str = Field(description="The user id again: erasing is irreversible.")
+
+
+# -- result wrappers ---------------------------------------------------------------------------------------------
+class RecallResult(BaseModel):
+    """``recall``: the user's current memories most relevant to the query, best first (``hits`` is the CLI's
+    ``search --json`` list)."""
+
+    user_id: str
+    hits: list[SearchHit]
+    withheld: int = Field(0, description="How many hits were left out for a sensitivity label not allowed.")
+
+
+class HistoryResult(BaseModel):
+    """``history``: every event of the user's facts (or one key's), in log order (the CLI's list)."""
+
+    user_id: str
+    key: str | None
+    rows: list[HistoryRow]
+
+
+class Change(BaseModel):
+    """One belief change in the feed (``GET /v1/users/{user_id}/changes``)."""
+
+    user_id: str
+    key: str
+    kind: str
+    version: int
+    position: int
+    recorded_at: datetime | None

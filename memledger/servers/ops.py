@@ -1,0 +1,208 @@
+"""The verbs the agent faces call, on one opened ledger behind one lock.
+
+A server process opens one :class:`~memledger.api.MemoryLedger` (one semantic index in memory, one model load) and
+serves every request from it. Calls are serialised by ``Service.lock``: a write is one SQLite/PostgreSQL
+transaction anyway, and a read answers in about a millisecond, so the lock costs little and keeps the ledger's
+in-memory indexes out of thread races. Several server processes may share one store (each catches up from the log
+before reading, as the CLI does).
+
+Every method takes a validated argument model of :mod:`memledger.servers.models` and a user id already checked
+against the caller (the faces do that) and returns the ledger's own model, so a face's JSON is the CLI's ``--json``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ledger.errors import BadInput
+from ledger.schemas import check_user_id
+
+from .. import privacy
+from .models import (AssertBody, AuditArgs, BelievedArgs, CardBody, Change, ContextBody, CorrectBody, DiffArgs,
+                     HistoryResult, LogMessageBody, RecallResult, RememberBody, RetractBody, SearchBody,
+                     SessionStartBody, SummaryBody, TrueAtArgs)
+
+T = TypeVar("T")
+
+
+def _fields(model: Any, *drop: str) -> dict[str, Any]:
+    """The model's set fields as keywords (``None`` left out so the ledger's defaults apply)."""
+    return {k: v for k, v in model.model_dump(exclude=set(drop)).items() if v is not None}
+
+
+class Service:
+    """One opened ledger (``ml``), its lock, and the verbs of the faces."""
+
+    def __init__(self, ml: Any) -> None:
+        self.ml = ml
+        self.lock = threading.RLock()
+
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Call ``fn`` under the ledger's lock."""
+        with self.lock:
+            return fn(*args, **kwargs)
+
+    # -- state -------------------------------------------------------------------------------------------------
+    def erased(self, user_id: str) -> bool:
+        """True if ``user_id`` was erased (their key destroyed): the HTTP API answers 410 Gone."""
+        ks = getattr(self.ml, "keystore", None)
+        if ks is None:
+            return False
+        with self.lock:
+            return bool(ks.is_destroyed(user_id))
+
+    def has_remember(self) -> bool:
+        return callable(getattr(self.ml, "remember", None))
+
+    def has_forget(self) -> bool:
+        return callable(getattr(self.ml, "forget", None))
+
+    # -- writes ------------------------------------------------------------------------------------------------
+    def remember(self, user_id: str, body: RememberBody) -> Any:
+        if not self.has_remember():
+            raise NotImplementedError("remember is not available in this memledger version")
+        kw = _fields(body, "text", "user_id")
+        with self.lock:
+            return self.ml.remember(user_id, body.text, **kw)
+
+    def assert_fact(self, user_id: str, key: str, body: AssertBody) -> Any:
+        kw = _fields(body, "value")
+        with self.lock:
+            return self.ml.assert_fact(user_id, key, body.value, **kw)
+
+    def correct(self, user_id: str, key: str, body: CorrectBody) -> Any:
+        kw = _fields(body, "value", "key", "user_id")
+        with self.lock:
+            return self.ml.correct_fact(user_id, key, body.value, **kw)
+
+    def retract(self, user_id: str, key: str, body: RetractBody) -> Any:
+        kw = _fields(body, "key", "user_id")
+        with self.lock:
+            return self.ml.retract_fact(user_id, key, **kw)
+
+    def record(self, commands: list[dict[str, Any]]) -> list[Any]:
+        with self.lock:
+            return self.ml.record(commands)
+
+    # -- reads -------------------------------------------------------------------------------------------------
+    def profile(self, user_id: str, after: int | None = None) -> Any:
+        with self.lock:
+            return self.ml.profile(user_id, after=after)
+
+    def history(self, user_id: str, key: str | None = None, after: int | None = None) -> HistoryResult:
+        with self.lock:
+            rows = self.ml.history(user_id, key, after=after)
+        return HistoryResult(user_id=user_id, key=key, rows=rows)
+
+    def believed(self, user_id: str, a: BelievedArgs) -> Any:
+        with self.lock:
+            return self.ml.believed(user_id, a.as_of, a.valid_at, axis=a.axis, after=a.after)
+
+    def true_at(self, user_id: str, a: TrueAtArgs) -> Any:
+        with self.lock:
+            return self.ml.true_at(user_id, a.valid_at, axis=a.axis, after=a.after)
+
+    def diff(self, user_id: str, a: DiffArgs) -> Any:
+        with self.lock:
+            return self.ml.diff(user_id, a.from_as_of, a.to_as_of, valid_at=a.valid_at, axis=a.axis, after=a.after)
+
+    def audit(self, user_id: str, a: AuditArgs) -> Any:
+        with self.lock:
+            return self.ml.audit(user_id, a.key, trace_id=a.trace_id, source_ref=a.source_ref, as_of=a.as_of,
+                                 valid_at=a.valid_at, axis=a.axis, after=a.after)
+
+    def recall(self, user_id: str, a: SearchBody) -> RecallResult:
+        """Hybrid search over the user's *current* memories, leaving out facts whose sensitivity label is not in
+        ``allow_sensitive``; each labelled fact let through is recorded as a disclosure (as ``context`` does)."""
+        allow = privacy.check_allow_sensitive(a.allow_sensitive)
+        with self.lock:
+            hits = self.ml.search(user_id, a.query, k=a.k, as_of=a.as_of, source=a.source, role=a.role,
+                                  after=a.after)
+            with self.ml.db.read() as cur:
+                labels = {r["key"]: (r["version"], r["sensitivity"])
+                          for r in self.ml.profile_projection.rows(cur, user_id) if r["sensitivity"] is not None}
+            kept, included, withheld = [], [], 0
+            for h in hits:
+                if h.key in labels:
+                    version, label = labels[h.key]
+                    if label not in allow:
+                        withheld += 1
+                        continue
+                    included.append((h.key, version, label))
+                kept.append(h)
+            if included:
+                self.ml.record_disclosures(user_id, included, purpose=a.purpose)
+        kept = [h.model_copy(update={"rank": i}) for i, h in enumerate(kept, 1)]
+        return RecallResult(user_id=user_id, hits=kept, withheld=withheld)
+
+    def context(self, user_id: str, a: ContextBody) -> Any:
+        kw: dict[str, Any] = dict(session_id=a.session_id, query=a.query, now=a.now, budget=a.budget)
+        if a.allow_sensitive or a.purpose:
+            kw.update(allow_sensitive=a.allow_sensitive, purpose=a.purpose)
+        if a.after is not None:
+            kw.update(after=a.after)
+        with self.lock:
+            return self.ml.context(user_id, **kw)
+
+    def resume(self, user_id: str, now: str | None = None, expiry_hours: float = 48.0) -> Any:
+        with self.lock:
+            return self.ml.resume(user_id, now=now, expiry_hours=expiry_hours)
+
+    def export(self, user_id: str) -> Any:
+        with self.lock:
+            return self.ml.export(user_id)
+
+    def erase(self, user_id: str, actor: str | None = None) -> Any:
+        with self.lock:
+            return self.ml.erase(user_id, actor=actor)
+
+    # -- sessions ----------------------------------------------------------------------------------------------
+    def session_start(self, user_id: str, session_id: str, b: SessionStartBody) -> Any:
+        with self.lock:
+            return self.ml.session_start(user_id, session_id, task=b.task, observed_at=b.observed_at,
+                                         no_memory=b.no_memory)
+
+    def log_message(self, user_id: str, session_id: str, b: LogMessageBody) -> Any:
+        with self.lock:
+            return self.ml.log_message(user_id, session_id, role=b.role, message_id=b.message_id, text=b.text,
+                                       speaker=b.speaker, observed_at=b.observed_at)
+
+    def update_card(self, user_id: str, session_id: str, b: CardBody) -> Any:
+        kw = b.model_dump(exclude={"session_id", "user_id"})
+        with self.lock:
+            return self.ml.update_card(user_id, session_id, **kw)
+
+    def summarize(self, user_id: str, session_id: str, b: SummaryBody) -> Any:
+        with self.lock:
+            return self.ml.summarize(user_id, session_id, text=b.text, level=b.level, covers=b.covers,
+                                     first_message_id=b.first_message_id, last_message_id=b.last_message_id,
+                                     observed_at=b.observed_at)
+
+    def end_session(self, user_id: str, session_id: str, observed_at: str | None = None) -> Any:
+        with self.lock:
+            return self.ml.end_session(user_id, session_id, observed_at=observed_at)
+
+    def sessions(self, user_id: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return self.ml.sessions(check_user_id(user_id))
+
+    def messages(self, user_id: str, session_id: str | None = None) -> list[dict[str, Any]]:
+        with self.lock:
+            return self.ml.messages(check_user_id(user_id), session_id)
+
+    # -- change feed -------------------------------------------------------------------------------------------
+    def head(self) -> int:
+        with self.lock:
+            return self.ml.head()
+
+    def changes(self, user_id: str, after: int) -> list[Change]:
+        """The user's belief changes recorded after log position ``after``, in log order (one per fact event)."""
+        if after < 0:
+            raise BadInput("after", f"position {after} is negative", "pass 0 or a position from an earlier event")
+        with self.lock:
+            rows = self.ml.history(user_id)
+        return [Change(user_id=user_id, key=r.key, kind=r.kind, version=r.version, position=r.position,
+                       recorded_at=r.recorded_at)
+                for r in rows if r.position > after]

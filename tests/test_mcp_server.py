@@ -1,0 +1,267 @@
+"""The MCP server (issue 14) through real clients: ``memledger serve mcp`` as a stdio subprocess driven by the
+``mcp`` client, raw JSON-RPC on its stdout (protocol only), two stdio servers writing one SQLite home at once, and
+``serve mcp --transport http`` on 127.0.0.1 with API keys."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from memledger import MemoryLedger
+from tests.serve_util import ROOT, Server, create_key, env
+
+TOOLS = {"remember", "recall", "profile", "history", "believed", "true_at", "diff", "audit", "correct", "retract",
+         "context", "resume", "log_message", "update_card"}
+
+
+def stdio(home: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "memledger", "--home", str(home), "serve", "mcp",
+                                                               *extra], env=env(), cwd=str(ROOT))
+
+
+def seed(home: Path) -> None:
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("u1", "preference.drink", "tea", text="I drink green tea every morning",
+                       observed_at="2024-01-01T09:00:00+00:00")
+        ml.assert_fact("u1", "profile.city", "Lyon", text="I live in Lyon", observed_at="2024-01-02T09:00:00+00:00")
+        ml.assert_fact("u1", "health.allergy", "peanuts", text="I am allergic to peanuts", sensitivity="health",
+                       observed_at="2024-01-03T09:00:00+00:00")
+        ml.assert_fact("u2", "preference.drink", "water", text="I only drink water")
+
+
+def call(client: Client, name: str, args: dict[str, Any]) -> Any:
+    return client.call_tool(name, args)
+
+
+def test_stdio_tools_end_to_end(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    seed(home)
+
+    async def run() -> None:
+        async with Client(stdio(home)) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert TOOLS <= set(tools) and "erase" not in tools and "forget" not in tools
+            for name in TOOLS:
+                assert tools[name].output_schema is not None and tools[name].input_schema["type"] == "object"
+                assert "user_id" in tools[name].input_schema["properties"]
+            assert "current" in tools["recall"].description.lower()
+            assert "system time" in tools["believed"].description
+            assert "decides" in tools["remember"].description
+
+            r = await c.call_tool("recall", {"user_id": "u1", "query": "green tea"})
+            assert not r.is_error
+            hits = r.structured_content["hits"]
+            assert hits[0]["key"] == "preference.drink" and hits[0]["value"] == "tea"
+            assert all(h["key"] != "health.allergy" for h in hits)  # labelled: left out unless allowed
+            r = await c.call_tool("recall", {"user_id": "u1", "query": "allergic peanuts", "allow_sensitive": ["health"],
+                                             "purpose": "meal planning"})
+            assert "health.allergy" in [h["key"] for h in r.structured_content["hits"]]
+
+            r = await c.call_tool("profile", {"user_id": "u1"})
+            assert r.structured_content["facts"]["profile.city"]["value"] == "Lyon"
+            r = await c.call_tool("correct", {"user_id": "u1", "key": "profile.city", "value": "Paris",
+                                              "reason": "misheard"})
+            assert not r.is_error and r.structured_content["kind"] == "corrected"
+            pos = r.structured_content["position"]
+            r = await c.call_tool("history", {"user_id": "u1", "key": "profile.city", "after": pos})
+            assert [row["value"] for row in r.structured_content["rows"]] == ["Lyon", "Paris"]
+            r = await c.call_tool("believed", {"user_id": "u1", "as_of": "2030-01-01T00:00:00Z",
+                                               "valid_at": "2024-06-01T00:00:00Z"})
+            assert r.structured_content["facts"]["profile.city"]["value"] == "Paris"
+            r = await c.call_tool("true_at", {"user_id": "u1", "valid_at": "2024-01-01T12:00:00Z"})
+            assert set(r.structured_content["facts"]) == {"preference.drink"}
+            r = await c.call_tool("diff", {"user_id": "u1", "from_as_of": "2000-01-01T00:00:00Z",
+                                           "to_as_of": "2100-01-01T00:00:00Z"})
+            assert "profile.city" in r.structured_content["added"]
+            r = await c.call_tool("audit", {"user_id": "u1", "key": "profile.city"})
+            chain = r.structured_content["facts"]["profile.city"]["chain"]
+            assert [e["kind"] for e in chain] == ["asserted", "corrected"] and chain[1]["reason"] == "misheard"
+            r = await c.call_tool("retract", {"user_id": "u1", "key": "profile.city", "reason": "forget that"})
+            assert r.structured_content["kind"] == "retracted"
+            r = await c.call_tool("log_message", {"user_id": "u1", "session_id": "s1", "role": "user",
+                                                  "message_id": "m1", "text": "plan my trip to Rome"})
+            assert r.structured_content["event"] == "MessageLogged"
+            r = await c.call_tool("update_card", {"user_id": "u1", "session_id": "s1", "task": "trip",
+                                                  "add_questions": ["which dates?"]})
+            assert not r.is_error
+            r = await c.call_tool("resume", {"user_id": "u1", "now": "2030-01-01T00:00:00Z"})
+            assert r.structured_content["found"] and r.structured_content["open_questions"] == ["which dates?"]
+            r = await c.call_tool("context", {"user_id": "u1", "query": "drink", "budget": 500})
+            assert "tea" in r.structured_content["text"] and "peanuts" not in r.structured_content["text"]
+
+            # refusals are tool errors naming field, problem and fix; nothing inside a successful result
+            r = await c.call_tool("believed", {"user_id": "u1", "as_of": "2024-01-01T00:00:00"})
+            assert r.is_error and "as_of" in r.content[0].text and "offset" in r.content[0].text
+            r = await c.call_tool("retract", {"user_id": "u1", "key": "nothing.here"})
+            assert r.is_error and "key" in r.content[0].text and "fix:" in r.content[0].text
+            r = await c.call_tool("profile", {})
+            assert r.is_error and "user_id: missing" in r.content[0].text
+            r = await c.call_tool("recall", {"user_id": "u1", "query": "x", "k": 0})
+            assert r.is_error and "k" in r.content[0].text
+
+            # resources
+            res = await c.read_resource("memledger://users/u1/profile")
+            assert json.loads(res.contents[0].text)["facts"]["preference.drink"]["value"] == "tea"
+            res = await c.read_resource("memledger://users/u1/history/profile.city")
+            assert [row["kind"] for row in json.loads(res.contents[0].text)] == ["asserted", "corrected", "retracted"]
+            res = await c.read_resource("memledger://users/u1/context")
+            assert "tea" in res.contents[0].text
+
+    asyncio.run(asyncio.wait_for(run(), 120))
+
+
+def test_stdio_pinned_user_and_destructive(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    seed(home)
+
+    async def run() -> None:
+        async with Client(stdio(home, "--user", "u1", "--allow-destructive")) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert tools["erase"].annotations.destructive_hint is True
+            assert tools["recall"].annotations.read_only_hint is True
+            r = await c.call_tool("profile", {})  # omitted user_id = the pinned user
+            assert set(r.structured_content["facts"]) >= {"preference.drink", "profile.city"}
+            r = await c.call_tool("profile", {"user_id": "u2"})
+            assert r.is_error and "pinned" in r.content[0].text
+            r = await c.call_tool("recall", {"user_id": "u2", "query": "water"})
+            assert r.is_error
+            with pytest.raises(Exception):
+                await c.read_resource("memledger://users/u2/profile")
+            r = await c.call_tool("erase", {"confirm": "u2"})
+            assert r.is_error and "confirm" in r.content[0].text
+            r = await c.call_tool("erase", {"confirm": "u1"})
+            assert not r.is_error and r.structured_content["user_id"] == "u1"
+
+    asyncio.run(asyncio.wait_for(run(), 120))
+    with MemoryLedger(home=home) as ml:
+        assert ml.profile("u2").facts["preference.drink"].value == "water"
+        assert ml.keystore.is_destroyed("u1")
+
+
+def test_stdio_stdout_carries_only_protocol(tmp_path: Path) -> None:
+    """Raw JSON-RPC over the subprocess's pipes: every stdout line is a JSON-RPC message (logs go to stderr)."""
+    home = tmp_path / "h"
+    seed(home)
+    msgs = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": {
+            "user_id": "u1", "query": "tea"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "profile", "arguments": {
+            "user_id": "u1", "after": 999}}},
+    ]
+    proc = subprocess.Popen([sys.executable, "-m", "memledger", "--home", str(home), "serve", "mcp"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
+                            cwd=ROOT, text=True)
+    try:
+        out: list[dict[str, Any]] = []
+        for m in msgs:
+            proc.stdin.write(json.dumps(m) + "\n")
+            proc.stdin.flush()
+            if "id" in m:
+                line = proc.stdout.readline()
+                out.append(json.loads(line))  # a non-JSON line fails here
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    for line in rest.splitlines():
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    assert all(o["jsonrpc"] == "2.0" for o in out)
+    assert out[1]["result"]["structuredContent"]["hits"][0]["key"] == "preference.drink"
+    assert out[2]["result"]["isError"] is True and "after" in out[2]["result"]["content"][0]["text"]
+
+
+def test_two_stdio_servers_write_one_home_at_once(tmp_path: Path) -> None:
+    """mem0 #7196: two stdio servers on one SQLite home, writing and reading concurrently: no error, nothing lost."""
+    home = tmp_path / "h"
+    seed(home)
+    n = 15
+
+    async def worker(w: int) -> list[bool]:
+        errors = []
+        async with Client(stdio(home)) as c:
+            for i in range(n):
+                r = await c.call_tool("log_message", {"user_id": "u1", "session_id": f"s{w}", "role": "user",
+                                                      "message_id": f"m{i}", "text": f"worker {w} message {i}"})
+                errors.append(r.is_error)
+                r = await c.call_tool("profile", {"user_id": "u1"})
+                errors.append(r.is_error)
+        return errors
+
+    async def run() -> list[list[bool]]:
+        return await asyncio.gather(worker(0), worker(1))
+
+    results = asyncio.run(asyncio.wait_for(run(), 180))
+    assert not any(e for r in results for e in r)
+    with MemoryLedger(home=home) as ml:
+        for w in (0, 1):
+            texts = [m["text"] for m in ml.messages("u1", f"s{w}")]
+            assert texts == [f"worker {w} message {i}" for i in range(n)]
+
+
+def test_mcp_over_http_with_keys(tmp_path: Path) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    home = tmp_path / "h"
+    seed(home)
+    k1 = create_key(home, "--user", "u1")
+    k2 = create_key(home, "--user", "u2")
+    k12 = create_key(home, "--user", "u1", "--user", "u2", "--allow-sensitive", "health")
+    server = Server(home, "mcp", "--transport", "http")
+    try:
+        server.wait_ready("/mcp", expect=(401,))
+        url = server.base + "/mcp"
+
+        def client(key: str | None) -> Client:
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            return Client(streamable_http_client(url, http_client=create_mcp_http_client(headers=headers)))
+
+        async def run() -> None:
+            async with client(k1) as c:
+                r = await c.call_tool("profile", {})  # the key's one user
+                assert r.structured_content["user_id"] == "u1"
+                r = await c.call_tool("recall", {"user_id": "u1", "query": "tea"})
+                assert r.structured_content["hits"][0]["value"] == "tea"
+                r = await c.call_tool("profile", {"user_id": "u2"})
+                assert r.is_error and "does not hold user 'u2'" in r.content[0].text
+                r = await c.call_tool("recall", {"user_id": "u1", "query": "peanuts", "allow_sensitive": ["health"]})
+                assert r.is_error and "allow_sensitive" in r.content[0].text
+                r = await c.call_tool("log_message", {"user_id": "u2", "session_id": "s", "role": "user",
+                                                      "message_id": "x", "text": "intrusion"})
+                assert r.is_error
+            async with client(k2) as c:
+                r = await c.call_tool("recall", {"user_id": "u1", "query": "tea"})
+                assert r.is_error
+                r = await c.call_tool("profile", {})
+                assert set(r.structured_content["facts"]) == {"preference.drink"}
+            async with client(k12) as c:
+                r = await c.call_tool("profile", {})
+                assert r.is_error and "more than one user" in r.content[0].text
+                r = await c.call_tool("recall", {"user_id": "u1", "query": "allergic peanuts",
+                                                 "allow_sensitive": ["health"]})
+                assert "health.allergy" in [h["key"] for h in r.structured_content["hits"]]
+            with pytest.raises(Exception):
+                async with client(None) as c:
+                    await c.list_tools()
+            with pytest.raises(Exception):
+                async with client("mlk_000000000000_" + "x" * 43) as c:
+                    await c.list_tools()
+
+        asyncio.run(asyncio.wait_for(run(), 120))
+    finally:
+        server.stop()
+    with MemoryLedger(home=home) as ml:
+        assert ml.messages("u2") == []
