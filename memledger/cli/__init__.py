@@ -8,6 +8,7 @@ printed for either; set ``MEMLEDGER_DEBUG=1`` to see one.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -26,11 +27,26 @@ except ImportError:  # pragma: no cover
 __all__ = ["app", "main"]
 
 
+def _json_error(field: str | None, problem: str, fix: str, code: int) -> None:
+    """With ``--json``, the last line on stderr is the error as JSON: ``{"error": {"field", "problem", "fix"},
+    "exit": N}`` (docs/schemas/error.schema.json), after the human sentence."""
+    sys.stderr.flush()
+    sys.stderr.write(json.dumps({"error": {"field": field, "problem": problem, "fix": fix}, "exit": code},
+                                ensure_ascii=False) + "\n")
+    sys.stderr.flush()
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: runs the CLI and maps errors to exit codes without tracebacks."""
+    """Console-script entry point: runs the CLI and maps errors to exit codes without tracebacks.
+
+    Exit 0 success, 2 bad input (usage errors included), 1 any other failure. With ``--json`` anywhere in the
+    arguments, an error also ends stderr with one JSON line (:func:`_json_error`).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
     command = typer.main.get_command(app)
     try:
-        rv = command.main(args=argv, prog_name="memledger", standalone_mode=False)
+        rv = command.main(args=args, prog_name="memledger", standalone_mode=False)
         # Without standalone mode click *returns* the code of a `typer.Exit(n)` instead of exiting with it.
         if isinstance(rv, int) and rv != 0:
             sys.exit(rv)
@@ -38,6 +54,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except ClickException as exc:  # usage errors: exit 2, as click does
         exc.show()
+        if as_json:
+            hint = getattr(exc, "param_hint", None) or getattr(getattr(exc, "param", None), "name", None)
+            field = hint if isinstance(hint, str) else None
+            _json_error(field, exc.format_message(), "see --help", exc.exit_code)
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         err.print("aborted")
@@ -46,17 +66,22 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except BadInput as exc:
         err.print(f"error: {exc}", markup=False)
+        if as_json:
+            _json_error(exc.field, exc.problem, exc.fix, 2)
         sys.exit(2)
     except MemledgerError as exc:
         err.print(f"error: {exc}", markup=False)
+        if as_json:
+            _json_error(None, str(exc), "", exc.exit_code)
         sys.exit(exc.exit_code)
     except Exception as exc:  # noqa: BLE001 - a failure, not bad input: exit 1, traceback only on request
         if os.environ.get("MEMLEDGER_DEBUG"):
             raise
         err.print(f"error: {type(exc).__name__}: {exc}", markup=False)
+        if as_json:
+            _json_error(None, f"{type(exc).__name__}: {exc}", "", 1)
         sys.exit(1)
     sys.exit(0)
-
 
 if __name__ == "__main__":
     main()
