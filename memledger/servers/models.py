@@ -266,7 +266,6 @@ class RecallResult(BaseModel):
 
     user_id: str
     hits: list[SearchHit]
-    withheld: int = Field(0, description="How many hits were left out for a sensitivity label not allowed.")
 
 
 class HistoryResult(BaseModel):

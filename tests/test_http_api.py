@@ -1,0 +1,336 @@
+"""The HTTP API (issue 14) under a real uvicorn on 127.0.0.1 (``memledger serve http`` as a subprocess): every
+route refused with another user's key (403) and with none (401), bodies equal to the CLI's ``--json``,
+problem+json errors, Idempotency-Key, X-Ledger-Position and ``after=``, erase (admin + Confirm-Erase, then 410),
+``also=``, logs without memory text or queries, MCP at ``/mcp`` behind the same keys, the SSE change feed."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memledger import MemoryLedger
+from tests.serve_util import Server, create_key, memledger
+
+SECRET_TEXT = "my secret codename is bluefalcon"
+SECRET_QUERY = "zanzibar-query-marker"
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    home = tmp_path_factory.mktemp("http") / "h"
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("u1", "preference.drink", "tea", text="I drink green tea every morning",
+                       observed_at="2024-01-01T09:00:00+00:00")
+        ml.assert_fact("u1", "profile.city", "Lyon", text="I live in Lyon", observed_at="2024-01-02T09:00:00+00:00")
+        ml.assert_fact("u1", "health.allergy", "peanuts", text="I am allergic to peanuts", sensitivity="health")
+        ml.assert_fact("u2", "preference.drink", "water", text="I only drink water")
+        ml.assert_fact("u3", "preference.drink", "juice", text="orange juice please")
+    keys = {
+        "u1": create_key(home, "--user", "u1"),
+        "u2": create_key(home, "--user", "u2"),
+        "u12": create_key(home, "--user", "u1", "--user", "u2", "--allow-sensitive", "health"),
+        "admin3": create_key(home, "--user", "u3", "--admin"),
+    }
+    server = Server(home, "http")
+    server.wait_ready()
+    client = httpx.Client(base_url=server.base, timeout=30)
+    yield {"home": home, "keys": keys, "server": server, "http": client}
+    client.close()
+    server.stop()
+
+
+def auth(api: Any, who: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api['keys'][who]}"}
+
+
+def user_routes(user: str) -> list[tuple[str, str, Any]]:
+    """(method, path, json body) of every route that names a user."""
+    u = f"/v1/users/{user}"
+    return [
+        ("GET", f"{u}/profile", None), ("GET", f"{u}/history", None),
+        ("GET", f"{u}/history/preference.drink", None),
+        ("GET", f"{u}/believed?as_of=2030-01-01T00:00:00Z", None), ("GET", f"{u}/true-at?valid_at=2024-06-01T00:00:00Z", None),
+        ("GET", f"{u}/diff?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z", None), ("GET", f"{u}/audit", None),
+        ("GET", f"{u}/search?query=tea", None), ("POST", f"{u}/search", {"query": "tea"}),
+        ("GET", f"{u}/context", None), ("POST", f"{u}/context", {"query": "drink"}), ("GET", f"{u}/resume", None),
+        ("GET", f"{u}/export", None), ("GET", f"{u}/sessions", None),
+        ("POST", f"{u}/sessions/s9", {}), ("GET", f"{u}/sessions/s9/messages", None),
+        ("POST", f"{u}/sessions/s9/messages", {"role": "user", "message_id": "m", "text": "hi"}),
+        ("POST", f"{u}/sessions/s9/card", {"task": "t"}), ("POST", f"{u}/sessions/s9/summaries", {"text": "sum"}),
+        ("POST", f"{u}/sessions/s9/end", {}),
+        ("POST", f"{u}/memories", {"text": "I moved to Berlin"}),
+        ("POST", f"{u}/facts/preference.drink", {"value": "intruder"}),
+        ("POST", f"{u}/facts/preference.drink/corrections", {"value": "intruder"}),
+        ("POST", f"{u}/facts/preference.drink/retractions", {}),
+        ("GET", f"{u}/changes?after=0&limit=1", None),
+        ("DELETE", u, None),
+        ("POST", "/v1/commands", {"commands": [{"user_id": user, "key": "x.y", "value": 1}]}),
+    ]
+
+
+def test_every_route_refuses_other_users_key_and_no_key(api: Any) -> None:
+    http = api["http"]
+    with MemoryLedger(home=api["home"]) as ml:
+        before = len(ml.history("u1"))
+    for method, path, body in user_routes("u1"):
+        r = http.request(method, path, json=body, headers=auth(api, "u2"))
+        assert r.status_code == 403, (method, path, r.status_code, r.text)
+        assert r.headers["content-type"].startswith("application/problem+json")
+        r = http.request(method, path, json=body)
+        assert r.status_code == 401, (method, path, r.status_code, r.text)
+        assert r.json()["status"] == 401
+        r = http.request(method, path, json=body, headers={"Authorization": "Bearer mlk_0123456789ab_" + "x" * 43})
+        assert r.status_code == 401, (method, path)
+    with MemoryLedger(home=api["home"]) as ml:
+        assert len(ml.history("u1")) == before  # nothing written by the refused requests
+        assert ml.sessions("u1") == []
+    assert http.get("/v1/health").json()["status"] == "ok"  # the one open route
+    assert http.get("/openapi.json").status_code == 200
+
+
+def test_bodies_equal_the_cli_json(api: Any) -> None:
+    http, h, home = api["http"], auth(api, "u1"), api["home"]
+    for path, argv in [
+        ("/v1/users/u1/profile", ["profile", "u1"]),
+        ("/v1/users/u1/history", ["history", "u1"]),
+        ("/v1/users/u1/history/profile.city", ["history", "u1", "profile.city"]),
+        ("/v1/users/u1/believed?as_of=2030-01-01T00:00:00Z&valid_at=2024-06-01T00:00:00Z",
+         ["believed", "u1", "--as-of", "2030-01-01T00:00:00Z", "--valid-at", "2024-06-01T00:00:00Z"]),
+        ("/v1/users/u1/true-at?valid_at=2024-01-01T12:00:00Z", ["true-at", "u1", "--valid-at", "2024-01-01T12:00:00Z"]),
+        ("/v1/users/u1/search?query=green%20tea&k=3", ["search", "u1", "green tea", "-k", "3"]),
+    ]:
+        r = http.get(path, headers=h)
+        assert r.status_code == 200, r.text
+        proc = memledger(home, *(argv if "search" not in argv else argv[:-1] + ["10"]), "--json")
+        assert proc.returncode == 0, proc.stderr
+        expected = json.loads(proc.stdout)
+        if "search" in argv:  # the faces leave labelled facts out unless allowed; the CLI (the owner) does not
+            expected = [{**x, "rank": i} for i, x in enumerate(
+                [x for x in expected if x["key"] != "health.allergy"][:3], 1)]
+        assert r.json() == expected, path
+    r = http.post("/v1/users/u1/search", json={"query": "green tea", "k": 3}, headers=h)
+    assert [x["key"] for x in r.json()][0] == "preference.drink"
+    assert "health.allergy" not in [x["key"] for x in http.post("/v1/users/u1/search", json={
+        "query": "allergic peanuts"}, headers=h).json()]
+
+
+def test_writes_positions_after_and_idempotency(api: Any) -> None:
+    http, h = api["http"], auth(api, "u1")
+    r = http.post("/v1/users/u1/facts/preference.snack", json={"value": "olives", "text": "I snack on olives"},
+                  headers={**h, "Idempotency-Key": "snack-1"})
+    assert r.status_code == 201 and r.json()["kind"] == "asserted"
+    pos = int(r.headers["X-Ledger-Position"])
+    assert pos == r.json()["position"]
+    again = http.post("/v1/users/u1/facts/preference.snack", json={"value": "olives", "text": "I snack on olives"},
+                      headers={**h, "Idempotency-Key": "snack-1"})
+    assert again.status_code == 201 and again.json()["replayed"] is True
+    assert again.json()["event_id"] == r.json()["event_id"]
+    clash = http.post("/v1/users/u1/facts/preference.snack", json={"value": "chips"},
+                      headers={**h, "Idempotency-Key": "snack-1"})
+    assert clash.status_code == 409 and clash.json()["field"] and clash.json()["fix"] is not None
+    prof = http.get(f"/v1/users/u1/profile?after={pos}", headers=h).json()
+    assert prof["facts"]["preference.snack"]["value"] == "olives"
+    beyond = http.get("/v1/users/u1/profile?after=99999999", headers=h)
+    assert beyond.status_code == 422 and beyond.json()["field"] == "after"
+    r = http.post("/v1/users/u1/facts/preference.snack/corrections", json={"value": "green olives",
+                                                                          "reason": "precise"}, headers=h)
+    assert r.status_code == 201 and r.json()["kind"] == "corrected"
+    r = http.post("/v1/users/u1/facts/preference.snack/retractions", json={"reason": "forget that"}, headers=h)
+    assert r.status_code == 201 and r.json()["kind"] == "retracted"
+    hist = http.get("/v1/users/u1/history/preference.snack", headers=h).json()
+    assert [x["kind"] for x in hist] == ["asserted", "corrected", "retracted"]
+    # a batch is all or nothing; every user it names must be held by the key
+    bad = http.post("/v1/commands", json={"commands": [
+        {"user_id": "u1", "key": "batch.a", "value": 1},
+        {"op": "correct", "user_id": "u1", "key": "batch.none", "value": 2}]}, headers=h)
+    assert bad.status_code == 422 and "batch.none" in bad.text
+    assert "batch.a" not in http.get("/v1/users/u1/profile", headers=h).json()["facts"]
+    ok = http.post("/v1/commands", json={"commands": [{"user_id": "u1", "key": "batch.a", "value": 1},
+                                                      {"user_id": "u2", "key": "batch.a", "value": 2}]},
+                   headers=auth(api, "u12"))
+    assert ok.status_code == 201 and [x["user_id"] for x in ok.json()["receipts"]] == ["u1", "u2"]
+    assert int(ok.headers["X-Ledger-Position"]) == max(x["position"] for x in ok.json()["receipts"])
+
+
+def test_problem_json_for_bad_input(api: Any) -> None:
+    http, h = api["http"], auth(api, "u1")
+    r = http.get("/v1/users/u1/believed?as_of=2024-01-01T00:00:00", headers=h)
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
+    body = r.json()
+    assert body["field"] == "as_of" and "offset" in body["problem"] and body["fix"]
+    r = http.post("/v1/users/u1/facts/not%20a%20key", json={"value": 1}, headers=h)
+    assert r.status_code == 422 and r.json()["field"] == "key"
+    r = http.post("/v1/users/u1/facts/preference.drink", json={"value": 1, "confidence": 7}, headers=h)
+    assert r.status_code == 422 and r.json()["field"] == "confidence"
+    r = http.post("/v1/users/u1/facts/preference.drink", content=b"{not json", headers={
+        **h, "content-type": "application/json"})
+    assert r.status_code == 422
+    r = http.get("/v1/users/u1/diff?from=2030-01-01T00:00:00Z&to=2020-01-01T00:00:00Z", headers=h)
+    assert r.status_code == 422
+    r = http.post("/v1/users/u1/search", json={"query": "x", "k": 0}, headers=h)
+    assert r.status_code == 422 and r.json()["field"] == "k"
+    r = http.post("/v1/users/u1/search", json={"query": "peanuts", "allow_sensitive": ["health"]}, headers=h)
+    assert r.status_code == 403  # the key was not granted the label
+    r = http.post("/v1/users/u1/search", json={"query": "allergic peanuts", "allow_sensitive": ["health"]},
+                  headers=auth(api, "u12"))
+    assert r.status_code == 200 and "health.allergy" in [x["key"] for x in r.json()]
+
+
+def test_also_needs_every_user(api: Any) -> None:
+    http = api["http"]
+    r = http.post("/v1/users/u1/search", json={"query": "drink", "also": ["u2"]}, headers=auth(api, "u1"))
+    assert r.status_code == 403
+    r = http.post("/v1/users/u1/search", json={"query": "drink", "also": ["u2"]}, headers=auth(api, "u12"))
+    assert r.status_code == 200
+    assert {x["user_id"] for x in r.json()} == {"u1", "u2"}
+
+
+def test_erase_needs_admin_and_confirmation_then_410(api: Any) -> None:
+    http = api["http"]
+    r = http.delete("/v1/users/u3", headers=auth(api, "admin3"))
+    assert r.status_code == 422 and r.json()["field"] == "Confirm-Erase"
+    r = http.delete("/v1/users/u1", headers={**auth(api, "u1"), "Confirm-Erase": "u1"})
+    assert r.status_code == 403 and "admin" in r.json()["detail"]
+    r = http.delete("/v1/users/u3", headers={**auth(api, "admin3"), "Confirm-Erase": "u3"})
+    assert r.status_code == 200 and r.json()["user_id"] == "u3"
+    assert "X-Ledger-Position" in r.headers
+    for method, path, body in user_routes("u3")[:-2]:
+        r = http.request(method, path, json=body, headers=auth(api, "admin3"))
+        assert r.status_code == 410, (method, path, r.status_code)
+    r = http.post("/v1/commands", json={"commands": [{"user_id": "u3", "key": "a.b", "value": 1}]},
+                  headers=auth(api, "admin3"))
+    assert r.status_code == 410
+
+
+def test_sessions_and_context_routes(api: Any) -> None:
+    http, h = api["http"], auth(api, "u1")
+    assert http.post("/v1/users/u1/sessions/trip", json={"task": "rome"}, headers=h).status_code == 201
+    r = http.post("/v1/users/u1/sessions/trip/messages", json={"role": "user", "message_id": "m1",
+                                                               "text": "book a hotel in Rome"}, headers=h)
+    assert r.status_code == 201 and r.json()["event"] == "MessageLogged"
+    r = http.post("/v1/users/u1/sessions/trip/card", json={"progress": "hotel picked",
+                                                           "add_questions": ["which dates?"]}, headers=h)
+    assert r.status_code == 201
+    assert http.post("/v1/users/u1/sessions/trip/summaries", json={"text": "planning Rome"}, headers=h
+                     ).status_code == 201
+    r = http.get("/v1/users/u1/resume?now=2100-01-01T00:00:00Z", headers=h).json()
+    assert r["found"] and r["open_questions"] == ["which dates?"] and r["expired"]
+    msgs = http.get("/v1/users/u1/sessions/trip/messages", headers=h).json()
+    assert [m["text"] for m in msgs] == ["book a hotel in Rome"]
+    ctx = http.post("/v1/users/u1/context", json={"session_id": "trip", "query": "drink", "budget": 800},
+                    headers=h).json()
+    assert "tea" in ctx["text"] and "peanuts" not in ctx["text"]
+    assert http.post("/v1/users/u1/sessions/trip/end", json={}, headers=h).status_code == 201
+    exported = http.get("/v1/users/u1/export", headers=h).json()
+    assert exported["user_id"] == "u1" and exported["profile"]["facts"]["preference.drink"]["value"] == "tea"
+
+
+@pytest.mark.skipif(not callable(getattr(MemoryLedger, "remember", None)), reason="MemoryLedger.remember not here")
+def test_remember_route(api: Any) -> None:
+    http, h = api["http"], auth(api, "u1")
+    r = http.post("/v1/users/u1/memories", json={"text": "I switched to hot lattes"},
+                  headers={**h, "Idempotency-Key": "rem-1"})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["decision"] and body["key"] and int(r.headers["X-Ledger-Position"]) == body["position"]
+    again = http.post("/v1/users/u1/memories", json={"text": "I switched to hot lattes"},
+                      headers={**h, "Idempotency-Key": "rem-1"})
+    assert again.status_code == 201 and again.json()["event_id"] == body["event_id"]
+    prof = http.get(f"/v1/users/u1/profile?after={body['position']}", headers=h).json()
+    assert body["key"] in prof["facts"]
+
+
+def test_logs_hold_no_memory_text_or_query(api: Any) -> None:
+    http, h = api["http"], auth(api, "u1")
+    http.post("/v1/users/u1/facts/secret.codename", json={"value": SECRET_TEXT, "text": SECRET_TEXT}, headers=h)
+    http.get(f"/v1/users/u1/search?query={SECRET_QUERY}", headers=h)
+    http.post("/v1/users/u1/search", json={"query": SECRET_QUERY}, headers=h)
+    http.post("/v1/users/u1/facts/secret.codename/corrections", json={"value": SECRET_TEXT + "!", "confidence": 9},
+              headers=h)  # refused: the problem names the field, the log does not quote the body
+    time.sleep(0.3)
+    log = api["server"].log()
+    assert "/v1/users/u1/search" in log  # requests are logged...
+    assert SECRET_QUERY not in log and "bluefalcon" not in log and "query=" not in log  # ...without content
+    assert api["keys"]["u1"] not in log
+
+
+def test_mcp_endpoint_behind_the_same_keys(api: Any) -> None:
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    url = api["server"].base + "/mcp"
+    assert api["http"].post("/mcp", json={}).status_code == 401
+
+    async def run() -> None:
+        hc = create_mcp_http_client(headers=auth(api, "u1"))
+        async with Client(streamable_http_client(url, http_client=hc)) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            assert {"recall", "believed", "remember"} <= names and "erase" not in names
+            r = await c.call_tool("true_at", {"valid_at": "2024-01-01T12:00:00Z"})
+            assert r.structured_content["user_id"] == "u1"
+            r = await c.call_tool("profile", {"user_id": "u2"})
+            assert r.is_error
+
+    asyncio.run(asyncio.wait_for(run(), 60))
+
+
+def _sse(http: httpx.Client, path: str, headers: dict[str, str]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    with http.stream("GET", path, headers=headers, timeout=30) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        current: dict[str, Any] = {}
+        for line in r.iter_lines():
+            if line.startswith("id: "):
+                current["id"] = int(line[4:])
+            elif line.startswith("event: "):
+                current["event"] = line[7:]
+            elif line.startswith("data: "):
+                current["data"] = json.loads(line[6:])
+            elif line == "" and current:
+                events.append(current)
+                current = {}
+    return events
+
+
+def test_change_feed_is_resumable_and_live(api: Any) -> None:
+    http, h = api["http"], auth(api, "u2")
+    with MemoryLedger(home=api["home"]) as ml:
+        rows = ml.history("u2")
+    first = _sse(http, f"/v1/users/u2/changes?after=0&limit={len(rows)}", h)
+    assert [e["id"] for e in first] == [r.position for r in rows]
+    assert [(e["data"]["key"], e["data"]["kind"], e["data"]["version"]) for e in first] == [
+        (r.key, r.kind, r.version) for r in rows]
+    assert all(e["event"] == "change" and e["data"]["recorded_at"].endswith("Z") for e in first)
+    # resume from the last id: only what came after; live: an event written while the stream is open arrives
+    last = first[-1]["id"]
+    got: list[list[dict[str, Any]]] = []
+    t = threading.Thread(target=lambda: got.append(_sse(
+        http, f"/v1/users/u2/changes?limit=1&poll=0.05", {**h, "Last-Event-ID": str(last)})))
+    t.start()
+    time.sleep(0.5)
+    r = http.post("/v1/users/u2/facts/preference.drink", json={"value": "sparkling water"}, headers=h)
+    t.join(timeout=20)
+    assert not t.is_alive()
+    assert [(e["id"], e["data"]["kind"], e["data"]["version"]) for e in got[0]] == [
+        (r.json()["position"], "asserted", r.json()["version"])]
+    bad = http.get("/v1/users/u2/changes", headers={**h, "Last-Event-ID": "abc"})
+    assert bad.status_code == 422
+
+
+def test_problem_mapping_of_ledger_errors() -> None:
+    """503 + Retry-After for a read that could not catch up, 409 for a lost race (hard to provoke live)."""
+    from ledger.errors import ConflictError, NotCaughtUp
+    from memledger.servers.http import _problem_of
+
+    r = _problem_of(NotCaughtUp("projections reached 3, not 9"))
+    assert r.status_code == 503 and r.headers["Retry-After"] == "1"
+    assert _problem_of(ConflictError("lost")).status_code == 409
