@@ -41,6 +41,9 @@ from uuid_utils import uuid7
 from .errors import BadInput, IdempotencyMismatch
 from .schemas import FactCommand
 
+#: Sources that never displace a ``user_statement`` head (they contest it): issue 13, item 4.
+NON_USER_SOURCES = ("agent_inference", "external_import")
+
 #: Namespace of the deterministic stream ids: uuid5(NAMESPACE, "fact\x1f<user_id>\x1f<key>").
 NAMESPACE = uuid.UUID("6f0c1f8e-5a54-4b7a-9d43-1d6b0a3e2c11")
 
@@ -239,6 +242,14 @@ class Fact(Aggregate):
             return Decision("retracted", "retract", head.version, None, cmd.valid_to, [change])
 
         value_json = cmd.value_json
+        if cmd.op == "contest":
+            # remember's "conflict" (ledger/resolution.py): a statement that may be about this fact, kept under its own
+            # key; here it is recorded, never believed, and the head is marked contested until the user settles it.
+            if head is None:
+                raise BadInput("key", f"{cmd.key!r} has no current value to contest", "use assert for a new fact")
+            changes = [] if head.status == "contested" else [
+                self._change(head, head.valid_from, head.valid_to, "contested")]
+            return Decision("asserted", "contest", head.version, cmd.valid_from or observed, cmd.valid_to, changes)
         if cmd.op == "correct":
             if head is None:
                 raise BadInput("key", f"{cmd.key!r} has no current value to correct", "use assert for a new fact")
@@ -313,7 +324,8 @@ class Fact(Aggregate):
                 )
             return None, first
         d = self.decide(cmd, recorded_at)
-        event_class = {"assert": Fact.FactAsserted, "correct": Fact.FactCorrected, "retract": Fact.FactRetracted}[
+        event_class = {"assert": Fact.FactAsserted, "correct": Fact.FactCorrected, "retract": Fact.FactRetracted,
+                       "contest": Fact.FactAsserted}[
             cmd.op
         ]
         self.trigger_event(

@@ -128,7 +128,7 @@ class FactCommand(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    op: Literal["assert", "correct", "retract"]
+    op: Literal["assert", "correct", "retract", "contest"]
     user_id: str
     key: str
     value: Any = None
@@ -197,10 +197,13 @@ class FactCommand(BaseModel):
     _json: tuple[Any, str | None] | None = PrivateAttr(default=None)
     #: where the command came from (``"line 3: "``), set by :func:`validate_command`: prefixes a policy refusal
     _where: str = PrivateAttr(default="")
+    #: what an idempotent retry must repeat, when the command was made from another one (``remember``: its own
+    #: inputs, since the resolved key and evidence may differ on a retry); None: :meth:`fingerprint` decides
+    _fingerprint: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _consistent(self) -> FactCommand:
-        if self.op in ("assert", "correct"):
+        if self.op in ("assert", "correct", "contest"):
             self._json = (self.value, canonical_json(self.value))
             if self.value is None:
                 raise BadInput("value", f"is missing for {self.op}", "give the fact's value; to remove it use retract")
@@ -238,6 +241,9 @@ class FactCommand(BaseModel):
 
     def fingerprint(self) -> str:
         """What an idempotent retry must repeat exactly (everything but the idempotency key itself)."""
+        override = (self.__pydantic_private__ or {}).get("_fingerprint")
+        if override is not None:
+            return override
         return canonical_json(self.model_dump(mode="json", exclude={"idempotency_key"}))
 
 
@@ -260,6 +266,8 @@ def validate_command(data: dict[str, Any], where: str = "") -> FactCommand:
         fix = ""
         if err["type"] == "literal_error" and field == "source":
             fix = "use one of " + ", ".join(SOURCES)
+        elif field == "confidence":
+            fix = "give a number from 0 to 1, or leave it out (default by source)"
         elif err["type"] == "extra_forbidden":
             fix = "remove it; known fields are " + ", ".join(FactCommand.model_fields)
         raise BadInput(where + field, err["msg"], fix) from None
@@ -283,6 +291,35 @@ class Receipt(BaseModel):
     kind: Kind
     effect: str
     replayed: bool = False
+
+
+class RelatedMemory(BaseModel):
+    """A current memory slot resolution weighed for a ``remember`` (``RememberReceipt.related``).
+
+    ``relation``: ``target`` (the memory the decision acted on), ``same_slot``, ``sibling`` (another value of the same
+    multi-valued slot), ``other_slot``, ``other_subject`` or ``similar`` (no slot known); ``score`` is the search
+    relevance (0..1; 0 when found through its key only)."""
+
+    key: str
+    version: int
+    text: str
+    score: float
+    relation: str
+
+
+Decision = Literal["new", "add", "reaffirm", "supersede", "correct", "retire", "conflict"]
+
+
+class RememberReceipt(Receipt):
+    """What ``remember`` returns: the receipt of the event that recorded the statement, plus how slot resolution
+    decided (``decision``; ``key`` is the slot it landed in), which memories it weighed (``related``) and why
+    (``explanation``: the rule and the figures). ``extra`` holds the receipts of any other events recorded in the
+    same save (a legacy key closed, a candidate marked contested)."""
+
+    decision: Decision
+    related: list[RelatedMemory] = Field(default_factory=list)
+    explanation: str
+    extra: list[Receipt] = Field(default_factory=list)
 
 
 class FactFields(BaseModel):

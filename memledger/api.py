@@ -118,6 +118,30 @@ class MemoryLedger(Store):
             reason=reason, valid_to=valid_to, observed_at=observed_at, source=source, source_ref=source_ref,
             session_id=session_id, actor=actor, trace_id=trace_id, idempotency_key=idempotency_key))
 
+    def remember(self, user_id: str, text: str, *, observed_at: Any = None, valid_from: Any = None,
+                 source: str = "user_statement", source_ref: str | None = None, session_id: str | None = None,
+                 actor: str | None = None, trace_id: str | None = None, confidence: float | None = None,
+                 role: RoleContext | dict[str, Any] | None = None, sensitivity: str | None = None,
+                 idempotency_key: str | None = None, key: str | None = None) -> Any:
+        """Remember a free-text statement: slot resolution decides which key it lands in and what it does there
+        (docs/resolution.md; rules in ledger/resolution.py, catalogue in ledger/slots.py).
+
+        Returns a :class:`~ledger.schemas.RememberReceipt`: the receipt fields plus ``decision`` (new, add,
+        reaffirm, supersede, correct, retire, conflict), ``key`` (the slot it landed in), ``related``
+        (``{key, version, text, score, relation}`` of the memories weighed) and ``explanation`` (rule and figures).
+        ``key=`` skips resolution and lands in that key. The evidence is recorded in the event's ``reason``, so
+        ``audit`` shows it; ``unlink`` undoes a wrong decision. Calls for one user are serialised.
+
+        Raises:
+            BadInput: naming the field (nothing written). ConflictError: see :meth:`assert_fact`.
+        """
+        from .remember import remember
+
+        return remember(self, user_id, text, observed_at=observed_at, valid_from=valid_from, source=source,
+                        source_ref=source_ref, session_id=session_id, actor=actor, trace_id=trace_id,
+                        confidence=confidence, role=role, sensitivity=sensitivity, idempotency_key=idempotency_key,
+                        key=key)
+
     def record(self, commands: Iterable[dict[str, Any] | FactCommand]) -> list[Receipt]:
         """Record many commands in one save (one transaction): all are validated first; any refusal writes nothing.
 

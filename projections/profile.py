@@ -170,3 +170,17 @@ class ProfileProjection(Projection):
         cols = ["key", "version", "value_json", "text", "recorded_at", "valid_from", "valid_to", "source",
                 "confidence", "status", "source_ref", "session_id", "sensitivity", "position"]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def slot_rows(self, cur: Cursor, user_id: str, slot_key: str) -> list[dict[str, Any]]:
+        """The user's current facts under ``slot_key`` itself or its siblings (``slot_key.*``), ordered by key
+        (slot resolution, memledger/remember.py)."""
+        like = slot_key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ".%"
+        cur.execute(
+            f"SELECT key, version, value_json, text, recorded_at, valid_from, valid_to, source, confidence, status, "
+            f"source_ref, session_id, sensitivity, position FROM {self.table('facts')} "
+            f"WHERE user_id = ? AND (key = ? OR key LIKE ? ESCAPE '\\') ORDER BY key",
+            (user_id, slot_key, like),
+        )
+        cols = ["key", "version", "value_json", "text", "recorded_at", "valid_from", "valid_to", "source",
+                "confidence", "status", "source_ref", "session_id", "sensitivity", "position"]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]

@@ -73,6 +73,36 @@ def retract_cmd(
 
 
 
+@app.command("remember")
+def remember_cmd(
+    ctx: typer.Context, user: str, text: str, observed_at: Optional[str] = ObservedOpt,
+    valid_from: Optional[str] = typer.Option(None, "--valid-from", help="Start of validity (default observed-at)."),
+    source: Optional[str] = SourceOpt, source_ref: Optional[str] = SourceRefOpt, session: Optional[str] = SessionOpt,
+    confidence: Optional[float] = ConfidenceOpt,
+    key: Optional[str] = typer.Option(None, "--key", help="Land in this key (no slot resolution)."),
+    idempotency_key: Optional[str] = IdemOpt, actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Remember free TEXT about USER: slot resolution decides new, add, reaffirm, supersede, correct, retire or
+    conflict, and records why (docs/resolution.md)."""
+    from memledger.remember import validate_remember
+
+    fields = dict(observed_at=observed_at, valid_from=valid_from, source=source or "user_statement",
+                  source_ref=source_ref, session_id=session, confidence=confidence, idempotency_key=idempotency_key,
+                  actor=actor, trace_id=trace, key=key)
+    validate_remember(user, text, fields)  # refuse bad input before opening the store
+    with open_ledger(ctx) as ml:
+        r = ml.remember(user, text, **fields)
+    if as_json:
+        emit_json(r.model_dump(mode="json"))
+        return
+    note = " (idempotent retry: nothing new recorded)" if r.replayed else ""
+    out.print(f"{r.decision} {r.user_id} {r.key} v{r.version} [{r.effect}] at position {r.position}{note}")
+    out.print(f"  {r.explanation}")
+    for m in r.related:
+        out.print(f"  {m.relation:<13} {m.key} v{m.version} score {m.score:.3f}: {m.text[:80]}")
+
+
 @app.command("profile")
 def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt,
                 timeout: float = TimeoutOpt) -> None:

@@ -1,0 +1,220 @@
+"""Slot resolution rules: which key a free-text statement lands in, and what it does there. No LLM, no I/O.
+
+The caller (memledger/remember.py) types the statement (ledger/slots.py), gathers candidates — the user's current
+memories that could be the same slot: the slot's own key or siblings, plus the best dense + lexical search hits —
+and calls :func:`resolve`. The rules, in order (each decision names its rule in the evidence):
+
+* ``duplicate``       the same sentence is already current under a key: ``reaffirm`` there.
+* single-valued slot with a current value (its key, or an older free-text key typed into the same slot):
+  ``correction``  a statement that says it corrects ("sorry, I meant", "不是…而是") -> ``correct``;
+  ``cessation``   it stops without a new value ("I dropped ...", "不再…") -> ``retire`` (the statement becomes the
+                  slot's current memory, the old value's valid range closes);
+  ``paraphrase``  its value tokens are contained in the current value's (overlap >= PARAPHRASE) and it announces
+                  no change -> ``reaffirm``;
+  ``same_slot``   otherwise -> ``supersede``.
+* multi-valued slot: the sibling whose value tokens overlap most is the target of a correction, cessation,
+  paraphrase or change; a statement matching no sibling is ``add``-ed as a new sibling key (``pet.2``); a cessation
+  or correction that matches no sibling among several is ``conflict`` (unsure which one).
+* no slot: a near-identical current memory (content overlap >= PARAPHRASE_FREE or dense >= the embedder's
+  paraphrase cosine) -> ``reaffirm``; a similar one (overlap >= RELATED_FREE or dense >= related cosine) and the
+  statement says it corrects/stops/changes something -> ``conflict`` (both kept, the old one contested: "to
+  confirm"); otherwise ``new`` under a fresh key that owes nothing to the text.
+* a different subject ("my brother ...", "我哥哥...") is a different slot (``family.brother.preference.drink``),
+  so it never touches the user's own.
+
+Every other candidate is reported as ``related`` with its relation (``same_slot``, ``sibling``, ``other_slot``,
+``other_subject``, ``similar``), and nothing about them changes: related-but-not-same memories all stay.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from .slots import CATALOGUE_VERSION, REGISTRY, KeyRegistry, Typing, content_tokens, overlap, type_statement
+
+DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
+
+#: value-token overlap at or above which a same-slot statement is the same value (a paraphrase)
+PARAPHRASE = 0.6
+#: content-token overlap for statements without a slot
+PARAPHRASE_FREE = 0.8
+RELATED_FREE = 0.4
+#: dense cosine thresholds by embedder family (model id prefix); (paraphrase, related)
+DENSE_THRESHOLDS: dict[str, tuple[float, float]] = {
+    "hash:": (0.95, 0.6),
+    "default": (0.88, 0.6),
+}
+
+
+def dense_thresholds(embedder: str | None) -> tuple[float, float]:
+    for prefix, th in DENSE_THRESHOLDS.items():
+        if embedder and embedder.startswith(prefix):
+            return th
+    return DENSE_THRESHOLDS["default"]
+
+
+@dataclass
+class Candidate:
+    """A current memory that could be the same slot: its key, version, text and search figures."""
+
+    key: str
+    version: int
+    text: str
+    source: str = "user_statement"
+    status: str = "current"
+    score: float = 0.0  # search relevance (0..1), 0 when found by key only
+    dense: float | None = None  # cosine with the statement
+    lexical: float | None = None  # BM25
+    typing: Typing | None = None
+    slot_key: str | None = None  # the slot key this candidate holds (its own key's slot, or typed from its text)
+    relation: str = "similar"
+    value_overlap: float = 0.0
+
+
+@dataclass
+class Resolution:
+    """What :func:`resolve` decided: the decision, the key it lands in, and what else to record."""
+
+    decision: str
+    key: str | None  # None: a fresh key is to be minted by the caller (a new slot without a catalogue key)
+    rule: str
+    typing: Typing
+    target: Candidate | None = None  # the memory it acts on (superseded, corrected, retired, reaffirmed, contested)
+    op: str = "assert"  # assert | correct
+    close_key: str | None = None  # a legacy key of the same slot to close (retract) when landing elsewhere
+    close_as: str = "closed"  # closed (valid_to = valid_from) | withdrawn (never true: a correction)
+    contest_key: str | None = None  # conflict: the candidate key marked contested
+    reaffirm_value: Any = None  # reaffirm: the value already held (so the policy reaffirms)
+    related: list[Candidate] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def explanation(self) -> str:
+        t = self.target
+        target = f"; acts on {t.key} v{t.version} (score {t.score:.2f}, value overlap {t.value_overlap:.2f})" if t else ""
+        return f"{self.decision} by rule {self.rule}: {self.typing.describe()}{target}"
+
+
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text).strip()
+
+
+def prepare(candidates: list[Candidate], registry: KeyRegistry = REGISTRY) -> None:
+    """Type each candidate: its slot key from its own key when registered, else from its text."""
+    for c in candidates:
+        if c.typing is None:
+            c.typing = type_statement(c.text, registry)
+        slot = registry.slot_of(c.key)
+        if slot is not None:
+            c.slot_key = slot if registry.cardinality(c.key) == "single" else slot
+        elif c.key.startswith("family."):
+            parts = c.key.split(".")
+            inner = registry.slot_of(".".join(parts[2:])) if len(parts) > 2 else None
+            c.slot_key = f"family.{parts[1]}.{inner}" if inner else None
+        else:
+            c.slot_key = c.typing.slot_key
+
+
+def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder: str | None = None,
+            registry: KeyRegistry = REGISTRY) -> Resolution:
+    """Decide where ``text`` (typed as ``typing``) lands among ``candidates`` (see the module docstring)."""
+    prepare(candidates, registry)
+    para_cos, rel_cos = dense_thresholds(embedder)
+    mine = nfc(text)
+    for c in candidates:
+        c.value_overlap = overlap(typing.value_tokens, c.typing.value_tokens if c.typing else set())
+    figures = {"catalogue": CATALOGUE_VERSION, "embedder": embedder, "paraphrase": PARAPHRASE,
+               "dense_paraphrase": para_cos, "dense_related": rel_cos}
+
+    def done(decision: str, key: str | None, rule: str, target: Candidate | None = None, **kw: Any) -> Resolution:
+        related = [c for c in candidates if target is None or c.key != target.key]
+        for c in related:
+            if c.relation == "similar":
+                c.relation = _relation(typing, c)
+        if target is not None:
+            target.relation = "target"
+        return Resolution(decision, key, rule, typing, target, related=related, figures=figures, **kw)
+
+    # duplicate sentence
+    for c in candidates:
+        if nfc(c.text) == mine and c.status in ("current", "contested"):
+            c.value_overlap = 1.0
+            return done("reaffirm", c.key, "duplicate", c, reaffirm_value=None)
+
+    slot_key = typing.slot_key
+    if slot_key is not None and typing.cardinality == "single":
+        own = [c for c in candidates if c.key == slot_key]
+        legacy = [c for c in candidates if c.key != slot_key and c.slot_key == slot_key
+                  and not registry.slot_of(c.key)]
+        head = own[0] if own else (max(legacy, key=lambda c: c.score) if legacy else None)
+        if head is None:
+            return done("new", slot_key, "new_slot")
+        close = head.key if head.key != slot_key else None
+        if typing.correction:
+            return done("correct", slot_key, "correction", head, op="correct" if close is None else "assert",
+                        close_key=close, close_as="withdrawn")
+        new_value = bool(typing.value_tokens) and head.value_overlap < PARAPHRASE
+        if typing.cessation and not (typing.change and new_value):
+            return done("retire", slot_key, "cessation", head, close_key=close)
+        if not new_value and not typing.change and typing.value_tokens:
+            return done("reaffirm", head.key, "paraphrase", head)
+        if not typing.value_tokens and not typing.change:
+            return done("reaffirm", head.key, "paraphrase_no_value", head)
+        return done("supersede", slot_key, "same_slot", head, close_key=close)
+
+    if slot_key is not None:  # multi-valued
+        siblings = [c for c in candidates if c.slot_key == slot_key]
+        best = max(siblings, key=lambda c: (c.value_overlap, c.score), default=None)
+        matched = best if best is not None and best.value_overlap > 0 else None
+        if typing.correction or typing.cessation:
+            target = matched or (siblings[0] if len(siblings) == 1 and not typing.value_tokens else None)
+            if target is None and siblings:
+                return done("conflict", None, "multi_unsure", best, contest_key=best.key if best else None)
+            if target is None:
+                return done("add", None, "multi_new")
+            close = target.key if not target.key.startswith(slot_key + ".") else None
+            key = target.key if close is None else None
+            if typing.correction:
+                return done("correct", key, "multi_correction", target, op="correct" if close is None else "assert",
+                            close_key=close, close_as="withdrawn")
+            return done("retire", key, "multi_cessation", target, close_key=close)
+        if matched is not None and matched.value_overlap >= PARAPHRASE:
+            close = matched.key if not matched.key.startswith(slot_key + ".") else None
+            if typing.change and matched.value_overlap < 1.0:
+                return done("supersede", matched.key if close is None else None, "multi_same_value", matched,
+                            close_key=close)
+            return done("reaffirm", matched.key, "multi_paraphrase", matched)
+        return done("add", None, "multi_new")
+
+    # no slot: compare with the closest free-text memories
+    free = [c for c in candidates]
+    mine_tokens = content_tokens(text)
+    best_c, best_ov = None, 0.0
+    for c in free:
+        ov = overlap(mine_tokens, content_tokens(c.text))
+        c.value_overlap = ov
+        strength = max(ov, c.dense or 0.0)
+        if best_c is None or strength > max(best_ov, best_c.dense or 0.0):
+            best_c, best_ov = c, ov
+    if best_c is not None:
+        same_len = min(len(mine_tokens), len(content_tokens(best_c.text))) >= 0.6 * max(
+            len(mine_tokens), len(content_tokens(best_c.text)), 1)
+        near = (best_ov >= PARAPHRASE_FREE and same_len) or (best_c.dense or 0.0) >= para_cos
+        similar = best_ov >= RELATED_FREE or (best_c.dense or 0.0) >= rel_cos
+        marked = typing.correction or typing.cessation or typing.change
+        if near and not marked:
+            return done("reaffirm", best_c.key, "free_paraphrase", best_c)
+        if similar and marked and best_c.slot_key is None:
+            return done("conflict", None, "free_unsure", best_c, contest_key=best_c.key)
+    return done("new", None, "new_memory")
+
+
+def _relation(typing: Typing, c: Candidate) -> str:
+    if c.typing is not None and c.typing.subject != typing.subject:
+        return "other_subject"
+    if typing.slot_key is not None and c.slot_key == typing.slot_key:
+        return "sibling" if typing.cardinality == "multi" else "same_slot"
+    if c.slot_key is not None and typing.slot_key is not None:
+        return "other_slot"
+    return "similar"

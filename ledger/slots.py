@@ -1,0 +1,352 @@
+"""The slot catalogue and the key registry: what a free-text memory is *about*, typed without an LLM.
+
+A **slot** is what a statement is about (``preference.drink``, ``residence.city``, ``pet``). Each slot is
+single-valued (a new value supersedes the old one) or multi-valued (values accumulate as sibling facts:
+``pet.1``, ``pet.2``, each its own stream). The catalogue ships with the package and is versioned
+(:data:`CATALOGUE_VERSION`, recorded in every resolution's evidence); each slot has English and Chinese cues
+(regular expressions over the NFC, lower-cased text) and a default sensitivity label — only for the special
+categories of personal data (health, religion, politics, sex life, ethnicity, biometrics, union membership).
+
+:class:`KeyRegistry` is the product's one key registry: the cardinality of a key prefix. The catalogue fills it;
+callers extend it (``registry.register("project", "multi")``). An explicit key given to ``assert_fact`` is always
+one single-valued stream, whatever the registry says; the registry only matters to slot resolution
+(ledger/resolution.py) and to ``remember``.
+
+:func:`type_statement` reads a statement: its subject (the user, or a family member / other person: "my
+brother's ...", "我哥哥..."), its slot, and whether it says it corrects, stops, or changes something. It also
+keeps the statement's *value tokens* — its content words minus the cues, stopwords and markers — which the
+resolution rules compare to tell a paraphrase from a new value.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Literal
+
+Cardinality = Literal["single", "multi"]
+
+#: Bumped whenever a cue, slot or marker changes: recorded in each resolution's evidence.
+CATALOGUE_VERSION = "slots/1"
+
+#: Labels of the special categories of personal data; nothing else gets a default label.
+SPECIAL_CATEGORIES = ("health", "religion", "politics", "sex_life", "ethnicity", "biometrics", "union_membership")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One catalogue entry. ``key`` is the slot's key (single) or key prefix of its siblings (multi)."""
+
+    key: str
+    cardinality: Cardinality
+    en: tuple[str, ...]
+    zh: tuple[str, ...] = ()
+    sensitivity: str | None = None
+    patterns: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+
+    def matches(self, text: str) -> list[re.Match[str]]:
+        out = []
+        for p in self.patterns:
+            out.extend(p.finditer(text))
+        return out
+
+
+def _slot(key: str, cardinality: Cardinality, en: tuple[str, ...], zh: tuple[str, ...] = (),
+          sensitivity: str | None = None) -> Slot:
+    pats = tuple(re.compile(r"\b(?:" + e + r")\b") for e in en) + tuple(re.compile(z) for z in zh)
+    return Slot(key, cardinality, en, zh, sensitivity, pats)
+
+
+_DRINKS = (r"coffee|tea|latte|lattes|americano|americanos|espresso|cappuccino|mocha|matcha|beer|wine|juice|"
+           r"smoothie|soda|cola|whisky|whiskey|milk tea|oat milk|flat white|cold brew|kombucha|lemonade|chai")
+_PETS = r"dog|dogs|cat|cats|puppy|kitten|hamster|parrot|rabbit|bunny|goldfish|turtle|pet|pets"
+
+#: The shipped catalogue, in priority order (the first slot wins a tie of cue weights).
+CATALOGUE: tuple[Slot, ...] = (
+    _slot("health.allergy", "multi", (r"allergic|allergy|allergies",), ("过敏",), "health"),
+    _slot("health.condition", "multi",
+          (r"diagnosed|diabetes|diabetic|asthma|depression|anxiety disorder|adhd|migraines?|blood pressure|"
+           r"medication|chronic",), ("确诊|糖尿病|哮喘|抑郁|高血压|偏头痛|在吃药|慢性病",), "health"),
+    _slot("religion", "single", (r"religion|religious|christian|muslim|buddhist|hindu|jewish|atheist|church|"
+                                 r"mosque|synagogue|convert(?:ed)? to",), ("信仰|基督教|佛教|伊斯兰|信教|教会|无神论",),
+          "religion"),
+    _slot("politics", "single", (r"vote[ds]? for|voting for|political party|conservative|liberal party|"
+                                 r"labour party|democrat|republican",), ("投票给|政党|党员",), "politics"),
+    _slot("union", "single", (r"union member|trade union|labor union|labour union",), ("工会",), "union_membership"),
+    _slot("orientation", "single", (r"\bgay\b|lesbian|bisexual|queer|straight",), ("同性恋|双性恋",), "sex_life"),
+    _slot("contact.phone", "single", (r"phone number|my number|mobile number|cell number|reach me at",),
+          ("电话号码|手机号|电话是",)),
+    _slot("contact.email", "single", (r"e-?mail address|my e-?mail",), ("邮箱|电子邮件",)),
+    _slot("profile.birth_date", "single", (r"born on|born in|birthday|date of birth",), ("生日|出生",)),
+    _slot("profile.languages", "multi",
+          (r"speak|speaks|fluent|learning (?:french|spanish|german|japanese|chinese|mandarin|korean|italian|"
+           r"portuguese|arabic|russian)|native language|language",), ("会说|说.{0,3}语|学.{0,3}语|语言|母语",)),
+    _slot("pet", "multi", (_PETS,), ("狗|猫|宠物|仓鼠|鹦鹉|兔子|金鱼|乌龟",)),
+    _slot("relationship.status", "single",
+          (r"single|married|divorced|engaged|dating|girlfriend|boyfriend|fianc[eé]e?|broke up|widowed|"
+           r"in a relationship|got married|separated",),
+          ("单身|结婚|离婚|订婚|恋爱|女朋友|男朋友|分手|对象",)),
+    _slot("work.occupation", "single",
+          (r"work as|works as|working as|job as|my job|his job|her job|occupation|profession|career|"
+           r"i(?:'m| am) an? (?:\w+ )?(?:teacher|nurse|doctor|engineer|developer|programmer|banker|designer|"
+           r"lawyer|accountant|chef|writer|student|manager|consultant|artist|architect|scientist|driver|"
+           r"pharmacist|journalist)|unemployed|laid off|lost (?:my|his|her) job|quit (?:my|his|her) job|"
+           r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
+          ("工作是|职业|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被裁|丢了工作|换了?工作|新工作|上班",)),
+    _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
+                                      r"joined|employer|company i work",), ("在.{1,10}(?:公司|工作)|入职|跳槽",)),
+    _slot("residence.city", "single",
+          (r"live in|lives in|living in|(?<!was )(?<!been )(?<!is )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
+           r"resides in|moved out of|moved away|my city|hometown",),
+          ("住在|搬到|搬去|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
+    _slot("diet", "single",
+          (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|"
+           r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),
+    _slot("preference.drink", "single", (_DRINKS + r"|drink|drinks|drinking",),
+          ("喝|咖啡|茶|拿铁|美式|奶茶|啤酒|果汁|红酒|可乐|豆浆|酸奶|抹茶",)),
+    _slot("preference.food", "single",
+          (r"favou?rite food|favou?rite dish|cuisine|sushi|pizza|pasta|ramen|curry|burgers?|noodles|dumplings|"
+           r"tacos|steak|salad|love eating|like eating|food",), ("爱吃|喜欢吃|最爱吃|菜|火锅|饺子|面条|寿司|美食|料理",)),
+    _slot("preference.music", "single",
+          (r"music|listen to|listening to|band|singer|jazz|rock|hip[- ]hop|classical|k-pop|kpop|pop songs|"
+           r"playlist|album",), ("音乐|听歌|歌手|乐队|爵士|摇滚|古典乐|流行歌|说唱",)),
+    _slot("device.phone", "single", (r"iphone|android phone|pixel phone|galaxy phone|my phone is|new phone|"
+                                     r"phone is an?|switched to (?:an? )?(?:iphone|android)",),
+          ("苹果手机|安卓|华为手机|小米手机|换了?手机|新手机|手机是",)),
+    _slot("device.computer", "single", (r"laptop|macbook|thinkpad|desktop pc|my computer|new computer",),
+          ("笔记本电脑|电脑|台式机",)),
+    _slot("vehicle", "single", (r"drive an?|my car|new car|bought an? (?:\w+ )?car|electric car|tesla|"
+                                r"motorbike|motorcycle|scooter|sold my car",), ("开车|车子|买了?.{0,4}车|电动车|摩托",)),
+    _slot("schedule", "multi",
+          (r"every (?:morning|evening|night|day|week|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+           r"weekend)|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)|wake up at|"
+           r"go to bed at|routine|weekly|daily",), ("每天|每周|每晚|每早|周[一二三四五六日末]|点起床|点睡|作息",)),
+    _slot("plan", "multi", (r"plan to|planning to|plans to|my plan|training for|goal is|aim to|going to run|"
+                            r"saving for|marathon|applying to",), ("计划|打算|目标|准备.{0,6}(?:考|去|买|跑)|马拉松",)),
+    _slot("hobby", "multi",
+          (r"hobby|hobbies|in my free time|in my spare time|for fun|i enjoy|enjoys|took up|taken up|"
+           r"play(?:s|ing)? (?:the )?(?:guitar|piano|violin|drums|tennis|football|soccer|basketball|chess|golf|"
+           r"badminton|volleyball)|hiking|painting|knitting|photography|gardening|yoga|climbing|running|"
+           r"swimming|cycling|surfing|skiing|baking|pottery|fishing|reading novels",),
+          ("爱好|业余|兴趣|空闲时|弹吉他|弹钢琴|打篮球|打羽毛球|踢足球|下棋|爬山|徒步|画画|摄影|瑜伽|跑步|游泳|钓鱼|烘焙|骑车",)),
+)
+
+
+class KeyRegistry:
+    """Cardinality of key prefixes: ``single`` or ``multi``. The catalogue fills it; callers can extend it.
+
+    ``cardinality("pet.2")`` is ``multi`` (its prefix ``pet`` is registered multi); an unregistered key is
+    ``single``. Raises ValueError on a cardinality other than single/multi.
+    """
+
+    def __init__(self, slots: tuple[Slot, ...] = CATALOGUE) -> None:
+        self._card: dict[str, str] = {}
+        self._sens: dict[str, str | None] = {}
+        for s in slots:
+            self.register(s.key, s.cardinality, s.sensitivity)
+
+    def register(self, prefix: str, cardinality: str, sensitivity: str | None = None) -> None:
+        if cardinality not in ("single", "multi"):
+            raise ValueError(f"cardinality {cardinality!r}: use 'single' or 'multi'")
+        self._card[prefix] = cardinality
+        self._sens[prefix] = sensitivity
+
+    def slot_of(self, key: str) -> str | None:
+        """The registered slot a key belongs to (longest registered prefix, at a dot boundary), else None."""
+        parts = key.split(".")
+        for n in range(len(parts), 0, -1):
+            p = ".".join(parts[:n])
+            if p in self._card:
+                return p
+        return None
+
+    def cardinality(self, key: str) -> str:
+        slot = self.slot_of(key)
+        return "single" if slot is None else self._card[slot]
+
+    def sensitivity(self, slot: str) -> str | None:
+        return self._sens.get(slot)
+
+    def items(self) -> list[tuple[str, str]]:
+        return sorted(self._card.items())
+
+
+REGISTRY = KeyRegistry()
+
+# -- subject, markers --------------------------------------------------------------------------------------------
+_RELATIONS_EN = {
+    "brother": "brother", "sister": "sister", "mother": "mother", "mom": "mother", "mum": "mother",
+    "father": "father", "dad": "father", "wife": "wife", "husband": "husband", "son": "son", "daughter": "daughter",
+    "partner": "partner", "girlfriend": "partner", "boyfriend": "partner", "friend": "friend",
+    "best friend": "friend", "colleague": "colleague", "coworker": "colleague", "boss": "boss",
+    "grandmother": "grandmother", "grandma": "grandmother", "grandfather": "grandfather", "grandpa": "grandfather",
+    "roommate": "roommate", "neighbour": "neighbour", "neighbor": "neighbour", "cousin": "cousin",
+    "aunt": "aunt", "uncle": "uncle", "kids": "children", "children": "children",
+}
+_RELATIONS_ZH = {
+    "哥哥": "brother", "弟弟": "brother", "姐姐": "sister", "妹妹": "sister", "妈妈": "mother", "母亲": "mother",
+    "爸爸": "father", "父亲": "father", "老婆": "wife", "妻子": "wife", "太太": "wife", "老公": "husband",
+    "丈夫": "husband", "儿子": "son", "女儿": "daughter", "男朋友": "partner", "女朋友": "partner",
+    "朋友": "friend", "同事": "colleague", "老板": "boss", "奶奶": "grandmother", "外婆": "grandmother",
+    "爷爷": "grandfather", "外公": "grandfather", "室友": "roommate", "邻居": "neighbour", "表哥": "cousin",
+    "表姐": "cousin", "孩子": "children",
+}
+_REL_EN_RE = re.compile(r"^(?:and |also |oh,? |btw,? |by the way,? )?(?:my|our) (" + "|".join(
+    sorted(_RELATIONS_EN, key=len, reverse=True)) + r")(?:'s|s'|’s)?\b")
+_REL_ZH_RE = re.compile(r"^(?:还有|另外)?(?:我|我们)(?:的|家)?(" + "|".join(sorted(_RELATIONS_ZH, key=len, reverse=True)) + ")")
+
+_CORRECTION = [re.compile(p) for p in (
+    r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",
+    r"\bi was wrong\b", r"\bto correct\b", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
+    r"\bmisremembered\b", r"\bnot \w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b",
+    r"不是.{1,12}而是", r"说错了", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
+)]
+_CESSATION = [re.compile(p) for p in (
+    r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b", r"\bquit\b", r"\bgave up\b",
+    r"\bgiven up\b", r"\bdropped\b", r"\blost (?:my|his|her|their) job\b", r"\bleft (?:my|his|her) job\b",
+    r"\blaid off\b", r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our)\b",
+    r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
+    r"\bno more\b", r"\bcalled off\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
+    r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
+    r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被裁", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
+    r"取消", r"搬离", r"停了", r"不.{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
+)]
+_CHANGE = [re.compile(p) for p in (
+    r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",
+    r"\bmoved to\b", r"\bstarted\b", r"\bnew\b", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",
+    r"\bgot (?:a|an)\b", r"\bturned\b", r"\bfrom now on\b", r"\bmoving to\b", r"\brelocated\b", r"\bjoined\b",
+    r"现在", r"改", r"换", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
+)]
+# "now" in "I don't ... anymore, I now drink tea" marks a new value after a cessation: then it is a change.
+
+_STOP_EN = set("""
+a an the i i'm im me my mine we our us you your he his him she her they their them it its is am are was were be
+been being do does did doing have has had having to of in on at for with from by about as and or but so that this
+these those there here just really very also too still again now then than not no any anymore more most much
+some such what which who whom when where why how all both each few other own same can will would should could
+may might must shall really quite lot lots bit always usually often sometimes every day days week weeks year
+years time times like likes liked love loves loved enjoy enjoys prefer prefers favourite favorite go goes going
+went get gets got getting make makes made one thing things kind sort pretty well since last next ago today
+tomorrow yesterday morning evening night actually sorry mean meant said say says tell told think thought
+know knew want wants wanted need needs feel feels felt
+""".split())
+_STOP_ZH = set("我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已经正在刚才其实")
+
+
+def nfc_lower(text: str) -> str:
+    return unicodedata.normalize("NFC", text).lower().replace("’", "'")
+
+
+def has_cjk(text: str) -> bool:
+    return any("\u4e00" <= c <= "\u9fff" or "\u3400" <= c <= "\u4dbf" for c in text)
+
+
+def _stem(w: str) -> str:
+    for suf in ("ies", "es", "s"):
+        if len(w) > 4 and w.endswith(suf) and not w.endswith("ss"):
+            return w[: -len(suf)] + ("y" if suf == "ies" else "")
+    return w
+
+
+def content_tokens(text: str) -> set[str]:
+    """Content tokens of a text: ASCII words (crudely stemmed) not in the stopword list, and CJK characters not in
+    the CJK stopword set."""
+    t = nfc_lower(text)
+    out = {_stem(w) for w in re.findall(r"[a-z0-9][a-z0-9'\-]*", t) if w not in _STOP_EN and len(w) > 1}
+    out |= {c for c in t if has_cjk(c) and c not in _STOP_ZH}
+    return out
+
+
+@dataclass
+class Typing:
+    """What :func:`type_statement` read in a statement."""
+
+    slot: str | None  # catalogue slot (key or key prefix), None if no cue matched
+    cardinality: str  # single | multi (single when no slot)
+    subject: str  # "self" or a relation slug ("brother", "wife", ...)
+    correction: bool
+    cessation: bool
+    change: bool
+    value_tokens: set[str]
+    cue_weight: int = 0
+    sensitivity: str | None = None
+
+    @property
+    def slot_key(self) -> str | None:
+        """The key (single) or key prefix (multi) this statement's slot has for its subject."""
+        if self.slot is None:
+            return None
+        return self.slot if self.subject == "self" else f"family.{self.subject}.{self.slot}"
+
+    def describe(self) -> str:
+        flags = [n for n in ("correction", "cessation", "change") if getattr(self, n)]
+        return (f"slot {self.slot_key or 'none'} ({self.cardinality}), subject {self.subject}"
+                + (", " + ", ".join(flags) if flags else ""))
+
+
+def _strip(text: str, spans: list[tuple[int, int]]) -> str:
+    chars = list(text)
+    for a, b in spans:
+        for i in range(a, b):
+            chars[i] = " "
+    return "".join(chars)
+
+
+def type_statement(text: str, registry: KeyRegistry = REGISTRY) -> Typing:
+    """Type one statement against the catalogue: subject, slot, markers and value tokens."""
+    t = nfc_lower(text).strip()
+    subject = "self"
+    spans: list[tuple[int, int]] = []
+    m = _REL_EN_RE.match(t) or _REL_ZH_RE.match(t)
+    if m:
+        rel = m.group(1)
+        subject = _RELATIONS_EN.get(rel) or _RELATIONS_ZH.get(rel) or "other"
+        spans.append(m.span())
+    body = _strip(t, spans)
+    best: tuple[int, int, Slot | None, list[re.Match[str]]] = (0, 0, None, [])
+    for order, s in enumerate(CATALOGUE):
+        ms = s.matches(body)
+        if not ms:
+            continue
+        # weight: characters covered by cues (a longer, more specific cue says more than a bare word)
+        weight = sum(max(2, mm.end() - mm.start()) if not has_cjk(mm.group(0)) else 3 * (mm.end() - mm.start())
+                     for mm in ms)
+        if weight > best[0]:
+            best = (weight, -order, s, ms)
+    slot = best[2]
+    correction = any(p.search(t) for p in _CORRECTION)
+    cess = [mm for p in _CESSATION for mm in p.finditer(body)]
+    chg = [mm for p in _CHANGE for mm in p.finditer(body)]
+    cue_spans = [(mm.start(), mm.end()) for mm in best[3]] if slot else []
+    # a cue that is also a value word ("coffee", "咖啡", "cat") stays in the value: only verb-like cues are stripped
+    strip = [(a, b) for a, b in cue_spans if not _is_value_word(t[a:b])]
+    strip += [(mm.start(), mm.end()) for mm in cess + chg]
+    strip += [(mm.start(), mm.end()) for p in _CORRECTION for mm in p.finditer(body)]
+    value = content_tokens(_strip(body, strip))
+    card = "single" if slot is None else registry.cardinality(slot.key)
+    return Typing(slot=None if slot is None else slot.key, cardinality=card, subject=subject,
+                  correction=correction, cessation=bool(cess), change=bool(chg), value_tokens=value,
+                  cue_weight=best[0], sensitivity=None if slot is None else slot.sensitivity)
+
+
+_VALUE_WORD = re.compile(r"^(?:" + _DRINKS + "|" + _PETS + r"|vegan|vegetarian|pescatarian|keto|paleo|sushi|pizza|"
+                         r"pasta|ramen|curry|burgers?|noodles|dumplings|tacos|steak|salad|jazz|rock|classical|"
+                         r"iphone|macbook|thinkpad|tesla|laptop|hiking|painting|knitting|photography|gardening|yoga|"
+                         r"climbing|running|swimming|cycling|surfing|skiing|baking|pottery|fishing|marathon|"
+                         r"single|married|divorced|engaged|christian|muslim|buddhist|hindu|jewish|atheist|"
+                         r"diabetes|asthma|migraines?|"
+                         r"咖啡|茶|拿铁|美式|奶茶|啤酒|果汁|红酒|可乐|豆浆|酸奶|抹茶|狗|猫|仓鼠|鹦鹉|兔子|金鱼|乌龟|素食|纯素|"
+                         r"火锅|饺子|面条|寿司|爵士|摇滚|马拉松|单身|苹果手机|安卓|华为手机|小米手机|电动车|摩托|"
+                         r"弹吉他|弹钢琴|打篮球|打羽毛球|踢足球|下棋|爬山|徒步|画画|摄影|瑜伽|跑步|游泳|钓鱼|烘焙|骑车)$")
+
+
+def _is_value_word(s: str) -> bool:
+    return bool(_VALUE_WORD.match(s.strip()))
+
+
+def overlap(a: set[str], b: set[str]) -> float:
+    """|a & b| / min(|a|, |b|) (0 when either is empty): how much the smaller value is contained in the other."""
+    if not a or not b:
+        return 0.0
+    return len(a & b) / min(len(a), len(b))

@@ -1,0 +1,254 @@
+"""``remember``: a free-text statement lands in a slot (issue 13). Orchestration only; the rules are in ledger/.
+
+For one statement: validate everything (nothing is written on bad input), take the user's remember lock (two
+``remember`` calls for one user never open the same slot twice: a thread lock in the process, plus a file lock in
+the home directory, or a PostgreSQL advisory lock), type it against the slot catalogue (ledger/slots.py), gather
+candidates — the current facts of its slot (by key) and the best dense + lexical search hits (the CJK path for
+Chinese) — decide with ledger/resolution.py, and record the decision in one save: the statement's event (its
+``reason`` carries the evidence: rule, slot, candidates and scores, catalogue version, embedder, so ``audit``
+answers "why"), plus, when needed, the retraction closing an older free-text key of the same slot or the contest
+marking a candidate "to confirm". See docs/resolution.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ledger.domain import NON_USER_SOURCES
+from ledger.errors import BadInput
+from ledger.resolution import Candidate, Resolution, resolve
+from ledger.schemas import (MAX_TEXT, FactCommand, Receipt, RelatedMemory, RememberReceipt, canonical_json,
+                            check_key, check_user_id, validate_command)
+from ledger.slots import CATALOGUE_VERSION, REGISTRY, KeyRegistry, type_statement
+
+from .store import Store
+
+#: how many search hits are weighed besides the slot's own facts
+CANDIDATES = 8
+#: search hits below this relevance are not reported as related
+RELATED_FLOOR = 0.2
+
+_THREAD_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+EFFECT_DECISION = {"new": "new", "supersede": "supersede", "backfill": "supersede", "reaffirm": "reaffirm",
+                   "correct": "correct", "contest": "conflict", "retract": "retire"}
+
+
+def _store_id(store: Store) -> str:
+    s = store.settings
+    return str(s.home) if s.home is not None else f"{s.dsn}#{s.schema}"
+
+
+@contextmanager
+def user_lock(store: Store, user_id: str) -> Iterator[None]:
+    """Serialise ``remember`` for one user: in this process (a lock per store and user) and across processes."""
+    ident = (_store_id(store), user_id)
+    with _THREAD_LOCKS_GUARD:
+        lock = _THREAD_LOCKS.setdefault(ident, threading.Lock())
+    digest = hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:16]
+    with lock:
+        if store.settings.home is not None:
+            import fcntl
+
+            d = store.settings.home / "locks"
+            d.mkdir(exist_ok=True)
+            with open(d / f"remember-{digest}.lock", "a+b") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(f, fcntl.LOCK_UN)
+        else:
+            from projections.db import connect
+
+            with connect(store.settings.dsn) as conn:
+                key = int(digest[:15], 16)
+                conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+                try:
+                    yield
+                finally:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
+def check_text_arg(text: Any) -> str:
+    if not isinstance(text, str):
+        raise BadInput("text", f"must be a string, got {type(text).__name__}", "pass the statement as text")
+    if not text.strip():
+        raise BadInput("text", "is empty", "give the statement to remember, e.g. 'I switched to hot lattes'")
+    if len(text) > MAX_TEXT:
+        raise BadInput("text", f"is {len(text)} characters long", f"use at most {MAX_TEXT}")
+    return text.strip()
+
+
+def validate_remember(user_id: Any, text: Any, fields: dict[str, Any], where: str = "") -> tuple[str, str, FactCommand]:
+    """Validate a remember's arguments into a template command (its key is a placeholder). Raises BadInput."""
+    try:
+        user_id = check_user_id(user_id)
+        text = check_text_arg(text)
+        if fields.get("key") is not None:
+            check_key(fields["key"])
+    except BadInput as exc:
+        raise BadInput(where + exc.field, exc.problem, exc.fix) from None
+    data = {k: v for k, v in fields.items() if v is not None and k != "key"}
+    data.update(op="assert", user_id=user_id, key=fields.get("key") or "memory.pending", value=text, text=text)
+    return user_id, text, validate_command(data, where=where)
+
+
+def _fingerprint(user_id: str, text: str, template: FactCommand) -> str:
+    data = template.model_dump(mode="json", exclude={"idempotency_key", "key", "value", "op"})
+    data["remember"] = True
+    return canonical_json(data)
+
+
+def _candidates(store: Store, user_id: str, text: str, slot_key: str | None) -> tuple[list[Candidate], dict]:
+    """The slot's current facts (by key) and the best search hits; returns them and the profile rows by key."""
+    from .search import search_caught_up
+
+    rows: dict[str, dict[str, Any]] = {}
+    cands: dict[str, Candidate] = {}
+    with store.db.read() as cur:
+        if slot_key is not None:
+            for r in store.profile_projection.slot_rows(cur, user_id, slot_key):
+                rows[r["key"]] = r
+    for key, r in rows.items():
+        if r["text"] is None:
+            continue
+        cands[key] = Candidate(key=key, version=r["version"], text=r["text"], source=r["source"], status=r["status"])
+    if getattr(store, "vectors_projection", None) is not None:
+        hits = search_caught_up(store, user_id, text, k=CANDIDATES)
+        for h in hits:
+            c = cands.get(h.key)
+            if c is None:
+                c = cands[h.key] = Candidate(key=h.key, version=h.version, text=h.text, source=h.source,
+                                             status=h.status)
+                rows.setdefault(h.key, {"key": h.key, "version": h.version,
+                                        "value_json": None if h.value is None else canonical_json(h.value),
+                                        "text": h.text, "source": h.source, "status": h.status,
+                                        "valid_from": h.valid_from})
+            c.score = round(h.parts.relevance, 4)
+            c.dense = None if h.parts.dense is None else round(h.parts.dense, 4)
+            c.lexical = None if h.parts.lexical is None else round(h.parts.lexical, 4)
+    return list(cands.values()), rows
+
+
+def _mint_key(store: Store, user_id: str, res: Resolution) -> str:
+    """A fresh key for a new slot or sibling, never derived from the text: ``<slot>.<n>`` for a multi-valued slot
+    (n = one more than any sibling ever recorded), ``memory.r<12 random hex>`` for a memory without a slot."""
+    slot_key = res.typing.slot_key
+    if slot_key is None:
+        return "memory.r" + secrets.token_hex(6)
+    hp = store.history_projection
+    like = slot_key.replace("_", "\\_") + ".%"
+    with store.db.read() as cur:
+        cur.execute(f"SELECT DISTINCT key FROM {hp.table('versions')} WHERE user_id = ? AND key LIKE ? ESCAPE '\\'",
+                    (user_id, like))
+        keys = [r[0] for r in cur.fetchall()]
+    n = 0
+    for k in keys:
+        tail = k[len(slot_key) + 1:]
+        if tail.isdigit():
+            n = max(n, int(tail))
+    return f"{slot_key}.{n + 1}"
+
+
+def _evidence(res: Resolution, key: str, embedder: str | None) -> str:
+    parts = [f"remember: {res.decision} -> {key} by rule {res.rule}", res.typing.describe(),
+             f"catalogue {CATALOGUE_VERSION}", f"embedder {embedder or 'none'}"]
+    cands = ([res.target] if res.target else []) + res.related
+    if cands:
+        parts.append("candidates: " + "; ".join(
+            f"{c.key} v{c.version} {c.relation} score {c.score:.3f}"
+            + (f" dense {c.dense:.3f}" if c.dense is not None else "")
+            + f" overlap {c.value_overlap:.2f}" for c in cands))
+    return " | ".join(parts)
+
+
+def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REGISTRY, **fields: Any) -> RememberReceipt:
+    """Record a free-text statement where slot resolution puts it; see the module docstring and
+    :meth:`memledger.api.MemoryLedger.remember`. Raises BadInput (nothing written)."""
+    user_id, text, template = validate_remember(user_id, text, fields)
+    fp = _fingerprint(user_id, text, template)
+    explicit = fields.get("key")
+    if explicit is not None:
+        cmd = template.model_copy(update={"key": explicit})
+        cmd._fingerprint = fp
+        receipt = store._execute([cmd])[0]
+        decision = EFFECT_DECISION.get(receipt.effect, "new")
+        return RememberReceipt(**receipt.model_dump(), decision=decision, related=[],  # type: ignore[arg-type]
+                               explanation=f"{decision}: key {explicit} given by the caller (no slot resolution; "
+                                           f"policy effect {receipt.effect})")
+    store.check_keys()
+    store.refuse_erased([user_id])
+    typing = type_statement(text, registry)
+    embedder = getattr(getattr(store, "vectors_projection", None), "model_id", None)
+    with user_lock(store, user_id):
+        store.before_read(deferred=True)
+        cands, rows = _candidates(store, user_id, text, typing.slot_key)
+        res = resolve(text, typing, cands, embedder=embedder, registry=registry)
+        key = res.key or _mint_key(store, user_id, res)
+        evidence = _evidence(res, key, embedder)
+        value: Any = text
+        if res.decision == "reaffirm" and res.target is not None:
+            vj = rows.get(res.target.key, {}).get("value_json")
+            value = text if vj is None else json.loads(vj)
+        sensitivity = template.sensitivity or registry.sensitivity(res.typing.slot or "")
+        main = template.model_copy(update={"key": key, "op": res.op, "value": value, "reason": evidence,
+                                           "sensitivity": sensitivity})
+        main = validate_command(main.model_dump(exclude_none=True))
+        main._fingerprint = fp
+        commands = [main]
+        if (res.close_key is not None and template.source in NON_USER_SOURCES
+                and (rows.get(res.close_key) or {}).get("source") == "user_statement"):
+            # what the agent inferred never closes what the user said (issue 13, item 4): it contests instead
+            res.contest_key, res.close_key, res.decision = res.close_key, None, "conflict"
+        if res.close_key is not None:
+            commands.append(_close(template, rows.get(res.close_key), res, key))
+        if res.contest_key is not None:
+            commands.append(validate_command({
+                "op": "contest", "user_id": user_id, "key": res.contest_key, "value": text, "text": text,
+                "reason": f"to confirm: {key} may replace this (remember: conflict by rule {res.rule})",
+                **{k: v for k, v in template.model_dump(exclude_none=True).items()
+                   if k in ("observed_at", "source", "source_ref", "session_id", "actor", "trace_id", "confidence")},
+            }))
+        commands = [c for c in commands if c is not None]
+        receipts = store._execute(commands)
+    main_receipt = receipts[0]
+    decision = res.decision
+    if main_receipt.effect == "contest":  # the policy would not let this source displace what the user said
+        decision = "conflict"
+    related = [RelatedMemory(key=c.key, version=c.version, text=c.text, score=c.score, relation=c.relation)
+               for c in ([res.target] if res.target else []) + res.related
+               if c is res.target or c.score >= RELATED_FLOOR or c.relation in ("same_slot", "sibling")]
+    explanation = res.explanation() + f" (catalogue {CATALOGUE_VERSION}, embedder {embedder or 'none'})"
+    if decision != res.decision:
+        explanation = (f"conflict: a {template.source} never displaces a user_statement (recorded, contesting it); "
+                       + explanation)
+    return RememberReceipt(**main_receipt.model_dump(), decision=decision, related=related,  # type: ignore[arg-type]
+                           explanation=explanation, extra=receipts[1:])
+
+
+def _close(template: FactCommand, row: dict[str, Any] | None, res: Resolution, key: str) -> FactCommand | None:
+    """The retraction closing an older free-text key of the same slot (it cannot be superseded across keys)."""
+    if row is None:
+        return None
+    from ledger.timeutil import from_micros, now_utc
+
+    vf = row.get("valid_from")
+    head_from = from_micros(vf) if isinstance(vf, int) else vf
+    at = template.valid_from or template.observed_at or now_utc()
+    data: dict[str, Any] = {"op": "retract", "user_id": template.user_id, "key": row["key"],
+                            "reason": f"slot resolution: {res.decision} -> {key} (rule {res.rule})",
+                            "observed_at": template.observed_at, "source": template.source,
+                            "source_ref": template.source_ref, "session_id": template.session_id,
+                            "actor": template.actor, "trace_id": template.trace_id}
+    if res.close_as != "withdrawn" and head_from is not None and at > head_from:
+        data["valid_to"] = at
+    return validate_command({k: v for k, v in data.items() if v is not None})
+
