@@ -14,8 +14,10 @@ Policy (the heart of it; DESIGN.md "change of mind vs correction"):
   the gap in valid time before its successor and does not displace the head.
 * **reaffirm** — the same value again: recorded (an event, for the audit trail), the belief unchanged. A
   reaffirmation by the user clears a contest.
-* **contest** — an ``agent_inference`` with lower confidence than a ``user_statement`` head, and a different value:
-  recorded, never believed; the head is marked contested until the user reaffirms or changes it.
+* **contest** — an ``agent_inference`` or ``external_import`` with a different value than a ``user_statement`` head
+  (an assert that would supersede it, or a correct), whatever its confidence; or an ``agent_inference`` with lower
+  confidence than a ``user_statement`` head: recorded, never believed; the head is marked contested until the user
+  reaffirms or changes it. ``op="contest"`` records the same on purpose (remember's ``conflict``).
 * **correct** — "I was born in 1995, not 1990": the head was never true. The new value takes over the head's whole
   valid range; the old version's range becomes empty (history keeps it as *misreported*).
 * **retract** — without ``valid_to``: the head is withdrawn entirely (it was a misunderstanding); with ``valid_to``:
@@ -247,6 +249,19 @@ class Fact(Aggregate):
             # key; here it is recorded, never believed, and the head is marked contested until the user settles it.
             if head is None:
                 raise BadInput("key", f"{cmd.key!r} has no current value to contest", "use assert for a new fact")
+            changes = [] if head.status == "contested" else [
+                self._change(head, head.valid_from, head.valid_to, "contested")]
+            return Decision("asserted", "contest", head.version, cmd.valid_from or observed, cmd.valid_to, changes)
+        if (
+            head is not None
+            and cmd.source in NON_USER_SOURCES
+            and head.source == "user_statement"
+            and value_json != head.value_json
+            and (cmd.op == "correct" or (cmd.valid_from or observed) >= head.valid_from)
+        ):
+            # Issue 13, item 4: what the agent inferred or a document imported never displaces what the user said,
+            # whatever its confidence: it is recorded and contests (the user reaffirming clears the contest, a new
+            # user statement supersedes as usual). An import of earlier history still backfills below.
             changes = [] if head.status == "contested" else [
                 self._change(head, head.valid_from, head.valid_to, "contested")]
             return Decision("asserted", "contest", head.version, cmd.valid_from or observed, cmd.valid_to, changes)

@@ -125,3 +125,35 @@ def test_cli_remember_json_and_exit_2(cli):
     code, out, err = cli("remember", "Jon", "   ")
     assert code == 2 and "text: is empty" in err
     assert len(cli.json("history", "Jon")) == 2
+
+
+def test_agent_inference_never_supersedes_user_statement_through_cli(cli):
+    """Issue 13, item 4: --source agent_inference --confidence 1.0 used to supersede the user's "vegan"."""
+    cli.json("assert", "u", "diet", "vegan", "--observed-at", "2024-01-01T00:00:00Z")
+    r = cli.json("assert", "u", "diet", "eats fish", "--source", "agent_inference", "--confidence", "1.0",
+                 "--observed-at", "2024-02-01T00:00:00Z")
+    assert (r["kind"], r["effect"], r["version"]) == ("asserted", "contest", 2)
+    r = cli.json("correct", "u", "diet", "pescatarian", "--source", "external_import", "--confidence", "1.0")
+    assert (r["kind"], r["effect"], r["version"]) == ("asserted", "contest", 3)
+    fact = cli.json("profile", "u")["facts"]["diet"]
+    assert (fact["value"], fact["version"], fact["status"], fact["source"]) == ("vegan", 1, "contested",
+                                                                                "user_statement")
+    # the same through remember: recorded, contesting, decision conflict
+    r = cli.json("remember", "u", "The user is vegetarian now", "--source", "agent_inference", "--confidence", "1.0",
+                 "--observed-at", "2024-03-01T00:00:00Z")
+    assert (r["decision"], r["key"], r["effect"]) == ("conflict", "diet", "contest")
+    assert cli.json("profile", "u")["facts"]["diet"]["value"] == "vegan"
+    # the user repeating the value clears the contest; a new user statement supersedes as usual
+    assert cli.json("assert", "u", "diet", "vegan")["effect"] == "reaffirm"
+    assert cli.json("profile", "u")["facts"]["diet"]["status"] == "current"
+    r = cli.json("remember", "u", "I am vegetarian now", "--observed-at", "2024-04-01T00:00:00Z")
+    assert (r["decision"], r["key"], r["effect"]) == ("supersede", "diet", "supersede")
+
+
+def test_external_import_of_earlier_history_still_backfills(fresh_ledger):
+    ml = fresh_ledger
+    ml.assert_fact("u", "residence.city", "Berlin", observed_at="2024-01-01T00:00:00Z")
+    r = ml.assert_fact("u", "residence.city", "Paris", valid_from="2019-01-01T00:00:00Z",
+                       observed_at="2019-01-01T00:00:00Z", source="external_import")
+    assert r.effect == "backfill"
+    assert ml.profile("u").facts["residence.city"].value == "Berlin"
