@@ -1,0 +1,1 @@
+"""Integrations of memledger with agent frameworks (``langgraph``: a LangGraph ``BaseStore``)."""

@@ -1,0 +1,302 @@
+"""A LangGraph store on the ledger: ``MemledgerStore(ledger)`` is a ``langgraph.store.base.BaseStore``
+(langgraph-checkpoint 4.x; ``pip install 'memledger[langgraph]'``).
+
+Mapping (docs/interfaces.md):
+
+- A namespace is ``(user_id, *prefix)``: its first label is the user (the isolation boundary), the rest a path.
+  ``(user_id, *prefix)`` + ``key`` is one fact of that user with the ledger key ``lg.<label>...<label>.<key>``, each
+  label and the key escaped by :func:`escape` (reversible: :func:`unescape`, :func:`ledger_key`,
+  :func:`item_address`). The store sees only its own ``lg.`` facts.
+- ``put`` asserts the value (a dict) as the fact's value (a supersede, or a reaffirm of the same value, by the
+  ledger's policy), with the dict's string leaves as the fact's sentence for search; ``put(value=None)`` and
+  ``delete`` retract it (history keeps it). All puts of one ``batch`` are one save (all or nothing); as in
+  LangGraph's own stores, the reads of a batch see the state before its puts, and the last put of a key wins.
+- ``get`` and ``search`` read the profile (current beliefs); ``search(query=...)`` is the ledger's hybrid search,
+  with its ``score``; ``filter`` compares value fields (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``).
+  Without a query, items come sorted by namespace and key.
+- ``created_at`` is when the item was first recorded (since its last deletion), ``updated_at`` when its current
+  version was (LangGraph's ``InMemoryStore`` resets ``created_at`` on every put, langmem #180).
+- ``list_namespaces`` lists the namespaces that hold a current item, per user.
+- A ``search`` or ``list_namespaces`` whose prefix names no user is refused (``ValueError``) unless the store
+  was opened with ``cross_user=True``.
+
+Escaping: ``A-Z a-z 0-9 -`` stand for themselves; every other character (``_`` included) becomes ``_`` and two
+lower-case hex digits per UTF-8 byte (``.`` -> ``_2e``, ``é`` -> ``_c3_a9``); the empty string is ``_``. Ledger keys
+are at most 200 characters: a longer escaped address is refused (``BadInput``, a ``ValueError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import (BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result,
+                                  SearchItem, SearchOp)
+
+from ledger.errors import BadInput
+from ledger.schemas import KEY_RE, MAX_KEY, check_user_id
+
+ROOT = "lg"
+_PLAIN = re.compile(r"[A-Za-z0-9\-]")
+_ESCAPED = re.compile(r"^(?:[A-Za-z0-9\-]|_[0-9a-f]{2})+$")
+
+
+def escape(label: str) -> str:
+    """One namespace label or key as a ledger key segment (reversible; see the module docstring)."""
+    if label == "":
+        return "_"
+    out = []
+    for ch in label:
+        if _PLAIN.fullmatch(ch):
+            out.append(ch)
+        else:
+            out.extend(f"_{b:02x}" for b in ch.encode("utf-8", "surrogatepass"))
+    return "".join(out)
+
+
+def unescape(segment: str) -> str:
+    """The label or key a segment made by :func:`escape` stands for. Raises ValueError for anything else."""
+    if segment == "_":
+        return ""
+    if not _ESCAPED.match(segment):
+        raise ValueError(f"{segment!r} is not an escaped label")
+    raw = bytearray()
+    i = 0
+    while i < len(segment):
+        if segment[i] == "_":
+            raw.append(int(segment[i + 1:i + 3], 16))
+            i += 3
+        else:
+            raw.extend(segment[i].encode())
+            i += 1
+    return raw.decode("utf-8", "surrogatepass")
+
+
+def ledger_key(prefix: tuple[str, ...], key: str) -> str:
+    """The ledger key of item ``key`` under namespace ``(user_id, *prefix)``. Raises BadInput if too long."""
+    out = ".".join([ROOT, *(escape(p) for p in prefix), escape(key)])
+    if len(out) > MAX_KEY or not KEY_RE.match(out):
+        raise BadInput("key", f"namespace {prefix!r} and key {key[:40]!r} escape to {len(out)} characters",
+                       f"keep the escaped namespace and key within {MAX_KEY} characters")
+    return out
+
+
+def item_address(fact_key: str) -> tuple[tuple[str, ...], str] | None:
+    """``(prefix, key)`` of a ledger key made by :func:`ledger_key`, or None for a key outside the store."""
+    parts = fact_key.split(".")
+    if len(parts) < 2 or parts[0] != ROOT:
+        return None
+    try:
+        labels = [unescape(p) for p in parts[1:]]
+    except ValueError:
+        return None
+    return tuple(labels[:-1]), labels[-1]
+
+
+def _text_of(value: dict[str, Any]) -> str:
+    """The fact's sentence for search: the value's string leaves, in order (the JSON when it has none)."""
+    leaves: list[str] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, str):
+            if x.strip():
+                leaves.append(x.strip())
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+
+    walk(value)
+    text = ". ".join(leaves) if leaves else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text[:100_000] or "{}"
+
+
+def _compare(item_value: Any, want: Any) -> bool:
+    if isinstance(want, dict):
+        if any(k.startswith("$") for k in want):
+            return all(_operator(item_value, op, v) for op, v in want.items())
+        return isinstance(item_value, dict) and all(_compare(item_value.get(k), v) for k, v in want.items())
+    if isinstance(want, (list, tuple)):
+        return (isinstance(item_value, (list, tuple)) and len(item_value) == len(want)
+                and all(_compare(a, b) for a, b in zip(item_value, want)))
+    return item_value == want
+
+
+def _operator(value: Any, op: str, arg: Any) -> bool:
+    if op == "$eq":
+        return value == arg
+    if op == "$ne":
+        return value != arg
+    if op in ("$gt", "$gte", "$lt", "$lte"):
+        try:
+            a, b = float(value), float(arg)
+        except (TypeError, ValueError):
+            return False
+        return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
+    raise ValueError(f"Unsupported operator: {op}")
+
+
+def _matches(condition: MatchCondition, ns: tuple[str, ...]) -> bool:
+    path = condition.path
+    if len(ns) < len(path):
+        return False
+    pairs = zip(ns, path) if condition.match_type == "prefix" else zip(reversed(ns), reversed(path))
+    return all(p == "*" or a == p for a, p in pairs)
+
+
+class MemledgerStore(BaseStore):
+    """A LangGraph ``BaseStore`` whose items are facts of a :class:`~memledger.api.MemoryLedger`.
+
+    Args:
+        ledger: an opened MemoryLedger (the store does not close it).
+        cross_user: allow searches and listings whose prefix names no user (all users).
+        source: the provenance of the store's writes (default ``agent_inference``: the agent wrote it).
+    """
+
+    supports_ttl = False
+
+    def __init__(self, ledger: Any, *, cross_user: bool = False, source: str = "agent_inference") -> None:
+        self.ledger = ledger
+        self.cross_user = cross_user
+        self.source = source
+
+    # -- reads -------------------------------------------------------------------------------------------------
+    def _items(self, user_id: str) -> dict[tuple[tuple[str, ...], str], Item]:
+        """Every current item of ``user_id``: (namespace, key) -> Item."""
+        prof = self.ledger.profile(user_id)
+        mine = {}
+        for fact_key, f in prof.facts.items():
+            addr = item_address(fact_key)
+            if addr is not None and isinstance(f.value, dict):
+                mine[fact_key] = (addr, f)
+        if not mine:
+            return {}
+        created: dict[str, datetime] = {}
+        for row in self.ledger.history(user_id):  # log order: the first recording since the last retraction
+            if row.key not in mine:
+                continue
+            if row.kind == "retracted":
+                created.pop(row.key, None)
+            elif row.key not in created and row.kind != "reaffirmed":
+                created[row.key] = row.recorded_at
+        out = {}
+        for fact_key, ((prefix, key), f) in mine.items():
+            ns = (user_id, *prefix)
+            out[(ns, key)] = Item(value=f.value, key=key, namespace=ns,
+                                  created_at=created.get(fact_key, f.recorded_at), updated_at=f.recorded_at)
+        return out
+
+    def _users(self) -> list[str]:
+        table = self.ledger.profile_projection.table("facts")
+        with self.ledger.db.read() as cur:
+            cur.execute(f"SELECT DISTINCT user_id FROM {table} WHERE key LIKE 'lg.%' ORDER BY user_id")
+            return [r[0] for r in cur.fetchall()]
+
+    def _scope(self, prefix: tuple[str, ...], what: str) -> list[str]:
+        if prefix and prefix[0] != "*":
+            return [check_user_id(prefix[0], "namespace[0]")]
+        if not self.cross_user:
+            raise BadInput("namespace_prefix", f"this {what} names no user (its first label is the user_id)",
+                           "start the namespace with the user id, or open MemledgerStore(..., cross_user=True)")
+        return self._users()
+
+    def _search(self, op: SearchOp, cache: dict[str, Any]) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        users = self._scope(prefix, "search")
+        found: list[tuple[float | None, Item]] = []
+        for user in users:
+            items = cache.setdefault(user, self._items(user))
+            def under(ns: tuple[str, ...]) -> bool:
+                return len(ns) >= len(prefix) and all(p == "*" or a == p for a, p in zip(ns, prefix))
+
+            def keep(it: Item) -> bool:
+                return under(it.namespace) and (not op.filter or all(
+                    _compare(it.value.get(k), v) for k, v in op.filter.items()))
+
+            if op.query:
+                by_key = {ledger_key(ns[1:], k): it for (ns, k), it in items.items()}
+                hits = self.ledger.search(user, op.query, k=min(1000, max(len(by_key), 1)))
+                seen = set()
+                for h in hits:
+                    it = by_key.get(h.key)
+                    if it is not None and keep(it):
+                        found.append((h.score, it))
+                        seen.add(h.key)
+                # items the index did not return (no shared word or vector neighbour) come last, unscored
+                found += [(None, it) for fk, it in sorted(by_key.items()) if fk not in seen and keep(it)]
+            else:
+                found += [(None, it) for _, it in sorted(items.items()) if keep(it)]
+        if op.query:
+            found.sort(key=lambda x: -(x[0] if x[0] is not None else float("-inf")))
+        page = found[op.offset:op.offset + op.limit]
+        return [SearchItem(namespace=it.namespace, key=it.key, value=it.value, created_at=it.created_at,
+                           updated_at=it.updated_at, score=score) for score, it in page]
+
+    def _list(self, op: ListNamespacesOp, cache: dict[str, Any]) -> list[tuple[str, ...]]:
+        conditions = tuple(op.match_conditions or ())
+        prefixes = [c.path for c in conditions if c.match_type == "prefix"]
+        named = next((p for p in prefixes if p and p[0] != "*"), ())
+        users = self._scope(tuple(named), "listing")
+        spaces = set()
+        for user in users:
+            for ns, _ in cache.setdefault(user, self._items(user)):
+                if all(_matches(c, ns) for c in conditions):
+                    spaces.add(ns if op.max_depth is None else ns[:op.max_depth])
+        return sorted(spaces)[op.offset:op.offset + op.limit]
+
+    # -- BaseStore -----------------------------------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        results: list[Result] = [None] * len(ops)
+        cache: dict[str, Any] = {}
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, GetOp):
+                user = check_user_id(op.namespace[0], "namespace[0]") if op.namespace else None
+                if user is None:
+                    raise BadInput("namespace", "is empty", "start the namespace with the user id")
+                ledger_key(tuple(op.namespace[1:]), op.key)  # refuse what could never be stored
+                results[i] = cache.setdefault(user, self._items(user)).get((tuple(op.namespace), op.key))
+            elif isinstance(op, SearchOp):
+                results[i] = self._search(op, cache)
+            elif isinstance(op, ListNamespacesOp):
+                results[i] = self._list(op, cache)
+            elif isinstance(op, PutOp):
+                if not op.namespace:
+                    raise BadInput("namespace", "is empty", "start the namespace with the user id")
+                puts[(tuple(op.namespace), op.key)] = op
+            else:
+                raise ValueError(f"Unknown operation type: {type(op).__name__}")
+        if puts:
+            self._apply(puts)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        return await asyncio.get_running_loop().run_in_executor(None, self.batch, ops)
+
+    def _apply(self, puts: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
+        commands: list[dict[str, Any]] = []
+        current: dict[str, set[str]] = {}
+        for (ns, key), op in puts.items():
+            user = check_user_id(ns[0], "namespace[0]")
+            fact_key = ledger_key(ns[1:], key)
+            if op.value is None:
+                if user not in current:
+                    current[user] = set(self.ledger.profile(user).facts)
+                if fact_key in current[user]:
+                    commands.append({"op": "retract", "user_id": user, "key": fact_key, "source": self.source,
+                                     "reason": "deleted through the LangGraph store"})
+            else:
+                if not isinstance(op.value, dict):
+                    raise BadInput("value", f"is a {type(op.value).__name__}, not a dict", "store dicts")
+                commands.append({"op": "assert", "user_id": user, "key": fact_key, "value": dict(op.value),
+                                 "text": _text_of(op.value), "source": self.source})
+        if commands:
+            self.ledger.record(commands)
