@@ -23,32 +23,27 @@ from __future__ import annotations
 
 import os
 import uuid
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate, event
-from pydantic import BaseModel, Field
 
 from .crypto import DEFAULT_ENCRYPTED_FIELDS, KeyStore
-from .domain import NAMESPACE, fact_id
+from .domain import NAMESPACE
 from .errors import BadInput, MemledgerError
-from .schemas import HistoryRow, Profile, check_user_id
-from .timeutil import now_utc
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
 
 __all__ = [
+    "Disclosure",
+    "SubjectErasure",
+    "subject_id",
+    "KEY_CACHE_TTL",
     "ENCRYPTED_FIELDS",
     "ENCRYPTION_ENV",
-    "Disclosure",
-    "ErasureReceipt",
     "SensitiveFactIncluded",
     "SubjectErased",
-    "UserExport",
     "encryption_enabled",
-    "erase_user",
-    "export_user",
     "open_keystore",
 ]
 

@@ -190,7 +190,7 @@ def validate_session_command(data: dict[str, Any], where: str = "") -> SessionCo
     if cmd.op == "log":
         for name in ("role", "message_id", "text"):
             if getattr(cmd, name) is None:
-                raise BadInput(where + name, f"is missing for session log", f"give {_FLAG[name]}")
+                raise BadInput(where + name, "is missing for session log", f"give {_FLAG[name]}")
     if cmd.op == "summarize" and cmd.text is None:
         raise BadInput(where + "text", "is missing for a summary", "give --text with the caller-written summary")
     if cmd.op == "summarize" and cmd.level == "span" and not cmd.covers:

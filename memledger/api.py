@@ -26,7 +26,7 @@ from ledger.errors import BadInput
 from ledger.schemas import FactCommand, HistoryRow, Profile, Receipt, RoleContext, validate_command
 from ledger.sessions import SessionCommand, validate_session_command
 
-from . import message_search, optout, privacy, reads, search, sessions, timetravel
+from . import message_search, optout, privacy, reads, sessions, timetravel
 from .context import Context
 from .reads import history_row  # noqa: F401 (re-exported: callers of the old facade module used it)
 from .store import PROJECTION_MODE_ENV, PROJECTION_MODES, Store, check_projection_mode, receipt_position  # noqa: F401
@@ -182,11 +182,16 @@ class MemoryLedger(Store):
 
     def search(self, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
                role: str | None = None, *, after: Any = None, timeout: float = 10.0,
-               half_lives: dict[str, float] | None = None,
-               role_bonus: float = DEFAULT_ROLE_BONUS) -> list[SearchHit]:
-        """``user_id``'s memories most relevant to ``query`` (``memledger search``): :func:`memledger.search.search`."""
-        return search.search(self, user_id, query, k, as_of, source, role, after=after, timeout=timeout,
-                             half_lives=half_lives, role_bonus=role_bonus)
+               half_lives: dict[str, float] | None = None, role_bonus: float = DEFAULT_ROLE_BONUS,
+               allow_sensitive: Any = None, purpose: str | None = None,
+               trace_id: str | None = None) -> list[SearchHit]:
+        """``user_id``'s memories most relevant to ``query`` (``memledger search``): :func:`memledger.search.search`,
+        without facts labelled sensitive unless ``allow_sensitive`` names their label; each labelled hit returned is
+        recorded as a disclosure with ``purpose``/``trace_id``, as context does
+        (:func:`memledger.privacy.search_with_sensitivity`)."""
+        return privacy.search_with_sensitivity(
+            self, user_id, query, k, as_of, source, role, allow_sensitive=allow_sensitive, purpose=purpose,
+            trace_id=trace_id, after=after, timeout=timeout, half_lives=half_lives, role_bonus=role_bonus)
 
     def ingest(self, path: str | os.PathLike[str], format: str = "locomo", *,
                on_progress: Callable[[int, int], None] | None = None, batch_size: int = 500) -> dict[str, Any]:

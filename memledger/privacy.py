@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from ledger.domain import fact_id
 from ledger.errors import BadInput, MemledgerError
-from ledger.privacy import ENCRYPTED_FIELDS, Disclosure, SensitiveFactIncluded, SubjectErased, SubjectErasure, subject_id
+from ledger.privacy import ENCRYPTED_FIELDS, ENCRYPTION_ENV, Disclosure, SensitiveFactIncluded, SubjectErased, SubjectErasure, subject_id
 from ledger.schemas import HistoryRow, Profile, check_user_id
 from ledger.timeutil import now_utc
 
@@ -374,6 +374,41 @@ def record_disclosures(ml: Store, user_id: str, included: list[tuple[str, int, s
     positions = [r.notification.id for r in recordings]
     ml.catch_up(until=max(positions), deferred=False)
     return positions
+
+
+def sensitivity_labels(ml: Store, user_id: str) -> dict[tuple[str, int], str]:
+    """``{(key, version): label}`` of every labelled version of ``user_id``'s facts (history projection)."""
+    hp = ml.history_projection
+    with ml.db.read() as cur:
+        cur.execute(f"SELECT key, version, sensitivity FROM {hp.table('versions')} "
+                    "WHERE user_id = ? AND sensitivity IS NOT NULL", (user_id,))
+        return {(k, v): label for k, v, label in cur.fetchall()}
+
+
+def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as_of: Any = None,
+                            source: str | None = None, role: str | None = None, *, allow_sensitive: Any = None,
+                            purpose: str | None = None, trace_id: str | None = None,
+                            **kwargs: Any) -> list[search.SearchHit]:
+    """:func:`memledger.search.search` under the same rule as context: a hit whose version carries a sensitivity
+    label (health, finance, ...) is left out unless ``allow_sensitive`` names the label, and each labelled hit
+    returned is recorded as a disclosure (``SensitiveFactIncluded`` with ``purpose``/``trace_id``), so ``audit``
+    and ``export`` show it. Withheld hits do not shorten the page: the search asks for ``k`` plus the number of
+    labelled versions, then cuts to ``k`` and renumbers ``rank``.
+
+    Raises:
+        BadInput: a malformed ``allow_sensitive`` or search argument (nothing read, nothing recorded).
+    """
+    allow = check_allow_sensitive(allow_sensitive)
+    search.check_search_args(user_id, query, k, as_of, source, role)
+    user_id = check_user_id(user_id)
+    ml.before_read(kwargs.pop("after", None), kwargs.pop("timeout", 10.0), deferred=True)
+    labels = sensitivity_labels(ml, user_id)
+    ask = min(k + len(labels), search.MAX_K) if labels else k
+    hits = search.search_caught_up(ml, user_id, query, ask, as_of, source, role, **kwargs)
+    kept = [h for h in hits if labels.get((h.key, h.version)) in (None, *allow)][:k]
+    included = sorted({(h.key, h.version, labels[(h.key, h.version)]) for h in kept if (h.key, h.version) in labels})
+    record_disclosures(ml, user_id, included, purpose=purpose, trace_id=trace_id)
+    return [h if h.rank == i else h.model_copy(update={"rank": i}) for i, h in enumerate(kept, 1)]
 
 
 class _SensitivityView:

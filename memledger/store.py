@@ -9,9 +9,10 @@ see (read-your-writes). The capabilities in this package (``reads``, ``search``,
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Self
 
 from ledger.application import LedgerApplication, Outcome
 from ledger.config import Settings, create_private_home, exposure, make_files_private
@@ -148,7 +149,7 @@ class Store:
         self.projections.append(self.vectors_projection)  # type: ignore[attr-defined]
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
-    def __enter__(self) -> MemoryLedger:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.errors import BadInput
 from ledger.schemas import FactFields, HistoryRow, check_key, check_user_id
-from ledger.timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
+from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 
 from .reads import history_row
 from .store import Store

@@ -328,3 +328,15 @@ def test_a_wrong_or_missing_master_key_cannot_create_keys(store_args: dict, monk
         ml.assert_fact("dora", "k", 2)
         assert ml.profile("dora").facts["k"].value == 2 and ml.profile("alice").facts["k"].value == 1
         assert all(r.ok for r in ml.verify())
+
+
+def test_erase_without_encryption_is_refused_with_the_reason(tmp_path, monkeypatch):
+    # A failure path the package re-layout broke (the message named a constant its new module did not import).
+    from ledger.errors import MemledgerError
+
+    monkeypatch.setenv("MEMLEDGER_ENCRYPTION", "off")
+    with MemoryLedger(home=tmp_path / "plain") as ml:
+        ml.assert_fact("u1", "profile.city", "Oslo")
+        with pytest.raises(MemledgerError, match=r"\(MEMLEDGER_ENCRYPTION=off\): the append-only log would keep"):
+            ml.erase("u1")
+        assert ml.profile("u1").facts["profile.city"].value == "Oslo"

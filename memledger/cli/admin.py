@@ -7,13 +7,11 @@ import sys
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from ledger.errors import BadInput, MemledgerError
 
-from .common import (AfterOpt, ActorOpt, ConfidenceOpt, IdemOpt, JsonOpt, ObservedOpt, ReasonOpt, SessionOpt,
-                     SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app, emit_json, emit_receipt, err,
-                     open_ledger, out, parse_value)
+from .common import (JsonOpt, app, emit_json, err,
+                     open_ledger, out)
 
 
 @app.command("project")

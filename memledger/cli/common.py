@@ -7,14 +7,12 @@ No traceback is printed for either; set ``MEMLEDGER_DEBUG=1`` to see one.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from ledger.errors import BadInput
 

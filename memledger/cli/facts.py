@@ -150,13 +150,21 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
                                                    "system_feedback); applied before the top k is cut."),
                role: Optional[str] = typer.Option(None, "--role", help="The agent's current role: memories "
                                                  "recorded under it get a score bonus."),
+               allow_sensitive: Optional[str] = typer.Option(
+                   None, "--allow-sensitive", help="Labels (comma-separated, e.g. health) whose facts may be "
+                   "returned; each one returned is recorded as a disclosure. Default: none."),
+               purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with each disclosure)."),
                as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
-    """USER's memories most relevant to QUERY, with score parts and provenance (only current versions)."""
+    """USER's memories most relevant to QUERY, with score parts and provenance (only current versions; facts
+    labelled sensitive only with --allow-sensitive)."""
+    from memledger.privacy import check_allow_sensitive
     from memledger.search import check_search_args
 
     check_search_args(user, query, k, as_of, source, role)  # refuse bad input before opening the store
+    check_allow_sensitive(allow_sensitive, "--allow-sensitive")
     with open_ledger(ctx) as ml:
-        hits = ml.search(user, query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout)
+        hits = ml.search(user, query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
+                         allow_sensitive=allow_sensitive, purpose=purpose)
     if as_json:
         emit_json([h.model_dump(mode="json") for h in hits])
         return
