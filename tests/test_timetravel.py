@@ -438,3 +438,15 @@ def test_indexed_answers_equal_replay_to_cutoff(commands, data):
 @given(commands=st.lists(command, min_size=1, max_size=14), data=st.data())
 def test_indexed_answers_equal_replay_to_cutoff_postgres(backend, commands, data):
     _check_indexed_equals_replay(backend, commands, data)
+
+
+def test_diff_table_shows_a_status_change_of_the_same_value(cli):
+    cli("assert", "u1", "preference.drink", "tea", "--observed-at", "2024-01-01T00:00:00Z")
+    cli("assert", "u1", "preference.drink", "water", "--source", "agent_inference", "--confidence", "0.2",
+        "--observed-at", "2024-02-01T00:00:00Z")
+    code, out, err = cli("diff", "u1", "--axis", "observed", "--from", "2024-01-15T00:00:00Z", "--to",
+                         "2024-03-01T00:00:00Z")
+    assert code == 0, err
+    [row] = [line for line in out.splitlines() if "preference.drink" in line]
+    cells = [c.strip() for c in row.split("│")[1:-1]]
+    assert cells[:5] == ["changed", "preference.drink", '"tea"', '"tea" (contested)', "asserted/contest"]

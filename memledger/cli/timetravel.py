@@ -96,11 +96,19 @@ def diff_cmd(
     for change, entries in (("added", result.added), ("changed", result.changed), ("dropped", result.dropped)):
         for key, d in entries.items():
             table.add_row(
-                change, key, "" if d.before is None else json.dumps(d.before.value, ensure_ascii=False)[:40],
-                "" if d.after is None else json.dumps(d.after.value, ensure_ascii=False)[:40],
+                change, key, _belief_cell(d.before), _belief_cell(d.after),
                 f"{d.event.kind}/{d.event.effect}", str(d.event.position), _when(d.event.recorded_at, z),
                 d.event.reason or "")
     out.print(table)
+
+
+def _belief_cell(b: Any) -> str:
+    """A diff side: the value, and its status when not plainly believed (a status change keeps the value, and a
+    table of "tea" -> "tea" hid that it became contested)."""
+    if b is None:
+        return ""
+    cell = json.dumps(b.value, ensure_ascii=False)[:40]
+    return cell if b.status == "believed" else f"{cell} ({b.status})"
 
 
 @app.command("audit")
