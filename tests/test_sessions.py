@@ -436,3 +436,17 @@ def test_resume_after_a_finished_task_does_not_offer_to_continue_it(fresh_ledger
     ml.update_card("ana", "s3", progress="filed online", status="done", observed_at="2024-05-06T10:00:00Z")
     r = ml.resume("ana", now="2024-05-06T12:00:00Z")
     assert r.opening == "Last time we finished tax return (2 hours ago, 2024-05-06); filed online. What shall we do next?"
+
+
+def test_session_commands_print_sentences_not_event_class_names(cli):
+    assert cli("session", "start", "u1", "s1", "--task", "trip")[1].strip() == \
+        "started session u1 s1 (v1) at position 1"
+    log = ["session", "log", "u1", "s1", "--role", "user", "--message-id", "m1", "--text", "hi"]
+    assert cli(*log)[1].strip() == "logged a message in u1 s1 (v1) at position 2"
+    assert cli(*log)[1].strip() == "logged a message in u1 s1 (v1) at position 2 (already recorded: nothing new)"
+    assert cli("session", "card", "u1", "s1", "--progress", "ok")[1].strip() == \
+        "updated the state card of u1 s1 (v2) at position 3"
+    assert cli("session", "end", "u1", "s1")[1].strip() == "ended session u1 s1 (v3) at position 4"
+    assert cli("session", "start", "u1", "s2", "--no-memory")[1].strip() == \
+        "started a no-memory session u1 s2 (v0) at position 0"
+    assert cli.json("session", "summarize", "u1", "s1", "--text", "done")["event"] == "SessionSummarized"

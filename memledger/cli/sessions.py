@@ -21,8 +21,17 @@ def _emit(receipt, as_json: bool) -> None:  # noqa: ANN001 - a SessionReceipt
         emit_json(receipt.model_dump(mode="json"))
         return
     note = " (already recorded: nothing new)" if receipt.replayed else ""
-    out.print(f"{receipt.event} {receipt.user_id} {receipt.session_id} v{receipt.version} at position "
+    what = _SENTENCES.get(receipt.event, receipt.event)
+    out.print(f"{what} {receipt.user_id} {receipt.session_id} (v{receipt.version}) at position "
               f"{receipt.position}{note}")
+
+
+#: How a session receipt reads on a terminal (``--json`` keeps the event name in ``event``).
+_SENTENCES = {"SessionStarted": "started session", "MessageLogged": "logged a message in",
+              "StateCardUpdated": "updated the state card of", "SessionSummarized": "stored a summary of",
+              "SessionEnded": "ended session", "NoMemorySessionStarted": "started a no-memory session",
+              "NoMemorySessionEnded": "ended the no-memory session",
+              "MessageKept": "kept a message (until the session ends) in"}
 
 
 @session_app.command("start")
