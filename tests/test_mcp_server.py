@@ -265,3 +265,48 @@ def test_mcp_over_http_with_keys(tmp_path: Path) -> None:
         server.stop()
     with MemoryLedger(home=home) as ml:
         assert ml.messages("u2") == []
+
+
+@pytest.mark.skipif(not callable(getattr(MemoryLedger, "remember", None)), reason="MemoryLedger.remember not here")
+def test_remember_tool_over_stdio(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    seed(home)
+
+    async def run() -> None:
+        async with Client(stdio(home, "--user", "u1")) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert "decision" in json.dumps(tools["remember"].output_schema)
+            r = await c.call_tool("remember", {"text": "I moved to Berlin last month", "idempotency_key": "r1"})
+            assert not r.is_error, r.content[0].text
+            first = r.structured_content
+            assert first["decision"] and first["key"] and first["user_id"] == "u1"
+            r = await c.call_tool("remember", {"text": "I moved to Berlin last month", "idempotency_key": "r1"})
+            assert r.structured_content["event_id"] == first["event_id"]
+            r = await c.call_tool("profile", {"after": first["position"]})
+            assert first["key"] in r.structured_content["facts"]
+            r = await c.call_tool("remember", {"text": "", "user_id": "u1"})
+            assert r.is_error and "text" in r.content[0].text
+
+    asyncio.run(asyncio.wait_for(run(), 120))
+
+
+@pytest.mark.skipif("allow_sensitive" in __import__("inspect").signature(MemoryLedger.search).parameters,
+                    reason="MemoryLedger.search filters labels itself; the faces' fallback is not used")
+def test_recall_filters_labels_without_ledger_support(tmp_path: Path) -> None:
+    """The faces' own sensitivity filter (used when MemoryLedger.search takes no allow_sensitive) applies the
+    same rule: labelled facts out unless allowed, k hits kept, disclosures recorded."""
+    from memledger.servers.models import SearchBody
+    from memledger.servers.ops import Service
+
+    home = tmp_path / "h"
+    seed(home)
+    with MemoryLedger(home=home) as ml:
+        service = Service(ml)
+        assert service._search_filters is False
+        hits = service.recall("u1", SearchBody(query="allergic peanuts", k=2)).hits
+        assert [h.rank for h in hits] == [1, 2] and "health.allergy" not in [h.key for h in hits]
+        hits = service.recall("u1", SearchBody(query="allergic peanuts", k=2, allow_sensitive=["health"],
+                                               purpose="meals")).hits
+        assert hits[0].key == "health.allergy"
+        audit = ml.audit("u1", "health.allergy")
+        assert [d.purpose for d in audit.facts["health.allergy"].disclosures] == ["meals"]
