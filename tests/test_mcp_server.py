@@ -288,25 +288,3 @@ def test_remember_tool_over_stdio(tmp_path: Path) -> None:
             assert r.is_error and "text" in r.content[0].text
 
     asyncio.run(asyncio.wait_for(run(), 120))
-
-
-@pytest.mark.skipif("allow_sensitive" in __import__("inspect").signature(MemoryLedger.search).parameters,
-                    reason="MemoryLedger.search filters labels itself; the faces' fallback is not used")
-def test_recall_filters_labels_without_ledger_support(tmp_path: Path) -> None:
-    """The faces' own sensitivity filter (used when MemoryLedger.search takes no allow_sensitive) applies the
-    same rule: labelled facts out unless allowed, k hits kept, disclosures recorded."""
-    from memledger.servers.models import SearchBody
-    from memledger.servers.ops import Service
-
-    home = tmp_path / "h"
-    seed(home)
-    with MemoryLedger(home=home) as ml:
-        service = Service(ml)
-        assert service._search_filters is False
-        hits = service.recall("u1", SearchBody(query="allergic peanuts", k=2)).hits
-        assert [h.rank for h in hits] == [1, 2] and "health.allergy" not in [h.key for h in hits]
-        hits = service.recall("u1", SearchBody(query="allergic peanuts", k=2, allow_sensitive=["health"],
-                                               purpose="meals")).hits
-        assert hits[0].key == "health.allergy"
-        audit = ml.audit("u1", "health.allergy")
-        assert [d.purpose for d in audit.facts["health.allergy"].disclosures] == ["meals"]

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 from ledger.errors import BadInput
 from ledger.schemas import check_user_id
 
-from .. import privacy
 from .models import (AssertBody, AuditArgs, BelievedArgs, CardBody, Change, ContextBody, CorrectBody, DiffArgs,
                      HistoryResult, LogMessageBody, RecallResult, RememberBody, RetractBody, SearchBody,
                      SessionStartBody, SummaryBody, TrueAtArgs)
@@ -38,9 +37,6 @@ class Service:
     def __init__(self, ml: Any) -> None:
         self.ml = ml
         self.lock = threading.RLock()
-        import inspect
-
-        self._search_filters = "allow_sensitive" in inspect.signature(ml.search).parameters
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Call ``fn`` under the ledger's lock."""
@@ -117,40 +113,13 @@ class Service:
                                  valid_at=a.valid_at, axis=a.axis, after=a.after)
 
     def recall(self, user_id: str, a: SearchBody) -> RecallResult:
-        """Hybrid search over the user's *current* memories, leaving out facts whose sensitivity label is not in
-        ``allow_sensitive``; each labelled fact let through is recorded as a disclosure (as ``context`` does).
-
-        The ledger's own ``search`` does that filtering when it takes ``allow_sensitive``
-        (:func:`memledger.privacy.search_with_sensitivity`); with an older ``search`` the same rule is applied
-        here."""
-        allow = privacy.check_allow_sensitive(a.allow_sensitive)
+        """Hybrid search over the user's *current* memories (``MemoryLedger.search``): facts whose sensitivity
+        label is not in ``allow_sensitive`` are left out, and each labelled fact let through is recorded as a
+        disclosure with ``purpose`` (:func:`memledger.privacy.search_with_sensitivity`)."""
         with self.lock:
-            if self._search_filters:
-                hits = self.ml.search(user_id, a.query, k=a.k, as_of=a.as_of, source=a.source, role=a.role,
-                                      after=a.after, allow_sensitive=sorted(allow) or None, purpose=a.purpose)
-                return RecallResult(user_id=user_id, hits=hits)
-            self.ml.before_read(a.after)
-            with self.ml.db.read() as cur:
-                labels = {r["key"]: (r["version"], r["sensitivity"])
-                          for r in self.ml.profile_projection.rows(cur, user_id) if r["sensitivity"] is not None}
-            # ask for k more per withheld label so that k hits remain after the filter
-            extra = sum(1 for _, label in labels.values() if label not in allow)
-            hits = self.ml.search(user_id, a.query, k=min(a.k + extra, 1000), as_of=a.as_of, source=a.source,
-                                  role=a.role, after=a.after)
-            kept, included = [], []
-            for h in hits:
-                if len(kept) == a.k:
-                    break
-                if h.key in labels:
-                    version, label = labels[h.key]
-                    if label not in allow:
-                        continue
-                    included.append((h.key, version, label))
-                kept.append(h)
-            if included:
-                self.ml.record_disclosures(user_id, included, purpose=a.purpose)
-        kept = [h.model_copy(update={"rank": i}) for i, h in enumerate(kept, 1)]
-        return RecallResult(user_id=user_id, hits=kept)
+            hits = self.ml.search(user_id, a.query, k=a.k, as_of=a.as_of, source=a.source, role=a.role,
+                                  after=a.after, allow_sensitive=a.allow_sensitive or None, purpose=a.purpose)
+        return RecallResult(user_id=user_id, hits=hits)
 
     def context(self, user_id: str, a: ContextBody) -> Any:
         kw: dict[str, Any] = dict(session_id=a.session_id, query=a.query, now=a.now, budget=a.budget)
