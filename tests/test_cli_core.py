@@ -104,7 +104,7 @@ def test_typer_exit_code_is_propagated():
     import pytest
     import typer
 
-    from ledger import cli
+    from memledger import cli
 
     @cli.app.command("zz-exit-probe", hidden=True)
     def _probe() -> None:

@@ -246,16 +246,11 @@ def test_summary_pyramid_recent_in_detail_older_merged(fresh_ledger):
     assert exc.value.field == "covers"
 
 
-class _WithoutSearch:
-    """The ledger as it was before the retrieval feature: every attribute but ``search``."""
+def _no_vectors(user_id, query, k=10):
+    """The search of a store opened without the vectors projection (embedder "none")."""
+    from ledger.errors import BadInput
 
-    def __init__(self, ml) -> None:
-        self._ml = ml
-
-    def __getattr__(self, name: str):
-        if name == "search":
-            raise AttributeError(name)
-        return getattr(self._ml, name)
+    raise BadInput("embedder", "this ledger was opened without the vectors projection", "open it with minilm")
 
 
 def test_memories_fall_back_to_recent_facts_without_search(fresh_ledger):
@@ -264,14 +259,26 @@ def test_memories_fall_back_to_recent_facts_without_search(fresh_ledger):
     ml = fresh_ledger
     ml.assert_fact("u", "memory.a", "likes hiking", text="likes hiking", observed_at="2024-01-01T00:00:00Z")
     ml.assert_fact("u", "memory.b", "has a cat", text="has a cat", observed_at="2024-01-02T00:00:00Z")
-    for c in (assemble_context(_WithoutSearch(ml), "u", query="pets", now="2024-01-03T00:00:00Z"),
+    for c in (assemble_context(ml, "u", query="pets", now="2024-01-03T00:00:00Z", search_fn=_no_vectors),
               ml.context("u", now="2024-01-03T00:00:00Z")):  # no query: recent facts even with search
         assert c.memories_from == "recent_facts"
         assert c.sections[3].lines == ["- has a cat (2024-01-02, user_statement)",
                                        "- likes hiking (2024-01-01, user_statement)"]
 
 
-def test_memories_use_search_when_the_retrieval_feature_is_there(fresh_ledger, monkeypatch):
+def test_memories_fall_back_for_a_store_without_vectors(store_args):
+    from memledger import MemoryLedger
+
+    with MemoryLedger(**store_args, embedder="none") as ml:
+        ml.assert_fact("u", "memory.a", "likes hiking", text="likes hiking", observed_at="2024-01-01T00:00:00Z")
+        c = ml.context("u", query="pets", now="2024-01-03T00:00:00Z")
+        assert c.memories_from == "recent_facts"
+        assert c.sections[3].lines == ["- likes hiking (2024-01-01, user_statement)"]
+
+
+def test_memories_use_the_search_passed_in(fresh_ledger):
+    from memledger.context import assemble_context
+
     ml = fresh_ledger
     ml.assert_fact("u", "memory.a", "likes hiking", text="likes hiking", observed_at="2024-01-01T00:00:00Z")
     ml.assert_fact("u", "memory.b", "has a cat", text="has a cat", observed_at="2024-01-02T00:00:00Z")
@@ -281,8 +288,7 @@ def test_memories_use_search_when_the_retrieval_feature_is_there(fresh_ledger, m
         calls.append((user_id, query, k))
         return [{"key": "memory.a", "score": 0.9}]
 
-    monkeypatch.setattr(ml, "search", fake_search, raising=False)
-    c = ml.context("u", query="outdoors", now="2024-01-03T00:00:00Z")
+    c = assemble_context(ml, "u", query="outdoors", now="2024-01-03T00:00:00Z", search_fn=fake_search)
     assert calls == [("u", "outdoors", 30)]
     assert c.memories_from == "search"
     assert c.sections[3].lines == ["- likes hiking (2024-01-01, user_statement)"]
