@@ -275,7 +275,8 @@ class Fact(Aggregate):
         valid_from = cmd.valid_from or observed
         if head is not None and value_json == head.value_json:
             changes = []
-            if head.status == "contested" and cmd.source == "user_statement":
+            # the user repeating the value, or system feedback settling it (unlink), clears a contest
+            if head.status == "contested" and cmd.source in ("user_statement", "system_feedback"):
                 changes.append(self._change(head, head.valid_from, head.valid_to, "current"))
             return Decision("reaffirmed", "reaffirm", head.version, head.valid_from, head.valid_to, changes)
         if (

@@ -44,6 +44,7 @@ class Slot:
     zh: tuple[str, ...] = ()
     sensitivity: str | None = None
     patterns: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+    weight: float = 1.0  # multiplies the cue weight: time-of-day cues say less than a named drink
 
     def matches(self, text: str) -> list[re.Match[str]]:
         out = []
@@ -53,9 +54,9 @@ class Slot:
 
 
 def _slot(key: str, cardinality: Cardinality, en: tuple[str, ...], zh: tuple[str, ...] = (),
-          sensitivity: str | None = None) -> Slot:
+          sensitivity: str | None = None, weight: float = 1.0) -> Slot:
     pats = tuple(re.compile(r"\b(?:" + e + r")\b") for e in en) + tuple(re.compile(z) for z in zh)
-    return Slot(key, cardinality, en, zh, sensitivity, pats)
+    return Slot(key, cardinality, en, zh, sensitivity, pats, weight)
 
 
 _DRINKS = (r"coffee|tea|latte|lattes|americano|americanos|espresso|cappuccino|mocha|matcha|beer|wine|juice|"
@@ -121,7 +122,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("schedule", "multi",
           (r"every (?:morning|evening|night|day|week|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
            r"weekend)|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)|wake up at|"
-           r"go to bed at|routine|weekly|daily",), ("每天|每周|每晚|每早|周[一二三四五六日末]|点起床|点睡|作息",)),
+           r"go to bed at|routine|weekly|daily",), ("每天|每周|每晚|每早|周[一二三四五六日末]|点起床|点睡|作息",), weight=0.3),
     _slot("plan", "multi", (r"plan to|planning to|plans to|my plan|training for|goal is|aim to|going to run|"
                             r"saving for|marathon|applying to",), ("计划|打算|目标|准备.{0,6}(?:考|去|买|跑)|马拉松",)),
     _slot("hobby", "multi",
@@ -269,7 +270,7 @@ class Typing:
     cessation: bool
     change: bool
     value_tokens: set[str]
-    cue_weight: int = 0
+    cue_weight: float = 0.0
     sensitivity: str | None = None
 
     @property
@@ -304,14 +305,14 @@ def type_statement(text: str, registry: KeyRegistry = REGISTRY) -> Typing:
         subject = _RELATIONS_EN.get(rel) or _RELATIONS_ZH.get(rel) or "other"
         spans.append(m.span())
     body = _strip(t, spans)
-    best: tuple[int, int, Slot | None, list[re.Match[str]]] = (0, 0, None, [])
+    best: tuple[float, int, Slot | None, list[re.Match[str]]] = (0.0, 0, None, [])
     for order, s in enumerate(CATALOGUE):
         ms = s.matches(body)
         if not ms:
             continue
         # weight: characters covered by cues (a longer, more specific cue says more than a bare word)
-        weight = sum(max(2, mm.end() - mm.start()) if not has_cjk(mm.group(0)) else 3 * (mm.end() - mm.start())
-                     for mm in ms)
+        weight = s.weight * sum(max(2, mm.end() - mm.start()) if not has_cjk(mm.group(0))
+                                else 3 * (mm.end() - mm.start()) for mm in ms)
         if weight > best[0]:
             best = (weight, -order, s, ms)
     slot = best[2]

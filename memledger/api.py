@@ -142,6 +142,14 @@ class MemoryLedger(Store):
                         confidence=confidence, role=role, sensitivity=sensitivity, idempotency_key=idempotency_key,
                         key=key)
 
+    def unlink(self, user_id: str, key: str, version: int) -> Any:
+        """Undo a wrong ``remember`` decision: version ``version`` of ``key`` does not belong there. Records events
+        (never edits): the replaced value is restored by a correction, the statement moves to a key of its own, or a
+        contest is settled (memledger/unlink.py). Returns a RememberReceipt. Raises BadInput (nothing written)."""
+        from .unlink import unlink
+
+        return unlink(self, user_id, key, version)
+
     def record(self, commands: Iterable[dict[str, Any] | FactCommand]) -> list[Receipt]:
         """Record many commands in one save (one transaction): all are validated first; any refusal writes nothing.
 
@@ -194,35 +202,19 @@ class MemoryLedger(Store):
             trace_id=trace_id, after=after, timeout=timeout, half_lives=half_lives, role_bonus=role_bonus)
 
     def ingest(self, path: str | os.PathLike[str], format: str = "locomo", *,
-               on_progress: Callable[[int, int], None] | None = None, batch_size: int = 500) -> dict[str, Any]:
+               on_progress: Callable[[int, int], None] | None = None, batch_size: int = 500,
+               resolve: bool = False) -> dict[str, Any]:
         """Ingest a LoCoMo conversation file or a JSONL file of commands. Re-ingesting records nothing new.
 
-        Returns ``{"commands": N, "recorded": n_new_events, "replayed": n_already_recorded, "users": {...}}``.
+        A JSONL line with ``text`` and no ``key`` is a :meth:`remember`; ``resolve=True`` sends LoCoMo observations
+        through :meth:`remember` too (default: content-derived keys, as before; memledger/ingest.py).
+        Returns ``{"commands": N, "recorded": n_new_events, "replayed": n_already_recorded, "users": {...}}``
+        (plus ``decisions``: remember decisions counted, when there were any).
         Raises :class:`~ledger.errors.BadInput` (naming the line or observation) before writing anything.
         """
-        from .ingest import load_commands, load_session_commands
+        from .ingest import ingest
 
-        commands = load_commands(Path(path), format)
-        # Conversation turns logged as messages (LoCoMo, MemoryBank); validated before writing.
-        messages = load_session_commands(Path(path), format)
-        recorded = replayed = 0
-        users: dict[str, int] = {}
-        for start in range(0, len(commands), batch_size):
-            chunk = commands[start:start + batch_size]
-            for r in self._execute(chunk):
-                replayed += r.replayed
-                recorded += not r.replayed
-            for c in chunk:
-                users[c.user_id] = users.get(c.user_id, 0) + 1
-            if on_progress is not None:
-                on_progress(min(start + batch_size, len(commands)), len(commands))
-        logged = already = 0  # messages are idempotent on message id: re-ingesting logs nothing new
-        for start in range(0, len(messages), batch_size):
-            for sr in self.record_session(messages[start:start + batch_size]):
-                already += sr.replayed
-                logged += not sr.replayed
-        return {"commands": len(commands), "recorded": recorded, "replayed": replayed, "users": users,
-                "messages": {"commands": len(messages), "logged": logged, "replayed": already}}
+        return ingest(self, Path(path), format, on_progress=on_progress, batch_size=batch_size, resolve=resolve)
 
 
     # -- time travel and audit (memledger/timetravel.py, docs/time-travel.md) ----------------------------------

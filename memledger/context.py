@@ -239,6 +239,9 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         cand["profile"].append((_fact_line(f.text or f"{key}: {f.value}", f.valid_from, f.source, f.status, tz,
                                            f.valid_to, now_dt),
                                 rank))
+    # remember's "conflict" (issue 13): a statement that may replace a memory is shown as "to confirm", never merged
+    for line in _to_confirm(ml, user_id, profile):
+        cand["profile"].append((line, -1.0))
 
     with ml.db.read() as cur:
         sessions = ml.state_cards_projection.sessions(cur, user_id)
@@ -388,3 +391,20 @@ def fit_budget(user_id: str, now_dt: datetime, tz: str, session_id: str | None, 
     return Context(user_id=user_id, now=now_dt, now_local=format_local(now_dt, tz), timezone=tz,
                    session_id=session_id, query=query, budget=budget, tokens=total, tokenizer=TOKENIZER_NAME,
                    memories_from=memories_from, dropped=len(dropped), header=header, sections=sections, text=text)
+
+
+def _to_confirm(ml: Any, user_id: str, profile: Any) -> list[str]:
+    """``- to confirm: NEW (may replace: OLD)`` for each contested fact whose contest was recorded by ``remember``
+    (its reason starts with "to confirm:"); the agent should ask the user rather than pick one."""
+    contested = [k for k, f in profile.facts.items() if f.status == "contested"]
+    if not contested:
+        return []
+    out = []
+    with ml.db.read() as cur:
+        for key in sorted(contested):
+            rows = ml.history_projection.versions(cur, user_id, key)
+            last = next((r for r in reversed(rows) if r.get("effect") == "contest"), None)
+            if last is not None and (last.get("reason") or "").startswith("to confirm:") and last.get("text"):
+                f = profile.facts[key]
+                out.append(f"- to confirm: {last['text']} (may replace: {f.text or f.value})")
+    return out

@@ -7,7 +7,12 @@ free-text fact whose key is derived from its content (``memory.<12 hex of sha256
 guessed anywhere else). Each command carries an idempotency key derived from (sample, session, speaker, text), so
 ingesting the same file twice records nothing new.
 
-JSONL: one command object per line (``op`` defaults to ``assert``); blank lines are skipped.
+JSONL: one command object per line (``op`` defaults to ``assert``); blank lines are skipped. A line with ``text``
+and no ``key`` (and no ``op``) is a ``remember``: slot resolution decides its key (issue 13, docs/resolution.md).
+
+``--resolve`` (LoCoMo): each observation goes through ``remember`` instead of landing under a content-derived key;
+its idempotency key is derived from the source (conversation, session, speaker, observation index and evidence turn
+ids), never from the text, so re-ingesting records nothing new either way.
 
 Sessions (issue 5): LoCoMo turns are also logged as messages of their session (:func:`locomo_messages`), and
 ``--format memorybank`` ingests MemoryBank histories as sessions of messages (:func:`memorybank_messages`).
@@ -20,6 +25,7 @@ import json
 import re
 import unicodedata
 from datetime import timezone
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +33,32 @@ from ledger.errors import BadInput
 from ledger.schemas import FactCommand, validate_command
 
 FORMATS = ("locomo", "jsonl", "memorybank")
+
+
+@dataclass
+class RememberLine:
+    """A free-text statement of an ingested file, validated, to be recorded through ``remember``."""
+
+    user_id: str
+    text: str
+    fields: dict[str, Any]
+    where: str = ""
+
+
+def remember_line(obj: dict[str, Any], where: str) -> RememberLine:
+    """Validate a remember line (``{"user_id", "text", ...}`` without ``key``). Raises BadInput naming the line."""
+    from .remember import validate_remember
+
+    allowed = {"user_id", "text", "observed_at", "valid_from", "source", "source_ref", "session_id", "actor",
+               "trace_id", "confidence", "role", "sensitivity", "idempotency_key"}
+    extra = sorted(set(obj) - allowed)
+    if extra:
+        raise BadInput(where + extra[0], "is not a field of a remember line (a line with text and no key)",
+                       "remove it, or give a key to make the line an assert; known fields are " + ", ".join(sorted(allowed)))
+    fields = {k: v for k, v in obj.items() if k not in ("user_id", "text")}
+    fields.setdefault("source", "user_statement")
+    validate_remember(obj.get("user_id"), obj.get("text"), fields, where=where)
+    return RememberLine(obj["user_id"], obj["text"], fields, where)
 
 
 def content_key(text: str, prefix: str = "memory") -> str:
@@ -45,8 +77,10 @@ def parse_locomo_time(text: str, field: str) -> str:
     return dt.astimezone(timezone.utc).isoformat()
 
 
-def locomo_commands(data: Any, where: str = "") -> list[FactCommand]:
-    """Commands for every observation of every conversation in a LoCoMo file (a list, or one conversation)."""
+def locomo_commands(data: Any, where: str = "", resolve: bool = False) -> list[Any]:
+    """Commands for every observation of every conversation in a LoCoMo file (a list, or one conversation).
+
+    ``resolve``: :class:`RememberLine` items instead (slot resolution decides the keys)."""
     conversations = data if isinstance(data, list) else [data]
     out: list[FactCommand] = []
     for ci, conv in enumerate(conversations):
@@ -67,6 +101,13 @@ def locomo_commands(data: Any, where: str = "") -> list[FactCommand]:
                 for oi, item in enumerate(items):
                     text, ref = item[0], item[1]
                     ref = ",".join(ref) if isinstance(ref, list) else str(ref)
+                    if resolve:
+                        out.append(remember_line({
+                            "user_id": speaker, "text": text, "observed_at": when, "valid_from": when,
+                            "source": "user_statement", "source_ref": ref, "session_id": f"{sample}:session_{n}",
+                            "idempotency_key": f"locomo:{sample}:session_{n}:{speaker}:{oi}:{ref}"[:512],
+                        }, where=f"{loc}.{skey}.{speaker}[{oi}]."))
+                        continue
                     digest = hashlib.sha256(f"{sample}|{n}|{speaker}|{text}".encode()).hexdigest()[:20]
                     out.append(validate_command({
                         "op": "assert", "user_id": speaker, "key": content_key(text), "value": text, "text": text,
@@ -76,7 +117,7 @@ def locomo_commands(data: Any, where: str = "") -> list[FactCommand]:
     return out
 
 
-def jsonl_commands(path: Path) -> list[FactCommand]:
+def jsonl_commands(path: Path) -> list[Any]:
     out = []
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -88,12 +129,16 @@ def jsonl_commands(path: Path) -> list[FactCommand]:
                 raise BadInput(f"line {lineno}", f"is not JSON ({exc.msg})", "one command object per line") from None
             if not isinstance(obj, dict):
                 raise BadInput(f"line {lineno}", "is not a JSON object", "one command object per line")
+            if "text" in obj and "key" not in obj and "op" not in obj:
+                out.append(remember_line(obj, where=f"line {lineno}: "))
+                continue
             out.append(validate_command({"op": "assert", **obj}, where=f"line {lineno}: "))
     return out
 
 
-def load_commands(path: Path, fmt: str) -> list[FactCommand]:
-    """Read and validate every command of a file before anything is written. Raises BadInput."""
+def load_commands(path: Path, fmt: str, resolve: bool = False) -> list[Any]:
+    """Read and validate every command of a file before anything is written: :class:`FactCommand` and
+    :class:`RememberLine` items, in file order. ``resolve``: LoCoMo observations as remember lines. Raises BadInput."""
     if fmt not in FORMATS:
         raise BadInput("--format", f"{fmt!r} is not a known format", "use one of " + ", ".join(FORMATS))
     if not path.is_file():
@@ -107,7 +152,56 @@ def load_commands(path: Path, fmt: str) -> list[FactCommand]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadInput("FILE", f"{str(path)!r} is not a JSON file ({exc})", "pass a LoCoMo JSON file") from None
-    return locomo_commands(data)
+    return locomo_commands(data, resolve=resolve)
+
+
+def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size: int = 500,
+           resolve: bool = False) -> dict[str, Any]:
+    """``MemoryLedger.ingest``: everything validated first, then commands in batches of ``batch_size`` (one save
+    each) and remember lines one by one, in file order. Returns the ingest report (see ``MemoryLedger.ingest``)."""
+    commands = load_commands(path, fmt, resolve=resolve)
+    messages = load_session_commands(path, fmt)  # conversation turns as messages, validated before writing
+    recorded = replayed = 0
+    users: dict[str, int] = {}
+    decisions: dict[str, int] = {}
+    done = 0
+    i = 0
+    while i < len(commands):
+        if isinstance(commands[i], RememberLine):
+            line = commands[i]
+            try:
+                r = ml.remember(line.user_id, line.text, **line.fields)
+            except BadInput as exc:
+                raise BadInput(line.where + exc.field, exc.problem, exc.fix) from None
+            decisions[r.decision] = decisions.get(r.decision, 0) + 1
+            results, chunk = [r], [line]
+            i += 1
+        else:
+            j = i
+            while j < len(commands) and j - i < batch_size and not isinstance(commands[j], RememberLine):
+                j += 1
+            chunk = commands[i:j]
+            results = ml.record(chunk)
+            i = j
+        for r in results:
+            replayed += r.replayed
+            recorded += not r.replayed
+        for c in chunk:
+            users[c.user_id] = users.get(c.user_id, 0) + 1
+        done += len(chunk)
+        if on_progress is not None and (done % batch_size == 0 or done == len(commands)
+                                        or not isinstance(chunk[0], RememberLine)):
+            on_progress(done, len(commands))
+    logged = already = 0  # messages are idempotent on message id: re-ingesting logs nothing new
+    for start in range(0, len(messages), batch_size):
+        for sr in ml.record_session(messages[start:start + batch_size]):
+            already += sr.replayed
+            logged += not sr.replayed
+    report = {"commands": len(commands), "recorded": recorded, "replayed": replayed, "users": users,
+              "messages": {"commands": len(messages), "logged": logged, "replayed": already}}
+    if decisions:
+        report["decisions"] = dict(sorted(decisions.items()))
+    return report
 
 
 # -- sessions (issue 5): conversation turns as logged messages ---------------------------------------------------

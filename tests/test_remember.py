@@ -157,3 +157,124 @@ def test_external_import_of_earlier_history_still_backfills(fresh_ledger):
                        observed_at="2019-01-01T00:00:00Z", source="external_import")
     assert r.effect == "backfill"
     assert ml.profile("u").facts["residence.city"].value == "Berlin"
+
+
+def test_unsure_is_a_conflict_shown_to_confirm_and_audit_shows_evidence(fresh_ledger):
+    ml = fresh_ledger
+    a = ml.remember("u", "The team offsite with Dana is in Lisbon", observed_at=T1)
+    assert a.key.startswith("memory.r")
+    r = ml.remember("u", "The team offsite with Dana is no longer in Lisbon", observed_at=T2)
+    assert (r.decision, r.related[0].key, r.related[0].relation) == ("conflict", a.key, "target")
+    assert r.key != a.key and [e.effect for e in r.extra] == ["contest"]
+    facts = ml.profile("u").facts
+    assert (facts[a.key].status, facts[r.key].status) == ("contested", "current")
+    c = ml.context("u", now="2024-03-02T00:00:00Z")
+    lines = [line for s in c.sections for line in s.lines]
+    assert ("- to confirm: The team offsite with Dana is no longer in Lisbon "
+            "(may replace: The team offsite with Dana is in Lisbon)") in lines
+    chain = ml.audit("u", r.key).facts[r.key].chain
+    assert chain[0].reason.startswith(f"remember: conflict -> {r.key} by rule free_unsure | slot none (single)")
+    assert "catalogue slots/1 | embedder hash:" in chain[0].reason and f"candidates: {a.key} v1 target" in chain[0].reason
+
+
+def test_unlink_restores_the_replaced_value_and_moves_the_statement(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "I drink green tea every morning", observed_at=T1)
+    wrong = ml.remember("u", "I drink beer at football matches", observed_at=T2)
+    assert (wrong.decision, wrong.key, wrong.version) == ("supersede", "preference.drink", 2)
+    u = ml.unlink("u", "preference.drink", 2)
+    assert (u.decision, u.key, u.version, u.effect) == ("correct", "preference.drink", 3, "correct")
+    moved = u.extra[0].key
+    facts = ml.profile("u").facts
+    assert facts["preference.drink"].value == "I drink green tea every morning"
+    assert facts[moved].value == "I drink beer at football matches"
+    assert facts[moved].valid_from.isoformat() == "2024-03-01T09:00:00+00:00"
+    hist = ml.history("u", "preference.drink")
+    assert [(h.version, h.status) for h in hist] == [(1, "superseded"), (2, "misreported"), (3, "current")]
+    assert hist[2].reason.startswith("unlink: v2 does not belong to preference.drink; restores v1")
+    with pytest.raises(BadInput) as exc:
+        ml.unlink("u", "preference.drink", 1)
+    assert exc.value.field == "version"
+    with pytest.raises(BadInput) as exc:
+        ml.unlink("u", "preference.drink", 9)
+    assert exc.value.field == "version" and "no version 9" in exc.value.problem
+
+
+def test_unlink_through_cli(cli):
+    cli.json("remember", "u", "I live in Lyon", "--observed-at", T1)
+    cli.json("remember", "u", "I lived in Lyon as a student and loved it", "--observed-at", T2)
+    h = cli.json("history", "u", "residence.city")
+    assert [r["kind"] for r in h][0] == "asserted"
+    last = h[-1]["version"]
+    if h[-1]["kind"] == "asserted" and h[-1]["replaces"] is not None:
+        r = cli.json("unlink", "u", "residence.city", str(last))
+        assert r["decision"] == "correct"
+        assert cli.json("profile", "u")["facts"]["residence.city"]["value"] == "I live in Lyon"
+    code, out, err = cli("unlink", "u", "residence.city", "0")
+    assert code == 2 and "version" in err
+
+
+def test_concurrent_remember_for_one_user_never_opens_a_slot_twice(store_args):
+    import threading
+
+    from memledger import MemoryLedger
+
+    texts = ["My cat Miso is grey", "My cat Miso is grey", "I have a parrot named Kiwi", "I have a parrot named Kiwi",
+             "My rabbit Bun is tiny", "My rabbit Bun is tiny"]
+    errors, receipts = [], []
+    barrier = threading.Barrier(len(texts), timeout=30)
+
+    def run(text):
+        try:
+            with MemoryLedger(**store_args) as ml:
+                barrier.wait()
+                receipts.append(ml.remember("u", text, observed_at=T1))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in texts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    with MemoryLedger(**store_args) as ml:
+        facts = ml.profile("u").facts
+    assert sorted(f.value for f in facts.values()) == ["I have a parrot named Kiwi", "My cat Miso is grey",
+                                                       "My rabbit Bun is tiny"]
+    assert sorted(facts) == ["pet.1", "pet.2", "pet.3"]
+    assert sorted(r.decision for r in receipts) == ["add"] * 3 + ["reaffirm"] * 3
+
+
+def test_jsonl_text_without_key_is_a_remember(fresh_ledger, tmp_path):
+    ml = fresh_ledger
+    f = tmp_path / "m.jsonl"
+    f.write_text("\n".join(json.dumps(o) for o in [
+        {"user_id": "u", "key": "profile.name", "value": "Ana", "idempotency_key": "c1:t0"},
+        {"user_id": "u", "text": "I love iced americano", "observed_at": T1, "idempotency_key": "c1:t1"},
+        {"user_id": "u", "text": "I switched to hot lattes", "observed_at": T2, "idempotency_key": "c1:t9"},
+    ]) + "\n")
+    rep = ml.ingest(f, "jsonl")
+    assert (rep["commands"], rep["recorded"], rep["replayed"], rep["decisions"]) == (
+        3, 3, 0, {"new": 1, "supersede": 1})
+    again = ml.ingest(f, "jsonl")
+    assert (again["recorded"], again["replayed"]) == (0, 3)
+    assert ml.profile("u").facts["preference.drink"].value == "I switched to hot lattes"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"user_id": "u", "text": "   "}) + "\n")
+    with pytest.raises(BadInput) as exc:
+        ml.ingest(bad, "jsonl")
+    assert exc.value.field == "line 1: text"
+
+
+def test_locomo_resolve_is_idempotent_by_source(fresh_ledger):
+    from tests.conftest import ROOT
+
+    ml = fresh_ledger
+    sample = ROOT / "samples" / "locomo_conv30.json"
+    rep = ml.ingest(sample, "locomo", resolve=True)
+    assert rep["recorded"] > 0 and sum(rep["decisions"].values()) == rep["commands"]
+    again = ml.ingest(sample, "locomo", resolve=True)
+    assert (again["recorded"], again["replayed"]) == (0, again["commands"])
+    keys = set(ml.profile("Jon").facts)
+    assert all(not (k.startswith("memory.") and len(k) == 19 and not k.startswith("memory.r")) for k in keys)

@@ -103,6 +103,18 @@ def remember_cmd(
         out.print(f"  {m.relation:<13} {m.key} v{m.version} score {m.score:.3f}: {m.text[:80]}")
 
 
+@app.command("unlink")
+def unlink_cmd(ctx: typer.Context, user: str, key: str, version: int, as_json: bool = JsonOpt) -> None:
+    """Undo a wrong remember decision: VERSION of KEY does not belong to KEY (recorded as events, see
+    docs/resolution.md)."""
+    with open_ledger(ctx) as ml:
+        r = ml.unlink(user, key, version)
+    if as_json:
+        emit_json(r.model_dump(mode="json"))
+        return
+    out.print(f"{r.decision} {r.user_id} {r.key} v{r.version} [{r.effect}] at position {r.position}: {r.explanation}")
+
+
 @app.command("profile")
 def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt,
                 timeout: float = TimeoutOpt) -> None:
@@ -179,8 +191,11 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
 @app.command("ingest")
 def ingest_cmd(ctx: typer.Context, file: str,
                format: str = typer.Option("locomo", "--format", help="locomo | jsonl | memorybank"),
+               resolve: bool = typer.Option(False, "--resolve", help="LoCoMo: observations go through remember "
+                                            "(slot resolution) instead of content-derived keys."),
                as_json: bool = JsonOpt) -> None:
-    """Ingest a LoCoMo file or a JSONL file of commands, with a progress bar. Re-ingesting records nothing new."""
+    """Ingest a LoCoMo file or a JSONL file of commands, with a progress bar. Re-ingesting records nothing new.
+    A JSONL line with text and no key is a remember."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     with open_ledger(ctx) as ml, Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
@@ -192,7 +207,7 @@ def ingest_cmd(ctx: typer.Context, file: str,
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        report = ml.ingest(file, format, on_progress=progress)
+        report = ml.ingest(file, format, on_progress=progress, resolve=resolve)
     if as_json:
         emit_json(report)
     else:
