@@ -77,7 +77,7 @@ def serve_mcp(ctx: typer.Context,
         from memledger.servers.keys import KeyStore
 
         server = build_mcp(service, user=user, allow_destructive=allow_destructive, require_key=True)
-        inner = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+        inner = server.streamable_http_app(streamable_http_path="/mcp", host=host, json_response=True)
 
         @contextlib.asynccontextmanager
         async def lifespan(_app):  # noqa: ANN001, ANN202

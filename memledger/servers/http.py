@@ -151,7 +151,10 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     mcp_routes: list[Any] = []
     if mcp_server is not None:
         # the MCP endpoint as a route of this app (not a sub-mount: no /mcp -> /mcp/ redirect), behind KeyMiddleware
-        mcp_routes = list(mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host).routes)
+        # json_response: a tool answers with one JSON body instead of an SSE stream per POST (~1 ms less per call;
+        # the tools send no progress or server-to-client requests)
+        mcp_routes = list(mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host,
+                                                         json_response=True).routes)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
