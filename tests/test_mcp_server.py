@@ -284,6 +284,9 @@ def test_remember_tool_over_stdio(tmp_path: Path) -> None:
             assert r.structured_content["event_id"] == first["event_id"]
             r = await c.call_tool("profile", {"after": first["position"]})
             assert first["key"] in r.structured_content["facts"]
+            r = await c.call_tool("remember", {"text": "My sister Ana lives in Porto", "role": "planner",
+                                               "source": "agent_inference", "confidence": 0.7})
+            assert not r.is_error, r.content[0].text
             r = await c.call_tool("remember", {"text": "", "user_id": "u1"})
             assert r.is_error and "text" in r.content[0].text
 

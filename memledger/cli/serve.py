@@ -46,7 +46,9 @@ def _uvicorn(asgi, host: str, port: int) -> None:  # noqa: ANN001 - an ASGI app
 
     # access_log off: uvicorn's line carries the query string (a GET search's query); memledger.http logs
     # method, path, status and time instead
-    uvicorn.run(asgi, host=host, port=port, access_log=False, log_level="warning", lifespan="on")
+    # timeout_graceful_shutdown: an open change feed (SSE) would otherwise hold a SIGTERM forever
+    uvicorn.run(asgi, host=host, port=port, access_log=False, log_level="warning", lifespan="on",
+                timeout_graceful_shutdown=3)
 
 
 @serve_app.command("mcp")

@@ -63,6 +63,8 @@ class Service:
         if not self.has_remember():
             raise NotImplementedError("remember is not available in this memledger version")
         kw = _fields(body, "text", "user_id")
+        if isinstance(kw.get("role"), str):  # the faces take the role's name; the ledger a RoleContext
+            kw["role"] = {"role": kw["role"]}
         with self.lock:
             return self.ml.remember(user_id, body.text, **kw)
 
