@@ -21,6 +21,22 @@ TOOLS = {"remember", "recall", "profile", "history", "believed", "true_at", "dif
          "context", "resume", "log_message", "update_card"}
 
 
+MINIMAL_ARGS: dict[str, dict[str, Any]] = {
+    "remember": {"text": "I like chess"}, "recall": {"query": "tea"}, "profile": {}, "history": {},
+    "believed": {"as_of": "2030-01-01T00:00:00Z"}, "true_at": {"valid_at": "2024-06-01T00:00:00Z"},
+    "diff": {"from_as_of": "2000-01-01T00:00:00Z", "to_as_of": "2100-01-01T00:00:00Z"}, "audit": {},
+    "correct": {"key": "preference.drink", "value": "x"}, "retract": {"key": "preference.drink"},
+    "context": {}, "resume": {}, "log_message": {"session_id": "s", "role": "user", "message_id": "m", "text": "t"},
+    "update_card": {"session_id": "s", "task": "t"},
+}
+
+
+async def assert_every_tool_refuses(c: Client, user_id: str, words: str) -> None:
+    for name in sorted(TOOLS):
+        r = await c.call_tool(name, {**MINIMAL_ARGS[name], "user_id": user_id})
+        assert r.is_error and words in r.content[0].text, (name, r.content[0].text)
+
+
 def stdio(home: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "memledger", "--home", str(home), "serve", "mcp",
                                                                *extra], env=env(), cwd=str(ROOT))
@@ -130,6 +146,7 @@ def test_stdio_pinned_user_and_destructive(tmp_path: Path) -> None:
             assert set(r.structured_content["facts"]) >= {"preference.drink", "profile.city"}
             r = await c.call_tool("profile", {"user_id": "u2"})
             assert r.is_error and "pinned" in r.content[0].text
+            await assert_every_tool_refuses(c, "u2", "pinned")
             r = await c.call_tool("recall", {"user_id": "u2", "query": "water"})
             assert r.is_error
             with pytest.raises(Exception):
@@ -245,6 +262,7 @@ def test_mcp_over_http_with_keys(tmp_path: Path) -> None:
             async with client(k2) as c:
                 r = await c.call_tool("recall", {"user_id": "u1", "query": "tea"})
                 assert r.is_error
+                await assert_every_tool_refuses(c, "u1", "does not hold user 'u1'")
                 r = await c.call_tool("profile", {})
                 assert set(r.structured_content["facts"]) == {"preference.drink"}
             async with client(k12) as c:
@@ -263,8 +281,10 @@ def test_mcp_over_http_with_keys(tmp_path: Path) -> None:
         asyncio.run(asyncio.wait_for(run(), 120))
     finally:
         server.stop()
-    with MemoryLedger(home=home) as ml:
-        assert ml.messages("u2") == []
+    with MemoryLedger(home=home) as ml:  # nothing written by any refused call
+        assert ml.messages("u2") == [] and ml.messages("u1") == []
+        assert ml.profile("u1").facts["preference.drink"].value == "tea"
+        assert [r.kind for r in ml.history("u1")] == ["asserted"] * 3
 
 
 @pytest.mark.skipif(not callable(getattr(MemoryLedger, "remember", None)), reason="MemoryLedger.remember not here")
