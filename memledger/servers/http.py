@@ -27,9 +27,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-from fastapi import Body, Depends, FastAPI, Header, Path, Query, Request
+from fastapi import Body, Depends, FastAPI, Header, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.security import HTTPBearer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ledger.errors import BadInput, ConflictError, IdempotencyMismatch, MemledgerError, NotCaughtUp, SubjectErasedError
@@ -164,7 +165,9 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         async with mcp_server.session_manager.run():
             yield
 
-    app = FastAPI(title="memledger", version="0.1.0", lifespan=lifespan,
+    # documents the bearer scheme in /openapi.json (the Authorize button of /docs); KeyMiddleware enforces it
+    bearer = Security(HTTPBearer(auto_error=False, description="An API key: memledger keys create --user U"))
+    app = FastAPI(title="memledger", version="0.1.0", lifespan=lifespan, dependencies=[bearer],
                   description="An event-sourced memory ledger for LLM agents. Every route but /v1/health needs "
                               "Authorization: Bearer <key> (memledger keys create). Errors are RFC 9457 "
                               "problem+json. See docs/interfaces.md.")
