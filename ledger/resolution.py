@@ -155,9 +155,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("correct", slot_key, "correction", head, op="correct" if close is None else "assert",
                         close_key=close, close_as="withdrawn")
         new_value = bool(typing.value_tokens) and head.value_overlap < PARAPHRASE
+        contained = bool(typing.value_tokens) and head.typing is not None and typing.value_tokens <= (
+            head.typing.value_tokens)
         if typing.cessation and not (typing.change and new_value):
             return done("retire", slot_key, "cessation", head, close_key=close)
-        if not new_value and not typing.change and typing.value_tokens:
+        if contained or (not new_value and not typing.change and typing.value_tokens):
             return done("reaffirm", head.key, "paraphrase", head)
         if not typing.value_tokens and not typing.change:
             return done("reaffirm", head.key, "paraphrase_no_value", head)

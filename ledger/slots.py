@@ -90,13 +90,13 @@ CATALOGUE: tuple[Slot, ...] = (
           ("单身|结婚|离婚|订婚|恋爱|女朋友|男朋友|分手|对象",)),
     _slot("work.occupation", "single",
           (r"work as|works as|working as|job as|my job|his job|her job|occupation|profession|career|"
-           r"i(?:'m| am) an? (?:\w+ )?(?:teacher|nurse|doctor|engineer|developer|programmer|banker|designer|"
+           r"(?:i'm|i am|became|become|becoming|now an?) an? (?:\w+ )?(?:teacher|nurse|doctor|engineer|developer|programmer|banker|designer|"
            r"lawyer|accountant|chef|writer|student|manager|consultant|artist|architect|scientist|driver|"
            r"pharmacist|journalist)|unemployed|laid off|lost (?:my|his|her) job|quit (?:my|his|her) job|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
-          ("工作是|职业|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被裁|丢了工作|换了?工作|新工作|上班",)),
+          ("工作是|职业|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被裁|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
-                                      r"joined|employer|company i work",), ("在.{1,10}(?:公司|工作)|入职|跳槽",)),
+                                      r"joined|employer|company i work",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
     _slot("residence.city", "single",
           (r"live in|lives in|living in|(?<!was )(?<!been )(?<!is )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown",),
@@ -118,7 +118,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("device.computer", "single", (r"laptop|macbook|thinkpad|desktop pc|my computer|new computer",),
           ("笔记本电脑|电脑|台式机",)),
     _slot("vehicle", "single", (r"drive an?|my car|new car|bought an? (?:\w+ )?car|electric car|tesla|"
-                                r"motorbike|motorcycle|scooter|sold my car",), ("开车|车子|买了?.{0,4}车|电动车|摩托",)),
+                                r"motorbike|motorcycle|scooter|sold my car",), ("开车|车子|买了?.{0,4}车|电动车|燃油车|汽车|开的是.{0,4}车|摩托",)),
     _slot("schedule", "multi",
           (r"every (?:morning|evening|night|day|week|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
            r"weekend)|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)|wake up at|"
@@ -201,6 +201,7 @@ _CORRECTION = [re.compile(p) for p in (
     r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",
     r"\bi was wrong\b", r"\bto correct\b", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
     r"\bmisremembered\b", r"\bnot \w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b",
+    r"\bactually\b.*\bnot\b", r", not [\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
 )]
 _CESSATION = [re.compile(p) for p in (
@@ -232,7 +233,18 @@ went get gets got getting make makes made one thing things kind sort pretty well
 tomorrow yesterday morning evening night actually sorry mean meant said say says tell told think thought
 know knew want wants wanted need needs feel feels felt
 """.split())
-_STOP_ZH = set("我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已经正在刚才其实")
+_STOP_ZH = set("，。！？、；：,.!?我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已经正在刚才其实")
+
+
+#: Words that name a slot rather than a value ("drink", "live", "工作"): left out of a statement's value tokens, so
+#: "I drink tea" and "I drink beer" share no value, and "I love sushi" / "sushi is my favourite food" share all.
+GENERIC = set("""
+drink drinks drinking drank live lives living lived work works working worked job jobs occupation profession career
+food dish eat eats eating ate music listen listening band singer phone number mobile cell email address born
+birthday speak speaks speaking language languages fluent learn learning pet pets hobby hobbies play plays playing
+fun free spare drive drives driving car laptop computer use uses using diet plan plans planning training goal
+called named adopted have has own owns company employer employed date birth reach city town home
+""".split()) | set("喝住工作班上职业吃爱喜欢听音乐手机号码生日出说会语养只叫名字开用平时常直一们又还也做个种最")
 
 
 def nfc_lower(text: str) -> str:
@@ -319,31 +331,13 @@ def type_statement(text: str, registry: KeyRegistry = REGISTRY) -> Typing:
     correction = any(p.search(t) for p in _CORRECTION)
     cess = [mm for p in _CESSATION for mm in p.finditer(body)]
     chg = [mm for p in _CHANGE for mm in p.finditer(body)]
-    cue_spans = [(mm.start(), mm.end()) for mm in best[3]] if slot else []
-    # a cue that is also a value word ("coffee", "咖啡", "cat") stays in the value: only verb-like cues are stripped
-    strip = [(a, b) for a, b in cue_spans if not _is_value_word(t[a:b])]
-    strip += [(mm.start(), mm.end()) for mm in cess + chg]
+    strip = [(mm.start(), mm.end()) for mm in cess + chg]
     strip += [(mm.start(), mm.end()) for p in _CORRECTION for mm in p.finditer(body)]
-    value = content_tokens(_strip(body, strip))
+    value = content_tokens(_strip(body, strip)) - GENERIC
     card = "single" if slot is None else registry.cardinality(slot.key)
     return Typing(slot=None if slot is None else slot.key, cardinality=card, subject=subject,
                   correction=correction, cessation=bool(cess), change=bool(chg), value_tokens=value,
                   cue_weight=best[0], sensitivity=None if slot is None else slot.sensitivity)
-
-
-_VALUE_WORD = re.compile(r"^(?:" + _DRINKS + "|" + _PETS + r"|vegan|vegetarian|pescatarian|keto|paleo|sushi|pizza|"
-                         r"pasta|ramen|curry|burgers?|noodles|dumplings|tacos|steak|salad|jazz|rock|classical|"
-                         r"iphone|macbook|thinkpad|tesla|laptop|hiking|painting|knitting|photography|gardening|yoga|"
-                         r"climbing|running|swimming|cycling|surfing|skiing|baking|pottery|fishing|marathon|"
-                         r"single|married|divorced|engaged|christian|muslim|buddhist|hindu|jewish|atheist|"
-                         r"diabetes|asthma|migraines?|"
-                         r"咖啡|茶|拿铁|美式|奶茶|啤酒|果汁|红酒|可乐|豆浆|酸奶|抹茶|狗|猫|仓鼠|鹦鹉|兔子|金鱼|乌龟|素食|纯素|"
-                         r"火锅|饺子|面条|寿司|爵士|摇滚|马拉松|单身|苹果手机|安卓|华为手机|小米手机|电动车|摩托|"
-                         r"弹吉他|弹钢琴|打篮球|打羽毛球|踢足球|下棋|爬山|徒步|画画|摄影|瑜伽|跑步|游泳|钓鱼|烘焙|骑车)$")
-
-
-def _is_value_word(s: str) -> bool:
-    return bool(_VALUE_WORD.match(s.strip()))
 
 
 def overlap(a: set[str], b: set[str]) -> float:

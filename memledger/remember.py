@@ -107,7 +107,8 @@ def _fingerprint(user_id: str, text: str, template: FactCommand) -> str:
     return canonical_json(data)
 
 
-def _candidates(store: Store, user_id: str, text: str, slot_key: str | None) -> tuple[list[Candidate], dict]:
+def _candidates(store: Store, user_id: str, text: str, slot_key: str | None,
+                embedder: str | None = None) -> tuple[list[Candidate], dict]:
     """The slot's current facts (by key) and the best search hits; returns them and the profile rows by key."""
     from .search import search_caught_up
 
@@ -133,7 +134,10 @@ def _candidates(store: Store, user_id: str, text: str, slot_key: str | None) -> 
                                         "text": h.text, "source": h.source, "status": h.status,
                                         "valid_from": h.valid_from})
             c.score = round(h.parts.relevance, 4)
-            c.dense = None if h.parts.dense is None else round(h.parts.dense, 4)
+            # a cosine of the CJK companion (multilingual e5: every pair of sentences scores high) is evidence but
+            # not comparable with the main model's thresholds: the rules only use the main model's
+            same_model = h.parts.dense_model in (None, embedder)
+            c.dense = None if h.parts.dense is None or not same_model else round(h.parts.dense, 4)
             c.lexical = None if h.parts.lexical is None else round(h.parts.lexical, 4)
     return list(cands.values()), rows
 
@@ -190,7 +194,7 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
     embedder = getattr(getattr(store, "vectors_projection", None), "model_id", None)
     with user_lock(store, user_id):
         store.before_read(deferred=True)
-        cands, rows = _candidates(store, user_id, text, typing.slot_key)
+        cands, rows = _candidates(store, user_id, text, typing.slot_key, embedder)
         res = resolve(text, typing, cands, embedder=embedder, registry=registry)
         key = res.key or _mint_key(store, user_id, res)
         evidence = _evidence(res, key, embedder)

@@ -278,3 +278,20 @@ def test_locomo_resolve_is_idempotent_by_source(fresh_ledger):
     assert (again["recorded"], again["replayed"]) == (0, again["commands"])
     keys = set(ml.profile("Jon").facts)
     assert all(not (k.startswith("memory.") and len(k) == 19 and not k.startswith("memory.r")) for k in keys)
+
+
+def test_dev_set_resolution_figures_with_the_hash_embedder():
+    """scripts/eval_freetext.py on tests/data/freetext_dev.jsonl (110 cases, EN + ZH) with the hash embedder: the
+    decisions do not depend on the model there; probe-first does (MiniLM: see docs/resolution.md)."""
+    import importlib.util
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("eval_freetext", ROOT / "scripts" / "eval_freetext.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    res = mod.run(ROOT / "tests" / "data" / "freetext_dev.jsonl", "hash")
+    n = res["counts"]
+    assert res["cases"] == 110 and n["change"] == 55 and n["para"] == 18 and n["keep_cases"] == 37
+    assert (n["stale"], n["flagged"], n["wrong_ret"], n["false_alarm"], n["para_merged"]) == (0, 0, 0, 0, 18)
+    assert n["probe_first"] >= 45
