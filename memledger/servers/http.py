@@ -475,10 +475,13 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                 if idle >= 15:
                     idle = 0.0
                     yield b": keep-alive\n\n"
-                new_head = await anyio.to_thread.run_sync(service.head)
-                if new_head != head:
-                    head = new_head
-                    pending = await anyio.to_thread.run_sync(service.changes, user_id, position)
+                try:
+                    new_head = await anyio.to_thread.run_sync(service.head)
+                    if new_head != head:
+                        head = new_head
+                        pending = await anyio.to_thread.run_sync(service.changes, user_id, position)
+                except MemledgerError:  # the user was erased (or the store closed) while streaming: end it
+                    return
 
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
