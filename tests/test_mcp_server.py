@@ -213,6 +213,8 @@ def test_two_stdio_servers_write_one_home_at_once(tmp_path: Path) -> None:
                 r = await c.call_tool("log_message", {"user_id": "u1", "session_id": f"s{w}", "role": "user",
                                                       "message_id": f"m{i}", "text": f"worker {w} message {i}"})
                 errors.append(r.is_error)
+                r = await c.call_tool("correct", {"user_id": "u1", "key": "preference.drink", "value": f"w{w}-{i}"})
+                errors.append(r.is_error)  # both servers write the same fact's stream: optimistic concurrency
                 r = await c.call_tool("profile", {"user_id": "u1"})
                 errors.append(r.is_error)
         return errors
@@ -226,6 +228,9 @@ def test_two_stdio_servers_write_one_home_at_once(tmp_path: Path) -> None:
         for w in (0, 1):
             texts = [m["text"] for m in ml.messages("u1", f"s{w}")]
             assert texts == [f"worker {w} message {i}" for i in range(n)]
+        rows = ml.history("u1", "preference.drink")
+        assert sorted(r.value for r in rows[1:]) == sorted(f"w{w}-{i}" for w in (0, 1) for i in range(n))
+        assert [r.version for r in rows] == list(range(1, 2 + 2 * n))
 
 
 def test_mcp_over_http_with_keys(tmp_path: Path) -> None:
