@@ -100,11 +100,11 @@ def nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text).strip()
 
 
-def prepare(candidates: list[Candidate], registry: KeyRegistry = REGISTRY) -> None:
+def prepare(candidates: list[Candidate], registry: KeyRegistry = REGISTRY, user_name: str | None = None) -> None:
     """Type each candidate: its slot key from its own key when registered, else from its text."""
     for c in candidates:
         if c.typing is None:
-            c.typing = type_statement(c.text, registry)
+            c.typing = type_statement(c.text, registry, user_name)
         slot = registry.slot_of(c.key)
         if slot is not None:
             c.slot_key = slot if registry.cardinality(c.key) == "single" else slot
@@ -117,9 +117,9 @@ def prepare(candidates: list[Candidate], registry: KeyRegistry = REGISTRY) -> No
 
 
 def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder: str | None = None,
-            registry: KeyRegistry = REGISTRY) -> Resolution:
+            registry: KeyRegistry = REGISTRY, user_name: str | None = None) -> Resolution:
     """Decide where ``text`` (typed as ``typing``) lands among ``candidates`` (see the module docstring)."""
-    prepare(candidates, registry)
+    prepare(candidates, registry, user_name)
     para_cos, rel_cos = dense_thresholds(embedder)
     mine = nfc(text)
     for c in candidates:

@@ -306,8 +306,27 @@ def _strip(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-def type_statement(text: str, registry: KeyRegistry = REGISTRY) -> Typing:
-    """Type one statement against the catalogue: subject, slot, markers and value tokens."""
+_SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
+                      r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
+                      r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b")
+_SELF_ZH = re.compile(r"我|用户|^[他她]|^[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]")
+#: the statement is about how things used to be, not the current value ("we used to drink matcha", "小时候")
+_PAST = re.compile(r"\bused to\b|\bas a (?:kid|child|student)\b|\bwhen i was (?:a kid|young|little)\b|"
+                   r"小时候|以前|过去|当年")
+
+
+def about_self(t: str, user_name: str | None = None) -> bool:
+    """Whether a (lower-cased) statement speaks of the user: a first-person word, "the user", a leading he/she/they
+    or bare verb (an agent's note), the user's own name; for Chinese, 我/用户 or a leading verb. "The cafe near
+    the office serves a great latte" and "公司附近的咖啡店..." do not: they open no slot of the user's."""
+    if user_name and re.search(r"(?<!\w)" + re.escape(user_name.lower()) + r"(?!\w)", t):
+        return True
+    return bool(_SELF_EN.search(t) or _SELF_ZH.search(t))
+
+
+def type_statement(text: str, registry: KeyRegistry = REGISTRY, user_name: str | None = None) -> Typing:
+    """Type one statement against the catalogue: subject, slot, markers and value tokens. ``user_name``: the
+    user's id, which third-person statements ("Jon works as a banker") name."""
     t = nfc_lower(text).strip()
     subject = "self"
     spans: list[tuple[int, int]] = []
@@ -316,6 +335,8 @@ def type_statement(text: str, registry: KeyRegistry = REGISTRY) -> Typing:
         rel = m.group(1)
         subject = _RELATIONS_EN.get(rel) or _RELATIONS_ZH.get(rel) or "other"
         spans.append(m.span())
+    elif not about_self(t, user_name):
+        subject = "none"
     body = _strip(t, spans)
     best: tuple[float, int, Slot | None, list[re.Match[str]]] = (0.0, 0, None, [])
     for order, s in enumerate(CATALOGUE):
@@ -331,6 +352,8 @@ def type_statement(text: str, registry: KeyRegistry = REGISTRY) -> Typing:
     correction = any(p.search(t) for p in _CORRECTION)
     cess = [mm for p in _CESSATION for mm in p.finditer(body)]
     chg = [mm for p in _CHANGE for mm in p.finditer(body)]
+    if subject == "none" or (_PAST.search(t) and not cess and not chg):
+        slot = None  # not about the user, or about how things used to be: a memory, not a slot's value
     strip = [(mm.start(), mm.end()) for mm in cess + chg]
     strip += [(mm.start(), mm.end()) for p in _CORRECTION for mm in p.finditer(body)]
     value = content_tokens(_strip(body, strip)) - GENERIC

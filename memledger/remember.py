@@ -190,12 +190,12 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
                                            f"policy effect {receipt.effect})")
     store.check_keys()
     store.refuse_erased([user_id])
-    typing = type_statement(text, registry)
+    typing = type_statement(text, registry, user_name=user_id)
     embedder = getattr(getattr(store, "vectors_projection", None), "model_id", None)
     with user_lock(store, user_id):
         store.before_read(deferred=True)
         cands, rows = _candidates(store, user_id, text, typing.slot_key, embedder)
-        res = resolve(text, typing, cands, embedder=embedder, registry=registry)
+        res = resolve(text, typing, cands, embedder=embedder, registry=registry, user_name=user_id)
         key = res.key or _mint_key(store, user_id, res)
         evidence = _evidence(res, key, embedder)
         value: Any = text

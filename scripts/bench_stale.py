@@ -17,7 +17,13 @@ already does).
 Baseline, in the same process: ``profile()`` (a key lookup on the profile projection, no embedding) after the same
 writes: the search's cost is reported as a ratio of it.
 
+Free-text mode (``--free-text``, issue 13): the same protocol with no keys: every statement, the preference, its
+update and the distractors, goes through ``remember``, half the users in English and half in Chinese; slot
+resolution must put the update in the preference's slot (supersede) and leave the distractors (a brother's drink,
+a cafe's latte, what we used to drink) alone. Part 2's writers ``remember`` a new drink each time.
+
 Usage: python scripts/bench_stale.py [--embedder minilm] [--users 8] [--writers 2] [--readers 2] [--seconds 20]
+       [--free-text]
 """
 
 from __future__ import annotations
@@ -58,6 +64,51 @@ DISTRACTORS = [
 ]
 
 
+# free-text mode (issue 13): EN and ZH, no keys
+FREE = {
+    "en": {"old": "I like to drink iced americano, no sugar", "new": "I'd rather have a hot latte now",
+           "paraphrases": PARAPHRASES, "distractors": [t for _, t in DISTRACTORS],
+           "change": "These days I drink {v} (change {n})"},
+    "zh": {"old": "我喜欢喝冰美式，不加糖", "new": "我现在改喝热拿铁了",
+           "paraphrases": ["用户喜欢喝什么？", "我该给他点什么饮料？", "咖啡还是茶？", "他平时喝什么"],
+           "distractors": ["我哥哥每天早上喝冰美式", "公司附近的咖啡店拿铁很好喝", "上周末我去爬了山",
+                           "我的猫叫咪咪，喜欢睡沙发", "我在读一本关于灯塔看守人的小说", "小时候我们在奶奶家喝抹茶",
+                           "周五的会议改到下午三点", "长途飞行我喜欢靠窗的座位"],
+           "change": "我现在改喝{v}了（第{n}次）"},
+}
+FREE_VALUES = {"en": ["matcha", "oolong tea", "a flat white", "iced tea", "hot chocolate"],
+               "zh": ["抹茶", "乌龙茶", "澳白", "冰红茶", "热可可"]}
+
+
+def lang_of(user: str) -> str:
+    return "zh" if int(user.removeprefix("user")) % 2 else "en"
+
+
+def protocol_free(ml: MemoryLedger, user: str, results: dict) -> None:
+    """Part 1 in free-text mode: no keys; the old statement is stale wherever it shows up as current."""
+    f = FREE[lang_of(user)]
+    first_r = ml.remember(user, f["old"])
+    first = ml.search(user, f["paraphrases"][0], k=1)[0]
+    results["verify_ok"] += first.text == f["old"]
+    receipt = ml.remember(user, f["new"])
+    facts = ml.profile(user).facts
+    results["confirm_ok"] += (receipt.decision == "supersede" and receipt.key == first_r.key
+                              and facts[receipt.key].value == f["new"])
+    for t in f["distractors"]:
+        d = ml.remember(user, t)
+        results["distractor_decisions"][d.decision] = results["distractor_decisions"].get(d.decision, 0) + 1
+    results["kept"] += ml.profile(user).facts[receipt.key].value == f["new"]
+    for q in f["paraphrases"][1:]:
+        for k in range(1, 21):
+            hits = ml.search(user, q, k=k)
+            results["reads"] += 1
+            results["stale"] += any(h.text == f["old"] or (h.key == receipt.key and h.version < receipt.version)
+                                    for h in hits)
+            results["missing"] += (not any(h.text == f["new"] for h in hits)
+                                   and k >= len(f["distractors"]) + 1)
+        results["first_ok"] += ml.search(user, q, k=1)[0].text == f["new"]
+
+
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
@@ -84,7 +135,8 @@ def protocol(ml: MemoryLedger, user: str, results: dict) -> None:
         results["first_ok"] += ml.search(user, q, k=1)[0].value == new_value
 
 
-def load(store: dict, embedder: str, users: list[str], writers: int, readers: int, seconds: float) -> dict:
+def load(store: dict, embedder: str, users: list[str], writers: int, readers: int, seconds: float,
+         free_text: bool = False) -> dict:
     acked: dict[str, int] = {}  # user -> version of the last write that returned
     texts: dict[str, dict[int, str]] = {u: {} for u in users}
     lock = threading.Lock()
@@ -103,14 +155,23 @@ def load(store: dict, embedder: str, users: list[str], writers: int, readers: in
                 value, text = VALUES[n % len(VALUES)]
                 # a new value every time: repeating the current one would be a reaffirmation (no new version)
                 value, text = f"{value} (change {n})", f"{text} (change {n})"
+                if free_text:
+                    lang = lang_of(user)
+                    value = FREE_VALUES[lang][n % len(FREE_VALUES[lang])]
+                    text = value = FREE[lang]["change"].format(v=value, n=n)
                 t0 = time.perf_counter()
-                r = ml.assert_fact(user, KEY, value, text=text)
-                assert r.effect == "supersede", r.effect
+                if free_text:
+                    r = ml.remember(user, text)
+                    assert r.decision == "supersede" and r.key == KEY, (r.decision, r.key, r.explanation)
+                else:
+                    r = ml.assert_fact(user, KEY, value, text=text)
+                    assert r.effect == "supersede", r.effect
                 t1 = time.perf_counter()
                 with lock:
                     texts[user][r.version] = text
                     acked[user] = r.version
-                hit = ml.search(user, PARAPHRASES[n % len(PARAPHRASES)], k=3)
+                qs = FREE[lang_of(user)]["paraphrases"] if free_text else PARAPHRASES
+                hit = ml.search(user, qs[n % len(qs)], k=3)
                 t2 = time.perf_counter()
                 got = [h for h in hit if h.key == KEY]
                 with lock:
@@ -141,7 +202,8 @@ def load(store: dict, embedder: str, users: list[str], writers: int, readers: in
                 with lock:
                     floor = acked.get(user, 0)
                 t0 = time.perf_counter()
-                hits = ml.search(user, PARAPHRASES[n % len(PARAPHRASES)], k=1 + n % 10)
+                qs = FREE[lang_of(user)]["paraphrases"] if free_text else PARAPHRASES
+                hits = ml.search(user, qs[n % len(qs)], k=1 + n % 10)
                 dt = (time.perf_counter() - t0) * 1000
                 mine = [h for h in hits if h.key == KEY]
                 with lock:
@@ -177,16 +239,19 @@ def main() -> None:
     ap.add_argument("--readers", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--home", type=Path, help="store directory (default: a temporary one)")
+    ap.add_argument("--free-text", action="store_true", help="no keys: every statement goes through remember "
+                    "(issue 13), half the users in English, half in Chinese")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     store = {"home": args.home or Path(tmp.name) / "ledger"}
     users = [f"user{i}" for i in range(args.users)]
 
-    res = {"reads": 0, "stale": 0, "missing": 0, "verify_ok": 0, "confirm_ok": 0, "first_ok": 0}
+    res = {"reads": 0, "stale": 0, "missing": 0, "verify_ok": 0, "confirm_ok": 0, "first_ok": 0, "kept": 0,
+           "distractor_decisions": {}}
     with MemoryLedger(**store, embedder=args.embedder) as ml:
         t0 = time.perf_counter()
         for u in users:
-            protocol(ml, u, res)
+            (protocol_free if args.free_text else protocol)(ml, u, res)
         proto_s = time.perf_counter() - t0
         # the baseline and the search, same process, same store, after the same writes
         prof_ms, search_ms = [], []
@@ -199,15 +264,24 @@ def main() -> None:
             ml.search(u, PARAPHRASES[i % len(PARAPHRASES)], k=10)
             search_ms.append((time.perf_counter() - t) * 1000)
     n_users = len(users)
-    print(f"## Part 1: protocol (seed 001), {n_users} users, embedder {args.embedder}, {proto_s:.1f} s")
+    import os
+
+    mode = "free text, no keys (EN + ZH users)" if args.free_text else "keys"
+    print(f"## Part 1: protocol (seed 001), {mode}, {n_users} users, embedder {args.embedder}, {proto_s:.1f} s, "
+          f"load average {os.getloadavg()[0]:.2f}")
     print()
     print("| check | result |")
     print("|---|---|")
+    if args.free_text:
+        zh = sum(lang_of(u) == "zh" for u in users)
+        print(f"| users EN / ZH | {n_users - zh} / {zh} |")
+        print(f"| distractor decisions | {res['distractor_decisions']} |")
+        print(f"| update still current after the distractors | {res['kept']}/{n_users} |")
     print(f"| verify: paraphrase finds the preference first | {res['verify_ok']}/{n_users} |")
     print(f"| confirm: receipt says supersede, profile has the new value | {res['confirm_ok']}/{n_users} |")
     print(f"| re-ask after distractors: new value first (3 paraphrases) | {res['first_ok']}/{3 * n_users} |")
     print(f"| reads at k = 1..20 | {res['reads']} |")
-    print(f"| **stale reads** (old text or older version in the hits) | **{res['stale']}** "
+    print(f"| **stale reads** (old text or an older version in the hits) | **{res['stale']}** "
           f"({100 * res['stale'] / res['reads']:.2f} %) |")
     print(f"| preference missing when k > distractors | {res['missing']} |")
     print()
@@ -220,7 +294,7 @@ def main() -> None:
           f"{sm / pm:.2f} |")
     print()
 
-    out = load(store, args.embedder, users, args.writers, args.readers, args.seconds)
+    out = load(store, args.embedder, users, args.writers, args.readers, args.seconds, args.free_text)
     print(f"## Part 2: {args.writers} writer + {args.readers} reader threads, each with its own ledger object, "
           f"{args.seconds:.0f} s")
     print()
