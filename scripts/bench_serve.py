@@ -271,7 +271,7 @@ def main() -> None:
 
     base_p50 = statistics.median(rows[0][1])
     print(f"\nrecall / search, k=10, one user with {args.memories} memories, {n} queries per row")
-    print(f"| path | p50 ms | p95 ms | overhead p50 (ms) | p50 / in-process |")
+    print("| path | p50 ms | p95 ms | overhead p50 (ms) | p50 / in-process |")
     print("|---|---:|---:|---:|---:|")
     for name, xs in rows:
         p50, p95 = statistics.median(xs), pct(xs, 95)
@@ -288,7 +288,7 @@ def main() -> None:
             line += f"; without the client's own result validation {rest:+.2f} ms ({'met' if rest <= 3.0 else 'NOT MET'})"
         print(line)
     base_w = next(c / s for name, _, c, s in writes if name.startswith("in-process, 8"))
-    print(f"\nwrites (log_message, one event per save)")
+    print("\nwrites (log_message, one event per save)")
     print("| path | clients | writes | seconds | writes/s | vs in-process 8 threads |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, clients, count, secs in writes:

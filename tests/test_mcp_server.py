@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 
 from memledger import MemoryLedger
 from tests.serve_util import ROOT, Server, create_key, env
@@ -149,7 +149,7 @@ def test_stdio_pinned_user_and_destructive(tmp_path: Path) -> None:
             await assert_every_tool_refuses(c, "u2", "pinned")
             r = await c.call_tool("recall", {"user_id": "u2", "query": "water"})
             assert r.is_error
-            with pytest.raises(Exception):
+            with pytest.raises(MCPError):
                 await c.read_resource("memledger://users/u2/profile")
             r = await c.call_tool("erase", {"confirm": "u2"})
             assert r.is_error and "confirm" in r.content[0].text

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -221,7 +220,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
 
     def labels_ok(p: Principal, labels: list[str] | None) -> None:
         if labels:
-            missing = sorted(set(x.strip() for x in labels) - p.allow_sensitive)
+            missing = sorted({x.strip() for x in labels} - p.allow_sensitive)
             if missing:
                 raise Problem(403, "Forbidden", f"this API key may not let in {', '.join(missing)} (create one "
                               f"with --allow-sensitive {missing[0]})")
