@@ -31,7 +31,7 @@ def test_no_server_error_on_generated_requests(tmp_path: Path) -> None:
              "--checks", "not_a_server_error", "--max-examples", "8", "--seed", "1",
              "--exclude-path-regex", "changes|mcp", "--exclude-method", "DELETE", "--request-timeout", "20",
              "-w", "1", "--no-color"],
-            capture_output=True, text=True, env=env(), timeout=240)
+            capture_output=True, text=True, env=env(), timeout=240, cwd=tmp_path)  # its example database stays there
         log = server.log()
     finally:
         server.stop()
