@@ -55,7 +55,8 @@ def user_routes(user: str) -> list[tuple[str, str, Any]]:
     return [
         ("GET", f"{u}/profile", None), ("GET", f"{u}/history", None),
         ("GET", f"{u}/history/preference.drink", None),
-        ("GET", f"{u}/believed?as_of=2030-01-01T00:00:00Z", None), ("GET", f"{u}/true-at?valid_at=2024-06-01T00:00:00Z", None),
+        ("GET", f"{u}/believed?as_of=2030-01-01T00:00:00Z", None),
+        ("GET", f"{u}/true-at?valid_at=2024-06-01T00:00:00Z", None),
         ("GET", f"{u}/diff?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z", None), ("GET", f"{u}/audit", None),
         ("GET", f"{u}/search?query=tea", None), ("POST", f"{u}/search", {"query": "tea"}),
         ("GET", f"{u}/context", None), ("POST", f"{u}/context", {"query": "drink"}), ("GET", f"{u}/resume", None),

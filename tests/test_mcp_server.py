@@ -76,7 +76,8 @@ def test_stdio_tools_end_to_end(tmp_path: Path) -> None:
             hits = r.structured_content["hits"]
             assert hits[0]["key"] == "preference.drink" and hits[0]["value"] == "tea"
             assert all(h["key"] != "health.allergy" for h in hits)  # labelled: left out unless allowed
-            r = await c.call_tool("recall", {"user_id": "u1", "query": "allergic peanuts", "allow_sensitive": ["health"],
+            r = await c.call_tool("recall", {"user_id": "u1", "query": "allergic peanuts",
+                                             "allow_sensitive": ["health"],
                                              "purpose": "meal planning"})
             assert "health.allergy" in [h["key"] for h in r.structured_content["hits"]]
 

@@ -26,6 +26,7 @@ import typing
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import Context as ToolContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -177,7 +178,7 @@ def _tool_error(exc: BaseException) -> ToolError:
 
 def _register(server: MCPServer, name: str, args_model: type, result_type: Any,
               body: Callable[[Any, Any, Principal | None], Any], policy: UserPolicy,
-              annotations: ToolAnnotations | None = None) -> None:
+              annotations: ToolAnnotations | None = None, *, lock: Any) -> None:
     """Register tool ``name``: flat parameters from ``args_model``'s fields (so the input schema is that model's),
     the result model as the output schema, and the user policy and error mapping around ``body``."""
     params, hints = [], {}
@@ -190,15 +191,27 @@ def _register(server: MCPServer, name: str, args_model: type, result_type: Any,
     hints["ctx"] = ToolContext
     hints["return"] = result_type
 
-    def tool(**kwargs: Any) -> Any:
-        ctx = kwargs.pop("ctx", None)
-        principal = principal_of(ctx)
+    def call(kwargs: dict[str, Any], principal: Principal | None) -> Any:
         try:
             args = args_model.model_validate(kwargs)
             user = policy.resolve(getattr(args, "user_id", None), principal)
             return body(user, args, principal)
         except Exception as exc:  # noqa: BLE001 - mapped to a tool error, or re-raised (a crash)
             raise _tool_error(exc) from exc
+
+    # A read (about a millisecond) runs on the event loop when the ledger is free: no worker-thread hop, which
+    # under CPU contention costs a scheduling round trip; a write, or a read behind a busy ledger, runs in a thread.
+    inline = bool(annotations is not None and annotations.read_only_hint)
+
+    async def tool(**kwargs: Any) -> Any:
+        ctx = kwargs.pop("ctx", None)
+        principal = principal_of(ctx)
+        if inline and lock.acquire(blocking=False):
+            try:
+                return call(kwargs, principal)
+            finally:
+                lock.release()
+        return await anyio.to_thread.run_sync(call, kwargs, principal)
 
     tool.__name__ = name
     tool.__doc__ = DESCRIPTIONS[name]
@@ -271,25 +284,25 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
         policy.check_labels(a.allow_sensitive, p)
         return s.context(u, a)
 
+    def reg(name: str, args_model: type, result_type: Any, body: Callable[[Any, Any, Principal | None], Any],
+            annotations: ToolAnnotations) -> None:
+        _register(server, name, args_model, result_type, body, policy, annotations, lock=s.lock)
+
     remember_type = _remember_result_type(service)
-    _register(server, "remember", RememberArgs, remember_type, lambda u, a, p: s.remember(u, a), policy, write)
-    _register(server, "recall", RecallArgs, RecallResult, recall, policy, ro)
-    _register(server, "profile", ProfileArgs, Profile, lambda u, a, p: s.profile(u, a.after), policy, ro)
-    _register(server, "history", HistoryArgs, HistoryResult, lambda u, a, p: s.history(u, a.key, a.after), policy,
-              ro)
-    _register(server, "believed", BelievedArgs, Beliefs, lambda u, a, p: s.believed(u, a), policy, ro)
-    _register(server, "true_at", TrueAtArgs, Beliefs, lambda u, a, p: s.true_at(u, a), policy, ro)
-    _register(server, "diff", DiffArgs, Diff, lambda u, a, p: s.diff(u, a), policy, ro)
-    _register(server, "audit", AuditArgs, privacy._audit_models()[0], lambda u, a, p: s.audit(u, a), policy, ro)
-    _register(server, "correct", CorrectArgs, Receipt, lambda u, a, p: s.correct(u, a.key, a), policy, write)
-    _register(server, "retract", RetractArgs, Receipt, lambda u, a, p: s.retract(u, a.key, a), policy, write)
-    _register(server, "context", ContextArgs, LedgerContext, context, policy, write)
-    _register(server, "resume", ResumeArgs, Resume,
-              lambda u, a, p: s.resume(u, now=a.now, expiry_hours=a.expiry_hours), policy, ro)
-    _register(server, "log_message", LogMessageArgs, SessionReceipt,
-              lambda u, a, p: s.log_message(u, a.session_id, a), policy, write)
-    _register(server, "update_card", UpdateCardArgs, SessionReceipt,
-              lambda u, a, p: s.update_card(u, a.session_id, a), policy, write)
+    reg("remember", RememberArgs, remember_type, lambda u, a, p: s.remember(u, a), write)
+    reg("recall", RecallArgs, RecallResult, recall, ro)
+    reg("profile", ProfileArgs, Profile, lambda u, a, p: s.profile(u, a.after), ro)
+    reg("history", HistoryArgs, HistoryResult, lambda u, a, p: s.history(u, a.key, a.after), ro)
+    reg("believed", BelievedArgs, Beliefs, lambda u, a, p: s.believed(u, a), ro)
+    reg("true_at", TrueAtArgs, Beliefs, lambda u, a, p: s.true_at(u, a), ro)
+    reg("diff", DiffArgs, Diff, lambda u, a, p: s.diff(u, a), ro)
+    reg("audit", AuditArgs, privacy._audit_models()[0], lambda u, a, p: s.audit(u, a), ro)
+    reg("correct", CorrectArgs, Receipt, lambda u, a, p: s.correct(u, a.key, a), write)
+    reg("retract", RetractArgs, Receipt, lambda u, a, p: s.retract(u, a.key, a), write)
+    reg("context", ContextArgs, LedgerContext, context, write)
+    reg("resume", ResumeArgs, Resume, lambda u, a, p: s.resume(u, now=a.now, expiry_hours=a.expiry_hours), ro)
+    reg("log_message", LogMessageArgs, SessionReceipt, lambda u, a, p: s.log_message(u, a.session_id, a), write)
+    reg("update_card", UpdateCardArgs, SessionReceipt, lambda u, a, p: s.update_card(u, a.session_id, a), write)
     if allow_destructive:
         destructive = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
                                       openWorldHint=False)
@@ -302,12 +315,12 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
                 raise PermissionError("erase needs an admin API key (fix: memledger keys create --admin)")
             return s.erase(u)
 
-        _register(server, "erase", EraseArgs, privacy.ErasureReceipt, erase, policy, destructive)
+        reg("erase", EraseArgs, privacy.ErasureReceipt, erase, destructive)
         if service.has_forget():
             from .models import RetractArgs as ForgetArgs
 
-            _register(server, "forget", ForgetArgs, _return_type(type(service.ml).forget),
-                      lambda u, a, p: s.ml.forget(u, a.key, reason=a.reason), policy, destructive)
+            reg("forget", ForgetArgs, _return_type(type(service.ml).forget),
+                lambda u, a, p: s.ml.forget(u, a.key, reason=a.reason), destructive)
     _register_resources(server, service, policy)
     return server
 
