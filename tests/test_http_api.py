@@ -331,3 +331,12 @@ def test_problem_mapping_of_ledger_errors() -> None:
     r = _problem_of(NotCaughtUp("projections reached 3, not 9"))
     assert r.status_code == 503 and r.headers["Retry-After"] == "1"
     assert _problem_of(ConflictError("lost")).status_code == 409
+
+
+def test_a_revoked_key_is_refused_from_the_next_request(api: Any) -> None:
+    proc = memledger(api["home"], "keys", "create", "--user", "u2", "--json")
+    created = json.loads(proc.stdout)
+    h = {"Authorization": f"Bearer {created['secret']}"}
+    assert api["http"].get("/v1/users/u2/profile", headers=h).status_code == 200
+    assert memledger(api["home"], "keys", "revoke", created["key_id"]).returncode == 0
+    assert api["http"].get("/v1/users/u2/profile", headers=h).status_code == 401
