@@ -270,7 +270,31 @@ def validate_command(data: dict[str, Any], where: str = "") -> FactCommand:
             fix = "give a number from 0 to 1, or leave it out (default by source)"
         elif err["type"] == "extra_forbidden":
             fix = "remove it; known fields are " + ", ".join(FactCommand.model_fields)
-        raise BadInput(where + field, err["msg"], fix) from None
+        raise BadInput(where + field, pydantic_problem(err), fix) from None
+
+
+def pydantic_problem(err: Any) -> str:
+    """One pydantic error (an item of ``ValidationError.errors()``) worded as the rest of memledger words a refusal:
+    what was given and what is wrong with it, without pydantic's "Value error," or "Input should be" phrasing.
+
+    ``{"type": "literal_error", "input": "bogus", "msg": "Input should be 'open' or 'done'"}`` ->
+    ``"'bogus' is not 'open' or 'done'"``; ``"Value error, must be ..."`` -> ``"must be ..."``;
+    ``"Field required"`` -> ``"is missing"``; ``"Extra inputs are not permitted"`` -> ``"is not a known field"``.
+    """
+    msg = str(err.get("msg", ""))
+    kind = err.get("type", "")
+    given = err.get("input")
+    shown = repr(given) if isinstance(given, (str, int, float, bool)) or given is None else type(given).__name__
+    if kind == "missing":
+        return "is missing"
+    if kind == "extra_forbidden":
+        return "is not a known field"
+    if msg.startswith("Value error, "):
+        return msg[len("Value error, "):]
+    if msg.startswith("Input should be "):
+        rest = msg[len("Input should be "):]
+        return f"{shown} is not {rest.split(', unable to')[0]}"
+    return msg
     cmd._where = where  # the policy's refusals name the line too (ledger/application.py)
     return cmd
 

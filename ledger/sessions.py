@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .domain import NAMESPACE
 from .errors import BadInput, ConflictError, IdempotencyMismatch
-from .schemas import MAX_ID, check_user_id
+from .schemas import MAX_ID, check_user_id, pydantic_problem
 from .timeutil import check_observed, now_utc, parse_instant
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
@@ -186,7 +186,7 @@ def validate_session_command(data: dict[str, Any], where: str = "") -> SessionCo
         fix = ""
         if e["type"] == "literal_error":
             fix = "use one of " + str(e.get("ctx", {}).get("expected", ""))
-        raise BadInput(where + field, e["msg"], fix) from None
+        raise BadInput(where + field, pydantic_problem(e), fix) from None
     if cmd.op == "log":
         for name in ("role", "message_id", "text"):
             if getattr(cmd, name) is None:

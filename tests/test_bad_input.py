@@ -183,3 +183,26 @@ def test_observed_at_a_few_seconds_ahead_is_clock_skew_not_an_error(fresh_ledger
     with pytest.raises(BadInput) as exc:
         fresh_ledger.assert_fact("u1", "k.x", 2, observed_at=now_utc() + timedelta(minutes=6))
     assert exc.value.field == "observed_at"
+
+
+def test_refusals_do_not_speak_pydantic(cli, tmp_path):
+    """Refusals name what was given and what is wrong, as the rest of the CLI does; never pydantic's "Value error,"
+    or "Input should be" phrasing."""
+    cases = [
+        (["assert", "u1", "a.b", "x", "--confidence", "2"], "error: confidence: must be a number between 0 and 1"),
+        (["assert", "u1", "a.b", "x", "--source", "bogus"],
+         "error: source: 'bogus' is not 'user_statement', 'agent_inference', 'external_import' or "
+         "'system_feedback' (use one of user_statement, agent_inference, external_import, system_feedback)"),
+        (["session", "log", "u1", "s1", "--role", "bogus", "--message-id", "m", "--text", "t"],
+         "error: role: 'bogus' is not 'user', 'assistant', 'system' or 'tool'"),
+        (["session", "card", "u1", "s1", "--status", "bogus"], "error: status: 'bogus' is not 'open' or 'done'"),
+    ]
+    lines = tmp_path / "bad.jsonl"
+    lines.write_text('{"user_id": "u1", "key": "a.b", "value": 1, "confidence": "x"}\n')
+    cases.append((["ingest", str(lines), "--format", "jsonl"], "error: line 1: confidence: 'x' is not a valid number"))
+    for args, expected in cases:
+        code, out, err = cli(*args)
+        assert code == 2, (args, err)
+        assert err.startswith(expected), (args, err)
+        assert "Input should" not in err and "Value error" not in err
+    assert cli.json("profile", "u1")["facts"] == {}  # nothing written
