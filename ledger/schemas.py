@@ -271,6 +271,8 @@ def validate_command(data: dict[str, Any], where: str = "") -> FactCommand:
         elif err["type"] == "extra_forbidden":
             fix = "remove it; known fields are " + ", ".join(FactCommand.model_fields)
         raise BadInput(where + field, pydantic_problem(err), fix) from None
+    cmd._where = where  # the policy's refusals name the line too (ledger/application.py)
+    return cmd
 
 
 def pydantic_problem(err: Any) -> str:
@@ -295,8 +297,6 @@ def pydantic_problem(err: Any) -> str:
         rest = msg[len("Input should be "):]
         return f"{shown} is not {rest.split(', unable to')[0]}"
     return msg
-    cmd._where = where  # the policy's refusals name the line too (ledger/application.py)
-    return cmd
 
 
 class Receipt(BaseModel):

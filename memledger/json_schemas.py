@@ -53,7 +53,8 @@ class ProjectReport(BaseModel):
 
 
 class RebuildOutput(BaseModel):
-    """``memledger rebuild --json`` (replay/rebuild.py ``RebuildReport.as_json``); ``seconds`` wall time."""
+    """``memledger rebuild --json`` (replay/rebuild.py ``RebuildReport.as_json``); ``seconds`` wall time of the
+    replay, ``model_seconds`` the embedding-model load before it (not in ``seconds`` nor ``events_per_second``)."""
 
     projections: list[str]
     mode: Literal["blue-green", "in-place"]
@@ -63,6 +64,7 @@ class RebuildOutput(BaseModel):
     events_per_second: float
     serving: dict[str, str]
     resumed: list[str]
+    model_seconds: float
 
 
 class VerifyOutput(BaseModel):

@@ -198,3 +198,31 @@ def test_api_refuses_unknown_projection(fresh_ledger: MemoryLedger) -> None:
     with pytest.raises(BadInput) as exc:
         fresh_ledger.rebuild(["vectors2"])
     assert exc.value.field == "PROJECTION"
+
+
+def test_rebuild_loads_the_model_before_its_clock_starts(store_args):
+    """The rebuild's rate is the replay's: a model load is reported apart as model_seconds."""
+    import time as _time
+
+    from projections.embedders import HashingEmbedder
+
+    class SlowLoading(HashingEmbedder):
+        loads = 0
+
+        @property
+        def dim(self):  # the first use loads "the model"
+            if not SlowLoading.loads:
+                _time.sleep(0.3)
+            SlowLoading.loads += 1
+            return self._dim
+
+        @dim.setter
+        def dim(self, value):
+            self._dim = value
+
+    with MemoryLedger(**store_args, embedder=SlowLoading()) as ml:
+        ml.assert_fact("u1", "preference.drink", "tea")
+        report = ml.rebuild(["vectors"], blue_green=True)
+    assert report.model_seconds >= 0.3
+    assert report.as_json()["model_seconds"] == round(report.model_seconds, 3)
+    assert SlowLoading.loads >= 1 and report.events == 1
