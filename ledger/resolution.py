@@ -15,6 +15,9 @@ and calls :func:`resolve`. The rules, in order (each decision names its rule in 
 * multi-valued slot: the sibling whose value tokens overlap most is the target of a correction, cessation,
   paraphrase or change; a statement matching no sibling is ``add``-ed as a new sibling key (``pet.2``); a cessation
   or correction that matches no sibling among several is ``conflict`` (unsure which one).
+* no slot, a cessation or correction naming something (its value words: "I gave up chess", "Max passed away"):
+  the one current memory holding most of those words is retired or corrected (``named_cessation`` /
+  ``named_correction``); several equally good -> ``conflict``.
 * no slot: a near-identical current memory (content overlap >= PARAPHRASE_FREE or dense >= the embedder's
   paraphrase cosine) -> ``reaffirm``; a similar one (overlap >= RELATED_FREE or dense >= related cosine) and the
   statement says it corrects/stops/changes something -> ``conflict`` (both kept, the old one contested: "to
@@ -188,6 +191,30 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                             close_key=close)
             return done("reaffirm", matched.key, "multi_paraphrase", matched)
         return done("add", None, "multi_new")
+
+    # no slot, but it stops or corrects something it names ("I gave up chess", "Max passed away", "我放弃减肥了"):
+    # the one current memory sharing its value words is the target
+    if ((typing.cessation or typing.correction) and typing.subject in ("self", "none")
+            and (typing.value_tokens or typing.negated_tokens)):
+        named = []
+        for c in candidates:
+            if c.typing is None or c.typing.subject not in ("self", "none"):
+                continue
+            theirs = c.typing.value_tokens
+            # the share of its value words the memory holds, or of the words it says were wrong ("not Maine")
+            frac = max(len(typing.value_tokens & theirs) / max(1, len(typing.value_tokens)),
+                       len(typing.negated_tokens & theirs) / max(1, len(typing.negated_tokens)))
+            if frac > 0:
+                named.append((frac, c.score, c))
+        named.sort(key=lambda t: (-t[0], -t[1]))
+        if named and named[0][0] >= 0.5 and (len(named) == 1 or named[1][0] < named[0][0]):
+            target = named[0][2]
+            target.value_overlap = named[0][0]
+            if typing.correction:
+                return done("correct", target.key, "named_correction", target, op="correct")
+            return done("retire", target.key, "named_cessation", target)
+        if len(named) > 1 and named[0][0] >= 0.5:
+            return done("conflict", None, "named_unsure", named[0][2], contest_key=named[0][2].key)
 
     # no slot: compare with the closest free-text memories
     free = [c for c in candidates]

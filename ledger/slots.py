@@ -59,9 +59,10 @@ def _slot(key: str, cardinality: Cardinality, en: tuple[str, ...], zh: tuple[str
     return Slot(key, cardinality, en, zh, sensitivity, pats, weight)
 
 
-_DRINKS = (r"coffee|tea|latte|lattes|americano|americanos|espresso|cappuccino|mocha|matcha|beer|wine|juice|"
-           r"smoothie|soda|cola|whisky|whiskey|milk tea|oat milk|flat white|cold brew|kombucha|lemonade|chai")
-_PETS = r"dog|dogs|cat|cats|puppy|kitten|hamster|parrot|rabbit|bunny|goldfish|turtle|pet|pets"
+_DRINKS = (r"coffee|decaf|tea|chai|latte|lattes|negroni|cocktails?|gin|vodka|rum|sake|mojito|margarita|"
+           r"americano|americanos|espresso|cappuccino|mocha|matcha|beer|wine|juice|"
+           r"smoothie|soda|cola|whisky|whiskey|milk tea|oat milk|flat white|cold brew|kombucha|lemonade")
+_PETS = r"dog|dogs|cat|cats|puppy|kitten|hamster|parrot|rabbit|bunny|goldfish|turtle|tortoise|retriever|labrador|poodle|pet|pets"
 
 #: The shipped catalogue, in priority order (the first slot wins a tie of cue weights).
 CATALOGUE: tuple[Slot, ...] = (
@@ -94,13 +95,13 @@ CATALOGUE: tuple[Slot, ...] = (
            r"lawyer|accountant|chef|writer|student|manager|consultant|artist|architect|scientist|driver|"
            r"pharmacist|journalist)|unemployed|laid off|lost (?:my|his|her) job|quit (?:my|his|her) job|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
-          ("工作是|职业|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被裁|丢了工作|换了?工作|新工作",)),
+          ("工作是|职业|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被裁|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
                                       r"joined|employer|company i work",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
     _slot("residence.city", "single",
-          (r"live in|lives in|living in|(?<!was )(?<!been )(?<!is )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
+          (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown",),
-          ("住在|搬到|搬去|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
+          ("住在|在.{1,6}住|搬到|搬去|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|"
            r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),
@@ -124,7 +125,8 @@ CATALOGUE: tuple[Slot, ...] = (
            r"weekend)|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)|wake up at|"
            r"go to bed at|routine|weekly|daily",), ("每天|每周|每晚|每早|周[一二三四五六日末]|点起床|点睡|作息",), weight=0.3),
     _slot("plan", "multi", (r"plan to|planning to|plans to|my plan|training for|goal is|aim to|going to run|"
-                            r"saving for|marathon|applying to",), ("计划|打算|目标|准备.{0,6}(?:考|去|买|跑)|马拉松",)),
+                            r"saving for|saving up|marathon|applying to|losing weight|trying to lose",),
+          ("计划|打算|目标|准备.{0,6}(?:考|去|买|跑)|马拉松|减肥|存钱|攒钱",)),
     _slot("hobby", "multi",
           (r"hobby|hobbies|in my free time|in my spare time|for fun|i enjoy|enjoys|took up|taken up|"
            r"play(?:s|ing)? (?:the )?(?:guitar|piano|violin|drums|tennis|football|soccer|basketball|chess|golf|"
@@ -204,8 +206,9 @@ _CORRECTION = [re.compile(p) for p in (
     r"\bactually\b.*\bnot\b", r", not [\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
 )]
+_NEGATED = [re.compile(p) for p in (r"不是(.{1,12}?)而是", r"\bnot ([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
 _CESSATION = [re.compile(p) for p in (
-    r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b", r"\bquit\b", r"\bgave up\b",
+    r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b(?! (?:at|by|in|for)\b)", r"\bquit\b", r"\bgave up\b",
     r"\bgiven up\b", r"\bdropped\b", r"\blost (?:my|his|her|their) job\b", r"\bleft (?:my|his|her) job\b",
     r"\blaid off\b", r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our)\b",
     r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
@@ -233,7 +236,7 @@ went get gets got getting make makes made one thing things kind sort pretty well
 tomorrow yesterday morning evening night actually sorry mean meant said say says tell told think thought
 know knew want wants wanted need needs feel feels felt
 """.split())
-_STOP_ZH = set("，。！？、；：,.!?我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已经正在刚才其实")
+_STOP_ZH = set("周天月年昨今明早晚号点，。！？、；：,.!?我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已经正在刚才其实")
 
 
 #: Words that name a slot rather than a value ("drink", "live", "工作"): left out of a statement's value tokens, so
@@ -284,6 +287,7 @@ class Typing:
     value_tokens: set[str]
     cue_weight: float = 0.0
     sensitivity: str | None = None
+    negated_tokens: set[str] = field(default_factory=set)  # the value a correction says it was not ("not Maine")
 
     @property
     def slot_key(self) -> str | None:
@@ -357,10 +361,16 @@ def type_statement(text: str, registry: KeyRegistry = REGISTRY, user_name: str |
     strip = [(mm.start(), mm.end()) for mm in cess + chg]
     strip += [(mm.start(), mm.end()) for p in _CORRECTION for mm in p.finditer(body)]
     value = content_tokens(_strip(body, strip)) - GENERIC
+    negated: set[str] = set()
+    if correction:
+        for p in _NEGATED:
+            for mm in p.finditer(body):
+                negated |= content_tokens(mm.group(1)) - GENERIC
     card = "single" if slot is None else registry.cardinality(slot.key)
     return Typing(slot=None if slot is None else slot.key, cardinality=card, subject=subject,
                   correction=correction, cessation=bool(cess), change=bool(chg), value_tokens=value,
-                  cue_weight=best[0], sensitivity=None if slot is None else slot.sensitivity)
+                  cue_weight=best[0], sensitivity=None if slot is None else slot.sensitivity,
+                  negated_tokens=negated)
 
 
 def overlap(a: set[str], b: set[str]) -> float:

@@ -3,7 +3,8 @@
 ``unlink(user, KEY, VERSION)`` says "the statement recorded as VERSION of KEY does not belong to KEY":
 
 * it superseded, retired or corrected the value before it (VERSION is KEY's current head): KEY is corrected back
-  to the value VERSION replaced (a ``correct`` event: VERSION is kept in history as misreported for KEY), and the
+  to the value VERSION replaced, with that value's source and confidence and actor ``unlink`` (a ``correct``
+  event: VERSION is kept in history as misreported for KEY), and the
   statement is recorded under a fresh key of its own with its original times and provenance;
 * it reaffirmed KEY (a ``reaffirmed`` event): the statement is recorded under a fresh key; KEY is untouched;
 * it contested KEY (remember's ``conflict``): the contest is settled for the current value (a ``reaffirm`` by
@@ -18,6 +19,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from ledger.domain import NON_USER_SOURCES
 from ledger.errors import BadInput
 from ledger.schemas import RememberReceipt, check_key, check_user_id, validate_command
 
@@ -34,7 +36,7 @@ def unlink(ml: Any, user_id: str, key: str, version: Any) -> RememberReceipt:
         row = next((r for r in rows if r.version == version), None)
         if row is None:
             raise BadInput("version", f"{key!r} has no version {version}", f"see `memledger history {user_id} {key}`")
-        if not (row.reason or "").startswith("remember: "):
+        if not (row.reason or "").startswith(("remember: ", "to confirm: ")):
             raise BadInput("version", f"{key} v{version} was not placed by remember (slot resolution)",
                            "use correct or retract for facts recorded with a key")
         head = ml.profile(user_id).facts.get(key)
@@ -64,7 +66,9 @@ def unlink(ml: Any, user_id: str, key: str, version: Any) -> RememberReceipt:
                                "retract it instead")
             commands.append(validate_command({
                 "op": "correct", "user_id": user_id, "key": key, "value": old.value, "text": old.text,
-                "source": "system_feedback",
+                # the restored value keeps the provenance it had (what the user said stays a user_statement)
+                "source": old.source if old.source not in NON_USER_SOURCES else "system_feedback",
+                "confidence": old.confidence, "actor": "unlink",
                 "reason": f"unlink: v{version} does not belong to {key}; restores v{old.version} (moved to {new_key})"}))
             decision = "correct"
         elif row.replaces is None and row.kind == "asserted" and row.status != "contesting":

@@ -77,15 +77,20 @@ def recall(evidence: set[str], refs: list[set[str]]) -> float:
     return len(evidence & found) / len(evidence)
 
 
-def evaluate(data: list[dict], embedder: str, both: bool = False) -> tuple[dict, dict, dict]:
+def evaluate(data: list[dict], embedder: str, both: bool = False, resolve: bool = False) -> tuple[dict, dict, dict]:
     scores: dict[tuple[str, int, int], list[float]] = {}
-    info = {"conversations": 0, "observations": 0, "questions": 0, "ingest_s": 0.0, "search_ms": []}
+    info = {"conversations": 0, "observations": 0, "questions": 0, "ingest_s": 0.0, "search_ms": [],
+            "decisions": {}}
     for conv in data:
         speakers = [conv["conversation"]["speaker_a"], conv["conversation"]["speaker_b"]]
-        commands = locomo_commands([conv])
+        commands = locomo_commands([conv], resolve=resolve)
         with tempfile.TemporaryDirectory() as home, MemoryLedger(home=home, embedder=embedder) as ml:
             t0 = time.perf_counter()
-            for i in range(0, len(commands), 500):
+            if resolve:  # issue 13: every observation through remember (slot resolution), as `ingest --resolve`
+                for line in commands:
+                    d = ml.remember(line.user_id, line.text, **line.fields).decision
+                    info["decisions"][d] = info["decisions"].get(d, 0) + 1
+            for i in range(0, len(commands) if not resolve else 0, 500):
                 ml.record(commands[i:i + 500])
             info["ingest_s"] += time.perf_counter() - t0
             info["conversations"] += 1
@@ -125,14 +130,18 @@ def main() -> None:
     ap.add_argument("--embedder", default="minilm", help="embedder spec (default minilm: the offline default)")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
     ap.add_argument("--both", action="store_true", help="also search both speakers always (a second pass)")
+    ap.add_argument("--resolve", action="store_true", help="ingest through remember (slot resolution, issue 13): "
+                    "a superseded or retired observation is no longer current, so it can no longer be retrieved")
     args = ap.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))
     data = data if isinstance(data, list) else [data]
-    table, counts, info = evaluate(data, args.embedder, args.both)
+    table, counts, info = evaluate(data, args.embedder, args.both, args.resolve)
     med = sorted(info["search_ms"])[len(info["search_ms"]) // 2]
     print(f"LoCoMo retrieval, {args.data.name}: {info['conversations']} conversations, {info['observations']} "
           f"observations, {info['questions']} questions (categories 1-4 with evidence); embedder {args.embedder} "
           f"+ BM25, RRF. Ingest {info['ingest_s']:.1f} s; search median {med:.1f} ms (query embedding included).")
+    if args.resolve:
+        print(f"Ingested through remember (--resolve): decisions {dict(sorted(info['decisions'].items()))}.")
     print()
     print("| category | n | R@5 | R@10 | R@25 |")
     print("|---|---|---|---|---|")

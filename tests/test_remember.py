@@ -163,14 +163,14 @@ def test_unsure_is_a_conflict_shown_to_confirm_and_audit_shows_evidence(fresh_le
     ml = fresh_ledger
     a = ml.remember("u", "The team offsite with Dana is in Lisbon", observed_at=T1)
     assert a.key.startswith("memory.r")
-    r = ml.remember("u", "The team offsite with Dana is no longer in Lisbon", observed_at=T2)
+    r = ml.remember("u", "The team offsite with Dana has changed", observed_at=T2)
     assert (r.decision, r.related[0].key, r.related[0].relation) == ("conflict", a.key, "target")
     assert r.key != a.key and [e.effect for e in r.extra] == ["contest"]
     facts = ml.profile("u").facts
     assert (facts[a.key].status, facts[r.key].status) == ("contested", "current")
     c = ml.context("u", now="2024-03-02T00:00:00Z")
     lines = [line for s in c.sections for line in s.lines]
-    assert ("- to confirm: The team offsite with Dana is no longer in Lisbon "
+    assert ("- to confirm: The team offsite with Dana has changed "
             "(may replace: The team offsite with Dana is in Lisbon)") in lines
     chain = ml.audit("u", r.key).facts[r.key].chain
     assert chain[0].reason.startswith(f"remember: conflict -> {r.key} by rule free_unsure | slot none (single)")
@@ -295,3 +295,64 @@ def test_dev_set_resolution_figures_with_the_hash_embedder():
     assert res["cases"] == 110 and n["change"] == 55 and n["para"] == 18 and n["keep_cases"] == 37
     assert (n["stale"], n["flagged"], n["wrong_ret"], n["false_alarm"], n["para_merged"]) == (0, 0, 0, 0, 18)
     assert n["probe_first"] >= 45
+
+
+def test_default_sensitivity_only_for_special_categories(fresh_ledger):
+    ml = fresh_ledger
+    a = ml.remember("u", "I am allergic to peanuts", observed_at=T1)
+    b = ml.remember("u", "I live in Lyon", observed_at=T1)
+    c = ml.remember("u", "I am allergic to kiwi, says my doctor", observed_at=T2, sensitivity="medical")
+    assert (a.key, b.key, c.key) == ("health.allergy.1", "residence.city", "health.allergy.2")
+    rows = {h.key: h.sensitivity for h in ml.history("u")}
+    assert rows == {"health.allergy.1": "health", "residence.city": None, "health.allergy.2": "medical"}
+
+
+def test_catalogue_and_registry():
+    from ledger.slots import CATALOGUE, CATALOGUE_VERSION, SPECIAL_CATEGORIES, KeyRegistry, type_statement
+
+    assert CATALOGUE_VERSION == "slots/1"
+    assert {s.sensitivity for s in CATALOGUE} - {None} <= set(SPECIAL_CATEGORIES)
+    reg = KeyRegistry()
+    assert (reg.cardinality("pet.2"), reg.cardinality("preference.drink"), reg.cardinality("custom.x")) == (
+        "multi", "single", "single")
+    reg.register("project", "multi")
+    assert (reg.slot_of("project.3"), reg.cardinality("project.3")) == ("project", "multi")
+    with pytest.raises(ValueError):
+        reg.register("x", "many")
+    t = type_statement("我哥哥喜欢喝热拿铁")
+    assert (t.slot_key, t.subject, t.cardinality) == ("family.brother.preference.drink", "brother", "single")
+    t = type_statement("Sorry, I meant I was born in 1995")
+    assert (t.slot_key, t.correction, t.cessation) == ("profile.birth_date", True, False)
+    t = type_statement("我不再喝咖啡了")
+    assert (t.slot_key, t.cessation) == ("preference.drink", True)
+    assert type_statement("The cafe near the office serves a great hot latte").slot_key is None
+    assert type_statement("Jon works as a banker", user_name="Jon").slot_key == "work.occupation"
+    assert type_statement("We used to drink matcha at my grandmother's house").slot_key is None
+
+
+def test_unlink_a_conflict_settles_the_contest(fresh_ledger):
+    ml = fresh_ledger
+    a = ml.remember("u", "The team offsite with Dana is in Lisbon", observed_at=T1)
+    r = ml.remember("u", "The team offsite with Dana has changed", observed_at=T2)
+    assert r.decision == "conflict"
+    contest_version = r.extra[0].version
+    u = ml.unlink("u", a.key, contest_version)
+    assert (u.decision, u.key, u.effect) == ("reaffirm", a.key, "reaffirm")
+    facts = ml.profile("u").facts
+    assert (facts[a.key].status, facts[r.key].status) == ("current", "current")
+
+
+def test_a_cessation_naming_its_object_retires_that_memory(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "I play chess every Tuesday evening", observed_at=T1)
+    ml.remember("u", "I play the guitar", observed_at=T1)
+    r = ml.remember("u", "I gave up chess", observed_at=T2)
+    assert (r.decision, r.key, r.effect) == ("retire", "hobby.1", "supersede")
+    assert "rule named_cessation" in r.explanation
+    assert {k: f.value for k, f in ml.profile("u").facts.items()} == {
+        "hobby.1": "I gave up chess", "hobby.2": "I play the guitar"}
+    c = ml.remember("u", "不是上海而是南京", observed_at=T2)
+    assert c.decision == "new"  # nothing about 上海 is current: a correction of nothing is a new memory
+    ml.remember("v", "我在上海住", observed_at=T1)
+    c = ml.remember("v", "不是上海而是南京", observed_at=T2)
+    assert (c.decision, c.key, c.effect) == ("correct", "residence.city", "correct")
