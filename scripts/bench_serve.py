@@ -3,7 +3,9 @@
 HTTP API, beside the in-process ``MemoryLedger.search`` on the same store, in the same run; and writes per second
 with 8 concurrent clients.
 
-Rows (p50/p95 over the same queries, each path warmed first):
+Rows (p50/p95 over the same queries; every path is open at once and first warmed with every query, so the
+query-embedding cache of each process is in the same state in every row; then the paths are timed in interleaved
+rounds, so a change of load on the shared machine touches every row alike):
 
 * in-process ``MemoryLedger.search(user, q, k=10)`` — the baseline;
 * ``POST /v1/users/{u}/search`` on ``memledger serve http`` (httpx, keep-alive, one connection);
@@ -19,7 +21,8 @@ process, 8 httpx clients against ``serve http``, 8 MCP sessions over HTTP — pl
 server row also gives its ratio to the in-process row of the same run. The load average is printed before and
 after (2 shared cores: compare rows of one run, not runs).
 
-Usage: python scripts/bench_serve.py [--memories 2000] [--queries 200] [--writes 400] [--embedder hash|minilm]
+Usage: python scripts/bench_serve.py [--memories 2000] [--queries 200] [--rounds 10] [--writes 400]
+       [--embedder hash|minilm]
 """
 
 from __future__ import annotations
@@ -77,28 +80,110 @@ def build(home: Path, n: int) -> list[str]:
     return [" ".join(rng.sample(WORDS, 2)) for _ in range(64)]
 
 
-def time_calls(fn, queries: list[str], n: int) -> list[float]:  # noqa: ANN001
-    for q in queries[:10]:  # warm
-        fn(q)
-    out = []
-    for i in range(n):
-        q = queries[i % len(queries)]
-        t = time.perf_counter()
-        fn(q)
-        out.append((time.perf_counter() - t) * 1000)
-    return out
+async def recall_rows(home: Path, env: dict[str, str], base: str, hdr: dict[str, str], queries: list[str], n: int,
+                      rounds: int, validation: list[float]) -> list[tuple[str, list[float]]]:
+    """Every recall path open at once, warmed with every query, then timed in ``rounds`` interleaved rounds (each
+    round runs n/rounds queries on each path in turn), so a change of machine load touches every row alike."""
+    import contextlib
 
+    import httpx
+    from jsonschema import validators
+    from mcp import Client, StdioServerParameters
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
 
-async def atime_calls(fn, queries: list[str], n: int) -> list[float]:  # noqa: ANN001
-    for q in queries[:10]:
-        await fn(q)
-    out = []
-    for i in range(n):
-        q = queries[i % len(queries)]
-        t = time.perf_counter()
-        await fn(q)
-        out.append((time.perf_counter() - t) * 1000)
-    return out
+    from memledger import MemoryLedger
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}
+    inited = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+    def rpc(q: str) -> dict:
+        return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "recall", "arguments": {"user_id": "bench", "query": q, "k": 10}}}
+
+    def check(r: object) -> None:
+        assert not getattr(r, "is_error", False), r
+
+    async with contextlib.AsyncExitStack() as stack:
+        ml = stack.enter_context(MemoryLedger(home=home))
+        http = stack.enter_context(httpx.Client(base_url=base, headers=hdr, timeout=30))
+        mcp_http = await stack.enter_async_context(Client(streamable_http_client(
+            base + "/mcp", http_client=create_mcp_http_client(headers=hdr))))
+        mcp_stdio = await stack.enter_async_context(Client(StdioServerParameters(
+            command=sys.executable, args=["-m", "memledger", "--home", str(home), "serve", "mcp"], env=env,
+            cwd=str(ROOT))))
+        raw = stack.enter_context(httpx.Client(base_url=base, timeout=30, headers={
+            **hdr, "Accept": "application/json, text/event-stream"}))
+        sid = {"mcp-session-id": raw.post("/mcp", json=init).headers["mcp-session-id"],
+               "mcp-protocol-version": "2025-06-18"}
+        raw.post("/mcp", json=inited, headers=sid)
+        pipe = subprocess.Popen([sys.executable, "-m", "memledger", "--home", str(home), "serve", "mcp"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                cwd=ROOT, text=True)
+
+        def close_pipe() -> None:
+            pipe.stdin.close()
+            pipe.wait(timeout=20)
+
+        stack.callback(close_pipe)
+
+        def send(msg: dict) -> dict | None:
+            pipe.stdin.write(json.dumps(msg) + "\n")
+            pipe.stdin.flush()
+            return json.loads(pipe.stdout.readline()) if "id" in msg else None
+
+        send(init)
+        send(inited)
+
+        async def in_process(q: str) -> None:
+            ml.search("bench", q, k=10)
+
+        async def http_post(q: str) -> None:
+            r = http.post("/v1/users/bench/search", json={"query": q, "k": 10})
+            assert r.status_code == 200, r.text
+
+        async def sdk_http(q: str) -> None:
+            check(await mcp_http.call_tool("recall", {"user_id": "bench", "query": q, "k": 10}))
+
+        async def sdk_stdio(q: str) -> None:
+            check(await mcp_stdio.call_tool("recall", {"user_id": "bench", "query": q, "k": 10}))
+
+        async def raw_http(q: str) -> None:
+            out = raw.post("/mcp", json=rpc(q), headers=sid).json()
+            assert not out["result"].get("isError"), out
+
+        async def raw_stdio(q: str) -> None:
+            out = send(rpc(q))
+            assert not out["result"].get("isError"), out
+
+        paths = [("in-process MemoryLedger.search", in_process), ("HTTP POST /v1/users/{u}/search", http_post),
+                 ("MCP recall, streamable HTTP (/mcp)", sdk_http), ("MCP recall, stdio", sdk_stdio),
+                 ("MCP tools/call over HTTP, raw JSON-RPC (httpx)", raw_http),
+                 ("MCP tools/call over stdio, raw JSON-RPC (pipes)", raw_stdio)]
+        # warm with every query once: each process keeps an in-memory cache of query embeddings, so every row then
+        # measures with that cache in the same state (all hits), and the rows differ only by the path
+        for _, fn in paths:
+            for q in queries:
+                await fn(q)
+        times: dict[str, list[float]] = {name: [] for name, _ in paths}
+        per = max(1, n // rounds)
+        for r in range(rounds):
+            for name, fn in paths:
+                for i in range(per):
+                    q = queries[(r * per + i) % len(queries)]
+                    t = time.perf_counter()
+                    await fn(q)
+                    times[name].append((time.perf_counter() - t) * 1000)
+        # what the mcp client itself spends validating one result against the tool's output schema
+        schema = next(t.output_schema for t in (await mcp_stdio.list_tools()).tools if t.name == "recall")
+        validator = validators.validator_for(schema)(schema)
+        sample = await mcp_stdio.call_tool("recall", {"user_id": "bench", "query": queries[0], "k": 10})
+        for _ in range(n):
+            t = time.perf_counter()
+            validator.is_valid(sample.structured_content)
+            validation.append((time.perf_counter() - t) * 1000)
+    return [(name, times[name]) for name, _ in paths]
 
 
 def start_http(home: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
@@ -122,6 +207,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--memories", type=int, default=2000)
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=10, help="interleaved rounds the queries are split into")
     ap.add_argument("--writes", type=int, default=400, help="writes per concurrent row (8 clients share them)")
     ap.add_argument("--embedder", default="hash", help="hash (default: no model load) or minilm")
     args = ap.parse_args()
@@ -130,7 +216,7 @@ def main() -> None:
     env = dict(os.environ)
 
     import httpx
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -148,100 +234,11 @@ def main() -> None:
     n = args.queries
     rows: list[tuple[str, list[float]]] = []
 
-    # in-process baseline
-    with MemoryLedger(home=home) as ml:
-        rows.append(("in-process MemoryLedger.search", time_calls(lambda q: ml.search("bench", q, k=10), queries, n)))
-
     proc, base = start_http(home, env)
     hdr = {"Authorization": f"Bearer {key}"}
+    validation: list[float] = []
     try:
-        with httpx.Client(base_url=base, headers=hdr, timeout=30) as http:
-            def post(q: str) -> None:
-                r = http.post("/v1/users/bench/search", json={"query": q, "k": 10})
-                assert r.status_code == 200, r.text
-
-            rows.append(("HTTP POST /v1/users/{u}/search", time_calls(post, queries, n)))
-
-        async def mcp_http() -> list[float]:
-            hc = create_mcp_http_client(headers=hdr)
-            async with Client(streamable_http_client(base + "/mcp", http_client=hc)) as c:
-                async def call(q: str) -> None:
-                    r = await c.call_tool("recall", {"user_id": "bench", "query": q, "k": 10})
-                    assert not r.is_error
-
-                return await atime_calls(call, queries, n)
-
-        rows.append(("MCP recall, streamable HTTP (/mcp)", asyncio.run(mcp_http())))
-
-        async def mcp_stdio() -> list[float]:
-            params = StdioServerParameters(command=sys.executable, args=["-m", "memledger", "--home", str(home),
-                                                                         "serve", "mcp"], env=env, cwd=str(ROOT))
-            async with Client(params) as c:
-                async def call(q: str) -> None:
-                    r = await c.call_tool("recall", {"user_id": "bench", "query": q, "k": 10})
-                    assert not r.is_error
-
-                times = await atime_calls(call, queries, n)
-                # what the mcp client itself spends validating each result against the tool's output schema
-                from jsonschema import validators
-
-                schema = next(t.output_schema for t in (await c.list_tools()).tools if t.name == "recall")
-                validator = validators.validator_for(schema)(schema)
-                sample = (await c.call_tool("recall", {"user_id": "bench", "query": queries[0], "k": 10}))
-                vt = []
-                for _ in range(n):
-                    t = time.perf_counter()
-                    validator.is_valid(sample.structured_content)
-                    vt.append((time.perf_counter() - t) * 1000)
-                validation.extend(vt)
-                return times
-
-        validation: list[float] = []
-        rows.append(("MCP recall, stdio", asyncio.run(mcp_stdio())))
-
-        # the same calls as raw JSON-RPC from a thin client (no mcp SDK on the client side): the server's and the
-        # transport's share of the figures above
-        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}
-        inited = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-        def rpc(q: str, i: int = 1) -> dict:
-            return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                    "params": {"name": "recall", "arguments": {"user_id": "bench", "query": q, "k": 10}}}
-
-        with httpx.Client(base_url=base, timeout=30, headers={
-                **hdr, "Accept": "application/json, text/event-stream"}) as raw:
-            r = raw.post("/mcp", json=init)
-            sid = {"mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
-            raw.post("/mcp", json=inited, headers=sid)
-
-            def raw_http(q: str) -> None:
-                out = raw.post("/mcp", json=rpc(q), headers=sid).json()
-                assert not out["result"].get("isError"), out
-
-            rows.append(("MCP tools/call over HTTP, raw JSON-RPC (httpx)", time_calls(raw_http, queries, n)))
-
-        proc_stdio = subprocess.Popen([sys.executable, "-m", "memledger", "--home", str(home), "serve", "mcp"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      env=env, cwd=ROOT, text=True)
-        try:
-            def send(msg: dict) -> dict | None:
-                proc_stdio.stdin.write(json.dumps(msg) + "\n")
-                proc_stdio.stdin.flush()
-                return json.loads(proc_stdio.stdout.readline()) if "id" in msg else None
-
-            send(init)
-            send(inited)
-
-            def raw_stdio(q: str) -> None:
-                out = send(rpc(q))
-                assert not out["result"].get("isError"), out
-
-            rows.append(("MCP tools/call over stdio, raw JSON-RPC (pipes)", time_calls(raw_stdio, queries, n)))
-        finally:
-            proc_stdio.stdin.close()
-            proc_stdio.wait(timeout=20)
-
+        rows = asyncio.run(recall_rows(home, env, base, hdr, queries, n, args.rounds, validation))
         # writes: log_message, 8 concurrent clients
         per = max(1, args.writes // 8)
         writes: list[tuple[str, int, int, float]] = []
