@@ -28,7 +28,7 @@ from typing import Literal
 Cardinality = Literal["single", "multi"]
 
 #: Bumped whenever a cue, slot or marker changes: recorded in each resolution's evidence.
-CATALOGUE_VERSION = "slots/1"
+CATALOGUE_VERSION = "slots/2"
 
 #: Labels of the special categories of personal data; nothing else gets a default label.
 SPECIAL_CATEGORIES = ("health", "religion", "politics", "sex_life", "ethnicity", "biometrics", "union_membership")
@@ -80,6 +80,19 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("contact.phone", "single", (r"phone number|my number|mobile number|cell number|reach me at",),
           ("电话号码|手机号|电话是",)),
     _slot("contact.email", "single", (r"e-?mail address|my e-?mail",), ("邮箱|电子邮件",)),
+    _slot("profile.name", "single", (r"my name is|call me|i'm called|i am called",), ("我叫|我的名字是|叫我",)),
+    _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b|years old|turned \d{1,3}",),
+          ("我今年?\d{1,3}岁|岁了",)),
+    _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
+          ("老家|来自|在.{1,6}长大|家乡",)),
+    _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
+                                  r"grad school|phd|master's|bachelor's",), ("专业|大学|读研|读博|在读|学位|毕业于",)),
+    _slot("preference.sport_team", "single", (r"support (?:the )?\w+|fan of|favou?rite (?:team|club|player)|"
+                                              r"root for",), ("球队|球星|最喜欢的球员|支持.{1,6}队|粉丝",), weight=0.5),
+    _slot("preference.movie", "single", (r"favou?rite (?:movie|film|tv show|show|series|director)",),
+          ("最喜欢的电影|最爱的电影|最喜欢的电视剧|最爱看的剧",)),
+    _slot("preference.book", "single", (r"favou?rite (?:book|novel|author|writer)",), ("最喜欢的书|最爱的书|最喜欢的作家",)),
+    _slot("preference.color", "single", (r"favou?rite colou?r",), ("最喜欢的颜色|最爱的颜色",)),
     _slot("profile.birth_date", "single", (r"born on|born in|birthday|date of birth",), ("生日|出生",)),
     _slot("profile.languages", "multi",
           (r"speak|speaks|fluent|learning (?:french|spanish|german|japanese|chinese|mandarin|korean|italian|"
@@ -236,7 +249,7 @@ went get gets got getting make makes made one thing things kind sort pretty well
 tomorrow yesterday morning evening night actually sorry mean meant said say says tell told think thought
 know knew want wants wanted need needs feel feels felt
 """.split())
-_STOP_ZH = set("周天月年昨今明早晚号点，。！？、；：,.!?我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已经正在刚才其实")
+_STOP_ZH = set("周天月年昨今早晚号点，。！？、；：,.!?我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已经正在刚才其实")
 
 
 #: Words that name a slot rather than a value ("drink", "live", "工作"): left out of a statement's value tokens, so
@@ -247,7 +260,9 @@ food dish eat eats eating ate music listen listening band singer phone number mo
 birthday speak speaks speaking language languages fluent learn learning pet pets hobby hobbies play plays playing
 fun free spare drive drives driving car laptop computer use uses using diet plan plans planning training goal
 called named adopted have has own owns company employer employed date birth reach city town home
-""".split()) | set("喝住工作班上职业吃爱喜欢听音乐手机号码生日出说会语养只叫名字开用平时常直一们又还也做个种最")
+old age player support supports study studying studies major majoring degree university college team club fan
+show series movie film book novel author colour color originally grew raised
+""".split()) | set("喝住工作班上职业吃爱喜欢听音乐手机号码生日出说会语养只叫名字开用平时常直一们又还也做个种最岁老家球员队专大学")
 
 
 def nfc_lower(text: str) -> str:
