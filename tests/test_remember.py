@@ -356,3 +356,20 @@ def test_a_cessation_naming_its_object_retires_that_memory(fresh_ledger):
     ml.remember("v", "我在上海住", observed_at=T1)
     c = ml.remember("v", "不是上海而是南京", observed_at=T2)
     assert (c.decision, c.key, c.effect) == ("correct", "residence.city", "correct")
+
+
+def test_concurrent_remember_across_processes_is_serialised(cli):
+    """Four CLI processes remember the same new pet at once: one opens pet.1, the others reaffirm it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    procs = [subprocess.Popen([sys.executable, "-m", "memledger", *cli.flags, "remember", "u",
+                               "We adopted a puppy called Olive", "--json"], cwd=ROOT, env=cli.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], [e for _, e in outs]
+    decisions = sorted(json.loads(o)["decision"] for o, _ in outs)
+    assert decisions == ["add", "reaffirm", "reaffirm", "reaffirm"]
+    assert list(cli.json("profile", "u")["facts"]) == ["pet.1"]
