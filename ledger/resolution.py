@@ -160,6 +160,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         new_value = bool(typing.value_tokens) and head.value_overlap < PARAPHRASE
         contained = bool(typing.value_tokens) and head.typing is not None and typing.value_tokens <= (
             head.typing.value_tokens)
+        if head.typing is not None and head.typing.cessation and not typing.cessation:
+            # "lost his job as a banker", then "works as a banker": the same words, the opposite state
+            contained, new_value = False, True
         if typing.cessation and not (typing.change and new_value):
             return done("retire", slot_key, "cessation", head, close_key=close)
         if contained or (not new_value and not typing.change and typing.value_tokens):
@@ -184,6 +187,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("correct", key, "multi_correction", target, op="correct" if close is None else "assert",
                             close_key=close, close_as="withdrawn")
             return done("retire", key, "multi_cessation", target, close_key=close)
+        if (matched is not None and matched.value_overlap >= PARAPHRASE and matched.typing is not None
+                and matched.typing.cessation and not typing.cessation):
+            return done("supersede", matched.key, "multi_resumed", matched)
         if matched is not None and matched.value_overlap >= PARAPHRASE:
             close = matched.key if not matched.key.startswith(slot_key + ".") else None
             if typing.change and matched.value_overlap < 1.0:

@@ -82,7 +82,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("contact.email", "single", (r"e-?mail address|my e-?mail",), ("邮箱|电子邮件",)),
     _slot("profile.name", "single", (r"my name is|call me|i'm called|i am called",), ("我叫|我的名字是|叫我",)),
     _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b|years old|turned \d{1,3}",),
-          ("我今年?\d{1,3}岁|岁了",)),
+          (r"我今年?\d{1,3}岁|岁了",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
           ("老家|来自|在.{1,6}长大|家乡",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"

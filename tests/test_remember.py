@@ -373,3 +373,11 @@ def test_concurrent_remember_across_processes_is_serialised(cli):
     decisions = sorted(json.loads(o)["decision"] for o, _ in outs)
     assert decisions == ["add", "reaffirm", "reaffirm", "reaffirm"]
     assert list(cli.json("profile", "u")["facts"]) == ["pet.1"]
+
+
+def test_a_resumed_state_after_a_cessation_supersedes(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("Jon", "Jon lost his job as a banker", observed_at=T1)
+    r = ml.remember("Jon", "Jon works as a banker", observed_at=T2)
+    assert (r.decision, r.key, r.version) == ("supersede", "work.occupation", 2)
+    assert ml.profile("Jon").facts["work.occupation"].value == "Jon works as a banker"
