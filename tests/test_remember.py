@@ -381,3 +381,14 @@ def test_a_resumed_state_after_a_cessation_supersedes(fresh_ledger):
     r = ml.remember("Jon", "Jon works as a banker", observed_at=T2)
     assert (r.decision, r.key, r.version) == ("supersede", "work.occupation", 2)
     assert ml.profile("Jon").facts["work.occupation"].value == "Jon works as a banker"
+
+
+def test_cli_ingest_resolve_and_default_ingest_unchanged(cli):
+    from tests.conftest import ROOT
+
+    sample = str(ROOT / "samples" / "locomo_conv30.json")
+    rep = cli.json("ingest", sample, "--resolve")
+    assert rep["recorded"] > 0 and sum(rep["decisions"].values()) == rep["commands"]
+    assert "work.occupation" in cli.json("profile", "Jon")["facts"]
+    again = cli.json("ingest", sample, "--resolve")
+    assert (again["recorded"], again["replayed"]) == (0, again["commands"])
