@@ -368,7 +368,17 @@ class FactView(FactFields):
     status: Literal["current", "contested"]
 
 
-class Profile(BaseModel):
+class ErasedMark(BaseModel):
+    """Says that the user a read is about was erased, and when (system time, UTC), so an erased user never reads as
+    an empty one. Both fields appear in the ``--json`` output only for an erased user: the output of every other
+    read is unchanged."""
+
+    # pydantic's exclude_if (2.11+): absent from the output unless set, so the schema still lists them (optional)
+    erased: bool = Field(default=False, exclude_if=lambda v: not v)
+    erased_at: datetime | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class Profile(ErasedMark):
     """``memledger profile USER --json``: the current facts of one user, by key."""
 
     user_id: str

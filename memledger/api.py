@@ -177,7 +177,7 @@ class MemoryLedger(Store):
         ``after``: a receipt (or its position): answer only once the projections include it (see :meth:`wait_for`;
         raises NotCaughtUp after ``timeout`` seconds).
         """
-        return reads.profile(self, user_id, after=after, timeout=timeout)
+        return self.mark_erased(reads.profile(self, user_id, after=after, timeout=timeout), user_id)
 
     def history(self, user_id: str, key: str | None = None, *,
                 after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0) -> list[HistoryRow]:
@@ -223,27 +223,30 @@ class MemoryLedger(Store):
         """What we believed about ``user_id`` at system time ``as_of`` (inclusive), sliced at ``valid_at`` (default
         ``as_of``); ``axis="observed"`` reads ``as_of`` as observed time (``memledger believed --json``).
         Raises :class:`~ledger.errors.BadInput` for naive or malformed instants."""
-        return timetravel.believed(self, user_id, as_of, valid_at, axis, after=after, timeout=timeout)
+        return self.mark_erased(
+            timetravel.believed(self, user_id, as_of, valid_at, axis, after=after, timeout=timeout), user_id)
 
     def true_at(self, user_id: str, valid_at: Any, *, axis: str = "system", after: Any = None,
                 timeout: float = 10.0) -> timetravel.Beliefs:
         """What was true of ``user_id`` at ``valid_at``, as known now (``memledger true-at --json``)."""
-        return timetravel.true_at(self, user_id, valid_at, axis, after=after, timeout=timeout)
+        return self.mark_erased(timetravel.true_at(self, user_id, valid_at, axis, after=after, timeout=timeout),
+                                user_id)
 
     def diff(self, user_id: str, from_: Any, to: Any, *, valid_at: Any = None, axis: str = "system",
              after: Any = None, timeout: float = 10.0) -> timetravel.Diff:
         """Beliefs added, changed and dropped between as-ofs ``from_`` and ``to``, each with the event that did it.
         Raises BadInput if ``to`` is before ``from_``."""
-        return timetravel.diff(self, user_id, from_, to, valid_at, axis, after=after, timeout=timeout)
+        return self.mark_erased(
+            timetravel.diff(self, user_id, from_, to, valid_at, axis, after=after, timeout=timeout), user_id)
 
     def audit(self, user_id: str, key: str | None = None, *, trace_id: str | None = None,
               source_ref: str | None = None, as_of: Any = None, valid_at: Any = None, axis: str = "system",
               after: Any = None, timeout: float = 10.0) -> Any:
         """For each current (or as-of) belief, the chain of events behind it, and each time a labelled fact was
         let into an agent's context (``memledger audit --json``)."""
-        return privacy.add_disclosures(self, timetravel.audit(
+        return self.mark_erased(privacy.add_disclosures(self, timetravel.audit(
             self, user_id, key, trace_id=trace_id, source_ref=source_ref, as_of=as_of, valid_at=valid_at,
-            axis=axis, after=after, timeout=timeout))
+            axis=axis, after=after, timeout=timeout)), user_id)
 
     # -- sessions (memledger/sessions.py, memledger/optout.py, docs/sessions.md) --------------------------------
     def record_session(self, commands: Iterable[dict[str, Any] | SessionCommand]) -> list[sessions.SessionReceipt]:
@@ -334,7 +337,7 @@ class MemoryLedger(Store):
     def resume(self, user_id: str, *, now: Any = None,
                expiry_hours: float = DEFAULT_EXPIRY_HOURS) -> sessions.Resume:
         """Where ``user_id`` left off (``memledger resume``): :func:`memledger.sessions.resume`."""
-        return sessions.resume(self, user_id, now=now, expiry_hours=expiry_hours)
+        return self.mark_erased(sessions.resume(self, user_id, now=now, expiry_hours=expiry_hours), user_id)
 
     def search_messages(self, user_id: str, query: str, k: int = 10, *,
                         session_id: str | None = None) -> list[message_search.MessageHit]:
@@ -356,10 +359,14 @@ class MemoryLedger(Store):
         """
         if after is not None:
             self.wait_for(after, timeout)
-        return privacy.context_with_sensitivity(
+        ctx = self.mark_erased(privacy.context_with_sensitivity(
             self, user_id, allow_sensitive=allow_sensitive, purpose=purpose, trace_id=trace_id,
             session_id=session_id, query=query, now=now, budget=budget, recent_messages=recent_messages,
-            memories=memories)
+            memories=memories), user_id)
+        if ctx.erased:  # the agent reads the text: it must say so too, not look like a user we never met
+            line = f"Everything about {user_id} was erased on {ctx.erased_at:%Y-%m-%d}; nothing about them is kept."
+            ctx = ctx.model_copy(update={"header": [*ctx.header, line], "text": f"{ctx.text}\n{line}"})
+        return ctx
 
     # -- privacy (memledger/privacy.py, docs/erasure.md) -------------------------------------------------------
     def erase(self, user_id: str, *, actor: str | None = None) -> privacy.ErasureReceipt:

@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ledger.errors import BadInput
+from ledger.schemas import ErasedMark
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 
 from . import reads, search
@@ -78,7 +79,7 @@ class ContextSection(BaseModel):
     dropped: int
 
 
-class Context(BaseModel):
+class Context(ErasedMark):
     """``memledger context USER --json``. ``text`` is what the agent loads: header, then non-empty sections.
 
     ``tokens`` counts ``text`` under ``tokenizer``; it is <= ``budget``. ``memories_from`` is "search" or

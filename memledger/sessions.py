@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ledger.errors import BadInput
+from ledger.schemas import ErasedMark
 from ledger.sessions import SessionCommand, check_session_id, execute_session_commands, validate_session_command
 from ledger.timeutil import from_micros, now_utc, parse_instant
 
@@ -60,7 +61,7 @@ class StateCard(BaseModel):
     touched_at: datetime
 
 
-class Resume(BaseModel):
+class Resume(ErasedMark):
     """``memledger resume USER --json``: where the user left off, and the sentence to open with.
 
     ``found`` is false for a user with no session. ``ago_seconds`` is ``now - last_touched_at`` (>= 0, seconds);

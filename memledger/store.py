@@ -330,6 +330,29 @@ class Store:
                 raise BadInput("user_id", f"{user_id!r} was erased; nothing more can be recorded for it",
                                "an erased user id stays burned: record under a new user id")
 
+    def erased_at(self, user_id: str) -> Any:
+        """When ``user_id`` was erased (the ``SubjectErased`` tombstone's system time, aware UTC), or None.
+
+        Read from the key store (a destroyed key) and the tombstone's stream, whose metadata stays plaintext.
+        """
+        if self.keystore is None or not self.keystore.is_destroyed(user_id):
+            return None
+        from eventsourcing.application import AggregateNotFoundError
+
+        from ledger.privacy import subject_id
+
+        try:
+            return self.app.repository.get(subject_id(user_id)).created_on
+        except AggregateNotFoundError:  # a key destroyed without a tombstone (an interrupted erase): say so anyway
+            from ledger.timeutil import now_utc
+
+            return now_utc()
+
+    def mark_erased(self, result: Any, user_id: str) -> Any:
+        """``result`` (a read model with :class:`ledger.schemas.ErasedMark`) marked ``erased`` if ``user_id`` was."""
+        at = self.erased_at(user_id) if isinstance(user_id, str) else None
+        return result if at is None else result.model_copy(update={"erased": True, "erased_at": at})
+
     def check_keys(self) -> None:
         """Public name of :meth:`_check_keys` (KeyStoreError, exit 1, nothing written)."""
         self._check_keys()

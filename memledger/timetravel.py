@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.errors import BadInput
-from ledger.schemas import FactFields, HistoryRow, check_key, check_user_id
+from ledger.schemas import ErasedMark, FactFields, HistoryRow, check_key, check_user_id
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 
 from .reads import history_row
@@ -57,7 +57,7 @@ class BeliefView(FactFields):
     position: int
 
 
-class Beliefs(BaseModel):
+class Beliefs(ErasedMark):
     """``memledger believed`` / ``true-at`` ``--json``: beliefs by key at one (system or observed, valid) point.
 
     ``as_of`` None means "as known now" (``true_at``).
@@ -95,7 +95,7 @@ class DiffEntry(BaseModel):
     event: EventRef
 
 
-class Diff(BaseModel):
+class Diff(ErasedMark):
     """``memledger diff --json``: beliefs added, changed and dropped between two cutoffs (``from`` <= ``to``).
 
     Both sides are sliced at the same ``valid_at`` (default: ``to``), so every difference was made by an event
@@ -139,7 +139,7 @@ class AuditEntry(BaseModel):
     chain: list[AuditEvent]
 
 
-class Audit(BaseModel):
+class Audit(ErasedMark):
     """``memledger audit --json``: per key, the belief at the point asked and the events behind it."""
 
     user_id: str

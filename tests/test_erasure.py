@@ -340,3 +340,31 @@ def test_erase_without_encryption_is_refused_with_the_reason(tmp_path, monkeypat
         with pytest.raises(MemledgerError, match=r"\(MEMLEDGER_ENCRYPTION=off\): the append-only log would keep"):
             ml.erase("u1")
         assert ml.profile("u1").facts["profile.city"].value == "Oslo"
+
+
+def test_every_read_of_an_erased_user_says_so(cli):
+    cli("assert", "u1", "preference.drink", "tea", "--observed-at", "2024-01-01T00:00:00Z")
+    cli("session", "start", "u1", "s1")
+    assert cli("erase", "u1", "--yes")[0] == 0
+    erased_at = cli.json("export", "u1")["exported_at"]  # after the erasure
+    reads = [("profile", "u1"), ("believed", "u1", "--as-of", "2100-01-01T00:00:00Z"),
+             ("true-at", "u1", "--valid-at", "2024-06-01T00:00:00Z"),
+             ("diff", "u1", "--from", "2024-01-01T00:00:00Z", "--to", "2100-01-01T00:00:00Z"), ("audit", "u1"),
+             ("resume", "u1"), ("context", "u1")]
+    for args in reads:
+        data = cli.json(*args)
+        assert data["erased"] is True, args
+        assert data["erased_at"] <= erased_at, args
+    for args in [("history", "u1"), ("search", "u1", "tea"), ("session", "search", "u1", "tea"), ("profile", "u1")]:
+        code, out, err = cli(*args)
+        assert code == 0, (args, err)
+        assert "note: u1 was erased at " in err and "nothing is held about them" in err, args
+    ctx = cli.json("context", "u1")
+    assert ctx["text"].endswith("nothing about them is kept.")
+    # a user who was never erased reads as before: no erased fields at all
+    cli("assert", "u2", "preference.drink", "tea")
+    assert "erased" not in cli.json("profile", "u2")
+    assert "note:" not in cli("profile", "u2")[2]
+    # a write for the erased user is refused, naming why and what to do
+    code, _out, err = cli("assert", "u1", "preference.drink", "coffee")
+    assert code == 2 and "was erased; nothing more can be recorded for it" in err and "new user id" in err

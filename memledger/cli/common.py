@@ -38,12 +38,21 @@ def _root(
 
 @contextmanager
 def open_ledger(ctx: typer.Context) -> Iterator[Any]:
+    """The store named by the root options, closed afterwards. A command about one USER that completes for an
+    erased user says so on stderr (exit 0; ``--json`` objects also carry ``"erased": true`` and when), so an erased
+    user never reads as an empty one."""
     from memledger.api import MemoryLedger
 
     obj = ctx.find_root().obj or {}
     ml = MemoryLedger(home=obj.get("home"), dsn=obj.get("dsn"), projection_mode=obj.get("projection_mode"))
     try:
         yield ml
+        user = ctx.params.get("user")
+        if isinstance(user, str) and ctx.info_name != "erase":
+            at = ml.erased_at(user)
+            if at is not None:
+                err.print(f"note: {user} was erased at {at.isoformat()}: nothing is held about them "
+                          "(erasure is irreversible)")
     finally:
         ml.close()
 
