@@ -112,7 +112,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
                                       r"joined|employer|company i work",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
     _slot("residence.city", "single",
-          (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
+          (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown",),
           ("住在|在.{1,6}住|搬到|搬去|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",

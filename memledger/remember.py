@@ -231,6 +231,9 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
                for c in ([res.target] if res.target else []) + res.related
                if c is res.target or c.score >= RELATED_FLOOR or c.relation in ("same_slot", "sibling")]
     explanation = res.explanation() + f" (catalogue {CATALOGUE_VERSION}, embedder {embedder or 'none'})"
+    if main_receipt.effect == "backfill":
+        explanation += ("; its valid_from is before the current value's, so it was recorded as earlier history "
+                        "(backfill) and the current value stays")
     if decision != res.decision:
         explanation = (f"conflict: a {template.source} never displaces a user_statement (recorded, contesting it); "
                        + explanation)

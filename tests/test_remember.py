@@ -392,3 +392,12 @@ def test_cli_ingest_resolve_and_default_ingest_unchanged(cli):
     assert "work.occupation" in cli.json("profile", "Jon")["facts"]
     again = cli.json("ingest", sample, "--resolve")
     assert (again["recorded"], again["replayed"]) == (0, again["commands"])
+
+
+def test_an_older_statement_arriving_late_is_history(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "I live in Berlin", observed_at=T3)
+    r = ml.remember("u", "I lived in Paris", observed_at=T1, valid_from=T1)
+    assert (r.decision, r.key, r.effect) == ("supersede", "residence.city", "backfill")
+    assert "backfill" in r.explanation
+    assert ml.profile("u").facts["residence.city"].value == "I live in Berlin"
