@@ -190,17 +190,19 @@ def start_http(home: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     import httpx
 
     port = free_port()
+    log = home.parent / "serve_http.log"
     proc = subprocess.Popen([sys.executable, "-m", "memledger", "--home", str(home), "serve", "http", "--port",
-                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"), cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
-    for _ in range(600):
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None:
         try:
             if httpx.get(base + "/v1/health", timeout=1).status_code == 200:
                 return proc, base
         except httpx.HTTPError:
             time.sleep(0.1)
     proc.kill()
-    raise SystemExit("serve http did not start")
+    raise SystemExit(f"serve http did not start: {log.read_text()[-2000:]}")
 
 
 def main() -> None:

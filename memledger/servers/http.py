@@ -133,7 +133,7 @@ class KeyMiddleware:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return None
-        return await anyio.to_thread.run_sync(self.service.run, self.keys.authenticate, token.strip())
+        return await self.service.call(self.keys.authenticate, token.strip(), inline=True)
 
 
 def principal(request: Request) -> Principal:
@@ -202,7 +202,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                                 errors=details)
 
     # -- dependencies ----------------------------------------------------------------------------------------------
-    def user_of(request: Request, user_id: str = Path(description="Whose memory.")) -> str:
+    async def user_of(request: Request, user_id: str = Path(description="Whose memory.")) -> str:
         p = principal(request)
         try:
             user_id = check_user_id(user_id)
@@ -210,12 +210,12 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
             raise Problem(422, "Bad input", str(exc), field=exc.field, problem=exc.problem, fix=exc.fix) from None
         if not p.allows(user_id):
             raise Problem(403, "Forbidden", f"this API key does not hold user {user_id!r}")
-        if service.erased(user_id):
+        if await service.call(service.erased, user_id, inline=True):
             raise Problem(410, "Subject erased", f"user {user_id!r} was erased; nothing of them can be read or "
                           "written", field="user_id")
         return user_id
 
-    def key_of(key: str = Path(description="The fact's dotted key.")) -> str:
+    async def key_of(key: str = Path(description="The fact's dotted key.")) -> str:
         return check_key(key)
 
     def labels_ok(p: Principal, labels: list[str] | None) -> None:
@@ -240,8 +240,8 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
 
     # -- health ------------------------------------------------------------------------------------------------
     @app.get("/v1/health", tags=["meta"])
-    def health() -> dict[str, Any]:
-        return {"status": "ok", "head": service.head()}
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "head": await service.call(service.head, inline=True)}
 
     # -- writes ------------------------------------------------------------------------------------------------
     @app.post("/v1/users/{user_id}/memories", tags=["writes"], status_code=201)
@@ -292,51 +292,55 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
 
     # -- reads -------------------------------------------------------------------------------------------------
     @app.get("/v1/users/{user_id}/profile", tags=["reads"])
-    def profile(user_id: str = Depends(user_of), after: int | None = After) -> Any:
-        return service.profile(user_id, after).model_dump(mode="json")
+    async def profile(user_id: str = Depends(user_of), after: int | None = After) -> Any:
+        return (await service.call(service.profile, user_id, after, inline=True)).model_dump(mode="json")
 
     @app.get("/v1/users/{user_id}/history", tags=["reads"])
-    def history(user_id: str = Depends(user_of), key: str | None = Query(None, description="One fact's key."),
-                after: int | None = After) -> Any:
-        return [r.model_dump(mode="json") for r in service.history(user_id, key, after).rows]
+    async def history(user_id: str = Depends(user_of), key: str | None = Query(None, description="One fact's key."),
+                      after: int | None = After) -> Any:
+        rows = (await service.call(service.history, user_id, key, after, inline=True)).rows
+        return [r.model_dump(mode="json") for r in rows]
 
     @app.get("/v1/users/{user_id}/history/{key}", tags=["reads"])
-    def history_key(user_id: str = Depends(user_of), key: str = Depends(key_of), after: int | None = After) -> Any:
-        return [r.model_dump(mode="json") for r in service.history(user_id, key, after).rows]
+    async def history_key(user_id: str = Depends(user_of), key: str = Depends(key_of),
+                          after: int | None = After) -> Any:
+        rows = (await service.call(service.history, user_id, key, after, inline=True)).rows
+        return [r.model_dump(mode="json") for r in rows]
 
     @app.get("/v1/users/{user_id}/believed", tags=["time travel"])
-    def believed(user_id: str = Depends(user_of), q: BelievedArgs = Depends(_query(BelievedArgs))) -> Any:
-        return service.believed(user_id, q).model_dump(mode="json")
+    async def believed(user_id: str = Depends(user_of), q: BelievedArgs = Depends(_query(BelievedArgs))) -> Any:
+        return (await service.call(service.believed, user_id, q, inline=True)).model_dump(mode="json")
 
     @app.get("/v1/users/{user_id}/true-at", tags=["time travel"])
-    def true_at(user_id: str = Depends(user_of), q: TrueAtArgs = Depends(_query(TrueAtArgs))) -> Any:
-        return service.true_at(user_id, q).model_dump(mode="json")
+    async def true_at(user_id: str = Depends(user_of), q: TrueAtArgs = Depends(_query(TrueAtArgs))) -> Any:
+        return (await service.call(service.true_at, user_id, q, inline=True)).model_dump(mode="json")
 
     @app.get("/v1/users/{user_id}/diff", tags=["time travel"])
-    def diff(user_id: str = Depends(user_of),
-             from_: str = Query(alias="from", description="Earlier as-of instant (ISO 8601 with offset)."),
-             to: str = Query(description="Later as-of instant (ISO 8601 with offset)."),
-             valid_at: str | None = Query(None), axis: str = Query("system"), after: int | None = After) -> Any:
+    async def diff(user_id: str = Depends(user_of),
+                   from_: str = Query(alias="from", description="Earlier as-of instant (ISO 8601 with offset)."),
+                   to: str = Query(description="Later as-of instant (ISO 8601 with offset)."),
+                   valid_at: str | None = Query(None), axis: str = Query("system"), after: int | None = After) -> Any:
         a = _validated(DiffArgs, from_as_of=from_, to_as_of=to, valid_at=valid_at, axis=axis, after=after)
-        return service.diff(user_id, a).model_dump(mode="json")
+        return (await service.call(service.diff, user_id, a, inline=True)).model_dump(mode="json")
 
     @app.get("/v1/users/{user_id}/audit", tags=["time travel"])
-    def audit(user_id: str = Depends(user_of), q: AuditArgs = Depends(_query(AuditArgs))) -> Any:
-        return service.audit(user_id, q).model_dump(mode="json")
+    async def audit(user_id: str = Depends(user_of), q: AuditArgs = Depends(_query(AuditArgs))) -> Any:
+        return (await service.call(service.audit, user_id, q, inline=True)).model_dump(mode="json")
 
     @app.post("/v1/users/{user_id}/search", tags=["reads"])
-    def search_post(request: Request, body: HttpSearchBody, user_id: str = Depends(user_of)) -> Any:
-        return _search(request, user_id, body)
+    async def search_post(request: Request, body: HttpSearchBody, user_id: str = Depends(user_of)) -> Any:
+        return await service.call(_search, request, user_id, body, inline=True)
 
     @app.get("/v1/users/{user_id}/search", tags=["reads"],
              description="The query lands in URLs (proxies, browser history): prefer POST.")
-    def search_get(request: Request, user_id: str = Depends(user_of), query: str = Query(), k: int = Query(10),
-                   as_of: str | None = Query(None), source: str | None = Query(None), role: str | None = Query(None),
-                   also: list[str] | None = Query(None), allow_sensitive: list[str] | None = Query(None),
-                   purpose: str | None = Query(None), after: int | None = After) -> Any:
+    async def search_get(request: Request, user_id: str = Depends(user_of), query: str = Query(),
+                         k: int = Query(10), as_of: str | None = Query(None), source: str | None = Query(None),
+                         role: str | None = Query(None), also: list[str] | None = Query(None),
+                         allow_sensitive: list[str] | None = Query(None), purpose: str | None = Query(None),
+                         after: int | None = After) -> Any:
         body = _validated(HttpSearchBody, query=query, k=k, as_of=as_of, source=source, role=role, also=also,
                           allow_sensitive=allow_sensitive, purpose=purpose, after=after)
-        return _search(request, user_id, body)
+        return await service.call(_search, request, user_id, body, inline=True)
 
     def _search(request: Request, user_id: str, body: HttpSearchBody) -> Any:
         p = principal(request)
@@ -527,7 +531,7 @@ def _query(model: type) -> Any:
                                         default=Query(None if not f.is_required() else ..., description=f.description),
                                         annotation=str | None if not f.is_required() else str))
 
-    def wrapper(request: Request, **kwargs: Any) -> Any:
+    async def wrapper(request: Request, **kwargs: Any) -> Any:  # async: validation only, no thread hop
         return dep(request)
 
     wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

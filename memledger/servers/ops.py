@@ -12,9 +12,12 @@ against the caller (the faces do that) and returns the ledger's own model, so a 
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+import anyio
 
 from ledger.errors import BadInput
 from ledger.schemas import check_user_id
@@ -42,6 +45,17 @@ class Service:
         """Call ``fn`` under the ledger's lock."""
         with self.lock:
             return fn(*args, **kwargs)
+
+    async def call(self, fn: Callable[..., T], *args: Any, inline: bool = False, **kwargs: Any) -> T:
+        """Call ``fn`` from async code: ``inline`` (a read of about a millisecond) runs it on the event loop when the
+        ledger is free, sparing a worker-thread hop (under CPU contention a scheduling round trip each); anything
+        else, or a read behind a busy ledger, runs in a worker thread."""
+        if inline and self.lock.acquire(blocking=False):
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.lock.release()
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
     # -- state -------------------------------------------------------------------------------------------------
     def erased(self, user_id: str) -> bool:
