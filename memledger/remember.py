@@ -222,6 +222,9 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
                    if k in ("observed_at", "source", "source_ref", "session_id", "actor", "trace_id", "confidence")},
             }))
         commands = [c for c in commands if c is not None]
+        proj = getattr(store, "vectors_projection", None)
+        if proj is not None:
+            proj.keep_as_passage(text)  # the catch-up indexing this sentence reuses its query vector
         receipts = store._execute(commands)
     main_receipt = receipts[0]
     decision = res.decision

@@ -213,6 +213,9 @@ class SentenceTransformerEmbedder:
         FileNotFoundError: if ``path`` is not a directory holding a ``config.json`` or ``modules.json``.
     """
 
+    #: a query is encoded exactly as a passage (so a query's vector may stand for the passage of the same text)
+    symmetric = True
+
     normalized = True
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, batch_size: int = 64) -> None:
@@ -381,6 +384,9 @@ class HashingEmbedder:
     :data:`projections.lexical.TOKENIZER_VERSION` (``TOKENIZER`` records which one; tests/test_embedders.py fails
     when they part): otherwise the embedding cache would serve vectors made with the old tokens.
     """
+
+    #: a query is encoded exactly as a passage (so a query's vector may stand for the passage of the same text)
+    symmetric = True
 
     normalized = True
     #: the :data:`projections.lexical.TOKENIZER_VERSION` this model id was minted for (v2: English stemming)

@@ -396,6 +396,19 @@ class VectorsProjection(Projection):
             raise RuntimeError("this vectors projection has no CJK companion embedder")
         return self.embed_query(query, c)
 
+    def keep_as_passage(self, text: str) -> bool:
+        """Store the main embedder's cached query vector of ``text`` as its passage vector in the embedding cache,
+        when the embedder is symmetric (a query is encoded as a passage): ``remember`` searches with the very
+        sentence it then records, so the catch-up that indexes it need not run the model again. Returns whether
+        it did (False: asymmetric model, or no cached query vector)."""
+        if not getattr(self.embedder, "symmetric", False):
+            return False
+        vec = self._queries.get((str(self.embedder.model_id), text))
+        if vec is None:
+            return False
+        self._embedding_cache().put_many(str(self.embedder.model_id), {text: vec})
+        return True
+
     def embed_query(self, query: str, embedder: Any = None) -> np.ndarray:
         """The query's float32 ``(dim,)`` vector (by ``embedder``, default the main one). The last 256 queries'
         vectors are kept (per model): an agent re-asks, and a search that widens its pool or spans several users
