@@ -74,6 +74,12 @@ def _dt(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text)
 
 
+def new_key_allowed(key: str) -> bool:
+    """A key may open a new stream only in lowercase (keys compare as written: ``Preference.Food`` and
+    ``preference.food`` would be two facts). Existing streams keep their keys."""
+    return key == key.lower()
+
+
 @dataclass
 class Version:
     """What the aggregate remembers of one version: enough to decide the next command."""
@@ -339,6 +345,11 @@ class Fact(Aggregate):
                     "use a new key for a new command; a retry must repeat the command exactly",
                 )
             return None, first
+        if not self.versions and not new_key_allowed(cmd.key):
+            # Keys are compared as written, so Preference.Food and preference.food would be two facts: a *new* key
+            # must be lowercase. Keys created before this rule stay readable, retractable and forgettable.
+            raise BadInput("key", f"{cmd.key!r} has capital letters, and new keys are lowercase",
+                           f"use {cmd.key.lower()!r}")
         d = self.decide(cmd, recorded_at)
         event_class = {"assert": Fact.FactAsserted, "correct": Fact.FactCorrected, "retract": Fact.FactRetracted,
                        "contest": Fact.FactAsserted}[

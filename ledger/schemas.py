@@ -100,13 +100,37 @@ def canonical_json(value: Any, field: str = "value") -> str:
 
 
 def check_text(text: str, field: str) -> str:
-    """Refuse strings that cannot be stored as UTF-8 (lone surrogates such as '\\ud800'). Raises BadInput."""
+    """Refuse strings that cannot be stored as UTF-8 (lone surrogates such as '\\ud800') or that hold a C0 control
+    character other than tab and newline (NUL, ESC, carriage return...: invisible in every read, and able to
+    rewrite a terminal). Raises BadInput naming ``field``."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise BadInput(field, "contains a lone surrogate code point that is not valid Unicode text",
                        "decode the text properly before storing it") from None
+    bad = _CONTROL.search(text)
+    if bad is not None:
+        raise BadInput(field, f"contains the control character {bad.group()!r} at position {bad.start()}",
+                       "remove control characters (tab and newline are allowed)")
     return text
+
+
+#: C0 control characters except tab and newline
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f]")
+
+
+def _check_strings(value: Any, field: str) -> None:
+    """:func:`check_text` on every string in a JSON value (dict keys included)."""
+    if isinstance(value, str):
+        check_text(value, field)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str):
+                check_text(k, field)
+            _check_strings(v, field)
+    elif isinstance(value, list):
+        for v in value:
+            _check_strings(v, field)
 
 
 class RoleContext(BaseModel):
@@ -188,6 +212,8 @@ class FactCommand(BaseModel):
     def _nonempty(cls, v: str | None, info: Any) -> str | None:
         if v is not None and not v.strip():
             raise ValueError("is empty; leave it out instead")
+        if v is not None:
+            check_text(v, info.field_name)
         if v is not None and len(v) > MAX_ID:
             raise BadInput(info.field_name, f"is {len(v)} characters long",
                            f"use at most {MAX_ID}: it is an identifier, kept in plaintext; put content in text")
@@ -207,6 +233,9 @@ class FactCommand(BaseModel):
             self._json = (self.value, canonical_json(self.value))
             if self.value is None:
                 raise BadInput("value", f"is missing for {self.op}", "give the fact's value; to remove it use retract")
+            if isinstance(self.value, str) and not self.value.strip():
+                raise BadInput("value", "is an empty string", "give the fact's value; to remove a fact use retract")
+            _check_strings(self.value, "value")
         elif self.value is not None:
             raise BadInput("value", "retract takes no value", "leave value out")
         # A retraction's valid_to closes the *head's* range (the policy checks it against the head's valid_from),

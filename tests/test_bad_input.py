@@ -206,3 +206,45 @@ def test_refusals_do_not_speak_pydantic(cli, tmp_path):
         assert err.startswith(expected), (args, err)
         assert "Input should" not in err and "Value error" not in err
     assert cli.json("profile", "u1")["facts"] == {}  # nothing written
+
+
+def test_values_texts_and_identifiers_refuse_empty_and_control_characters(cli):
+    cases = [
+        (["assert", "u1", "a.b", ""], "error: value: is an empty string (give the fact's value; to remove a fact "
+                                      "use retract)"),
+        (["assert", "u1", "a.b", "   "], "error: value: is an empty string"),
+        (["assert", "u1", "a.b", "x\x1b[2Jy"], "error: value: contains the control character '\\x1b' at position 1"),
+        (["assert", "u1", "a.b", '{"k\\u0000": 1}'], "error: value: contains the control character '\\x00'"),
+        (["assert", "u1", "a.b", "ok", "--text", "a\rb"], "error: text: contains the control character '\\r'"),
+        (["assert", "u1", "a.b", "ok", "--actor", "a\x01"], "error: actor: contains the control character '\\x01'"),
+        (["assert", "u1", "a.b", "ok", "--source-ref", "m\x07"], "error: source_ref: contains the control character"),
+        (["assert", "u1", "Preference.Food", "x"],
+         "error: key: 'Preference.Food' has capital letters, and new keys are lowercase (use 'preference.food')"),
+    ]
+    for args, expected in cases:
+        code, out, err = cli(*args)
+        assert code == 2, (args, err)
+        assert err.startswith(expected), (args, err)
+    assert cli.json("profile", "u1")["facts"] == {}  # nothing written
+    # tab and newline are text, not control
+    assert cli("assert", "u1", "a.b", "line1\nline2\tcol", "--text", "two\nlines")[0] == 0
+    assert cli.json("profile", "u1")["facts"]["a.b"]["value"] == "line1\nline2\tcol"
+
+
+def test_an_existing_capitalised_key_stays_usable(store_args, monkeypatch):
+    """Keys created before the lowercase rule stay readable, supersedable and retractable."""
+    import ledger.domain
+
+    from memledger import MemoryLedger
+
+    with MemoryLedger(**store_args) as ml:
+        monkeypatch.setattr(ledger.domain, "new_key_allowed", lambda key: True)  # a store from before the rule
+        ml.assert_fact("u1", "Preference.Food", "sushi", observed_at="2024-01-01T00:00:00Z")
+        monkeypatch.undo()
+        assert ml.assert_fact("u1", "Preference.Food", "ramen").effect == "supersede"
+        assert ml.profile("u1").facts["Preference.Food"].value == "ramen"
+        assert [h.value for h in ml.history("u1", "Preference.Food")] == ["sushi", "ramen"]
+        assert ml.retract_fact("u1", "Preference.Food", reason="forget it").kind == "retracted"
+        assert ml.profile("u1").facts == {}
+        with pytest.raises(BadInput, match="new keys are lowercase"):
+            ml.assert_fact("u1", "Preference.Drink", "tea")
