@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .domain import NAMESPACE
 from .errors import BadInput, ConflictError, IdempotencyMismatch
-from .schemas import MAX_ID, check_user_id, pydantic_problem
+from .schemas import MAX_ID, check_text, check_user_id, pydantic_problem
 from .timeutil import check_observed, now_utc, parse_instant
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
@@ -95,6 +95,15 @@ class CardOp(BaseModel):
     field: Literal["decisions", "open_questions", "action_items"]
     item: str
     old: str | None = None
+
+    @field_validator("item", "old")
+    @classmethod
+    def _item(cls, v: str | None, info: Any) -> str | None:
+        if v is not None:
+            if not v.strip():
+                raise BadInput(info.field_name, "is empty", "give the item's text")
+            check_text(v, info.field_name)
+        return v
 
 
 class SessionCommand(BaseModel):
@@ -150,8 +159,11 @@ class SessionCommand(BaseModel):
     def _text(cls, v: str | None, info: Any) -> str | None:
         if v is None:
             return None
+        flag = _FLAG.get(info.field_name, info.field_name)
         if not v.strip():
-            raise ValueError("is empty; leave it out instead")
+            raise BadInput(flag, "is empty", f"give {flag} a non-blank value" if info.field_name in ("text", "message_id")
+                           else "give a non-blank value, or leave it out")
+        check_text(v, flag)
         if info.field_name.endswith("message_id") and len(v) > MAX_ID:
             # ids stay plaintext in the log (docs/erasure.md): capped like the fact commands' identifiers
             raise BadInput(_FLAG.get(info.field_name, info.field_name), f"is {len(v)} characters long",

@@ -248,3 +248,26 @@ def test_an_existing_capitalised_key_stays_usable(store_args, monkeypatch):
         assert ml.profile("u1").facts == {}
         with pytest.raises(BadInput, match="new keys are lowercase"):
             ml.assert_fact("u1", "Preference.Drink", "tea")
+
+
+def test_a_nul_character_is_refused_everywhere_and_the_store_keeps_working(cli, store_args, tmp_path):
+    """PostgreSQL text cannot hold NUL: one accepted NUL used to be appended to the log, then fail every catch-up
+    (every later command exited 1, and their events were appended anyway). Refused at the boundary instead."""
+    from memledger import MemoryLedger
+
+    code, _out, err = cli("assert", "u1", "a.b", '"a\\u0000b"')  # a JSON value (argv itself cannot hold NUL)
+    assert code == 2 and "value: contains the control character '\\x00'" in err, err
+    lines = tmp_path / "nul.jsonl"
+    lines.write_text('{"user_id": "u1", "key": "a.c", "value": 1, "text": "a\\u0000b"}\n')
+    code, _out, err = cli("ingest", str(lines), "--format", "jsonl")
+    assert code == 2 and "line 1: text: contains the control character '\\x00'" in err, err
+    with MemoryLedger(**store_args) as ml:
+        for call in (lambda: ml.log_message("u1", "s1", role="user", message_id="m1", text="a\x00b"),
+                     lambda: ml.session_start("u1", "s2", task="t\x00"),
+                     lambda: ml.assert_fact("u1", "a.d", "x", actor="a\x00")):
+            with pytest.raises(BadInput, match="contains the control character '\\\\x00'"):
+                call()
+    assert cli("assert", "u1", "a.b", "fine")[0] == 0
+    assert cli.json("profile", "u1")["facts"]["a.b"]["value"] == "fine"
+    assert [r["position"] for r in cli.json("history", "u1")] == [1]
+    assert cli("verify")[0] == 0
