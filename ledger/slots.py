@@ -28,7 +28,7 @@ from typing import Literal
 Cardinality = Literal["single", "multi"]
 
 #: Bumped whenever a cue, slot or marker changes: recorded in each resolution's evidence.
-CATALOGUE_VERSION = "slots/2"
+CATALOGUE_VERSION = "slots/3"
 
 #: Labels of the special categories of personal data; nothing else gets a default label.
 SPECIAL_CATEGORIES = ("health", "religion", "politics", "sex_life", "ethnicity", "biometrics", "union_membership")
@@ -87,7 +87,7 @@ CATALOGUE: tuple[Slot, ...] = (
           ("老家|来自|在.{1,6}长大|家乡",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
                                   r"grad school|phd|master's|bachelor's",), ("专业|大学|读研|读博|在读|学位|毕业于",)),
-    _slot("preference.sport_team", "single", (r"support (?:the )?\w+|fan of|favou?rite (?:team|club|player)|"
+    _slot("preference.sport_team", "single", (r"supporter of|fan of|favou?rite (?:team|club|player)|"
                                               r"root for",), ("球队|球星|最喜欢的球员|支持.{1,6}队|粉丝",), weight=0.5),
     _slot("preference.movie", "single", (r"favou?rite (?:movie|film|tv show|show|series|director)",),
           ("最喜欢的电影|最爱的电影|最喜欢的电视剧|最爱看的剧",)),
@@ -103,14 +103,14 @@ CATALOGUE: tuple[Slot, ...] = (
            r"in a relationship|got married|separated",),
           ("单身|结婚|离婚|订婚|恋爱|女朋友|男朋友|分手|对象",)),
     _slot("work.occupation", "single",
-          (r"work as|works as|working as|job as|my job|his job|her job|occupation|profession|career|"
+          (r"work as|works as|working as|job as|(?:my|his|her) job is|occupation|profession|career|"
            r"(?:i'm|i am|became|become|becoming|now an?) an? (?:\w+ )?(?:teacher|nurse|doctor|engineer|developer|programmer|banker|designer|"
            r"lawyer|accountant|chef|writer|student|manager|consultant|artist|architect|scientist|driver|"
            r"pharmacist|journalist)|unemployed|laid off|lost (?:my|his|her) job|quit (?:my|his|her) job|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
           ("工作是|职业|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被裁|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
-                                      r"joined|employer|company i work",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
+                                      r"joined \w+(?: \w+)? as|employer|company i work",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
     _slot("residence.city", "single",
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown",),
