@@ -401,3 +401,13 @@ def test_an_older_statement_arriving_late_is_history(fresh_ledger):
     assert (r.decision, r.key, r.effect) == ("supersede", "residence.city", "backfill")
     assert "backfill" in r.explanation
     assert ml.profile("u").facts["residence.city"].value == "I live in Berlin"
+
+
+def test_remember_without_a_semantic_index_still_resolves_slots(tmp_path):
+    from memledger import MemoryLedger
+
+    with MemoryLedger(home=tmp_path / "l", embedder="none") as ml:
+        assert ml.remember("u", "I drink tea", observed_at=T1).decision == "new"
+        r = ml.remember("u", "I switched to coffee", observed_at=T2)
+        assert (r.decision, r.key, r.version) == ("supersede", "preference.drink", 2)
+        assert "embedder none" in r.explanation
