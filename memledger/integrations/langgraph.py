@@ -20,9 +20,10 @@ Mapping (docs/interfaces.md):
 - A ``search`` or ``list_namespaces`` whose prefix names no user is refused (``ValueError``) unless the store
   was opened with ``cross_user=True``.
 
-Escaping: ``A-Z a-z 0-9 -`` stand for themselves; every other character (``_`` included) becomes ``_`` and two
-lower-case hex digits per UTF-8 byte (``.`` -> ``_2e``, ``é`` -> ``_c3_a9``); the empty string is ``_``. Ledger keys
-are at most 200 characters: a longer escaped address is refused (``BadInput``, a ``ValueError``).
+Escaping: ``a-z 0-9 -`` stand for themselves; every other character (capitals and ``_`` included) becomes ``_``
+and two lower-case hex digits per UTF-8 byte (``.`` -> ``_2e``, ``D`` -> ``_44``, ``é`` -> ``_c3_a9``); the empty
+string is ``_``. Escaped keys are lowercase, as the ledger wants new keys, and at most 200 characters: a longer
+escaped address is refused (``BadInput``, a ``ValueError``).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from ledger.errors import BadInput
 from ledger.schemas import KEY_RE, MAX_KEY, check_user_id
 
 ROOT = "lg"
-_PLAIN = re.compile(r"[A-Za-z0-9\-]")
-_ESCAPED = re.compile(r"^(?:[A-Za-z0-9\-]|_[0-9a-f]{2})+$")
+_PLAIN = re.compile(r"[a-z0-9\-]")  # new ledger keys are lowercase: capitals are escaped too
+_ESCAPED = re.compile(r"^(?:[a-z0-9\-]|_[0-9a-f]{2})+$")
 
 
 def escape(label: str) -> str:
