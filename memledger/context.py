@@ -102,6 +102,10 @@ class Context(ErasedMark):
     text: str
 
 
+#: How context and resume mark what is dated after the ``now`` the text is written for (``--now`` in the past).
+AFTER_NOW = "after now"
+
+
 def _annotate(text: str, at: datetime | None, tz: str) -> str:
     from .relative_time import render_annotated
 
@@ -127,6 +131,8 @@ def _fact_line(text: str, when: datetime | None, source: str | None, status: str
         label += ", CONTESTED"
     if until is not None:
         label += f", {'ended' if now is not None and until <= now else 'until'} {_date(until, tz)}"
+    if now is not None and when is not None and when > now:
+        label += f", {AFTER_NOW}"  # --now in the past: this was said or became true after the text's "now"
     return f"- {_annotate(text, when, tz)} ({label})"
 
 
@@ -282,7 +288,10 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         span = first if first == last else f"{first} to {last}"
         label = {"session": f"session {s['covers'][0]}", "span": f"{len(covered)} sessions",
                  "all": f"all {len(covered)} sessions"}[s["level"]]
-        text = _annotate(s["text"], from_micros(s["observed_at"]), tz)
+        said = from_micros(s["observed_at"])
+        text = _annotate(s["text"], said, tz)
+        if said is not None and said > now_dt:
+            span += f", {AFTER_NOW}"
         cand["summaries"].append((f"- [{label}, {span}] {text}", newest * 1e6 + s["position"]))
 
     # 3. state card
@@ -293,9 +302,12 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         seconds = max(0, int((now_dt - touched).total_seconds())) if touched else 0
 
         ago = ago_text(seconds)
+        # the same words as `resume` for a card touched after --now ("touched after now", not "just now")
+        when = "touched after now" if touched is not None and touched > now_dt else (
+            f"{ago} ago" if ago != "just now" else "just now")
         cand["state_card"].append((
             f"- Task: {card['task'] or '(unnamed)'} (session {card['session_id']}, {card['status']}, last touched "
-            f"{format_local(touched, tz)}, {ago + ' ago' if ago != 'just now' else 'just now'})", 100.0))
+            f"{format_local(touched, tz)}, {when})", 100.0))
         if card["progress"]:
             cand["state_card"].append((f"- Progress: {_annotate(card['progress'], at, tz)}", 70.0))
         for i, d in enumerate(card["decisions"]):
@@ -345,7 +357,8 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     for m in msgs:
         at = from_micros(m["observed_at"])
         who = f"{m['speaker']} ({m['role']})" if m["speaker"] else m["role"]
-        cand["messages"].append((f"- [{format_local(at, tz)}] {who}: {_annotate(m['text'], at, tz)}",
+        stamp = format_local(at, tz) + (f", {AFTER_NOW}" if at is not None and at > now_dt else "")
+        cand["messages"].append((f"- [{stamp}] {who}: {_annotate(m['text'], at, tz)}",
                                  float(m["seq"])))
 
     header = [f"# Context for {user_id}. Now: {format_local(now_dt, tz)} ({tz})",

@@ -229,13 +229,13 @@ def test_summary_pyramid_recent_in_detail_older_merged(fresh_ledger):
             ml.summarize("bo", f"s{d}", text=f"day {d}", observed_at=f"2024-01-0{d}T11:00:00Z")
     gaps = ml.summary_gaps("bo")
     assert gaps.without_session_summary == ["s6"] and gaps.not_merged == ["s1", "s2", "s3"]
-    ml.summarize("bo", "s2", text="days 1-2", level="span", covers=["s1", "s2"])
+    ml.summarize("bo", "s2", text="days 1-2", level="span", covers=["s1", "s2"], observed_at="2024-01-06T12:00:00Z")
     c = ml.context("bo", now="2024-01-07T00:00:00Z")
     assert c.sections[1].lines == ["- [2 sessions, 2024-01-01 to 2024-01-02] days 1-2",
                                    "- [session s3, 2024-01-03] day 3", "- [session s4, 2024-01-04] day 4",
                                    "- [session s5, 2024-01-05] day 5"]
     assert ml.summary_gaps("bo").not_merged == ["s3"]
-    ml.summarize("bo", "s6", text="a week of planning", level="all")
+    ml.summarize("bo", "s6", text="a week of planning", level="all", observed_at="2024-01-06T12:00:00Z")
     c = ml.context("bo", now="2024-01-07T00:00:00Z")
     assert c.sections[1].lines == ["- [all 6 sessions, 2024-01-01 to 2024-01-06] a week of planning",
                                    "- [2 sessions, 2024-01-01 to 2024-01-02] days 1-2",
@@ -456,3 +456,23 @@ def test_session_commands_print_sentences_not_event_class_names(cli):
     assert cli("session", "start", "u1", "s2", "--no-memory")[1].strip() == \
         "started a no-memory session u1 s2 (v0) at position 0"
     assert cli.json("session", "summarize", "u1", "s1", "--text", "done")["event"] == "SessionSummarized"
+
+
+def test_context_and_resume_mark_what_is_dated_after_now(fresh_ledger):
+    """--now in the past: what was said or touched after it is marked, in context as in resume (context used to
+    say "last touched ..., just now" where resume said "touched after now")."""
+    ml = fresh_ledger
+    ml.assert_fact("u", "preference.drink", "tea", observed_at="2024-01-01T00:00:00Z")
+    ml.assert_fact("u", "profile.city", "Oslo", observed_at="2024-03-01T00:00:00Z")
+    ml.session_start("u", "s1", task="trip", observed_at="2024-03-02T00:00:00Z")
+    ml.log_message("u", "s1", role="user", message_id="m1", text="hello", observed_at="2024-03-02T00:01:00Z")
+    ml.update_card("u", "s1", progress="booked")  # stamped by the real clock
+    c = ml.context("u", now="2024-02-01T00:00:00Z")
+    lines = {s.name: s.lines for s in c.sections}
+    assert lines["profile"] == ["- preference.drink: tea (2024-01-01, user_statement)",
+                                "- profile.city: Oslo (2024-03-01, user_statement, after now)"]
+    assert lines["state_card"][0].endswith(", touched after now)")
+    assert lines["messages"] == ["- [2024-03-02 00:01 +00:00, after now] user: hello"]
+    assert ml.resume("u", now="2024-02-01T00:00:00Z").ago == "touched after now"
+    later = ml.context("u", now="2100-01-01T00:00:00Z")  # nothing after that now: no marks
+    assert "after now" not in later.text
