@@ -22,7 +22,11 @@ Policy (the heart of it; DESIGN.md "change of mind vs correction"):
   valid range; the old version's range becomes empty (history keeps it as *misreported*).
 * **retract** — without ``valid_to``: the head is withdrawn entirely (it was a misunderstanding); with ``valid_to``:
   the head stopped being true at that instant (its range closes there; a ``valid_to`` not after the head's
-  ``valid_from`` is refused). Either way there is no current value.
+  ``valid_from`` is refused). Either way there is no current value. An ``agent_inference`` or ``external_import``
+  cannot retract a ``user_statement`` head (refused: the agent's view is recorded by an assert, which contests).
+
+A sensitivity label sticks to the fact: a later version recorded without one (a correction, a change of mind)
+keeps the label of the fact's latest labelled version, so correcting a health fact does not make it searchable.
 
 Valid ranges are half-open and only ever *narrowed* by later events (closing, or emptied to ``[vf, vf)``), never
 widened: system time moves forward, and what we once believed stays visible to as-of queries through the history
@@ -219,6 +223,8 @@ class Fact(Aggregate):
             self.head = version
         elif e.effect == "retract":
             self.head = None
+        if e.sensitivity:
+            self.label = e.sensitivity  # the latest label of the stream, inherited by later unlabelled versions
         if e.idempotency_key:
             self.idempotency[e.idempotency_key] = (
                 version, e.event_id, e.command_fingerprint or "", e.kind, e.effect,
@@ -236,6 +242,13 @@ class Fact(Aggregate):
         if cmd.op == "retract":
             if head is None:
                 raise BadInput("key", f"{cmd.key!r} has no current value to retract", "assert it first")
+            if cmd.source in NON_USER_SOURCES and head.source == "user_statement":
+                # What the user said is withdrawn only by the user (or system feedback): an agent that disagrees
+                # records its view, which contests (fresh-user run: an agent_inference retract emptied the profile).
+                raise BadInput("source", f"an {cmd.source} cannot retract what the user said ({cmd.key!r} "
+                                         f"v{head.version} is a user_statement)",
+                               "ask the user, or record the agent's view with assert --source agent_inference "
+                               "(it is kept as contested)")
             if cmd.valid_to is not None and cmd.valid_to <= head.valid_from:
                 # "It stopped being true before it started" is a typo more often than a withdrawal; it used to be
                 # taken silently as a full withdrawal (fresh-user run). Refused: nothing is written.
@@ -376,7 +389,7 @@ class Fact(Aggregate):
             derived_from=list(cmd.derived_from),
             confidence=cmd.effective_confidence(),
             role=cmd.role.model_dump() if cmd.role else None,
-            sensitivity=cmd.sensitivity,
+            sensitivity=cmd.sensitivity or getattr(self, "label", None),  # a label sticks to the fact
             idempotency_key=cmd.idempotency_key,
             command_fingerprint=fingerprint,
             replaces=d.replaces,

@@ -100,3 +100,36 @@ def test_audit_shows_each_inclusion(fresh_ledger: MemoryLedger, cli: Any) -> Non
     assert [d.purpose for d in then.facts["health.condition"].disclosures] == ["first"]
     got = cli.json("audit", "alice", "health.condition")
     assert [d["purpose"] for d in got["facts"]["health.condition"]["disclosures"]] == ["first", "second"]
+
+
+def test_a_label_sticks_to_the_fact_through_corrections_and_changes(cli):
+    """Correcting (or superseding) a labelled fact without repeating the label used to drop it, and the new value
+    came back from search and context."""
+    cli("assert", "alice", "medical.condition", "type 2 diabetes", "--text", "Alice has type 2 diabetes",
+        "--sensitivity", "health")
+    cli("correct", "alice", "medical.condition", "type 1 diabetes", "--text", "Alice has type 1 diabetes",
+        "--reason", "misheard")
+    cli("assert", "alice", "medical.condition", "in remission", "--text", "Alice's diabetes is in remission")
+    assert [r["sensitivity"] for r in cli.json("history", "alice", "medical.condition")] == ["health"] * 3
+    assert cli.json("search", "alice", "diabetes") == []
+    assert "diabetes" not in cli.json("context", "alice", "--query", "diabetes")["text"]
+    assert cli.json("export", "alice")["disclosures"] == []
+    # another label can be given explicitly, and then sticks in turn
+    cli("correct", "alice", "medical.condition", "in remission", "--text", "Alice's diabetes is in remission",
+        "--sensitivity", "medical", "--reason", "relabelled")
+    assert cli.json("history", "alice", "medical.condition")[-1]["sensitivity"] == "medical"
+    assert [h["key"] for h in cli.json("search", "alice", "diabetes", "--allow-sensitive", "medical")] == [
+        "medical.condition"]
+
+
+def test_an_agent_cannot_retract_what_the_user_said(cli):
+    cli("assert", "g", "pref.color", "blue")
+    code, _out, err = cli("retract", "g", "pref.color", "--source", "agent_inference", "--reason", "agent says no")
+    assert code == 2
+    assert err.startswith("error: source: an agent_inference cannot retract what the user said ('pref.color' v1 is "
+                          "a user_statement)")
+    code, _out, err = cli("retract", "g", "pref.color", "--source", "external_import")
+    assert code == 2
+    assert cli.json("profile", "g")["facts"]["pref.color"]["value"] == "blue"
+    assert cli("retract", "g", "pref.color", "--reason", "the user asked")[0] == 0  # the user may
+    assert cli.json("profile", "g")["facts"] == {}

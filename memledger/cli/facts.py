@@ -44,13 +44,15 @@ def correct_cmd(
     source_ref: Optional[str] = SourceRefOpt, session: Optional[str] = SessionOpt,
     confidence: Optional[float] = ConfidenceOpt, idempotency_key: Optional[str] = IdemOpt,
     actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt, as_json: bool = JsonOpt,
+    sensitivity: Optional[str] = typer.Option(None, "--sensitivity", help="Label such as health, finance "
+                                              "(default: the fact's current label, which sticks)."),
 ) -> None:
     """Correct KEY: VALUE replaces the current value over its whole valid time (it was never true)."""
     with open_ledger(ctx) as ml:
         emit_receipt(ml.correct_fact(
             user, key, parse_value(value), reason=reason, text=text, observed_at=observed_at, source=source,
             source_ref=source_ref, session_id=session, confidence=confidence, idempotency_key=idempotency_key,
-            actor=actor, trace_id=trace,
+            actor=actor, trace_id=trace, sensitivity=sensitivity,
         ), as_json)
 
 
