@@ -56,6 +56,9 @@ __all__ = [
 #: and they must not carry personal content (docs/erasure.md).
 ENCRYPTED_FIELDS: frozenset[str] = DEFAULT_ENCRYPTED_FIELDS | {
     "command_fingerprint", "speaker", "fingerprint", "ops", "task", "inherited_card",
+    # a disclosure's purpose is the caller's free text ("review dave's leukemia plan"): content, not metadata
+    # (fresh-user run: it survived erasure in plaintext). Earlier disclosures keep theirs in plaintext.
+    "purpose",
 }
 
 #: Seconds a live data key stays cached in a process (scripts/bench_encryption.py: decoding pays a key-store

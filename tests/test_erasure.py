@@ -368,3 +368,16 @@ def test_every_read_of_an_erased_user_says_so(cli):
     # a write for the erased user is refused, naming why and what to do
     code, _out, err = cli("assert", "u1", "preference.drink", "coffee")
     assert code == 2 and "was erased; nothing more can be recorded for it" in err and "new user id" in err
+
+
+def test_a_disclosure_purpose_is_shredded_with_the_user(tmp_path):
+    home = tmp_path / "ledger"
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("dave", "med.cond", "leukemia", sensitivity="health")
+        ml.context("dave", allow_sensitive=["health"], purpose="review the Zorblax chemo plan")
+        assert [d.purpose for d in ml.export("dave").disclosures] == ["review the Zorblax chemo plan"]
+        assert b"Zorblax" not in (home / "events.db").read_bytes()  # encrypted from the start
+        ml.erase("dave")
+    for f in home.rglob("*"):
+        if f.is_file():
+            assert b"Zorblax" not in f.read_bytes(), f
