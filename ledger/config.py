@@ -37,6 +37,12 @@ class Settings:
         """Explicit arguments win, then ``$MEMLEDGER_DSN``, then ``$MEMLEDGER_HOME``, then ``./.memledger``."""
         if home is not None and dsn is not None:
             raise BadInput("--dsn", "given together with --home", "choose one store")
+        if home is not None and not str(home).strip():
+            # an empty --home used to mean the current directory: the store's files landed among the caller's
+            raise BadInput("--home", "is empty", "give the ledger's directory, or leave --home out (default "
+                                                 f"${HOME_ENV} or {DEFAULT_HOME})")
+        if dsn is not None and not dsn.strip():
+            raise BadInput("--dsn", "is empty", "give a postgresql:// URL, or leave --dsn out")
         if home is None and dsn is None:
             dsn = os.environ.get(DSN_ENV) or None
             if dsn is None:
@@ -59,9 +65,6 @@ class Settings:
         """
         if self.home is None:
             return
-        import sqlite3
-
-
         conn = sqlite3.connect(str(self.home / "events.db"), timeout=60)
         try:
             use_wal(conn, "events.db")
@@ -115,6 +118,8 @@ def use_wal(conn: sqlite3.Connection, what: str = "database") -> None:
 
 #: The files of an embedded store that hold personal data: the log, the read models, the per-user data keys.
 STORE_FILES = ("events.db", "projections.db", "keys.db")
+#: Folders of an embedded store (the semantic index: embeddings cache and per-user index files): 0700.
+STORE_DIRS = ("vectors",)
 
 
 def create_private_home(home: Path) -> None:
@@ -134,7 +139,9 @@ def create_private_home(home: Path) -> None:
     existed = home.exists()
     try:
         home.mkdir(parents=True, exist_ok=True)
-        if not existed:
+        # A new folder, or an empty one the store is about to fill (`mkdir x; memledger --home x ...`), becomes the
+        # owner's alone; a folder that already holds other things is left as it is (exposure() warns about it).
+        if not existed or (home.stat().st_mode & 0o077 and not any(home.iterdir())):
             os.chmod(home, 0o700)
     except OSError as exc:
         raise MemledgerError(f"cannot create the ledger directory {str(home)!r}: {exc.strerror or exc}; give "
@@ -142,18 +149,20 @@ def create_private_home(home: Path) -> None:
 
 
 def make_files_private(home: Path) -> None:
-    """Set the store files of ``home`` (:data:`STORE_FILES` and SQLite's ``-wal``/``-shm`` beside them) to 0600.
+    """Set the store files of ``home`` (:data:`STORE_FILES`, the ``*.db`` files of :data:`STORE_DIRS`, and SQLite's
+    ``-wal``/``-shm`` beside them) to 0600 and the store folders to 0700.
 
     SQLite creates a database's ``-wal`` and ``-shm`` files with the database file's own permissions, so they
     follow. Files this process does not own are left as they are (:func:`exposure` reports them).
     """
-    for name in STORE_FILES:
-        for path in (home / name, home / f"{name}-wal", home / f"{name}-shm"):
-            try:
-                if path.exists() and path.stat().st_mode & 0o077:
-                    os.chmod(path, 0o600)
-            except PermissionError:
-                pass
+    dirs = [home / d for d in STORE_DIRS]
+    files = [home / name for name in STORE_FILES] + [p for d in dirs if d.is_dir() for p in d.glob("*.db")]
+    for path in [*dirs, *(q for p in files for q in (p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm")))]:
+        try:
+            if path.exists() and path.stat().st_mode & 0o077:
+                os.chmod(path, 0o700 if path.is_dir() else 0o600)
+        except PermissionError:
+            pass
 
 
 def exposure(home: Path) -> str | None:
@@ -165,10 +174,14 @@ def exposure(home: Path) -> str | None:
     try:
         if not home.stat().st_mode & 0o055:
             return None
-        readable = [n for n in STORE_FILES if (home / n).exists() and (home / n).stat().st_mode & 0o044]
+        candidates = [home / n for n in STORE_FILES]
+        for d in STORE_DIRS:
+            if (home / d).is_dir() and (home / d).stat().st_mode & 0o055:
+                candidates += sorted((home / d).glob("*.db"))
+        readable = [str(p.relative_to(home)) for p in candidates if p.exists() and p.stat().st_mode & 0o044]
     except OSError:
         return None
     if not readable:
         return None
     return (f"warning: {', '.join(readable)} in {home} can be read by other local accounts (they hold users' "
-            f"memories and keys); fix with: chmod 700 {home} && chmod 600 {home}/*.db*")
+            f"memories and keys); fix with: chmod -R go-rwx {home}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 
-from tests.conftest import CLI
+from tests.conftest import CLI, ROOT
 
 
 def mode(path) -> int:
@@ -37,7 +37,7 @@ def test_an_exposed_existing_home_gets_a_warning_naming_the_fix(tmp_path):
     code, out, err = cli("profile", "u1")
     assert code == 0 and "Paris" in out
     assert "projections.db" in err and "can be read by other local accounts" in err
-    assert f"chmod 700 {home} && chmod 600 {home}/*.db*" in err
+    assert f"fix with: chmod -R go-rwx {home}" in err
     os.chmod(home, 0o700)  # fixed as told: the warning goes
     code, _out, err = cli("profile", "u1")
     assert code == 0 and "other local accounts" not in err
@@ -48,3 +48,36 @@ def test_a_home_that_cannot_be_created_is_a_sentence(tmp_path):
     assert code == 1
     assert "cannot create the ledger directory '/proc/nope/ledger'" in err
     assert "Traceback" not in err and "FileNotFoundError" not in err
+
+
+def test_an_empty_existing_folder_becomes_private_and_so_does_the_index(tmp_path):
+    home = tmp_path / "pre"
+    home.mkdir(mode=0o755)
+    os.chmod(home, 0o755)
+    cli = CLI({"home": home})
+    assert cli("assert", "u1", "profile.city", "Paris")[0] == 0
+    assert mode(home) == 0o700
+    assert cli("search", "u1", "Paris")[0] == 0  # creates the semantic index's folder and cache
+    assert cli("profile", "u1")[0] == 0  # the next open makes them private too
+    vectors = home / "vectors"
+    assert vectors.is_dir() and mode(vectors) == 0o700
+    assert {mode(p) for p in vectors.glob("*.db")} == {0o600}
+
+
+def test_a_folder_holding_other_things_is_left_alone_with_a_warning_once_readable(tmp_path):
+    home = tmp_path / "busy"
+    home.mkdir()
+    os.chmod(home, 0o755)
+    (home / "notes.txt").write_text("mine")
+    cli = CLI({"home": home})
+    assert cli("assert", "u1", "profile.city", "Paris")[0] == 0
+    assert mode(home) == 0o755  # not ours to change
+    assert mode(home / "events.db") == 0o600  # but the store's own files are private
+
+
+def test_an_empty_home_or_dsn_is_refused(tmp_path):
+    code, _out, err = CLI({"home": ""})("assert", "u", "a.b", "1")
+    assert code == 2 and err.startswith("error: --home: is empty")
+    assert not (ROOT / "events.db").exists()  # used to land in the current directory
+    code, _out, err = CLI({"dsn": ""})("profile", "u")
+    assert code == 2 and err.startswith("error: --dsn: is empty")
