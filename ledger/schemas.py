@@ -125,8 +125,10 @@ def _check_strings(value: Any, field: str) -> None:
         check_text(value, field)
     elif isinstance(value, dict):
         for k, v in value.items():
-            if isinstance(k, str):
-                check_text(k, field)
+            if not isinstance(k, str):
+                # json.dumps would turn 1 into "1" silently: the value read back would not be the value given
+                raise BadInput(field, f"has the non-string object key {k!r}", "use string keys (JSON objects have them)")
+            check_text(k, field)
             _check_strings(v, field)
     elif isinstance(value, list):
         for v in value:
@@ -189,6 +191,13 @@ class FactCommand(BaseModel):
             return None
         dt = parse_instant(v, info.field_name)
         return check_observed(dt) if info.field_name == "observed_at" else dt
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _not_bool(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            raise BadInput("confidence", f"{v!r} is not a number", "give a number from 0 to 1")
+        return v
 
     @field_validator("confidence")
     @classmethod

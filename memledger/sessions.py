@@ -225,6 +225,8 @@ def summary_gaps(store: Store, user_id: str, *, recent: int = 3) -> SummaryGaps:
     from ledger.schemas import check_user_id
 
     user_id = check_user_id(user_id)
+    if isinstance(recent, bool) or not isinstance(recent, int) or recent < 0:
+        raise BadInput("--recent", f"{recent!r} is not a number of sessions", "give 0 or more, e.g. --recent 3")
     store.before_read(None, 10.0)
     with store.db.read() as cur:
         sessions = [s["session_id"] for s in store.state_cards_projection.sessions(cur, user_id)]
@@ -248,7 +250,8 @@ def resume(store: Store, user_id: str, *, now: Any = None, expiry_hours: float =
 
     user_id = check_user_id(user_id)
     now_dt = parse_instant(now, "now") if now is not None else now_utc()
-    if not isinstance(expiry_hours, (int, float)) or expiry_hours <= 0:
+    if isinstance(expiry_hours, bool) or not isinstance(expiry_hours, (int, float)) or not expiry_hours > 0 \
+            or expiry_hours == float("inf"):
         raise BadInput("expiry_hours", f"{expiry_hours!r} is not a positive number of hours", "e.g. 48")
     tz = user_timezone(store, user_id)
     base = dict(user_id=user_id, now=now_dt, now_local=format_local(now_dt, tz), timezone=tz,

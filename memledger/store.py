@@ -223,6 +223,8 @@ class Store:
         import time
 
         position = receipt_position(position)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 <= timeout < float("inf"):
+            raise BadInput("timeout", f"{timeout!r} is not a number of seconds", "give 0 or more, e.g. --timeout 10")
         head = self._head()
         if position > head:
             raise BadInput("after", f"position {position} is beyond the head of this store's log ({head})",

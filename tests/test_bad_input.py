@@ -271,3 +271,23 @@ def test_a_nul_character_is_refused_everywhere_and_the_store_keeps_working(cli, 
     assert cli.json("profile", "u1")["facts"]["a.b"]["value"] == "fine"
     assert [r["position"] for r in cli.json("history", "u1")] == [1]
     assert cli("verify")[0] == 0
+
+
+def test_numbers_that_mean_nothing_are_refused(cli, store_args):
+    from memledger import MemoryLedger
+
+    cli("assert", "u1", "a.b", "x")
+    for args, expected in [
+        (["profile", "u1", "--timeout", "-5", "--after", "1"], "error: timeout: -5.0 is not a number of seconds"),
+        (["resume", "u1", "--expiry-hours", "nan"], "error: expiry_hours: nan is not a positive number of hours"),
+        (["resume", "u1", "--expiry-hours", "inf"], "error: expiry_hours: inf is not a positive number of hours"),
+        (["session", "gaps", "u1", "--recent", "-1"], "error: --recent: -1 is not a number of sessions"),
+    ]:
+        code, _out, err = cli(*args)
+        assert (code, err.splitlines()[0]) == (2, err.splitlines()[0]) and err.startswith(expected), (args, err)
+    with MemoryLedger(**store_args) as ml:
+        with pytest.raises(BadInput, match="non-string object key 1"):
+            ml.assert_fact("u1", "a.c", {1: "a"})  # json would have turned the key into "1" silently
+        with pytest.raises(BadInput, match="confidence: True is not a number"):
+            ml.assert_fact("u1", "a.c", "x", confidence=True)
+        assert list(ml.profile("u1").facts) == ["a.b"]
