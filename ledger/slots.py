@@ -20,6 +20,7 @@ resolution rules compare to tell a paraphrase from a new value.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -167,6 +168,8 @@ class KeyRegistry:
             raise ValueError(f"cardinality {cardinality!r}: use 'single' or 'multi'")
         self._card[prefix] = cardinality
         self._sens[prefix] = sensitivity
+        if "_typed" in globals():
+            _typed.cache_clear()  # cached typings carry cardinalities
 
     def slot_of(self, key: str) -> str | None:
         """The registered slot a key belongs to (longest registered prefix, at a dot boundary), else None."""
@@ -345,7 +348,19 @@ def about_self(t: str, user_name: str | None = None) -> bool:
 
 def type_statement(text: str, registry: KeyRegistry = REGISTRY, user_name: str | None = None) -> Typing:
     """Type one statement against the catalogue: subject, slot, markers and value tokens. ``user_name``: the
-    user's id, which third-person statements ("Jon works as a banker") name."""
+    user's id, which third-person statements ("Jon works as a banker") name. Typings with the shipped registry
+    are cached (a remember types its ~8 candidates, which recur from call to call); treat them as read-only."""
+    if registry is REGISTRY:
+        return _typed(text, user_name)
+    return _type_statement(text, registry, user_name)
+
+
+@functools.lru_cache(maxsize=8192)
+def _typed(text: str, user_name: str | None) -> Typing:
+    return _type_statement(text, REGISTRY, user_name)
+
+
+def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> Typing:
     t = nfc_lower(text).strip()
     subject = "self"
     spans: list[tuple[int, int]] = []

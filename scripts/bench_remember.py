@@ -8,6 +8,7 @@ the remembers so that machine load hits all alike, two baselines:
 
 * ``assert_fact`` of a keyed fact (the write without resolution; the vectors projection is deferred, so no
   embedding), and
+* one MiniLM ``embed_query`` of a new sentence (what the machine's load does to the model alone), and
 * ``search(k=8)`` of a new question (query embedding + dense and BM25 ranking): the retrieval half of a remember.
 
 A remember embeds its sentence once (the candidate search's vector is reused for the index when the model is
@@ -80,7 +81,7 @@ def main() -> None:
         n_mem = len(ml.profile(user).facts)
         for rnd in range(args.rounds):
             load0 = os.getloadavg()[0]
-            rem, ass, sea = [], [], []
+            rem, ass, sea, emb = [], [], [], []
             for i in range(args.n):
                 text = STATEMENTS[i % len(STATEMENTS)]
                 if rnd or i >= len(STATEMENTS):
@@ -94,9 +95,12 @@ def main() -> None:
                 t = time.perf_counter()
                 ml.search(user, f"what did I say about: {text}?", k=8)  # a query not embedded before
                 sea.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                ml.vectors_projection.embedder.embed_query(f"one sentence never seen, {rnd} {i}: {text}")
+                emb.append((time.perf_counter() - t) * 1000)
             load1 = os.getloadavg()[0]
             rows.append((rnd + 1, statistics.median(rem), statistics.median(ass), statistics.median(sea), load0,
-                         load1))
+                         load1, statistics.median(emb)))
             all_rem += rem
             all_ass += ass
             all_sea += sea
@@ -108,13 +112,15 @@ def main() -> None:
         print(f"## remember latency: embedder {ml.vectors_projection.model_id}, {n_mem} memories of one user at "
               f"start, {args.n} calls x {args.rounds} rounds, warm, in process")
         print()
-        print("| round | remember p50 ms | assert_fact p50 ms | search k=8 p50 ms | remember / assert | "
-              "remember / search | load avg before / after |")
-        print("|---|---|---|---|---|---|---|")
-        for r, a, b, c, l0, l1 in rows:
-            print(f"| {r} | {a:.1f} | {b:.1f} | {c:.1f} | {a / b:.1f} | {a / c:.2f} | {l0:.2f} / {l1:.2f} |")
-        ma, mb, mc = (statistics.median(x[i] for x in rows) for i in (1, 2, 3))
-        print(f"| median of rounds | {ma:.1f} | {mb:.1f} | {mc:.1f} | {ma / mb:.1f} | {ma / mc:.2f} | |")
+        print("| round | remember p50 ms | assert_fact p50 ms | search k=8 p50 ms | one embedding p50 ms | "
+              "remember / assert | remember / search | remember / embedding | load avg before / after |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r, a, b, c, l0, l1, e in rows:
+            print(f"| {r} | {a:.1f} | {b:.1f} | {c:.1f} | {e:.1f} | {a / b:.1f} | {a / c:.2f} | {a / e:.2f} | "
+                  f"{l0:.2f} / {l1:.2f} |")
+        ma, mb, mc, me = (statistics.median(x[i] for x in rows) for i in (1, 2, 3, 6))
+        print(f"| median of rounds | {ma:.1f} | {mb:.1f} | {mc:.1f} | {me:.1f} | {ma / mb:.1f} | {ma / mc:.2f} | "
+              f"{ma / me:.2f} | |")
         print()
         print(f"all calls: remember p50 {p(all_rem, 0.5):.1f} ms, p95 {p(all_rem, 0.95):.1f} ms; "
               f"assert_fact p50 {p(all_ass, 0.5):.1f} ms; search p50 {p(all_sea, 0.5):.1f} ms; "
