@@ -31,6 +31,7 @@ from ledger.timeutil import now_utc
 
 from . import reads, search
 from .context import assemble_context
+from .optout import open_sessions
 from .store import Store
 from .timetravel import Audit, AuditEntry
 
@@ -190,6 +191,11 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None) -> ErasureR
     stream_ids = [fact_id(user_id, k) for k in keys]
     texts = [t for r in rows for t in (r["text"],) if t]
     already = ml.keystore.is_destroyed(user_id)
+    if not already and not rows and ml.keystore.get(user_id) is None and not open_sessions(ml, user_id):
+        # Nothing was ever recorded for this id (every write creates the user's key): erasing it would only burn
+        # the id for good, and a typo in an erase then blocks a real user (fresh-user run).
+        raise BadInput("user_id", f"nothing is held about {user_id!r}",
+                       "check the user id: erasing burns it for good")
     plaintext = _plaintext_events(ml.app, stream_ids) if not already else 0
 
     position = None

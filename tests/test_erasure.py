@@ -381,3 +381,10 @@ def test_a_disclosure_purpose_is_shredded_with_the_user(tmp_path):
     for f in home.rglob("*"):
         if f.is_file():
             assert b"Zorblax" not in f.read_bytes(), f
+
+
+def test_erasing_an_id_never_seen_is_refused_and_burns_nothing(cli):
+    code, _out, err = cli("erase", "nobody", "--yes")
+    assert code == 2 and err.startswith("error: user_id: nothing is held about 'nobody'")
+    assert cli("assert", "nobody", "a.b", "1")[0] == 0  # the id was not burned by the typo
+    assert cli.json("erase", "nobody", "--yes")["facts"] == 1
