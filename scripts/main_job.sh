@@ -18,7 +18,7 @@ ml2 ingest samples/locomo_conv30.json --resolve
 # "Jon lost his job as a banker the day before the conversation." (session 1, turn D1:2) lands in the occupation slot
 ml2 history Jon work.occupation
 ml2 remember Jon "Jon works as a dance teacher now" --observed-at 2023-08-01T10:00:00Z
-ml2 audit Jon work.occupation | tail -5
+ml2 profile Jon | grep work.occupation   # the slot holds the latest statement; `audit` says why
 echo "== a change of mind, then a correction"
 ml assert Jon preference.drink '"tea"' --observed-at 2023-01-20T16:04:00Z --source-ref D1:1
 ml assert Jon preference.drink '"coffee"' --observed-at 2023-03-01T10:00:00Z
