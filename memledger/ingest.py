@@ -117,22 +117,33 @@ def locomo_commands(data: Any, where: str = "", resolve: bool = False) -> list[A
     return out
 
 
+def _lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file (a leading byte-order mark is dropped). Raises BadInput naming FILE."""
+    try:
+        return path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as exc:
+        raise BadInput("FILE", f"{str(path)!r} is not UTF-8 text (byte {exc.start})",
+                       "give a UTF-8 JSONL file: one command object per line") from None
+
+
 def jsonl_commands(path: Path) -> list[Any]:
     out = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInput(f"line {lineno}", f"is not JSON ({exc.msg})", "one command object per line") from None
-            if not isinstance(obj, dict):
-                raise BadInput(f"line {lineno}", "is not a JSON object", "one command object per line")
-            if "text" in obj and "key" not in obj and "op" not in obj:
-                out.append(remember_line(obj, where=f"line {lineno}: "))
-                continue
-            out.append(validate_command({"op": "assert", **obj}, where=f"line {lineno}: "))
+    for lineno, line in enumerate(_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"line {lineno}", f"is not JSON ({exc.msg})", "one command object per line") from None
+        except RecursionError:
+            raise BadInput(f"line {lineno}", "is JSON nested too deeply to be stored",
+                           "flatten it (a few levels of nesting at most)") from None
+        if not isinstance(obj, dict):
+            raise BadInput(f"line {lineno}", "is not a JSON object", "one command object per line")
+        if "text" in obj and "key" not in obj and "op" not in obj:
+            out.append(remember_line(obj, where=f"line {lineno}: "))
+            continue
+        out.append(validate_command({"op": "assert", **obj}, where=f"line {lineno}: "))
     return out
 
 
@@ -148,10 +159,7 @@ def load_commands(path: Path, fmt: str, resolve: bool = False) -> list[Any]:
     if fmt == "memorybank":
         memorybank_messages(_read_json(path, "a MemoryBank history file"))  # validate now: nothing written on error
         return []  # MemoryBank has no observations: its turns are messages (load_session_commands)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadInput("FILE", f"{str(path)!r} is not a JSON file ({exc})", "pass a LoCoMo JSON file") from None
+    data = _read_json(path, "a LoCoMo JSON file")
     return locomo_commands(data, resolve=resolve)
 
 
@@ -207,9 +215,11 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
 # -- sessions (issue 5): conversation turns as logged messages ---------------------------------------------------
 def _read_json(path: Path, what: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadInput("FILE", f"{str(path)!r} is not a JSON file ({exc})", f"pass {what}") from None
+    except RecursionError:
+        raise BadInput("FILE", f"{str(path)!r} holds JSON nested too deeply", f"pass {what}") from None
 
 
 def locomo_messages(data: Any, where: str = "") -> list[Any]:

@@ -291,3 +291,18 @@ def test_numbers_that_mean_nothing_are_refused(cli, store_args):
         with pytest.raises(BadInput, match="confidence: True is not a number"):
             ml.assert_fact("u1", "a.c", "x", confidence=True)
         assert list(ml.profile("u1").facts) == ["a.b"]
+
+
+def test_jsonl_files_that_are_not_utf8_json_lines_are_bad_input(cli, tmp_path):
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(b'{"user_id": "u1"}\n\x93\xff\xfe garbage\n')
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"user_id": "u1", "key": "a.b", "value": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    for path, expected in [(binary, f"error: FILE: '{binary}' is not UTF-8 text (byte 18)"),
+                           (deep, "error: line 1: is JSON nested too deeply to be stored")]:
+        code, _out, err = cli("ingest", str(path), "--format", "jsonl")
+        assert code == 2 and err.startswith(expected), err
+    bom = tmp_path / "bom.jsonl"  # a byte-order mark (Windows editors) is not an error
+    bom.write_bytes('\ufeff{"user_id": "u1", "key": "a.b", "value": 1}\n'.encode("utf-8"))
+    assert cli("ingest", str(bom), "--format", "jsonl")[0] == 0
+    assert cli.json("profile", "u1")["facts"]["a.b"]["value"] == 1
