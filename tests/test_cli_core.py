@@ -127,3 +127,10 @@ def test_jsonl_policy_refusal_names_the_line_and_writes_nothing(cli, tmp_path):
     code, out, err = cli("ingest", str(f), "--format", "jsonl")
     assert code == 2 and err.startswith("error: line 3: valid_to: 2023-01-01T00:00:00+00:00 is not after"), err
     assert cli.json("history", "u1") == []  # one batch: nothing of it was saved
+
+
+def test_version_flag(cli):
+    from importlib.metadata import version
+
+    code, out, _err = cli("--version")
+    assert (code, out.strip()) == (0, f"memledger {version('memledger')}")

@@ -23,6 +23,14 @@ out = Console(highlight=False, soft_wrap=True, markup=False, width=None if sys.s
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        from importlib.metadata import version as dist_version
+
+        out.print(f"memledger {dist_version('memledger')}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     ctx: typer.Context,
@@ -32,6 +40,8 @@ def _root(
         None, "--projection-mode",
         help="inline (default, $MEMLEDGER_PROJECTION_MODE): catch projections up in this process; worker: a "
              "`memledger project --follow` process does."),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=lambda v: _print_version(v),
+                                 help="Print memledger's version and exit."),
 ) -> None:
     ctx.obj = {"home": home, "dsn": dsn, "projection_mode": projection_mode}
 

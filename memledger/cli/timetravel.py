@@ -19,6 +19,8 @@ from memledger.timetravel import render_json, zone
 
 AxisOpt = typer.Option("system", "--axis",
                        help="system: --as-of is recorded_at (default); observed: it is observed_at (imported history).")
+NowAxisOpt = typer.Option("system", "--axis", help="system (default): what the ledger has recorded by now; "
+                          "observed: what sources had said by now (observed_at), for imported history.")
 TzOpt = typer.Option(None, "--tz", help="Render instants in this IANA zone (default UTC, as stored).")
 JsonOpt = typer.Option(False, "--json", help="Print JSON (a stable contract).")
 ValidAtOpt = typer.Option(None, "--valid-at", help="Valid-time instant (ISO 8601 with offset).")
@@ -64,7 +66,7 @@ def believed_cmd(
 
 @app.command("true-at")
 def true_at_cmd(
-    ctx: typer.Context, user: str, valid_at: Optional[str] = ValidAtOpt, axis: str = AxisOpt,
+    ctx: typer.Context, user: str, valid_at: Optional[str] = ValidAtOpt, axis: str = NowAxisOpt,
     tz: Optional[str] = TzOpt, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
 ) -> None:
     """What was true of USER at --valid-at, as known now."""
