@@ -29,7 +29,7 @@ from typing import Literal
 Cardinality = Literal["single", "multi"]
 
 #: Bumped whenever a cue, slot or marker changes: recorded in each resolution's evidence.
-CATALOGUE_VERSION = "slots/3"
+CATALOGUE_VERSION = "slots/4"
 
 #: Labels of the special categories of personal data; nothing else gets a default label.
 SPECIAL_CATEGORIES = ("health", "religion", "politics", "sex_life", "ethnicity", "biometrics", "union_membership")
@@ -82,18 +82,20 @@ CATALOGUE: tuple[Slot, ...] = (
           ("电话号码|手机号|电话是",)),
     _slot("contact.email", "single", (r"e-?mail address|my e-?mail",), ("邮箱|电子邮件",)),
     _slot("profile.name", "single", (r"my name is|call me|i'm called|i am called",), ("我叫|我的名字是|叫我",)),
-    _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b|years old|turned \d{1,3}",),
+    _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b|years old|turn(?:ed|s) \d{1,3}|"
+                                    r"\bis \d{1,2}\b(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
           (r"我今年?\d{1,3}岁|岁了",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
           ("老家|来自|在.{1,6}长大|家乡",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
                                   r"grad school|phd|master's|bachelor's",), ("专业|大学|读研|读博|在读|学位|毕业于",)),
-    _slot("preference.sport_team", "single", (r"supporter of|fan of|favou?rite (?:team|club|player)|"
+    _slot("preference.sport_team", "single", (r"supporter of|(?:i|we) support|fan of|favou?rite (?:team|club|player)|"
                                               r"root for",), ("球队|球星|最喜欢的球员|支持.{1,6}队|粉丝",), weight=0.5),
-    _slot("preference.movie", "single", (r"favou?rite (?:movie|film|tv show|show|series|director)",),
-          ("最喜欢的电影|最爱的电影|最喜欢的电视剧|最爱看的剧",)),
+    _slot("preference.movie", "single", (r"favou?rite (?:movie|film|tv show|show|series|director)|"
+                                         r"watch(?:ing)? (?:\w+ )?(?:movies|films|documentaries|series|anime|dramas)",),
+          ("最喜欢的电影|最爱的电影|最喜欢的电视剧|最爱看的剧|看.{0,4}(?:电影|纪录片|电视剧|动漫|片)|纪录片|电影",)),
     _slot("preference.book", "single", (r"favou?rite (?:book|novel|author|writer)",), ("最喜欢的书|最爱的书|最喜欢的作家",)),
-    _slot("preference.color", "single", (r"favou?rite colou?r",), ("最喜欢的颜色|最爱的颜色",)),
+    _slot("preference.color", "single", (r"favou?rite colou?r",), ("最喜欢的颜色|最爱的颜色|颜色|喜欢.{0,3}[红橙黄绿青蓝紫黑白粉灰]色",)),
     _slot("profile.birth_date", "single", (r"born on|born in|birthday|date of birth",), ("生日|出生",)),
     _slot("profile.languages", "multi",
           (r"speak|speaks|fluent|learning (?:french|spanish|german|japanese|chinese|mandarin|korean|italian|"
@@ -112,6 +114,16 @@ CATALOGUE: tuple[Slot, ...] = (
           ("工作是|职业|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被裁|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|company i work",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
+    _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:bus|train|subway|metro|tube|tram|"
+                                r"ferry)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
+                                r"commute|commuting",), ("坐地铁|坐公交|骑车上班|开车上班|走路上班|通勤|坐.{0,3}上班",),
+          weight=1.5),
+    _slot("work.shift", "single", (r"(?:night|day|early|late|morning|evening|weekend) shifts?",),
+          ("夜班|白班|早班|晚班|倒班",), weight=1.5),
+    _slot("residence.housing", "single", (r"rent(?:s|ing)? an? (?:apartment|flat|room|house|studio)|"
+                                          r"bought an? (?:house|flat|apartment|home|condo)|mortgage|"
+                                          r"(?:our|my) (?:house|flat|apartment) (?:is|has)",),
+          ("租房|租了.{0,4}房|买了?.{0,4}房|房贷|公寓",)),
     _slot("residence.city", "single",
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown",),
@@ -144,9 +156,9 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("hobby", "multi",
           (r"hobby|hobbies|in my free time|in my spare time|for fun|i enjoy|enjoys|took up|taken up|"
            r"play(?:s|ing)? (?:the )?(?:guitar|piano|violin|drums|tennis|football|soccer|basketball|chess|golf|"
-           r"badminton|volleyball)|hiking|painting|knitting|photography|gardening|yoga|climbing|running|"
+           r"badminton|volleyball|banjo|ukulele|cello|flute|saxophone|drums)|go(?:ing)? to the gym|gym|hiking|painting|knitting|photography|gardening|yoga|climbing|running|"
            r"swimming|cycling|surfing|skiing|baking|pottery|fishing|reading novels",),
-          ("爱好|业余|兴趣|空闲时|弹吉他|弹钢琴|打篮球|打羽毛球|踢足球|下棋|爬山|徒步|画画|摄影|瑜伽|跑步|游泳|钓鱼|烘焙|骑车",)),
+          ("爱好|业余|兴趣|空闲时|健身|学.{0,2}(?:吉他|钢琴|画|舞)|弹吉他|弹钢琴|打篮球|打羽毛球|踢足球|下棋|爬山|徒步|画画|摄影|瑜伽|跑步|游泳|钓鱼|烘焙|骑车",)),
 )
 
 
@@ -246,7 +258,7 @@ a an the i i'm im me my mine we our us you your he his him she her they their th
 been being do does did doing have has had having to of in on at for with from by about as and or but so that this
 these those there here just really very also too still again now then than not no any anymore more most much
 some such what which who whom when where why how all both each few other own same can will would should could
-may might must shall really quite lot lots bit always usually often sometimes every day days week weeks year
+may might must shall really quite lot lots bit always usually often sometimes every week weeks year
 years time times like likes liked love loves loved enjoy enjoys prefer prefers favourite favorite go goes going
 went get gets got getting make makes made one thing things kind sort pretty well since last next ago today
 tomorrow yesterday morning evening night actually sorry mean meant said say says tell told think thought
@@ -264,7 +276,7 @@ birthday speak speaks speaking language languages fluent learn learning pet pets
 fun free spare drive drives driving car laptop computer use uses using diet plan plans planning training goal
 called named adopted have has own owns company employer employed date birth reach city town home
 old age player support supports study studying studies major majoring degree university college team club fan
-show series movie film book novel author colour color originally grew raised
+show series movie film book novel author colour color originally grew raised shift shifts
 """.split()) | set("喝住工作班上职业吃爱喜欢听音乐手机号码生日出说会语养只叫名字开用平时常直一们又还也做个种最岁老家球员队专大学")
 
 
@@ -388,7 +400,10 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     chg = [mm for p in _CHANGE for mm in p.finditer(body)]
     if subject == "none" or (_PAST.search(t) and not cess and not chg):
         slot = None  # not about the user, or about how things used to be: a memory, not a slot's value
-    strip = [(mm.start(), mm.end()) for mm in cess + chg]
+    # markers are stripped, but a marker spanning a wildcard (不…了, 没有…了) keeps what it encloses
+    strip = [(mm.start(), mm.end()) if ".{" not in mm.re.pattern else (mm.start(), mm.start() + 1)
+             for mm in cess + chg]
+    strip += [(mm.end() - 1, mm.end()) for mm in cess + chg if ".{" in mm.re.pattern]
     strip += [(mm.start(), mm.end()) for p in _CORRECTION for mm in p.finditer(body)]
     value = content_tokens(_strip(body, strip)) - GENERIC
     negated: set[str] = set()

@@ -30,7 +30,7 @@ def test_change_of_mind_in_plain_words_supersedes(fresh_ledger):
     assert [(r.key, r.version, r.text, r.relation) for r in b.related] == [
         ("preference.drink", 1, "I love iced americano", "target")]
     assert b.explanation.startswith("supersede by rule same_slot: slot preference.drink (single), subject self")
-    assert "catalogue slots/3" in b.explanation and "embedder hash:" in b.explanation
+    assert "catalogue slots/4" in b.explanation and "embedder hash:" in b.explanation
     assert current(ml, "u") == {"preference.drink": ("I switched to hot lattes", 2, "current")}
     rows = ml.history("u", "preference.drink")
     assert [(h.version, h.status, h.valid_to) for h in rows][0][:2] == (1, "superseded")
@@ -174,7 +174,7 @@ def test_unsure_is_a_conflict_shown_to_confirm_and_audit_shows_evidence(fresh_le
             "(may replace: The team offsite with Dana is in Lisbon)") in lines
     chain = ml.audit("u", r.key).facts[r.key].chain
     assert chain[0].reason.startswith(f"remember: conflict -> {r.key} by rule free_unsure | slot none (single)")
-    assert "catalogue slots/3 | embedder hash:" in chain[0].reason and f"candidates: {a.key} v1 target" in chain[0].reason
+    assert "catalogue slots/4 | embedder hash:" in chain[0].reason and f"candidates: {a.key} v1 target" in chain[0].reason
 
 
 def test_unlink_restores_the_replaced_value_and_moves_the_statement(fresh_ledger):
@@ -310,7 +310,7 @@ def test_default_sensitivity_only_for_special_categories(fresh_ledger):
 def test_catalogue_and_registry():
     from ledger.slots import CATALOGUE, CATALOGUE_VERSION, SPECIAL_CATEGORIES, KeyRegistry, type_statement
 
-    assert CATALOGUE_VERSION == "slots/3"
+    assert CATALOGUE_VERSION == "slots/4"
     assert {s.sensitivity for s in CATALOGUE} - {None} <= set(SPECIAL_CATEGORIES)
     reg = KeyRegistry()
     assert (reg.cardinality("pet.2"), reg.cardinality("preference.drink"), reg.cardinality("custom.x")) == (
@@ -411,3 +411,20 @@ def test_remember_without_a_semantic_index_still_resolves_slots(tmp_path):
         r = ml.remember("u", "I switched to coffee", observed_at=T2)
         assert (r.decision, r.key, r.version) == ("supersede", "preference.drink", 2)
         assert "embedder none" in r.explanation
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ("I take the bus to work", "I cycle to work now", "commute"),
+    ("I'm on the night shift at the hospital", "I moved to the day shift", "work.shift"),
+    ("I rent an apartment downtown", "We bought a house in the suburbs", "residence.housing"),
+    ("My daughter is 5", "My daughter just turned 6", "family.daughter.profile.age"),
+    ("我喜欢看科幻电影", "我现在更喜欢看纪录片", "preference.movie"),
+    ("我每周去三次健身房", "我不去健身房了", "hobby.1"),
+    ("我在学吉他", "我不学吉他了", "hobby.1"),
+])
+def test_more_slots_retire_the_old_statement(fresh_ledger, old, new, key):
+    ml = fresh_ledger
+    ml.remember("u", old, observed_at=T1)
+    r = ml.remember("u", new, observed_at=T2)
+    assert (r.decision in ("supersede", "retire"), r.key) == (True, key)
+    assert [f.value for f in ml.profile("u").facts.values()] == [new]
