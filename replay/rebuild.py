@@ -86,7 +86,13 @@ _GEN_RE = re.compile(r"^g(\d+)$")
 
 
 class RebuildInProgress(MemledgerError):
-    """Another live process is rebuilding one of the projections asked for; nothing was written (exit 1)."""
+    """Another live process is rebuilding one of the projections asked for; nothing was written (exit 1).
+
+    Like BadInput it names the ``field`` (``PROJECTION``), the ``problem`` and the ``fix`` (the CLI's JSON error)."""
+
+    def __init__(self, field: str, problem: str, fix: str = "") -> None:
+        self.field, self.problem, self.fix = field, problem, fix
+        super().__init__(f"{field}: {problem}" + (f" ({fix})" if fix else ""))
 
 
 def ensure_tables(cur: Any) -> None:
@@ -249,8 +255,8 @@ class _Lock:
             if _alive(host, int(pid), int(beat)):
                 since = from_micros(int(started)).isoformat(timespec="seconds")  # type: ignore[union-attr]
                 raise RebuildInProgress(
-                    f"PROJECTION: a rebuild of {n!r} is already running (pid {pid} on {host}, since {since}); "
-                    "wait for it to finish - if that process is gone, run the rebuild again and it takes over")
+                    "PROJECTION", f"a rebuild of {n!r} is already running (pid {pid} on {host}, since {since})",
+                    "wait for it to finish; if that process is gone, run the rebuild again and it takes over")
             if mode == self.mode == "blue-green":
                 resume[n] = target
         now = to_micros(now_utc())
@@ -268,8 +274,9 @@ class _Lock:
             cur.execute("SELECT owner FROM projection_rebuilds WHERE projection = ?", (n,))
             row = cur.fetchone()
             if row is None or row[0] != self.owner:
-                raise RebuildInProgress(f"PROJECTION: the rebuild of {n!r} was taken over by another process "
-                                        "(this one stalled longer than the stale timeout); nothing switched")
+                raise RebuildInProgress("PROJECTION", f"the rebuild of {n!r} was taken over by another process "
+                                        "(this one stalled longer than the stale timeout); nothing switched",
+                                        "the other process finishes it; nothing to do")
 
     def beat(self, force: bool = False) -> None:
         if not force and time.monotonic() - self.last_beat < HEARTBEAT_EVERY:

@@ -5,6 +5,7 @@ Runs on every backend of tests/conftest.py (SQLite, and PostgreSQL when a server
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -134,6 +135,11 @@ def test_cli_refuses_while_a_live_process_holds_the_lock(store_args: dict[str, A
     assert code == 1, err
     assert f"a rebuild of 'profile' is already running (pid {os.getpid()}" in err
     assert "Traceback" not in err
+    code, out, err = cli("rebuild", "profile", "--blue-green", "--json")
+    last = json.loads(err.strip().splitlines()[-1])
+    assert (code, last["exit"], last["error"]["field"]) == (1, 1, "PROJECTION")
+    assert last["error"]["problem"].startswith("a rebuild of 'profile' is already running")
+    assert last["error"]["fix"].startswith("wait for it to finish")
     with MemoryLedger(**store_args) as ml:
         assert bookkeeping(ml) == before
 

@@ -71,8 +71,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except MemledgerError as exc:
         err.print(f"error: {exc}", markup=False)
-        if as_json:
-            _json_error(None, str(exc), "", exc.exit_code)
+        if as_json:  # a failure that names its field (RebuildInProgress) says so, like bad input
+            _json_error(getattr(exc, "field", None), getattr(exc, "problem", None) or str(exc),
+                        getattr(exc, "fix", "") or "", exc.exit_code)
         sys.exit(exc.exit_code)
     except Exception as exc:  # noqa: BLE001 - a failure, not bad input: exit 1, traceback only on request
         if os.environ.get("MEMLEDGER_DEBUG"):
