@@ -154,7 +154,7 @@ def test_a_dead_owner_is_taken_over(store_args: dict[str, Any], cli: Any) -> Non
     report = cli.json("rebuild", "profile", "--blue-green")
     assert report == {"projections": ["profile"], "mode": "blue-green", "events": 5, "position": 5,
                       "seconds": report["seconds"], "events_per_second": report["events_per_second"],
-                      "serving": {"profile": "g1"}, "resumed": ["profile"]}
+                      "serving": {"profile": "g1"}, "resumed": ["profile"], "model_seconds": 0.0}
     with MemoryLedger(**store_args) as ml:
         assert bookkeeping(ml)["projection_rebuilds"] == []
         assert all(r.ok for r in ml.verify())
