@@ -24,6 +24,8 @@ from pydantic import BaseModel
 from ledger.errors import BadInput
 from ledger.timeutil import from_micros
 
+from .store import Store
+
 MAX_K = 1000
 _CACHE_SIZE = 8
 
@@ -61,18 +63,27 @@ def _check(user_id: Any, query: Any, k: Any, session_id: Any) -> tuple[str, str,
     return user_id, query, k, session_id
 
 
-def search_messages(ml: Any, user_id: str, query: str, k: int = 10, session_id: str | None = None) -> list[MessageHit]:
+def search_messages(ml: Store, user_id: str, query: str, k: int = 10,
+                    session_id: str | None = None) -> list[MessageHit]:
     """Rank ``user_id``'s messages (or one session's) for ``query``; see the module docstring.
 
     Raises:
-        BadInput: empty query, k outside 1..1000, malformed user or session id (nothing is read).
+        BadInput: empty query, k outside 1..1000, malformed user or session id, or a ``session_id`` that is not a
+            session of the user (as ``context --session`` refuses it; nothing is read).
     """
     from projections.fusion import rrf
     from projections.lexical import LexicalIndex
 
     user_id, query, k, session_id = _check(user_id, query, k, session_id)
-    ml._before_read(None, 10.0)
+    ml.before_read(None, 10.0)
     with ml.db.read() as cur:
+        if session_id is not None and ml.state_cards_projection.session(cur, user_id, session_id) is None:
+            from .optout import is_no_memory
+
+            if is_no_memory(cur, user_id, session_id):
+                return []  # an open --no-memory session: its messages are not indexed for search
+            raise BadInput("--session", f"{session_id!r} is not a session of {user_id!r}",
+                           "name a session that was started or logged to (see `memledger resume`)")
         rows = ml.messages_projection.all(cur, user_id, session_id)
     if not rows:
         return []

@@ -79,3 +79,10 @@ def test_cli_session_search(cli, store_args, monkeypatch):
         assert code == 2 and err.strip().startswith(f"error: {field}:"), err
     with MemoryLedger(**store_args) as ml:
         assert ml._head() == head
+
+
+def test_searching_a_session_that_does_not_exist_is_refused_like_context(cli):
+    cli("session", "log", "u1", "s1", "--role", "user", "--message-id", "m1", "--text", "hello there")
+    code, _out, err = cli("session", "search", "u1", "hello", "--session", "nosuch")
+    assert code == 2 and err.startswith("error: --session: 'nosuch' is not a session of 'u1'")
+    assert [h["message_id"] for h in cli.json("session", "search", "u1", "hello", "--session", "s1")] == ["m1"]
