@@ -11,6 +11,7 @@ and calls :func:`resolve`. The rules, in order (each decision names its rule in 
                   slot's current memory, the old value's valid range closes);
   ``paraphrase``  its value tokens are contained in the current value's (overlap >= PARAPHRASE) and it announces
                   no change -> ``reaffirm``;
+  ``additive_single`` a second value said with "also"/"too"/也 and no change marker -> ``conflict``;
   ``same_slot``   otherwise -> ``supersede``.
 * multi-valued slot: the sibling whose value tokens overlap most is the target of a correction, cessation,
   paraphrase or change; a statement matching no sibling is ``add``-ed as a new sibling key (``pet.2``); a cessation
@@ -169,6 +170,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("reaffirm", head.key, "paraphrase", head)
         if not typing.value_tokens and not typing.change:
             return done("reaffirm", head.key, "paraphrase_no_value", head)
+        if typing.additive and not typing.change:
+            # "I also like green tea": a second value said of a single-valued slot; not silently replaced, kept
+            # beside it and shown "to confirm"
+            return done("conflict", None, "additive_single", head, contest_key=head.key)
         return done("supersede", slot_key, "same_slot", head, close_key=close)
 
     if slot_key is not None:  # multi-valued

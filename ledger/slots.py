@@ -234,6 +234,7 @@ _CORRECTION = [re.compile(p) for p in (
     r"\bactually\b.*\bnot\b", r", not [\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
 )]
+_ADDITIVE = re.compile(r"\b(?:also|too|as well|in addition|besides|as much as)\b|也|还有|另外|又")
 _NEGATED = [re.compile(p) for p in (r"不是(.{1,12}?)而是", r"\bnot ([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
 _CESSATION = [re.compile(p) for p in (
     r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b(?! (?:at|by|in|for)\b)", r"\bquit\b", r"\bgave up\b",
@@ -318,6 +319,7 @@ class Typing:
     cue_weight: float = 0.0
     sensitivity: str | None = None
     negated_tokens: set[str] = field(default_factory=set)  # the value a correction says it was not ("not Maine")
+    additive: bool = False  # "also", "too", "as well", 也, 还有: adds to what is known rather than replacing it
 
     @property
     def slot_key(self) -> str | None:
@@ -415,7 +417,7 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     return Typing(slot=None if slot is None else slot.key, cardinality=card, subject=subject,
                   correction=correction, cessation=bool(cess), change=bool(chg), value_tokens=value,
                   cue_weight=best[0], sensitivity=None if slot is None else slot.sensitivity,
-                  negated_tokens=negated)
+                  negated_tokens=negated, additive=bool(_ADDITIVE.search(body)))
 
 
 def overlap(a: set[str], b: set[str]) -> float:

@@ -428,3 +428,17 @@ def test_more_slots_retire_the_old_statement(fresh_ledger, old, new, key):
     r = ml.remember("u", new, observed_at=T2)
     assert (r.decision in ("supersede", "retire"), r.key) == (True, key)
     assert [f.value for f in ml.profile("u").facts.values()] == [new]
+
+
+def test_also_on_a_single_valued_slot_is_a_conflict_not_a_supersede(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "I love iced americano", observed_at=T1)
+    r = ml.remember("u", "I also like green tea", observed_at=T2)
+    assert (r.decision, r.related[0].key, r.related[0].relation) == ("conflict", "preference.drink", "target")
+    assert "rule additive_single" in r.explanation
+    facts = ml.profile("u").facts
+    assert (facts["preference.drink"].value, facts["preference.drink"].status) == ("I love iced americano",
+                                                                                   "contested")
+    assert facts[r.key].value == "I also like green tea"
+    z = ml.remember("v", "我喜欢喝冰美式", observed_at=T1)
+    assert ml.remember("v", "我也喜欢喝绿茶", observed_at=T2).decision == "conflict" and z.key == "preference.drink"
