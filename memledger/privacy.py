@@ -19,17 +19,26 @@ from __future__ import annotations
 import os
 import uuid
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ledger.domain import fact_id
 from ledger.errors import BadInput, MemledgerError
-from ledger.privacy import ENCRYPTED_FIELDS, ENCRYPTION_ENV, Disclosure, SensitiveFactIncluded, SubjectErased, SubjectErasure, subject_id
+from ledger.privacy import (
+    ENCRYPTED_FIELDS,
+    ENCRYPTION_ENV,
+    Disclosure,
+    SensitiveFactIncluded,
+    SubjectErased,
+    SubjectErasure,
+    subject_id,
+)
 from ledger.schemas import HistoryRow, Profile, check_user_id
 from ledger.timeutil import now_utc
 
-from . import reads, search
+from . import reads, search, timetravel
 from .context import assemble_context
 from .optout import open_sessions
 from .store import Store
@@ -184,7 +193,9 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None) -> ErasureR
             "erase needs per-user encryption, and this ledger runs with it off "
             f"({ENCRYPTION_ENV}=off): the append-only log would keep the user's content in plaintext"
         )
-    ml.catch_up()
+    # deferred=False: the history read needs no semantic index, and nothing after the tombstone may fail on it (an
+    # irreversible verb returns its receipt: the vectors table is purged directly below, whatever its model)
+    ml.catch_up(deferred=False)
     with ml.db.read() as cur:
         rows = ml.history_projection.versions(cur, user_id)
     keys = sorted({r["key"] for r in rows})
@@ -212,7 +223,7 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None) -> ErasureR
         erased_at = record.created_on
     key_destroyed = ml.keystore.destroy(user_id)
 
-    ml.catch_up()
+    ml.catch_up(deferred=False)  # the vectors projection applies the tombstone at its next catch-up (a no-op then)
     purged = []
     with ml.db.transaction() as cur:
         for p in ml.projections:
@@ -257,13 +268,18 @@ def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:
     from projections.vectors import user_file_stem
 
     with ml.db.read() as cur:
-        proj.refresh(cur)  # the generation changed: reload the mirror without the user
+        # a table built with another model (this process was opened with another embedder): its rows were purged
+        # all the same; this object never serves it, so there is no mirror to reload and no manifest of ours
+        mismatch = proj.model_mismatch(proj._meta(cur)) is not None
+        if not mismatch:
+            proj.refresh(cur)  # the generation changed: reload the mirror without the user
     if ml.settings.home is not None:
         stem = user_file_stem(user_id)
         for suffix in (".faiss", ".lex"):
             for path in (ml.settings.home / "vectors").rglob(stem + suffix):
                 path.unlink(missing_ok=True)
-        proj.save_files()  # manifest without the user (and files of users the mirror no longer has go too)
+        if not mismatch:
+            proj.save_files()  # manifest without the user (and files of users the mirror no longer has go too)
     if texts:
         proj._embedding_cache().delete_texts(texts)
 
@@ -309,9 +325,10 @@ def export_user(ml: Store, user_id: str) -> UserExport:
 def _export_sessions(ml: Store, user_id: str) -> list[dict[str, Any]]:
     """The user's sessions (ledger/sessions.py), oldest first, each with its card, messages and summaries; then
     open ``--no-memory`` sessions with the messages kept until they end (``no_memory: true``)."""
+    from ledger.timeutil import from_micros
+
     from .optout import messages as optout_messages
     from .optout import open_sessions
-    from ledger.timeutil import from_micros
 
     if getattr(ml, "state_cards_projection", None) is None:  # sessions not wired in this build
         return []
@@ -419,37 +436,43 @@ def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as
 
 class _SensitivityView:
     """What context assembly (memledger/context.py) sees of a ledger when labels are filtered: ``profile`` and
-    ``search`` leave out facts whose label is not allowed, and remember the labelled facts they let through;
-    everything else is the ledger itself."""
+    ``search`` leave out fact versions whose label is not allowed, and remember the labelled ones they let through.
 
-    def __init__(self, ml: Store, allow: frozenset[str], labels: dict[str, tuple[int, str]]) -> None:
+    ``labels``: ``{(key, version): label}`` of every labelled version (:func:`sensitivity_labels`), so a profile as
+    of a past instant (``base_profile``) is judged by the versions it shows."""
+
+    def __init__(self, ml: Store, allow: frozenset[str], labels: dict[tuple[str, int], str],
+                 base_profile: Any = None) -> None:
         self._ml = ml
         self._allow = allow
-        self._labels = labels  # key -> (version, label) of the user's labelled current facts
+        self._labels = labels
+        self._base_profile = base_profile or partial(reads.profile, ml)
         self.offered: dict[str, tuple[int, str, str]] = {}  # key -> (version, label, text) let through
         self.withheld: set[str] = set()
 
-    def _keep(self, key: str | None, text: str | None) -> bool:
-        if key is None or key not in self._labels:
+    def _keep(self, key: str | None, version: int | None, text: str | None) -> bool:
+        label = self._labels.get((key, version)) if key is not None else None
+        if label is None:
             return True
-        version, label = self._labels[key]
         if label not in self._allow:
-            self.withheld.add(key)
+            self.withheld.add(key)  # type: ignore[arg-type]
             return False
-        self.offered[key] = (version, label, text or "")
+        self.offered[key] = (version, label, text or "")  # type: ignore[index,assignment]
         return True
 
-    def profile(self, user_id: str, *args: Any, **kwargs: Any) -> Profile:
-        prof = reads.profile(self._ml, user_id, *args, **kwargs)
-        facts = {k: f for k, f in prof.facts.items() if self._keep(k, f.text or f"{k}: {f.value}")}
+    def profile(self, user_id: str, *args: Any, **kwargs: Any) -> Any:
+        prof = self._base_profile(user_id, *args, **kwargs)
+        facts = {k: f for k, f in prof.facts.items() if self._keep(k, f.version, f.text or f"{k}: {f.value}")}
         return prof.model_copy(update={"facts": facts})
 
     def search(self, user_id: str, query: str, *args: Any, **kwargs: Any) -> Any:
         hits = search.search(self._ml, user_id, query, *args, **kwargs)
         items = list(getattr(hits, "hits", hits))
-        kept = [h for h in items if self._keep(h.get("key") if isinstance(h, dict) else getattr(h, "key", None),
-                                               h.get("text") if isinstance(h, dict) else getattr(h, "text", None))]
-        return kept
+
+        def field(h: Any, name: str) -> Any:
+            return h.get(name) if isinstance(h, dict) else getattr(h, name, None)
+
+        return [h for h in items if self._keep(field(h, "key"), field(h, "version"), field(h, "text"))]
 
 
 def context_with_sensitivity(ml: Store, user_id: str, *, allow_sensitive: Any = None,
@@ -464,10 +487,16 @@ def context_with_sensitivity(ml: Store, user_id: str, *, allow_sensitive: Any = 
     allow = check_allow_sensitive(allow_sensitive)
     user_id = check_user_id(user_id)
     ml.catch_up(deferred=False)  # memories come through ml.search, which catches the vectors up itself
-    with ml.db.read() as cur:
-        labels = {r["key"]: (r["version"], r["sensitivity"]) for r in ml.profile_projection.rows(cur, user_id)
-                  if r["sensitivity"] is not None}
-    view = _SensitivityView(ml, allow, labels)
+    labels = sensitivity_labels(ml, user_id)
+    base = None
+    if kwargs.get("as_of") is not None:  # context --as-of: the profile as believed then, judged by its versions
+        from ledger.timeutil import parse_instant
+
+        now = kwargs.get("now")
+        base = partial(timetravel.profile_as_of, ml, as_of=parse_instant(kwargs["as_of"], "as_of"),
+                       axis=kwargs.get("axis", "system"),
+                       valid_at=None if now is None else parse_instant(now, "now"))
+    view = _SensitivityView(ml, allow, labels, base)
     ctx = assemble_context(ml, user_id, profile_fn=view.profile, search_fn=view.search, **kwargs)
     if view.offered:
         lines = [line for s in ctx.sections if s.name in ("profile", "memories") for line in s.lines]

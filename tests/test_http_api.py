@@ -340,3 +340,57 @@ def test_a_revoked_key_is_refused_from_the_next_request(api: Any) -> None:
     assert api["http"].get("/v1/users/u2/profile", headers=h).status_code == 200
     assert memledger(api["home"], "keys", "revoke", created["key_id"]).returncode == 0
     assert api["http"].get("/v1/users/u2/profile", headers=h).status_code == 401
+
+
+def test_key_commands_and_other_embedders_never_rebind_the_served_index(tmp_path: Path) -> None:
+    """Fresh-user run: `keys create`/`keys revoke` from a shell with another $MEMLEDGER_EMBEDDER re-bound the served
+    vectors index to that model (opening a store cleared and re-stamped the table), and the hash server answered 500
+    on memories, search and erase -- erase after it had erased. Opening a store never changes the index's model;
+    key administration does not open the index at all; erase returns its receipt whatever the index's model."""
+    import subprocess
+    import sys
+
+    from ledger.errors import MemledgerError
+    from tests.serve_util import ROOT, env
+
+    home = tmp_path / "h"
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("u1", "preference.drink", "tea", text="I drink green tea")
+        ml.assert_fact("u2", "preference.drink", "water", text="I only drink water")
+    admin = create_key(home, "--user", "u1", "--user", "u2", "--admin")
+    other_env = {**env(), "MEMLEDGER_EMBEDDER": "hash:32"}  # another model than the server's hash:v2:64
+
+    def keys(*argv: str) -> Any:
+        proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(home), "keys", *argv, "--json"],
+                              capture_output=True, text=True, cwd=ROOT, env=other_env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    server = Server(home, "http")
+    try:
+        server.wait_ready()
+        h = {"Authorization": f"Bearer {admin}"}
+        with httpx.Client(base_url=server.base, timeout=30) as http:
+            assert http.post("/v1/users/u1/search", json={"query": "tea"}, headers=h).status_code == 200
+            created = keys("create", "--user", "u1")
+            keys("revoke", created["key_id"])
+            r = http.post("/v1/users/u1/memories", json={"text": "I moved to Lyon"}, headers=h)
+            assert r.status_code == 201, r.text
+            r = http.post("/v1/users/u1/search", json={"query": "green tea"}, headers=h)
+            assert r.status_code == 200 and r.json()[0]["key"] == "preference.drink", r.text
+            # the root cause: a MemoryLedger opened with another embedder leaves the table's model alone and
+            # refuses to search it (a clear error naming both models), instead of re-binding it
+            with MemoryLedger(home=home, embedder="hash:32") as ml:
+                with pytest.raises(MemledgerError, match="built with 'hash:v2:64', this ledger embeds with "
+                                                         "'hash:v2:32'.*rebuild vectors --blue-green --embedder"):
+                    ml.search("u1", "tea")
+                receipt = ml.erase("u2")  # an irreversible verb returns its receipt whatever the index's model
+                assert receipt.user_id == "u2" and receipt.key_destroyed
+            r = http.post("/v1/users/u1/search", json={"query": "green tea"}, headers=h)
+            assert r.status_code == 200 and r.json()[0]["key"] == "preference.drink", r.text
+            r = http.delete("/v1/users/u1", headers={**h, "Confirm-Erase": "u1"})
+            assert r.status_code == 200 and r.json()["user_id"] == "u1", r.text
+        log = server.log()
+    finally:
+        server.stop()
+    assert "Internal error" not in log and " 500 " not in log

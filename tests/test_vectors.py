@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ledger.errors import MemledgerError
+
 from memledger import MemoryLedger
 from projections.embedders import HashingEmbedder
 
@@ -158,10 +160,15 @@ def test_rebuilds_reuse_the_embedding_cache(tmp_path: Any, embed_calls: list[int
         assert calls == []  # the vectors projection is deferred: a write never waits for the model
         ml.catch_up()
     assert calls == [5]  # one batch, one model call (warmed outside the transaction, then read from the cache)
-    with MemoryLedger(home=home, embedder="hash:32") as ml:  # another model: the table is re-projected
+    with MemoryLedger(home=home, embedder="hash:32") as ml:  # opening with another model never re-binds the index
+        with pytest.raises(MemledgerError, match="built with 'hash:v2:64', this ledger embeds with 'hash:v2:32'"):
+            ml.search("u1", "note number 3")
+        assert calls == [5]  # refused before embedding anything
+        ml.rebuild(["vectors"], blue_green=True, embedder="hash:32")  # the one way to switch models
         assert texts(ml, "u1", "note number 3", 1) == ["note number 3"]
     assert calls == [5, 5]
     with MemoryLedger(home=home) as ml:  # back to the first model: every text is in the cache
+        ml.rebuild(["vectors"], blue_green=True, embedder="hash")
         assert texts(ml, "u1", "note number 3", 1) == ["note number 3"]
         with ml.db.read() as cur:
             cur.execute(f"SELECT name, value FROM {ml.vectors_projection.table('meta')} ORDER BY name")

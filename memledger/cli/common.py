@@ -47,14 +47,16 @@ def _root(
 
 
 @contextmanager
-def open_ledger(ctx: typer.Context) -> Iterator[Any]:
+def open_ledger(ctx: typer.Context, *, embedder: str | None = None) -> Iterator[Any]:
     """The store named by the root options, closed afterwards. A command about one USER that completes for an
     erased user says so on stderr (exit 0; ``--json`` objects also carry ``"erased": true`` and when), so an erased
-    user never reads as an empty one."""
+    user never reads as an empty one. ``embedder="none"`` opens it without the vectors projection (a command that
+    never searches, such as ``keys``: no embedder is resolved and the semantic index is not touched)."""
     from memledger.api import MemoryLedger
 
     obj = ctx.find_root().obj or {}
-    ml = MemoryLedger(home=obj.get("home"), dsn=obj.get("dsn"), projection_mode=obj.get("projection_mode"))
+    ml = MemoryLedger(home=obj.get("home"), dsn=obj.get("dsn"), projection_mode=obj.get("projection_mode"),
+                      **({"embedder": embedder} if embedder is not None else {}))
     try:
         yield ml
         user = ctx.params.get("user")

@@ -28,7 +28,7 @@ def create_cmd(ctx: typer.Context,
     """Create a key; its secret is printed once and only its hash is stored."""
     from memledger.servers.keys import KeyStore
 
-    with open_ledger(ctx) as ml:
+    with open_ledger(ctx, embedder="none") as ml:
         created = KeyStore(ml).create(user, admin=admin, expires=expires, allow_sensitive=allow_sensitive,
                                       note=note)
     if as_json:
@@ -44,7 +44,7 @@ def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Every key of this store (never the secrets)."""
     from memledger.servers.keys import KeyStore
 
-    with open_ledger(ctx) as ml:
+    with open_ledger(ctx, embedder="none") as ml:
         keys = KeyStore(ml).list()
     if as_json:
         emit_json([k.model_dump(mode="json") for k in keys])
@@ -64,7 +64,7 @@ def revoke_cmd(ctx: typer.Context, key_id: str, as_json: bool = JsonOpt) -> None
     """Revoke KEY_ID: every later request with it gets 401."""
     from memledger.servers.keys import KeyStore
 
-    with open_ledger(ctx) as ml:
+    with open_ledger(ctx, embedder="none") as ml:
         info = KeyStore(ml).revoke(key_id)
     if as_json:
         emit_json(info.model_dump(mode="json"))
