@@ -36,7 +36,18 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from .slots import CATALOGUE_VERSION, REGISTRY, KeyRegistry, Typing, content_tokens, overlap, type_statement
+from .slots import (
+    CATALOGUE_VERSION,
+    REGISTRY,
+    KeyRegistry,
+    Typing,
+    content_tokens,
+    linked_slot_keys,
+    names_several,
+    overlap,
+    says_all,
+    type_statement,
+)
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
 
@@ -93,11 +104,15 @@ class Resolution:
     reaffirm_value: Any = None  # reaffirm: the value already held (so the policy reaffirms)
     related: list[Candidate] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
+    also_close: list[str] = field(default_factory=list)  # keys of linked slots a cessation ends too (retracted)
+    note: str = ""  # why, in words, when the rule name alone does not say it
 
     def explanation(self) -> str:
         t = self.target
         target = f"; acts on {t.key} v{t.version} (score {t.score:.2f}, value overlap {t.value_overlap:.2f})" if t else ""
-        return f"{self.decision} by rule {self.rule}: {self.typing.describe()}{target}"
+        also = f"; also ends {', '.join(self.also_close)}" if self.also_close else ""
+        note = f" ({self.note})" if self.note else ""
+        return f"{self.decision} by rule {self.rule}: {self.typing.describe()}{target}{also}{note}"
 
 
 def nfc(text: str) -> str:
@@ -146,12 +161,35 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             c.value_overlap = 1.0
             return done("reaffirm", c.key, "duplicate", c, reaffirm_value=None)
 
+    if typing.mood == "question":
+        # a question states nothing: it never replaces, retires or reaffirms a memory; it is a memory of its own
+        return done("new", None, "question", note="a question is kept as asked; the current memories stay")
+
+    def partial(target: Candidate) -> bool:
+        # the memory names several values ("two cats, Luna and Mochi") and the cessation one of them ("Luna
+        # passed away"): retiring the memory would lose the others
+        return names_several(target.text) and not says_all(text) and not names_several(text)
+
+    partial_note = "the memory names several values and this stops one of them: both kept, to confirm"
     slot_key = typing.slot_key
     if slot_key is not None and typing.cardinality == "single":
         own = [c for c in candidates if c.key == slot_key]
         legacy = [c for c in candidates if c.key != slot_key and c.slot_key == slot_key
                   and not registry.slot_of(c.key)]
         head = own[0] if own else (max(legacy, key=lambda c: c.score) if legacy else None)
+        links = linked_slot_keys(slot_key)
+        linked = [c for c in candidates if links and c.slot_key in links and c.status in ("current", "contested")
+                  and (c.typing is None or not c.typing.cessation)] if typing.cessation else []
+        if linked and not typing.change:
+            # "I lost my job" with "I work at Google" current: the employer ends too (closed at valid_from)
+            note = "losing one's job ends the current employer too"
+            keys = sorted({c.key for c in linked})
+            if head is None:
+                first = max(linked, key=lambda c: c.score)
+                return done("retire", slot_key, "cessation_linked", first, also_close=keys, note=note)
+            if head.typing is None or not head.typing.cessation:
+                return done("retire", slot_key, "cessation", head, close_key=head.key if head.key != slot_key else None,
+                            also_close=keys, note=note)
         if head is None:
             return done("new", slot_key, "new_slot")
         close = head.key if head.key != slot_key else None
@@ -165,6 +203,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # "lost his job as a banker", then "works as a banker": the same words, the opposite state
             contained, new_value = False, True
         if typing.cessation and not (typing.change and new_value):
+            if partial(head):
+                return done("conflict", None, "partial_cessation", head, contest_key=head.key, note=partial_note)
             return done("retire", slot_key, "cessation", head, close_key=close)
         if contained or (not new_value and not typing.change and typing.value_tokens):
             return done("reaffirm", head.key, "paraphrase", head)
@@ -191,6 +231,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if typing.correction:
                 return done("correct", key, "multi_correction", target, op="correct" if close is None else "assert",
                             close_key=close, close_as="withdrawn")
+            if partial(target):
+                return done("conflict", None, "partial_cessation", target, contest_key=target.key, note=partial_note)
             return done("retire", key, "multi_cessation", target, close_key=close)
         if (matched is not None and matched.value_overlap >= PARAPHRASE and matched.typing is not None
                 and matched.typing.cessation and not typing.cessation):
@@ -223,6 +265,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             target.value_overlap = named[0][0]
             if typing.correction:
                 return done("correct", target.key, "named_correction", target, op="correct")
+            if partial(target):
+                return done("conflict", None, "partial_cessation", target, contest_key=target.key, note=partial_note)
             return done("retire", target.key, "named_cessation", target)
         if len(named) > 1 and named[0][0] >= 0.5:
             return done("conflict", None, "named_unsure", named[0][2], contest_key=named[0][2].key)

@@ -29,7 +29,7 @@ from typing import Literal
 Cardinality = Literal["single", "multi"]
 
 #: Bumped whenever a cue, slot or marker changes: recorded in each resolution's evidence.
-CATALOGUE_VERSION = "slots/4"
+CATALOGUE_VERSION = "slots/5"
 
 #: Labels of the special categories of personal data; nothing else gets a default label.
 SPECIAL_CATEGORIES = ("health", "religion", "politics", "sex_life", "ethnicity", "biometrics", "union_membership")
@@ -65,6 +65,17 @@ _DRINKS = (r"coffee|decaf|tea|chai|latte|lattes|negroni|cocktails?|gin|vodka|rum
            r"smoothie|soda|cola|whisky|whiskey|milk tea|oat milk|flat white|cold brew|kombucha|lemonade")
 _PETS = r"dog|dogs|cat|cats|puppy|kitten|hamster|parrot|rabbit|bunny|goldfish|turtle|tortoise|retriever|labrador|poodle|pet|pets"
 
+#: People in the user's life known by their role ("my landlord is Mr. Lee", "我的房东是李先生"): one slot each,
+#: single-valued, so "my landlord changed, it's now Mrs. Park" replaces Mr. Lee. Weighted down: "my doctor says I
+#: have diabetes" is about the condition (a special category), not about who the doctor is.
+_ROLES = (("landlord", "landlord|landlady", "我(?:们)?(?:的|家)?房东|房东"),
+          ("doctor", "doctor|gp|family doctor", "我(?:们)?(?:的|家)(?:家庭)?医生"),
+          ("dentist", "dentist", "我(?:们)?(?:的|家)?牙医"), ("therapist", "therapist|psychologist", "我的(?:心理医生|咨询师)"),
+          ("manager", "manager|line manager|supervisor", "我的(?:经理|主管|领导|上司)|我(?:们)?(?:领导|上司)"),
+          ("accountant", "accountant", "我(?:们)?(?:的|家)会计"), ("lawyer", "lawyer|attorney", "我(?:们)?(?:的|家)律师"),
+          ("hairdresser", "hairdresser|barber|stylist", "我的理发师"),
+          ("trainer", "personal trainer|trainer|coach", "我的(?:私人)?教练"), ("vet", "vet|veterinarian", "兽医"))
+
 #: The shipped catalogue, in priority order (the first slot wins a tie of cue weights).
 CATALOGUE: tuple[Slot, ...] = (
     _slot("health.allergy", "multi", (r"allergic|allergy|allergies",), ("过敏",), "health"),
@@ -76,8 +87,13 @@ CATALOGUE: tuple[Slot, ...] = (
           "religion"),
     _slot("politics", "single", (r"vote[ds]? for|voting for|political party|conservative|liberal party|"
                                  r"labour party|democrat|republican",), ("投票给|政党|党员",), "politics"),
-    _slot("union", "single", (r"union member|trade union|labor union|labour union",), ("工会",), "union_membership"),
+    _slot("union", "single", (r"union member(?:ship)?|trade union|labou?r union|union (?:rep|representative|dues|card|steward)|"
+                              r"member of (?:the |a |my )?(?:[\w'&-]+ ){0,3}union|(?:joined|left|quit) (?:the |a |my )?"
+                              r"(?:[\w'&-]+ ){0,2}union|(?:the|my|our) (?:[\w'&-]+ ){0,2}union(?! square| station| street| jack)|"
+                              r"unionised|unionized|teamsters|shop steward",), ("工会",), "union_membership"),
     _slot("orientation", "single", (r"\bgay\b|lesbian|bisexual|queer|straight",), ("同性恋|双性恋",), "sex_life"),
+    *(_slot(f"person.{role}", "single", (r"(?:my|our) (?:" + en + r")\b",), (zh,),
+            weight=0.6) for role, en, zh in _ROLES),
     _slot("contact.phone", "single", (r"phone number|my number|mobile number|cell number|reach me at",),
           ("电话号码|手机号|电话是",)),
     _slot("contact.email", "single", (r"e-?mail address|my e-?mail",), ("邮箱|电子邮件",)),
@@ -109,9 +125,11 @@ CATALOGUE: tuple[Slot, ...] = (
           (r"work as|works as|working as|job as|(?:my|his|her) job is|occupation|profession|career|"
            r"(?:i'm|i am|became|become|becoming|now an?) an? (?:\w+ )?(?:teacher|nurse|doctor|engineer|developer|programmer|banker|designer|"
            r"lawyer|accountant|chef|writer|student|manager|consultant|artist|architect|scientist|driver|"
-           r"pharmacist|journalist)|unemployed|laid off|lost (?:my|his|her) job|quit (?:my|his|her) job|"
+           r"pharmacist|journalist)|unemployed|laid (?:\w+ )?off|lost (?:my|his|her) job|quit (?:my|his|her) job|"
+           r"(?:was|got|been|get) fired|fired (?:me|him|her)|let (?:me|him|her) go|made redundant|out of work|"
+           r"between jobs|jobless|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
-          ("工作是|职业|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被裁|丢了工作|换了?工作|新工作",)),
+          ("工作是|职业|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被裁|被辞退|被开除|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|company i work",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:bus|train|subway|metro|tube|tram|"
@@ -223,9 +241,16 @@ _RELATIONS_ZH = {
     "爷爷": "grandfather", "外公": "grandfather", "室友": "roommate", "邻居": "neighbour", "表哥": "cousin",
     "表姐": "cousin", "孩子": "children",
 }
-_REL_EN_RE = re.compile(r"^(?:and |also |oh,? |btw,? |by the way,? )?(?:my|our) (" + "|".join(
+#: Discourse and correction markers a sentence may open with before naming its subject: "Sorry, I meant my brother
+#: lives in Portland" is about the brother, "说错了，我哥哥住在天津" about 哥哥, "不是我哥哥而是我姐姐..." about 姐姐.
+_LEAD_EN = (r"^(?:(?:and|also|oh|btw|by the way|sorry|oops|wait|no|nope|actually|correction|well|so|i mean|i meant|"
+            r"sorry,? i meant|to correct(?: myself| that)?|my mistake|my bad|i misspoke|let me correct(?: that)?|"
+            r"i was wrong|that'?s wrong|scratch that|rather|in fact)\b[,:;.!-]*\s*)*(?:that |it'?s |it is )?")
+_LEAD_ZH = (r"^(?:(?:还有|另外|说错了|不对|更正一下|更正|纠正一下|纠正|我是说|我的意思是|其实|搞错了|记错了|口误|抱歉|"
+            r"不好意思|对不起|哦|嗯|刚才)[，,。：:！!\s]*)*(?:不是.{1,16}?[，,]?而是|应该是|是)?")
+_REL_EN_RE = re.compile(_LEAD_EN + r"(?:my|our) (" + "|".join(
     sorted(_RELATIONS_EN, key=len, reverse=True)) + r")(?:'s|s'|’s)?\b")
-_REL_ZH_RE = re.compile(r"^(?:还有|另外)?(?:我|我们)(?:的|家)?(" + "|".join(sorted(_RELATIONS_ZH, key=len, reverse=True)) + ")")
+_REL_ZH_RE = re.compile(_LEAD_ZH + r"(?:我|我们)(?:的|家)?(" + "|".join(sorted(_RELATIONS_ZH, key=len, reverse=True)) + ")")
 
 _CORRECTION = [re.compile(p) for p in (
     r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",
@@ -234,16 +259,34 @@ _CORRECTION = [re.compile(p) for p in (
     r"\bactually\b.*\bnot\b", r", not [\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
 )]
+#: A question states nothing about the user ("Do you think I should drink more water?", "我该不该换工作？").
+_QUESTION = re.compile(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|could|would|can|will|is|are|am|was|were|have|"
+                       r"has)\s+(?:i|you|we|my|it|he|she|they|there)\b|[吗嘛呢]\s*[。.]?\s*$|你觉得|你认为|要不要|该不该|"
+                       r"是不是应该|能不能|可不可以")
+#: A plan, possibility or hypothetical is not (yet) a change of the current value ("I might move to Berlin next
+#: year", "I'm thinking about switching to tea", 我明年可能搬到深圳, 我打算换工作): it is recorded as a plan.
+_TENTATIVE = re.compile(r"\b(?:might|maybe|perhaps|possibly|probably|thinking (?:about|of)|considering|"
+                        r"contemplating|hoping to|hope to|would like to|i'?d like to|not sure (?:if|whether)|"
+                        r"wondering (?:if|whether)|someday|some day|(?:i|we) may|"
+                        r"may (?:move|switch|start|quit|get|go|take)|could (?:move|switch|start|quit|get)|"
+                        r"in the future|whether to)\b|^if\b|可能|也许|或许|大概|说不定|考虑|如果|要是|将来|有机会")
+#: Plan words make a statement tentative too ("I'm planning to switch to tea", 我打算换工作), except when the plan
+#: itself is what stops ("We cancelled the plan to move to Canada", 去加拿大的计划取消了: a cessation of the plan).
+_PLANNING = re.compile(r"\bplan(?:s|ning)? (?:to|on)\b|\bgoing to\b(?! the| a )|打算|计划|准备|想去|想搬|想换|想学|想买")
+_PLAN_NOUN = re.compile(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计划|计划(?:取消|泡汤|搁置|作废|放弃|没了)|"
+                        r"(?:放弃|取消|不再)了?.{0,8}计划")
 _ADDITIVE = re.compile(r"\b(?:also|too|as well|in addition|besides|as much as)\b|也|还有|另外|又")
 _NEGATED = [re.compile(p) for p in (r"不是(.{1,12}?)而是", r"\bnot ([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
 _CESSATION = [re.compile(p) for p in (
     r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b(?! (?:at|by|in|for)\b)", r"\bquit\b", r"\bgave up\b",
     r"\bgiven up\b", r"\bdropped\b", r"\blost (?:my|his|her|their) job\b", r"\bleft (?:my|his|her) job\b",
-    r"\blaid off\b", r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our)\b",
+    r"\blaid (?:\w+ )?off\b", r"\b(?:was|got|been|get) fired\b", r"\bfired (?:me|him|her)\b",
+    r"\blet (?:me|him|her) go\b", r"\bmade redundant\b", r"\bout of work\b", r"\bbetween jobs\b", r"\bjobless\b",
+    r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our)\b",
     r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
     r"\bno more\b", r"\bcalled off\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
-    r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被裁", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
+    r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被裁", r"被辞退", r"被开除", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
     r"取消", r"搬离", r"停了", r"不.{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
 )]
 _CHANGE = [re.compile(p) for p in (
@@ -281,6 +324,10 @@ show series movie film book novel author colour color originally grew raised shi
 """.split()) | set("喝住工作班上职业吃爱喜欢听音乐手机号码生日出说会语养只叫名字开用平时常直一们又还也做个种最岁老家球员队专大学")
 
 
+def _generic_stems() -> set[str]:
+    return {_stem(w) for w in GENERIC if w.isascii()}
+
+
 def nfc_lower(text: str) -> str:
     return unicodedata.normalize("NFC", text).lower().replace("’", "'")
 
@@ -305,6 +352,9 @@ def content_tokens(text: str) -> set[str]:
     return out
 
 
+_GENERIC_STEMS: set[str] = set()
+
+
 @dataclass
 class Typing:
     """What :func:`type_statement` read in a statement."""
@@ -320,6 +370,8 @@ class Typing:
     sensitivity: str | None = None
     negated_tokens: set[str] = field(default_factory=set)  # the value a correction says it was not ("not Maine")
     additive: bool = False  # "also", "too", "as well", 也, 还有: adds to what is known rather than replacing it
+    mood: str = "statement"  # statement | question (states nothing) | tentative (a plan or possibility)
+    tentative_of: str | None = None  # tentative: the slot it would change ("residence.city"), recorded as a plan
 
     @property
     def slot_key(self) -> str | None:
@@ -330,6 +382,11 @@ class Typing:
 
     def describe(self) -> str:
         flags = [n for n in ("correction", "cessation", "change") if getattr(self, n)]
+        if self.mood == "question":
+            flags.append("question (it asks, it states nothing: no current memory is replaced)")
+        elif self.mood == "tentative":
+            flags.append("tentative (a plan or possibility, not a fact yet"
+                         + (f": the current {self.tentative_of} stays" if self.tentative_of else "") + ")")
         return (f"slot {self.slot_key or 'none'} ({self.cardinality}), subject {self.subject}"
                 + (", " + ", ".join(flags) if flags else ""))
 
@@ -345,7 +402,7 @@ def _strip(text: str, spans: list[tuple[int, int]]) -> str:
 _SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
                       r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
                       r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b")
-_SELF_ZH = re.compile(r"我|用户|^[他她]|^[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]")
+_SELF_ZH = re.compile(r"我|用户|^[他她]|^房东|^[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]")
 #: the statement is about how things used to be, not the current value ("we used to drink matcha", "小时候")
 _PAST = re.compile(r"\bused to\b|\bas a (?:kid|child|student)\b|\bwhen i was (?:a kid|young|little)\b|"
                    r"小时候|以前|过去|当年")
@@ -402,22 +459,37 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     chg = [mm for p in _CHANGE for mm in p.finditer(body)]
     if subject == "none" or (_PAST.search(t) and not cess and not chg):
         slot = None  # not about the user, or about how things used to be: a memory, not a slot's value
+    mood, tentative_of = "statement", None
+    if _QUESTION.search(t):
+        # a question asks; it is a memory of its own, never a slot's value (and marks nothing stopped or changed)
+        mood, slot = "question", None
+    elif _TENTATIVE.search(body) or (_PLANNING.search(body) and not (cess and _PLAN_NOUN.search(t))):
+        # a plan or possibility: it changes nothing yet; with a slot it becomes a plan (a multi-valued slot)
+        mood = "tentative"
+        if slot is not None and slot.key != "plan":
+            tentative_of = slot.key if subject == "self" else f"family.{subject}.{slot.key}"
+            slot = next(s for s in CATALOGUE if s.key == "plan")
+    elif cess and slot is not None and _PLAN_NOUN.search(t):
+        slot = next(s for s in CATALOGUE if s.key == "plan")  # "we cancelled the plan to move": the plan stops
     # markers are stripped, but a marker spanning a wildcard (不…了, 没有…了) keeps what it encloses
     strip = [(mm.start(), mm.end()) if ".{" not in mm.re.pattern else (mm.start(), mm.start() + 1)
              for mm in cess + chg]
     strip += [(mm.end() - 1, mm.end()) for mm in cess + chg if ".{" in mm.re.pattern]
     strip += [(mm.start(), mm.end()) for p in _CORRECTION for mm in p.finditer(body)]
-    value = content_tokens(_strip(body, strip)) - GENERIC
+    value = content_tokens(_strip(body, strip)) - GENERIC - _GENERIC_STEMS
     negated: set[str] = set()
     if correction:
         for p in _NEGATED:
             for mm in p.finditer(body):
-                negated |= content_tokens(mm.group(1)) - GENERIC
+                negated |= content_tokens(mm.group(1)) - GENERIC - _GENERIC_STEMS
     card = "single" if slot is None else registry.cardinality(slot.key)
+    if mood != "statement":  # what is asked or only possible neither corrects nor stops anything
+        correction, cess, negated = False, [], set()
     return Typing(slot=None if slot is None else slot.key, cardinality=card, subject=subject,
                   correction=correction, cessation=bool(cess), change=bool(chg), value_tokens=value,
                   cue_weight=best[0], sensitivity=None if slot is None else slot.sensitivity,
-                  negated_tokens=negated, additive=bool(_ADDITIVE.search(body)))
+                  negated_tokens=negated, additive=bool(_ADDITIVE.search(body)), mood=mood,
+                  tentative_of=tentative_of)
 
 
 def overlap(a: set[str], b: set[str]) -> float:
@@ -425,3 +497,42 @@ def overlap(a: set[str], b: set[str]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / min(len(a), len(b))
+
+
+_GENERIC_STEMS |= _generic_stems()  # "lives" stems to "liv": a slot word too
+
+
+#: A statement naming several values of one slot: "I have two cats, Luna and Mochi", "I speak French, German and
+#: Dutch", "我养了两只猫". A cessation naming one of them must not retire the whole memory (ledger/resolution.py).
+_SEVERAL_CI = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|both|several|a couple of|a few)\b|"
+                         r"\ban? \w+(?: \w+)? and (?:an?|the) \w+|[两二三四五六七八九几]\s*[只个条位种门辆台本]|、")
+_SEVERAL_CS = re.compile(r"\b[A-Z][\w'-]+,? (?:and|&) [A-Z][\w'-]+\b|\b[A-Z][\w'-]+, [A-Z][\w'-]+\b")
+_ALL = re.compile(r"\b(?:both|all|every one of|each of)\b|都|全部|全都")
+
+
+def names_several(text: str) -> bool:
+    """Whether a statement names several values ("two cats, Luna and Mochi", "a cat and a dog", 两只猫, 、)."""
+    t = unicodedata.normalize("NFC", text)
+    return bool(_SEVERAL_CI.search(t.lower()) or _SEVERAL_CS.search(t))
+
+
+def says_all(text: str) -> bool:
+    """Whether a statement speaks of all the values it refers to ("both cats died", 两只都送人了)."""
+    return bool(_ALL.search(nfc_lower(text)))
+
+
+#: A cessation in one slot that ends another too: losing one's job ("I lost my job", "Google laid me off", 失业,
+#: typed work.occupation) ends the current employer as well. (Not the reverse: "I no longer work at Google" ends the
+#: employer, and a nurse who leaves a hospital is still a nurse.)
+CESSATION_LINKS: dict[str, tuple[str, ...]] = {"work.occupation": ("work.employer",)}
+
+
+def linked_slot_keys(slot_key: str | None) -> tuple[str, ...]:
+    """The slot keys a cessation in ``slot_key`` also ends (with the same family prefix, if any)."""
+    if slot_key is None:
+        return ()
+    prefix, base = "", slot_key
+    if slot_key.startswith("family."):
+        parts = slot_key.split(".")
+        prefix, base = ".".join(parts[:2]) + ".", ".".join(parts[2:])
+    return tuple(prefix + k for k in CESSATION_LINKS.get(base, ()))

@@ -9,6 +9,10 @@ ingesting the same file twice records nothing new.
 
 JSONL: one command object per line (``op`` defaults to ``assert``); blank lines are skipped. A line with ``text``
 and no ``key`` (and no ``op``) is a ``remember``: slot resolution decides its key (issue 13, docs/resolution.md).
+A remember line without ``idempotency_key`` gets one derived from (user_id, text, observed_at, source_ref) as
+written in the line (:func:`remember_idempotency_key`): re-ingesting the file records nothing new. Two lines of one
+user with the same text, observed_at and source_ref are therefore one statement (the second is a replay); give them
+distinct ``idempotency_key``s (or source_refs) to record both.
 
 ``--resolve`` (LoCoMo): each observation goes through ``remember`` instead of landing under a content-derived key;
 its idempotency key is derived from the source (conversation, session, speaker, observation index and evidence turn
@@ -59,6 +63,25 @@ def remember_line(obj: dict[str, Any], where: str) -> RememberLine:
     fields.setdefault("source", "user_statement")
     validate_remember(obj.get("user_id"), obj.get("text"), fields, where=where)
     return RememberLine(obj["user_id"], obj["text"], fields, where)
+
+
+def remember_idempotency_key(ml: Any, line: RememberLine) -> str:
+    """The idempotency key of a remember line that has none: ``ingest:`` + 32 hex of HMAC-SHA256 over (user_id,
+    text, observed_at, source_ref), keyed with the user's data key when the store encrypts (so after erasure the
+    key cannot confirm a guessed sentence; without encryption the text is in the log anyway, and the HMAC key is a
+    constant). observed_at and source_ref are taken as written in the line (absent: empty)."""
+    import hmac
+
+    secret = b"memledger:ingest:remember"
+    keystore = getattr(ml, "keystore", None)
+    if keystore is not None:
+        try:
+            secret = keystore.get_or_create(line.user_id)
+        except Exception:  # noqa: BLE001 - an erased user: remember refuses the line with its own error
+            pass
+    msg = "\x1f".join([line.user_id, unicodedata.normalize("NFC", line.text.strip()),
+                       str(line.fields.get("observed_at") or ""), str(line.fields.get("source_ref") or "")])
+    return "ingest:" + hmac.new(secret, msg.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
 
 
 def content_key(text: str, prefix: str = "memory") -> str:
@@ -177,8 +200,11 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
     while i < len(commands):
         if isinstance(commands[i], RememberLine):
             line = commands[i]
+            fields = line.fields
+            if not fields.get("idempotency_key"):
+                fields = {**fields, "idempotency_key": remember_idempotency_key(ml, line)}
             try:
-                r = ml.remember(line.user_id, line.text, **line.fields)
+                r = ml.remember(line.user_id, line.text, **fields)
             except BadInput as exc:
                 raise BadInput(line.where + exc.field, exc.problem, exc.fix) from None
             decisions[r.decision] = decisions.get(r.decision, 0) + 1

@@ -25,7 +25,7 @@ from ledger.errors import BadInput
 from ledger.resolution import Candidate, Resolution, resolve
 from ledger.schemas import (MAX_TEXT, FactCommand, Receipt, RelatedMemory, RememberReceipt, canonical_json,
                             check_key, check_user_id, validate_command)
-from ledger.slots import CATALOGUE_VERSION, REGISTRY, KeyRegistry, type_statement
+from ledger.slots import CATALOGUE_VERSION, REGISTRY, KeyRegistry, linked_slot_keys, type_statement
 
 from .store import Store
 
@@ -115,8 +115,9 @@ def _candidates(store: Store, user_id: str, text: str, slot_key: str | None,
     rows: dict[str, dict[str, Any]] = {}
     cands: dict[str, Candidate] = {}
     with store.db.read() as cur:
-        if slot_key is not None:
-            for r in store.profile_projection.slot_rows(cur, user_id, slot_key):
+        # the slot's own facts, and those of the slots a cessation there also ends (a lost job ends the employer)
+        for sk in ((slot_key, *linked_slot_keys(slot_key)) if slot_key is not None else ()):
+            for r in store.profile_projection.slot_rows(cur, user_id, sk):
                 rows[r["key"]] = r
     for key, r in rows.items():
         if r["text"] is None:
@@ -142,11 +143,17 @@ def _candidates(store: Store, user_id: str, text: str, slot_key: str | None,
     return list(cands.values()), rows
 
 
-def _mint_key(store: Store, user_id: str, res: Resolution) -> str:
+def _mint_key(store: Store, user_id: str, res: Resolution, idempotency_key: str | None = None) -> str:
     """A fresh key for a new slot or sibling, never derived from the text: ``<slot>.<n>`` for a multi-valued slot
-    (n = one more than any sibling ever recorded), ``memory.r<12 random hex>`` for a memory without a slot."""
+    (n = one more than any sibling ever recorded), ``memory.r<12 random hex>`` for a memory without a slot.
+
+    With an ``idempotency_key`` a retry must land where the first call did, even when that memory is no longer
+    current: ``memory.r`` + 12 hex of sha256(user, idempotency key) (derived from the idempotency key, not from the
+    text), and for a sibling, the sibling whose stream already holds that idempotency key, if any."""
     slot_key = res.typing.slot_key
     if slot_key is None:
+        if idempotency_key is not None:
+            return "memory.r" + hashlib.sha256(f"{user_id}\x1f{idempotency_key}".encode()).hexdigest()[:12]
         return "memory.r" + secrets.token_hex(6)
     hp = store.history_projection
     like = slot_key.replace("_", "\\_") + ".%"
@@ -154,6 +161,12 @@ def _mint_key(store: Store, user_id: str, res: Resolution) -> str:
         cur.execute(f"SELECT DISTINCT key FROM {hp.table('versions')} WHERE user_id = ? AND key LIKE ? ESCAPE '\\'",
                     (user_id, like))
         keys = [r[0] for r in cur.fetchall()]
+    if idempotency_key is not None:
+        from ledger.domain import fact_id
+
+        for k in sorted(keys):
+            if idempotency_key in store.app.load_fact(fact_id(user_id, k)).idempotency:
+                return k
     n = 0
     for k in keys:
         tail = k[len(slot_key) + 1:]
@@ -196,7 +209,7 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         store.before_read(deferred=True)
         cands, rows = _candidates(store, user_id, text, typing.slot_key, embedder)
         res = resolve(text, typing, cands, embedder=embedder, registry=registry, user_name=user_id)
-        key = res.key or _mint_key(store, user_id, res)
+        key = res.key or _mint_key(store, user_id, res, template.idempotency_key)
         evidence = _evidence(res, key, embedder)
         value: Any = text
         if res.decision == "reaffirm" and res.target is not None:
@@ -214,6 +227,10 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
             res.contest_key, res.close_key, res.decision = res.close_key, None, "conflict"
         if res.close_key is not None:
             commands.append(_close(template, rows.get(res.close_key), res, key))
+        for other in res.also_close:  # a linked slot the cessation ends too (never what the user said, by an agent)
+            row = rows.get(other)
+            if row is not None and not (template.source in NON_USER_SOURCES and row.get("source") == "user_statement"):
+                commands.append(_close(template, row, res, key))
         if res.contest_key is not None:
             commands.append(validate_command({
                 "op": "contest", "user_id": user_id, "key": res.contest_key, "value": text, "text": text,

@@ -33,6 +33,9 @@ def unlink(ml: Any, user_id: str, key: str, version: Any) -> RememberReceipt:
         raise BadInput("version", f"{version!r} is not a version number", "give the VERSION shown by history (1, 2, ...)")
     with user_lock(ml, user_id):
         rows = ml.history(user_id, key)
+        if not rows:
+            raise BadInput("key", f"{user_id} has no memory under key {key!r}",
+                           f"give a key that `memledger profile {user_id}` or `memledger history {user_id}` lists")
         row = next((r for r in rows if r.version == version), None)
         if row is None:
             raise BadInput("version", f"{key!r} has no version {version}", f"see `memledger history {user_id} {key}`")
@@ -74,9 +77,17 @@ def unlink(ml: Any, user_id: str, key: str, version: Any) -> RememberReceipt:
         elif row.replaces is None and row.kind == "asserted" and row.status != "contesting":
             raise BadInput("version", f"{key} v{version} opened {key}: it replaced nothing",
                            f"retract it (memledger retract {user_id} {key}) if it should not be remembered")
+        elif head is None:
+            raise BadInput("version", f"{key} v{version} is no longer current: {key} has no current value (it was "
+                           "retracted or erased after it), and unlink undoes only the latest decision of a key",
+                           f"restore a value with `memledger correct {user_id} {key} VALUE` "
+                           f"(see `memledger history {user_id} {key}`)")
         else:
-            raise BadInput("version", f"{key} v{version} is no longer the current value of {key}",
-                           "unlink only the latest decision; see history")
+            raise BadInput("version", f"{key} v{version} is no longer the current value of {key}: v{head.version} "
+                           "was recorded after it, and unlink undoes only the latest decision of a key",
+                           f"undo the latest first with `memledger unlink {user_id} {key} {head.version}` if it is "
+                           f"wrong too; to put back an older value, `memledger correct {user_id} {key} VALUE` "
+                           f"(the versions after it are kept as misreported; see `memledger history {user_id} {key}`)")
         if own is not None:
             commands.append(own)
         receipts = ml._execute(commands)

@@ -30,7 +30,7 @@ def test_change_of_mind_in_plain_words_supersedes(fresh_ledger):
     assert [(r.key, r.version, r.text, r.relation) for r in b.related] == [
         ("preference.drink", 1, "I love iced americano", "target")]
     assert b.explanation.startswith("supersede by rule same_slot: slot preference.drink (single), subject self")
-    assert "catalogue slots/4" in b.explanation and "embedder hash:" in b.explanation
+    assert "catalogue slots/5" in b.explanation and "embedder hash:" in b.explanation
     assert current(ml, "u") == {"preference.drink": ("I switched to hot lattes", 2, "current")}
     rows = ml.history("u", "preference.drink")
     assert [(h.version, h.status, h.valid_to) for h in rows][0][:2] == (1, "superseded")
@@ -174,7 +174,7 @@ def test_unsure_is_a_conflict_shown_to_confirm_and_audit_shows_evidence(fresh_le
             "(may replace: The team offsite with Dana is in Lisbon)") in lines
     chain = ml.audit("u", r.key).facts[r.key].chain
     assert chain[0].reason.startswith(f"remember: conflict -> {r.key} by rule free_unsure | slot none (single)")
-    assert "catalogue slots/4 | embedder hash:" in chain[0].reason and f"candidates: {a.key} v1 target" in chain[0].reason
+    assert "catalogue slots/5 | embedder hash:" in chain[0].reason and f"candidates: {a.key} v1 target" in chain[0].reason
 
 
 def test_unlink_restores_the_replaced_value_and_moves_the_statement(fresh_ledger):
@@ -310,7 +310,7 @@ def test_default_sensitivity_only_for_special_categories(fresh_ledger):
 def test_catalogue_and_registry():
     from ledger.slots import CATALOGUE, CATALOGUE_VERSION, SPECIAL_CATEGORIES, KeyRegistry, type_statement
 
-    assert CATALOGUE_VERSION == "slots/4"
+    assert CATALOGUE_VERSION == "slots/5"
     assert {s.sensitivity for s in CATALOGUE} - {None} <= set(SPECIAL_CATEGORIES)
     reg = KeyRegistry()
     assert (reg.cardinality("pet.2"), reg.cardinality("preference.drink"), reg.cardinality("custom.x")) == (
@@ -442,3 +442,188 @@ def test_also_on_a_single_valued_slot_is_a_conflict_not_a_supersede(fresh_ledger
     assert facts[r.key].value == "I also like green tea"
     z = ml.remember("v", "我喜欢喝冰美式", observed_at=T1)
     assert ml.remember("v", "我也喜欢喝绿茶", observed_at=T2).decision == "conflict" and z.key == "preference.drink"
+
+
+@pytest.mark.parametrize("lines, other_key", [
+    (["I live in Boston", "My brother lives in Seattle", "Sorry, I meant my brother lives in Portland"],
+     "family.brother.residence.city"),
+    (["I live in Boston", "My brother lives in Seattle", "Actually, my brother lives in Portland, not Seattle"],
+     "family.brother.residence.city"),
+    (["我住在上海", "我哥哥住在北京", "说错了，我哥哥住在天津"], "family.brother.residence.city"),
+    (["我住在上海", "我哥哥住在北京", "不是我哥哥住在北京，而是我哥哥住在天津"], "family.brother.residence.city"),
+])
+def test_a_correction_about_another_person_corrects_their_slot_not_the_users(fresh_ledger, lines, other_key):
+    """The subject is read after correction/discourse markers ('sorry, I meant', 'actually', '说错了，', '不是…而是'):
+    Boston / 上海 used to be marked misreported by a correction about the brother."""
+    ml = fresh_ledger
+    own, theirs, fix = lines
+    ml.remember("k1", own, observed_at=T1)
+    ml.remember("k1", theirs, observed_at=T2)
+    r = ml.remember("k1", fix, observed_at=T3)
+    assert (r.decision, r.key, r.version, r.effect) == ("correct", other_key, 2, "correct")
+    facts = ml.profile("k1").facts
+    assert (facts["residence.city"].value, facts["residence.city"].version) == (own, 1)
+    assert facts[other_key].value == fix
+    assert [h.status for h in ml.history("k1", other_key)] == ["misreported", "current"]
+
+
+def test_another_relative_named_after_actually_is_their_own_slot(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("k1", "I live in Boston", observed_at=T1)
+    ml.remember("k1", "My brother lives in Seattle", observed_at=T2)
+    r = ml.remember("k1", "Actually my sister is the one who lives in Seattle", observed_at=T3)
+    assert (r.decision, r.key) == ("new", "family.sister.residence.city")
+    assert {k: f.value for k, f in ml.profile("k1").facts.items()} == {
+        "residence.city": "I live in Boston", "family.brother.residence.city": "My brother lives in Seattle",
+        "family.sister.residence.city": "Actually my sister is the one who lives in Seattle"}
+
+
+def test_unlink_of_an_older_decision_says_what_to_do_and_an_unknown_key_blames_key(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("k1", "I live in Boston", observed_at=T1)
+    ml.remember("k1", "I moved to Denver", observed_at=T2)
+    ml.remember("k1", "I moved to Austin", observed_at=T3)
+    with pytest.raises(BadInput) as exc:
+        ml.unlink("k1", "residence.city", 2)
+    e = exc.value
+    assert e.field == "version" and "v3 was recorded after it" in e.problem
+    assert "memledger unlink k1 residence.city 3" in e.fix and "memledger correct k1 residence.city VALUE" in e.fix
+    with pytest.raises(BadInput) as exc:
+        ml.unlink("u3", "nothing.here", 1)
+    assert exc.value.field == "key" and "no memory under key 'nothing.here'" in exc.value.problem
+    assert len(ml.history("k1", "residence.city")) == 3
+
+
+@pytest.mark.parametrize("old, new, key, why", [
+    ("I drink coffee every morning", "Do you think I should drink more water?", "memory.r", "question"),
+    ("I live in Boston", "I might move to Berlin next year", "plan.1", "tentative"),
+    ("我住在上海", "我明年可能搬到深圳", "plan.1", "tentative"),
+    ("I drink coffee every morning", "I'm thinking about switching to tea", "plan.1", "tentative"),
+    ("I work as a nurse", "I'm planning to become a teacher", "plan.1", "tentative"),
+    ("我在腾讯上班", "我打算跳槽到阿里巴巴", "plan.1", "tentative"),
+    ("我喜欢喝咖啡", "我该不该改喝茶？", "memory.r", "question"),
+    ("I live in Boston", "Should I move to Denver?", "memory.r", "question"),
+])
+def test_questions_and_plans_never_replace_a_current_fact(fresh_ledger, old, new, key, why):
+    ml = fresh_ledger
+    a = ml.remember("u", old, observed_at=T1)
+    r = ml.remember("u", new, observed_at=T2)
+    assert r.decision == ("new" if why == "question" else "add") and r.key.startswith(key)
+    assert why in r.explanation and "stay" in r.explanation
+    facts = ml.profile("u").facts
+    assert (facts[a.key].value, facts[a.key].version, facts[a.key].status) == (old, 1, "current")
+    assert facts[r.key].value == new
+
+
+def test_a_cancelled_plan_still_retires_the_plan(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "I plan to move to Canada next year", observed_at=T1)
+    r = ml.remember("u", "We cancelled the plan to move to Canada", observed_at=T2)
+    assert (r.decision, r.key) == ("retire", "plan.1")
+
+
+@pytest.mark.parametrize("stop", ["I lost my job", "I quit my job at Google", "Google laid me off last month",
+                                  "I got fired last week", "我失业了"])
+def test_losing_a_job_ends_the_current_employer(fresh_ledger, stop):
+    ml = fresh_ledger
+    ml.remember("u", "I work at Google", observed_at=T1)
+    ml.remember("u", "I love iced americano", observed_at=T1)
+    r = ml.remember("u", stop, observed_at=T2)
+    assert (r.decision, r.key) == ("retire", "work.occupation")
+    assert "also ends work.employer" in r.explanation
+    assert [e.effect for e in r.extra] == ["retract"]
+    facts = ml.profile("u").facts
+    assert "work.employer" not in facts and facts["work.occupation"].value == stop
+    assert facts["preference.drink"].value == "I love iced americano"
+    emp = ml.history("u", "work.employer")
+    assert emp[0].valid_to.isoformat() == "2024-03-01T09:00:00+00:00"
+
+
+def test_losing_a_job_retires_the_occupation_and_the_employer(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "I work as a nurse", observed_at=T1)
+    ml.remember("u", "I work at St Mary's hospital", observed_at=T1)
+    r = ml.remember("u", "I was laid off", observed_at=T2)
+    assert (r.decision, r.key, r.version) == ("retire", "work.occupation", 2)
+    assert sorted(ml.profile("u").facts) == ["work.occupation"]
+    # "I no longer work at Google" ends the employer only
+    ml.remember("v", "I work as a nurse", observed_at=T1)
+    ml.remember("v", "I work at Google", observed_at=T1)
+    r = ml.remember("v", "I no longer work at Google", observed_at=T2)
+    assert (r.decision, r.key) == ("retire", "work.employer")
+    assert ml.profile("v").facts["work.occupation"].value == "I work as a nurse"
+
+
+@pytest.mark.parametrize("old, stop", [
+    ("I have two cats, Luna and Mochi", "Luna passed away"),
+    ("I have two cats, Luna and Mochi", "My cat Luna died"),
+    ("I have a cat and a dog", "My dog died"),
+    ("我养了两只猫，露娜和麻薯", "露娜去世了"),
+])
+def test_a_cessation_of_one_of_several_values_keeps_the_others(fresh_ledger, old, stop):
+    ml = fresh_ledger
+    a = ml.remember("u", old, observed_at=T1)
+    assert a.key == "pet.1"
+    r = ml.remember("u", stop, observed_at=T2)
+    assert r.decision == "conflict" and "rule partial_cessation" in r.explanation
+    assert "names several values" in r.explanation
+    facts = ml.profile("u").facts
+    assert (facts["pet.1"].value, facts["pet.1"].status) == (old, "contested")
+    assert facts[r.key].value == stop
+    # when the memory holds only that value, it is retired as before
+    ml.remember("w", "My cat Luna sleeps all day", observed_at=T1)
+    assert ml.remember("w", "Luna passed away", observed_at=T2).decision == "retire"
+    # a cessation of all of them retires the memory
+    ml.remember("x", "I have two cats, Luna and Mochi", observed_at=T1)
+    assert ml.remember("x", "Both of my cats died", observed_at=T2).decision == "retire"
+
+
+def test_reingesting_remember_lines_without_idempotency_key_records_nothing(fresh_ledger, tmp_path):
+    ml = fresh_ledger
+    f = tmp_path / "m.jsonl"
+    f.write_text("\n".join(json.dumps(o, ensure_ascii=False) for o in [
+        {"user_id": "u", "text": "I love iced americano", "observed_at": T1},
+        {"user_id": "u", "text": "The meeting on Friday was moved to the big room", "observed_at": T1},
+        {"user_id": "u", "text": "My cat Miso sleeps on the sofa", "observed_at": T1},
+        {"user_id": "u", "text": "I switched to hot lattes", "observed_at": T2, "source_ref": "D1:3"},
+        {"user_id": "u", "text": "I gave up chess"},
+        {"user_id": "u", "text": "我住在上海", "observed_at": T2},
+        {"user_id": "u", "text": "我搬到深圳了", "observed_at": T3},
+    ]) + "\n", encoding="utf-8")
+    rep = ml.ingest(f, "jsonl")
+    assert (rep["recorded"], rep["replayed"]) == (7, 0)
+    before = ml.history("u")
+    facts = {k: v.value for k, v in ml.profile("u").facts.items()}
+    for _ in range(2):
+        again = ml.ingest(f, "jsonl")
+        assert (again["recorded"], again["replayed"]) == (0, 7)
+    assert len(ml.history("u")) == len(before) == 7
+    assert {k: v.value for k, v in ml.profile("u").facts.items()} == facts
+    assert facts["preference.drink"] == "I switched to hot lattes" and facts["residence.city"] == "我搬到深圳了"
+    # the derived key owes nothing readable to the text
+    keys = {h.idempotency_key for h in before} if hasattr(before[0], "idempotency_key") else set()
+    assert all(k is None or (k.startswith("ingest:") and "americano" not in k) for k in keys)
+
+
+def test_chinese_cessation_shares_its_value_words(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "我喜欢打篮球", observed_at=T1)
+    ml.remember("u", "我周末去爬山", observed_at=T1)
+    r = ml.remember("u", "我不再打篮球了", observed_at=T2)
+    assert (r.decision, r.key) == ("retire", "hobby.1")
+    assert "value overlap 1.00" in r.explanation
+
+
+def test_union_membership_and_people_by_role(fresh_ledger):
+    ml = fresh_ledger
+    r = ml.remember("u", "I'm a member of the Teamsters union", observed_at=T1)
+    assert r.key == "union"
+    assert {h.key: h.sensitivity for h in ml.history("u")} == {"union": "union_membership"}
+    assert ml.remember("u", "My landlord is Mr. Lee", observed_at=T1).key == "person.landlord"
+    r = ml.remember("u", "My landlord changed, it's now Mrs. Park", observed_at=T2)
+    assert (r.decision, r.key, r.version) == ("supersede", "person.landlord", 2)
+    assert ml.profile("u").facts["person.landlord"].value == "My landlord changed, it's now Mrs. Park"
+    assert ml.remember("v", "我的房东是李先生", observed_at=T1).key == "person.landlord"
+    assert ml.remember("v", "房东换了，现在是朴女士", observed_at=T2).decision == "supersede"
+    # a health condition told through the doctor stays a (sensitive) health memory
+    assert ml.remember("w", "My doctor says I have diabetes", observed_at=T1).key == "health.condition.1"

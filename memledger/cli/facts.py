@@ -196,8 +196,10 @@ def ingest_cmd(ctx: typer.Context, file: str,
                resolve: bool = typer.Option(False, "--resolve", help="LoCoMo: observations go through remember "
                                             "(slot resolution) instead of content-derived keys."),
                as_json: bool = JsonOpt) -> None:
-    """Ingest a LoCoMo file or a JSONL file of commands, with a progress bar. Re-ingesting records nothing new.
-    A JSONL line with text and no key is a remember."""
+    """Ingest a LoCoMo file or a JSONL file of commands, with a progress bar. A JSONL line with text and no key is
+    a remember. Re-ingesting records nothing new for LoCoMo, MemoryBank and JSONL remember lines (a line without
+    idempotency_key gets one derived from user_id, text, observed_at and source_ref); a JSONL command with a key
+    records nothing new only when it carries an idempotency_key."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     with open_ledger(ctx) as ml, Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
