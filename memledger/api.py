@@ -334,10 +334,12 @@ class MemoryLedger(Store):
         """Which sessions still lack a summary (``memledger session gaps``)."""
         return sessions.summary_gaps(self, user_id, recent=recent)
 
-    def resume(self, user_id: str, *, now: Any = None,
-               expiry_hours: float = DEFAULT_EXPIRY_HOURS) -> sessions.Resume:
-        """Where ``user_id`` left off (``memledger resume``): :func:`memledger.sessions.resume`."""
-        return self.mark_erased(sessions.resume(self, user_id, now=now, expiry_hours=expiry_hours), user_id)
+    def resume(self, user_id: str, *, now: Any = None, expiry_hours: float = DEFAULT_EXPIRY_HOURS,
+               as_of: Any = None, axis: str = "system") -> sessions.Resume:
+        """Where ``user_id`` left off (``memledger resume``): :func:`memledger.sessions.resume`; ``as_of`` /
+        ``axis``: as the ledger knew it at that instant (system or observed time)."""
+        return self.mark_erased(sessions.resume(self, user_id, now=now, expiry_hours=expiry_hours, as_of=as_of,
+                                                axis=axis), user_id)
 
     def search_messages(self, user_id: str, query: str, k: int = 10, *,
                         session_id: str | None = None) -> list[message_search.MessageHit]:
@@ -348,7 +350,8 @@ class MemoryLedger(Store):
     def context(self, user_id: str, *, session_id: str | None = None, query: str | None = None, now: Any = None,
                 budget: int = 2000, recent_messages: int = 20, memories: int = 30, allow_sensitive: Any = None,
                 purpose: str | None = None, trace_id: str | None = None,
-                after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0) -> Context:
+                after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0,
+                as_of: Any = None, axis: str = "system") -> Context:
         """The prompt-ready context (memledger/context.py) without facts labelled sensitive (health, finance, ...)
         unless ``allow_sensitive`` names their label; each labelled fact included is recorded
         (``SensitiveFactIncluded``, see :func:`memledger.privacy.context_with_sensitivity`).
@@ -356,13 +359,15 @@ class MemoryLedger(Store):
         ``after``/``timeout``: read-your-writes as for ``profile`` — with a receipt (or its position) the context is
         assembled only once every projection, the vectors included, has reached it (worker mode: waits up to
         ``timeout`` seconds for ``memledger project --follow``; raises NotCaughtUp after that).
+        ``as_of`` / ``axis``: the knowledge cut-off — only what the ledger knew at that instant (recorded by then,
+        or said by then with ``axis="observed"``); ``now`` stays the clock the text is written for.
         """
         if after is not None:
             self.wait_for(after, timeout)
         ctx = self.mark_erased(privacy.context_with_sensitivity(
             self, user_id, allow_sensitive=allow_sensitive, purpose=purpose, trace_id=trace_id,
             session_id=session_id, query=query, now=now, budget=budget, recent_messages=recent_messages,
-            memories=memories), user_id)
+            memories=memories, as_of=as_of, axis=axis), user_id)
         if ctx.erased:  # the agent reads the text: it must say so too, not look like a user we never met
             line = f"Everything about {user_id} was erased on {ctx.erased_at:%Y-%m-%d}; nothing about them is kept."
             ctx = ctx.model_copy(update={"header": [*ctx.header, line], "text": f"{ctx.text}\n{line}"})

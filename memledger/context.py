@@ -34,8 +34,9 @@ from pydantic import BaseModel
 from ledger.errors import BadInput
 from ledger.schemas import ErasedMark
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
+from replay.cutoff import sessions_at_cutoff
 
-from . import reads, search
+from . import reads, search, timetravel
 from .sessions import ago_text
 from .store import Store
 
@@ -199,7 +200,8 @@ def select_summaries(sessions: list[str], summaries: list[dict[str, Any]],
 def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, query: str | None = None,
                      now: Any = None, budget: int = 2000, recent_messages: int = 20,
                      memories: int = 30, profile_fn: Callable[..., Any] | None = None,
-                     search_fn: Callable[..., Any] | None = None) -> Context:
+                     search_fn: Callable[..., Any] | None = None, as_of: Any = None,
+                     axis: str = "system") -> Context:
     """Assemble the context of ``user_id`` for an agent (``memledger context``), within ``budget`` tokens.
 
     Args:
@@ -212,14 +214,20 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         profile_fn / search_fn: ``(user_id) -> Profile`` and ``(user_id, query, k=) -> hits``; default
             :func:`memledger.reads.profile` and :func:`memledger.search.search` on ``ml``. The sensitivity filter
             (memledger/privacy.py) passes filtering ones.
+        as_of / axis: the knowledge cut-off (an aware instant; ``axis`` "system": recorded by then, "observed":
+            said by then): only what the ledger knew at ``as_of`` is shown — the profile as believed then
+            (:func:`memledger.timetravel.profile_as_of`, valid at ``now``), memories searched as of then, and the
+            sessions, cards, summaries and messages replayed from the log up to then
+            (:func:`replay.cutoff.sessions_at_cutoff`). ``now`` stays the clock the text is written for.
 
     Raises:
         BadInput: a bad user id, session id, ``now`` or ``budget`` (too small even for the header), or an unknown
             session.
     """
-    from .relative_time import format_local
     from ledger.schemas import check_user_id
     from ledger.sessions import check_session_id
+
+    from .relative_time import format_local
 
     user_id = check_user_id(user_id)
     if session_id is not None:
@@ -229,12 +237,23 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     now_dt = parse_instant(now, "now") if now is not None else now_utc()
     if query is not None and not query.strip():
         raise BadInput("query", "is empty", "leave it out, or say what the agent is about to do")
+    as_of_dt = None if as_of is None else parse_instant(as_of, "as_of")
+    if axis not in ("system", "observed"):
+        raise BadInput("axis", f"{axis!r} is not an axis", "use system (recorded by then) or observed (said by then)")
 
     if profile_fn is None:
-        profile_fn = partial(reads.profile, ml)
+        profile_fn = (partial(reads.profile, ml) if as_of_dt is None else
+                      partial(timetravel.profile_as_of, ml, as_of=as_of_dt, axis=axis, valid_at=now_dt))
     if search_fn is None:
         search_fn = partial(search.search, ml)
+    if as_of_dt is not None:
+        search_fn = partial(search_fn, as_of=as_of_dt)
     profile = profile_fn(user_id)  # catches up
+    if as_of_dt is None:  # the serving session projections
+        db, cards_p, msgs_p, sums_p = ml.db, ml.state_cards_projection, ml.messages_projection, ml.summaries_projection
+    else:  # the same projections replayed from the log up to the cut-off
+        past = sessions_at_cutoff(ml.app, user_id, to_micros(as_of_dt), axis)
+        db, cards_p, msgs_p, sums_p = past.db, past.state_cards, past.messages, past.summaries
     tz = reads.user_timezone(ml, user_id)
     cand: dict[str, list[tuple[str, float]]] = {name: [] for name, _ in SECTIONS}
 
@@ -250,27 +269,30 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     for line in _to_confirm(ml, user_id, profile):
         cand["profile"].append((line, -1.0))
 
-    with ml.db.read() as cur:
-        sessions = ml.state_cards_projection.sessions(cur, user_id)
-        summaries = ml.summaries_projection.rows(cur, user_id)
+    with db.read() as cur:
+        sessions = cards_p.sessions(cur, user_id)
+        summaries = sums_p.rows(cur, user_id)
         optout = False  # an open ``--no-memory`` session: its messages are kept outside the log (memledger/optout.py)
         if session_id is not None:
-            if ml.state_cards_projection.session(cur, user_id, session_id) is None:
+            if cards_p.session(cur, user_id, session_id) is None:
                 from .optout import is_no_memory
 
-                optout = is_no_memory(cur, user_id, session_id)
+                # open --no-memory sessions live outside the log: never part of a view as of a past instant
+                optout = as_of_dt is None and is_no_memory(cur, user_id, session_id)
                 if not optout:
                     raise BadInput("session", f"{session_id!r} is not a session of {user_id!r}",
                                    "name a session that was started or logged to (see `memledger resume`)")
-            card = None if optout else ml.state_cards_projection.card(cur, user_id, session_id)
+            card = None if optout else cards_p.card(cur, user_id, session_id)
             msg_session = session_id
         else:
-            cards = ml.state_cards_projection.open_cards(cur, user_id)
+            cards = cards_p.open_cards(cur, user_id)
             card = cards[0] if cards else None
             latest = max(sessions, key=lambda s: (s["last_at"], s["position"])) if sessions else None
             msg_session = latest["session_id"] if latest else None
-        msgs = (ml.messages_projection.recent(cur, user_id, msg_session, recent_messages)
+        msgs = (msgs_p.recent(cur, user_id, msg_session, recent_messages)
                 if msg_session and not optout else [])
+    if as_of_dt is not None:
+        db.close()  # the scratch replay
     if optout:  # the agent reads its no-memory session back until it ends (a fresh-user run found it refused)
         from .optout import messages as kept_messages
 
@@ -363,6 +385,9 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
 
     header = [f"# Context for {user_id}. Now: {format_local(now_dt, tz)} ({tz})",
               f"Times are shown in {tz}; '[= date]' after a relative phrase is the date it meant when said."]
+    if as_of_dt is not None:
+        said = "said" if axis == "observed" else "recorded"
+        header.append(f"As the ledger knew it at {format_local(as_of_dt, tz)}: only what was {said} by then.")
     return fit_budget(user_id, now_dt, tz, session_id if session_id else msg_session, query, budget, memories_from,
                       header, cand)
 

@@ -238,12 +238,15 @@ def summary_gaps(store: Store, user_id: str, *, recent: int = 3) -> SummaryGaps:
                        without_session_summary=[s for s in sessions if s not in own and s not in merged],
                        not_merged=[s for s in older if s not in merged], recent=recent)
 
-def resume(store: Store, user_id: str, *, now: Any = None, expiry_hours: float = DEFAULT_EXPIRY_HOURS) -> Resume:
+def resume(store: Store, user_id: str, *, now: Any = None, expiry_hours: float = DEFAULT_EXPIRY_HOURS,
+           as_of: Any = None, axis: str = "system") -> Resume:
     """Where ``user_id`` left off: the most recently touched open card (else the latest session), how long ago,
     its open questions and action items, and the opening sentence; flagged ``expired`` past ``expiry_hours``.
 
     ``now`` is an aware instant (default: the current time); naive is refused. Times are rendered in the
     user's zone (:meth:`user_timezone`). Raises BadInput for a bad user id, ``now`` or ``expiry_hours``.
+        ``as_of`` (with ``axis``: "system" recorded by then, "observed" said by then): only what the ledger knew at
+    that instant — the sessions and cards replayed from the log up to it (:func:`replay.cutoff.sessions_at_cutoff`).
     """
     from .relative_time import format_local
     from ledger.schemas import check_user_id
@@ -256,16 +259,28 @@ def resume(store: Store, user_id: str, *, now: Any = None, expiry_hours: float =
     tz = user_timezone(store, user_id)
     base = dict(user_id=user_id, now=now_dt, now_local=format_local(now_dt, tz), timezone=tz,
                 expiry_hours=float(expiry_hours))
-    with store.db.read() as cur:
-        cards = store.state_cards_projection.open_cards(cur, user_id)
-        sessions = store.state_cards_projection.sessions(cur, user_id)
+    if axis not in ("system", "observed"):
+        raise BadInput("axis", f"{axis!r} is not an axis", "use system (recorded by then) or observed (said by then)")
+    db, cards_p = store.db, store.state_cards_projection
+    if as_of is not None:  # the knowledge cut-off: the session projections replayed from the log up to then
+        from ledger.timeutil import to_micros
+        from replay.cutoff import sessions_at_cutoff
+
+        store.before_read()
+        past = sessions_at_cutoff(store.app, user_id, to_micros(parse_instant(as_of, "as_of")), axis)
+        db, cards_p = past.db, past.state_cards
+    with db.read() as cur:
+        cards = cards_p.open_cards(cur, user_id)
+        sessions = cards_p.sessions(cur, user_id)
         card = cards[0] if cards else None
         latest = max(sessions, key=lambda s: (s["last_at"], s["position"])) if sessions else None
-        session_row = (store.state_cards_projection.session(cur, user_id, card["session_id"]) if card
+        session_row = (cards_p.session(cur, user_id, card["session_id"]) if card
                        else latest)
         # No open card: the latest session's own card, if its task was marked done (not to be "continued").
-        done = (store.state_cards_projection.card(cur, user_id, latest["session_id"])
+        done = (cards_p.card(cur, user_id, latest["session_id"])
                 if card is None and latest is not None else None)
+    if as_of is not None:
+        db.close()  # the scratch replay
     if session_row is None:
         return Resume(found=False, opening="We have not worked on anything together yet. What shall we start "
                                            "with?", **base)

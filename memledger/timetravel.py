@@ -216,6 +216,13 @@ def believed(ml: Store, user_id: str, as_of: Any, valid_at: Any = None, axis: st
     return Beliefs(user_id=user_id, axis=axis, as_of=t, valid_at=v, facts=facts)  # type: ignore[arg-type]
 
 
+def profile_as_of(ml: Store, user_id: str, *, as_of: Any, axis: str = "system", valid_at: Any = None) -> Beliefs:
+    """The profile as the ledger believed it at ``as_of`` (system time, or observed time with ``axis="observed"``),
+    sliced at ``valid_at`` (default ``as_of``): :func:`believed`, for context assembled with a knowledge cut-off
+    (``context --as-of``). Its ``facts`` carry what a profile's do (value, text, valid range, source, status)."""
+    return believed(ml, user_id, as_of, valid_at, axis)
+
+
 def true_at(ml: Store, user_id: str, valid_at: Any, axis: str = "system", *, after: Any = None,
             timeout: float = 10.0) -> Beliefs:
     """What was true of ``user_id`` at valid instant ``valid_at``, as known now (every event recorded so far).

@@ -117,3 +117,59 @@ def replay_believed(app: Any, user_id: str, as_of: int | None, valid_at: int,
                     axis: str = "system") -> list[ReplayedBelief]:
     """What the ledger believed about ``user_id`` at the cutoff, sliced at ``valid_at``: by folding the log."""
     return beliefs_from_facts(fold_to_cutoff(app, user_id, as_of, axis), valid_at)
+
+
+#: the events the session projections apply (ledger/sessions.py): everything else is skipped by the fold below
+SESSION_EVENTS = ("SessionStarted", "MessageLogged", "StateCardUpdated", "SessionSummarized", "SessionEnded")
+
+
+def sessions_at_cutoff(app: Any, user_id: str, as_of: int, axis: str = "system", page: int = PAGE) -> Any:
+    """The session read models of ``user_id`` as the ledger knew them at ``as_of`` (integer microseconds, UTC).
+
+    Replays the log (from position 1, like :func:`fold_to_cutoff`) into scratch copies of the ``state_cards``,
+    ``messages`` and ``summaries`` projections held in an in-memory SQLite database, applying only this user's
+    session events that the cutoff admits: ``axis="system"`` the events recorded at or before ``as_of`` (a prefix of
+    the log); ``"observed"`` the events observed at or before it. The same ``apply`` code as the serving
+    projections, so the scratch rows answer the same queries (``sessions``, ``card``, ``open_cards``, ``recent``,
+    ``rows``). Cost is linear in the log's length: it serves ``context --as-of`` / ``resume --as-of``, an audit
+    question, not every turn.
+
+    Returns:
+        an object with ``db`` (a :class:`projections.db.ProjectionDB`; close it when done), ``state_cards``,
+        ``messages`` and ``summaries`` (the projection objects whose tables it holds).
+
+    Raises:
+        ValueError: an unknown ``axis``.
+    """
+    from types import SimpleNamespace
+
+    from projections.db import ProjectionDB
+    from projections.messages import MessagesProjection
+    from projections.state_cards import StateCardsProjection
+    from projections.summaries import SummariesProjection
+
+    if axis not in ("system", "observed"):
+        raise ValueError(f"unknown axis {axis!r}")
+    scratch = SimpleNamespace(db=ProjectionDB(sqlite_path=":memory:"), state_cards=StateCardsProjection(),
+                              messages=MessagesProjection(), summaries=SummariesProjection())
+    projections = [scratch.state_cards, scratch.messages, scratch.summaries]
+    with scratch.db.transaction() as cur:
+        for p in projections:
+            p.create(cur)
+        recorded, start = 0, 1
+        while True:
+            notifications = app.recorder.select_notifications(start=start, limit=page)
+            if not notifications:
+                return scratch
+            events, recorded = decode(app, notifications, recorded)
+            for le in events:
+                e = le.event
+                if axis == "system" and le.recorded_at > as_of:
+                    return scratch  # monotonic along the log: nothing later can be admitted
+                if getattr(e, "user_id", None) != user_id or type(e).__name__ not in SESSION_EVENTS or _erased(e):
+                    continue
+                if axis == "observed" and to_micros(e.observed_at) > as_of:
+                    continue
+                for p in projections:
+                    p.apply(cur, le)
+            start = notifications[-1].id + 1

@@ -476,3 +476,51 @@ def test_context_and_resume_mark_what_is_dated_after_now(fresh_ledger):
     assert ml.resume("u", now="2024-02-01T00:00:00Z").ago == "touched after now"
     later = ml.context("u", now="2100-01-01T00:00:00Z")  # nothing after that now: no marks
     assert "after now" not in later.text
+
+
+def test_context_and_resume_as_of_show_only_what_the_ledger_knew(fresh_ledger):
+    """--as-of is the knowledge cut-off (system time by default, observed time with axis="observed"); --now stays
+    the clock the text is written for."""
+    import datetime as dt
+
+    ml = fresh_ledger
+    ml.assert_fact("u", "preference.drink", "tea", observed_at="2024-01-01T00:00:00Z")
+    ml.session_start("u", "s1", task="trip", observed_at="2024-01-02T00:00:00Z")
+    ml.log_message("u", "s1", role="user", message_id="m1", text="book Rome", observed_at="2024-01-02T00:01:00Z")
+    cut = ml.history("u")[-1].recorded_at + dt.timedelta(microseconds=1)  # system time after the first fact
+    cut_at_fact = ml.history("u", "preference.drink")[0].recorded_at
+    ml.assert_fact("u", "preference.drink", "coffee", observed_at="2024-02-01T00:00:00Z")
+    ml.update_card("u", "s1", progress="hotel booked", observed_at="2024-02-02T00:00:00Z")
+    ml.log_message("u", "s1", role="user", message_id="m2", text="add Naples", observed_at="2024-02-02T00:01:00Z")
+
+    # observed axis: what had been said by 2024-01-15
+    c = ml.context("u", as_of="2024-01-15T00:00:00Z", axis="observed", now="2024-01-15T00:00:00Z")
+    lines = {s.name: s.lines for s in c.sections}
+    assert lines["profile"] == ["- preference.drink: tea (2024-01-01, user_statement)"]
+    assert lines["messages"] == ["- [2024-01-02 00:01 +00:00] user: book Rome"]
+    assert not any("hotel booked" in line for line in lines["state_card"])
+    assert "As the ledger knew it at 2024-01-15 00:00 +00:00: only what was said by then." in c.text
+    # system axis: recorded by the instant just after the first fact (before the session existed)
+    c = ml.context("u", as_of=cut_at_fact, now="2024-03-01T00:00:00Z")
+    lines = {s.name: s.lines for s in c.sections}
+    assert lines["profile"] == ["- preference.drink: tea (2024-01-01, user_statement)"]
+    assert lines["messages"] == [] and lines["state_card"] == []
+    # without --as-of: everything, as before
+    now = ml.context("u", now="2024-03-01T00:00:00Z")
+    assert "coffee" in now.text and "hotel booked" in now.text and "add Naples" in now.text
+    # resume as of then
+    r = ml.resume("u", as_of="2024-01-15T00:00:00Z", axis="observed", now="2024-01-15T00:00:00Z")
+    assert (r.found, r.task, r.card.progress if r.card else None) == (True, "trip", None)
+    assert ml.resume("u", as_of=cut_at_fact).found is False
+    assert ml.resume("u", now="2024-03-01T00:00:00Z").card.progress == "hotel booked"
+    del cut
+
+
+def test_context_as_of_refuses_bad_cutoffs(cli):
+    cli("assert", "u", "preference.drink", "tea")
+    code, _out, err = cli("context", "u", "--as-of", "2024-01-01T00:00:00")
+    assert code == 2 and err.startswith("error: as_of:")
+    code, _out, err = cli("resume", "u", "--as-of", "2024-01-01T00:00:00Z", "--axis", "sideways")
+    assert code == 2 and err.startswith("error: axis: 'sideways' is not an axis")
+    ctx = cli.json("context", "u", "--as-of", "2000-01-01T00:00:00Z")
+    assert ctx["sections"][0]["lines"] == []  # nothing was known in 2000

@@ -16,6 +16,12 @@ session_app = typer.Typer(no_args_is_help=True, help="Sessions: the raw conversa
 app.add_typer(session_app, name="session")
 
 
+AsOfOpt = typer.Option(None, "--as-of", help="Knowledge cut-off (ISO 8601 with offset): show only what the ledger "
+                       "knew then; --now stays the clock the text is written for.")
+AsOfAxisOpt = typer.Option("system", "--axis", help="With --as-of: system (recorded by then, default) or observed "
+                           "(said by then, for imported history).")
+
+
 def _emit(receipt, as_json: bool) -> None:  # noqa: ANN001 - a SessionReceipt
     if as_json:
         emit_json(receipt.model_dump(mode="json"))
@@ -142,10 +148,11 @@ def resume_cmd(ctx: typer.Context, user: str,
                now: Optional[str] = typer.Option(None, "--now", help="ISO 8601 with offset (default: now)."),
                expiry_hours: float = typer.Option(48.0, "--expiry-hours",
                                                   help="Older than this, ask before continuing."),
+               as_of: Optional[str] = AsOfOpt, axis: str = AsOfAxisOpt,
                as_json: bool = JsonOpt) -> None:
     """Where USER left off: the latest open task's card, how long ago, and the sentence to open with."""
     with open_ledger(ctx) as ml:
-        r = ml.resume(user, now=now, expiry_hours=expiry_hours)
+        r = ml.resume(user, now=now, expiry_hours=expiry_hours, as_of=as_of, axis=axis)
     if as_json:
         emit_json(r.model_dump(mode="json"))
         return
@@ -170,12 +177,15 @@ def context_cmd(ctx: typer.Context, user: str,
                     None, "--allow-sensitive", help="Comma-separated sensitivity labels to let in (health,finance); "
                     "labelled facts are left out otherwise, and each one let in is recorded (docs/erasure.md)."),
                 purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with each disclosure)."),
+                as_of: Optional[str] = AsOfOpt, axis: str = AsOfAxisOpt,
                 after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
     """The prompt-ready context of USER: profile, summaries, state card, memories, recent messages."""
     with open_ledger(ctx) as ml:
         extra = {"allow_sensitive": allow_sensitive, "purpose": purpose} if allow_sensitive or purpose else {}
         if after is not None:
             extra.update(after=after, timeout=timeout)
+        if as_of is not None:
+            extra.update(as_of=as_of, axis=axis)
         c = ml.context(user, session_id=session, query=query, now=now, budget=budget, **extra)
     if as_json:
         emit_json(c.model_dump(mode="json"))
