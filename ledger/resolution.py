@@ -180,7 +180,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         links = linked_slot_keys(slot_key)
         linked = [c for c in candidates if links and c.slot_key in links and c.status in ("current", "contested")
                   and (c.typing is None or not c.typing.cessation)] if typing.cessation else []
-        if linked and not typing.change:
+        if linked and not (typing.change and typing.value_tokens - {"right", "currently", "moment"}):
             # "I lost my job" with "I work at Google" current: the employer ends too (closed at valid_from)
             note = "losing one's job ends the current employer too"
             keys = sorted({c.key for c in linked})

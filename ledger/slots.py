@@ -92,7 +92,8 @@ CATALOGUE: tuple[Slot, ...] = (
                               r"(?:[\w'&-]+ ){0,2}union|(?:the|my|our) (?:[\w'&-]+ ){0,2}union(?! square| station| street| jack)|"
                               r"unionised|unionized|teamsters|shop steward",), ("工会",), "union_membership"),
     _slot("orientation", "single", (r"\bgay\b|lesbian|bisexual|queer|straight",), ("同性恋|双性恋",), "sex_life"),
-    *(_slot(f"person.{role}", "single", (r"(?:my|our) (?:" + en + r")\b",), (zh,),
+    *(_slot(f"person.{role}", "single", (r"(?:my|our|new|switched|changed|changing|switching) (?:" + en + r")s?\b",),
+            (zh,),
             weight=0.6) for role, en, zh in _ROLES),
     _slot("contact.phone", "single", (r"phone number|my number|mobile number|cell number|reach me at",),
           ("电话号码|手机号|电话是",)),
@@ -126,10 +127,11 @@ CATALOGUE: tuple[Slot, ...] = (
            r"(?:i'm|i am|became|become|becoming|now an?) an? (?:\w+ )?(?:teacher|nurse|doctor|engineer|developer|programmer|banker|designer|"
            r"lawyer|accountant|chef|writer|student|manager|consultant|artist|architect|scientist|driver|"
            r"pharmacist|journalist)|unemployed|laid (?:\w+ )?off|lost (?:my|his|her) job|quit (?:my|his|her) job|"
-           r"(?:was|got|been|get) fired|fired (?:me|him|her)|let (?:me|him|her) go|made redundant|out of work|"
+           r"(?:was|got|been|get) fired|fired (?:me|him|her)|let (?:me|him|her) go|(?:got|was|been) let go|"
+           r"made redundant|out of work|"
            r"between jobs|jobless|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
-          ("工作是|职业|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被裁|被辞退|被开除|下岗|没工作了|丢了工作|换了?工作|新工作",)),
+          ("工作是|职业|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|company i work",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:bus|train|subway|metro|tube|tram|"
@@ -281,12 +283,12 @@ _CESSATION = [re.compile(p) for p in (
     r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b(?! (?:at|by|in|for)\b)", r"\bquit\b", r"\bgave up\b",
     r"\bgiven up\b", r"\bdropped\b", r"\blost (?:my|his|her|their) job\b", r"\bleft (?:my|his|her) job\b",
     r"\blaid (?:\w+ )?off\b", r"\b(?:was|got|been|get) fired\b", r"\bfired (?:me|him|her)\b",
-    r"\blet (?:me|him|her) go\b", r"\bmade redundant\b", r"\bout of work\b", r"\bbetween jobs\b", r"\bjobless\b",
+    r"\blet (?:me|him|her) go\b", r"\b(?:got|was|been) let go\b", r"\bmade redundant\b", r"\bout of work\b", r"\bbetween jobs\b", r"\bjobless\b",
     r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our)\b",
     r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
     r"\bno more\b", r"\bcalled off\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
-    r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被裁", r"被辞退", r"被开除", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
+    r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
     r"取消", r"搬离", r"停了", r"不.{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
 )]
 _CHANGE = [re.compile(p) for p in (
@@ -402,7 +404,7 @@ def _strip(text: str, spans: list[tuple[int, int]]) -> str:
 _SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
                       r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
                       r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b")
-_SELF_ZH = re.compile(r"我|用户|^[他她]|^房东|^[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]")
+_SELF_ZH = re.compile(r"我|用户|^[他她]|房东|^[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]")
 #: the statement is about how things used to be, not the current value ("we used to drink matcha", "小时候")
 _PAST = re.compile(r"\bused to\b|\bas a (?:kid|child|student)\b|\bwhen i was (?:a kid|young|little)\b|"
                    r"小时候|以前|过去|当年")
@@ -505,7 +507,8 @@ _GENERIC_STEMS |= _generic_stems()  # "lives" stems to "liv": a slot word too
 #: A statement naming several values of one slot: "I have two cats, Luna and Mochi", "I speak French, German and
 #: Dutch", "我养了两只猫". A cessation naming one of them must not retire the whole memory (ledger/resolution.py).
 _SEVERAL_CI = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|both|several|a couple of|a few)\b|"
-                         r"\ban? \w+(?: \w+)? and (?:an?|the) \w+|[两二三四五六七八九几]\s*[只个条位种门辆台本]|、")
+                         r"\ban? \w+(?: \w+){0,3} and (?:an?|the) \w+|[两二三四五六七八九几]\s*[只个条位种门辆台本]|、|"
+                         r"[一两二三四五六七八九几]\s*[只个条位种门辆台本].{1,8}和.{0,2}[一两二三四五六七八九几]?\s*[只个条位种门辆台本]")
 _SEVERAL_CS = re.compile(r"\b[A-Z][\w'-]+,? (?:and|&) [A-Z][\w'-]+\b|\b[A-Z][\w'-]+, [A-Z][\w'-]+\b")
 _ALL = re.compile(r"\b(?:both|all|every one of|each of)\b|都|全部|全都")
 

@@ -88,6 +88,19 @@ EN = [
      "Am I training for a marathon?"),
     ("related", "I have a cat called Miso", "I bought a scratching post for the living room", "What pets do I have?"),
     ("related", "I work as a nurse", "The hospital cafeteria closes at 8 pm", "What is my job?"),
+    # slots/5: the failure kinds of the fresh-user run (other-subject corrections, questions and plans, a lost job,
+    # one of several values, people by role), each with the usual three distractors
+    ("other_subject", "I live in Boston", "Sorry, I meant my brother lives in Portland", "Where do I live?"),
+    ("other_subject", "I drink black coffee", "Actually my wife is the one who drinks green tea", "What do I drink?"),
+    ("related", "I drink coffee every morning", "Do you think I should drink more water?", "What do I drink?"),
+    ("related", "I live in Boston", "I might move to Berlin next year", "Where do I live?"),
+    ("related", "I love iced americano", "I'm thinking about switching to tea", "What do I drink?"),
+    ("related", "I work as a nurse", "I'm planning to become a teacher", "What is my job?"),
+    ("cessation", "I work at Google", "I lost my job", "Where do I work?"),
+    ("cessation", "I work at Google", "Google laid me off last month", "Where do I work?"),
+    ("multi", "I have two cats, Luna and Mochi", "Luna passed away", "What pets do I have?"),
+    ("change", "My landlord is Mr. Lee", "My landlord changed, it's now Mrs. Park", "Who is my landlord?"),
+    ("paraphrase", "I'm a member of the Teamsters union", "I'm still in the Teamsters union", "Am I in a union?"),
 ]
 
 ZH = [
@@ -143,6 +156,15 @@ ZH = [
     ("related", "我在准备跑马拉松", "我买了新的跑鞋", "我在准备马拉松吗？"),
     ("related", "我养了一只猫叫咪咪", "我给客厅买了一个猫抓板", "我有什么宠物？"),
     ("related", "我的工作是护士", "医院食堂晚上八点关门", "我做什么工作？"),
+    # slots/5 (see EN)
+    ("other_subject", "我住在上海", "说错了，我哥哥住在天津", "我住在哪？"),
+    ("related", "我住在上海", "我明年可能搬到深圳", "我住在哪？"),
+    ("related", "我在腾讯上班", "我打算跳槽到阿里巴巴", "我在哪工作？"),
+    ("related", "我喜欢喝咖啡", "我该不该改喝茶？", "我喝什么？"),
+    ("cessation", "我在腾讯上班", "我失业了", "我在哪工作？"),
+    ("cessation", "我喜欢打篮球", "我不再打篮球了", "我有什么爱好？"),
+    ("multi", "我养了两只猫，露娜和麻薯", "露娜去世了", "我有什么宠物？"),
+    ("change", "我的房东是李先生", "房东换了，现在是朴女士", "我的房东是谁？"),
 ]
 
 
