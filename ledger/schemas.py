@@ -42,6 +42,11 @@ MAX_TEXT = 100_000  # characters of a fact's sentence or reason
 #: they are stored in plaintext in the log (docs/erasure.md), so content must not hide in them (fresh-user run: a
 #: 100,000-character actor was accepted)
 MAX_ID = 512
+#: a sensitivity label (``health``, ``finance``, ``special-category``): a lowercase identifier. A label sticks to the
+#: later versions of a fact and a caller must name it exactly to let the fact in, so a typo ("Bogus Label") would
+#: hide a fact for good (fresh-user run): labels are refused unless they have this form.
+LABEL_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
+MAX_LABEL = 64
 
 
 def check_user_id(user_id: Any, field: str = "user_id") -> str:
@@ -59,6 +64,29 @@ def check_user_id(user_id: Any, field: str = "user_id") -> str:
     if len(user_id) > MAX_USER:
         raise BadInput(field, f"is {len(user_id)} characters long", f"use at most {MAX_USER}")
     return unicodedata.normalize("NFC", user_id)
+
+
+def check_label(label: Any, field: str = "sensitivity") -> str:
+    """Validate a sensitivity label: a lowercase identifier ``[a-z][a-z0-9_-]*`` of at most 64 characters.
+
+    Raises:
+        BadInput: naming ``field``.
+    """
+    if not isinstance(label, str):
+        raise BadInput(field, f"must be a string, got {type(label).__name__}", "give a label such as health")
+    if len(label) > MAX_LABEL:
+        raise BadInput(field, f"is {len(label)} characters long", f"use at most {MAX_LABEL}: a label such as health")
+    if not LABEL_RE.match(label):
+        raise BadInput(field, f"{label!r} is not a label (a lowercase identifier: a-z, then a-z, 0-9, _ or -)",
+                       "use a label such as " + ", ".join(dict.fromkeys([_label_hint(label), "health", "finance"])))
+    return label
+
+
+def _label_hint(label: str) -> str:
+    """A label close to ``label`` to offer in a fix (``"Bogus Label"`` -> ``bogus_label``)."""
+    hint = re.sub(r"[^a-z0-9_-]+", "_", label.strip().lower()).strip("_-")
+    hint = re.sub(r"^[^a-z]+", "", hint)[:MAX_LABEL]
+    return hint or "special-category"
 
 
 def check_key(key: Any, field: str = "key") -> str:
@@ -226,6 +254,8 @@ class FactCommand(BaseModel):
         if v is not None and len(v) > MAX_ID:
             raise BadInput(info.field_name, f"is {len(v)} characters long",
                            f"use at most {MAX_ID}: it is an identifier, kept in plaintext; put content in text")
+        if v is not None and info.field_name == "sensitivity":
+            check_label(v, "sensitivity")
         return v
 
     #: (the value it was made from, its canonical JSON): made once by validation, read by ``value_json``.

@@ -35,7 +35,7 @@ from ledger.privacy import (
     SubjectErasure,
     subject_id,
 )
-from ledger.schemas import HistoryRow, Profile, check_user_id
+from ledger.schemas import HistoryRow, Profile, check_label, check_user_id
 from ledger.timeutil import now_utc
 
 from . import reads, search, timetravel
@@ -365,7 +365,8 @@ def _export_sessions(ml: Store, user_id: str) -> list[dict[str, Any]]:
 
 
 def check_allow_sensitive(labels: Any, field: str = "allow_sensitive") -> frozenset[str]:
-    """Validate the labels a caller lets into context: a list of non-empty strings (``["health"]``), or None.
+    """Validate the labels a caller lets into context: a list of labels (``["health"]``; each a lowercase identifier,
+    :func:`ledger.schemas.check_label`), a comma-separated string, or None.
 
     Raises:
         BadInput: naming ``field``.
@@ -378,7 +379,7 @@ def check_allow_sensitive(labels: Any, field: str = "allow_sensitive") -> frozen
     for x in labels:
         if not isinstance(x, str) or not x.strip():
             raise BadInput(field, f"{x!r} is not a label", "give labels such as health,finance (comma-separated)")
-        out.add(x.strip())
+        out.add(check_label(x.strip(), field))  # a lowercase identifier, as recorded labels are
     return frozenset(out)
 
 

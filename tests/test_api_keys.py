@@ -74,3 +74,37 @@ def test_keys_cli(cli: Any) -> None:
     assert code == 2 and "--transport" in err
     code, _, err = cli("serve", "http", "--port", "70000")
     assert code == 2 and "--port" in err
+
+
+def test_keys_refuse_malformed_labels_and_never_open_the_vectors_index(cli: Any, store_args: dict[str, Any]) -> None:
+    """Fresh-user run: `--allow-sensitive bogus` labels were accepted (a typo grants nothing, silently), and a
+    keys command opened (and re-bound) the semantic index. Labels are lowercase identifiers, as recorded ones."""
+    for bad in ("Bogus Label", "x" * 65):
+        code, _, err = cli("keys", "create", "--user", "u1", "--allow-sensitive", bad)
+        assert code == 2 and "--allow-sensitive" in err and ("not a label" in err or "characters long" in err), err
+    created = cli.json("keys", "create", "--user", "u1", "--allow-sensitive", "health", "--allow-sensitive",
+                       "special-category_2")
+    assert created["allow_sensitive"] == ["health", "special-category_2"]
+    with pytest.raises(BadInput, match="sensitivity: 'Bogus Label' is not a label"), MemoryLedger(**store_args) as ml:
+        ml.assert_fact("u1", "health.lungs", "asthma", sensitivity="Bogus Label")
+    code, _, err = cli("assert", "u1", "health.lungs", "asthma", "--sensitivity", "Health")
+    assert code == 2 and "not a label" in err, err
+
+
+def test_keys_commands_open_the_store_without_the_vectors_projection(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from memledger.cli import app
+
+    opened: list[Any] = []
+    original = MemoryLedger.__init__
+
+    def spy(self: MemoryLedger, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        opened.append(self.vectors_projection)
+
+    monkeypatch.setattr(MemoryLedger, "__init__", spy)
+    result = CliRunner().invoke(app, ["--home", str(tmp_path / "h"), "keys", "create", "--user", "u1", "--json"])
+    assert result.exit_code == 0, result.output
+    assert opened == [None]

@@ -252,9 +252,31 @@ def test_logs_hold_no_memory_text_or_query(api: Any) -> None:
               headers=h)  # refused: the problem names the field, the log does not quote the body
     time.sleep(0.3)
     log = api["server"].log()
-    assert "/v1/users/u1/search" in log  # requests are logged...
+    assert "POST /v1/users/{user_id}/search 200" in log  # requests are logged by route template...
     assert SECRET_QUERY not in log and "bluefalcon" not in log and "query=" not in log  # ...without content
+    assert "secret.codename" not in log and "/v1/users/u1/" not in log  # ...nor the fact keys and users of paths
+    assert "POST /v1/users/{user_id}/facts/{key}/corrections 422" in log
     assert api["keys"]["u1"] not in log
+
+
+def test_log_lines_cannot_be_forged(api: Any) -> None:
+    """Fresh-user run: a path with %0a wrote a forged log line (no key needed), %00 a raw NUL. Every logged field
+    has its control characters escaped, and the path is logged as its route template."""
+    http = api["http"]
+    forged = "2026-01-01 00:00:00,000 memledger.http DELETE /v1/users/ana 200 1.0ms"
+    for raw in (f"/v1/users/ana%0a{forged.replace(' ', '%20')}", "/v1/users/ana%00x/profile",
+                "/v1/users/a%1b%5b31mb/profile", "/no/such%0aroute"):
+        r = http.get(raw)
+        assert r.status_code in (401, 404, 405), (raw, r.status_code)
+        assert r.headers["content-type"].startswith("application/problem+json")
+    time.sleep(0.3)
+    log = api["server"].log()
+    assert "\x00" not in log and "\x1b" not in log
+    lines = log.splitlines()
+    assert not any(line.startswith("2026-01-01") for line in lines), lines[-6:]
+    assert "DELETE /v1/users/ana" not in log and "/v1/users/ana" not in log
+    assert "GET /v1/users/{user_id}/profile 401" in log
+    assert "GET - 401" in log  # no route matched: no path at all
 
 
 def test_mcp_endpoint_behind_the_same_keys(api: Any) -> None:
@@ -311,7 +333,7 @@ def test_change_feed_is_resumable_and_live(api: Any) -> None:
     last = first[-1]["id"]
     got: list[list[dict[str, Any]]] = []
     t = threading.Thread(target=lambda: got.append(_sse(
-        http, f"/v1/users/u2/changes?limit=1&poll=0.05", {**h, "Last-Event-ID": str(last)})))
+        http, "/v1/users/u2/changes?limit=1&poll=0.05", {**h, "Last-Event-ID": str(last)})))
     t.start()
     time.sleep(0.5)
     r = http.post("/v1/users/u2/facts/preference.drink", json={"value": "sparkling water"}, headers=h)
@@ -394,3 +416,94 @@ def test_key_commands_and_other_embedders_never_rebind_the_served_index(tmp_path
     finally:
         server.stop()
     assert "Internal error" not in log and " 500 " not in log
+
+
+def test_every_error_is_problem_json_naming_the_body_field(api: Any) -> None:
+    """Fresh-user run: unreadable bodies and unknown routes/methods answered plain {"detail"}; malformed JSON named
+    a byte offset as the field; a JSON body sent as text/plain said "Input should be a valid dictionary"; fields were
+    CLI flags (--text, --replace-action); a remember-shaped batch item had no fix; an empty batch was a 201."""
+    http, h = api["http"], auth(api, "u1")
+
+    def problem(r: httpx.Response, status: int, field: str) -> dict[str, Any]:
+        assert r.status_code == status, (r.status_code, r.text)
+        assert r.headers["content-type"].startswith("application/problem+json"), r.headers["content-type"]
+        body = r.json()
+        assert body["field"] == field and body["problem"] and body["fix"], body
+        assert "--" not in body["field"] and "memledger session" not in body["fix"], body
+        return body
+
+    u = "/v1/users/u1"
+    js = {**h, "content-type": "application/json"}
+    problem(http.post(f"{u}/memories", content=b'{"text": "caf\xe9"}', headers=js), 422, "body")
+    b = problem(http.post(f"{u}/memories", content=("[" * 5000 + "]" * 5000).encode(), headers=js), 422, "body")
+    assert "nested too deeply" in b["problem"]
+    b = problem(http.post(f"{u}/memories", content=b'{"text": "x",', headers=js), 422, "body")
+    assert "not valid JSON" in b["problem"]
+    b = problem(http.post(f"{u}/memories", content=b'{"text": "x"}', headers={**h, "content-type": "text/plain"}),
+                422, "Content-Type")
+    assert "application/json" in b["fix"]
+    problem(http.get("/v1/nothing/here", headers=h), 404, "path")
+    b = problem(http.put(f"{u}/profile", headers=h), 405, "method")
+    assert "GET" in b["fix"]
+    b = problem(http.post(f"{u}/sessions/s7/messages", json={"role": "user", "message_id": "m", "text": " "},
+                          headers=h), 422, "text")
+    http.post(f"{u}/sessions/s7", json={}, headers=h)
+    problem(http.post(f"{u}/sessions/s7/card", json={"replace_actions": ["no arrow"]}, headers=h), 422,
+            "replace_actions")
+    b = problem(http.post(f"{u}/sessions/never/card", json={"task": "t"}, headers=h), 422, "session_id")
+    assert "POST /v1/users/{user_id}/sessions/{session_id}" in b["fix"]
+    b = problem(http.post("/v1/commands", json={"commands": [{"user_id": "u1", "text": "I like tea"}]}, headers=h),
+                422, "commands[0].key")
+    assert "/memories" in b["fix"]
+    problem(http.post("/v1/commands", json={"commands": []}, headers=h), 422, "commands")
+    b = problem(http.post(f"{u}/memories", json={"text": "x", "observedAt": "2024-01-01T00:00:00Z"}, headers=h), 422,
+                "observedAt")
+    assert "observed_at" in b["fix"]
+    # sensitivity labels are lowercase identifiers, everywhere
+    problem(http.post(f"{u}/memories", json={"text": "I have asthma", "sensitivity": "Bogus Label"}, headers=h),
+            422, "sensitivity")
+    problem(http.post(f"{u}/facts/health.lungs", json={"value": "asthma", "sensitivity": "Health"}, headers=h),
+            422, "sensitivity")
+    problem(http.post(f"{u}/search", json={"query": "x", "allow_sensitive": ["Bogus Label"]}, headers=h), 422,
+            "allow_sensitive")
+    with MemoryLedger(home=api["home"]) as ml:
+        assert "health.lungs" not in ml.profile("u1").facts
+    # small contracts
+    problem(http.get(f"{u}/sessions/s7/messages?limit=-5", headers=h), 422, "limit")
+    t0 = time.monotonic()
+    b = problem(http.get(f"{u}/changes?after=99999999", headers=h), 422, "after")
+    assert time.monotonic() - t0 < 5 and "head" in b["problem"]
+    b = problem(http.post(f"{u}/facts/pref.idem", json={"value": 1, "idempotency_key": "body-key"},
+                          headers={**h, "Idempotency-Key": "header-key"}), 422, "idempotency_key")
+    r = http.post(f"{u}/facts/pref.idem", json={"value": 1, "idempotency_key": "same"},
+                  headers={**h, "Idempotency-Key": "same"})
+    assert r.status_code == 201, r.text
+
+
+def test_unlink_route(api: Any) -> None:
+    http, h = api["http"], auth(api, "u1")
+    before = http.get("/v1/users/u1/profile", headers=h).json()["facts"]["preference.drink"]["value"]
+    r = http.post("/v1/users/u1/memories", json={"text": "I drink coffee every morning"}, headers=h)
+    assert r.status_code == 201, r.text
+    got = r.json()
+    assert (got["decision"], got["key"]) == ("supersede", "preference.drink"), got
+    r = http.post(f"/v1/users/u1/facts/{got['key']}/unlinks", json={"version": 99}, headers=h)
+    assert r.status_code == 422 and r.json()["field"] == "version" and "memledger" not in r.json()["fix"], r.text
+    r = http.post(f"/v1/users/u1/facts/{got['key']}/unlinks", json={"version": got["version"]}, headers=h)
+    assert r.status_code == 201 and r.json()["decision"], r.text
+    prof = http.get(f"/v1/users/u1/profile?after={r.headers['X-Ledger-Position']}", headers=h).json()
+    assert prof["facts"]["preference.drink"]["value"] == before  # the supersede undone
+    r = http.post("/v1/users/u1/facts/preference.drink/unlinks", json={"version": 1}, headers=auth(api, "u2"))
+    assert r.status_code == 403
+
+
+def test_serve_http_on_a_busy_port_exits_1_before_its_banner(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        proc = memledger(tmp_path / "h", "serve", "http", "--host", "127.0.0.1", "--port", str(s.getsockname()[1]))
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "cannot listen on 127.0.0.1:" in proc.stderr and "--port" in proc.stderr
+    assert "memledger HTTP API on" not in proc.stderr

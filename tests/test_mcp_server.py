@@ -317,3 +317,51 @@ def test_remember_tool_over_stdio(tmp_path: Path) -> None:
             assert r.is_error and "text" in r.content[0].text
 
     asyncio.run(asyncio.wait_for(run(), 120))
+
+
+def test_tool_arguments_are_checked_and_refusals_name_arguments(tmp_path: Path) -> None:
+    """Fresh-user run: an unknown argument (`observedAt`) was silently dropped (the time lost, isError false);
+    argument failures came back as pydantic dumps; fixes named CLI flags and commands. Now: refused, worded
+    `<argument>: <problem> (fix: <fix>)` in the tool's terms; sensitivity labels are checked; `unlink` is a tool."""
+    home = tmp_path / "h"
+    seed(home)
+
+    async def run() -> None:
+        async with Client(stdio(home, "--user", "u1")) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert "unlink" in tools and "version" in tools["unlink"].input_schema["properties"]
+            r = await c.call_tool("remember", {"text": "I moved to Berlin", "observedAt": "2024-01-01T00:00:00Z"})
+            text = r.content[0].text
+            assert r.is_error and ("remember: observedAt: is not an argument of this tool (fix: did you mean "
+                                  "observed_at?") in text, text
+            for args, starts in [({}, "text: is missing (fix: give text"),
+                                 ({"text": "x", "confidence": 7}, "confidence: 7 is not less than or equal to 1"),
+                                 ({"text": "x", "observed_at": "2024-01-01T00:00:00"}, "observed_at: "),
+                                 ({"text": "I have asthma", "sensitivity": "Bogus Label"},
+                                  "sensitivity: 'Bogus Label' is not a label")]:
+                r = await c.call_tool("remember", args)
+                text = r.content[0].text
+                assert r.is_error and f"remember: {starts}" in text and "(fix: " in text, (args, text)
+                assert "validation error" not in text and "pydantic.dev" not in text and "--" not in text, text
+            r = await c.call_tool("update_card", {"session_id": "never", "task": "t"})
+            text = r.content[0].text
+            assert r.is_error and "call `log_message` first" in text and "memledger session" not in text, text
+            r = await c.call_tool("log_message", {"session_id": "s1", "role": "user", "message_id": "m1", "text": "hi"})
+            assert not r.is_error, r.content[0].text
+            r = await c.call_tool("update_card", {"session_id": "s1", "replace_decisions": ["no arrow"]})
+            text = r.content[0].text
+            assert r.is_error and "update_card: replace_decisions: " in text and "--" not in text, text
+            r = await c.call_tool("recall", {"query": "tea", "allow_sensitive": ["Health"]})
+            assert r.is_error and "allow_sensitive: 'Health' is not a label" in r.content[0].text
+            # unlink: undo a remember decision
+            first = (await c.call_tool("remember", {"text": "I drink coffee every morning"})).structured_content
+            assert (first["decision"], first["key"]) == ("supersede", "preference.drink")  # seeded: tea
+            r = await c.call_tool("unlink", {"key": first["key"], "version": 99})
+            assert r.is_error and "unlink: version: " in r.content[0].text, r.content[0].text
+            assert "memledger history" not in r.content[0].text and "`history`" in r.content[0].text
+            r = await c.call_tool("unlink", {"key": first["key"], "version": first["version"]})
+            assert not r.is_error and r.structured_content["decision"], r.content[0].text
+            r = await c.call_tool("profile", {})
+            assert r.structured_content["facts"]["preference.drink"]["value"] == "tea"  # the supersede undone
+
+    asyncio.run(asyncio.wait_for(run(), 120))

@@ -31,6 +31,29 @@ def _port(port: int) -> int:
     return port
 
 
+def _check_port_free(host: str, port: int) -> None:
+    """Exit 1 with a sentence (before any banner) when ``host:port`` cannot be listened on: a busy port (another
+    server) or an address this machine does not have. uvicorn would print its own error and exit 3 after our
+    banner announced a server that never ran."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        err.print(f"error: --host {host!r} is not an address of this machine ({exc.strerror or exc}); fix: give "
+                  "127.0.0.1, 0.0.0.0 or one of its addresses")
+        raise typer.Exit(1) from None
+    family, _, _, _, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a TIME_WAIT port is free
+        try:
+            s.bind(addr)
+        except OSError as exc:
+            err.print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc} (another server is probably "
+                      "using it); fix: stop it or pick another --port")
+            raise typer.Exit(1) from None
+
+
 def _log_to_stderr(level: int = logging.INFO) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
@@ -87,7 +110,8 @@ def serve_mcp(ctx: typer.Context,
                 yield
 
         asgi = Starlette(routes=list(inner.routes), lifespan=lifespan)
-        asgi.add_middleware(KeyMiddleware, keys=KeyStore(ml), service=service)
+        asgi.add_middleware(KeyMiddleware, keys=KeyStore(ml), service=service, routes=inner.routes)
+        _check_port_free(host, port)
         err.print(f"memledger MCP on http://{host}:{port}/mcp (Authorization: Bearer <key>)")
         _uvicorn(asgi, host, port)
 
@@ -104,5 +128,6 @@ def serve_http(ctx: typer.Context, host: str = HostOpt,
 
     with open_ledger(ctx) as ml:
         asgi = create_app(Service(ml), allow_destructive=allow_destructive, host=host)
+        _check_port_free(host, port)
         err.print(f"memledger HTTP API on http://{host}:{port} (docs: /docs, MCP: /mcp)")
         _uvicorn(asgi, host, port)

@@ -12,8 +12,9 @@ Contracts (docs/interfaces.md):
 - Errors: BadInput 422 (``field``, ``problem``, ``fix``), idempotency mismatch and concurrency conflicts 409, not
   caught up 503 with ``Retry-After``, an erased user 410, a missing key 401, a foreign user 403. Bad input never
   gives a 5xx.
-- Logs: one access line per request with method, path (no query string), status and milliseconds; no memory text,
-  value or query is ever logged (bodies are never logged; search has a POST form so queries stay out of URLs).
+- Logs: one access line per request with method, route template (never the raw path: it holds user ids and fact
+  keys; never the query string), status and milliseconds, control characters escaped; no memory text, value or
+  query is ever logged (bodies are never logged; search has a POST form so queries stay out of URLs).
 """
 
 from __future__ import annotations
@@ -30,17 +31,49 @@ from fastapi import Body, Depends, FastAPI, Header, Path, Query, Request, Securi
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ledger.errors import BadInput, ConflictError, IdempotencyMismatch, MemledgerError, NotCaughtUp, SubjectErasedError
+from ledger.errors import (
+    BadInput,
+    ConflictError,
+    IdempotencyMismatch,
+    MemledgerError,
+    NotCaughtUp,
+    SubjectErasedError,
+)
 from ledger.schemas import check_key, check_user_id
 
 from .keys import KeyStore, Principal
 from .mcp import PRINCIPAL_STATE, build_mcp
-from .models import (AssertBody, AuditArgs, BelievedArgs, CardBody, CommandsBody, ContextBody, CorrectBody, DiffArgs,
-                     HttpSearchBody, LogMessageBody, ObservedBody, RememberBody, RetractBody, SearchBody,
-                     SessionStartBody, SummaryBody, TrueAtArgs)
+from .models import (
+    AssertBody,
+    AuditArgs,
+    BelievedArgs,
+    CardBody,
+    CommandsBody,
+    ContextBody,
+    CorrectBody,
+    DiffArgs,
+    HttpSearchBody,
+    LogMessageBody,
+    ObservedBody,
+    RememberBody,
+    RetractBody,
+    SearchBody,
+    SessionStartBody,
+    SummaryBody,
+    TrueAtArgs,
+    UnlinkBody,
+)
+
+#: every body and query field of the routes: a CLI flag a ledger refusal names is renamed to one of these
+#: (``--replace-action`` -> ``replace_actions``; memledger/servers/wording.py)
+BODY_FIELDS = frozenset().union(*(m.model_fields for m in (
+    AssertBody, AuditArgs, BelievedArgs, CardBody, CommandsBody, ContextBody, CorrectBody, DiffArgs, HttpSearchBody,
+    LogMessageBody, ObservedBody, RememberBody, RetractBody, SessionStartBody, SummaryBody, TrueAtArgs, UnlinkBody)))
 from .ops import Service
+from .wording import for_face, from_validation, text_of
 
 log = logging.getLogger("memledger.http")
 
@@ -68,19 +101,24 @@ def _problem_of(exc: BaseException) -> JSONResponse | None:
     if isinstance(exc, Problem):
         return problem_response(exc.status, exc.title, exc.detail, exc.headers, **exc.extra)
     if isinstance(exc, IdempotencyMismatch):
-        return problem_response(409, "Idempotency mismatch", str(exc), field=exc.field, problem=exc.problem,
-                                fix=exc.fix)
+        w = for_face(exc, "http", BODY_FIELDS)
+        return problem_response(409, "Idempotency mismatch", text_of(w), field=w.field, problem=w.problem,
+                                fix=w.fix)
     if isinstance(exc, BadInput):
+        w = for_face(exc, "http", BODY_FIELDS)  # body fields and routes, not the CLI's flags and commands
         if "was erased" in exc.problem:
-            return problem_response(410, "Subject erased", str(exc), field=exc.field, problem=exc.problem,
-                                    fix=exc.fix)
-        return problem_response(422, "Bad input", str(exc), field=exc.field, problem=exc.problem, fix=exc.fix)
+            return problem_response(410, "Subject erased", text_of(w), field=w.field, problem=w.problem,
+                                    fix=w.fix)
+        return problem_response(422, "Bad input", text_of(w), field=w.field, problem=w.problem, fix=w.fix)
     if isinstance(exc, ConflictError):
-        return problem_response(409, "Conflict", str(exc))
+        return problem_response(409, "Conflict", str(exc), field=None, problem=str(exc),
+                                fix="retry the request (an Idempotency-Key makes the retry safe)")
     if isinstance(exc, NotCaughtUp):
-        return problem_response(503, "Not caught up", str(exc), headers={"Retry-After": "1"})
+        return problem_response(503, "Not caught up", str(exc), headers={"Retry-After": "1"}, field="after",
+                                problem=str(exc), fix="retry after a second")
     if isinstance(exc, SubjectErasedError):
-        return problem_response(410, "Subject erased", str(exc))
+        return problem_response(410, "Subject erased", str(exc), field="user_id", problem=str(exc),
+                                fix="nothing of an erased user can be read or written")
     if isinstance(exc, NotImplementedError):
         return problem_response(501, "Not implemented", str(exc))
     if isinstance(exc, MemledgerError):
@@ -88,13 +126,46 @@ def _problem_of(exc: BaseException) -> JSONResponse | None:
     return None
 
 
+def log_safe(text: Any) -> str:
+    """``text`` with every control character (newline, NUL, escape, ...) and backslash written as an escape
+    (``\\n``, ``\\x00``): a logged field can never start a forged line or carry raw control bytes."""
+    out = []
+    for ch in str(text):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch.isprintable():  # False for every control, format and separator character but the space
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
+def route_template(routes: Any, scope: Scope) -> str:
+    """The template of the route ``scope`` matches (``/v1/users/{user_id}/facts/{key}``), never the raw path, whose
+    segments carry user ids and fact keys; ``-`` when no route matches (a 404)."""
+    from starlette.routing import Match
+
+    partial = None
+    for route in (routes() if callable(routes) else routes) or ():
+        try:
+            match, _ = route.matches(scope)
+        except Exception:  # noqa: BLE001, S112 - a route that cannot match this scope
+            continue
+        if match is Match.FULL:
+            return str(getattr(route, "path", "-"))
+        if match is Match.PARTIAL and partial is None:
+            partial = str(getattr(route, "path", "-"))
+    return partial or "-"
+
+
 class KeyMiddleware:
     """ASGI middleware: authenticate ``Authorization: Bearer`` (401 problem+json otherwise), put the key's
     :class:`Principal` in the request state (``scope["state"]``, where routes and MCP tools read it), and write
-    one access-log line without the query string."""
+    one access-log line: method, route template (never the raw path: it holds user ids and keys; never the query
+    string), status, milliseconds, every field with its control characters escaped (:func:`log_safe`)."""
 
-    def __init__(self, app: ASGIApp, keys: KeyStore, service: Service) -> None:
-        self.app, self.keys, self.service = app, keys, service
+    def __init__(self, app: ASGIApp, keys: KeyStore, service: Service, routes: Any = None) -> None:
+        self.app, self.keys, self.service, self.routes = app, keys, service, routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -115,14 +186,17 @@ class KeyMiddleware:
                 if principal is None:
                     resp = problem_response(401, "Unauthorized", "send a valid API key: Authorization: Bearer <key> "
                                             "(memledger keys create --user U)",
-                                            headers={"WWW-Authenticate": 'Bearer realm="memledger"'})
+                                            headers={"WWW-Authenticate": 'Bearer realm="memledger"'},
+                                            field="Authorization", problem="no API key, or an unknown, revoked or "
+                                            "expired one", fix="send Authorization: Bearer <key> with a key from "
+                                            "memledger keys create --user U")
                     await resp(scope, receive, send_logged)
                     return
                 scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
             await self.app(scope, receive, send_logged)
         finally:
-            log.info("%s %s %s %.1fms", scope.get("method"), path, status["code"],
-                     (time.perf_counter() - start) * 1000)
+            log.info("%s %s %s %.1fms", log_safe(scope.get("method")), log_safe(route_template(self.routes, scope)),
+                     status["code"], (time.perf_counter() - start) * 1000)
 
     async def _principal(self, scope: Scope) -> Principal | None:
         header = ""
@@ -171,14 +245,15 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                               "Authorization: Bearer <key> (memledger keys create). Errors are RFC 9457 "
                               "problem+json. See docs/interfaces.md.")
     app.router.routes.extend(mcp_routes)
-    app.add_middleware(KeyMiddleware, keys=keys, service=service)
+    app.add_middleware(KeyMiddleware, keys=keys, service=service, routes=lambda: app.router.routes)
 
     @app.exception_handler(Exception)
     async def on_error(request: Request, exc: Exception) -> Response:
         resp = _problem_of(exc)
         if resp is not None:
             return resp
-        log.error("unexpected %s on %s %s", type(exc).__name__, request.method, request.url.path)
+        log.error("unexpected %s on %s %s", log_safe(type(exc).__name__), log_safe(request.method),
+                  log_safe(route_template(app.router.routes, request.scope)))
         return problem_response(500, "Internal error", f"{type(exc).__name__}")
 
     for cls in (Problem, BadInput, ConflictError, NotCaughtUp, SubjectErasedError, MemledgerError,
@@ -187,19 +262,55 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError) -> Response:
-        errors = exc.errors()
-        first = errors[0] if errors else {"loc": ("body",), "msg": "invalid"}
-        loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header")]
-        field = ".".join(loc) or "body"
-        fix = "see /openapi.json for the expected fields and types"
-        msg = str(first.get("msg", "invalid"))
-        if "; fix: " in msg:
-            msg, _, fix = msg.partition("; fix: ")
-            msg = msg.removeprefix("Value error, ")
+        errors = list(exc.errors())
+        first = errors[0] if errors else {"loc": ("body",), "msg": "invalid", "type": "value_error"}
+        kind, loc = first.get("type", ""), tuple(first.get("loc", ()))
+        ctype = request.headers.get("content-type", "")
+        if kind == "json_invalid":  # loc is ("body", <byte offset>): the field is the body
+            reason = str((first.get("ctx") or {}).get("error", "")) or "invalid"
+            w = BadInput("body", f"is not valid JSON ({reason} at character {loc[-1] if loc else '?'})",
+                         "send one JSON object (check quotes, commas and brackets)")
+        elif loc == ("body",) and kind in ("dict_type", "model_attributes_type", "model_type") and \
+                "json" not in ctype.lower():
+            shown = (ctype.split(";")[0].strip() or "no Content-Type")
+            w = BadInput("Content-Type", f"the body was sent as {shown}, so it was not read as JSON",
+                         "send the JSON body with Content-Type: application/json")
+        else:
+            w = from_validation(errors, "http", BODY_FIELDS)
         details = [{"field": ".".join(str(p) for p in e.get("loc", ())), "problem": str(e.get("msg"))}
                    for e in errors]
-        return problem_response(422, "Bad input", f"{field}: {msg} ({fix})", field=field, problem=msg, fix=fix,
+        return problem_response(422, "Bad input", text_of(w), field=w.field, problem=w.problem, fix=w.fix,
                                 errors=details)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
+        """Routing and body-parsing errors (404, 405, an unreadable body) as problem+json with field/problem/fix."""
+        method = request.method
+        if exc.status_code == 404:
+            return problem_response(404, "Not found", "path: no route has this path (fix: see /openapi.json)",
+                                    field="path", problem="no route has this path",
+                                    fix="see /openapi.json (or /docs) for the routes")
+        if exc.status_code == 405:
+            allow = (exc.headers or {}).get("Allow") or (exc.headers or {}).get("allow") or ""
+            fix = f"use {allow.replace(', ', ' or ')}" if allow else "see /openapi.json for the routes"
+            return problem_response(405, "Method not allowed", f"method: {log_safe(method)} is not allowed on "
+                                    f"this route (fix: {fix})", headers=dict(exc.headers or {}), field="method",
+                                    problem=f"{log_safe(method)} is not allowed on this route", fix=fix)
+        if exc.status_code == 400:  # FastAPI could not read the body: not UTF-8, or JSON nested too deeply
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, RecursionError):
+                problem = "is JSON nested too deeply to be read"
+                fix = "flatten it (a value nested a few levels deep is plenty)"
+            elif isinstance(cause, UnicodeDecodeError):
+                problem = "is not UTF-8 text"
+                fix = "send the JSON body encoded as UTF-8"
+            else:
+                problem, fix = "could not be read as JSON", "send one UTF-8 JSON object"
+            return problem_response(422, "Bad input", f"body: {problem} (fix: {fix})", field="body",
+                                    problem=problem, fix=fix)
+        detail = str(exc.detail)
+        return problem_response(exc.status_code, "Error", detail, headers=dict(exc.headers or {}), field=None,
+                                problem=detail, fix="see /openapi.json")
 
     # -- dependencies ----------------------------------------------------------------------------------------------
     async def user_of(request: Request, user_id: str = Path(description="Whose memory.")) -> str:
@@ -209,28 +320,42 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         except BadInput as exc:
             raise Problem(422, "Bad input", str(exc), field=exc.field, problem=exc.problem, fix=exc.fix) from None
         if not p.allows(user_id):
-            raise Problem(403, "Forbidden", f"this API key does not hold user {user_id!r}")
+            raise Problem(403, "Forbidden", f"this API key does not hold user {user_id!r}", field="user_id",
+                          problem=f"this API key does not hold user {user_id!r}",
+                          fix="use a key created with --user for that user")
         if await service.call(service.erased, user_id, inline=True):
             raise Problem(410, "Subject erased", f"user {user_id!r} was erased; nothing of them can be read or "
-                          "written", field="user_id")
+                          "written", field="user_id", problem=f"user {user_id!r} was erased",
+                          fix="nothing of an erased user can be read or written")
         return user_id
 
-    async def key_of(key: str = Path(description="The fact's dotted key.")) -> str:
+    async def key_of(key: str = Path(description="The fact's dotted key (reads take any key as recorded; a "
+                                                 "write of a new key refuses capitals).")) -> str:
         return check_key(key)
 
     def labels_ok(p: Principal, labels: list[str] | None) -> None:
         if labels:
-            missing = sorted({x.strip() for x in labels} - p.allow_sensitive)
+            from ..privacy import check_allow_sensitive
+
+            missing = sorted(check_allow_sensitive(labels) - p.allow_sensitive)  # a malformed label: 422
             if missing:
                 raise Problem(403, "Forbidden", f"this API key may not let in {', '.join(missing)} (create one "
-                              f"with --allow-sensitive {missing[0]})")
+                              f"with --allow-sensitive {missing[0]})", field="allow_sensitive",
+                              problem=f"this API key may not let in {', '.join(missing)}",
+                              fix=f"use a key created with --allow-sensitive {missing[0]}")
 
     def written(data: Any, position: int, status: int = 200) -> JSONResponse:
         return JSONResponse(data, status_code=status, headers={"X-Ledger-Position": str(position)})
 
     def idem(body: Any, header: str | None) -> Any:
-        if header and getattr(body, "idempotency_key", None) is None and hasattr(body, "idempotency_key"):
+        if not header or not hasattr(body, "idempotency_key"):
+            return body
+        given = getattr(body, "idempotency_key", None)
+        if given is None:
             return body.model_copy(update={"idempotency_key": header})
+        if given != header:  # which one names the retry? refuse rather than pick one silently
+            raise BadInput("idempotency_key", f"the body's {given!r} differs from the Idempotency-Key header's "
+                           f"{header!r}", "send one of them (or the same key in both)")
         return body
 
     IdemHeader = Header(None, alias="Idempotency-Key", description="A retried request with the same key records "
@@ -269,9 +394,19 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         r = service.retract(user_id, key, idem(body, idempotency_key))
         return written(r.model_dump(mode="json"), r.position, 201)
 
+    @app.post("/v1/users/{user_id}/facts/{key}/unlinks", tags=["writes"], status_code=201,
+              description="Undo a wrong `remember` decision: `version` of `key` does not belong there (recorded "
+                          "as events: the replaced value comes back, the statement moves to a key of its own, or a "
+                          "conflict is settled). Returns the new decision (a remember receipt).")
+    def unlink(body: UnlinkBody, user_id: str = Depends(user_of), key: str = Depends(key_of)) -> Response:
+        r = service.unlink(user_id, key, body.version)
+        return written(r.model_dump(mode="json"), _position(r), 201)
+
     @app.post("/v1/commands", tags=["writes"], status_code=201)
     def commands(request: Request, body: CommandsBody, idempotency_key: str | None = IdemHeader) -> Response:
         p = principal(request)
+        if not body.commands:
+            raise BadInput("commands", "is empty", "send at least one command ({op, user_id, key, value, ...})")
         cmds = []
         for i, c in enumerate(body.commands):
             u = c.get("user_id")
@@ -286,7 +421,15 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
             if idempotency_key and "idempotency_key" not in c:
                 c = {**c, "idempotency_key": f"{idempotency_key}:{i}"}
             cmds.append(c)
-        receipts = service.record(cmds)
+        try:
+            receipts = service.record(cmds)
+        except BadInput as exc:
+            if exc.field.endswith((".key", ".value")) and exc.problem == "is missing":
+                # a free-text statement ({user_id, text}) sent as a fact command: say where it goes
+                raise BadInput(exc.field, exc.problem, "each command names a fact: {op: assert|correct|retract, "
+                               "user_id, key, value, ...}; a free-text statement goes to POST "
+                               "/v1/users/{user_id}/memories") from None
+            raise
         return written({"receipts": [r.model_dump(mode="json") for r in receipts]},
                        max((r.position for r in receipts), default=0), 201)
 
@@ -397,7 +540,9 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         if not p.allows(user_id):
             raise Problem(403, "Forbidden", f"this API key does not hold user {user_id!r}")
         if not p.admin:
-            raise Problem(403, "Forbidden", "erasing needs an admin key (memledger keys create --admin)")
+            raise Problem(403, "Forbidden", "erasing needs an admin key (memledger keys create --admin)",
+                          field="Authorization", problem="erasing needs an admin key",
+                          fix="use a key created with memledger keys create --admin")
         if confirm != user_id:
             raise Problem(422, "Bad input", "Confirm-Erase: must repeat the user id (erasing is irreversible)",
                           field="Confirm-Erase", problem="missing or not the user id", fix=f"send Confirm-Erase: "
@@ -417,8 +562,10 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         return written(r.model_dump(mode="json"), r.position, 201)
 
     @app.get("/v1/users/{user_id}/sessions/{session_id}/messages", tags=["sessions"])
-    def messages(session_id: str, user_id: str = Depends(user_of)) -> Any:
-        return service.messages(user_id, session_id)
+    def messages(session_id: str, user_id: str = Depends(user_of),
+                 limit: int | None = Query(None, ge=1, le=100_000, description="Only the last N messages.")) -> Any:
+        rows = service.messages(user_id, session_id)
+        return rows[-limit:] if limit is not None else rows
 
     @app.post("/v1/users/{user_id}/sessions/{session_id}/messages", tags=["sessions"], status_code=201)
     def log_message(session_id: str, body: LogMessageBody, user_id: str = Depends(user_of)) -> Response:
@@ -457,6 +604,11 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
             except ValueError:
                 raise Problem(422, "Bad input", "Last-Event-ID: not a log position", field="Last-Event-ID",
                               problem="not an integer", fix="send the id of the last event received") from None
+        head_now = await anyio.to_thread.run_sync(service.head)
+        if start > head_now:  # a position the log has not reached: it would wait forever for events
+            field = "Last-Event-ID" if last_event_id is not None and start != after else "after"
+            raise BadInput(field, f"position {start} is past the log's head ({head_now})",
+                           f"pass a position from an earlier event or receipt (0..{head_now})")
         first = await anyio.to_thread.run_sync(service.changes, user_id, start)
 
         async def stream() -> AsyncIterator[bytes]:

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ledger.errors import BadInput
-from ledger.schemas import check_user_id
+from ledger.schemas import check_label, check_user_id
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 
 DDL = """
@@ -114,6 +114,8 @@ class KeyStore:
         labels = sorted({(x or "").strip() for x in (allow_sensitive or [])})
         if any(not x for x in labels):
             raise BadInput("--allow-sensitive", "an empty label", "give labels such as health or finance")
+        for x in labels:  # a lowercase identifier, as recorded labels are: a typo would grant nothing, silently
+            check_label(x, "--allow-sensitive")
         expires_at = None
         if expires is not None:
             expires_at = parse_instant(expires, "--expires")

@@ -2,8 +2,8 @@
 
 Tools (each with a pydantic argument model and a result model, so each has an input and an output schema):
 ``remember``, ``recall``, ``profile``, ``history``, ``believed``, ``true_at``, ``diff``, ``audit``, ``correct``,
-``retract``, ``context``, ``resume``, ``log_message``, ``update_card``; ``erase`` (and ``forget`` once the ledger
-has it) only with ``allow_destructive``, marked destructive. Resources: ``memledger://users/{user_id}/profile``,
+``retract``, ``unlink``, ``context``, ``resume``, ``log_message``, ``update_card``; ``erase`` (and ``forget`` once
+the ledger has it) only with ``allow_destructive``, marked destructive. Resources: ``memledger://users/{user_id}/profile``,
 ``memledger://users/{user_id}/history/{key}``, ``memledger://users/{user_id}/context``.
 
 Who a call may touch (every tool takes an optional ``user_id``):
@@ -30,21 +30,40 @@ import anyio
 from mcp.server.mcpserver import Context as ToolContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from ledger.errors import BadInput, MemledgerError
-from ledger.schemas import HistoryRow, Profile, Receipt, check_user_id
+from ledger.schemas import HistoryRow, Profile, Receipt, check_key, check_user_id
 
 from .. import privacy
 from ..context import Context as LedgerContext
 from ..sessions import Resume, SessionReceipt
 from ..timetravel import Beliefs, Diff
 from .keys import Principal
-from .models import (AuditArgs, BelievedArgs, ContextArgs, CorrectArgs, DiffArgs, EraseArgs, HistoryArgs,
-                     HistoryResult, LogMessageArgs, ProfileArgs, RecallArgs, RecallResult, RememberArgs, ResumeArgs,
-                     RetractArgs, TrueAtArgs, UpdateCardArgs)
+from .models import (
+    AuditArgs,
+    BelievedArgs,
+    ContextArgs,
+    CorrectArgs,
+    DiffArgs,
+    EraseArgs,
+    HistoryArgs,
+    HistoryResult,
+    LogMessageArgs,
+    ProfileArgs,
+    RecallArgs,
+    RecallResult,
+    RememberArgs,
+    ResumeArgs,
+    RetractArgs,
+    TrueAtArgs,
+    UnlinkArgs,
+    UpdateCardArgs,
+)
 from .ops import Service
+from .wording import for_face, from_validation, text_of
 
 PRINCIPAL_STATE = "memledger_principal"
 
@@ -90,6 +109,9 @@ DESCRIPTIONS = {
     "log_message": "Log one conversation message (idempotent on message_id; starts the session if needed).",
     "update_card": "Patch a session's state card: task, progress, status, and add/remove/replace decisions, open "
                    "questions and action items ('OLD=>NEW' for a replacement).",
+    "unlink": "Undo a wrong `remember` decision: version `version` of `key` (from the remember receipt) does not "
+              "belong there. Recorded as events, never an edit: the value it replaced comes back, the statement "
+              "moves to a key of its own, or a conflict is settled. Returns the new decision.",
     "erase": "DESTRUCTIVE and irreversible: erase everything about the user (their key is destroyed, every "
              "projection purged). `confirm` must repeat the user id.",
     "forget": "DESTRUCTIVE: destroy one fact's text (crypto-shredding of that fact); its history keeps only that it "
@@ -98,7 +120,7 @@ DESCRIPTIONS = {
 
 
 def bad_input_text(exc: BadInput) -> str:
-    return f"{exc.field}: {exc.problem}" + (f" (fix: {exc.fix})" if exc.fix else "")
+    return text_of(for_face(exc, "mcp"))
 
 
 def principal_of(ctx: ToolContext | None) -> Principal | None:
@@ -158,15 +180,13 @@ class UserPolicy:
                                   f"key with --allow-sensitive {missing[0]})")
 
 
-def _tool_error(exc: BaseException) -> ToolError:
+def _tool_error(exc: BaseException, model: Any = None) -> ToolError:
+    """A refusal as a tool error worded for MCP: ``<argument>: <problem> (fix: <fix>)``, CLI flags and commands
+    named as the tool's arguments and tools (:mod:`memledger.servers.wording`)."""
     if isinstance(exc, BadInput):
-        return ToolError(bad_input_text(exc))
+        return ToolError(text_of(for_face(exc, "mcp", model)))
     if isinstance(exc, ValidationError):
-        parts = []
-        for e in exc.errors():
-            loc = ".".join(str(p) for p in e["loc"]) or "arguments"
-            parts.append(f"{loc}: {e['msg']}")
-        return ToolError("; ".join(parts))
+        return ToolError(text_of(from_validation(exc.errors(), "mcp", model)))
     if isinstance(exc, PermissionError):
         return ToolError(f"refused: {exc}")
     if isinstance(exc, MemledgerError):
@@ -174,6 +194,18 @@ def _tool_error(exc: BaseException) -> ToolError:
     if isinstance(exc, NotImplementedError):
         return ToolError(str(exc))
     raise exc
+
+
+class _RawArguments(ArgModelBase):
+    """The SDK's argument model of every memledger tool: it passes the caller's arguments through untouched, so the
+    tool's own argument model (``extra="forbid"``) validates them and words the refusal (an unknown argument such
+    as ``observedAt`` is refused, never dropped; the SDK's model ignored it and dumped pydantic's text otherwise).
+    The published input schema is still the tool's argument model's."""
+
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return dict(self.__pydantic_extra__ or {})
 
 
 def _register(server: MCPServer, name: str, args_model: type, result_type: Any,
@@ -191,13 +223,17 @@ def _register(server: MCPServer, name: str, args_model: type, result_type: Any,
     hints["ctx"] = ToolContext
     hints["return"] = result_type
 
+    parser: Any = None  # the SDK's pre-parse of JSON-in-a-string arguments (set once the tool is registered)
+
     def call(kwargs: dict[str, Any], principal: Principal | None) -> Any:
         try:
+            if parser is not None:
+                kwargs = parser.pre_parse_json(kwargs)
             args = args_model.model_validate(kwargs)
             user = policy.resolve(getattr(args, "user_id", None), principal)
             return body(user, args, principal)
         except Exception as exc:  # noqa: BLE001 - mapped to a tool error, or re-raised (a crash)
-            raise _tool_error(exc) from exc
+            raise _tool_error(exc, args_model) from exc
 
     # A read (about a millisecond) runs on the event loop when the ledger is free: no worker-thread hop, which
     # under CPU contention costs a scheduling round trip; a write, or a read behind a busy ledger, runs in a thread.
@@ -223,6 +259,9 @@ def _register(server: MCPServer, name: str, args_model: type, result_type: Any,
         meta = server._tool_manager.get_tool(name).fn_metadata
         if meta.output_schema is not None:
             meta.output_schema = lean_schema(meta.output_schema)
+        # arguments reach `call` as sent (the input schema was published from the signature already)
+        parser = FuncMetadata(arg_model=meta.arg_model)
+        meta.arg_model = _RawArguments
     except AttributeError:  # pragma: no cover - another SDK layout: the schema stays as generated
         pass
 
@@ -299,6 +338,8 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
     reg("audit", AuditArgs, privacy._audit_models()[0], lambda u, a, p: s.audit(u, a), ro)
     reg("correct", CorrectArgs, Receipt, lambda u, a, p: s.correct(u, a.key, a), write)
     reg("retract", RetractArgs, Receipt, lambda u, a, p: s.retract(u, a.key, a), write)
+    if callable(getattr(service.ml, "unlink", None)):
+        reg("unlink", UnlinkArgs, remember_type, lambda u, a, p: s.unlink(u, check_key(a.key), a.version), write)
     reg("context", ContextArgs, LedgerContext, context, write)
     reg("resume", ResumeArgs, Resume, lambda u, a, p: s.resume(u, now=a.now, expiry_hours=a.expiry_hours), ro)
     reg("log_message", LogMessageArgs, SessionReceipt, lambda u, a, p: s.log_message(u, a.session_id, a), write)

@@ -102,6 +102,11 @@ class RetractBody(Provenance):
     observed_at: Instant | None = Field(None, description="When the retraction was said (ISO 8601 with offset).")
 
 
+class UnlinkBody(_Model):
+    version: int = Field(ge=1, description="The version of the fact that a `remember` filed there wrongly (its "
+                         "receipt's version): it is undone with events; history keeps everything.")
+
+
 class CommandsBody(_Model):
     commands: list[dict[str, Any]] = Field(description="Fact commands, each {op: assert|correct|retract, user_id, "
                                            "key, value, ...} with the fields of the single routes; all or nothing.")
@@ -253,6 +258,10 @@ class LogMessageArgs(UserArg, LogMessageBody):
 
 class UpdateCardArgs(UserArg, CardBody):
     session_id: str = Field(description="The session whose state card to patch.")
+
+
+class UnlinkArgs(UserArg, UnlinkBody):
+    key: str = Field(description="The fact's dotted key the statement was wrongly filed under.")
 
 
 class EraseArgs(UserArg):

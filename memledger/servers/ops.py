@@ -97,6 +97,13 @@ class Service:
         with self.lock:
             return self.ml.retract_fact(user_id, key, **kw)
 
+    def unlink(self, user_id: str, key: str, version: int) -> Any:
+        """Undo a wrong ``remember`` decision (``MemoryLedger.unlink``): a RememberReceipt."""
+        if not callable(getattr(self.ml, "unlink", None)):
+            raise NotImplementedError("unlink is not available in this memledger version")
+        with self.lock:
+            return self.ml.unlink(user_id, key, version)
+
     def record(self, commands: list[dict[str, Any]]) -> list[Any]:
         with self.lock:
             return self.ml.record(commands)
