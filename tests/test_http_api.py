@@ -443,6 +443,11 @@ def test_every_error_is_problem_json_naming_the_body_field(api: Any) -> None:
                 422, "Content-Type")
     assert "application/json" in b["fix"]
     problem(http.get("/v1/nothing/here", headers=h), 404, "path")
+    problem(http.get("/v1/users/u1/profile"), 401, "Authorization")
+    problem(http.get("/v1/users/u2/profile", headers=h), 403, "user_id")
+    problem(http.post("/v1/commands", json={"commands": [{"user_id": "u2", "key": "a.b", "value": 1}]}, headers=h),
+            403, "commands[0].user_id")
+    problem(http.post(f"{u}/search", json={"query": "x", "also": ["u2"]}, headers=h), 403, "also")
     b = problem(http.put(f"{u}/profile", headers=h), 405, "method")
     assert "GET" in b["fix"]
     b = problem(http.post(f"{u}/sessions/s7/messages", json={"role": "user", "message_id": "m", "text": " "},

@@ -285,6 +285,13 @@ def test_mcp_over_http_with_keys(tmp_path: Path) -> None:
                     await c.list_tools()
 
         asyncio.run(asyncio.wait_for(run(), 120))
+        import httpx
+
+        r = httpx.get(server.base + "/elsewhere", headers={"Authorization": f"Bearer {k1}"})
+        assert r.status_code == 404 and r.headers["content-type"].startswith("application/problem+json")
+        assert (r.json()["field"], r.json()["fix"]) == ("path", "the MCP endpoint is /mcp")
+        log = server.log()
+        assert "GET - 404" in log and "POST /mcp 200" in log  # route templates, not paths
     finally:
         server.stop()
     with MemoryLedger(home=home) as ml:  # nothing written by any refused call

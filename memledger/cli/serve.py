@@ -109,7 +109,16 @@ def serve_mcp(ctx: typer.Context,
             async with server.session_manager.run():
                 yield
 
-        asgi = Starlette(routes=list(inner.routes), lifespan=lifespan)
+        from memledger.servers.http import problem_response
+
+        async def not_routed(request, exc):  # noqa: ANN001, ANN202 - problem+json as the HTTP API answers
+            if exc.status_code == 405:
+                return problem_response(405, "Method not allowed", f"method: {request.method} is not allowed on /mcp",
+                                        headers=dict(exc.headers or {}), fix="use POST (MCP streamable HTTP)")
+            return problem_response(404, "Not found", "path: no route has this path", fix="the MCP endpoint is /mcp")
+
+        asgi = Starlette(routes=list(inner.routes), lifespan=lifespan,
+                         exception_handlers={404: not_routed, 405: not_routed})
         asgi.add_middleware(KeyMiddleware, keys=KeyStore(ml), service=service, routes=inner.routes)
         _check_port_free(host, port)
         err.print(f"memledger MCP on http://{host}:{port}/mcp (Authorization: Bearer <key>)")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -90,8 +91,24 @@ class Problem(Exception):
         self.status, self.title, self.detail, self.headers, self.extra = status, title, detail, headers or {}, extra
 
 
+#: the fix of a problem that names none, by status
+DEFAULT_FIX = {401: "send Authorization: Bearer <key> (memledger keys create --user U)",
+               403: "use a key that holds it (memledger keys create --user U)",
+               410: "nothing of an erased user can be read or written",
+               422: "see /openapi.json for the expected fields and types",
+               500: "report it with the server's log line", 501: "upgrade memledger"}
+
+
 def problem_response(status: int, title: str, detail: str, headers: dict[str, str] | None = None,
                      **extra: Any) -> JSONResponse:
+    """A problem+json response; every one carries ``field``, ``problem`` and ``fix`` (from ``detail`` when the
+    caller gave none: ``"also: this API key does not hold user 'u9'"`` -> field ``also``)."""
+    if "problem" not in extra:
+        m = re.match(r"^([A-Za-z_][\w.\[\]-]*): (.+)$", detail, re.S)
+        extra.setdefault("field", m.group(1) if m else None)
+        extra["problem"] = m.group(2) if m else detail
+    extra.setdefault("field", None)
+    extra.setdefault("fix", DEFAULT_FIX.get(status, "see /openapi.json"))
     body = {"type": f"https://memledger.dev/problems/{title.lower().replace(' ', '-')}", "title": title,
             "status": status, "detail": detail, **extra}
     return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
@@ -213,7 +230,7 @@ class KeyMiddleware:
 def principal(request: Request) -> Principal:
     p = request.scope.get("state", {}).get(PRINCIPAL_STATE)
     if p is None:  # the middleware lets no request through without one; a guard, not a path
-        raise Problem(401, "Unauthorized", "send Authorization: Bearer <key>")
+        raise Problem(401, "Unauthorized", "Authorization: no API key on this request")
     return p
 
 
@@ -415,9 +432,9 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
             except BadInput as exc:
                 raise Problem(422, "Bad input", str(exc), field=exc.field, problem=exc.problem, fix=exc.fix) from None
             if not p.allows(u):
-                raise Problem(403, "Forbidden", f"commands[{i}]: this API key does not hold user {u!r}")
+                raise Problem(403, "Forbidden", f"commands[{i}].user_id: this API key does not hold user {u!r}")
             if service.erased(u):
-                raise Problem(410, "Subject erased", f"commands[{i}]: user {u!r} was erased")
+                raise Problem(410, "Subject erased", f"commands[{i}].user_id: user {u!r} was erased")
             if idempotency_key and "idempotency_key" not in c:
                 c = {**c, "idempotency_key": f"{idempotency_key}:{i}"}
             cmds.append(c)
@@ -538,7 +555,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         p = principal(request)
         user_id = check_user_id(user_id)
         if not p.allows(user_id):
-            raise Problem(403, "Forbidden", f"this API key does not hold user {user_id!r}")
+            raise Problem(403, "Forbidden", f"user_id: this API key does not hold user {user_id!r}")
         if not p.admin:
             raise Problem(403, "Forbidden", "erasing needs an admin key (memledger keys create --admin)",
                           field="Authorization", problem="erasing needs an admin key",
