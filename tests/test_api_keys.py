@@ -76,9 +76,13 @@ def test_keys_cli(cli: Any) -> None:
     assert code == 2 and "--port" in err
 
 
-def test_keys_refuse_malformed_labels_and_never_open_the_vectors_index(cli: Any, store_args: dict[str, Any]) -> None:
-    """Fresh-user run: `--allow-sensitive bogus` labels were accepted (a typo grants nothing, silently), and a
-    keys command opened (and re-bound) the semantic index. Labels are lowercase identifiers, as recorded ones."""
+def test_keys_refuse_malformed_labels(tmp_path: Any) -> None:
+    """Fresh-user run: `--allow-sensitive bogus` labels were accepted (a typo grants nothing, silently). Labels are
+    lowercase identifiers, as recorded ones (SQLite only: the check runs before the store is written)."""
+    from tests.conftest import CLI
+
+    store_args = {"home": tmp_path / "h"}
+    cli = CLI(store_args)
     for bad in ("Bogus Label", "x" * 65):
         code, _, err = cli("keys", "create", "--user", "u1", "--allow-sensitive", bad)
         assert code == 2 and "--allow-sensitive" in err and ("not a label" in err or "characters long" in err), err

@@ -72,7 +72,8 @@ memledger is this user's long-term memory, kept as a ledger: every statement, co
 event, so it can say what is believed now, what was believed at any past date, and why.
 - Save what the user tells you with `remember` (free text); it files it under the right fact and reports what it did.
 - Before answering from memory, `recall` (current beliefs only) or `context` (a prompt-ready summary).
-- When the user says a remembered value was wrong, `correct`; when they withdraw it, `retract`.
+- When the user says a remembered value was wrong, `correct`; when they withdraw it, `retract`; when `remember` filed
+  a statement under the wrong fact, `unlink` that version.
 - `believed`/`true_at`/`diff`/`history`/`audit` answer "what did we think then, and why".
 """
 
