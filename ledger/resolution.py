@@ -171,6 +171,36 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         return names_several(target.text) and not says_all(text) and not names_several(text)
 
     partial_note = "the memory names several values and this stops one of them: both kept, to confirm"
+
+    def named(pool: list[Candidate]) -> tuple[list[tuple[float, float, Candidate]], bool]:
+        """The memories of ``pool`` holding the statement's value words (or the words it says were wrong), best
+        first, and whether the best is the only best (a share >= 0.5, strictly ahead of the second)."""
+        found = []
+        for c in pool:
+            if c.typing is None or c.typing.subject not in ("self", "none"):
+                continue
+            theirs = c.typing.value_tokens
+            # the share of its value words the memory holds, or of the words it says were wrong ("not Maine")
+            frac = max(len(typing.value_tokens & theirs) / max(1, len(typing.value_tokens)),
+                       len(typing.negated_tokens & theirs) / max(1, len(typing.negated_tokens)))
+            if frac > 0:
+                found.append((frac, c.score, c))
+        found.sort(key=lambda t: (-t[0], -t[1]))
+        return found, bool(found and found[0][0] >= 0.5 and (len(found) == 1 or found[1][0] < found[0][0]))
+
+    def stop_elsewhere(rule_note: str) -> Resolution | None:
+        # a cessation whose object is held in another slot ("我每周打两次篮球" is a schedule; "我不打篮球了" a hobby):
+        # the one memory outside the slot holding its value words is retired
+        if not typing.cessation or typing.subject != "self" or not typing.value_tokens:
+            return None
+        found, unique = named([c for c in candidates if c.slot_key != typing.slot_key])
+        if not unique:
+            return None
+        target = found[0][2]
+        target.value_overlap = found[0][0]
+        if partial(target):
+            return done("conflict", None, "partial_cessation", target, contest_key=target.key, note=partial_note)
+        return done("retire", target.key, "named_cessation", target, note=rule_note)
     slot_key = typing.slot_key
     if slot_key is not None and typing.cardinality == "single":
         own = [c for c in candidates if c.key == slot_key]
@@ -191,7 +221,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("retire", slot_key, "cessation", head, close_key=head.key if head.key != slot_key else None,
                             also_close=keys, note=note)
         if head is None:
-            return done("new", slot_key, "new_slot")
+            return stop_elsewhere(f"nothing current in {slot_key}; the memory holding its words is in another slot") \
+                or done("new", slot_key, "new_slot")
         close = head.key if head.key != slot_key else None
         if typing.correction:
             return done("correct", slot_key, "correction", head, op="correct" if close is None else "assert",
@@ -222,6 +253,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         matched = best if best is not None and best.value_overlap > 0 else None
         if typing.correction or typing.cessation:
             target = matched or (siblings[0] if len(siblings) == 1 and not typing.value_tokens else None)
+            elsewhere = stop_elsewhere(f"no {slot_key} sibling holds its words; the memory holding them is in "
+                                       "another slot") if target is None else None
+            if elsewhere is not None:
+                return elsewhere
             if target is None and siblings:
                 return done("conflict", None, "multi_unsure", best, contest_key=best.key if best else None)
             if target is None:
@@ -249,27 +284,17 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     # the one current memory sharing its value words is the target
     if ((typing.cessation or typing.correction) and typing.subject in ("self", "none")
             and (typing.value_tokens or typing.negated_tokens)):
-        named = []
-        for c in candidates:
-            if c.typing is None or c.typing.subject not in ("self", "none"):
-                continue
-            theirs = c.typing.value_tokens
-            # the share of its value words the memory holds, or of the words it says were wrong ("not Maine")
-            frac = max(len(typing.value_tokens & theirs) / max(1, len(typing.value_tokens)),
-                       len(typing.negated_tokens & theirs) / max(1, len(typing.negated_tokens)))
-            if frac > 0:
-                named.append((frac, c.score, c))
-        named.sort(key=lambda t: (-t[0], -t[1]))
-        if named and named[0][0] >= 0.5 and (len(named) == 1 or named[1][0] < named[0][0]):
-            target = named[0][2]
-            target.value_overlap = named[0][0]
+        found, unique = named(candidates)
+        if unique:
+            target = found[0][2]
+            target.value_overlap = found[0][0]
             if typing.correction:
                 return done("correct", target.key, "named_correction", target, op="correct")
             if partial(target):
                 return done("conflict", None, "partial_cessation", target, contest_key=target.key, note=partial_note)
             return done("retire", target.key, "named_cessation", target)
-        if len(named) > 1 and named[0][0] >= 0.5:
-            return done("conflict", None, "named_unsure", named[0][2], contest_key=named[0][2].key)
+        if len(found) > 1 and found[0][0] >= 0.5:
+            return done("conflict", None, "named_unsure", found[0][2], contest_key=found[0][2].key)
 
     # no slot: compare with the closest free-text memories
     free = [c for c in candidates]

@@ -635,3 +635,19 @@ def test_union_membership_and_people_by_role(fresh_ledger):
     assert (r.decision, r.key) == ("supersede", "person.dentist")
     # a health condition told through the doctor stays a (sensitive) health memory
     assert ml.remember("w", "My doctor says I have diabetes", observed_at=T1).key == "health.condition.1"
+
+
+@pytest.mark.parametrize("other", [None, "我周末去爬山"])
+def test_a_cessation_whose_object_is_held_in_another_slot_retires_it(fresh_ledger, other):
+    """'我每周打两次篮球' is typed a schedule (每周), '我不打篮球了' a hobby. It used to open hobby.1 beside it (stale),
+    or, with another hobby current (爬山), be a conflict with it at value overlap 0.00 (the shared 打/篮 were in the
+    other slot). Now the memory outside the slot holding its value words is the one that stops."""
+    ml = fresh_ledger
+    a = ml.remember("u", "我每周打两次篮球", observed_at=T1)
+    if other:
+        ml.remember("u", other, observed_at=T1)
+    r = ml.remember("u", "我不打篮球了", observed_at=T2)
+    assert (a.key, r.decision, r.key) == ("schedule.1", "retire", "schedule.1")
+    assert "another slot" in r.explanation and "value overlap 1.00" in r.explanation
+    facts = {k: f.value for k, f in ml.profile("u").facts.items()}
+    assert facts == {"schedule.1": "我不打篮球了", **({"hobby.1": other} if other else {})}
