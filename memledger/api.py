@@ -137,10 +137,11 @@ class MemoryLedger(Store):
         """
         from .remember import remember
 
-        return remember(self, user_id, text, observed_at=observed_at, valid_from=valid_from, source=source,
-                        source_ref=source_ref, session_id=session_id, actor=actor, trace_id=trace_id,
-                        confidence=confidence, role=role, sensitivity=sensitivity, idempotency_key=idempotency_key,
-                        key=key)
+        receipt = remember(self, user_id, text, observed_at=observed_at, valid_from=valid_from, source=source,
+                           source_ref=source_ref, session_id=session_id, actor=actor, trace_id=trace_id,
+                           confidence=confidence, role=role, sensitivity=sensitivity,
+                           idempotency_key=idempotency_key, key=key)
+        return privacy.withhold_related(self, receipt)
 
     def unlink(self, user_id: str, key: str, version: int) -> Any:
         """Undo a wrong ``remember`` decision: version ``version`` of ``key`` does not belong there. Records events

@@ -409,6 +409,21 @@ def sensitivity_labels(ml: Store, user_id: str) -> dict[tuple[str, int], str]:
         return {(k, v): label for k, v, label in cur.fetchall()}
 
 
+def withhold_related(ml: Store, receipt: Any) -> Any:
+    """A ``remember`` receipt whose ``related`` memories carrying a sensitivity label show the label, not their text:
+    the statement's caller asked for no disclosure, and a receipt is not a context (a fresh-user run saw "I am HIV
+    positive" listed as a related memory). The decision itself is unchanged; ``audit`` keeps the evidence."""
+    related = getattr(receipt, "related", None)
+    if not related:
+        return receipt
+    labels = sensitivity_labels(ml, receipt.user_id)
+    if not any((r.key, r.version) in labels for r in related):
+        return receipt
+    shown = [r if (r.key, r.version) not in labels else
+             r.model_copy(update={"text": f"(withheld: labelled {labels[(r.key, r.version)]})"}) for r in related]
+    return receipt.model_copy(update={"related": shown})
+
+
 def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as_of: Any = None,
                             source: str | None = None, role: str | None = None, *, allow_sensitive: Any = None,
                             purpose: str | None = None, trace_id: str | None = None,

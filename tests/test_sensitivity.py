@@ -133,3 +133,14 @@ def test_an_agent_cannot_retract_what_the_user_said(cli):
     assert cli.json("profile", "g")["facts"]["pref.color"]["value"] == "blue"
     assert cli("retract", "g", "pref.color", "--reason", "the user asked")[0] == 0  # the user may
     assert cli.json("profile", "g")["facts"] == {}
+
+
+def test_remember_does_not_show_labelled_memories_among_its_related(fresh_ledger):
+    ml = fresh_ledger
+    ml.assert_fact("u", "health.condition", "HIV positive", text="I am HIV positive", sensitivity="health")
+    ml.assert_fact("u", "preference.drink", "tea", text="I am a tea drinker")
+    r = ml.remember("u", "I am positive I like tea more than coffee")
+    by_key = {m.key: m.text for m in r.related}
+    assert by_key["health.condition"] == "(withheld: labelled health)"  # weighed, but its text not shown
+    assert "HIV" not in r.model_dump_json()
+    assert ml.export("u").disclosures == []
