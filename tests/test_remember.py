@@ -604,9 +604,15 @@ def test_reingesting_remember_lines_without_idempotency_key_records_nothing(fres
     assert len(ml.history("u")) == len(before) == 7
     assert {k: v.value for k, v in ml.profile("u").facts.items()} == facts
     assert facts["preference.drink"] == "I switched to hot lattes" and facts["residence.city"] == "我搬到深圳了"
-    # the derived key owes nothing readable to the text
-    keys = {h.idempotency_key for h in before} if hasattr(before[0], "idempotency_key") else set()
-    assert all(k is None or (k.startswith("ingest:") and "americano" not in k) for k in keys)
+    # the derived key: stable, owes nothing readable to the text, and changes with the source_ref and the user
+    from memledger.ingest import RememberLine, remember_idempotency_key
+
+    line = RememberLine("u", "I love iced americano", {"observed_at": T1})
+    k = remember_idempotency_key(ml, line)
+    assert k == remember_idempotency_key(ml, line) and k.startswith("ingest:") and len(k) == len("ingest:") + 32
+    assert "americano" not in k and hashlib.sha256(b"I love iced americano").hexdigest()[:32] not in k
+    assert k != remember_idempotency_key(ml, RememberLine("u", line.text, {"observed_at": T1, "source_ref": "D2:1"}))
+    assert k != remember_idempotency_key(ml, RememberLine("v", line.text, {"observed_at": T1}))
 
 
 def test_chinese_cessation_shares_its_value_words(fresh_ledger):
