@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from .errors import BadInput
-from .timeutil import check_observed, parse_instant
+from .timeutil import check_observed, now_utc, parse_instant
 
 Source = Literal["user_statement", "agent_inference", "external_import", "system_feedback"]
 SOURCES: tuple[str, ...] = ("user_statement", "agent_inference", "external_import", "system_feedback")
@@ -143,8 +143,9 @@ def check_text(text: str, field: str) -> str:
     return text
 
 
-#: C0 control characters except tab and newline
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f]")
+#: C0 control characters except tab and newline, DEL, the C1 controls, and the invisible bidirectional overrides and
+#: isolates (U+202A-202E, U+2066-2069: they make a text read differently from what it holds)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _check_strings(value: Any, field: str) -> None:
@@ -279,7 +280,8 @@ class FactCommand(BaseModel):
             raise BadInput("value", "retract takes no value", "leave value out")
         # A retraction's valid_to closes the *head's* range (the policy checks it against the head's valid_from),
         # so it may well be earlier than when it was said: "on 1 June: I moved away on 1 May" (issue 3).
-        start = self.valid_from or (self.observed_at if self.op != "retract" else None)
+        # With neither valid_from nor observed_at the range starts when the command is recorded: now.
+        start = self.valid_from or (self.observed_at or now_utc() if self.op != "retract" else None)
         if self.valid_to is not None and start is not None and self.valid_to <= start:
             raise BadInput(
                 "valid_to",

@@ -240,6 +240,8 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     as_of_dt = None if as_of is None else parse_instant(as_of, "as_of")
     if axis not in ("system", "observed"):
         raise BadInput("axis", f"{axis!r} is not an axis", "use system (recorded by then) or observed (said by then)")
+    if axis != "system" and as_of is None:
+        raise BadInput("axis", "is given without as_of", "give --as-of T (the cut-off it applies to), or leave --axis out")
 
     if profile_fn is None:
         profile_fn = (partial(reads.profile, ml) if as_of_dt is None else

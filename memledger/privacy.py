@@ -383,6 +383,20 @@ def check_allow_sensitive(labels: Any, field: str = "allow_sensitive") -> frozen
     return frozenset(out)
 
 
+def check_purpose(purpose: Any, field: str = "purpose") -> str | None:
+    """Validate why a caller lets labelled facts out (kept, encrypted, with each disclosure): None, or non-blank text
+    without control characters, at most ``MAX_TEXT`` characters. Raises BadInput naming ``field``."""
+    from ledger.schemas import MAX_TEXT, check_text
+
+    if purpose is None:
+        return None
+    if not isinstance(purpose, str) or not purpose.strip():
+        raise BadInput(field, "is empty", "say why the labelled facts are needed, or leave it out")
+    if len(purpose) > MAX_TEXT:
+        raise BadInput(field, f"is {len(purpose)} characters long", f"use at most {MAX_TEXT}")
+    return check_text(purpose, field)
+
+
 def record_disclosures(ml: Store, user_id: str, included: list[tuple[str, int, str]], *,
                        session_id: str | None = None, purpose: str | None = None,
                        trace_id: str | None = None) -> list[int]:
@@ -438,6 +452,7 @@ def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as
         BadInput: a malformed ``allow_sensitive`` or search argument (nothing read, nothing recorded).
     """
     allow = check_allow_sensitive(allow_sensitive)
+    purpose = check_purpose(purpose)
     search.check_search_args(user_id, query, k, as_of, source, role)
     user_id = check_user_id(user_id)
     ml.before_read(kwargs.pop("after", None), kwargs.pop("timeout", 10.0), deferred=True)
@@ -501,6 +516,7 @@ def context_with_sensitivity(ml: Store, user_id: str, *, allow_sensitive: Any = 
         BadInput: a malformed ``allow_sensitive`` (or what context assembly refuses).
     """
     allow = check_allow_sensitive(allow_sensitive)
+    purpose = check_purpose(purpose)
     user_id = check_user_id(user_id)
     ml.catch_up(deferred=False)  # memories come through ml.search, which catches the vectors up itself
     labels = sensitivity_labels(ml, user_id)

@@ -261,6 +261,8 @@ def resume(store: Store, user_id: str, *, now: Any = None, expiry_hours: float =
                 expiry_hours=float(expiry_hours))
     if axis not in ("system", "observed"):
         raise BadInput("axis", f"{axis!r} is not an axis", "use system (recorded by then) or observed (said by then)")
+    if axis != "system" and as_of is None:
+        raise BadInput("axis", "is given without as_of", "give --as-of T (the cut-off it applies to), or leave --axis out")
     db, cards_p = store.db, store.state_cards_projection
     if as_of is not None:  # the knowledge cut-off: the session projections replayed from the log up to then
         from ledger.timeutil import to_micros

@@ -524,3 +524,21 @@ def test_context_as_of_refuses_bad_cutoffs(cli):
     assert code == 2 and err.startswith("error: axis: 'sideways' is not an axis")
     ctx = cli.json("context", "u", "--as-of", "2000-01-01T00:00:00Z")
     assert ctx["sections"][0]["lines"] == []  # nothing was known in 2000
+
+
+def test_axis_without_as_of_and_a_bad_purpose_are_refused(cli):
+    cli("assert", "u", "preference.drink", "tea")
+    for args, expected in [
+        (["context", "u", "--axis", "observed"], "error: axis: is given without as_of"),
+        (["resume", "u", "--axis", "observed"], "error: axis: is given without as_of"),
+        (["context", "u", "--purpose", "x\x1b[2J"], "error: purpose: contains the control character '\\x1b'"),
+        (["search", "u", "tea", "--purpose", " "], "error: purpose: is empty"),
+        (["assert", "u", "a.c", "x", "--valid-to", "2020-01-01T00:00:00Z"], "error: valid_to: 2020-01-01T00:00:00+00:00 "
+                                                                         "is not after valid_from"),
+        (["assert", "u", "a.c", "x\u202ey"], "error: value: contains the control character '\\u202e'"),
+        (["assert", "u", "a.c", "x\x7fy"], "error: value: contains the control character '\\x7f'"),
+    ]:
+        code, _out, err = cli(*args)
+        assert code == 2 and err.startswith(expected), (args, err)
+    assert list(cli.json("profile", "u")["facts"]) == ["preference.drink"]
+    assert cli.json("export", "u")["disclosures"] == []

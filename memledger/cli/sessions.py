@@ -184,7 +184,7 @@ def context_cmd(ctx: typer.Context, user: str,
         extra = {"allow_sensitive": allow_sensitive, "purpose": purpose} if allow_sensitive or purpose else {}
         if after is not None:
             extra.update(after=after, timeout=timeout)
-        if as_of is not None:
+        if as_of is not None or axis != "system":
             extra.update(as_of=as_of, axis=axis)
         c = ml.context(user, session_id=session, query=query, now=now, budget=budget, **extra)
     if as_json:
