@@ -267,7 +267,9 @@ _QUESTION = re.compile(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|co
                        r"是不是应该|能不能|可不可以")
 #: A plan, possibility or hypothetical is not (yet) a change of the current value ("I might move to Berlin next
 #: year", "I'm thinking about switching to tea", 我明年可能搬到深圳, 我打算换工作): it is recorded as a plan.
-_TENTATIVE = re.compile(r"\b(?:might|maybe|perhaps|possibly|probably|thinking (?:about|of)|considering|"
+_TENTATIVE = re.compile(r"\b(?:might|(?:maybe|perhaps)(?! (?:\d|one|two|three|four|five|a few|twice|once)\b)|possibly|"
+                        r"(?:will|'ll|would|gonna) probably|probably (?:will|going to|gonna|move|switch)|"
+                        r"thinking (?:about|of)|considering|"
                         r"contemplating|hoping to|hope to|would like to|i'?d like to|not sure (?:if|whether)|"
                         r"wondering (?:if|whether)|someday|some day|(?:i|we) may|"
                         r"may (?:move|switch|start|quit|get|go|take)|could (?:move|switch|start|quit|get)|"
@@ -462,6 +464,8 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     if subject == "none" or (_PAST.search(t) and not cess and not chg):
         slot = None  # not about the user, or about how things used to be: a memory, not a slot's value
     mood, tentative_of = "statement", None
+    # a question or a plan about a special category ("我可能对花生过敏", "is my asthma getting worse?") keeps its label
+    sensitivity = None if slot is None else slot.sensitivity
     if _QUESTION.search(t):
         # a question asks; it is a memory of its own, never a slot's value (and marks nothing stopped or changed)
         mood, slot = "question", None
@@ -489,7 +493,7 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
         correction, cess, negated = False, [], set()
     return Typing(slot=None if slot is None else slot.key, cardinality=card, subject=subject,
                   correction=correction, cessation=bool(cess), change=bool(chg), value_tokens=value,
-                  cue_weight=best[0], sensitivity=None if slot is None else slot.sensitivity,
+                  cue_weight=best[0], sensitivity=sensitivity,
                   negated_tokens=negated, additive=bool(_ADDITIVE.search(body)), mood=mood,
                   tentative_of=tentative_of)
 

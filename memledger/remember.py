@@ -215,7 +215,8 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         if res.decision == "reaffirm" and res.target is not None:
             vj = rows.get(res.target.key, {}).get("value_json")
             value = text if vj is None else json.loads(vj)
-        sensitivity = template.sensitivity or registry.sensitivity(res.typing.slot or "")
+        # a question or plan about a special category keeps the label of the slot it names (typing.sensitivity)
+        sensitivity = template.sensitivity or registry.sensitivity(res.typing.slot or "") or res.typing.sensitivity
         main = template.model_copy(update={"key": key, "op": res.op, "value": value, "reason": evidence,
                                            "sensitivity": sensitivity})
         main = validate_command(main.model_dump(exclude_none=True))

@@ -657,3 +657,23 @@ def test_a_cessation_whose_object_is_held_in_another_slot_retires_it(fresh_ledge
     assert "another slot" in r.explanation and "value overlap 1.00" in r.explanation
     facts = {k: f.value for k, f in ml.profile("u").facts.items()}
     assert facts == {"schedule.1": "我不打篮球了", **({"hobby.1": other} if other else {})}
+
+
+@pytest.mark.parametrize("text, key", [
+    ("我可能对花生过敏", "plan.1"), ("I might be allergic to cats", "plan.1"),
+    ("Do you think my asthma is getting worse?", "memory.r"),
+])
+def test_a_question_or_plan_about_a_special_category_keeps_its_default_label(fresh_ledger, text, key):
+    """Moving a tentative statement to plan.N (or a question to a memory of its own) must not drop the special
+    category label the slot it names carries (health): it would be shown to agents without --allow-sensitive."""
+    ml = fresh_ledger
+    r = ml.remember("u", text, observed_at=T1)
+    assert r.key.startswith(key)
+    assert [h.sensitivity for h in ml.history("u", r.key)] == ["health"]
+
+
+def test_hedged_facts_are_still_facts(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "I drink tea", observed_at=T1)
+    r = ml.remember("u", "I switched to coffee, maybe three cups a day", observed_at=T2)
+    assert (r.decision, r.key) == ("supersede", "preference.drink")
