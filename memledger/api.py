@@ -149,6 +149,7 @@ class MemoryLedger(Store):
         contest is settled (memledger/unlink.py). Returns a RememberReceipt. Raises BadInput (nothing written)."""
         from .unlink import unlink
 
+        self.refuse_erased([user_id])  # say why first: an erased user has no memory left to unlink
         return unlink(self, user_id, key, version)
 
     def record(self, commands: Iterable[dict[str, Any] | FactCommand]) -> list[Receipt]:
@@ -333,7 +334,7 @@ class MemoryLedger(Store):
 
     def summary_gaps(self, user_id: str, *, recent: int = 3) -> sessions.SummaryGaps:
         """Which sessions still lack a summary (``memledger session gaps``)."""
-        return sessions.summary_gaps(self, user_id, recent=recent)
+        return self.mark_erased(sessions.summary_gaps(self, user_id, recent=recent), user_id)
 
     def resume(self, user_id: str, *, now: Any = None, expiry_hours: float = DEFAULT_EXPIRY_HOURS,
                as_of: Any = None, axis: str = "system") -> sessions.Resume:

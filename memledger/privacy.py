@@ -109,6 +109,8 @@ class UserExport(BaseModel):
     user_id: str
     exported_at: datetime
     erased: bool
+    #: when the user was erased (system time, UTC); absent from the JSON for a user who was not
+    erased_at: datetime | None = Field(default=None, exclude_if=lambda v: v is None)
     profile: Profile
     history: list[HistoryRow]
     disclosures: list[DisclosureRow] = Field(default_factory=list)
@@ -317,9 +319,9 @@ def export_user(ml: Store, user_id: str) -> UserExport:
                     purpose=r["purpose"], trace_id=r["trace_id"],
                 ))
     sessions = _export_sessions(ml, user_id)
-    erased = ml.keystore.is_destroyed(user_id) if ml.keystore is not None else False
-    return UserExport(user_id=user_id, exported_at=now_utc(), erased=erased, profile=profile, history=history,
-                      disclosures=disclosures, sessions=sessions)
+    erased_at = ml.erased_at(user_id)
+    return UserExport(user_id=user_id, exported_at=now_utc(), erased=erased_at is not None, erased_at=erased_at,
+                      profile=profile, history=history, disclosures=disclosures, sessions=sessions)
 
 
 def _export_sessions(ml: Store, user_id: str) -> list[dict[str, Any]]:

@@ -89,7 +89,7 @@ class Resume(ErasedMark):
     opening: str
 
 
-class SummaryGaps(BaseModel):
+class SummaryGaps(ErasedMark):
     """``memledger session gaps USER --json``: which parts of the pyramid are missing.
 
     ``without_session_summary``: sessions with no summary of their own and not covered by any span/all summary.

@@ -361,6 +361,13 @@ def test_every_read_of_an_erased_user_says_so(cli):
         assert "note: u1 was erased at " in err and "nothing is held about them" in err, args
     ctx = cli.json("context", "u1")
     assert ctx["text"].endswith("nothing about them is kept.")
+    export = cli.json("export", "u1")
+    assert export["erased"] is True and export["erased_at"] == cli.json("profile", "u1")["erased_at"]
+    assert cli.json("session", "gaps", "u1")["erased"] is True
+    code, _out, err = cli("unlink", "u1", "preference.drink", "1")  # the reason is the erasure, not the key
+    assert code == 2 and "'u1' was erased" in err
+    code, _out, err = cli("keys", "create", "--user", "u1")
+    assert code == 2 and err.startswith("error: --user: 'u1' was erased")
     # a user who was never erased reads as before: no erased fields at all
     cli("assert", "u2", "preference.drink", "tea")
     assert "erased" not in cli.json("profile", "u2")

@@ -89,6 +89,7 @@ class KeyStore:
 
     def __init__(self, ml: Any) -> None:
         self.db = ml.db
+        self._erased_at = getattr(ml, "erased_at", None)  # a Store's; None for a bare db holder
         with self.db.transaction() as cur:
             cur.execute(DDL)
 
@@ -108,6 +109,9 @@ class KeyStore:
             BadInput: no user and not admin, a malformed user id, label or expiry, or an expiry in the past.
         """
         users = sorted({check_user_id(u, "--user") for u in users})
+        erased = [u for u in users if self._erased_at(u) is not None] if self._erased_at is not None else []
+        if erased:  # an erased id stays burned: a key for it could only ever read "erased"
+            raise BadInput("--user", f"{erased[0]!r} was erased", "an erased user id stays burned: use a new user id")
         if not users and not admin:
             raise BadInput("--user", "no user given", "name the users the key may read and write (--user U, "
                            "repeatable), or create an --admin key")
