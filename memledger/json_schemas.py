@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 
 from ledger.schemas import FactCommand, HistoryRow, Profile, Receipt
-from ledger.sessions import SessionCommand
 
 from .context import Context
 from .message_search import MessageHit
@@ -44,6 +43,8 @@ class IngestReport(BaseModel):
     replayed: int
     users: dict[str, int]
     messages: IngestMessages
+    #: remember lines (JSONL text without key, or LoCoMo --resolve): how many took each decision
+    decisions: dict[str, int] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ProjectReport(BaseModel):
@@ -118,7 +119,6 @@ def _outputs() -> dict[str, tuple[Any, str, str]]:
         "verify": (list[VerifyOutput], "serialization", "verify"),
         "error": (ErrorOutput, "serialization", "any command given --json, on failure (last line of stderr)"),
         "ingest-jsonl-fact": (FactCommand, "validation", "ingest --format jsonl: a fact command line"),
-        "ingest-jsonl-session": (SessionCommand, "validation", "ingest --format jsonl: a session command line"),
     }
     try:  # the free-text verb's receipt, where it exists
         from ledger.schemas import RememberReceipt  # type: ignore[attr-defined]
