@@ -119,7 +119,7 @@ def use_wal(conn: sqlite3.Connection, what: str = "database") -> None:
 #: The files of an embedded store that hold personal data: the log, the read models, the per-user data keys.
 STORE_FILES = ("events.db", "projections.db", "keys.db")
 #: Folders of an embedded store (the semantic index: embeddings cache and per-user index files): 0700.
-STORE_DIRS = ("vectors",)
+STORE_DIRS = ("vectors", "locks")
 
 
 def create_private_home(home: Path) -> None:
@@ -155,8 +155,13 @@ def make_files_private(home: Path) -> None:
     SQLite creates a database's ``-wal`` and ``-shm`` files with the database file's own permissions, so they
     follow. Files this process does not own are left as they are (:func:`exposure` reports them).
     """
+    # the store's folders and their sub-folders two levels down (vectors/<model>/<copy>), not every index file: a
+    # private folder already keeps them from other accounts, and a store may hold one index file per user
     dirs = [home / d for d in STORE_DIRS]
+    dirs += [s for d in dirs if d.is_dir() for s in d.iterdir() if s.is_dir()]
+    dirs += [s for d in dirs[len(STORE_DIRS):] for s in d.iterdir() if s.is_dir()]
     files = [home / name for name in STORE_FILES] + [p for d in dirs if d.is_dir() for p in d.glob("*.db")]
+    files += [p for p in (home / "locks").glob("*.lock")] if (home / "locks").is_dir() else []
     for path in [*dirs, *(q for p in files for q in (p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm")))]:
         try:
             if path.exists() and path.stat().st_mode & 0o077:

@@ -62,6 +62,10 @@ def test_an_empty_existing_folder_becomes_private_and_so_does_the_index(tmp_path
     vectors = home / "vectors"
     assert vectors.is_dir() and mode(vectors) == 0o700
     assert {mode(p) for p in vectors.glob("*.db")} == {0o600}
+    assert {mode(d) for d in vectors.rglob("*") if d.is_dir()} == {0o700}  # vectors/<model>/<copy>
+    assert cli("remember", "u1", "I like tea")[0] == 0  # makes locks/
+    assert cli("profile", "u1")[0] == 0
+    assert mode(home / "locks") == 0o700 and {mode(p) for p in (home / "locks").iterdir()} == {0o600}
 
 
 def test_a_folder_holding_other_things_is_left_alone_with_a_warning_once_readable(tmp_path):
