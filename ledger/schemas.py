@@ -340,6 +340,9 @@ def validate_command(data: dict[str, Any], where: str = "") -> FactCommand:
             fix = "give a number from 0 to 1, or leave it out (default by source)"
         elif err["type"] == "extra_forbidden":
             fix = "remove it; known fields are " + ", ".join(FactCommand.model_fields)
+        elif field.split(".")[0] == "role":
+            fix = 'give an object such as {"role": "planner", "sub_role": null, "task_id": null}'
+
         raise BadInput(where + field, pydantic_problem(err), fix) from None
     cmd._where = where  # the policy's refusals name the line too (ledger/application.py)
     return cmd
@@ -361,6 +364,8 @@ def pydantic_problem(err: Any) -> str:
         return "is missing"
     if kind == "extra_forbidden":
         return "is not a known field"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return f"{shown} is not an object"
     if msg.startswith("Value error, "):
         return msg[len("Value error, "):]
     if msg.startswith("Input should be "):

@@ -200,11 +200,17 @@ def test_refusals_do_not_speak_pydantic(cli, tmp_path):
     lines = tmp_path / "bad.jsonl"
     lines.write_text('{"user_id": "u1", "key": "a.b", "value": 1, "confidence": "x"}\n')
     cases.append((["ingest", str(lines), "--format", "jsonl"], "error: line 1: confidence: 'x' is not a valid number"))
+    roles = tmp_path / "role.jsonl"
+    roles.write_text('{"user_id": "u1", "key": "a.b", "value": 1, "role": "bogus"}\n')
+    cases.append((["ingest", str(roles), "--format", "jsonl"], "error: line 1: role: 'bogus' is not an object (give an "
+                                                               "object such as {\"role\": \"planner\""))
+    cases.append((["assert", "u1", "a.b", "x", "--confidence", "abc"], "Usage: memledger assert"))
     for args, expected in cases:
         code, out, err = cli(*args)
         assert code == 2, (args, err)
         assert err.startswith(expected), (args, err)
         assert "Input should" not in err and "Value error" not in err
+    assert "Invalid value for '--confidence': is not a number" in cli("assert", "u1", "a.b", "x", "--confidence", "abc")[2]
     assert cli.json("profile", "u1")["facts"] == {}  # nothing written
 
 

@@ -27,6 +27,16 @@ except ImportError:  # pragma: no cover
 __all__ = ["app", "main"]
 
 
+def _plain(message: str) -> str:
+    """A usage error's message without pydantic's phrasing: "Input should be a valid number, unable to parse string
+    as a number" -> "is not a number" (typer converts option values through pydantic)."""
+    import re
+
+    message = re.sub(r"Input should be a valid (number|integer)[^.]*", lambda m: "is not a " + (
+        "number" if m.group(1) == "number" else "whole number"), message)
+    return re.sub(r"Input should be ", "must be ", message)
+
+
 def _json_error(field: str | None, problem: str, fix: str, code: int) -> None:
     """With ``--json``, the last line on stderr is the error as JSON: ``{"error": {"field", "problem", "fix"},
     "exit": N}`` (docs/schemas/error.schema.json), after the human sentence."""
@@ -53,6 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except ClickException as exc:  # usage errors: exit 2, as click does
+        exc.message = _plain(exc.message)  # typer converts values with pydantic: word its refusals as ours
         exc.show()
         if as_json:
             hint = getattr(exc, "param_hint", None) or getattr(getattr(exc, "param", None), "name", None)
