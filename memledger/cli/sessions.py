@@ -123,7 +123,8 @@ def gaps_cmd(ctx: typer.Context, user: str,
     if as_json:
         emit_json(gaps.model_dump(mode="json"))
         return
-    out.print(f"{len(gaps.sessions)} sessions; without a summary: {', '.join(gaps.without_session_summary) or '-'}; "
+    n = len(gaps.sessions)
+    out.print(f"{n} session{'' if n == 1 else 's'}; without a summary: {', '.join(gaps.without_session_summary) or '-'}; "
               f"older than the {gaps.recent} newest and not merged: {', '.join(gaps.not_merged) or '-'}")
 
 
