@@ -245,9 +245,10 @@ _RELATIONS_ZH = {
 }
 #: Discourse and correction markers a sentence may open with before naming its subject: "Sorry, I meant my brother
 #: lives in Portland" is about the brother, "说错了，我哥哥住在天津" about 哥哥, "不是我哥哥而是我姐姐..." about 姐姐.
-_LEAD_EN = (r"^(?:(?:and|also|oh|btw|by the way|sorry|oops|wait|no|nope|actually|correction|well|so|i mean|i meant|"
-            r"sorry,? i meant|to correct(?: myself| that)?|my mistake|my bad|i misspoke|let me correct(?: that)?|"
-            r"i was wrong|that'?s wrong|scratch that|rather|in fact)\b[,:;.!-]*\s*)*(?:that |it'?s |it is )?")
+_LEAD_EN = (r"^(?:(?:and|also|oh|btw|by the way|sorry|oops|wait|no|nope|actually|correction|well|so|"
+            r"(?:what )?i (?:mean|meant)(?: to say| was| is)?|sorry,? i meant|to correct(?: myself| that)?|my mistake|"
+            r"my bad|i misspoke|let me correct(?: that)?|i was wrong|that'?s wrong|scratch that|rather|in fact)\b"
+            r"\s*[,:;.!\-\u2013\u2014]*\s*)*(?:that |it'?s |it is )?")
 _LEAD_ZH = (r"^(?:(?:还有|另外|说错了|不对|更正一下|更正|纠正一下|纠正|我是说|我的意思是|其实|搞错了|记错了|口误|抱歉|"
             r"不好意思|对不起|哦|嗯|刚才)[，,。：:！!\s]*)*(?:不是.{1,16}?[，,]?而是|应该是|是)?")
 _REL_EN_RE = re.compile(_LEAD_EN + r"(?:my|our) (" + "|".join(
@@ -259,7 +260,7 @@ _CORRECTION = [re.compile(p) for p in (
     r"\bi was wrong\b", r"\bto correct\b", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
     r"\bmisremembered\b", r"\bnot \w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b",
     r"\bactually\b.*\bnot\b", r", not [\w ]+[.!]?$",
-    r"不是.{1,12}而是", r"说错了", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
+    r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
 )]
 #: A question states nothing about the user ("Do you think I should drink more water?", "我该不该换工作？").
 _QUESTION = re.compile(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|could|would|can|will|is|are|am|was|were|have|"

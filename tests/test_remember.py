@@ -452,6 +452,11 @@ def test_also_on_a_single_valued_slot_is_a_conflict_not_a_supersede(fresh_ledger
      "family.brother.residence.city"),
     (["我住在上海", "我哥哥住在北京", "说错了，我哥哥住在天津"], "family.brother.residence.city"),
     (["我住在上海", "我哥哥住在北京", "不是我哥哥住在北京，而是我哥哥住在天津"], "family.brother.residence.city"),
+    (["I live in Boston", "My brother lives in Seattle", "I meant to say my brother lives in Portland"],
+     "family.brother.residence.city"),
+    (["I live in Boston", "My brother lives in Seattle", "Sorry - my brother lives in Portland, not Seattle"],
+     "family.brother.residence.city"),
+    (["我住在上海", "我哥哥住在北京", "不对，我哥哥住在天津"], "family.brother.residence.city"),
 ])
 def test_a_correction_about_another_person_corrects_their_slot_not_the_users(fresh_ledger, lines, other_key):
     """The subject is read after correction/discourse markers ('sorry, I meant', 'actually', '说错了，', '不是…而是'):
