@@ -140,6 +140,19 @@ def locomo_commands(data: Any, where: str = "", resolve: bool = False) -> list[A
     return out
 
 
+class _DuplicateField(ValueError):
+    """A JSON object naming one field twice (json.loads would keep the last one silently)."""
+
+
+def _no_duplicate_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateField(k)
+        out[k] = v
+    return out
+
+
 def _lines(path: Path) -> list[str]:
     """The lines of a UTF-8 text file (a leading byte-order mark is dropped). Raises BadInput naming FILE."""
     try:
@@ -155,9 +168,12 @@ def jsonl_commands(path: Path) -> list[Any]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_no_duplicate_fields)
         except json.JSONDecodeError as exc:
             raise BadInput(f"line {lineno}", f"is not JSON ({exc.msg})", "one command object per line") from None
+        except _DuplicateField as exc:
+            raise BadInput(f"line {lineno}", f"has the field {exc.args[0]!r} twice",
+                           "give each field once (JSON keeps only the last, silently)") from None
         except RecursionError:
             raise BadInput(f"line {lineno}", "is JSON nested too deeply to be stored",
                            "flatten it (a few levels of nesting at most)") from None

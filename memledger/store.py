@@ -247,8 +247,8 @@ class Store:
                 behind = ", ".join(f"{name} at {at}" for name, at in self.positions().items() if at < position)
                 raise NotCaughtUp(
                     f"projections behind position {position} after {timeout}s: {behind}; is "
-                    "`memledger project --follow` running on this store? (or open the ledger with "
-                    "projection_mode='inline')")
+                    "`memledger project --follow` running on this store? (or run with --projection-mode inline; "
+                    "Python: projection_mode='inline')")
             time.sleep(min(delay, left))
             delay = min(delay * 2, 0.01)
 

@@ -312,3 +312,16 @@ def test_jsonl_files_that_are_not_utf8_json_lines_are_bad_input(cli, tmp_path):
     bom.write_bytes('\ufeff{"user_id": "u1", "key": "a.b", "value": 1}\n'.encode("utf-8"))
     assert cli("ingest", str(bom), "--format", "jsonl")[0] == 0
     assert cli.json("profile", "u1")["facts"]["a.b"]["value"] == 1
+
+
+def test_a_jsonl_line_naming_a_field_twice_is_refused(cli, tmp_path):
+    """json.loads keeps the last of two equal keys silently: a line with user_id twice was recorded for the second."""
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text('{"user_id": "u1", "key": "a.b", "value": 1, "user_id": "u2"}\n'
+                   '{"user_id": "u1", "key": "a.c", "value": {"k": 1, "k": 2}}\n')
+    code, _out, err = cli("ingest", str(dup), "--format", "jsonl")
+    assert code == 2 and err.startswith("error: line 1: has the field 'user_id' twice")
+    dup.write_text('{"user_id": "u1", "key": "a.c", "value": {"k": 1, "k": 2}}\n')
+    code, _out, err = cli("ingest", str(dup), "--format", "jsonl")
+    assert code == 2 and err.startswith("error: line 1: has the field 'k' twice")
+    assert cli.json("profile", "u1")["facts"] == {} and cli.json("profile", "u2")["facts"] == {}
