@@ -17,13 +17,15 @@ Cutoffs (instants are integer microseconds since the epoch, UTC):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ledger.domain import Fact
 from ledger.timeutil import OPEN, to_micros
+from projections.base import LogEvent
 
-from .catchup import decode
+from .events import decode
 
 PAGE = 5000
 
@@ -32,6 +34,23 @@ def _erased(event: Any) -> bool:
     from ledger.crypto import is_erased
 
     return is_erased(event)
+
+
+def _log_until(app: Any, as_of: int | None, page: int = PAGE) -> Iterator[LogEvent]:
+    """The log's events in order from position 1, decoded with the catch-up loop's monotonic system time
+    (:func:`replay.catchup.decode`), ending before the first one recorded after ``as_of`` (integer microseconds,
+    UTC; None: the whole log). System time is monotonic along the log, so nothing later can be admitted."""
+    recorded, start = 0, 1
+    while True:
+        notifications = app.recorder.select_notifications(start=start, limit=page)
+        if not notifications:
+            return
+        events, recorded = decode(app, notifications, recorded)
+        for le in events:
+            if as_of is not None and le.recorded_at > as_of:
+                return
+            yield le
+        start = notifications[-1].id + 1
 
 
 @dataclass(frozen=True)
@@ -58,38 +77,29 @@ def fold_to_cutoff(app: Any, user_id: str | None, as_of: int | None, axis: str =
         raise ValueError(f"unknown axis {axis!r}")
     facts: dict[str, Fact] = {}
     closed: set[str] = set()  # observed axis: streams that met an event observed after the cutoff
-    recorded = 0
-    start = 1
-    while True:
-        notifications = app.recorder.select_notifications(start=start, limit=page)
-        if not notifications:
-            return facts
-        events, recorded = decode(app, notifications, recorded)
-        for le in events:
-            e = le.event
-            if axis == "system" and as_of is not None and le.recorded_at > as_of:
-                return facts  # monotonic along the log: nothing later can be admitted
-            if getattr(e, "effect", None) is None:
-                if type(e).__name__ == "SubjectErased":
-                    # Erasure (docs/erasure.md): the projections purge the user at the tombstone; so does the fold.
-                    prefix = "" if user_id is not None else f"{e.user_id}\x1f"
-                    if user_id is None or e.user_id == user_id:
-                        for name in [n for n in facts if n.startswith(prefix)]:
-                            del facts[name]
+    for le in _log_until(app, as_of if axis == "system" else None, page):
+        e = le.event
+        if getattr(e, "effect", None) is None:
+            if type(e).__name__ == "SubjectErased":
+                # Erasure (docs/erasure.md): the projections purge the user at the tombstone; so does the fold.
+                prefix = "" if user_id is not None else f"{e.user_id}\x1f"
+                if user_id is None or e.user_id == user_id:
+                    for name in [n for n in facts if n.startswith(prefix)]:
+                        del facts[name]
+            continue
+        if _erased(e):
+            continue  # decoded after the user's key was destroyed: skipped, as replay/catchup.py does
+        if user_id is not None and e.user_id != user_id:
+            continue
+        name = e.key if user_id is not None else f"{e.user_id}\x1f{e.key}"
+        if axis == "observed" and as_of is not None:
+            if name in closed:
                 continue
-            if _erased(e):
-                continue  # decoded after the user's key was destroyed: skipped, as replay/catchup.py does
-            if user_id is not None and e.user_id != user_id:
+            if to_micros(e.observed_at) > as_of:
+                closed.add(name)
                 continue
-            name = e.key if user_id is not None else f"{e.user_id}\x1f{e.key}"
-            if axis == "observed" and as_of is not None:
-                if name in closed:
-                    continue
-                if to_micros(e.observed_at) > as_of:
-                    closed.add(name)
-                    continue
-            facts[name] = e.mutate(facts.get(name))
-        start = notifications[-1].id + 1
+        facts[name] = e.mutate(facts.get(name))
+    return facts
 
 
 def beliefs_from_facts(facts: dict[str, Fact], valid_at: int) -> list[ReplayedBelief]:
@@ -156,20 +166,12 @@ def sessions_at_cutoff(app: Any, user_id: str, as_of: int, axis: str = "system",
     with scratch.db.transaction() as cur:
         for p in projections:
             p.create(cur)
-        recorded, start = 0, 1
-        while True:
-            notifications = app.recorder.select_notifications(start=start, limit=page)
-            if not notifications:
-                return scratch
-            events, recorded = decode(app, notifications, recorded)
-            for le in events:
-                e = le.event
-                if axis == "system" and le.recorded_at > as_of:
-                    return scratch  # monotonic along the log: nothing later can be admitted
-                if getattr(e, "user_id", None) != user_id or type(e).__name__ not in SESSION_EVENTS or _erased(e):
-                    continue
-                if axis == "observed" and to_micros(e.observed_at) > as_of:
-                    continue
-                for p in projections:
-                    p.apply(cur, le)
-            start = notifications[-1].id + 1
+        for le in _log_until(app, as_of if axis == "system" else None, page):
+            e = le.event
+            if getattr(e, "user_id", None) != user_id or type(e).__name__ not in SESSION_EVENTS or _erased(e):
+                continue
+            if axis == "observed" and to_micros(e.observed_at) > as_of:
+                continue
+            for p in projections:
+                p.apply(cur, le)
+    return scratch
