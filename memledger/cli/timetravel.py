@@ -14,15 +14,15 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from .common import AfterOpt, TimeoutOpt, app, emit_json, open_ledger, out
 from memledger.timetravel import render_json, zone
+
+from .common import AfterOpt, JsonOpt, TimeoutOpt, app, emit_json, open_ledger, out
 
 AxisOpt = typer.Option("system", "--axis",
                        help="system: --as-of is recorded_at (default); observed: it is observed_at (imported history).")
 NowAxisOpt = typer.Option("system", "--axis", help="system (default): what the ledger has recorded by now; "
                           "observed: what sources had said by now (observed_at), for imported history.")
 TzOpt = typer.Option(None, "--tz", help="Render instants in this IANA zone (default UTC, as stored).")
-JsonOpt = typer.Option(False, "--json", help="Print JSON (a stable contract).")
 ValidAtOpt = typer.Option(None, "--valid-at", help="Valid-time instant (ISO 8601 with offset).")
 
 
