@@ -193,6 +193,227 @@ def _load_sentence_transformer(path: Path):
     return model
 
 
+# --------------------------------------------------------------------------------------------------------
+# the same sentence-transformers model through ONNX Runtime: no torch at query time (issue 16)
+# --------------------------------------------------------------------------------------------------------
+
+#: Environment variable: ``off`` keeps every sentence-transformers model on the torch path; a directory puts the
+#: exported ONNX files there (default ``$XDG_CACHE_HOME/memledger/models``, else ``~/.cache/memledger/models``).
+ONNX_ENV = "MEMLEDGER_ONNX"
+#: Environment variable: ONNX Runtime threads per inference (default 1: on a shared 2-core machine a second
+#: spinning thread made a one-query call 2-3x slower; batches scale with it when cores are idle).
+ONNX_THREADS_ENV = "MEMLEDGER_ONNX_THREADS"
+#: Largest difference allowed between the ONNX and the torch vector of a probe text (per component) before an
+#: export is kept; the exported graph gives about 2e-7 on all-MiniLM-L6-v2.
+ONNX_ATOL = 1e-4
+#: Texts every export is checked on (empty, short, CJK, long past the truncation, padding inside a batch).
+ONNX_PROBES = ("", "Hello", "what job did he lose", "  Jon lost his job as a banker the day before.  ",
+               "我喜欢喝咖啡", "Café déjà vu, naïve résumé", "x " * 400)
+_ONNX: dict[str, object] = {}  # "model dir|onnx file" -> _OnnxEncoder, or False once it is known unusable
+_ONNX_LOCK = threading.Lock()
+_ONNX_WARNED: set[str] = set()
+
+
+def onnx_dir() -> Path | None:
+    """Where exported ONNX files live, or None when ``$MEMLEDGER_ONNX`` is ``off`` (torch path only).
+
+    One directory per user, not per store: the file is derived from the installed model package alone (never from
+    a store's data), so every store on the machine shares one export and a fresh store (every test) pays nothing.
+    """
+    raw = os.environ.get(ONNX_ENV, "").strip()
+    if raw.lower() in ("off", "0", "false", "no", "torch"):
+        return None
+    if raw and raw.lower() not in ("on", "1", "true", "yes"):
+        return Path(raw).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "memledger" / "models"
+
+
+def _mean_pooling_stack(path: Path) -> int | None:
+    """``max_seq_length`` when the model is Transformer -> mean Pooling (-> Normalize) with a ``tokenizer.json``
+    (what the ONNX graph reproduces), else None (the torch path serves it)."""
+    if _static_dim(path) is None or not (path / "tokenizer.json").is_file():
+        return None
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        pooling = next(m for m in modules if m.get("type", "").endswith(".Pooling"))
+        cfg = json.loads((path / pooling["path"] / "config.json").read_text(encoding="utf-8"))
+        if cfg.get("pooling_mode") not in (None, "mean") or (
+                cfg.get("pooling_mode") is None and cfg.get("pooling_mode_mean_tokens") is not True):
+            return None
+        st_cfg = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        if st_cfg.get("do_lower_case"):
+            return None
+        return int(st_cfg.get("max_seq_length") or 512)
+    except (OSError, ValueError, KeyError, TypeError, StopIteration):
+        return None
+
+
+class _OnnxEncoder:
+    """One exported model: tokenizer (``tokenizers``, Rust) + ONNX Runtime session; ``encode(texts)`` gives float32
+    ``(n, dim)`` unit rows, the graph ending in mean pooling and L2 normalisation as the torch stack does.
+
+    Texts are stripped (as sentence-transformers does before tokenizing), truncated to ``max_seq_length`` tokens,
+    sorted by length and run ``batch_size`` at a time, padded only to the longest in each batch.
+    """
+
+    def __init__(self, onnx_path: Path, model_dir: Path, max_len: int, batch_size: int) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tok.enable_truncation(max_length=max_len)
+        tok.no_padding()
+        self.tokenizer = tok
+        so = ort.SessionOptions()
+        threads = int(os.environ.get(ONNX_THREADS_ENV) or 1)
+        so.intra_op_num_threads = max(1, threads)
+        so.inter_op_num_threads = 1
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy-wait on a shared machine
+        self.session = ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.batch_size = batch_size
+        self.lock = threading.Lock()  # one run at a time: the session is shared by every embedder of the model
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        encs = self.tokenizer.encode_batch([t.strip() for t in texts], add_special_tokens=True)
+        order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
+        out: np.ndarray | None = None
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            width = max(len(encs[i].ids) for i in chunk)
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            types = np.zeros_like(ids)
+            for row, i in enumerate(chunk):
+                e = encs[i]
+                n = len(e.ids)
+                ids[row, :n] = e.ids
+                mask[row, :n] = 1
+                types[row, :n] = e.type_ids
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            with self.lock:
+                vecs = self.session.run(None, {k: feed[k] for k in self.inputs})[0]
+            if out is None:
+                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+            out[chunk] = vecs
+        assert out is not None
+        return out
+
+
+def onnx_file(model_dir: Path, model_id: str) -> Path | None:
+    """Where the ONNX export of the model ``model_id`` (directory ``model_dir``) lives, or None (ONNX off)."""
+    d = onnx_dir()
+    if d is None:
+        return None
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)
+    return d / f"{slug}.onnx"
+
+
+def export_onnx(model_dir: Path, dest: Path, max_len: int) -> float:
+    """Export the sentence-transformers model in ``model_dir`` (Transformer -> mean Pooling -> Normalize) to the
+    ONNX file ``dest`` and check it: every text of :data:`ONNX_PROBES`, alone and as one padded batch, must give the
+    torch model's vector within :data:`ONNX_ATOL`. Returns the largest difference seen.
+
+    The one-time cost of the ONNX path (needs torch, transformers and the ``onnx`` package; about 10-20 s on these
+    machines, the torch import and the model load included). The file appears whole or not at all (written beside
+    ``dest``, renamed into place), so processes racing to export never read a torn file.
+
+    Raises:
+        RuntimeError: the export differs from the torch model by more than :data:`ONNX_ATOL` (nothing kept).
+    """
+    import tempfile
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    import warnings
+
+    import torch
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a CLI command's stderr is for the user: no "Loading weights" bars
+
+    model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager")
+    model.eval()
+
+    class _Sentence(torch.nn.Module):  # the graph: token states -> masked mean -> unit length
+        def __init__(self, m: object) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+            h = self.m(input_ids=input_ids, attention_mask=attention_mask,
+                       token_type_ids=token_type_ids).last_hidden_state
+            w = attention_mask.unsqueeze(-1).to(h.dtype)
+            v = (h * w).sum(1) / w.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(v, p=2, dim=1)
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=dest.stem + ".", suffix=".tmp", dir=dest.parent)
+    os.close(fd)
+    try:
+        example = torch.tensor([[101, 7592, 2088, 102]])
+        axes = {"batch": 0, "tokens": 1}
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                _Sentence(model), (example, torch.ones_like(example), torch.zeros_like(example)), tmp,
+                input_names=names, output_names=["embedding"], opset_version=17, dynamo=False,
+                dynamic_axes={**{n: {v: k for k, v in axes.items()} for n in names}, "embedding": {0: "batch"}})
+        enc = _OnnxEncoder(Path(tmp), model_dir, max_len, batch_size=len(ONNX_PROBES))
+        probes = list(ONNX_PROBES)
+        ref = np.asarray(_load_sentence_transformer(model_dir).encode(
+            probes, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
+        gap = max(float(np.abs(enc.encode(probes) - ref).max()),
+                  float(np.abs(np.vstack([enc.encode([t]) for t in probes]) - ref).max()))
+        if not gap <= ONNX_ATOL:
+            raise RuntimeError(f"ONNX export of {model_dir} differs from torch by {gap:.3g} (> {ONNX_ATOL:g})")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+        return gap
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _onnx_encoder(model_dir: Path, model_id: str, batch_size: int) -> _OnnxEncoder | None:
+    """The shared ONNX encoder of this model (exported on first use, see :func:`export_onnx`), or None when the
+    torch path must serve it: ONNX off, a model the graph does not reproduce, ``onnxruntime``/``tokenizers`` not
+    installed, or an export that failed or missed the tolerance (one warning line on logger ``memledger``)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"  # as the torch path does: a local model, never the Hub
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    dest = onnx_file(model_dir, model_id)
+    key = f"{model_dir}|{dest}"
+    enc = _ONNX.get(key)
+    if enc is not None:
+        return enc or None  # type: ignore[return-value]
+    with _ONNX_LOCK:
+        enc = _ONNX.get(key)
+        if enc is None:
+            enc = False
+            max_len = _mean_pooling_stack(model_dir)
+            if dest is not None and max_len is not None:
+                try:
+                    if not dest.is_file():
+                        export_onnx(model_dir, dest, max_len)
+                    enc = _OnnxEncoder(dest, model_dir, max_len, batch_size)
+                except Exception as exc:  # noqa: BLE001 - any failure leaves the torch path, which is always right
+                    if key not in _ONNX_WARNED:
+                        _ONNX_WARNED.add(key)
+                        import logging
+
+                        logging.getLogger("memledger").warning(
+                            "memledger: ONNX path for %s unavailable (%s: %s); using torch (set %s=off to silence)",
+                            model_dir.name, type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "",
+                            ONNX_ENV)
+            _ONNX[key] = enc
+    return enc or None  # type: ignore[return-value]
+
+
 class SentenceTransformerEmbedder:
     """A local sentence-transformers model, on CPU, with L2-normalised output.
 
@@ -208,6 +429,14 @@ class SentenceTransformerEmbedder:
 
     The model itself is loaded lazily (first call to ``dim`` or an ``embed_*`` method) and shared by every
     instance with the same resolved path in this process.
+
+    Backend: a Transformer -> mean Pooling (-> Normalize) model (all-MiniLM-L6-v2) runs through ONNX Runtime when
+    ``onnxruntime`` and ``tokenizers`` are installed: the model is exported once per machine to
+    :func:`onnx_dir` and kept only if it matches torch within :data:`ONNX_ATOL` on :data:`ONNX_PROBES`
+    (:func:`export_onnx`). A process then never imports torch (a cold ``memledger search`` saves the ~2-8 s of
+    ``import sentence_transformers``) and a query costs a few ms instead of tens. Anything else, or
+    ``$MEMLEDGER_ONNX=off``, takes the torch path. Both give the same vectors within 1e-4, so ``model_id`` (and the
+    embedding cache it keys) is the same for both.
 
     Raises:
         FileNotFoundError: if ``path`` is not a directory holding a ``config.json`` or ``modules.json``.
@@ -249,7 +478,15 @@ class SentenceTransformerEmbedder:
             self._dim = int(getter())
         return self._dim
 
+    @property
+    def backend(self) -> str:
+        """``"onnx"`` when the exported graph serves this model (exporting it on first use), else ``"torch"``."""
+        return "onnx" if _onnx_encoder(self.path, self.model_id, self.batch_size) is not None else "torch"
+
     def _encode(self, texts: list[str]) -> np.ndarray:
+        onnx = _onnx_encoder(self.path, self.model_id, self.batch_size)
+        if onnx is not None:  # same vectors within ONNX_ATOL (checked at export), no torch import
+            return _as_matrix(onnx.encode(texts), len(texts), self.dim)
         vecs = self._model().encode(
             texts,
             batch_size=self.batch_size,

