@@ -4,20 +4,79 @@ One module per group of verbs, each registering on the ``app`` of ``common``: ``
 ``sessions``, ``admin``, ``serve`` (the MCP and HTTP servers), ``keys`` (their API keys). Exit codes: 0 success;
 2 bad input (a message naming the field and the fix, nothing written); 1 any other failure. No traceback is
 printed for either; set ``MEMLEDGER_DEBUG=1`` to see one.
+
+A command imports only the module of its own verb (:data:`VERB_MODULES`), so typer builds a handful of commands
+instead of all of them and ``memledger assert`` never imports the servers, time travel or session verbs (issue 16:
+cold start). ``--help``, no verb, or a verb missing from the map imports every module of this package, as does
+reading ``memledger.cli.app``.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import pkgutil
 import sys
+from typing import Any
 
 import typer
 
 from ledger.errors import BadInput, MemledgerError
 
-from . import admin, facts, keys, serve, sessions, timetravel  # noqa: F401 (each registers its verbs on `app`)
-from .common import app, err
+from .common import err
+
+#: The module of this package that registers each top-level verb on ``common.app``. A verb missing here still
+#: works (every module is imported then); listing it only makes its start faster. tests/test_cli_core.py checks
+#: that every verb listed here is defined by the module named.
+VERB_MODULES = {
+    "project": "admin", "erase": "admin", "export": "admin", "rebuild": "admin", "verify": "admin",
+    "assert": "facts", "correct": "facts", "retract": "facts", "remember": "facts", "unlink": "facts",
+    "profile": "facts", "history": "facts", "search": "facts", "ingest": "facts",
+    "keys": "keys", "serve": "serve", "session": "sessions", "resume": "sessions", "context": "sessions",
+    "believed": "timetravel", "true-at": "timetravel", "diff": "timetravel", "audit": "timetravel",
+}
+#: Root options that take a value (``--home DIR``), skipped when looking for the verb in the arguments.
+_ROOT_VALUE_OPTIONS = ("--home", "--dsn", "--projection-mode")
+
+
+def verb_modules() -> list[str]:
+    """Every module of this package that registers verbs, in name order (the order ``--help`` lists them)."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "common")
+
+
+def _verb(args: list[str]) -> str | None:
+    """The verb of ``args`` (the first argument that is neither a root option nor its value), or None."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in _ROOT_VALUE_OPTIONS:
+            i += 2
+            continue
+        if a.startswith("-"):
+            i += 1
+            continue
+        return a
+    return None
+
+
+def load_verbs(args: list[str] | None = None) -> Any:
+    """Import the module of the verb in ``args`` (all of them for None, ``--help``, or an unlisted verb) and
+    return the typer ``app`` with those verbs registered."""
+    from .common import app
+
+    module = VERB_MODULES.get(_verb(args) or "") if args is not None else None
+    if args is not None and ("--help" in args or "-h" in args) and _verb(args) is None:
+        module = None
+    for name in [module] if module is not None else verb_modules():
+        importlib.import_module(f"{__name__}.{name}")
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # ``from memledger.cli import app``: the whole command, every verb registered
+        return load_verbs()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 try:  # typer >= 0.2x vendors click as typer._click; older typer uses click itself
     from typer._click.exceptions import ClickException
@@ -54,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
-    command = typer.main.get_command(app)
+    command = typer.main.get_command(load_verbs(args))
     try:
         rv = command.main(args=args, prog_name="memledger", standalone_mode=False)
         # Without standalone mode click *returns* the code of a `typer.Exit(n)` instead of exiting with it.

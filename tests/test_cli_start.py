@@ -1,0 +1,52 @@
+"""The CLI's cold start (issue 16): a verb imports only its own module, and the lazy pieces stay correct."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+import memledger.cli as cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_listed_verb_is_defined_by_the_module_named():
+    app = cli.load_verbs()  # every module
+    group = typer.main.get_command(app)
+    names = set(group.commands)  # type: ignore[attr-defined]
+    for verb, module in cli.VERB_MODULES.items():
+        assert verb in names, verb
+        callback = group.commands[verb]  # type: ignore[attr-defined]
+        defined_in = getattr(callback.callback, "__module__", None) or ""
+        if not defined_in or defined_in.startswith("typer"):  # a sub-app (keys, serve, session): its commands
+            defined_in = next(iter(callback.commands.values())).callback.__module__  # type: ignore[attr-defined]
+        assert defined_in == f"memledger.cli.{module}", (verb, defined_in)
+    assert set(cli.VERB_MODULES.values()) <= set(cli.verb_modules())
+
+
+def test_the_verb_is_found_after_root_options():
+    assert cli._verb(["--home", "/tmp/x", "--dsn", "postgresql://h/db", "assert", "u1", "k", "v"]) == "assert"
+    assert cli._verb(["--projection-mode", "worker", "search", "u1", "q"]) == "search"
+    assert cli._verb(["--version"]) is None and cli._verb([]) is None
+
+
+_PROBE = r"""
+import json, sys
+from memledger.cli import load_verbs
+load_verbs(["--home", "/nowhere", "assert", "u1", "k", "v"])
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("memledger.cli."))))
+"""
+
+
+def test_a_verb_imports_only_its_module():
+    proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == ["memledger.cli.common", "memledger.cli.facts"]
+
+
+def test_an_unknown_verb_still_gets_the_whole_command(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(tmp_path / "h"), "asert", "u1"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and "No such command 'asert'" in proc.stderr
