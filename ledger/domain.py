@@ -38,14 +38,16 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from eventsourcing.domain import Aggregate
 from uuid_utils import uuid7
 
+from . import hygiene
 from .errors import BadInput, IdempotencyMismatch
 from .schemas import FactCommand
+from .slots import REGISTRY
 
 #: Sources that never displace a ``user_statement`` head (they contest it): issue 13, item 4.
 NON_USER_SOURCES = ("agent_inference", "external_import")
@@ -95,6 +97,7 @@ class Version:
     source: str
     confidence: float
     status: str  # current | contested | superseded | closed | misreported | retracted
+    hedged: bool = False
 
     def covers(self, t: datetime) -> bool:
         return self.valid_from <= t and (self.valid_to is None or t < self.valid_to)
@@ -113,6 +116,10 @@ class Decision:
     valid_from: datetime | None
     valid_to: datetime | None
     changes: list[dict[str, Any]] = field(default_factory=list)
+    #: the confidence recorded (None: the command's own) and the hygiene mark (ledger/hygiene.py), if any
+    confidence: float | None = None
+    hygiene: dict[str, Any] | None = None
+    derived_from: list[str] = field(default_factory=list)
 
 
 class Fact(Aggregate):
@@ -126,7 +133,7 @@ class Fact(Aggregate):
         TOPIC = "memledger:Fact.Event"
         #: Schema version of the stored state (eventsourcing stores it as ``class_version`` when > 1, and its
         #: mapper runs ``upcast_v1_v2`` ... on older states when decoding; see docs/rebuild.md, "Upcasting").
-        class_version = 2
+        class_version = 3
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -143,6 +150,12 @@ class Fact(Aggregate):
                 state["value_json"] = None if value is None else canonical_json(value)
             state.setdefault("role", None)
             state.setdefault("sensitivity", None)
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            """v2 -> v3, in place: v3 added ``hygiene`` (the policy's hedged / quarantined / correction mark,
+            ledger/hygiene.py); events recorded before it carry none."""
+            state.setdefault("hygiene", None)
 
         user_id: str
         key: str
@@ -168,6 +181,7 @@ class Fact(Aggregate):
         command_fingerprint: str | None
         replaces: int | None
         changes: list[dict[str, Any]]
+        hygiene: dict[str, Any] | None
 
         def mutate(self, aggregate: Fact | None) -> Fact | None:  # type: ignore[override]
             # The first event of a stream is an ordinary assertion, not a separate "Created" event (that would
@@ -199,6 +213,8 @@ class Fact(Aggregate):
         agg.idempotency = {}
         agg.user_id = None
         agg.key = None
+        agg.quarantined = {}
+        agg.corrections = 0
         return agg
 
     versions: dict[int, Version]
@@ -208,12 +224,22 @@ class Fact(Aggregate):
     def on_event(self, e: Fact.Event) -> None:
         self.user_id, self.key = e.user_id, e.key
         version = e.originator_version
+        marks = getattr(e, "hygiene", None) or {}
         if e.effect in ("new", "supersede", "backfill", "correct"):
             assert e.value_json is not None and e.valid_from is not None
             status = "superseded" if e.effect == "backfill" else "current"
             self.versions[version] = Version(
-                version, e.value_json, e.valid_from, e.valid_to, e.source, e.confidence, status
+                version, e.value_json, e.valid_from, e.valid_to, e.source, e.confidence, status,
+                bool(marks.get("hedged")),
             )
+        if e.effect == "quarantine":
+            self.quarantined[version] = {"value_json": e.value_json, "session_id": e.session_id,
+                                         "source_ref": e.source_ref, "observed_at": e.observed_at,
+                                         "event_id": e.event_id, "released": False}
+        if marks.get("releases") in self.quarantined:
+            self.quarantined[marks["releases"]]["released"] = True
+        if e.effect == "correct" and e.source != "system_feedback":
+            self.corrections += 1  # unlink's correction back (system_feedback) undoes a decision: not counted
         for ch in e.changes:
             v = self.versions[ch["version"]]
             v.valid_from = _dt(ch["valid_from"])  # type: ignore[assignment]
@@ -262,6 +288,53 @@ class Fact(Aggregate):
                 change = self._change(head, head.valid_from, end, "closed")
             return Decision("retracted", "retract", head.version, None, cmd.valid_to, [change])
 
+        marks: dict[str, Any] = {}
+        derived: list[str] = []
+        # Quarantine (seed 003 §5.1, and memory poisoning): a value failing its key's validator, or a text that
+        # reads as an instruction to the agent, is recorded but not believed, unless it is the independent second
+        # statement of a value quarantined within the last 72 hours, which releases it (ledger/hygiene.py).
+        said = cmd.text if cmd.text is not None else (cmd.value if isinstance(cmd.value, str) else None)
+        problem = REGISTRY.check_value(cmd.key, cmd.value, recorded_at)
+        if problem is None and hygiene.reads_as_instruction(said):
+            problem = "reads as an instruction to the agent"
+        if problem is not None:
+            q = self._releasable(cmd, observed)
+            if q is None:
+                return Decision("asserted", "quarantine", None, cmd.valid_from or observed, cmd.valid_to, [],
+                                confidence=cmd.effective_confidence(), hygiene={"quarantined": problem})
+            marks["releases"] = q
+            derived.append(self.quarantined[q]["event_id"])
+        confidence = cmd.effective_confidence()
+        if hygiene.is_hedged(said):  # seed 003 §5.6
+            confidence = min(confidence, hygiene.HEDGED_CONFIDENCE)
+            marks["hedged"] = True
+        d = self._decide_value(cmd, recorded_at, observed, head, bool(marks.get("hedged")))
+        if d.effect == "correct" and cmd.source != "system_feedback":  # seed 003 §4.3: correction decay
+            n = self.corrections + 1
+            confidence = hygiene.decayed(confidence, n)
+            marks["corrections"] = n
+            if n >= hygiene.REVIEW_AT:
+                marks["review"] = True
+        if d.effect == "supersede" and head is not None and head.hedged and d.replaces == head.version \
+                and head.value_json == cmd.value_json:
+            marks["confirms"] = head.version  # an unhedged restatement of a hedged value: the firm version
+        d.confidence, d.hygiene, d.derived_from = confidence, marks or None, derived
+        return d
+
+    def _releasable(self, cmd: FactCommand, observed: datetime) -> int | None:
+        """The version of a quarantined statement of the same value that ``cmd`` (said at ``observed``) releases:
+        unreleased, said within :data:`ledger.hygiene.QUARANTINE_WINDOW` before it (``observed_at``, when the
+        sources said them), and ``cmd`` independent of it."""
+        for version, q in sorted(self.quarantined.items(), reverse=True):
+            if (not q["released"] and q["value_json"] == cmd.value_json
+                    and timedelta(0) <= observed - q["observed_at"] <= hygiene.QUARANTINE_WINDOW
+                    and hygiene.independent(q, cmd.session_id, cmd.source_ref)):
+                return version
+        return None
+
+    def _decide_value(self, cmd: FactCommand, recorded_at: datetime, observed: datetime, head: Version | None,
+                      hedged: bool) -> Decision:
+        """The policy for a command carrying a value (assert, correct, contest), once quarantine is ruled out."""
         value_json = cmd.value_json
         if cmd.op == "contest":
             # remember's "conflict" (ledger/resolution.py): a statement that may be about this fact, kept under its own
@@ -292,7 +365,9 @@ class Fact(Aggregate):
             return Decision("corrected", "correct", head.version, head.valid_from, head.valid_to, changes)
 
         valid_from = cmd.valid_from or observed
-        if head is not None and value_json == head.value_json:
+        unhedges = (head is not None and head.hedged and not hedged and valid_from >= head.valid_from
+                    and cmd.source in ("user_statement", "system_feedback"))
+        if head is not None and value_json == head.value_json and not unhedges:
             changes = []
             # the user repeating the value, or system feedback settling it (unlink), clears a contest
             if head.status == "contested" and cmd.source in ("user_statement", "system_feedback"):
@@ -386,14 +461,15 @@ class Fact(Aggregate):
             session_id=cmd.session_id,
             actor=cmd.actor,
             trace_id=cmd.trace_id,
-            derived_from=list(cmd.derived_from),
-            confidence=cmd.effective_confidence(),
+            derived_from=list(cmd.derived_from) + [i for i in d.derived_from if i not in cmd.derived_from],
+            confidence=cmd.effective_confidence() if d.confidence is None else d.confidence,
             role=cmd.role.model_dump() if cmd.role else None,
             sensitivity=cmd.sensitivity or getattr(self, "label", None),  # a label sticks to the fact
             idempotency_key=cmd.idempotency_key,
             command_fingerprint=fingerprint,
             replaces=d.replaces,
             changes=d.changes,
+            hygiene=d.hygiene,
             timestamp=recorded_at,
         )
         return self.pending_events[-1], None  # type: ignore[return-value]

@@ -438,9 +438,13 @@ class FactFields(BaseModel):
 
 
 class FactView(FactFields):
-    """One current fact in a profile (``memledger profile --json``: the value under ``facts[KEY]``)."""
+    """One current fact in a profile (``memledger profile --json``: the value under ``facts[KEY]``).
+
+    ``hedged``: the statement hedged ("I think", "maybe", 可能 ...; seed 003 §5.6): recorded with confidence at most
+    0.6, shown as uncertain in ``context`` until an unhedged statement of the same value (docs/hygiene.md)."""
 
     status: Literal["current", "contested"]
+    hedged: bool = False
 
 
 class ErasedMark(BaseModel):

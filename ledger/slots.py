@@ -24,7 +24,9 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Any, Literal
+
+import pydantic
 
 Cardinality = Literal["single", "multi"]
 
@@ -222,8 +224,102 @@ class KeyRegistry:
     def items(self) -> list[tuple[str, str]]:
         return sorted(self._card.items())
 
+    # -- hygiene rules (seed 003 §5.1 validators, §4.3 re-verification; docs/hygiene.md) ---------------------------
+    def register_validator(self, prefix: str, validator: Any, describe: str) -> None:
+        """Give the keys under ``prefix`` (the key itself or ``prefix.*``) a validator: a pydantic type
+        (``Annotated[int, Field(ge=0, le=120)]``, a ``Literal``), or a callable ``(value, recorded_at) -> type``
+        for a bound that moves with time (``birth_year`` up to the year it is recorded in). ``describe`` is what a
+        quarantine says ("must be a whole number from 0 to 120"). A value failing it is quarantined, not refused."""
+        if not hasattr(self, "_validators"):
+            self._validators: dict[str, tuple[Any, str]] = {}
+        self._validators[prefix] = (validator, describe)
+
+    def register_verify_after(self, prefix: str, seconds: float) -> None:
+        """Facts under ``prefix`` need re-confirming ``seconds`` after they were last stated or confirmed
+        (their ``observed_at``; seed 003 §4.3). Raises ValueError unless ``seconds`` > 0."""
+        if not seconds > 0:
+            raise ValueError(f"verify_after {seconds!r}: give a positive number of seconds")
+        if not hasattr(self, "_verify_after"):
+            self._verify_after: dict[str, float] = {}
+        self._verify_after[prefix] = float(seconds)
+
+    @staticmethod
+    def _longest(table: dict[str, Any], key: str) -> Any:
+        parts = key.split(".")
+        for n in range(len(parts), 0, -1):
+            hit = table.get(".".join(parts[:n]))
+            if hit is not None:
+                return hit
+        return None
+
+    def verify_after(self, key: str) -> float | None:
+        """Seconds after which a fact under ``key`` needs re-confirming (longest registered prefix), or None."""
+        return self._longest(getattr(self, "_verify_after", {}), key)
+
+    def verify_after_items(self) -> list[tuple[str, float]]:
+        return sorted(getattr(self, "_verify_after", {}).items())
+
+    def check_value(self, key: str, value: Any, recorded_at: Any) -> str | None:
+        """None if ``value`` passes the validator of ``key`` (or it has none), else what is wrong with it.
+
+        A sentence (a string with spaces, as ``remember`` records) is checked through the one number it holds
+        when the validator wants a number ("I'm 130 years old" -> 130); a sentence holding no number, or several,
+        is not judged (None)."""
+        from pydantic import TypeAdapter, ValidationError
+
+        found = self._longest(getattr(self, "_validators", {}), key)
+        if found is None:
+            return None
+        validator, describe = found
+        target = validator(value, recorded_at) if callable(validator) and not _is_type(validator) else validator
+        if isinstance(value, str) and " " in value.strip() and _wants_number(target):
+            numbers = re.findall(r"(?<![\d.])-?\d+(?:\.\d+)?(?![\d.])", value)
+            if len(numbers) != 1:
+                return None
+            value = float(numbers[0]) if "." in numbers[0] else int(numbers[0])
+        elif isinstance(value, str) and " " in value.strip():
+            return None
+        try:
+            TypeAdapter(target).validate_python(value, strict=not isinstance(value, str))
+        except ValidationError:
+            return f"{key} {describe}"
+        return None
+
+
+def _is_type(v: Any) -> bool:
+    import typing
+
+    return isinstance(v, type) or typing.get_origin(v) is not None
+
+
+def _wants_number(t: Any) -> bool:
+    import typing
+
+    base = typing.get_args(t)[0] if typing.get_origin(t) is typing.Annotated else t
+    return base in (int, float)
+
+
+def _birth_year(value: Any, recorded_at: Any) -> Any:
+    from pydantic import Field
+
+    return Annotated[int, Field(ge=1900, le=recorded_at.year)]
+
+
+def _blood_type(value: Any) -> Any:
+    return value.strip().upper().replace(" ", "") if isinstance(value, str) else value
+
 
 REGISTRY = KeyRegistry()
+# The shipped validators (seed 003 §5.1: outliers such as "I am 120 years old" are sandboxed, not believed).
+REGISTRY.register_validator("profile.age", Annotated[int, pydantic.Field(ge=0, le=120)],
+                            "must be a whole number from 0 to 120")
+REGISTRY.register_validator("profile.birth_year", _birth_year, "must be a year from 1900 to the year it is said in")
+REGISTRY.register_validator(
+    "health.blood_type",
+    Annotated[Literal["A+", "A-", "B+", "B-", "AB+", "AB-", "O+", "O-"], pydantic.BeforeValidator(_blood_type)],
+    "must be A, B, AB or O followed by + or -")
+# Re-verification (seed 003 §4.3: medical facts are re-checked after 30 days).
+REGISTRY.register_verify_after("health", 30 * 86400)
 
 # -- subject, markers --------------------------------------------------------------------------------------------
 _RELATIONS_EN = {

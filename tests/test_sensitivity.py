@@ -36,7 +36,7 @@ def disclosures(ml: MemoryLedger, user: str = "alice") -> list[tuple[str, int, s
 def test_labelled_facts_left_out_by_default(fresh_ledger: MemoryLedger) -> None:
     populate(fresh_ledger)
     ctx = fresh_ledger.context("alice", now=NOW)
-    assert profile_lines(ctx) == ["- Alice likes tea (2024-01-03, user_statement)"]
+    assert profile_lines(ctx) == ["- Alice likes tea (2024-01-03, the user said)"]
     assert "asthma" not in ctx.text and "90000" not in ctx.text
     assert disclosures(fresh_ledger) == []  # nothing labelled went in: nothing recorded
 
@@ -44,8 +44,9 @@ def test_labelled_facts_left_out_by_default(fresh_ledger: MemoryLedger) -> None:
 def test_allowed_label_goes_in_and_is_recorded(fresh_ledger: MemoryLedger) -> None:
     populate(fresh_ledger)
     ctx = fresh_ledger.context("alice", now=NOW, allow_sensitive=["health"], purpose="diet advice")
-    assert profile_lines(ctx) == ["- Alice has asthma (2024-01-01, user_statement)",
-                                  "- Alice likes tea (2024-01-03, user_statement)"]
+    assert profile_lines(ctx) == [  # health.*: unconfirmed for more than 30 days at NOW (docs/hygiene.md)
+        "- Alice has asthma (2024-01-01, the user said) (unconfirmed since 2024-01-01; ask?)",
+        "- Alice likes tea (2024-01-03, the user said)"]
     assert "90000" not in ctx.text
     assert disclosures(fresh_ledger) == [("health.condition", 1, "health", "diet advice")]
     # Each time is recorded: a second assembly, both labels, adds two more.
@@ -65,11 +66,11 @@ def test_search_memories_respect_labels(fresh_ledger: MemoryLedger) -> None:
     ctx = fresh_ledger.context("alice", now=NOW, query="what does Alice do on Mondays")
     memories = next(s.lines for s in ctx.sections if s.name == "memories")
     assert ctx.memories_from == "search"
-    assert memories == ["- Alice plays chess on Mondays (2024-01-02, user_statement)"]
+    assert memories == ["- Alice plays chess on Mondays (2024-01-02, the user said)"]
     ctx = fresh_ledger.context("alice", now=NOW, query="what does Alice do on Mondays", allow_sensitive=["health"])
     memories = next(s.lines for s in ctx.sections if s.name == "memories")
-    assert sorted(memories) == ["- Alice plays chess on Mondays (2024-01-02, user_statement)",
-                                "- Alice sees a therapist on Mondays (2024-01-01, user_statement)"]
+    assert sorted(memories) == ["- Alice plays chess on Mondays (2024-01-02, the user said)",
+                                "- Alice sees a therapist on Mondays (2024-01-01, the user said)"]
     assert disclosures(fresh_ledger) == [("memory.a1", 1, "health", None)]
 
 

@@ -45,8 +45,8 @@ EXPECTED_CONTEXT = """\
 # Context for ana. Now: 2024-05-09 13:00 +08:00 (Asia/Shanghai)
 Times are shown in Asia/Shanghai; '[= date]' after a relative phrase is the date it meant when said.
 ## Profile (stable facts)
-- preference.drink: green tea (2024-05-06, user_statement)
-- profile.timezone: Asia/Shanghai (2024-05-06, user_statement)
+- preference.drink: green tea (2024-05-06, the user said)
+- profile.timezone: Asia/Shanghai (2024-05-06, the user said)
 ## Summaries
 - [session s1, 2024-05-06] Planned the quarterly report; outline done.
 ## State card
@@ -56,7 +56,7 @@ Times are shown in Asia/Shanghai; '[= date]' after a relative phrase is the date
 - Decided: charts in matplotlib
 - Open question: who reviews the draft?
 ## Relevant memories
-- Trip to Lisbon in June (2024-05-05, user_statement)
+- Trip to Lisbon in June (2024-05-05, the user said)
 ## Recent messages
 - [2024-05-06 09:05 +08:00] user: Let's aim to send the draft next Friday [= 2024-05-17].
 - [2024-05-06 12:45 +08:00] assistant: 好的，三天后 [= 2024-05-09]我提醒你。"""
@@ -89,7 +89,7 @@ def test_three_day_gap_context_in_order_with_absolute_dates(fresh_ledger):
     script_three_days(ml)
     c = ml.context("ana", now=NOW, budget=2000)
     assert c.text == EXPECTED_CONTEXT
-    assert [s.name for s in c.sections] == ["profile", "summaries", "state_card", "memories", "messages"]
+    assert [s.name for s in c.sections] == ["profile", "summaries", "state_card", "memories", "messages", "upcoming"]
     assert c.memories_from == "recent_facts" and c.dropped == 0 and c.session_id == "s1"
     assert c.tokens == count_tokens(c.text) == 295
     # 12:45 in Shanghai stays 12:45 in what the agent reads (stored as 04:45 UTC).
@@ -106,12 +106,12 @@ def test_budget_drops_least_relevant_whole_lines(fresh_ledger):
     assert all(line in full for line in c.text.split("\n"))  # never a line cut in half
     # messages go first (oldest first), then memories; nothing else had to go
     assert {s.name: s.dropped for s in c.sections} == {"profile": 0, "summaries": 0, "state_card": 0,
-                                                       "memories": 1, "messages": 2}
+                                                       "memories": 1, "messages": 2, "upcoming": 0}
     c = ml.context("ana", now=NOW, budget=150)
     assert c.tokens == count_tokens(c.text) == 148
     assert {s.name: s.dropped for s in c.sections} == {"profile": 1, "summaries": 1, "state_card": 0,
-                                                       "memories": 1, "messages": 2}
-    assert c.sections[0].lines == ["- profile.timezone: Asia/Shanghai (2024-05-06, user_statement)"]
+                                                       "memories": 1, "messages": 2, "upcoming": 0}
+    assert c.sections[0].lines == ["- profile.timezone: Asia/Shanghai (2024-05-06, the user said)"]
     tight = ml.context("ana", now=NOW, budget=100)
     assert tight.tokens == 96
     # the card keeps its task line and open question longest; progress and decisions go before them
@@ -129,7 +129,7 @@ def test_contested_fact_is_marked(fresh_ledger):
     ml.assert_fact("cy", "preference.drink", "tea", observed_at="2024-01-01T09:00:00Z")
     ml.assert_fact("cy", "preference.drink", "coffee", source="agent_inference", observed_at="2024-01-02T09:00:00Z")
     c = ml.context("cy", now="2024-01-03T00:00:00Z")
-    assert c.sections[0].lines == ["- preference.drink: tea (2024-01-01, user_statement, CONTESTED)"]
+    assert c.sections[0].lines == ["- preference.drink: tea (2024-01-01, the user said, CONTESTED)"]
     assert c.timezone == "UTC"
 
 
@@ -262,8 +262,8 @@ def test_memories_fall_back_to_recent_facts_without_search(fresh_ledger):
     for c in (assemble_context(ml, "u", query="pets", now="2024-01-03T00:00:00Z", search_fn=_no_vectors),
               ml.context("u", now="2024-01-03T00:00:00Z")):  # no query: recent facts even with search
         assert c.memories_from == "recent_facts"
-        assert c.sections[3].lines == ["- has a cat (2024-01-02, user_statement)",
-                                       "- likes hiking (2024-01-01, user_statement)"]
+        assert c.sections[3].lines == ["- has a cat (2024-01-02, the user said)",
+                                       "- likes hiking (2024-01-01, the user said)"]
 
 
 def test_memories_fall_back_for_a_store_without_vectors(store_args):
@@ -273,7 +273,7 @@ def test_memories_fall_back_for_a_store_without_vectors(store_args):
         ml.assert_fact("u", "memory.a", "likes hiking", text="likes hiking", observed_at="2024-01-01T00:00:00Z")
         c = ml.context("u", query="pets", now="2024-01-03T00:00:00Z")
         assert c.memories_from == "recent_facts"
-        assert c.sections[3].lines == ["- likes hiking (2024-01-01, user_statement)"]
+        assert c.sections[3].lines == ["- likes hiking (2024-01-01, the user said)"]
 
 
 def test_memories_use_the_search_passed_in(fresh_ledger):
@@ -291,7 +291,7 @@ def test_memories_use_the_search_passed_in(fresh_ledger):
     c = assemble_context(ml, "u", query="outdoors", now="2024-01-03T00:00:00Z", search_fn=fake_search)
     assert calls == [("u", "outdoors", 30)]
     assert c.memories_from == "search"
-    assert c.sections[3].lines == ["- likes hiking (2024-01-01, user_statement)"]
+    assert c.sections[3].lines == ["- likes hiking (2024-01-01, the user said)"]
 
 
 def test_memories_through_the_real_search(fresh_ledger):
@@ -303,10 +303,10 @@ def test_memories_through_the_real_search(fresh_ledger):
     ml.assert_fact("u", "profile.name", "Ann", observed_at="2024-01-02T00:00:00Z")
     c = ml.context("u", query="my pet cat", now="2024-01-03T00:00:00Z")
     assert c.memories_from == "search"
-    assert c.sections[0].lines == ["- profile.name: Ann (2024-01-02, user_statement)"]
+    assert c.sections[0].lines == ["- profile.name: Ann (2024-01-02, the user said)"]
     # ranked by the search; a stable fact already in the profile section is not repeated
-    assert c.sections[3].lines == ["- has a cat (2024-01-02, user_statement)",
-                                   "- likes hiking (2024-01-01, user_statement)"]
+    assert c.sections[3].lines == ["- has a cat (2024-01-02, the user said)",
+                                   "- likes hiking (2024-01-01, the user said)"]
 
 
 def test_cli_sessions_resume_and_context(cli, store_args):
@@ -428,9 +428,9 @@ def test_context_marks_a_closed_valid_range(fresh_ledger):
     ml.assert_fact("v", "profile.name", "Vera", observed_at="2024-01-01T00:00:00Z")
     lines = ml.context("v", now="2024-06-01T00:00:00Z").sections[0].lines
     assert sorted(lines) == sorted([
-        "- in Rome (2024-01-01, user_statement, ended 2024-01-10)",
-        "- has a gym membership (2024-01-02, user_statement, until 2024-12-31)",
-        "- profile.name: Vera (2024-01-01, user_statement)",
+        "- in Rome (2024-01-01, the user said, ended 2024-01-10)",
+        "- has a gym membership (2024-01-02, the user said, until 2024-12-31)",
+        "- profile.name: Vera (2024-01-01, the user said)",
     ])
 
 
@@ -469,8 +469,8 @@ def test_context_and_resume_mark_what_is_dated_after_now(fresh_ledger):
     ml.update_card("u", "s1", progress="booked")  # stamped by the real clock
     c = ml.context("u", now="2024-02-01T00:00:00Z")
     lines = {s.name: s.lines for s in c.sections}
-    assert lines["profile"] == ["- preference.drink: tea (2024-01-01, user_statement)",
-                                "- profile.city: Oslo (2024-03-01, user_statement, after now)"]
+    assert lines["profile"] == ["- preference.drink: tea (2024-01-01, the user said)",
+                                "- profile.city: Oslo (2024-03-01, the user said, after now)"]
     assert lines["state_card"][0].endswith(", touched after now)")
     assert lines["messages"] == ["- [2024-03-02 00:01 +00:00, after now] user: hello"]
     assert ml.resume("u", now="2024-02-01T00:00:00Z").ago == "touched after now"
@@ -496,14 +496,14 @@ def test_context_and_resume_as_of_show_only_what_the_ledger_knew(fresh_ledger):
     # observed axis: what had been said by 2024-01-15
     c = ml.context("u", as_of="2024-01-15T00:00:00Z", axis="observed", now="2024-01-15T00:00:00Z")
     lines = {s.name: s.lines for s in c.sections}
-    assert lines["profile"] == ["- preference.drink: tea (2024-01-01, user_statement)"]
+    assert lines["profile"] == ["- preference.drink: tea (2024-01-01, the user said)"]
     assert lines["messages"] == ["- [2024-01-02 00:01 +00:00] user: book Rome"]
     assert not any("hotel booked" in line for line in lines["state_card"])
     assert "As the ledger knew it at 2024-01-15 00:00 +00:00: only what was said by then." in c.text
     # system axis: recorded by the instant just after the first fact (before the session existed)
     c = ml.context("u", as_of=cut_at_fact, now="2024-03-01T00:00:00Z")
     lines = {s.name: s.lines for s in c.sections}
-    assert lines["profile"] == ["- preference.drink: tea (2024-01-01, user_statement)"]
+    assert lines["profile"] == ["- preference.drink: tea (2024-01-01, the user said)"]
     assert lines["messages"] == [] and lines["state_card"] == []
     # without --as-of: everything, as before
     now = ml.context("u", now="2024-03-01T00:00:00Z")

@@ -79,7 +79,8 @@ def test_upcaster_gives_todays_fields(tmp_path: Path) -> None:
     ]
     assert {(e.role, e.sensitivity) for e in events} == {(None, None)}
     assert not any(hasattr(e, "value") for e in events)
-    assert Fact.Event.class_version == 2
+    assert Fact.Event.class_version == 3
+    assert {e.hygiene for e in events} == {None}  # v2 -> v3: events before hygiene marks carry none
 
 
 def test_projections_from_v1_equal_projections_from_today(tmp_path: Path) -> None:
@@ -123,10 +124,10 @@ def test_rebuild_of_v1_store_reproduces_the_same_content(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("encryption", ["off", "on"])
-def test_new_events_store_class_version_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encryption: str) -> None:
+def test_new_events_store_class_version_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encryption: str) -> None:
     monkeypatch.setenv("MEMLEDGER_ENCRYPTION", encryption)
     with MemoryLedger(home=tmp_path / "l") as ml:
         ml.assert_fact("u1", "preference.drink", "tea")
     [state] = stored_states(tmp_path / "l" / "events.db")
-    assert state["class_version"] == 2
+    assert state["class_version"] == 3
     assert "value" not in state and "value_json" in state

@@ -179,10 +179,18 @@ def context_cmd(ctx: typer.Context, user: str,
                     "labelled facts are left out otherwise, and each one let in is recorded (docs/erasure.md)."),
                 purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with each disclosure)."),
                 as_of: Optional[str] = AsOfOpt, axis: str = AsOfAxisOpt,
-                after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
-    """The prompt-ready context of USER: profile, summaries, state card, memories, recent messages."""
+                after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
+                min_confidence: Optional[float] = typer.Option(
+                    None, "--min-confidence", help="Leave out facts and memories recorded with a lower confidence "
+                    "(0..1; hedged statements are recorded at 0.6 at most).")) -> None:
+    """The prompt-ready context of USER: profile, upcoming, summaries, state card, memories, recent messages."""
+    from ledger.hygiene import check_min_confidence
+
+    check_min_confidence(min_confidence, "--min-confidence")  # refuse bad input before opening the store
     with open_ledger(ctx) as ml:
         extra = {"allow_sensitive": allow_sensitive, "purpose": purpose} if allow_sensitive or purpose else {}
+        if min_confidence is not None:
+            extra["min_confidence"] = min_confidence
         if after is not None:
             extra.update(after=after, timeout=timeout)
         if as_of is not None or axis != "system":

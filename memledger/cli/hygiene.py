@@ -1,0 +1,87 @@
+"""CLI verbs of memory hygiene (docs/hygiene.md): quarantine, due, stats.
+
+Each prints a table, or with ``--json`` the ``model_dump(mode="json")`` of the memledger/hygiene.py model. Bad input
+(a malformed user id or ``--now``) exits 2 before the store is opened.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from .common import JsonOpt, app, emit_json, open_ledger, out
+
+NowOpt = typer.Option(None, "--now", help="The instant to judge expiry and due dates at (ISO 8601 with an offset; "
+                                          "default: now).")
+
+
+def _check(user: Optional[str], now: Optional[str]) -> None:
+    from ledger.schemas import check_user_id
+    from ledger.timeutil import parse_instant
+
+    if user is not None:
+        check_user_id(user, "USER")
+    if now is not None:
+        parse_instant(now, "--now")
+
+
+def _short(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)[:60]
+
+
+@app.command("quarantine")
+def quarantine_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, as_json: bool = JsonOpt) -> None:
+    """USER's quarantined statements: values that failed their key's validator and texts that read as instructions
+    to the agent; each pending (72 h), released by an independent second statement, or expired."""
+    _check(user, now)
+    with open_ledger(ctx) as ml:
+        q = ml.quarantine(user, now=now)
+    if as_json:
+        emit_json(q.model_dump(mode="json"))
+        return
+    table = Table(title=f"quarantine of {user} ({sum(i.state == 'pending' for i in q.items)} pending)")
+    for col in ("key", "v", "value", "why", "state", "until", "source"):
+        table.add_column(col)
+    for i in q.items:
+        until = i.expires_at.isoformat() if i.state == "pending" else (
+            f"released as v{i.released_by}" if i.state == "released" else "")
+        table.add_row(i.key, str(i.version), _short(i.value), i.reason, i.state, until,
+                      i.source + (f" {i.source_ref}" if i.source_ref else ""))
+    out.print(table)
+
+
+@app.command("due")
+def due_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, as_json: bool = JsonOpt) -> None:
+    """USER's current facts to re-confirm: past their key prefix's verify_after (health.*: 30 days since last
+    stated or confirmed), or corrected three times or more."""
+    _check(user, now)
+    with open_ledger(ctx) as ml:
+        d = ml.due(user, now=now)
+    if as_json:
+        emit_json(d.model_dump(mode="json"))
+        return
+    table = Table(title=f"due for {user} ({len(d.items)})")
+    for col in ("key", "v", "value", "why", "confirmed", "due since"):
+        table.add_column(col)
+    for f in d.items:
+        why = f.why if f.why == "verify_after" else f"review ({f.corrections} corrections)"
+        table.add_row(f.key, str(f.version), _short(f.value), why, f.confirmed_at.isoformat(), f.due_at.isoformat())
+    out.print(table)
+
+
+@app.command("stats")
+def stats_cmd(ctx: typer.Context, user: Optional[str] = typer.Argument(None, help="One user (default: the store)."),
+              now: Optional[str] = NowOpt, as_json: bool = JsonOpt) -> None:
+    """Memory health of USER or of the whole store: users, facts, freshness_7d, conflict_rate,
+    correction_rate_per_1k_messages, quarantined, due, scheduled (docs/hygiene.md)."""
+    _check(user, now)
+    with open_ledger(ctx) as ml:
+        s = ml.stats(user, now=now)
+    if as_json:
+        emit_json(s.model_dump(mode="json"))
+        return
+    for name, value in s.model_dump(mode="json").items():
+        out.print(f"{name:<33} {'n/a' if value is None else value}")

@@ -1,0 +1,289 @@
+"""Memory hygiene reads: scheduled facts, the quarantine, what is due for re-confirming, and memory health.
+
+What a person or a source causes is an event, decided by the policy (ledger/domain.py with the rules of
+ledger/hygiene.py: hedged, quarantined, released, corrected n times). What only time causes is derived here, at read
+time, from recorded times, so ``verify`` stays deterministic:
+
+* a fact whose ``valid_from`` is after ``now`` is **scheduled** (seed 003 §5.8): not current; while it waits, the
+  version whose valid range covers ``now`` (if any) is the current one;
+* a quarantined statement (seed 003 §5.1) is **pending** until 72 hours after it was said (``observed_at``), then
+  **expired**, unless a later event released it (**released**);
+* a current fact is **due** (seed 003 §4.3) once ``verify_after`` seconds of its key prefix (the key registry,
+  ``ledger.slots.REGISTRY``; ``health.*``: 30 days) have passed since it was last stated or confirmed (the latest
+  ``observed_at`` of its version and of reaffirmations of it), or when it was corrected three times or more.
+
+Each function takes a :class:`~memledger.store.Store` and an optional ``now`` (aware; default the current time)
+and reads projections only (profile, history, messages), never the log. Errors: :class:`ledger.errors.BadInput`
+for a bad user id or ``now``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ledger.hygiene import QUARANTINE_WINDOW, REVIEW_AT
+from ledger.schemas import check_user_id
+from ledger.slots import REGISTRY
+from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
+
+from .store import Store
+
+#: the window of ``freshness_7d`` (seed 003 §5.12: share of facts stated or confirmed in the last 7 days)
+FRESH_WINDOW = timedelta(days=7)
+
+
+class QuarantinedFact(BaseModel):
+    """One quarantined statement (``memledger quarantine USER --json``: an item of ``items``).
+
+    ``reason``: why it was quarantined (``"profile.age must be a whole number from 0 to 120"``, ``"reads as an
+    instruction to the agent"``). ``observed_at``: when it was said; ``expires_at``: 72 hours later (UTC);
+    ``recorded_at``: when the ledger recorded it.
+    ``state``: ``pending`` (waiting for an independent second statement), ``released`` (``released_by`` is the
+    version it became, ``released_at`` when), or ``expired`` (nobody confirmed it in time; it stays in history)."""
+
+    key: str
+    version: int
+    value: Any
+    text: str | None
+    reason: str
+    source: str
+    source_ref: str | None
+    session_id: str | None
+    observed_at: datetime
+    recorded_at: datetime
+    expires_at: datetime
+    state: Literal["pending", "released", "expired"]
+    released_by: int | None
+    released_at: datetime | None
+
+
+class QuarantineList(BaseModel):
+    """``memledger quarantine USER --json``: the user's quarantined statements, pending first, then by position."""
+
+    user_id: str
+    now: datetime
+    items: list[QuarantinedFact]
+
+
+class DueFact(BaseModel):
+    """A current fact to re-confirm with the user (``memledger due USER --json``: an item of ``items``).
+
+    ``why``: ``verify_after`` (``confirmed_at`` + the key prefix's ``verify_after`` is at or before ``now``;
+    ``due_at`` is that instant) or ``review`` (corrected ``corrections`` >= 3 times; ``due_at`` is when the third
+    correction was recorded). ``confirmed_at``: when it was last stated or confirmed (``observed_at``, UTC)."""
+
+    key: str
+    version: int
+    value: Any
+    text: str | None
+    confirmed_at: datetime
+    due_at: datetime
+    why: Literal["verify_after", "review"]
+    corrections: int
+
+
+class DueList(BaseModel):
+    """``memledger due USER --json``: what needs re-confirming at ``now``, by ``due_at`` then key."""
+
+    user_id: str
+    now: datetime
+    items: list[DueFact]
+
+
+class ScheduledFact(BaseModel):
+    """A fact whose valid time starts after ``now`` (seed 003 §5.8): upcoming, not current, never "has happened"."""
+
+    key: str
+    version: int
+    value: Any
+    text: str | None
+    valid_from: datetime
+    source: str
+    confidence: float
+    sensitivity: str | None
+
+
+class Stats(BaseModel):
+    """``memledger stats [USER] --json``: memory health (seed 003 §5.12), for one user or the whole store.
+
+    * ``user_id``: the user, or null for the whole store; ``users``: how many users hold a current or scheduled
+      fact; ``facts``: current facts (scheduled ones excluded);
+    * ``freshness_7d``: share of current facts stated or confirmed (``observed_at``) in the 7 days before ``now``
+      (0..1; null with no facts); ``conflict_rate``: contested / current facts (null with no facts);
+    * ``correction_rate_per_1k_messages``: corrections recorded per 1000 logged messages (null with no messages);
+    * ``quarantined``: pending quarantined statements; ``due``: facts to re-confirm (``memledger due``);
+      ``scheduled``: facts whose valid time has not started.
+    """
+
+    user_id: str | None
+    users: int
+    facts: int
+    freshness_7d: float | None
+    conflict_rate: float | None
+    correction_rate_per_1k_messages: float | None
+    quarantined: int
+    due: int
+    scheduled: int
+
+
+def _now(now: Any) -> datetime:
+    return parse_instant(now, "now") if now is not None else now_utc()
+
+
+def _marks(row: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(row.get("hygiene") or "{}")
+
+
+def split_scheduled(store: Store, cur: Any, user_id: str, rows: list[dict[str, Any]],
+                    now_us: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Split profile rows (projections/profile.py ``rows``) into (current, scheduled) at ``now_us`` (micros).
+
+    A row whose ``valid_from`` is after ``now_us`` is scheduled; the version of its key covering ``now_us`` (a value
+    it will supersede), if any, is current in its place, as a profile-shaped row with status ``current``."""
+    current, scheduled = [], []
+    for r in rows:
+        if r["valid_from"] <= now_us:
+            current.append(r)
+            continue
+        scheduled.append(r)
+        before = store.history_projection.covering(cur, user_id, r["key"], now_us)
+        if before is not None:
+            current.append({**{k: before.get(k) for k in r}, "status": "current", "valid_to": before["valid_to"]})
+    current.sort(key=lambda r: r["key"])
+    return current, scheduled
+
+
+def scheduled(store: Store, user_id: str, now: Any = None) -> list[ScheduledFact]:
+    """The user's scheduled facts at ``now``, soonest first."""
+    user_id = check_user_id(user_id)
+    now_dt = _now(now)
+    store.before_read(None, 10.0)
+    with store.db.read() as cur:
+        rows = store.profile_projection.rows(cur, user_id)
+        _, later = split_scheduled(store, cur, user_id, rows, to_micros(now_dt))
+    return [ScheduledFact(key=r["key"], version=r["version"], value=_value(r["value_json"]), text=r["text"],
+                          valid_from=from_micros(r["valid_from"]), source=r["source"], confidence=r["confidence"],
+                          sensitivity=r["sensitivity"])
+            for r in sorted(later, key=lambda r: (r["valid_from"], r["key"]))]
+
+
+def _value(value_json: str | None) -> Any:
+    return None if value_json is None else json.loads(value_json)
+
+
+def quarantine(store: Store, user_id: str, now: Any = None) -> QuarantineList:
+    """The user's quarantined statements with their state at ``now`` (``memledger quarantine USER``)."""
+    user_id = check_user_id(user_id)
+    now_dt = _now(now)
+    store.before_read(None, 10.0)
+    with store.db.read() as cur:
+        held, releases = store.history_projection.quarantine_rows(cur, user_id)
+    items = [_quarantined(r, releases, now_dt) for r in held]
+    items.sort(key=lambda q: (q.state != "pending", q.observed_at, q.version))
+    return QuarantineList(user_id=user_id, now=now_dt, items=items)
+
+
+def _quarantined(r: dict[str, Any], releases: dict[tuple[str, str, int], dict[str, Any]],
+                 now_dt: datetime) -> QuarantinedFact:
+    recorded = from_micros(r["recorded_at"])
+    expires = from_micros(r["observed_at"]) + QUARANTINE_WINDOW
+    rel = releases.get((r["user_id"], r["key"], r["version"]))
+    state = "released" if rel is not None else ("expired" if now_dt >= expires else "pending")
+    return QuarantinedFact(
+        key=r["key"], version=r["version"], value=_value(r["value_json"]), text=r["text"],
+        reason=_marks(r).get("quarantined", ""), source=r["source"], source_ref=r["source_ref"],
+        session_id=r["session_id"], observed_at=from_micros(r["observed_at"]), recorded_at=recorded, expires_at=expires, state=state,  # type: ignore[arg-type]
+        released_by=None if rel is None else rel["version"],
+        released_at=None if rel is None else from_micros(rel["recorded_at"]))
+
+
+def _due_rows(rows: list[dict[str, Any]], user_of: Any, confirmed: dict[tuple[str, str, int], int],
+              now_dt: datetime) -> list[tuple[dict[str, Any], DueFact]]:
+    out = []
+    for r in rows:
+        marks = _marks(r)
+        seen = confirmed.get((user_of(r), r["key"], r["version"]), r["valid_from"])
+        confirmed_at = from_micros(seen)
+        n = int(marks.get("corrections", 0))
+        after = REGISTRY.verify_after(r["key"])
+        fact = None
+        if after is not None and confirmed_at + timedelta(seconds=after) <= now_dt:
+            fact = DueFact(key=r["key"], version=r["version"], value=_value(r.get("value_json")), text=r.get("text"),
+                           confirmed_at=confirmed_at, due_at=confirmed_at + timedelta(seconds=after),
+                           why="verify_after", corrections=n)
+        elif n >= REVIEW_AT:
+            fact = DueFact(key=r["key"], version=r["version"], value=_value(r.get("value_json")), text=r.get("text"),
+                           confirmed_at=confirmed_at, due_at=from_micros(r["recorded_at"]), why="review",
+                           corrections=n)
+        if fact is not None:
+            out.append((r, fact))
+    return out
+
+
+def due(store: Store, user_id: str, now: Any = None) -> DueList:
+    """The user's current facts that need re-confirming at ``now`` (``memledger due USER``)."""
+    user_id = check_user_id(user_id)
+    now_dt = _now(now)
+    store.before_read(None, 10.0)
+    with store.db.read() as cur:
+        rows = store.profile_projection.rows(cur, user_id)
+        current, _ = split_scheduled(store, cur, user_id, rows, to_micros(now_dt))
+        confirmed = store.history_projection.confirmations(cur, user_id)
+    items = [f for _, f in _due_rows(current, lambda r: user_id, confirmed, now_dt)]
+    items.sort(key=lambda f: (f.due_at, f.key))
+    return DueList(user_id=user_id, now=now_dt, items=items)
+
+
+def due_keys(store: Store, user_id: str, now: datetime) -> dict[str, DueFact]:
+    """``{key: DueFact}`` of :func:`due` (what ``context`` marks "unconfirmed since D; ask?")."""
+    return {f.key: f for f in due(store, user_id, now).items}
+
+
+def stats(store: Store, user_id: str | None = None, now: Any = None) -> Stats:
+    """Memory health for ``user_id`` or the whole store (``memledger stats [USER]``), from projections only."""
+    if user_id is not None:
+        user_id = check_user_id(user_id)
+    now_dt = _now(now)
+    now_us = to_micros(now_dt)
+    store.before_read(None, 10.0)
+    with store.db.read() as cur:
+        rows = store.profile_projection.store_rows(cur, user_id)
+        by_user: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            by_user.setdefault(r["user_id"], []).append(r)
+        current: list[dict[str, Any]] = []
+        n_scheduled = 0
+        for u, urows in by_user.items():
+            cur_rows, later = split_scheduled(store, cur, u, urows, now_us)
+            for r in cur_rows:
+                r.setdefault("user_id", u)
+                r["user_id"] = u
+            current += cur_rows
+            n_scheduled += len(later)
+        confirmed = store.history_projection.confirmations(cur, user_id)
+        corrections = store.history_projection.correction_counts(cur, user_id)
+        messages = _message_count(store, cur, user_id)
+        held, releases = store.history_projection.quarantine_rows(cur, user_id)
+    pending = sum(1 for r in held if _quarantined(r, releases, now_dt).state == "pending")
+    n = len(current)
+    fresh = sum(1 for r in current
+                if confirmed.get((r["user_id"], r["key"], r["version"]), r["valid_from"]) >= now_us
+                - int(FRESH_WINDOW.total_seconds() * 1_000_000))
+    contested = sum(1 for r in current if r["status"] == "contested")
+    n_due = len(_due_rows(current, lambda r: r["user_id"], confirmed, now_dt))
+    return Stats(user_id=user_id, users=len(by_user), facts=n,
+                 freshness_7d=None if n == 0 else round(fresh / n, 4),
+                 conflict_rate=None if n == 0 else round(contested / n, 4),
+                 correction_rate_per_1k_messages=None if messages == 0 else round(corrections * 1000 / messages, 4),
+                 quarantined=pending, due=n_due, scheduled=n_scheduled)
+
+
+def _message_count(store: Store, cur: Any, user_id: str | None) -> int:
+    t = store.messages_projection.table("log")
+    cur.execute(f"SELECT COUNT(*) FROM {t}" + (" WHERE user_id = ?" if user_id is not None else ""),
+                (user_id,) if user_id is not None else ())
+    return int(cur.fetchone()[0])
