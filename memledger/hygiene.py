@@ -4,8 +4,8 @@ What a person or a source causes is an event, decided by the policy (ledger/doma
 ledger/hygiene.py: hedged, quarantined, released, corrected n times). What only time causes is derived here, at read
 time, from recorded times, so ``verify`` stays deterministic:
 
-* a fact whose ``valid_from`` is after ``now`` is **scheduled** (seed 003 §5.8): not current; while it waits, the
-  version whose valid range covers ``now`` (if any) is the current one;
+* a fact whose ``valid_from`` is after ``now`` and after when it was said is **scheduled** (seed 003 §5.8): not
+  current; while it waits, the version whose valid range covers ``now`` (if any) is the current one;
 * a quarantined statement (seed 003 §5.1) is **pending** until 72 hours after it was said (``observed_at``), then
   **expired**, unless a later event released it (**released**);
 * a current fact is **due** (seed 003 §4.3) once ``verify_after`` seconds of its key prefix (the key registry,
@@ -142,11 +142,18 @@ def split_scheduled(store: Store, cur: Any, user_id: str, rows: list[dict[str, A
                     now_us: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Split profile rows (projections/profile.py ``rows``) into (current, scheduled) at ``now_us`` (micros).
 
-    A row whose ``valid_from`` is after ``now_us`` is scheduled; the version of its key covering ``now_us`` (a value
-    it will supersede), if any, is current in its place, as a profile-shaped row with status ``current``."""
+    A row is scheduled when its ``valid_from`` is after ``now_us`` and after the instant it was said (a statement
+    about the future: "check-up next Friday"); the version of its key covering ``now_us`` (a value it will
+    supersede), if any, is current in its place, as a profile-shaped row with status ``current``. A row said after
+    ``now_us`` and true from when it was said (``context --now`` in the past) is not scheduled: it is simply later
+    than ``now``."""
     current, scheduled = [], []
     for r in rows:
         if r["valid_from"] <= now_us:
+            current.append(r)
+            continue
+        said = store.history_projection.observed_at_of(cur, user_id, r["key"], r["version"])
+        if said is None or r["valid_from"] <= said:
             current.append(r)
             continue
         scheduled.append(r)
@@ -270,9 +277,9 @@ def stats(store: Store, user_id: str | None = None, now: Any = None) -> Stats:
         held, releases = store.history_projection.quarantine_rows(cur, user_id)
     pending = sum(1 for r in held if _quarantined(r, releases, now_dt).state == "pending")
     n = len(current)
+    since = now_us - int(FRESH_WINDOW.total_seconds() * 1_000_000)
     fresh = sum(1 for r in current
-                if confirmed.get((r["user_id"], r["key"], r["version"]), r["valid_from"]) >= now_us
-                - int(FRESH_WINDOW.total_seconds() * 1_000_000))
+                if since <= confirmed.get((r["user_id"], r["key"], r["version"]), r["valid_from"]) <= now_us)
     contested = sum(1 for r in current if r["status"] == "contested")
     n_due = len(_due_rows(current, lambda r: r["user_id"], confirmed, now_dt))
     return Stats(user_id=user_id, users=len(by_user), facts=n,

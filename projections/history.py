@@ -358,6 +358,13 @@ class HistoryProjection(Projection):
         row = cur.fetchone()
         return None if row is None else dict(zip(VERSION_COLS, row))
 
+    def observed_at_of(self, cur: Cursor, user_id: str, key: str, version: int) -> int | None:
+        """When the version's event was said (``observed_at`` micros), or None."""
+        cur.execute(f"SELECT observed_at FROM {self.table('versions')} WHERE user_id = ? AND key = ? AND version = ?",
+                    (user_id, key, version))
+        row = cur.fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
     def correction_counts(self, cur: Cursor, user_id: str | None = None) -> int:
         """How many corrections (effect ``correct``) the user's (or every user's) facts have had."""
         sql = f"SELECT COUNT(*) FROM {self.table('versions')} WHERE effect = 'correct'"
