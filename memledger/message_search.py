@@ -1,4 +1,4 @@
-"""Search over the logged messages (the raw conversation), fused like fact search: dense + BM25, RRF.
+"""Search over the logged messages (the raw conversation), scored like fact search: dense + BM25, absolute.
 
 ``MemoryLedger.search_messages(user, query, k)`` ranks one user's messages (optionally one session's) for a query:
 
@@ -6,8 +6,8 @@
 * dense: the embedder of the ledger's ``vectors`` projection (issue 4: ``embed_texts`` goes through its persistent
   embedding cache, so a message is embedded once per model), cosine similarity — skipped when the ledger was
   opened without the vectors projection (``MEMLEDGER_EMBEDDER=none``), leaving BM25 alone;
-* fusion: :func:`projections.fusion.rrf` with the vectors projection's weights (its ``dense_weight_for`` lowers the
-  dense weight for CJK queries on an English-only model).
+* score: the absolute relevance of projections/relevance.py (standardised cosine plus BM25 over the query's bound,
+  through a logistic), the same scale as fact search's ``parts.relevance``; RRF only breaks ties.
 
 Indexes are built in process from the ``messages`` projection and kept per (user, session filter) until a new
 message arrives (the projection's last position changes). This reads; it never writes.
@@ -33,7 +33,7 @@ _CACHE_SIZE = 8
 class MessageHit(BaseModel):
     """One message found by :func:`search_messages`, best first (``rank`` from 1).
 
-    ``score`` is the RRF score; ``dense_rank`` / ``lexical_rank`` are the message's ranks in each ranking (None if
+    ``score`` is the absolute relevance (projections/relevance.py); ``dense_rank`` / ``lexical_rank`` are the message's ranks in each ranking (None if
     not in that ranking's pool).
     """
 
@@ -63,19 +63,14 @@ def _check(user_id: Any, query: Any, k: Any, session_id: Any) -> tuple[str, str,
     return user_id, query, k, session_id
 
 
-def search_messages(ml: Store, user_id: str, query: str, k: int = 10,
-                    session_id: str | None = None) -> list[MessageHit]:
-    """Rank ``user_id``'s messages (or one session's) for ``query``; see the module docstring.
-
-    Raises:
-        BadInput: empty query, k outside 1..1000, malformed user or session id, or a ``session_id`` that is not a
-            session of the user (as ``context --session`` refuses it; nothing is read).
-    """
+def ranked_messages(ml: Store, user_id: str, query: str, k: int, session_id: str | None) -> list[dict[str, Any]]:
+    """The user's messages (or one session's) scored for ``query``, best first, at most ``max(k, 50)``: dicts with
+    the message row and ``relevance`` (absolute, projections/relevance.py), ``dense``, ``dense_z``, ``lexical``,
+    ``lexical_n``, ``rrf``, ``dense_rank``, ``lexical_rank``. Reads only (the caller validated the arguments)."""
     from projections.fusion import rrf
     from projections.lexical import LexicalIndex
+    from projections.relevance import lexical_bound, relevance
 
-    user_id, query, k, session_id = _check(user_id, query, k, session_id)
-    ml.before_read(None, 10.0)
     with ml.db.read() as cur:
         if session_id is not None and ml.state_cards_projection.session(cur, user_id, session_id) is None:
             from .optout import is_no_memory
@@ -104,25 +99,55 @@ def search_messages(ml: Store, user_id: str, query: str, k: int = 10,
         entry = cache[stamp] = (index, matrix)
     index, matrix = entry
     pool = max(k, 50)
-    lexical = [d for d, _ in index.search(query, pool)]
+    lex = index.search(query, pool)
+    lexical = [d for d, _ in lex]
     rankings, weights = [lexical], [1.0]
     dense: list[str] = []
+    sims = None
+    model = None
     if matrix is not None and vp is not None:
         q = np.asarray(vp.embed_query(query), dtype=np.float32)
         q = q / (np.linalg.norm(q) or 1.0)
         sims = matrix @ q
+        model = vp.model_id
         order = np.argsort(-sims, kind="stable")[:pool]
         dense = [ids[i] for i in order]
         rankings = [dense, lexical]
         weights = [vp.dense_weight_for(query), vp.lexical_weight]
-    fused = rrf(rankings, k=vp.rrf_k if vp is not None else 60, weights=weights)[:k]
-    by_id = dict(zip(ids, rows))
+    fused = rrf(rankings, k=vp.rrf_k if vp is not None else 60, weights=weights)
+    pos = {d: i for i, d in enumerate(ids)}
     d_rank = {d: i + 1 for i, d in enumerate(dense)}
     l_rank = {d: i + 1 for i, d in enumerate(lexical)}
+    lex_score = dict(lex)
+    bound = lexical_bound(index, query)
+    lw = vp.lexical_weight_abs if vp is not None else None
     out = []
-    for rank, (doc, score) in enumerate(fused, 1):
-        r = by_id[doc]
+    for doc, score in fused:
+        i = pos[doc]
+        cos = None if sims is None else float(sims[i])
+        rel, dz, ln = relevance(cos, model, lex_score.get(doc), bound, *(() if lw is None else (lw,)))
+        out.append({"row": rows[i], "relevance": rel, "dense": cos, "dense_z": dz, "lexical": lex_score.get(doc),
+                    "lexical_n": ln, "rrf": score, "dense_rank": d_rank.get(doc), "lexical_rank": l_rank.get(doc),
+                    "doc_id": doc, "model": model})
+    out.sort(key=lambda c: (-c["relevance"], -c["rrf"], c["doc_id"]))
+    return out
+
+
+def search_messages(ml: Store, user_id: str, query: str, k: int = 10,
+                    session_id: str | None = None) -> list[MessageHit]:
+    """Rank ``user_id``'s messages (or one session's) for ``query``; see the module docstring. ``score`` is the
+    absolute relevance of projections/relevance.py (comparable with fact search's ``parts.relevance``).
+
+    Raises:
+        BadInput: empty query, k outside 1..1000, malformed user or session id, or a ``session_id`` that is not a
+            session of the user (as ``context --session`` refuses it; nothing is read).
+    """
+    user_id, query, k, session_id = _check(user_id, query, k, session_id)
+    ml.before_read(None, 10.0)
+    out = []
+    for rank, c in enumerate(ranked_messages(ml, user_id, query, k, session_id)[:k], 1):
+        r = c["row"]
         out.append(MessageHit(rank=rank, session_id=r["session_id"], message_id=r["message_id"], role=r["role"],
                               speaker=r["speaker"], text=r["text"], observed_at=from_micros(r["observed_at"]),
-                              score=score, dense_rank=d_rank.get(doc), lexical_rank=l_rank.get(doc)))
+                              score=c["relevance"], dense_rank=c["dense_rank"], lexical_rank=c["lexical_rank"]))
     return out

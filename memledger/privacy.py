@@ -442,13 +442,15 @@ def withhold_related(ml: Store, receipt: Any) -> Any:
 
 def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as_of: Any = None,
                             source: str | None = None, role: str | None = None, *, allow_sensitive: Any = None,
-                            purpose: str | None = None, trace_id: str | None = None,
-                            **kwargs: Any) -> list[search.SearchHit]:
+                            purpose: str | None = None, trace_id: str | None = None, also: Any = None,
+                            min_score: Any = None, role_filter: Any = None, exclude_source: Any = None,
+                            within: Any = "facts", min_confidence: Any = None, **kwargs: Any) -> list[search.SearchHit]:
     """:func:`memledger.search.search` under the same rule as context: a hit whose version carries a sensitivity
     label (health, finance, ...) is left out unless ``allow_sensitive`` names the label, and each labelled hit
-    returned is recorded as a disclosure (``SensitiveFactIncluded`` with ``purpose``/``trace_id``), so ``audit``
-    and ``export`` show it. Withheld hits do not shorten the page: the search asks for ``k`` plus the number of
-    labelled versions, then cuts to ``k`` and renumbers ``rank``.
+    returned is recorded as a disclosure (``SensitiveFactIncluded`` with ``purpose``/``trace_id``) on the user whose
+    fact it is, so ``audit`` and ``export`` show it. Withheld hits do not shorten the page: each user's search asks
+    for ``k`` plus the number of their labelled versions, then the users' hits are merged by score, cut to ``k`` and
+    renumbered. ``also`` and the other filters: :class:`memledger.search.SearchFilters`.
 
     Raises:
         BadInput: a malformed ``allow_sensitive`` or search argument (nothing read, nothing recorded).
@@ -457,14 +459,20 @@ def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as
     purpose = check_purpose(purpose)
     search.check_search_args(user_id, query, k, as_of, source, role)
     user_id = check_user_id(user_id)
+    flt = search.check_filters(user_id, also, min_score, role_filter, exclude_source, within, as_of, min_confidence)
     ml.before_read(kwargs.pop("after", None), kwargs.pop("timeout", 10.0), deferred=True)
-    labels = sensitivity_labels(ml, user_id)
-    ask = min(k + len(labels), search.MAX_K) if labels else k
-    hits = search.search_caught_up(ml, user_id, query, ask, as_of, source, role, **kwargs)
-    kept = [h for h in hits if labels.get((h.key, h.version)) in (None, *allow)][:k]
-    included = sorted({(h.key, h.version, labels[(h.key, h.version)]) for h in kept if (h.key, h.version) in labels})
-    record_disclosures(ml, user_id, included, purpose=purpose, trace_id=trace_id)
-    return [h if h.rank == i else h.model_copy(update={"rank": i}) for i, h in enumerate(kept, 1)]
+    per_user, labels_of = [], {}
+    for u in (user_id, *flt.also):
+        labels = labels_of[u] = sensitivity_labels(ml, u)
+        ask = min(k + len(labels), search.MAX_K) if labels else k
+        hits = search.search_caught_up(ml, u, query, ask, as_of, source, role, filters=flt, **kwargs)
+        per_user.append([h for h in hits if h.kind != "fact" or labels.get((h.key, h.version)) in (None, *allow)])
+    kept = search.merge_users(per_user, k)
+    for u, labels in labels_of.items():
+        included = sorted({(h.key, h.version, labels[(h.key, h.version)]) for h in kept
+                           if h.user_id == u and h.kind == "fact" and (h.key, h.version) in labels})
+        record_disclosures(ml, u, included, purpose=purpose, trace_id=trace_id)
+    return kept
 
 
 class _SensitivityView:

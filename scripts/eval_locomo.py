@@ -1,34 +1,36 @@
 #!/usr/bin/env python
-"""LoCoMo retrieval evaluation: recall@k of the evidence turns, per question category, beside the published baseline.
+"""LoCoMo retrieval evaluation: recall@k of the evidence turns, per question category, beside same-run plain cosine.
 
-Protocol (issue 4): one fresh ledger per conversation; every observation ingested as a fact exactly as
-``memledger ingest`` does (memledger/ingest.py: user = speaker, ``source_ref`` = the evidence turn id(s) the
-observation cites); for every QA item, ``MemoryLedger.search`` with the question; recall@k = the fraction of the
-item's evidence turn ids found among the ``source_ref`` of the top k hits, averaged per category.
+Protocol (the one an agent uses): one fresh ledger per conversation; every observation ingested as a fact exactly
+as ``memledger ingest`` does (memledger/ingest.py: user = speaker, ``source_ref`` = the evidence turn id(s) the
+observation cites); for every QA item, ONE ``MemoryLedger.search(speaker_a, question, k, also=[speaker_b])`` with
+the question as asked (no name rewriting, no routing): both speakers' memories, hits merged by the returned
+``score`` (absolute: projections/relevance.py). recall@k = the fraction of the item's evidence turn ids found among
+the ``source_ref`` of the top k hits, averaged over the questions of categories 1-4.
 
-Whose memory is searched: the question names the speaker(s) it is about ("When did Caroline go to ..."); when it
-names one, that speaker's memory is searched with the name replaced by "they" (every memory of that user is about
-them, so the name only adds noise to both rankings: measured +3.9 / +4.0 / +3.2 points at k = 5 / 10 / 25, BM25
-unstemmed); when it names neither or both, both speakers are searched with the question as asked and their hits
-merged by score.
-``--both`` adds a row searching both speakers always, with the question as asked.
+Beside it, in the same run: **plain cosine** — the same observations of both speakers ranked by the cosine of the
+ledger's own embedder (MiniLM by default; vectors through the same embedding cache) and nothing else. ``--routed``
+adds the previous protocol (the speaker named in the question searched alone, the name replaced by "they").
 
 Categories in the file: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial (reported: 1-4 and
-their overall, as the LoCoMo paper does). Baseline: Maharana et al., "Evaluating Very Long-Term Conversational
-Memory of LLM Agents" (ACL 2024), Table 3, DRAGON retriever over observations: 56.2 / 61.3 / 67.5 at k = 5 / 10 / 25.
+their overall, as the LoCoMo paper does). Published baseline: Maharana et al., "Evaluating Very Long-Term
+Conversational Memory of LLM Agents" (ACL 2024), Table 3, DRAGON over observations: 56.2 / 61.3 / 67.5 at k = 5 /
+10 / 25 (another retriever, another protocol: for orientation only).
 
-Measured on ../shared/data/locomo/locomo_sample.json (conv-26 and conv-30, 231 questions), default offline
-set-up (MiniLM + BM25, RRF): 58.3 / 62.6 / 68.7 overall; conv-26 56.4 / 60.8 / 67.0, conv-30 61.7 / 65.8 / 71.8.
-With the BM25 tokens unstemmed (lexical tokenizer v1) it was 56.4 / 61.3 / 68.0. Ablations: docs/retrieval.md,
-"LoCoMo".
+Figures (MiniLM + BM25, absolute relevance; docs/retrieval.md has the table and the ablations):
 
-Usage: python scripts/eval_locomo.py DATA.json [--embedder minilm] [--json OUT]
+* dev, tuned on: ../shared/data/locomo/locomo_sample.json (conv-26, conv-30, 231 questions).
+* held out, never tuned on: the other eight conversations of LoCoMo's locomo10.json (1,682 questions); not shipped
+  (CC BY-NC): pass the file.
+
+Usage: python scripts/eval_locomo.py DATA.json [--embedder minilm] [--routed] [--resolve] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -65,6 +67,13 @@ def routed_query(question: str, users: list[str]) -> str:
 
 
 def retrieve(ml: MemoryLedger, users: list[str], question: str, k: int) -> list[set[str]]:
+    """The protocol: one search of the first user with ``also`` = the others, merged by score by the ledger."""
+    hits = ml.search(users[0], question, k=k, also=users[1:])
+    return [turn_ids(h.source_ref or "") for h in hits[:k]]
+
+
+def retrieve_routed(ml: MemoryLedger, users: list[str], question: str, k: int) -> list[set[str]]:
+    """The earlier protocol (``--routed``): each user searched alone, hits merged by score."""
     hits = []
     for u in users:
         hits.extend(ml.search(u, question, k=k))
@@ -72,12 +81,34 @@ def retrieve(ml: MemoryLedger, users: list[str], question: str, k: int) -> list[
     return [turn_ids(h.source_ref or "") for h in hits[:k]]
 
 
+class PlainCosine:
+    """Same-run baseline: the observations of the conversation ranked by the ledger embedder's cosine alone."""
+
+    def __init__(self, ml: MemoryLedger, commands: list) -> None:
+        import numpy as np
+
+        proj = ml.vectors_projection
+        self.refs = [turn_ids(c.source_ref or "") for c in commands]
+        texts = [c.text for c in commands]
+        self.matrix = np.asarray(proj.embed_texts(texts), dtype=np.float32)
+        self.proj = proj
+
+    def retrieve(self, question: str, k: int) -> list[set[str]]:
+        import numpy as np
+
+        sims = self.matrix @ np.asarray(self.proj.embed_query(question), dtype=np.float32)
+        return [self.refs[i] for i in np.argsort(-sims, kind="stable")[:k]]
+
+
 def recall(evidence: set[str], refs: list[set[str]]) -> float:
     found = set().union(*refs) if refs else set()
     return len(evidence & found) / len(evidence)
 
 
-def evaluate(data: list[dict], embedder: str, both: bool = False, resolve: bool = False) -> tuple[dict, dict, dict]:
+MODES = ("ledger", "cosine", "routed")
+
+
+def evaluate(data: list[dict], embedder: str, routed: bool = False, resolve: bool = False) -> tuple[dict, dict, dict]:
     scores: dict[tuple[str, int, int], list[float]] = {}
     info = {"conversations": 0, "observations": 0, "questions": 0, "ingest_s": 0.0, "search_ms": [],
             "decisions": {}}
@@ -86,41 +117,43 @@ def evaluate(data: list[dict], embedder: str, both: bool = False, resolve: bool 
         commands = locomo_commands([conv], resolve=resolve)
         with tempfile.TemporaryDirectory() as home, MemoryLedger(home=home, embedder=embedder) as ml:
             t0 = time.perf_counter()
-            if resolve:  # issue 13: every observation through remember (slot resolution), as `ingest --resolve`
+            if resolve:  # every observation through remember (slot resolution), as `ingest --resolve`
                 for line in commands:
                     d = ml.remember(line.user_id, line.text, **line.fields).decision
                     info["decisions"][d] = info["decisions"].get(d, 0) + 1
             for i in range(0, len(commands) if not resolve else 0, 500):
                 ml.record(commands[i:i + 500])
+            ml.catch_up()
             info["ingest_s"] += time.perf_counter() - t0
             info["conversations"] += 1
             info["observations"] += len(commands)
+            cosine = PlainCosine(ml, [c for c in commands if getattr(c, "text", None)])
             for qa in conv["qa"]:
                 cat = qa.get("category")
                 evidence = set().union(*(turn_ids(e) for e in qa.get("evidence", []))) if qa.get("evidence") else set()
                 if cat not in CATEGORIES or not evidence:
                     continue
                 info["questions"] += 1
-                named = speakers_named(qa["question"], speakers)
-                modes = [("routed", named, routed_query(qa["question"], named))]
-                if both:
-                    modes.append(("both", speakers, qa["question"]))
-                for mode, users, question in modes:
-                    for k in KS:
-                        t1 = time.perf_counter()
-                        refs = retrieve(ml, users, question, k)
-                        if mode == "routed":
-                            info["search_ms"].append((time.perf_counter() - t1) * 1000)
-                        scores.setdefault((mode, cat, k), []).append(recall(evidence, refs))
+                q = qa["question"]
+                for k in KS:
+                    t1 = time.perf_counter()
+                    refs = retrieve(ml, speakers, q, k)
+                    info["search_ms"].append((time.perf_counter() - t1) * 1000)
+                    scores.setdefault(("ledger", cat, k), []).append(recall(evidence, refs))
+                    scores.setdefault(("cosine", cat, k), []).append(recall(evidence, cosine.retrieve(q, k)))
+                    if routed:
+                        named = speakers_named(q, speakers)
+                        refs = retrieve_routed(ml, named, routed_query(q, named), k)
+                        scores.setdefault(("routed", cat, k), []).append(recall(evidence, refs))
     table: dict = {}
-    for mode in ("routed", "both"):
+    for mode in MODES:
         for cat in CATEGORIES:
             table[(mode, cat)] = {k: 100 * sum(v) / len(v) for k in KS if (v := scores.get((mode, cat, k)))}
         if scores.get((mode, 4, 5)):
             table[(mode, "overall")] = {
                 k: 100 * sum(sum(scores.get((mode, c, k), [])) for c in CATEGORIES)
                 / sum(len(scores.get((mode, c, k), [])) for c in CATEGORIES) for k in KS}
-    counts = {cat: len(scores.get(("routed", cat, 5), [])) for cat in CATEGORIES}
+    counts = {cat: len(scores.get(("ledger", cat, 5), [])) for cat in CATEGORIES}
     return table, counts, info
 
 
@@ -129,38 +162,43 @@ def main() -> None:
     ap.add_argument("data", type=Path, help="a LoCoMo JSON file (a list of conversations)")
     ap.add_argument("--embedder", default="minilm", help="embedder spec (default minilm: the offline default)")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
-    ap.add_argument("--both", action="store_true", help="also search both speakers always (a second pass)")
-    ap.add_argument("--resolve", action="store_true", help="ingest through remember (slot resolution, issue 13): "
+    ap.add_argument("--routed", action="store_true", help="also run the earlier protocol (the named speaker alone, "
+                    "the name replaced by 'they')")
+    ap.add_argument("--resolve", action="store_true", help="ingest through remember (slot resolution): "
                     "a superseded or retired observation is no longer current, so it can no longer be retrieved")
     args = ap.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))
     data = data if isinstance(data, list) else [data]
-    table, counts, info = evaluate(data, args.embedder, args.both, args.resolve)
+    table, counts, info = evaluate(data, args.embedder, args.routed, args.resolve)
     med = sorted(info["search_ms"])[len(info["search_ms"]) // 2]
-    print(f"LoCoMo retrieval, {args.data.name}: {info['conversations']} conversations, {info['observations']} "
-          f"observations, {info['questions']} questions (categories 1-4 with evidence); embedder {args.embedder} "
-          f"+ BM25, RRF. Ingest {info['ingest_s']:.1f} s; search median {med:.1f} ms (query embedding included).")
+    ids = ", ".join(str(c.get("sample_id", "?")) for c in data)
+    print(f"LoCoMo retrieval, {args.data.name} ({ids}): {info['observations']} observations, {info['questions']} "
+          f"questions (categories 1-4 with evidence); embedder {args.embedder} + BM25, absolute relevance; both "
+          f"speakers in one search (also=), question as asked. Ingest {info['ingest_s']:.1f} s; search median "
+          f"{med:.1f} ms (two users, query embedding included). Load average {os.getloadavg()[0]:.2f}.")
     if args.resolve:
         print(f"Ingested through remember (--resolve): decisions {dict(sorted(info['decisions'].items()))}.")
     print()
-    print("| category | n | R@5 | R@10 | R@25 |")
-    print("|---|---|---|---|---|")
+    print("| category | n | R@5 | R@10 | R@25 | cosine R@5 | R@10 | R@25 |")
+    print("|---|---|---|---|---|---|---|---|")
     for cat, name in CATEGORIES.items():
-        r = table[("routed", cat)]
-        print(f"| {cat} {name} | {counts[cat]} | " + " | ".join(f"{r[k]:.1f}" for k in KS) + " |")
-    r = table[("routed", "overall")]
-    print(f"| **overall (1-4)** | {sum(counts.values())} | " + " | ".join(f"**{r[k]:.1f}**" for k in KS) + " |")
-    r2 = table.get(("both", "overall"))
+        r, c = table[("ledger", cat)], table[("cosine", cat)]
+        print(f"| {cat} {name} | {counts[cat]} | " + " | ".join(f"{r[k]:.1f}" for k in KS) + " | "
+              + " | ".join(f"{c[k]:.1f}" for k in KS) + " |")
+    r, c = table[("ledger", "overall")], table[("cosine", "overall")]
+    print(f"| **overall (1-4)** | {sum(counts.values())} | " + " | ".join(f"**{r[k]:.1f}**" for k in KS) + " | "
+          + " | ".join(f"{c[k]:.1f}" for k in KS) + " |")
+    print("| difference, memledger - plain cosine | | " + " | ".join(f"{r[k] - c[k]:+.1f}" for k in KS) + " | | | |")
+    r2 = table.get(("routed", "overall"))
     if r2:
-        print(f"| overall, both speakers always, question as asked | {sum(counts.values())} | "
-              + " | ".join(f"{r2[k]:.1f}" for k in KS) + " |")
-    print("| LoCoMo baseline: DRAGON over observations (paper) | — | "
-          + " | ".join(f"{BASELINE[k]:.1f}" for k in KS) + " |")
-    print("| ratio overall / baseline | — | " + " | ".join(f"{r[k] / BASELINE[k]:.2f}" for k in KS) + " |")
+        print(f"| overall, earlier protocol (--routed) | {sum(counts.values())} | "
+              + " | ".join(f"{r2[k]:.1f}" for k in KS) + " | | | |")
+    print("| LoCoMo paper: DRAGON over observations | | " + " | ".join(f"{BASELINE[k]:.1f}" for k in KS) + " | | | |")
     if args.json:
-        args.json.write_text(json.dumps({"routed": {str(c): table[("routed", c)] for c in [*CATEGORIES, "overall"]},
-                                         "both_overall": r2, "counts": counts, "baseline": BASELINE,
-                                         "info": {k: v for k, v in info.items() if k != "search_ms"}}, indent=2))
+        args.json.write_text(json.dumps({m: {str(cat): table[(m, cat)] for cat in [*CATEGORIES, "overall"]
+                                             if (m, cat) in table} for m in MODES} | {
+            "counts": counts, "baseline": BASELINE, "info": {k: v for k, v in info.items() if k != "search_ms"}},
+            indent=2))
 
 
 if __name__ == "__main__":

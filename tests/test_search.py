@@ -5,6 +5,7 @@ provenance, the CLI's --json contract and its refusals. Hashing test double (tes
 from __future__ import annotations
 
 import json
+import math
 from datetime import timedelta
 from typing import Any
 
@@ -24,17 +25,20 @@ def test_score_is_relevance_times_confidence_times_freshness_plus_role_bonus(fre
                    role={"role": "nutritionist", "task_id": "t-9"})
     (hit,) = ml.search("u1", "green tea", k=3, half_lives={"preference.": 10 * 86400}, role="nutritionist")
     p = hit.parts
-    # the only memory is first in both rankings: relevance 1.0, RRF 2/61
-    assert (p.dense_rank, p.lexical_rank, p.relevance, p.rrf) == (1, 1, 1.0, 2 / 61)
+    # the only memory is first in both rankings (RRF 2/61) and holds every query term once (lexical_n 1): relevance
+    # is the logistic of the hashing model's standardised cosine (anchors 0.125, 0.156) + 3 x 1 - 2
+    assert (p.dense_rank, p.lexical_rank, p.rrf, p.lexical_n) == (1, 1, 2 / 61, pytest.approx(1.0))
+    assert p.dense_z == pytest.approx((p.dense - 0.125) / 0.156)
+    assert p.relevance == pytest.approx(1 / (1 + math.exp(-(p.dense_z + 3 - 2))))
     assert p.confidence == 0.8 and p.role_bonus == 0.1
     assert p.freshness == pytest.approx(0.5, rel=1e-5)  # one half-life old
-    assert hit.score == pytest.approx(1.0 * 0.8 * p.freshness + 0.1, rel=1e-12)
+    assert hit.score == pytest.approx(p.relevance * 0.8 * p.freshness + 0.1, rel=1e-12)
     assert (hit.key, hit.value, hit.text, hit.source, hit.source_ref, hit.session_id, hit.role.role) == (
         "preference.drink", "tea", "I drink green tea", "user_statement", "msg-7", "s-1", "nutritionist")
     assert hit.recorded_at is not None and hit.valid_from.isoformat() == ten_days_ago.replace("+00:00", "+00:00")
     # another role: no bonus; no half-life for the key: no decay
     (hit,) = ml.search("u1", "green tea", k=3, role="coach")
-    assert (hit.parts.role_bonus, hit.parts.freshness, hit.score) == (0.0, 1.0, 0.8)
+    assert (hit.parts.role_bonus, hit.parts.freshness, hit.score) == (0.0, 1.0, pytest.approx(p.relevance * 0.8))
 
 
 def test_freshness_uses_the_longest_matching_prefix() -> None:

@@ -168,25 +168,43 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
                    None, "--allow-sensitive", help="Labels (comma-separated, e.g. health) whose facts may be "
                    "returned; each one returned is recorded as a disclosure. Default: none."),
                purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with each disclosure)."),
+               also: Optional[list[str]] = typer.Option(None, "--also", help="Search this user's memories too "
+                                                        "(repeatable); hits are merged by score and name their user."),
+               min_score: Optional[float] = typer.Option(None, "--min-score", help="Drop hits scoring below this "
+                                                         "(scores are absolute; 0.3 is a weak match). Default: none."),
+               role_filter: Optional[str] = typer.Option(None, "--role-filter", help="Only memories recorded "
+                                                         "under this role (--role is a bonus, this a filter)."),
+               exclude_source: Optional[list[str]] = typer.Option(None, "--exclude-source", help="Leave out "
+                                                                  "memories from this source (repeatable)."),
+               within: str = typer.Option("facts", "--in", help="facts | messages | all: what to search."),
+               min_confidence: Optional[float] = typer.Option(
+                   None, "--min-confidence", help="Leave out memories recorded with a lower confidence (0..1; "
+                   "hedged statements are recorded at 0.6 at most)."),
                as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
-    """USER's memories most relevant to QUERY, with score parts and provenance (only current versions; facts
-    labelled sensitive only with --allow-sensitive)."""
+    """USER's memories most relevant to QUERY, with absolute scores, score parts and provenance (only current
+    versions; facts labelled sensitive only with --allow-sensitive)."""
     from memledger.privacy import check_allow_sensitive
-    from memledger.search import check_search_args
+    from memledger.search import check_filters, check_search_args
 
     check_search_args(user, query, k, as_of, source, role)  # refuse bad input before opening the store
+    check_filters(user, also, min_score, role_filter, exclude_source, within, as_of, min_confidence)
     check_allow_sensitive(allow_sensitive, "--allow-sensitive")
     with open_ledger(ctx) as ml:
         hits = ml.search(user, query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
-                         allow_sensitive=allow_sensitive, purpose=purpose)
+                         allow_sensitive=allow_sensitive, purpose=purpose, also=also, min_score=min_score,
+                         role_filter=role_filter, exclude_source=exclude_source, within=within,
+                         min_confidence=min_confidence)
     if as_json:
         emit_json([h.model_dump(mode="json") for h in hits])
         return
     table = Table(title=f"search {user}: {query}")
-    for col in ("#", "score", "key", "text", "ref"):  # score parts and provenance: --json
+    many = bool(also)
+    for col in ("#", "score", *(("user",) if many else ()), "key", "text", "ref"):  # parts, provenance: --json
         table.add_column(col, min_width=30 if col == "text" else None)
     for h in hits:
-        table.add_row(str(h.rank), f"{h.score:.3f}", h.key, h.text, h.source_ref or "")
+        key = h.key if h.kind == "fact" else f"message {h.session_id}/{h.message_id}"
+        table.add_row(str(h.rank), f"{h.score:.3f}", *((h.user_id or "",) if many else ()), key, h.text,
+                      h.source_ref or "")
     out.print(table)
 
 
