@@ -27,7 +27,12 @@ from .timeutil import now_utc
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one command did: the stream, the version and event id, and the log position (None until known)."""
+    """What one command did: the stream, the version and event id, and the log position (None until known).
+
+    ``event``: the domain event this command saved (None for an idempotent retry), the very object the log now holds
+    at ``position``, so the caller can project it from memory instead of reading it back (replay/catchup.py
+    ``recent``; the full replay of ``verify`` checks the two agree).
+    """
 
     command: FactCommand
     version: int
@@ -36,6 +41,7 @@ class Outcome:
     effect: str
     position: int | None
     replayed: bool
+    event: Any = None
 
 
 class LedgerApplication(Application):
@@ -165,7 +171,7 @@ class LedgerApplication(Application):
             for cmd, event, first in pending:
                 if event is not None:
                     out.append(Outcome(cmd, event.originator_version, event.event_id, event.kind, event.effect,
-                                       positions.get(id(event)), False))
+                                       positions.get(id(event)), False, event))
                 else:
                     version, event_id, _fp, kind, effect = first  # type: ignore[misc]
                     out.append(Outcome(cmd, version, event_id, kind, effect, None, True))

@@ -165,17 +165,18 @@ class Store:
 
     # -- catch-up ----------------------------------------------------------------------------------------------
     def catch_up(self, until: int | None = None, on_batch: Callable[[int, int], None] | None = None, *,
-                 deferred: bool = True) -> int:
+                 deferred: bool = True, recent: Any = None) -> int:
         """Bring the projections up to ``until`` (default: the head of the log). Returns the position reached.
 
         ``deferred=False`` leaves out deferred projections (the vectors projection: embedding is slow). Writes and
         the reads that do not touch vectors use that, so ``memledger assert`` never loads a model; ``search``
-        catches the vectors projection up before answering, so it is still never stale when read.
+        catches the vectors projection up before answering, so it is still never stale when read. ``recent``: the
+        ``(position, event)`` pairs this process just saved, projected from memory (replay/catchup.py).
         """
         from replay.catchup import catch_up
 
         projections = self.projections if deferred else [p for p in self.projections if not p.deferred]
-        return catch_up(self.app, self.db, projections, until=until, on_batch=on_batch)
+        return catch_up(self.app, self.db, projections, until=until, on_batch=on_batch, recent=recent)
 
     # -- replay (issue 6: replay/rebuild.py, replay/verify.py, docs/rebuild.md) ---------------------------------
     def rebuild(self, projections: list[str] | None = None, *, blue_green: bool = False, batch_size: int = 50_000,
@@ -302,7 +303,9 @@ class Store:
         outcomes = self.app.execute(commands)
         positions = [o.position for o in outcomes if o.position is not None]
         if self.projection_mode == "inline":
-            self.catch_up(until=max(positions) if positions else None, deferred=False)
+            # the events just saved are projected from memory, not read back from the log (issue 16)
+            recent = [(o.position, o.event) for o in outcomes if o.position is not None and o.event is not None]
+            self.catch_up(until=max(positions) if positions else None, deferred=False, recent=recent)
         elif any(o.position is None for o in outcomes):
             # An idempotent retry's receipt is looked up in the history projection: let the worker reach the head.
             self.wait_for(self._head())

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ledger.timeutil import to_micros
 from projections.base import LogEvent, Projection, erased_subjects, note_erased, position_of, set_position
 
 from .events import APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, max_position
@@ -41,13 +42,43 @@ PAGE = 5_000
 FLUSH_CACHE_KIB = 256 * 1024
 
 
+def from_memory(recent: Sequence[tuple[int, Any]] | None, start: int, stop: int, limit: int,
+                recorded: int) -> tuple[list[LogEvent], int] | None:
+    """The events at positions ``start`` .. ``min(stop, start + limit - 1)`` as :func:`replay.events.decode` would
+    give them, taken from ``recent`` — ``(position, domain event)`` pairs this process just saved, in log order —
+    or None when ``recent`` does not hold every one of those positions (then the caller reads the log).
+
+    Why: a command's catch-up used to read back and decode (decrypt, transcode) the very events it had just saved;
+    the objects are the ones the log holds (a saved event is immutable), so decoding them again only costs time.
+    Only a gap-free run starting exactly at ``start`` is served, so another writer's event in between is never
+    skipped. ``recorded`` is the system time reached before ``start``; it is made monotonic as ``decode`` does.
+    """
+    if not recent:
+        return None
+    first = recent[0][0]
+    end = min(stop, start + limit - 1)
+    if start < first or end > recent[-1][0] or end < start:
+        return None
+    i = start - first
+    span = recent[i:i + end - start + 1]
+    if len(span) != end - start + 1 or span[0][0] != start or span[-1][0] != end:
+        return None  # a gap in the positions (another writer's event, or a skipped id): read the log
+    out = []
+    for position, event in span:
+        ts = to_micros(event.timestamp)
+        if ts > recorded:
+            recorded = ts
+        out.append(LogEvent(position=position, event=event, recorded_at=recorded))
+    return out, recorded
+
+
 class _Moved(Exception):
     """Another process moved a copy's tracking row while this one was applying in memory."""
 
 
 def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until: int | None = None,
                   chunk: int = CHUNK, on_batch: Callable[[int, int], None] | None = None,
-                  cur: Any = None, min_span: int = 0) -> int:
+                  cur: Any = None, min_span: int = 0, recent: Sequence[tuple[int, Any]] | None = None) -> int:
     """Bring ``projections`` up to ``until`` (default: the log's head) in one pass over the log, chunk by chunk.
 
     Args:
@@ -66,6 +97,8 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
             chunk (the in-place rebuild replays in one transaction).
         min_span: do nothing (return the lowest position) when fewer than this many events separate the lowest
             copy from ``until``, as read at the start (catch_up's threshold for the bulk path).
+        recent: ``(position, event)`` pairs this process just saved, in log order: pages they cover are taken from
+            memory instead of the log (:func:`from_memory`).
 
     Returns:
         the lowest position the copies reached; 0 and nothing done when none offers ``bulk()``.
@@ -139,10 +172,14 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
     try:
         reached = low
         while reached < head:
-            notifications = app.recorder.select_notifications(start=reached + 1, limit=PAGE, stop=head)
-            if not notifications:
-                break
-            events, recorded = decode(app, notifications, recorded)
+            served = from_memory(recent, reached + 1, head, PAGE, recorded)
+            if served is not None:
+                events, recorded = served
+            else:
+                notifications = app.recorder.select_notifications(start=reached + 1, limit=PAGE, stop=head)
+                if not notifications:
+                    break
+                events, recorded = decode(app, notifications, recorded)
             for le in events:
                 position = le.position
                 action = erasure_action(le.event, erased)  # apply_one's rules, decided once for every applier

@@ -27,7 +27,7 @@ from typing import Any
 from projections.base import LogEvent, Projection, position_of, set_position
 from projections.db import ProjectionDB
 
-from .bulk import bulk_catch_up
+from .bulk import bulk_catch_up, from_memory
 from .events import (APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action,  # noqa: F401 (re-exported)
                      erasure_actions, max_position)
 
@@ -51,6 +51,7 @@ def catch_up(
     on_batch: Callable[[int, int], None] | None = None,
     bulk: bool = True,
     bulk_min: int | None = None,
+    recent: Sequence[tuple[int, Any]] | None = None,
 ) -> int:
     """Apply every notification after each projection's position, up to ``until`` (default: the log's head).
 
@@ -62,7 +63,9 @@ def catch_up(
     writers, in flushes of :data:`BULK_CHUNK` events. ``verify`` passes ``bulk=False``: its scratch replay is the
     per-event path, an independent check of copies built in bulk. Either way the per-event loop then runs to
     ``until`` (it finds nothing left when the bulk pass got there), so the call returns only once every event up to
-    ``until`` is applied.
+    ``until`` is applied. ``recent``: ``(position, domain event)`` pairs this process has just saved (a command's
+    own events, ``Store._execute``), in log order: the spans they cover are projected from memory instead of read
+    back from the log and decoded (replay/bulk.py :func:`~replay.bulk.from_memory`; any gap reads the log).
     """
     if not projections:
         return 0
@@ -74,14 +77,14 @@ def catch_up(
         min_span = BULK_MIN if bulk_min is None else bulk_min
         if head - _reached(db, projections) >= min_span:
             reached = bulk_catch_up(app, db, projections, until=head, chunk=BULK_CHUNK, on_batch=on_batch,
-                                    min_span=min_span)
+                                    min_span=min_span, recent=recent)
             _note_reached(db, projections, reached)
     warmers = [p for p in projections if hasattr(p, "warm")]
     while True:
         if warmers:
             warm(app, db, warmers, head, batch)
         with db.transaction() as cur:
-            low, events = apply_batch(cur, app, projections, head, batch)
+            low, events = apply_batch(cur, app, projections, head, batch, recent)
             if not events:
                 _note_reached(db, projections, low)
                 return low
@@ -139,24 +142,29 @@ def warm(app: Any, db: ProjectionDB, projections: Sequence[Any], head: int, batc
 
 
 def apply_batch(cur: Any, app: Any, projections: Sequence[Projection], head: int,
-                batch: int = BATCH) -> tuple[int, list[LogEvent]]:
+                batch: int = BATCH, recent: Sequence[tuple[int, Any]] | None = None) -> tuple[int, list[LogEvent]]:
     """Inside the caller's exclusive transaction, apply the next batch (at most ``batch`` notifications, none past
     ``head``) to every projection behind, and advance their tracking rows. Returns (lowest position before the
     batch, the events of the batch — empty when every projection has reached ``head``).
 
     The body of :func:`catch_up`; blue/green rebuilds and ``verify`` call it to finish a copy inside the very
-    transaction that switches or compares it (replay/rebuild.py, replay/verify.py).
+    transaction that switches or compares it (replay/rebuild.py, replay/verify.py). ``recent``: as for
+    :func:`catch_up`.
     """
     positions = {p.tracking_name: position_of(cur, p.tracking_name) for p in projections}
     low = min(pos for pos, _ in positions.values())
     if low >= head:
         return low, []
-    notifications = app.recorder.select_notifications(start=low + 1, limit=batch, stop=head)
-    if not notifications:
-        return low, []
     # System time is made monotonic per projection copy, from where that copy left off.
     start_recorded = min(r for pos, r in positions.values() if pos == low)
-    events, _ = decode(app, notifications, start_recorded)
+    served = from_memory(recent, low + 1, head, batch, start_recorded)
+    if served is not None:
+        events = served[0]
+    else:
+        notifications = app.recorder.select_notifications(start=low + 1, limit=batch, stop=head)
+        if not notifications:
+            return low, []
+        events, _ = decode(app, notifications, start_recorded)
     actions = erasure_actions(cur, events)
     for p in projections:
         pos, recorded = positions[p.tracking_name]

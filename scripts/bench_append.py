@@ -12,7 +12,10 @@ What is timed (each ``--repeat`` times on a fresh store, the median reported):
   projection up in process before returning (what an embedded agent pays per turn); a batch of at least
   ``replay.catchup.BULK_MIN`` events is caught up by the bulk writers. ``..., per-event catch-up``: the same with
   the per-event catch-up forced (the two alternate in order from run to run, on the same store).
-* ``eventsourcing alone`` — the library saving minimal one-event aggregates, ``--batch`` per save: its ceiling here.
+* ``eventsourcing alone`` — the library saving minimal one-event aggregates, ``--batch`` per save: its ceiling here;
+  and one per save (``--single`` saves), the ceiling of the ``1 per save`` row.
+* ``--profile PATH``: afterwards, one more ``record()`` of ``--events`` commands in batches of ``--batch`` on a fresh
+  store under pyinstrument (the test extra installs it); its text report goes to PATH (docs/performance.md).
 * baselines, the same rows (the stored events the ledger wrote: originator_id, originator_version, topic, state
   bytes, read back from its log) written by the driver alone in one transaction: ``sqlite3 executemany`` on
   SQLite; ``psycopg executemany`` and ``psycopg COPY`` on PostgreSQL.
@@ -149,6 +152,7 @@ def bench_ledger(dsn: str | None, n_single: int, n_batch: int, batch: int, run: 
         del os.environ["MEMLEDGER_ENCRYPTION"]
         store.drop()
     out[f"eventsourcing alone, {batch} per save (minimal aggregate)"] = bench_library(dsn, n_batch, batch)
+    out["eventsourcing alone, 1 per save (minimal aggregate)"] = bench_library(dsn, n_single, 1)
     out.update(bench_raw(dsn, rows))
     return out
 
@@ -255,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bulk-min", type=int, default=None,
                     help="catch-up span from which record() uses the bulk writers in the 'inline projections' row "
                          f"(default replay.catchup.BULK_MIN = {catchup.BULK_MIN}; to choose it)")
+    ap.add_argument("--profile", default=None, metavar="PATH",
+                    help="profile one more batched record() with pyinstrument; write its text report to PATH")
     a = ap.parse_args(argv)
     for name in ("single", "events", "batch", "repeat"):
         if getattr(a, name) < 1:
@@ -280,11 +286,39 @@ def main(argv: list[str] | None = None) -> int:
     for k, per in med.items():
         print(f"| {k:<{width}} | {1 / per.wall:>10,.0f} | {per.wall * 1e6:>9.1f} | {per.cpu * 1e6:>9.1f} | "
               f"{med[baseline].wall / per.wall:>6.3f} | {med[library].wall / per.wall:>10.2f} |")
+    single_lib = med["eventsourcing alone, 1 per save (minimal aggregate)"].wall
+    print(f"one command per save: {single_lib / med['ledger, 1 per save'].wall:.2f} x eventsourcing alone one event "
+          f"per save (target >= 0.6); record() inline: "
+          f"{med[library].wall / med[f'ledger record(), {a.batch} per save, inline projections'].wall:.2f} x "
+          f"eventsourcing alone (target >= 0.6); ledger append: "
+          f"{med[library].wall / med[f'ledger, {a.batch} per save'].wall:.2f} x (target >= 0.9)")
     batched = 1 / med[f"ledger, {a.batch} per save"].wall
     target = 15_000 if a.dsn else 30_000
     print(f"batched ledger append: {batched:,.0f} events/s (target >= {target:,}: "
           f"{'met' if batched >= target else 'NOT met'})")
+    if a.profile:
+        profile_record(a.dsn, a.events, a.batch, a.profile)
     return 0
+
+
+def profile_record(dsn: str | None, n: int, batch: int, path: str) -> None:
+    """``record()`` of ``n`` commands, ``batch`` per save, on a fresh store under pyinstrument -> text at ``path``."""
+    from pyinstrument import Profiler
+
+    store = Store(dsn)
+    try:
+        with store.open() as ml:
+            cmds = commands(n, 99)
+            ml.record(commands(batch, 98))  # untimed: first-use costs (table creation, key creation)
+            prof = Profiler(interval=0.0005)
+            prof.start()
+            for i in range(0, n, batch):
+                ml.record(cmds[i:i + batch])
+            prof.stop()
+    finally:
+        store.drop()
+    Path(path).write_text(prof.output_text(unicode=True, color=False, show_all=False), encoding="utf-8")
+    print(f"profile of record(): {path}")
 
 
 if __name__ == "__main__":

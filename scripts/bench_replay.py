@@ -2,6 +2,7 @@
 
     python scripts/bench_replay.py                 # 1,000,000 events (the store is built once, then reused)
     python scripts/bench_replay.py --events 100000 --repeat 3
+    python scripts/bench_replay.py --events 200000 --repeat 3 --no-in-place --dsn postgresql://postgres@127.0.0.1:5432/test
 
 Baseline, measured in the same process on the same notifications: eventsourcing's ``select_notifications`` +
 ``Mapper.to_domain_event`` of every event (select + decode: the least any replay must do). Then ``rebuild`` of
@@ -34,14 +35,18 @@ os.environ["MEMLEDGER_EMBEDDER"] = "none"  # profile + history only: no vectors 
 KEYS = [f"k{j:02d}" for j in range(20)]
 
 
-def build_store(home: Path, n: int, users: int) -> None:
-    """Write ``n`` events (no projections: they are what the benchmark rebuilds)."""
+def build_store(home: Path | None, n: int, users: int, dsn: str | None = None, schema: str | None = None) -> None:
+    """Write ``n`` events (no projections: they are what the benchmark rebuilds) into the SQLite store ``home``, or
+    the PostgreSQL schema ``schema`` of ``dsn``."""
     from ledger.application import LedgerApplication
     from ledger.config import Settings
     from ledger.schemas import validate_command
 
-    home.mkdir(parents=True, exist_ok=True)
-    app = LedgerApplication(env=Settings.resolve(home).event_store_env())
+    if home is not None:
+        home.mkdir(parents=True, exist_ok=True)
+    settings = Settings.resolve(home, dsn, schema)
+    settings.prepare_event_store()
+    app = LedgerApplication(env=settings.event_store_env())
     rng = random.Random(6)
     has_value: set[tuple[int, str]] = set()
     t0 = time.perf_counter()
@@ -93,21 +98,34 @@ def main() -> None:
     ap.add_argument("--no-in-place", action="store_true", help="skip the in-place rebuild (halves the run time)")
     ap.add_argument("--verify", action="store_true", help="afterwards, verify the copies against a full replay")
     ap.add_argument("--home", default=None, help="store directory (default /tmp/memledger-bench-replay-<events>)")
+    ap.add_argument("--dsn", default=None, help="postgresql://... : bench PostgreSQL instead of SQLite")
+    ap.add_argument("--schema", default=None, help="PostgreSQL schema (default bench_replay_<events>)")
     args = ap.parse_args()
     users = args.users or max(1, args.events // 100)
     if args.batch_size is None:
         from replay.rebuild import BATCH
 
         args.batch_size = BATCH
-    home = Path(args.home or f"/tmp/memledger-bench-replay-{args.events}")
-
     from memledger import MemoryLedger
     from replay.catchup import max_position
 
-    if not (home / "events.db").exists():
-        print(f"building a store of {args.events:,} events in {home} (once) ...", file=sys.stderr)
-        build_store(home, args.events, users)
-    with MemoryLedger(home=home) as ml:
+    if args.dsn is None:
+        home: Path | None = Path(args.home or f"/tmp/memledger-bench-replay-{args.events}")
+        store = {"home": home}
+        if not (home / "events.db").exists():
+            print(f"building a store of {args.events:,} events in {home} (once) ...", file=sys.stderr)
+            build_store(home, args.events, users)
+        args.where = str(home)
+    else:
+        args.schema = args.schema or f"bench_replay_{args.events}"
+        store = {"dsn": args.dsn, "schema": args.schema}
+        with MemoryLedger(**store) as ml:
+            empty = max_position(ml.app) == 0
+        if empty:
+            print(f"building a store of {args.events:,} events in schema {args.schema} (once) ...", file=sys.stderr)
+            build_store(None, args.events, users, args.dsn, args.schema)
+        args.where = f"PostgreSQL schema {args.schema}"
+    with MemoryLedger(**store) as ml:
         import eventsourcing.persistence
 
         assert type(ml.app.mapper) is eventsourcing.persistence.Mapper, "baseline must be the library's Mapper"
@@ -137,7 +155,7 @@ def main() -> None:
 def report_table(rows: dict[str, list[float]], n: int, users: int, args: argparse.Namespace) -> None:
     """Print the markdown table: median seconds, events/s and the ratio to the select + decode baseline."""
     base = statistics.median(rows["select + decode (eventsourcing Mapper)"])
-    print(f"\nreplay benchmark: {n:,} events (store {args.home or 'built for this run'}), batch {args.batch_size}, "
+    print(f"\nreplay benchmark: {n:,} events (store {args.where}), batch {args.batch_size}, "
           f"median of {args.repeat} (python {sys.version.split()[0]}, {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f} at the end)\n")
     print(f"| {'what':<40} | {'median s':>9} | {'events/s':>10} | {'vs decode':>9} |")

@@ -71,5 +71,8 @@ def test_bench_append_prints_its_table(store_args):
     assert methods == ["ledger, 1 per save", "ledger, 3 per save", "ledger record(), 3 per save, inline projections",
                        "ledger record(), 3 per save, inline projections, per-event catch-up",
                        "ledger, 3 per save, encryption off", "eventsourcing alone, 3 per save (minimal aggregate)",
-                       *raw]
+                       "eventsourcing alone, 1 per save (minimal aggregate)", *raw]
+    assert re.match(r"^one command per save: [\d.]+ x eventsourcing alone one event per save \(target >= 0.6\); "
+                    r"record\(\) inline: [\d.]+ x eventsourcing alone \(target >= 0.6\); ledger append: [\d.]+ x "
+                    r"\(target >= 0.9\)$", lines[-2])
     assert re.match(r"^batched ledger append: [\d,]+ events/s \(target >= (15|30),000: (met|NOT met)\)$", lines[-1])

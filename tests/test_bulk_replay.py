@@ -322,17 +322,21 @@ def test_a_record_whose_bulk_catch_up_is_overtaken_still_returns_projected(
     monkeypatch.setattr(catchup, "BULK_MIN", 1)
     write_log(store_args, monkeypatch)
     with MemoryLedger(**store_args) as ml, MemoryLedger(**store_args) as other:
-        decode, gave_up = replay.bulk.decode, []
+        decode, from_memory, gave_up = replay.bulk.decode, replay.bulk.from_memory, []
 
-        def decode_then_overtaken(*args: Any) -> Any:
-            out = decode(*args)
-            if not gave_up:
-                gave_up.append(0)
-                other.catch_up(deferred=False)  # moves the copies' tracking rows past this pass's start
-            return out
+        def overtaken(read: Any) -> Any:
+            def read_then_overtaken(*args: Any) -> Any:
+                out = read(*args)
+                if out is not None and not gave_up:
+                    gave_up.append(0)
+                    other.catch_up(deferred=False)  # moves the copies' tracking rows past this pass's start
+                return out
+            return read_then_overtaken
 
         low = replay.bulk._low
-        monkeypatch.setattr(replay.bulk, "decode", decode_then_overtaken)
+        # the pass reads its events from memory (record()'s own events) or from the log: overtaken after either
+        monkeypatch.setattr(replay.bulk, "decode", overtaken(decode))
+        monkeypatch.setattr(replay.bulk, "from_memory", overtaken(from_memory))
         monkeypatch.setattr(replay.bulk, "_low", lambda *a: gave_up.append(1) or low(*a))
         receipts = ml.record(later_batch(1))
         assert gave_up == [0, 1]  # the bulk pass was overtaken and gave up
