@@ -205,6 +205,18 @@ def position_of(cur: Cursor, tracking_name: str) -> tuple[int, int]:
     return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
+def positions_of(cur: Cursor, tracking_names: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """``{tracking name: (position, recorded_at)}`` of several copies in one query ((0, 0) for a copy with no row):
+    a catch-up reads all its projections' positions at once instead of one round trip each."""
+    names = list(dict.fromkeys(tracking_names))
+    if not names:
+        return {}
+    cur.execute("SELECT projection, position, recorded_at FROM projection_tracking WHERE projection IN "
+                f"({', '.join('?' * len(names))})", tuple(names))
+    found = {str(r[0]): (int(r[1]), int(r[2])) for r in cur.fetchall()}
+    return {n: found.get(n, (0, 0)) for n in names}
+
+
 def erased_subjects(cur: Cursor) -> set[str]:
     """The user ids in the ``erased_subjects`` register (see :data:`ERASED_DDL`; :meth:`Projection.create` makes it)."""
     cur.execute("SELECT user_id FROM erased_subjects")

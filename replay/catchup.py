@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from projections.base import LogEvent, Projection, position_of, set_position
+from projections.base import LogEvent, Projection, position_of, positions_of, set_position
 from projections.db import ProjectionDB
 
 from .bulk import bulk_catch_up, from_memory
@@ -90,6 +90,9 @@ def catch_up(
                 return low
         if on_batch is not None:
             on_batch(len(events), events[-1].position)
+        if events[-1].position >= head:  # every copy applied up to the batch's last event: no second transaction
+            _note_reached(db, projections, events[-1].position)
+            return events[-1].position
 
 
 _CHECKED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
@@ -151,7 +154,7 @@ def apply_batch(cur: Any, app: Any, projections: Sequence[Projection], head: int
     transaction that switches or compares it (replay/rebuild.py, replay/verify.py). ``recent``: as for
     :func:`catch_up`.
     """
-    positions = {p.tracking_name: position_of(cur, p.tracking_name) for p in projections}
+    positions = positions_of(cur, [p.tracking_name for p in projections])
     low = min(pos for pos, _ in positions.values())
     if low >= head:
         return low, []
