@@ -20,6 +20,8 @@ Policy (the heart of it; DESIGN.md "change of mind vs correction"):
   reaffirms or changes it. ``op="contest"`` records the same on purpose (remember's ``conflict``).
 * **correct** — "I was born in 1995, not 1990": the head was never true. The new value takes over the head's whole
   valid range; the old version's range becomes empty (history keeps it as *misreported*).
+* **withdraw** — ``retract-source``: the named ``source_ref`` stops counting as support on this fact (effect
+  ``withdraw_source``; nothing else changes; memledger/withdrawal.py).
 * **retract** — without ``valid_to``: the head is withdrawn entirely (it was a misunderstanding); with ``valid_to``:
   the head stopped being true at that instant (its range closes there; a ``valid_to`` not after the head's
   ``valid_from`` is refused). Either way there is no current value. An ``agent_inference`` or ``external_import``
@@ -265,6 +267,13 @@ class Fact(Aggregate):
         """Apply the policy to a validated command; returns what the event will record. Raises BadInput."""
         observed = cmd.observed_at or recorded_at
         head = self.current()
+        if cmd.op == "withdraw":
+            # retract-source (memledger/withdrawal.py): "SOURCE_REF no longer counts as support on this fact".
+            # Recorded so a later withdrawal of another source does not count it; changes nothing by itself (the
+            # corrections or retractions it causes are their own events in the same save).
+            if not self.versions and not self.quarantined:
+                raise BadInput("key", f"{cmd.key!r} has no statements to withdraw a source from", "name a recorded key")
+            return Decision("retracted", "withdraw_source", None, None, None, [])
         if cmd.op == "retract":
             if head is None:
                 raise BadInput("key", f"{cmd.key!r} has no current value to retract", "assert it first")
@@ -440,6 +449,7 @@ class Fact(Aggregate):
                            f"use {cmd.key.lower()!r}")
         d = self.decide(cmd, recorded_at)
         event_class = {"assert": Fact.FactAsserted, "correct": Fact.FactCorrected, "retract": Fact.FactRetracted,
+                       "withdraw": Fact.FactRetracted,
                        "contest": Fact.FactAsserted}[
             cmd.op
         ]
@@ -451,7 +461,8 @@ class Fact(Aggregate):
             kind=d.kind,
             effect=d.effect,
             value_json=cmd.value_json,
-            text=cmd.text if cmd.text is not None or cmd.op == "retract" else default_text(cmd.key, cmd.value),
+            text=cmd.text if cmd.text is not None or cmd.op in ("retract", "withdraw")
+            else default_text(cmd.key, cmd.value),
             reason=cmd.reason,
             observed_at=cmd.observed_at or recorded_at,
             valid_from=d.valid_from,

@@ -183,7 +183,7 @@ class FactCommand(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    op: Literal["assert", "correct", "retract", "contest"]
+    op: Literal["assert", "correct", "retract", "contest", "withdraw"]
     user_id: str
     key: str
     value: Any = None
@@ -277,11 +277,15 @@ class FactCommand(BaseModel):
                 raise BadInput("value", "is an empty string", "give the fact's value; to remove a fact use retract")
             _check_strings(self.value, "value")
         elif self.value is not None:
-            raise BadInput("value", "retract takes no value", "leave value out")
+            raise BadInput("value", f"{self.op} takes no value", "leave value out")
+        if self.op == "withdraw" and (self.actor != "retract-source" or self.source_ref is None):
+            # withdrawing a source also restores or retracts what it alone supported: one verb does both
+            raise BadInput("op", "withdraw is recorded by retract-source only",
+                           "use memledger retract-source USER SOURCE_REF (Python: ml.retract_source)")
         # A retraction's valid_to closes the *head's* range (the policy checks it against the head's valid_from),
         # so it may well be earlier than when it was said: "on 1 June: I moved away on 1 May" (issue 3).
         # With neither valid_from nor observed_at the range starts when the command is recorded: now.
-        start = self.valid_from or (self.observed_at or now_utc() if self.op != "retract" else None)
+        start = self.valid_from or (self.observed_at or now_utc() if self.op not in ("retract", "withdraw") else None)
         if self.valid_to is not None and start is not None and self.valid_to <= start:
             raise BadInput(
                 "valid_to",

@@ -405,6 +405,14 @@ class MemoryLedger(Store):
         """Memory health of one user or the whole store (``memledger stats [USER]``), from projections."""
         return hygiene.stats(self, user_id, now)
 
+    def retract_source(self, user_id: str, source_ref: str) -> Any:
+        """Withdraw ``source_ref`` (``memledger retract-source USER SOURCE_REF``): a current value only it supports
+        is retracted, or the earlier value others support is put back; values others support stay
+        (:mod:`memledger.withdrawal`). Returns a ``SourceRetraction``; raises BadInput (nothing written)."""
+        from .withdrawal import retract_source
+
+        return retract_source(self, user_id, source_ref)
+
     # -- privacy (memledger/privacy.py, docs/erasure.md) -------------------------------------------------------
     def erase(self, user_id: str, *, actor: str | None = None) -> privacy.ErasureReceipt:
         """Erase everything about ``user_id`` (``memledger erase USER --yes``); returns an ErasureReceipt.

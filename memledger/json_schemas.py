@@ -20,6 +20,7 @@ from ledger.schemas import FactCommand, HistoryRow, Profile, Receipt
 
 from .context import Context
 from .hygiene import DueList, QuarantineList, Stats
+from .withdrawal import SourceRetraction
 from .message_search import MessageHit
 from .privacy import ErasureReceipt, UserExport, _audit_models
 from .search import SearchHit
@@ -116,6 +117,7 @@ def _outputs() -> dict[str, tuple[Any, str, str]]:
         "quarantine": (QuarantineList, "serialization", "quarantine"),
         "due": (DueList, "serialization", "due"),
         "stats": (Stats, "serialization", "stats"),
+        "retract-source": (SourceRetraction, "serialization", "retract-source"),
         "export": (UserExport, "serialization", "export"),
         "erase": (ErasureReceipt, "serialization", "erase"),
         "project": (ProjectReport, "serialization", "project"),

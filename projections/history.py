@@ -33,6 +33,7 @@ VERSION_COLS = [
 _INITIAL_STATUS = {
     "new": "current", "supersede": "current", "correct": "current", "backfill": "superseded",
     "reaffirm": "reaffirmation", "contest": "contesting", "retract": "retraction", "quarantine": "quarantined",
+    "withdraw_source": "withdrawal",
 }
 
 

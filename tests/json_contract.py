@@ -81,6 +81,7 @@ SCRIPT: list[tuple[str, list[str]]] = [
     ("stats", ["stats", "--now", NOW, "--json"]),
     ("profile-jon-hygiene", ["profile", "Jon", "--json"]),
     ("context-hygiene", ["context", "Jon", "--now", NOW, "--budget", "400", "--min-confidence", "0.5", "--json"]),
+    ("write:retract-source", ["retract-source", "Jon", "D6:4", "--json"]),
     ("export", ["export", "Jon", "--json"]),
     ("verify", ["verify", "--json"]),
 ]

@@ -246,3 +246,46 @@ def test_stats_for_a_user_and_the_store(cli) -> None:
                  "correction_rate_per_1k_messages": 250.0, "quarantined": 1, "due": 1, "scheduled": 1}
     code, out, _ = cli("stats", "u1", "--now", "2024-03-10T09:00:00Z")
     assert code == 0 and "freshness_7d                      0.3333" in out
+
+
+# -- 6. withdraw a source ----------------------------------------------------------------------------------------------
+def test_retract_source_withdraws_only_what_it_alone_supports(cli) -> None:
+    cli.json("assert", "u1", "residence.city", "Lyon", "--source-ref", "doc-a", "--observed-at", "2024-01-01T00:00:00Z")
+    assert cli.json("assert", "u1", "residence.city", "Lyon", "--source-ref", "doc-b",
+                    "--observed-at", "2024-01-02T00:00:00Z")["effect"] == "reaffirm"
+    cli.json("assert", "u1", "residence.city", "Porto", "--source-ref", "doc-c", "--observed-at", "2024-02-01T00:00:00Z")
+    # the first source goes: Lyon is history, and Porto never rested on doc-a
+    r = cli.json("retract-source", "u1", "doc-a")
+    assert r["changes"] == []
+    assert [(x["kind"], x["effect"], x["version"]) for x in r["receipts"]] == [("retracted", "withdraw_source", 4)]
+    assert cli.json("profile", "u1")["facts"]["residence.city"]["value"] == "Porto"
+    # the third source goes: Porto rested on it alone; Lyon is current again, supported by the second
+    r = cli.json("retract-source", "u1", "doc-c")
+    assert r["changes"] == [{"key": "residence.city", "version": 3, "value": "Porto", "action": "restored",
+                             "restored_version": 1, "restored_value": "Lyon", "supported_by": ["doc-b"]}]
+    assert [(x["kind"], x["effect"], x["version"]) for x in r["receipts"]] == [("retracted", "withdraw_source", 5),
+                                                                                ("corrected", "correct", 6)]
+    fact = cli.json("profile", "u1")["facts"]["residence.city"]
+    assert (fact["value"], fact["version"], fact["source"], fact["confidence"]) == ("Lyon", 6, "system_feedback", 1.0)
+    hist = cli.json("history", "u1", "residence.city")
+    assert [(h["version"], h["status"], h["source_ref"]) for h in hist] == [
+        (1, "superseded", "doc-a"), (2, "reaffirmation", "doc-b"), (3, "misreported", "doc-c"),
+        (4, "withdrawal", "doc-a"), (5, "withdrawal", "doc-c"), (6, "current", "doc-b")]
+    assert hist[-1]["actor"] == "retract-source" and hist[-1]["derived_from"] == [hist[1]["event_id"]]
+    # a value stated by both kept; a value only one source ever gave withdrawn
+    cli.json("assert", "u1", "preference.drink", "tea", "--source-ref", "doc-b")
+    cli.json("assert", "u1", "preference.drink", "tea", "--source-ref", "doc-d")
+    cli.json("assert", "u1", "work.employer", "Acme", "--source-ref", "doc-d")
+    code, out, _ = cli("retract-source", "u1", "doc-d")
+    assert code == 0 and out.splitlines()[:2] == [
+        'kept preference.drink v1 "tea": also supported by doc-b',
+        'withdrawn work.employer v1 "Acme": no other source supports a value']
+    assert sorted(cli.json("profile", "u1")["facts"]) == ["preference.drink", "residence.city"]
+    # bad input: nothing written
+    code, _, err = cli("retract-source", "u1", "doc-zzz")
+    assert code == 2 and "no statement of u1 names 'doc-zzz'" in err
+    code, _, _ = cli("retract-source", "u1", " ")
+    assert code == 2
+    assert len(cli.json("history", "u1")) == 12
+    r = cli.json("retract-source", "u1", "doc-c")  # a retry: already withdrawn, nothing recorded
+    assert (r["changes"], r["receipts"]) == ([], [])

@@ -26,7 +26,7 @@ RECORDED = {
     "resume": "resume", "context": "context", "context-sensitive": "context", "export": "export", "verify": "verify",
     "write:assert-hedged": "receipt", "write:assert-quarantined": "receipt", "write:assert-scheduled": "receipt",
     "quarantine": "quarantine", "due": "due", "stats-jon": "stats", "stats": "stats",
-    "profile-jon-hygiene": "profile", "context-hygiene": "context",
+    "profile-jon-hygiene": "profile", "context-hygiene": "context", "write:retract-source": "retract-source",
 }
 
 

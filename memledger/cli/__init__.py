@@ -35,7 +35,7 @@ VERB_MODULES = {
     "profile": "facts", "history": "facts", "search": "facts", "ingest": "facts",
     "keys": "keys", "serve": "serve", "session": "sessions", "resume": "sessions", "context": "sessions",
     "believed": "timetravel", "true-at": "timetravel", "diff": "timetravel", "audit": "timetravel",
-    "quarantine": "hygiene", "due": "hygiene", "stats": "hygiene",
+    "quarantine": "hygiene", "due": "hygiene", "stats": "hygiene", "retract-source": "hygiene",
 }
 #: Root options that take a value (``--home DIR``), skipped when looking for the verb in the arguments.
 _ROOT_VALUE_OPTIONS = ("--home", "--dsn", "--projection-mode")

@@ -1,4 +1,4 @@
-"""CLI verbs of memory hygiene (docs/hygiene.md): quarantine, due, stats.
+"""CLI verbs of memory hygiene (docs/hygiene.md): quarantine, due, stats, retract-source.
 
 Each prints a table, or with ``--json`` the ``model_dump(mode="json")`` of the memledger/hygiene.py model. Bad input
 (a malformed user id or ``--now``) exits 2 before the store is opened.
@@ -85,3 +85,29 @@ def stats_cmd(ctx: typer.Context, user: Optional[str] = typer.Argument(None, hel
         return
     for name, value in s.model_dump(mode="json").items():
         out.print(f"{name:<33} {'n/a' if value is None else value}")
+
+
+@app.command("retract-source")
+def retract_source_cmd(ctx: typer.Context, user: str, source_ref: str, as_json: bool = JsonOpt) -> None:
+    """Withdraw SOURCE_REF: what it alone supports is retracted, or the earlier value other sources support is put
+    back; values other sources also support stay (docs/hygiene.md)."""
+    from memledger.withdrawal import check_source_ref
+
+    _check(user, None)
+    check_source_ref(source_ref)
+    with open_ledger(ctx) as ml:
+        r = ml.retract_source(user, source_ref)
+    if as_json:
+        emit_json(r.model_dump(mode="json"))
+        return
+    for c in r.changes:
+        refs = ", ".join(x or "(no source_ref)" for x in c.supported_by)
+        if c.action == "kept":
+            out.print(f"kept {c.key} v{c.version} {_short(c.value)}: also supported by {refs}")
+        elif c.action == "restored":
+            out.print(f"restored {c.key}: {_short(c.value)} (v{c.version}) withdrawn, {_short(c.restored_value)} "
+                      f"(v{c.restored_version}) current again, supported by {refs}")
+        else:
+            out.print(f"withdrawn {c.key} v{c.version} {_short(c.value)}: no other source supports a value")
+    if not r.receipts:
+        out.print("nothing recorded: every current value it stated is supported by another source")
