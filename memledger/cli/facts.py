@@ -16,6 +16,20 @@ from .common import (AfterOpt, ActorOpt, ConfidenceOpt, IdemOpt, JsonOpt, Observ
                      open_ledger, out, parse_value)
 
 
+#: the role the agent plays when it writes (kept with the version; search's --role gives it a bonus, --role-filter
+#: keeps only its memories). The Python API and JSONL take the full role context ({"role": ..., "task_id": ...}).
+RoleOpt = typer.Option(None, "--role", help="The role the agent plays as it records this (e.g. coach); search can "
+                       "favour (--role) or keep only (--role-filter) memories recorded under a role.")
+
+
+def _role(role: Optional[str]) -> Optional[dict]:
+    if role is None:
+        return None
+    if not role.strip():
+        raise BadInput("--role", "is empty", "name the role, e.g. --role coach (or leave --role out)")
+    return {"role": role}
+
+
 @app.command("assert")
 def assert_cmd(
     ctx: typer.Context, user: str, key: str, value: str,
@@ -26,14 +40,16 @@ def assert_cmd(
     confidence: Optional[float] = ConfidenceOpt, idempotency_key: Optional[str] = IdemOpt,
     actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt, reason: Optional[str] = ReasonOpt,
     sensitivity: Optional[str] = typer.Option(None, "--sensitivity", help="Label such as health, finance."),
-    as_json: bool = JsonOpt,
+    role: Optional[str] = RoleOpt, as_json: bool = JsonOpt,
 ) -> None:
     """Assert USER's KEY = VALUE (JSON if it parses, else a string): new, supersede, reaffirm, backfill or contest."""
+    role_ctx = _role(role)
     with open_ledger(ctx) as ml:
         emit_receipt(ml.assert_fact(
             user, key, parse_value(value), text=text, observed_at=observed_at, valid_from=valid_from,
             valid_to=valid_to, source=source, source_ref=source_ref, session_id=session, confidence=confidence,
             idempotency_key=idempotency_key, actor=actor, trace_id=trace, reason=reason, sensitivity=sensitivity,
+            role=role_ctx,
         ), as_json)
 
 
@@ -46,13 +62,15 @@ def correct_cmd(
     actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt, as_json: bool = JsonOpt,
     sensitivity: Optional[str] = typer.Option(None, "--sensitivity", help="Label such as health, finance "
                                               "(default: the fact's current label, which sticks)."),
+    role: Optional[str] = RoleOpt,
 ) -> None:
     """Correct KEY: VALUE replaces the current value over its whole valid time (it was never true)."""
+    role_ctx = _role(role)
     with open_ledger(ctx) as ml:
         emit_receipt(ml.correct_fact(
             user, key, parse_value(value), reason=reason, text=text, observed_at=observed_at, source=source,
             source_ref=source_ref, session_id=session, confidence=confidence, idempotency_key=idempotency_key,
-            actor=actor, trace_id=trace, sensitivity=sensitivity,
+            actor=actor, trace_id=trace, sensitivity=sensitivity, role=role_ctx,
         ), as_json)
 
 
@@ -83,7 +101,7 @@ def remember_cmd(
     confidence: Optional[float] = ConfidenceOpt,
     key: Optional[str] = typer.Option(None, "--key", help="Land in this key (no slot resolution)."),
     idempotency_key: Optional[str] = IdemOpt, actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt,
-    as_json: bool = JsonOpt,
+    role: Optional[str] = RoleOpt, as_json: bool = JsonOpt,
 ) -> None:
     """Remember free TEXT about USER: slot resolution decides new, add, reaffirm, supersede, correct, retire or
     conflict, and records why (docs/resolution.md)."""
@@ -91,7 +109,7 @@ def remember_cmd(
 
     fields = dict(observed_at=observed_at, valid_from=valid_from, source=source or "user_statement",
                   source_ref=source_ref, session_id=session, confidence=confidence, idempotency_key=idempotency_key,
-                  actor=actor, trace_id=trace, key=key)
+                  actor=actor, trace_id=trace, key=key, role=_role(role))
     validate_remember(user, text, fields)  # refuse bad input before opening the store
     with open_ledger(ctx) as ml:
         r = ml.remember(user, text, **fields)

@@ -497,9 +497,12 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                          k: int = Query(10), as_of: str | None = Query(None), source: str | None = Query(None),
                          role: str | None = Query(None), also: list[str] | None = Query(None),
                          allow_sensitive: list[str] | None = Query(None), purpose: str | None = Query(None),
+                         min_score: float | None = Query(None), role_filter: str | None = Query(None),
+                         exclude_source: list[str] | None = Query(None), within: str = Query("facts"),
                          after: int | None = After) -> Any:
         body = _validated(HttpSearchBody, query=query, k=k, as_of=as_of, source=source, role=role, also=also,
-                          allow_sensitive=allow_sensitive, purpose=purpose, after=after)
+                          allow_sensitive=allow_sensitive, purpose=purpose, min_score=min_score,
+                          role_filter=role_filter, exclude_source=exclude_source, within=within, after=after)
         return await service.call(_search, request, user_id, body, inline=True)
 
     def _search(request: Request, user_id: str, body: HttpSearchBody) -> Any:
@@ -520,7 +523,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
             if service.erased(u):
                 raise Problem(410, "Subject erased", f"also: user {u!r} was erased")
             merged += [{**h.model_dump(mode="json"), "user_id": u} for h in service.recall(u, plain).hits]
-        merged.sort(key=lambda h: -h["score"])
+        merged.sort(key=lambda h: -h["score"])  # scores are absolute (projections/relevance.py): they compare
         return [{**h, "rank": i} for i, h in enumerate(merged[:body.k], 1)]
 
     @app.get("/v1/users/{user_id}/context", tags=["reads"])

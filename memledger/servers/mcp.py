@@ -84,8 +84,10 @@ DESCRIPTIONS = {
                 "log position. Pass the user's words; do not pre-summarise several facts into one call.",
     "recall": "Search the user's memories for a query (semantic + keyword). Results are CURRENT beliefs only: a "
               "superseded, corrected or retracted value never appears (use `history` or `believed` for the past). "
-              "Each hit has its key, value, sentence, score and provenance. Facts labelled sensitive (health, "
-              "finance...) are left out unless allow_sensitive names their label.",
+              "Each hit has its key, value, sentence, score and provenance. Scores are absolute: below 0.3 the "
+              "memory is probably not about the query (min_score=0.3 drops those); within='messages' or 'all' "
+              "searches the logged conversation too. Facts labelled sensitive (health, finance...) are left out "
+              "unless allow_sensitive names their label.",
     "profile": "The user's current facts, by dotted key, with value, sentence, version, valid-from and source.",
     "history": "Every version of the user's facts (or of one key) in log order: asserted, superseded, corrected "
                "(misreported), retracted, with reasons, provenance and valid ranges as known now.",

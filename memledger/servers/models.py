@@ -123,6 +123,12 @@ class SearchBody(_Model):
                                               "labelled facts are left out otherwise, and each one let in is "
                                               "recorded.")
     purpose: str | None = Field(None, description="Why sensitive facts are asked for (kept with each disclosure).")
+    min_score: float | None = Field(None, ge=0, description="Drop hits scoring below this (scores are absolute; "
+                                    "below 0.3 is a weak match). Default: nothing is cut.")
+    role_filter: str | None = Field(None, min_length=1, description="Only memories recorded under this role.")
+    exclude_source: list[Source] | None = Field(None, description="Leave out memories from these sources.")
+    within: Literal["facts", "messages", "all"] = Field("facts", description="What to search: facts, messages "
+                                                        "(logged turns) or all.")
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 

@@ -141,7 +141,9 @@ class Service:
         disclosure with ``purpose`` (:func:`memledger.privacy.search_with_sensitivity`)."""
         with self.lock:
             hits = self.ml.search(user_id, a.query, k=a.k, as_of=a.as_of, source=a.source, role=a.role,
-                                  after=a.after, allow_sensitive=a.allow_sensitive or None, purpose=a.purpose)
+                                  after=a.after, allow_sensitive=a.allow_sensitive or None, purpose=a.purpose,
+                                  min_score=a.min_score, role_filter=a.role_filter, exclude_source=a.exclude_source,
+                                  within=a.within)
         return RecallResult(user_id=user_id, hits=hits)
 
     def context(self, user_id: str, a: ContextBody) -> Any:
