@@ -295,7 +295,9 @@ def test_dev_set_resolution_figures_with_the_hash_embedder():
     n = res["counts"]
     assert res["cases"] == 129 and n["change"] == 61 and n["para"] == 19 and n["keep_cases"] == 49
     assert (n["stale"], n["flagged"], n["wrong_ret"], n["false_alarm"], n["para_merged"]) == (0, 0, 0, 2, 19)
-    assert n["probe_first"] >= 50
+    # probe-first with the hash double: 50 with RRF relevance, 47 with absolute relevance (the double reads Chinese
+    # as hashed bigrams, so its cosine counts a quarter for CJK queries); MiniLM went 59 -> 60 of 61 (docs/retrieval.md)
+    assert n["probe_first"] >= 47
 
 
 def test_default_sensitivity_only_for_special_categories(fresh_ledger):
