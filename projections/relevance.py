@@ -40,7 +40,7 @@ import math
 from typing import Any
 
 __all__ = ["ANCHORS", "LEXICAL_WEIGHT", "RAW_MIDPOINT", "WEAK_MATCH", "STRONG_MATCH", "anchors_for",
-           "dense_z", "lexical_bound", "relevance"]
+           "dense_z", "lexical_bound", "relevance", "relevance_function"]
 
 #: (mu, sd) of question-to-unrelated-memory cosines per model-id prefix. Measured on the LoCoMo dev conversations
 #: (231 questions x 2 speakers' observations, 41,289 pairs, of which 270 cite an evidence turn): MiniLM 0.335 / 0.182,
@@ -109,3 +109,26 @@ def relevance(dense: float | None, model_id: str | None, lexical: float | None, 
     z = dense_z(dense, model_id) if dense is not None else RAW_MIDPOINT * lex_n
     raw = (dense_weight if dense is not None else 1.0) * z + lexical_weight * lex_n
     return 1.0 / (1.0 + math.exp(-(raw - RAW_MIDPOINT))), z, lex_n
+
+
+def relevance_function(model_id: str | None, bound: float, lexical_weight: float = LEXICAL_WEIGHT,
+                       dense_weight: float = 1.0) -> Any:
+    """:func:`relevance` with the per-query constants bound once: ``(dense, lexical) -> (relevance, dense_z,
+    lexical_n)``, the same values; for scoring a query's candidates (anchors looked up once, not per memory)."""
+    mu, sd = anchors_for(model_id)
+    inv_bound = 1.0 / bound if bound > 0 else 0.0
+    exp = math.exp
+
+    def score(dense: float | None, lexical: float | None) -> tuple[float, float, float]:
+        lex_n = (lexical or 0.0) * inv_bound
+        if lex_n > 1.0:
+            lex_n = 1.0
+        if dense is None:
+            z = RAW_MIDPOINT * lex_n
+            raw = z + lexical_weight * lex_n
+        else:
+            z = (dense - mu) / sd
+            raw = dense_weight * z + lexical_weight * lex_n
+        return 1.0 / (1.0 + exp(RAW_MIDPOINT - raw)), z, lex_n
+
+    return score

@@ -152,6 +152,16 @@ class UserVectorIndex:
         """The stored float32 ``(dim,)`` vector of ``doc_id``. Raises KeyError if absent."""
         return self._index.reconstruct(self._to_int[doc_id])
 
+    def similarities(self, vector: object, doc_ids: Sequence[str]) -> np.ndarray:
+        """Inner products of ``vector`` with the stored vectors of ``doc_ids`` (float32 ``(len(doc_ids),)``), in one
+        FAISS call: the cosine of candidates another ranking found (projections/vectors.py). Raises KeyError if a
+        doc id is absent, ValueError on a dim mismatch."""
+        q = _as_row(vector, self.dim, "query vector")[0]
+        if not doc_ids:
+            return np.zeros(0, dtype=np.float32)
+        keys = np.fromiter((self._to_int[d] for d in doc_ids), dtype=np.int64, count=len(doc_ids))
+        return self._index.reconstruct_batch(keys) @ q
+
     def search(self, vector: object, k: int = 10) -> list[tuple[str, float]]:
         """Exact top-``k`` by inner product.
 

@@ -902,7 +902,7 @@ class VectorsProjection(Projection):
         tie-break.
         """
         from .fusion import rrf
-        from .relevance import lexical_bound, relevance
+        from .relevance import lexical_bound, relevance_function
 
         cands: dict[str, Candidate] = {}
         rankings: list[list[str]] = []
@@ -920,25 +920,31 @@ class VectorsProjection(Projection):
             rankings.append([d for d, _ in dense])
             weights.append(2.0 * self.dense_weight if routed else self.dense_weight_for(query))
         lex = lexical.search(query, pool)
+        words_only = []
         for i, (doc, s) in enumerate(lex, 1):
             c = cands.get(doc)
             if c is None:
                 c = cands[doc] = Candidate(doc, meta[doc])
-                if index is not None and doc in index:  # found by its words only: its cosine still counts
-                    c.dense, c.dense_model = float(index.get_vector(doc) @ vec), model
+                if index is not None and doc in index:
+                    words_only.append(c)
             c.lexical, c.lexical_rank = s, i
+        if words_only:  # found by their words only: their cosines still count (one FAISS call)
+            for c, sim in zip(words_only, index.similarities(vec, [c.doc_id for c in words_only]).tolist()):
+                c.dense, c.dense_model = sim, model
         rankings.append([d for d, _ in lex])
         weights.append(self.lexical_weight)
         bound = lexical_bound(lexical, query)
         lw = self.cjk_lexical_weight if routed else self.lexical_weight_abs
         # an English-only model's cosine for a CJK query is mostly noise: it counts as in RRF (dense_weight_for)
         dw = 1.0 if routed else min(1.0, self.dense_weight_for(query) / (self.dense_weight or 1.0))
+        fusion = "companion" if routed else "absolute"
+        score_of = relevance_function(model, bound, lw, dw)
         out = []
         for doc, score in rrf(rankings, k=self.rrf_k, weights=weights):
             c = cands[doc]
             c.rrf = score
-            c.relevance, c.dense_z, c.lexical_n = relevance(c.dense, c.dense_model, c.lexical, bound, lw, dw)
-            c.fusion = "companion" if routed else "absolute"
+            c.relevance, c.dense_z, c.lexical_n = score_of(c.dense, c.lexical)
+            c.fusion = fusion
             out.append(c)
         out.sort(key=lambda c: (-c.relevance, -c.rrf, c.doc_id))
         return out

