@@ -11,7 +11,9 @@ What is timed (each ``--repeat`` times on a fresh store, the median reported):
 * ``ledger record(), inline projections`` — ``MemoryLedger.record(batch)``: the above plus catching every
   projection up in process before returning (what an embedded agent pays per turn); a batch of at least
   ``replay.catchup.BULK_MIN`` events is caught up by the bulk writers. ``..., per-event catch-up``: the same with
-  the per-event catch-up forced (the two alternate in order from run to run, on the same store).
+  the per-event catch-up forced (the two alternate in order from run to run, on the same store). ``..., read back
+  from the log``: the shipped catch-up, but with the command's events read back from the log and decoded as before
+  issue 16 instead of projected from memory (``replay.bulk.from_memory`` disabled for that row only).
 * ``eventsourcing alone`` — the library saving minimal one-event aggregates, ``--batch`` per save: its ceiling here;
   and one per save (``--single`` saves), the ceiling of the ``1 per save`` row.
 * ``--profile PATH``: afterwards, one more ``record()`` of ``--events`` commands in batches of ``--batch`` on a fresh
@@ -45,6 +47,7 @@ from eventsourcing.domain import Aggregate  # noqa: E402
 
 from memledger import MemoryLedger  # noqa: E402
 from ledger.schemas import validate_command  # noqa: E402
+from replay import bulk as replay_bulk  # noqa: E402
 from replay import catchup  # noqa: E402
 
 
@@ -127,16 +130,22 @@ def bench_ledger(dsn: str | None, n_single: int, n_batch: int, batch: int, run: 
             ml.catch_up()  # untimed: bring projections to the head so record() times only its own batches
             # record() with the inline catch-up as shipped (bulk writers for spans >= catchup.BULK_MIN), and with
             # the per-event catch-up forced; on the same store, in alternating order from run to run.
-            modes = [("inline projections", catchup.BULK_MIN if bulk_min is None else bulk_min, 3),
-                     ("inline projections, per-event catch-up", 1 << 62, 5)]
-            for name, threshold, seed in (modes if run % 2 == 0 else modes[::-1]):
+            threshold_shipped = catchup.BULK_MIN if bulk_min is None else bulk_min
+            modes = [("inline projections", threshold_shipped, 3, True),
+                     ("inline projections, per-event catch-up", 1 << 62, 5, True),
+                     ("inline projections, read back from the log", threshold_shipped, 6, False)]
+            for name, threshold, seed, memory in (modes if run % 2 == 0 else modes[::-1]):
                 cmds = commands(n_batch, run * 10 + seed)
                 shipped, catchup.BULK_MIN = catchup.BULK_MIN, threshold
+                served = replay_bulk.from_memory, catchup.from_memory
+                if not memory:
+                    replay_bulk.from_memory = catchup.from_memory = lambda *a: None  # type: ignore[assignment]
                 try:
                     out[f"ledger record(), {batch} per save, {name}"] = timed(
                         lambda: [ml.record(cmds[i:i + batch]) for i in range(0, n_batch, batch)]) / n_batch
                 finally:
                     catchup.BULK_MIN = shipped
+                    replay_bulk.from_memory, catchup.from_memory = served
             rows = stored_rows(ml)[-n_batch:]
     finally:
         store.drop()

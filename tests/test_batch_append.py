@@ -70,6 +70,7 @@ def test_bench_append_prints_its_table(store_args):
            else ["raw sqlite3 executemany, 1 transaction"])
     assert methods == ["ledger, 1 per save", "ledger, 3 per save", "ledger record(), 3 per save, inline projections",
                        "ledger record(), 3 per save, inline projections, per-event catch-up",
+                       "ledger record(), 3 per save, inline projections, read back from the log",
                        "ledger, 3 per save, encryption off", "eventsourcing alone, 3 per save (minimal aggregate)",
                        "eventsourcing alone, 1 per save (minimal aggregate)", *raw]
     assert re.match(r"^one command per save: [\d.]+ x eventsourcing alone one event per save \(target >= 0.6\); "
