@@ -414,6 +414,36 @@ def _onnx_encoder(model_dir: Path, model_id: str, batch_size: int) -> _OnnxEncod
     return enc or None  # type: ignore[return-value]
 
 
+def prewarm_default_onnx() -> threading.Thread | None:
+    """Start loading the default MiniLM's ONNX session on a daemon thread, when its export already exists; returns
+    the thread (None when there is nothing to prewarm: ONNX off, not exported yet, or another model chosen).
+
+    For a fresh process that will embed a query (``memledger search``): ONNX Runtime builds its session (0.3-0.6 s)
+    while the main thread imports the ledger and opens the store. It never exports (that needs torch; the first
+    embedding does it) and any failure is left to the embedding call, which reports it.
+    """
+    spec = (os.environ.get("MEMLEDGER_EMBEDDER") or "minilm").strip().lower()
+    if spec not in ("minilm", "all-minilm-l6-v2", "default"):
+        return None
+    try:
+        e = SentenceTransformerEmbedder()
+        dest = onnx_file(e.path, e.model_id)
+    except (ImportError, OSError, ValueError):
+        return None
+    if dest is None or not dest.is_file():
+        return None
+
+    def load() -> None:
+        try:
+            _onnx_encoder(e.path, e.model_id, e.batch_size)
+        except Exception:  # noqa: BLE001 - the embedding call retries and reports
+            pass
+
+    t = threading.Thread(target=load, name="memledger-onnx-prewarm", daemon=True)
+    t.start()
+    return t
+
+
 class SentenceTransformerEmbedder:
     """A local sentence-transformers model, on CPU, with L2-normalised output.
 

@@ -50,3 +50,14 @@ def test_an_unknown_verb_still_gets_the_whole_command(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(tmp_path / "h"), "asert", "u1"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and "No such command 'asert'" in proc.stderr
+
+
+def test_the_query_encoder_is_prewarmed_only_for_the_default_model(monkeypatch):
+    from projections import embedders
+
+    monkeypatch.setenv("MEMLEDGER_EMBEDDER", "hash")
+    assert embedders.prewarm_default_onnx() is None  # another model: nothing to load
+    monkeypatch.setenv("MEMLEDGER_EMBEDDER", "minilm")
+    monkeypatch.setenv(embedders.ONNX_ENV, "off")
+    assert embedders.prewarm_default_onnx() is None  # the torch path: nothing to prewarm
+    assert "search" in cli._QUERY_VERBS and "assert" not in cli._QUERY_VERBS

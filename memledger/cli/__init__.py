@@ -37,6 +37,8 @@ VERB_MODULES = {
     "believed": "timetravel", "true-at": "timetravel", "diff": "timetravel", "audit": "timetravel",
     "quarantine": "hygiene", "due": "hygiene", "stats": "hygiene", "retract-source": "hygiene",
 }
+#: Verbs that embed a query in a fresh process: the ONNX session is prewarmed for them (:func:`main`).
+_QUERY_VERBS = ("search", "context", "remember")
 #: Root options that take a value (``--home DIR``), skipped when looking for the verb in the arguments.
 _ROOT_VALUE_OPTIONS = ("--home", "--dsn", "--projection-mode")
 
@@ -114,6 +116,11 @@ def main(argv: list[str] | None = None) -> None:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
+    if _verb(args) in _QUERY_VERBS and "--help" not in args:
+        # the query encoder's session loads on a thread while the ledger is imported and opened (issue 16)
+        from projections.embedders import prewarm_default_onnx
+
+        prewarm_default_onnx()
     command = typer.main.get_command(load_verbs(args))
     try:
         rv = command.main(args=args, prog_name="memledger", standalone_mode=False)
