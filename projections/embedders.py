@@ -21,6 +21,7 @@ No embedder here touches the network: models come from installed packages or a l
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -441,6 +442,10 @@ def prewarm_default_onnx() -> threading.Thread | None:
 
     t = threading.Thread(target=load, name="memledger-onnx-prewarm", daemon=True)
     t.start()
+    # A process that exits early (bad input: exit 2) while ONNX Runtime is still building its session aborted with
+    # "terminate called without an active exception" (exit 134): interpreter shutdown tore the daemon thread down
+    # inside C++. Exit waits for the load instead (0.3-0.6 s, only on that path).
+    atexit.register(t.join, 60)
     return t
 
 

@@ -61,3 +61,20 @@ def test_the_query_encoder_is_prewarmed_only_for_the_default_model(monkeypatch):
     monkeypatch.setenv(embedders.ONNX_ENV, "off")
     assert embedders.prewarm_default_onnx() is None  # the torch path: nothing to prewarm
     assert "search" in cli._QUERY_VERBS and "assert" not in cli._QUERY_VERBS
+
+
+def test_bad_input_exits_2_while_the_query_encoder_loads(tmp_path):
+    """A search refused at once (exit 2) used to abort with 'terminate called without an active exception' (exit
+    134) about half the time: the process exited while the prewarm thread was inside ONNX Runtime's session build.
+    Exit now waits for that thread. Five fresh processes, each must exit 2 with the JSON error last."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "MEMLEDGER_EMBEDDER"}  # the default model: prewarmed
+    for _ in range(5):
+        p = subprocess.run([sys.executable, "-m", "memledger", "--home", str(tmp_path / "h"), "search", "u1", "tea",
+                            "--min-score", "-1", "--json"], capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 2, p.stderr
+        assert json.loads(p.stderr.strip().splitlines()[-1])["error"]["field"] == "min_score"
