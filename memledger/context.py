@@ -175,6 +175,18 @@ def _hit_value(hit: Any, name: str) -> Any:
     return hit.get(name) if isinstance(hit, dict) else getattr(hit, name, None)
 
 
+def _hit_confidence(hit: Any, fact: Any) -> float:
+    """The confidence of a search hit's version: its profile fact's, else the hit's own (``confidence``, or
+    ``parts.confidence`` of a :class:`memledger.search.SearchHit`), else 1.0 (nothing says it is lower)."""
+    if fact is not None:
+        return float(fact.confidence)
+    value = _hit_value(hit, "confidence")
+    if value is None:
+        parts = _hit_value(hit, "parts")
+        value = None if parts is None else _hit_value(parts, "confidence")
+    return 1.0 if value is None else float(value)
+
+
 def _as_dt(v: Any) -> datetime | None:
     if v is None:
         return None
@@ -410,7 +422,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
             f = profile.facts.get(key) if key else None
             if key in shown_keys:
                 continue
-            if min_confidence is not None and (_hit_value(h, "confidence") or 0.0) < min_confidence:
+            if min_confidence is not None and _hit_confidence(h, f) < min_confidence:
                 continue
             if f is not None:
                 line = _fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz, f.valid_to, now_dt,

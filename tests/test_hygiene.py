@@ -289,3 +289,12 @@ def test_retract_source_withdraws_only_what_it_alone_supports(cli) -> None:
     assert len(cli.json("history", "u1")) == 12
     r = cli.json("retract-source", "u1", "doc-c")  # a retry: already withdrawn, nothing recorded
     assert (r["changes"], r["receipts"]) == ([], [])
+
+
+def test_context_min_confidence_keeps_confident_search_hits(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("u1", "memory.a", "x", text="Alice plays chess on Mondays", observed_at=T0)
+    ml.assert_fact("u1", "memory.b", "y", text="Maybe Alice plays chess on Fridays too", observed_at=T0)
+    ctx = ml.context("u1", now="2024-03-02T09:00:00Z", query="chess", min_confidence=0.7)
+    assert next(s.lines for s in ctx.sections if s.name == "memories") == [
+        "- Alice plays chess on Mondays (2024-03-01, the user said)"]
