@@ -24,6 +24,7 @@ Sessions (issue 5): LoCoMo turns are also logged as messages of their session (:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -92,12 +93,20 @@ def content_key(text: str, prefix: str = "memory") -> str:
 
 def parse_locomo_time(text: str, field: str) -> str:
     """LoCoMo's "1:56 pm on 8 May, 2023" -> ISO 8601 in UTC, parsed by ``dateparser``."""
+    iso = _locomo_instant(text)
+    if iso is None:
+        raise BadInput(field, f"{text!r} is not a date LoCoMo's format allows", "e.g. '1:56 pm on 8 May, 2023'")
+    return iso
+
+
+@functools.lru_cache(maxsize=4096)
+def _locomo_instant(text: str) -> str | None:
+    # Every observation and turn of a session carries the session's date string: parsed once each (dateparser takes
+    # ~3 ms a call, 2 s of a 353-observation LoCoMo ingest before; issue 16, scripts/bench_query.py).
     import dateparser
 
     dt = dateparser.parse(text, languages=["en"], settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True})
-    if dt is None:
-        raise BadInput(field, f"{text!r} is not a date LoCoMo's format allows", "e.g. '1:56 pm on 8 May, 2023'")
-    return dt.astimezone(timezone.utc).isoformat()
+    return None if dt is None else dt.astimezone(timezone.utc).isoformat()
 
 
 def locomo_commands(data: Any, where: str = "", resolve: bool = False) -> list[Any]:
