@@ -164,13 +164,36 @@ def _check_strings(value: Any, field: str) -> None:
             _check_strings(v, field)
 
 
+#: longest role, sub_role or task_id accepted
+MAX_ROLE = 200
+
+
 class RoleContext(BaseModel):
-    """Which hat the agent wore when the fact was recorded (role, sub_role, task_id)."""
+    """Which hat the agent wore when the fact was recorded (role, sub_role, task_id).
+
+    Each is a name matched exactly by ``search --role`` / ``--role-filter``: non-empty, at most 200 characters, no
+    surrounding spaces and no control characters (tab and newline included), so a stored role can always be named
+    again (a fresh-user run stored " coach" and "coach\n", which no filter could then match)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     role: str | None = None
     sub_role: str | None = None
     task_id: str | None = None
+
+    @field_validator("role", "sub_role", "task_id")
+    @classmethod
+    def _a_name(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if not v.strip():
+            raise ValueError("is empty: give a name such as coach, or leave it out")
+        if v != v.strip():
+            raise ValueError(f"{v!r} has spaces around it: write it without them")
+        if len(v) > MAX_ROLE:
+            raise ValueError(f"is {len(v)} characters long: use at most {MAX_ROLE}")
+        if any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in v) or any(0xD800 <= ord(ch) <= 0xDFFF for ch in v):
+            raise ValueError("contains a control character or a lone surrogate: write the name as plain text")
+        return v
 
 
 class FactCommand(BaseModel):

@@ -296,7 +296,9 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         profile_fn = (partial(reads.profile, ml) if as_of_dt is None else
                       partial(timetravel.profile_as_of, ml, as_of=as_of_dt, axis=axis, valid_at=now_dt))
     if search_fn is None:
-        search_fn = partial(search.search, ml)
+        # memories are facts and earlier conversation turns, ranked together by their absolute scores (a past
+        # view, as_of, has facts only: messages have no belief history)
+        search_fn = partial(search.search, ml) if as_of_dt is not None else partial(search.search, ml, within="all")
     if as_of_dt is not None:
         search_fn = partial(search_fn, as_of=as_of_dt)
     profile = profile_fn(user_id)  # catches up
@@ -417,7 +419,18 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
                 raise
     if hits is not None:
         hits = list(getattr(hits, "hits", hits))  # a result model with ``hits``, or a list
+        shown_messages = {(m.get("session_id"), m.get("message_id")) for m in msgs}
         for i, h in enumerate(hits[:memories]):
+            if _hit_value(h, "kind") == "message":
+                if (_hit_value(h, "session_id"), _hit_value(h, "message_id")) in shown_messages:
+                    continue  # already under "Recent messages"
+                who = f"{_hit_value(h, 'speaker')} said" if _hit_value(h, "speaker") else "said"
+                when = _as_dt(_hit_value(h, "observed_at"))
+                later = f", {AFTER_NOW}" if when is not None and now_dt is not None and when > now_dt else ""
+                line = (f"- {_annotate(_hit_value(h, 'text') or '', when, tz)} ({_date(when, tz)}, {who} in "
+                        f"session {_hit_value(h, 'session_id')}{later})")
+                cand["memories"].append((line, -float(i)))
+                continue
             key = _hit_value(h, "key")
             f = profile.facts.get(key) if key else None
             if key in shown_keys:

