@@ -18,7 +18,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 
 from ledger.errors import BadInput
@@ -67,6 +66,8 @@ def ranked_messages(ml: Store, user_id: str, query: str, k: int, session_id: str
     """The user's messages (or one session's) scored for ``query``, best first, at most ``max(k, 50)``: dicts with
     the message row and ``relevance`` (absolute, projections/relevance.py), ``dense``, ``dense_z``, ``lexical``,
     ``lexical_n``, ``rrf``, ``dense_rank``, ``lexical_rank``. Reads only (the caller validated the arguments)."""
+    import numpy as np  # here, not at import: `memledger profile` in a fresh process never needs it
+
     from projections.fusion import rrf
     from projections.lexical import LexicalIndex
     from projections.relevance import lexical_bound, relevance
