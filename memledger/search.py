@@ -301,7 +301,7 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any 
     ``filters.also`` is ignored here (one user per call; :func:`merge_users` merges several).
 
     Args:
-        pool: first candidate pool per ranking (default ``max(100, 10 * k)``); it grows while a filter leaves fewer
+        pool: first candidate pool per ranking (default ``max(50, 5 * k)``); it grows while a filter leaves fewer
             than ``k`` hits and the user has more memories.
 
     Returns:
@@ -329,7 +329,9 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any 
         return renumber(sorted([*facts, *msgs], key=_merge_key)[:k])
     if at is not None:
         return _search_as_of(ml, proj, user_id, query, k, at_us, source, role, half_lives, role_bonus, flt)
-    pool = pool or max(100, 10 * k)
+    # the union of the two top-``pool`` lists is scored; 50 (5 x k) gives the same LoCoMo recall as 100 (dev and held
+    # out, to 0.1 point) at half the candidates
+    pool = pool or max(50, 5 * k)
     filtered = source is not None or flt.exclude_source or flt.role_filter is not None or flt.min_score is not None \
         or flt.min_confidence is not None
     while True:
