@@ -20,6 +20,7 @@ from recorded times (memledger/hygiene.py), never recorded.
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import timedelta
 from typing import Any
 
@@ -41,8 +42,9 @@ _INSTRUCTION = re.compile(
     r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|earlier|preceding)\s+"
     r"(?:instructions?|prompts?|rules|messages)\b"
     r"|\byou\s+must\s+now\b|\byou\s+are\s+now\s+(?:a|an|in)\b|\bfrom\s+now\s+on,?\s+you\s+(?:must|will|should|are)\b"
-    r"|\b(?:new|override|reveal)\s+(?:the\s+)?system\s+prompt\b|\bsystem\s*prompt\s*:"
-    r"|忽略(?:之前|以前|先前|前面|上面|以上)的?(?:所有)?(?:指令|指示|提示|规则)"
+    r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:above|before\s+this)\b"
+    r"|\b(?:new|override|reveal)\s+(?:the\s+)?system\s+prompt\b|\bsystem\s*prompt\s*:|^\s*system\s*:"
+    r"|(?:忽略|无视|不要理会|别管)(?:之前|以前|先前|前面|上面|以上)的?(?:所有)?(?:指令|指示|提示|规则)"
     r"|(?:你现在必须|从现在开始你|你必须立即)",
     re.IGNORECASE,
 )
@@ -53,10 +55,21 @@ def is_hedged(text: str | None) -> bool:
     return bool(text) and bool(_HEDGE_EN.search(text) or _HEDGE_ZH.search(text))  # type: ignore[arg-type]
 
 
+def _plain(text: str) -> str:
+    """``text`` as the instruction patterns read it: NFKC (full-width letters become ASCII), format characters such as
+    zero-width spaces removed, hyphens and underscores read as spaces (a fresh-user run slipped "Ig\u200bnore
+    previous instructions", full-width "Ｉｇｎｏｒｅ ..." and "previous-instructions" past the patterns)."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return re.sub(r"[-_]+", " ", text)
+
+
 def reads_as_instruction(text: str | None) -> bool:
     """True when ``text`` reads as an instruction to the agent rather than a fact about the user ("ignore previous
-    instructions", "you must now ...", "忽略之前的指令"): memory poisoning, quarantined whatever its source."""
-    return bool(text) and _INSTRUCTION.search(text) is not None  # type: ignore[arg-type]
+    instructions", "ignore everything above", "System: ...", "you must now ...", "忽略之前的指令", "请无视之前的指示"):
+    memory poisoning, quarantined whatever its source. Matched on :func:`_plain` text. Known gaps: letters spaced
+    out ("i g n o r e"), paraphrases; and false alarms on quoted instructions ("my teacher said you must now ...")."""
+    return bool(text) and _INSTRUCTION.search(_plain(text)) is not None  # type: ignore[arg-type]
 
 
 def independent(first: dict[str, Any], session_id: str | None, source_ref: str | None) -> bool:
