@@ -290,6 +290,15 @@ class Fact(Aggregate):
                 raise BadInput("valid_to", f"{cmd.valid_to.isoformat()} is not after the value's valid_from "
                                            f"{head.valid_from.isoformat()}",
                                "give an instant after valid_from, or leave valid_to out to withdraw the value entirely")
+            if cmd.valid_to is None and head.valid_from > observed and len(self.versions) > 1:
+                # A scheduled head (valid from a date still to come) ended the value before it on that date; withdrawing
+                # it left no value at all, now or later (a fresh-user run: retracting "moving to Berlin in 2099"
+                # emptied the profile while Paris still held). Refused until a retraction can reopen the earlier range.
+                raise BadInput("key", f"{cmd.key!r} v{head.version} is scheduled for {head.valid_from.isoformat()} "
+                                      "and has not happened; retracting it would leave no value, not even the one "
+                                      "that holds until then",
+                               f"cancel it by restating what still holds: memledger correct USER {cmd.key} VALUE "
+                               "--reason 'plan cancelled'")
             if cmd.valid_to is None:
                 change = self._change(head, head.valid_from, head.valid_from, "retracted")
             else:
