@@ -293,7 +293,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     min_confidence = check_min_confidence(min_confidence)
 
     if profile_fn is None:
-        profile_fn = (partial(reads.profile, ml) if as_of_dt is None else
+        profile_fn = (partial(reads.profile, ml, now=now_dt) if as_of_dt is None else
                       partial(timetravel.profile_as_of, ml, as_of=as_of_dt, axis=axis, valid_at=now_dt))
     if search_fn is None:
         # memories are facts and earlier conversation turns, ranked together by their absolute scores (a past

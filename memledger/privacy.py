@@ -542,6 +542,10 @@ def context_with_sensitivity(ml: Store, user_id: str, *, allow_sensitive: Any = 
         base = partial(timetravel.profile_as_of, ml, as_of=parse_instant(kwargs["as_of"], "as_of"),
                        axis=kwargs.get("axis", "system"),
                        valid_at=None if now is None else parse_instant(now, "now"))
+    elif kwargs.get("now") is not None:  # context --now: scheduled facts are judged at that instant
+        from ledger.timeutil import parse_instant
+
+        base = partial(reads.profile, ml, now=parse_instant(kwargs["now"], "now"))
     view = _SensitivityView(ml, allow, labels, base)
     ctx = assemble_context(ml, user_id, profile_fn=view.profile, search_fn=view.search, **kwargs)
     if view.offered:

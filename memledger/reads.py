@@ -25,11 +25,13 @@ def _value(value_json: str | None) -> Any:
 
 
 def profile(store: Store, user_id: str, *, after: int | Receipt | Iterable[Receipt] | None = None,
-            timeout: float = 10.0) -> Profile:
+            timeout: float = 10.0, now: Any = None) -> Profile:
     """The current facts of ``user_id`` (``memledger profile USER --json``).
 
     ``after``: a receipt (or its position): answer only once the projections include it (see :meth:`wait_for`;
-    raises NotCaughtUp after ``timeout`` seconds).
+    raises NotCaughtUp after ``timeout`` seconds). ``now`` (an aware datetime; default the clock): the instant that
+    decides which facts are scheduled rather than current (``context --now``: a fact scheduled for 1 June is current
+    in a context for 2 June).
     """
     from ledger.schemas import check_user_id
 
@@ -38,7 +40,7 @@ def profile(store: Store, user_id: str, *, after: int | Receipt | Iterable[Recei
     with store.db.read() as cur:
         # a fact scheduled for later is not current yet (memledger/hygiene.py); what it will replace still is
         rows, _ = split_scheduled(store, cur, user_id, store.profile_projection.rows(cur, user_id),
-                                  to_micros(now_utc()))
+                                  to_micros(now if now is not None else now_utc()))
     facts = {
         r["key"]: FactView(
             value=_value(r["value_json"]), text=r["text"], version=r["version"],

@@ -334,3 +334,18 @@ def test_a_scheduled_replacement_cannot_be_retracted_but_is_cancelled_by_a_corre
     # a scheduled fact with nothing before it is still cancelled by retract
     assert cli("assert", "u2", "plan.checkup", "Friday", "--valid-from", "2099-06-01T00:00:00Z")[0] == 0
     assert cli("retract", "u2", "plan.checkup", "--reason", "cancelled")[0] == 0
+
+
+def test_context_now_after_a_scheduled_start_shows_it_as_current(cli):
+    """A fresh-user run: `context --now` after Berlin's date showed only Paris "ended", and Berlin nowhere."""
+    assert cli("assert", "u1", "residence.city", "Paris", "--text", "Lives in Paris",
+               "--observed-at", "2024-03-01T09:00:00Z")[0] == 0
+    assert cli("assert", "u1", "residence.city", "Berlin", "--text", "Moves to Berlin",
+               "--valid-from", "2099-06-01T00:00:00Z")[0] == 0
+    for extra in ([], ["--allow-sensitive", "health"]):
+        c = cli.json("context", "u1", "--now", "2099-06-02T00:00:00Z", *extra)
+        sections = {s["name"]: s["lines"] for s in c["sections"]}
+        assert sections["profile"] == ["- Moves to Berlin (2099-06-01, the user said)"] and sections["upcoming"] == []
+    before = {s["name"]: s["lines"] for s in cli.json("context", "u1", "--now", "2030-01-01T00:00:00Z")["sections"]}
+    assert before["profile"] == ["- Lives in Paris (2024-03-01, the user said, until 2099-06-01)"]
+    assert before["upcoming"] == ["- Moves to Berlin (scheduled for 2099-06-01, not yet happened; the user said)"]
