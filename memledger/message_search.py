@@ -70,7 +70,8 @@ def ranked_messages(ml: Store, user_id: str, query: str, k: int, session_id: str
 
     from projections.fusion import rrf
     from projections.lexical import LexicalIndex
-    from projections.relevance import lexical_bound, relevance
+    from projections.relevance import lexical_bound, relevance_function
+    from projections.vectors import has_cjk
 
     with ml.db.read() as cur:
         if session_id is not None and ml.state_cards_projection.session(cur, user_id, session_id) is None:
@@ -120,18 +121,15 @@ def ranked_messages(ml: Store, user_id: str, query: str, k: int, session_id: str
     d_rank = {d: i + 1 for i, d in enumerate(dense)}
     l_rank = {d: i + 1 for i, d in enumerate(lexical)}
     lex_score = dict(lex)
-    from projections.vectors import has_cjk
-
-    bound = lexical_bound(index, query)
-    lw = vp.lexical_weight_abs if vp is not None else 3.0
-    # as for facts: an English-only model's cosine counts a quarter for a CJK query (projections/vectors.py)
-    dw = 1.0 if vp is None else min(1.0, vp.dense_weight_for(query) / (vp.dense_weight or 1.0))
-    cjk = has_cjk(query)
+    # scored as facts are (projections/vectors.py rank): the same weights, anchors and CJK rule
+    score_of = relevance_function(model, lexical_bound(index, query),
+                                  *(() if vp is None else (vp.lexical_weight_abs, vp.dense_z_weight(query))),
+                                  cjk=has_cjk(query))
     out = []
     for doc, score in fused:
         i = pos[doc]
         cos = None if sims is None else float(sims[i])
-        rel, dz, ln = relevance(cos, model, lex_score.get(doc), bound, lw, dw, cjk)
+        rel, dz, ln = score_of(cos, lex_score.get(doc))
         out.append({"row": rows[i], "relevance": rel, "dense": cos, "dense_z": dz, "lexical": lex_score.get(doc),
                     "lexical_n": ln, "rrf": score, "dense_rank": d_rank.get(doc), "lexical_rank": l_rank.get(doc),
                     "doc_id": doc, "model": model})

@@ -117,17 +117,14 @@ def relevance(dense: float | None, model_id: str | None, lexical: float | None, 
         dense_weight: the weight of ``dense_z`` (below 1 for a model that cannot read the query's script, e.g.
             MiniLM, which maps Chinese to [UNK]: projections/vectors.py ``dense_weight_for``).
     """
-    lex_n = min(1.0, (lexical or 0.0) / bound) if bound > 0 else 0.0
-    # no dense judge: the memory's words stand in for its meaning (a full match counts as RAW_MIDPOINT sds)
-    z = dense_z(dense, model_id, cjk) if dense is not None else RAW_MIDPOINT * lex_n
-    raw = (dense_weight if dense is not None else 1.0) * z + lexical_weight * lex_n
-    return 1.0 / (1.0 + math.exp(-(raw - RAW_MIDPOINT))), z, lex_n
+    return relevance_function(model_id, bound, lexical_weight, dense_weight, cjk)(dense, lexical)
 
 
 def relevance_function(model_id: str | None, bound: float, lexical_weight: float = LEXICAL_WEIGHT,
                        dense_weight: float = 1.0, cjk: bool = False) -> Any:
     """:func:`relevance` with the per-query constants bound once: ``(dense, lexical) -> (relevance, dense_z,
-    lexical_n)``, the same values; for scoring a query's candidates (anchors looked up once, not per memory)."""
+    lexical_n)``; for scoring a query's candidates (anchors looked up once, not per memory). A memory with no
+    dense judge has its words stand in for its meaning: ``dense_z = RAW_MIDPOINT * lexical_n``, at weight 1."""
     mu, sd = anchors_for(model_id, cjk)
     inv_bound = 1.0 / bound if bound > 0 else 0.0
     exp = math.exp

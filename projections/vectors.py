@@ -882,6 +882,12 @@ class VectorsProjection(Projection):
         english_only = mid.startswith("st:all-MiniLM") or mid.startswith("hash:")
         return self.cjk_dense_weight if english_only and has_cjk(query) else self.dense_weight
 
+    def dense_z_weight(self, query: str) -> float:
+        """The weight of the main embedder's ``dense_z`` in the absolute relevance for ``query``: its RRF weight
+        (:meth:`dense_weight_for`) relative to ``dense_weight``, at most 1, so an English-only model's cosine for a
+        CJK query (mostly noise) counts ``cjk_dense_weight``."""
+        return min(1.0, self.dense_weight_for(query) / (self.dense_weight or 1.0))
+
     def uses_companion(self, query: str, companion: Any) -> bool:
         """True if ``query`` is ranked by the CJK companion: it contains CJK, this projection has a companion, and
         ``companion`` (the user's companion index) holds at least one vector. Otherwise the main path is taken
@@ -937,8 +943,7 @@ class VectorsProjection(Projection):
         weights.append(self.lexical_weight)
         bound = lexical_bound(lexical, query)
         lw = self.cjk_lexical_weight if routed else self.lexical_weight_abs
-        # an English-only model's cosine for a CJK query is mostly noise: it counts as in RRF (dense_weight_for)
-        dw = 1.0 if routed else min(1.0, self.dense_weight_for(query) / (self.dense_weight or 1.0))
+        dw = 1.0 if routed else self.dense_z_weight(query)
         fusion = "companion" if routed else "absolute"
         score_of = relevance_function(model, bound, lw, dw, has_cjk(query))
         out = []
