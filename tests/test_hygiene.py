@@ -349,3 +349,13 @@ def test_context_now_after_a_scheduled_start_shows_it_as_current(cli):
     before = {s["name"]: s["lines"] for s in cli.json("context", "u1", "--now", "2030-01-01T00:00:00Z")["sections"]}
     assert before["profile"] == ["- Lives in Paris (2024-03-01, the user said, until 2099-06-01)"]
     assert before["upcoming"] == ["- Moves to Berlin (scheduled for 2099-06-01, not yet happened; the user said)"]
+
+
+@pytest.mark.parametrize("verb", ["quarantine", "stats", "due"])
+def test_hygiene_reads_refuse_bad_input_and_write_nothing(cli, verb):
+    assert cli("assert", "u1", "preference.drink", "tea")[0] == 0
+    for args, field in ((["u1", "--now", "yesterday"], "--now"), (["", "--json"], "USER")):
+        code, out, err = cli(verb, *args, "--json") if "--json" not in args else cli(verb, *args)
+        assert code == 2 and out == "", err
+        assert json.loads(err.strip().splitlines()[-1])["error"]["field"] in (field, field.lstrip("-")), err
+    assert len(cli.json("history", "u1")) == 1  # nothing written
