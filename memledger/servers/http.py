@@ -74,6 +74,7 @@ BODY_FIELDS = frozenset().union(*(m.model_fields for m in (
     AssertBody, AuditArgs, BelievedArgs, CardBody, CommandsBody, ContextBody, CorrectBody, DiffArgs, HttpSearchBody,
     LogMessageBody, ObservedBody, RememberBody, RetractBody, SessionStartBody, SummaryBody, TrueAtArgs, UnlinkBody)))
 from .ops import Service
+from .ui import build_ui_router, is_ui_path
 from .wording import for_face, from_validation, text_of
 
 log = logging.getLogger("memledger.http")
@@ -198,7 +199,7 @@ class KeyMiddleware:
             await send(message)
 
         try:
-            if path not in OPEN_PATHS:
+            if path not in OPEN_PATHS and not is_ui_path(path):  # the /ui pages sign in by their own cookie
                 principal = await self._principal(scope)
                 if principal is None:
                     resp = problem_response(401, "Unauthorized", "send a valid API key: Authorization: Bearer <key> "
@@ -262,6 +263,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                               "Authorization: Bearer <key> (memledger keys create). Errors are RFC 9457 "
                               "problem+json. See docs/interfaces.md.")
     app.router.routes.extend(mcp_routes)
+    app.include_router(build_ui_router(service, keys))  # the browser pages (docs/timeline.md)
     app.add_middleware(KeyMiddleware, keys=keys, service=service, routes=lambda: app.router.routes)
 
     @app.exception_handler(Exception)

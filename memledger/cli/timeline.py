@@ -1,0 +1,86 @@
+"""``memledger timeline USER --html FILE``: a user's bitemporal timeline as one self-contained HTML file
+(docs/timeline.md), to send to an auditor: it opens offline, fetches nothing (its Content-Security-Policy allows
+no request at all), and shows what ``/ui/users/{user_id}`` of ``memledger serve http`` shows.
+
+Bad input (an invalid USER, label or ``--now``, no ``--html``, a FILE in a missing directory or naming a
+directory) exits 2 naming the flag, with nothing written. A labelled (sensitive) fact is written to the file only
+with ``--allow-sensitive LABEL``, and each one written is recorded as a disclosure, as ``context`` records those
+it lets into an agent's context. The file is written whole or not at all (a temporary file renamed into place).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ledger.errors import BadInput
+
+from .common import app, open_ledger, out
+
+
+def _target(path: Optional[str]) -> Path:
+    if path is None or not path.strip():
+        raise BadInput("--html", "is missing", "name the file to write, e.g. --html timeline.html")
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise BadInput("--html", f"{path!r} is a directory", "name a file in it, e.g. --html DIR/timeline.html")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise BadInput("--html", f"the directory {str(parent)!r} does not exist", "create it first, or write the "
+                       "file elsewhere")
+    return target
+
+
+def _write(target: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".timeline-", suffix=".html", dir=target.parent if str(target.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o600)  # it holds a user's memory: readable by its owner only, as the store is
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@app.command("timeline")
+def timeline_cmd(
+    ctx: typer.Context, user: str,
+    html: Optional[str] = typer.Option(None, "--html", help="Write the timeline to this file: one self-contained "
+                                       "HTML page that opens offline."),
+    allow_sensitive: Optional[list[str]] = typer.Option(
+        None, "--allow-sensitive", help="Show facts with this sensitivity label (repeatable, or comma-separated); "
+        "each one shown is recorded as a disclosure. Others are shown as withheld."),
+    now: Optional[str] = typer.Option(None, "--now", help="Draw the page as at this instant (ISO 8601 with an "
+                                      "offset; default now): scheduled facts and the slider's end."),
+) -> None:
+    """Write USER's memory as a bitemporal timeline to one HTML file (one row per key, a system-time slider, the
+    audit of every version, sessions, messages and disclosures)."""
+    from ledger.schemas import check_user_id
+    from ledger.timeutil import parse_instant
+    from memledger.privacy import check_allow_sensitive
+    from memledger.ui.model import PURPOSE_EXPORT, record_shown, user_view
+    from memledger.ui.render import user_page
+
+    user = check_user_id(user, "USER")
+    target = _target(html)
+    labels = check_allow_sensitive([x for raw in allow_sensitive or [] for x in raw.split(",")] or None,
+                                   "--allow-sensitive")
+    if now is not None:
+        parse_instant(now, "--now")
+    with open_ledger(ctx, embedder="none") as ml:
+        view = user_view(ml, user, allow_sensitive=labels, now=now)
+        page = user_page(view, inline=True)
+        _write(target, page)
+        positions = record_shown(ml, view, PURPOSE_EXPORT)
+    if view["erased"]:
+        out.print(f"wrote {target}: {user} was erased; the file holds the erasure receipt only")
+        return
+    n = sum(len(k["versions"]) for k in view["keys"])
+    note = f"; {len(positions)} sensitive facts shown, recorded as disclosures" if positions else ""
+    out.print(f"wrote {target}: {len(view['keys'])} keys, {n} versions, {len(view['sessions'])} sessions "
+              f"({len(page.encode('utf-8')) / 1024:.0f} KiB){note}")

@@ -1,0 +1,293 @@
+"""The view models of the timeline and health pages: plain JSON-shaped dicts built from the ledger's read side.
+
+Nothing here writes, except :func:`record_shown`, which records the disclosures a page or an export makes (a
+labelled fact shown is a sensitive fact let out, as in ``context``).
+
+Instants in a view model are ISO 8601 UTC strings of fixed width with microseconds
+(``2024-03-01T09:00:00.000000Z``, :func:`iso`), so the browser compares them as strings with exactly the
+ledger's microsecond rule; an open end (valid or system) is ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from ledger.schemas import check_user_id
+from ledger.timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
+
+#: how a version is drawn, in the order a version's category is decided (docs/timeline.md)
+CATEGORIES = ("quarantined", "scheduled", "corrected", "retracted", "superseded", "contested", "contesting",
+              "hedged", "current")
+#: the word each category shows inside its bar (never colour alone)
+CATEGORY_WORD = {"quarantined": "quarantined", "scheduled": "scheduled", "corrected": "corrected (misreported)",
+                 "retracted": "retracted", "superseded": "superseded", "contested": "contested",
+                 "contesting": "disputing (not believed)", "hedged": "hedged (uncertain)", "current": "current"}
+#: history statuses of events that are not versions of a value: markers in the audit, never bars
+NOT_VERSIONS = ("reaffirmation", "retraction", "withdrawal")
+#: the purpose recorded with each disclosure a page or an export makes
+PURPOSE_PAGE = "timeline page (memledger serve http /ui)"
+PURPOSE_EXPORT = "timeline export (memledger timeline --html)"
+
+
+def iso(value: Any) -> str | None:
+    """A datetime or micros (int) as a fixed-width ISO 8601 UTC string with microseconds; None/OPEN -> None."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        if value >= OPEN:
+            return None
+        value = from_micros(value)
+    return value.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _marks(raw: str | None) -> dict[str, Any]:
+    try:
+        return json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+
+
+def _value(raw: str | None) -> Any:
+    return None if raw is None else json.loads(raw)
+
+
+def category(row: dict[str, Any], now_us: int) -> str:
+    """The category a version is drawn in, from its ``history_versions`` row as known now (see CATEGORIES)."""
+    status, marks = row["status"], _marks(row.get("hygiene"))
+    if row["effect"] == "quarantine" or status == "quarantined":
+        return "quarantined"
+    if status in ("current", "contested") and row["valid_from"] is not None and row["valid_from"] > now_us \
+            and row["valid_from"] > (row["observed_at"] or row["recorded_at"]):
+        return "scheduled"
+    if status == "misreported":
+        return "corrected"
+    if status == "retracted":
+        return "retracted"
+    if status in ("superseded", "closed"):
+        return "superseded"
+    if status == "contested":
+        return "contested"
+    if status == "contesting":
+        return "contesting"
+    if marks.get("hedged"):
+        return "hedged"
+    return "current"
+
+
+def believed_at(view: dict[str, Any], at: str) -> dict[str, dict[str, Any]]:
+    """``{key: {"version", "status"}}`` believed at system instant ``at`` (an :func:`iso` string) about the same
+    valid instant: the rule the page's script applies (timeline.js ``heldAt``), written once more in Python so a
+    test can hold both against :meth:`MemoryLedger.believed` (as-of inclusive, valid time half-open)."""
+    out = {}
+    for k in view["keys"]:
+        for t in k["timeline"]:
+            if t["recorded_from"] <= at and (t["recorded_to"] is None or at < t["recorded_to"]) and \
+                    t["valid_from"] <= at and (t["valid_to"] is None or at < t["valid_to"]):
+                out[k["key"]] = {"version": t["version"], "status": t["status"]}
+                break
+    return out
+
+
+def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[str] = frozenset(),
+              now: Any = None) -> dict[str, Any]:
+    """The timeline of one user: one entry per key with its versions, bitemporal rows and events; the sessions
+    with their messages; the disclosures; the ticks of the system-time slider.
+
+    Args:
+        ml: an open :class:`~memledger.api.MemoryLedger` (or Store).
+        user_id: whose memory.
+        allow_sensitive: labels whose facts are shown; a labelled version with another label is shown withheld
+            (value and text ``None``, ``withheld`` = its label).
+        now: the instant the page is drawn at (default the current time, UTC): scheduled facts, the slider's end.
+
+    Returns a JSON-shaped dict (instants as :func:`iso` strings): ``user_id``, ``generated_at``, ``erased``
+    (then ``erasure`` and nothing else), ``keys``, ``sessions``, ``disclosures``, ``ticks``, ``shown`` (the
+    ``(key, version, label)`` of each labelled version shown, for :func:`record_shown`).
+
+    Raises:
+        BadInput: an invalid ``user_id`` or ``now``.
+    """
+    user_id = check_user_id(user_id)
+    now_dt = now_utc() if now is None else parse_instant(now, "now")
+    now_us = to_micros(now_dt)
+    erased_at = ml.erased_at(user_id)
+    if erased_at is not None:
+        return {"user_id": user_id, "generated_at": iso(now_dt), "erased": True,
+                "erasure": erasure_receipt(ml, user_id, erased_at), "keys": [], "sessions": [], "disclosures": [],
+                "ticks": [], "shown": []}
+    ml.before_read(None, 10.0)
+    tt = ml.timetravel_queries.tt
+    with ml.db.read() as cur:
+        rows = ml.history_projection.versions(cur, user_id)
+        cur.execute(f"SELECT key, version, valid_from, valid_to, recorded_from, recorded_to, status FROM {tt} "
+                    "WHERE user_id = ? ORDER BY key, position_from", (user_id,))
+        timeline = cur.fetchall()
+        proj = getattr(ml, "disclosures_projection", None)
+        disclosures = [] if proj is None else proj.rows(cur, user_id)
+    by_key: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        by_key.setdefault(r["key"], {"key": r["key"], "versions": [], "events": [], "timeline": []})
+    first_range: dict[tuple[str, int], tuple[int, int]] = {}
+    for key, version, vf, vt, rf, rt, status in timeline:
+        first_range.setdefault((key, version), (vf, vt))
+        by_key.setdefault(key, {"key": key, "versions": [], "events": [], "timeline": []})["timeline"].append(
+            {"version": version, "valid_from": iso(vf), "valid_to": iso(vt), "recorded_from": iso(rf),
+             "recorded_to": iso(rt), "status": status})
+    shown: list[tuple[str, int, str]] = []
+    for r in rows:
+        label = r["sensitivity"]
+        withheld = label if label is not None and label not in allow_sensitive else None
+        event = {
+            "version": r["version"], "kind": r["kind"], "effect": r["effect"], "status": r["status"],
+            "value": None if withheld else _value(r["value_json"]), "text": None if withheld else r["text"],
+            "withheld": withheld, "sensitivity": label, "reason": r["reason"],
+            "recorded_at": iso(r["recorded_at"]), "observed_at": iso(r["observed_at"]),
+            "valid_from": iso(r["valid_from"]), "valid_to": iso(r["valid_to"]),
+            "source": r["source"], "source_ref": r["source_ref"], "session_id": r["session_id"],
+            "actor": r["actor"], "trace_id": r["trace_id"], "derived_from": json.loads(r["derived_from"] or "[]"),
+            "confidence": r["confidence"], "replaces": r["replaces"], "replaced_by": r["replaced_by"],
+            "position": r["position"], "event_id": r["event_id"], "hygiene": _marks(r.get("hygiene")),
+        }
+        entry = by_key[r["key"]]
+        entry["events"].append(event)
+        if r["status"] in NOT_VERSIONS:
+            continue
+        if label is not None and withheld is None:
+            shown.append((r["key"], r["version"], label))
+        # the bar: the valid range as known now; a range a correction or retraction emptied is drawn where it
+        # stood when first recorded (its first bitemporal row), or from when it was said
+        vf, vt = r["valid_from"], r["valid_to"]
+        if vf is None or (vt is not None and vt <= vf):
+            vf, vt = first_range.get((r["key"], r["version"]), (r["observed_at"] or r["recorded_at"], OPEN))
+        cat = category(r, now_us)
+        entry["versions"].append({**event, "category": cat, "word": CATEGORY_WORD[cat],
+                                  "bar_from": iso(vf), "bar_to": iso(vt)})
+    sessions = ml.sessions(user_id)
+    messages = ml.messages(user_id)
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for m in messages:
+        by_session.setdefault(m["session_id"], []).append(
+            {"message_id": m.get("message_id"), "role": m.get("role"), "speaker": m.get("speaker"),
+             "text": m.get("text"), "observed_at": iso(m.get("observed_at")), "recorded_at": iso(m.get("recorded_at"))})
+    session_rows = [{"session_id": s["session_id"], "task": s.get("task"), "status": s.get("status"),
+                     "started_at": iso(s.get("started_at")), "ended_at": iso(s.get("ended_at")),
+                     "last_at": iso(s.get("last_at")), "messages": by_session.pop(s["session_id"], [])}
+                    for s in sessions]
+    for sid, ms in by_session.items():  # messages kept by an open --no-memory session
+        session_rows.append({"session_id": sid, "task": None, "status": "no memory", "started_at":
+                             ms[0]["observed_at"], "ended_at": None, "last_at": ms[-1]["observed_at"], "messages": ms})
+    ticks = _ticks(timeline, now_us)
+    return {"user_id": user_id, "generated_at": iso(now_dt), "erased": False, "erasure": None,
+            "keys": [by_key[k] for k in sorted(by_key)], "sessions": session_rows,
+            "disclosures": [{"key": d["key"], "version": d["version"], "sensitivity": d["sensitivity"],
+                             "recorded_at": iso(d["recorded_at"]), "position": d["position"],
+                             "session_id": d["session_id"], "purpose": d["purpose"], "trace_id": d["trace_id"]}
+                            for d in disclosures],
+            "ticks": ticks, "shown": shown}
+
+
+def _ticks(timeline: list[tuple], now_us: int) -> list[str]:
+    """The slider's stops: every instant from the first recording to ``now`` at which a belief can change (a
+    bitemporal row's recorded or valid bound), then ``now``. Between two stops every answer stays the same."""
+    starts = [rf for _k, _v, _vf, _vt, rf, _rt, _s in timeline]
+    if not starts:
+        return [iso(now_us)]
+    lo = min(starts)
+    hi = max(now_us, max(starts))
+    stops = set()
+    for _k, _v, vf, vt, rf, rt, _s in timeline:
+        for x in (vf, vt, rf, rt):
+            if lo <= x <= hi:
+                stops.add(x)
+    stops.add(hi)
+    return [iso(x) for x in sorted(stops)]
+
+
+def erasure_receipt(ml: Any, user_id: str, erased_at: datetime) -> dict[str, Any]:
+    """What the ledger still says about an erased user: when, the tombstone's log position, that the key is gone."""
+    position = None
+    with ml.db.read() as cur:
+        cur.execute("SELECT position FROM erased_subjects WHERE user_id = ?", (user_id,))
+        row = cur.fetchone()
+        if row is not None:
+            position = int(row[0])
+    return {"user_id": user_id, "erased_at": iso(erased_at), "position": position, "key_destroyed": True,
+            "note": "Everything about this user was erased (their key destroyed, every projection purged); "
+                    "nothing about them is kept or shown."}
+
+
+def record_shown(ml: Any, view: dict[str, Any], purpose: str) -> list[int]:
+    """Record one disclosure per labelled version the view shows (``SensitiveFactIncluded``, as ``context`` does);
+    returns the log positions (empty when nothing labelled is shown)."""
+    if not view.get("shown"):
+        return []
+    return ml.record_disclosures(view["user_id"], [tuple(x) for x in view["shown"]], purpose=purpose)
+
+
+# -- health -------------------------------------------------------------------------------------------------------
+def health_view(ml: Any, *, points: int = 12, now: Any = None, top: int = 10) -> dict[str, Any]:
+    """The store's memory health over time and the users with the most conflicts.
+
+    ``series``: ``points`` instants evenly spaced from the first recorded fact to ``now`` (UTC), each with
+    ``freshness_7d``, ``quarantined``, ``due`` (``memledger stats --now`` at that instant), and ``conflict_rate``
+    (contested share of the beliefs held then, about then: the bitemporal rows) and
+    ``correction_rate_per_1k_messages`` (corrections recorded by then per 1000 messages recorded by then).
+    ``top_conflicts``: users by contested beliefs held now, then by contests ever recorded.
+
+    Raises:
+        BadInput: ``points`` outside 2..200, or a bad ``now``.
+    """
+    from ledger.errors import BadInput
+
+    if not isinstance(points, int) or not 2 <= points <= 200:
+        raise BadInput("points", f"{points!r} is not from 2 to 200", "ask for 2 to 200 points")
+    now_dt = now_utc() if now is None else parse_instant(now, "now")
+    now_us = to_micros(now_dt)
+    ml.before_read(None, 10.0)
+    tv, tt = ml.history_projection.table("versions"), ml.timetravel_queries.tt
+    ml_log = ml.messages_projection.table("log")
+    with ml.db.read() as cur:
+        cur.execute(f"SELECT MIN(recorded_at) FROM {tv}")
+        first = cur.fetchone()[0]
+        cur.execute(f"SELECT user_id, SUM(CASE WHEN status = 'contested' THEN 1 ELSE 0 END), COUNT(*) FROM {tt} "
+                    "WHERE position_to = ? GROUP BY user_id", (OPEN,))
+        held = {u: (int(c or 0), int(n)) for u, c, n in cur.fetchall()}
+        cur.execute(f"SELECT user_id, COUNT(*) FROM {tv} WHERE effect = 'contest' GROUP BY user_id")
+        contests = {u: int(n) for u, n in cur.fetchall()}
+    series = []
+    if first is not None:
+        start = min(first, now_us)
+        step = (now_us - start) / (points - 1)
+        for i in range(points):
+            at = int(start + step * i) if i < points - 1 else now_us
+            s = ml.stats(now=from_micros(at))
+            with ml.db.read() as cur:
+                cur.execute(f"SELECT SUM(CASE WHEN status = 'contested' THEN 1 ELSE 0 END), COUNT(*) FROM {tt} "
+                            "WHERE recorded_from <= ? AND recorded_to > ? AND valid_from <= ? AND valid_to > ?",
+                            (at, at, at, at))
+                contested, beliefs = cur.fetchone()
+                cur.execute(f"SELECT COUNT(*) FROM {tv} WHERE effect = 'correct' AND recorded_at <= ?", (at,))
+                corrections = int(cur.fetchone()[0])
+                cur.execute(f"SELECT COUNT(*) FROM {ml_log} WHERE recorded_at <= ?", (at,))
+                messages = int(cur.fetchone()[0])
+            beliefs = int(beliefs or 0)
+            series.append({
+                "at": iso(at), "facts": beliefs, "freshness_7d": s.freshness_7d, "quarantined": s.quarantined,
+                "due": s.due, "conflict_rate": None if beliefs == 0 else round(int(contested or 0) / beliefs, 4),
+                "correction_rate_per_1k_messages": None if messages == 0 else round(corrections * 1000 / messages,
+                                                                                     4)})
+    users = sorted(set(held) | set(contests), key=lambda u: (-held.get(u, (0, 0))[0], -contests.get(u, 0), u))
+    top_rows = [{"user_id": u, "contested_now": held.get(u, (0, 0))[0], "beliefs_now": held.get(u, (0, 0))[1],
+                 "contests_recorded": contests.get(u, 0)} for u in users
+                if held.get(u, (0, 0))[0] or contests.get(u, 0)][:top]
+    return {"generated_at": iso(now_dt), "series": series, "top_conflicts": top_rows, "users": len(held),
+            "window": None if not series else {"from": series[0]["at"], "to": series[-1]["at"],
+                                                "step_seconds": None if len(series) < 2 else round(
+                                                    (to_micros(parse_instant(series[1]["at"], "at"))
+                                                     - to_micros(parse_instant(series[0]["at"], "at"))) / 1e6, 3)}}
+
+
+__all__ = ["CATEGORIES", "CATEGORY_WORD", "PURPOSE_EXPORT", "PURPOSE_PAGE", "believed_at", "category",
+           "erasure_receipt", "health_view", "iso", "record_shown", "user_view"]

@@ -1,0 +1,370 @@
+"""HTML of the timeline and health pages, server-rendered from the view models of :mod:`memledger.ui.model`.
+
+Every stored text goes through :func:`esc` (``html.escape`` with quotes) into the markup, and into the embedded
+JSON through :func:`json_for_script` (``<``, ``>``, ``&`` and the line separators written as ``\\u`` escapes, so
+no stored text can close the ``<script type="application/json">`` element); the script reads it with
+``JSON.parse`` and writes every text with ``textContent``. A memory holding ``<script>`` shows as that text.
+
+Two shapes of the same page: ``inline=False`` (served by ``memledger serve http``: the script and style are
+``/ui/static/...`` URLs on the same server) and ``inline=True`` (``memledger timeline --html``: one file with the
+script and style inside, and a Content-Security-Policy that lets it fetch nothing at all).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+from ledger.timeutil import parse_instant
+
+from .model import CATEGORIES, CATEGORY_WORD
+
+#: the glyph each category's bar starts with (beside its word: never colour alone)
+GLYPH = {"quarantined": "\u2298", "scheduled": "\u2192", "corrected": "\u270e", "retracted": "\u2715",
+         "superseded": "\u21b7", "contested": "\u26a0", "contesting": "\u2047", "hedged": "~", "current": "\u25cf"}
+STATIC = ("timeline.css", "timeline.js")
+#: how far past ``now`` the valid-time axis reaches, as a share of its span (scheduled facts further out are
+#: drawn at the right edge with their date)
+FUTURE_MARGIN = 0.08
+
+
+def esc(value: Any) -> str:
+    """``value`` as HTML text or attribute content (``&<>"'`` escaped); None -> ``""``."""
+    return "" if value is None else html.escape(str(value), quote=True)
+
+
+def json_for_script(data: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: no ``<``, ``>``, ``&``, U+2028 or U+2029 as such."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    for ch, rep in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"),
+                    ("\u2029", "\\u2029")):
+        text = text.replace(ch, rep)
+    return text
+
+
+def static_text(name: str) -> str:
+    """The text of a packaged static file (``timeline.css``, ``timeline.js``); KeyError for any other name."""
+    if name not in STATIC:
+        raise KeyError(name)
+    return resources.files("memledger.ui").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def value_text(v: dict[str, Any]) -> str:
+    """What a version shows: its value (JSON for anything but a string), or ``withheld (LABEL)``."""
+    if v.get("withheld"):
+        return f"withheld ({v['withheld']})"
+    value = v.get("value")
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+class Axis:
+    """The valid-time axis: instants (ISO strings) -> percent of the track width, clamped to [0, 100]."""
+
+    def __init__(self, instants: list[str], now: str) -> None:
+        pts = sorted({x for x in instants if x} | {now})
+        lo, hi = _dt(pts[0]), _dt(now)
+        finite_hi = max([_dt(x) for x in pts if x <= now] or [hi])
+        hi = max(hi, finite_hi)
+        span = (hi - lo).total_seconds() or 86400.0
+        self.lo = lo
+        self.hi_s = span * (1 + FUTURE_MARGIN)
+
+    def pct(self, instant: str | None, open_end: float = 100.0) -> float:
+        if instant is None:
+            return open_end
+        x = (_dt(instant) - self.lo).total_seconds() / self.hi_s * 100
+        return max(0.0, min(100.0, x))
+
+    def labels(self, n: int = 6) -> list[tuple[float, str]]:
+        from datetime import timedelta
+
+        return [(i * 100 / (n - 1), (self.lo + timedelta(seconds=self.hi_s * i / (n - 1))).strftime("%Y-%m-%d"))
+                for i in range(n)]
+
+
+def _dt(s: str) -> datetime:
+    return parse_instant(s, "instant")
+
+
+def _lanes(bars: list[tuple[float, float]]) -> list[int]:
+    """A lane per bar so that overlapping bars of one row stack instead of hiding each other."""
+    ends: list[float] = []
+    out = []
+    for a, b in bars:
+        for i, end in enumerate(ends):
+            if a >= end:
+                ends[i] = max(b, a + 0.8)
+                out.append(i)
+                break
+        else:
+            ends.append(max(b, a + 0.8))
+            out.append(len(ends) - 1)
+    return out
+
+
+def _head(title: str, inline: bool, csp: str | None) -> str:
+    parts = ['<!doctype html>\n<html lang="en"><head><meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             '<meta name="referrer" content="no-referrer">']
+    if csp:
+        parts.append(f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">')
+    parts.append(f"<title>{esc(title)}</title>")
+    if inline:
+        parts.append(f"<style>{static_text('timeline.css')}</style>")
+    else:
+        parts.append('<link rel="stylesheet" href="/ui/static/timeline.css">')
+    parts.append("</head>")
+    return "".join(parts)
+
+
+def _legend() -> str:
+    items = "".join(f'<li><span class="bar cat-{c} swatch"><span class="t">{esc(GLYPH[c])} {esc(CATEGORY_WORD[c])}'
+                    "</span></span></li>" for c in CATEGORIES)
+    return f'<section class="legend" aria-label="Legend"><h2>Legend</h2><ul>{items}</ul></section>'
+
+
+def export_csp() -> str:
+    """The Content-Security-Policy of an exported file: its own inline script and style, nothing fetched."""
+    return (f"default-src 'none'; script-src '{_sha256(static_text('timeline.js'))}'; "
+            "style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'")
+
+
+def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
+    """The timeline page of one user (``view`` from :func:`memledger.ui.model.user_view`) as an HTML document.
+
+    ``inline``: one self-contained file (script and style inside, a CSP allowing no fetch) for ``timeline --html``.
+    """
+    user = view["user_id"]
+    csp = export_csp() if inline else None
+    out = [_head(f"memledger: memory of {user}", inline, csp), "<body>"]
+    out.append('<a class="skip" href="#rows">Skip to the timeline</a>')
+    out.append(f'<header><h1>Memory of <span class="user">{esc(user)}</span></h1>')
+    if view["erased"]:
+        r = view["erasure"]
+        out.append("</header><main>")
+        out.append('<section class="erased" id="erasure" aria-labelledby="erasure-h"><h2 id="erasure-h">Erasure '
+                   f'receipt</h2><dl><dt>user</dt><dd>{esc(r["user_id"])}</dd><dt>erased at</dt>'
+                   f'<dd>{esc(r["erased_at"])}</dd><dt>tombstone log position</dt><dd>{esc(r["position"])}</dd>'
+                   f'<dt>key destroyed</dt><dd>{"yes" if r["key_destroyed"] else "no"}</dd></dl>'
+                   f'<p>{esc(r["note"])}</p></section></main></body></html>')
+        return "".join(out)
+    n_versions = sum(len(k["versions"]) for k in view["keys"])
+    out.append(f'<p class="meta">Drawn at {esc(view["generated_at"])} (UTC) from the ledger: {len(view["keys"])} '
+               f'keys, {n_versions} versions, {len(view["sessions"])} sessions, {len(view["disclosures"])} '
+               'disclosures. Bars span valid time (when a fact held in the world); the slider moves through '
+               'system time (when the ledger recorded it).</p>')
+    if not inline:
+        out.append('<form method="post" action="/ui/logout" class="logout"><button type="submit">Sign out'
+                   "</button></form>")
+    out.append("</header><main>")
+    ticks = view["ticks"]
+    last = len(ticks) - 1
+    out.append('<section class="slider" aria-labelledby="asof-h"><h2 id="asof-h">As we believed on '
+               f'<output id="asof-out" for="asof">{esc(ticks[last])}</output></h2>'
+               f'<input type="range" id="asof" min="0" max="{last}" step="1" value="{last}" '
+               f'aria-label="System time: as we believed on" aria-valuetext="{esc(ticks[last])}">'
+               '<p class="hint">Arrow keys step to the previous or next instant at which a belief changed. Each '
+               'row then shows the value believed at that instant about that instant, as '
+               '<code>memledger believed USER --as-of</code> answers.</p>'
+               '<form id="asof-form" class="asof-form"><label for="asof-text">Exact instant (ISO 8601 with an '
+               'offset)</label> <input id="asof-text" type="text" inputmode="text" autocomplete="off" '
+               f'spellcheck="false" value="{esc(ticks[last])}"> <button type="submit">Show</button> '
+               '<span id="asof-error" class="error" role="alert"></span></form></section>')
+    out.append(_legend())
+    instants = [x for k in view["keys"] for v in k["versions"] for x in (v["bar_from"], v["bar_to"])]
+    instants += [s["started_at"] for s in view["sessions"]] + [s["last_at"] for s in view["sessions"]]
+    instants += [d["recorded_at"] for d in view["disclosures"]]
+    axis = Axis([x for x in instants if x], view["generated_at"])
+    labels = "".join(f'<span class="tick" data-x="{x:.3f}">{esc(t)}</span>' for x, t in axis.labels())
+    out.append('<section class="chart" id="rows" aria-labelledby="rows-h"><h2 id="rows-h">Facts, one row per key'
+               '</h2><div class="axis" aria-hidden="true"><span class="rowlabel"></span>'
+               f'<div class="track axis-track">{labels}</div></div>')
+    out.append('<div class="cursor-wrap" aria-hidden="true"><span class="rowlabel"></span><div class="track '
+               'cursor-track"><span id="cursor" class="cursor" data-x="100"></span></div></div>')
+    for k in view["keys"]:
+        out.append(_key_row(k, axis))
+    out.append(_sessions_lane(view, axis))
+    out.append(_disclosures_lane(view, axis))
+    out.append("</section>")
+    out.append('<section id="audit" class="audit" tabindex="-1" aria-live="polite" aria-labelledby="audit-h">'
+               '<h2 id="audit-h">Audit</h2><p id="audit-empty">Choose a version, a session or a disclosure '
+               '(click it, or Tab to it and press Enter) to see its events and provenance here.</p>'
+               '<div id="audit-body"></div></section>')
+    out.append("</main>")
+    data = {k: view[k] for k in ("user_id", "generated_at", "keys", "sessions", "disclosures", "ticks")}
+    data["axis"] = {"from": axis.lo.isoformat().replace("+00:00", "Z"), "span_seconds": axis.hi_s}
+    out.append(f'<script type="application/json" id="ml-data">{json_for_script(data)}</script>')
+    if inline:
+        out.append(f"<script>{static_text('timeline.js')}</script>")
+    else:
+        out.append('<script src="/ui/static/timeline.js"></script>')
+    out.append("</body></html>")
+    return "".join(out)
+
+
+def _bar(cls: str, a: float, b: float, lane: int, attrs: str, label: str, text: str) -> str:
+    width = max(b - a, 0.6)
+    return (f'<button type="button" class="bar {cls}" data-x="{a:.3f}" data-w="{width:.3f}" data-lane="{lane}" '
+            f'{attrs} aria-label="{esc(label)}"><span class="t">{esc(text)}</span></button>')
+
+
+def _key_row(k: dict[str, Any], axis: Axis) -> str:
+    key = k["key"]
+    spans = []
+    for v in k["versions"]:
+        a = axis.pct(v["bar_from"])
+        b = axis.pct(v["bar_to"])
+        spans.append((a, max(b, a)))
+    lanes = _lanes(spans)
+    bars = []
+    for i, (a, b) in enumerate(spans):
+        if a >= 99.0:  # starts beyond the axis (scheduled far ahead): drawn at the right edge, its date in words
+            spans[i] = (92.0, 100.0)
+    lanes = _lanes(spans)
+    for v, (a, b), lane in zip(k["versions"], spans, lanes):
+        cat = v["category"]
+        value = value_text(v)
+        until = v["bar_to"] or "open"
+        label = (f"{key} version {v['version']}: {value}; {v['word']}; valid {v['bar_from']} to {until}; "
+                 f"recorded {v['recorded_at']}")
+        text = f"{GLYPH[cat]} {v['word']}: {value}"
+        if v["bar_from"] and axis.pct(v["bar_from"]) >= 99.0:
+            text += f" (from {v['bar_from'][:10]})"
+        attrs = (f'data-key="{esc(key)}" data-version="{v["version"]}" data-recorded="{esc(v["recorded_at"])}" '
+                 f'title="{esc(label)}"')
+        bars.append(_bar(f"cat-{cat}", a, b, lane, attrs, label, text))
+    height = max(lanes, default=0) + 1
+    return (f'<div class="row" data-key="{esc(key)}"><div class="rowlabel"><span class="key">{esc(key)}</span> '
+            f'<span class="believed" data-believed="{esc(key)}"></span></div><div class="track" '
+            f'data-lanes="{height}">{"".join(bars)}</div></div>')
+
+
+def _sessions_lane(view: dict[str, Any], axis: Axis) -> str:
+    spans, items = [], []
+    for s in view["sessions"]:
+        a = axis.pct(s["started_at"])
+        b = axis.pct(s["ended_at"] or s["last_at"] or s["started_at"])
+        spans.append((a, max(a, b)))
+    lanes = _lanes(spans)
+    for i, (s, (a, b), lane) in enumerate(zip(view["sessions"], spans, lanes)):
+        n = len(s["messages"])
+        label = f"session {s['session_id']}: {n} messages, {s['started_at']} to {s['ended_at'] or s['last_at']}"
+        items.append(_bar("session", a, b, lane, f'data-session="{i}" title="{esc(label)}"', label,
+                          f"\u25a4 {s['session_id']} ({n})"))
+    marks = []
+    for s in view["sessions"]:
+        for m in s["messages"]:
+            marks.append(f'<span class="msg" data-x="{axis.pct(m["observed_at"]):.3f}" aria-hidden="true"></span>')
+    height = max(lanes, default=0) + 2
+    empty = "" if items else '<span class="none">no sessions or messages</span>'
+    return ('<div class="row lane" data-lane-name="sessions"><div class="rowlabel"><span class="key">Sessions and '
+            f'messages</span></div><div class="track" data-lanes="{height}">{"".join(items)}'
+            f'<div class="msgs" data-lane="{height - 1}">{"".join(marks)}</div>{empty}</div></div>')
+
+
+def _disclosures_lane(view: dict[str, Any], axis: Axis) -> str:
+    items = []
+    for i, d in enumerate(view["disclosures"]):
+        a = axis.pct(d["recorded_at"])
+        label = (f"disclosure: {d['key']} v{d['version']} ({d['sensitivity']}) let into a context at "
+                 f"{d['recorded_at']}")
+        items.append(_bar("disclosure", a, a, 0, f'data-disclosure="{i}" title="{esc(label)}"', label,
+                          f"\u25c9 {d['key']} ({d['sensitivity']})"))
+    lanes = _lanes([(axis.pct(d["recorded_at"]), axis.pct(d["recorded_at"]) + 12) for d in view["disclosures"]])
+    items = [s.replace('data-lane="0"', f'data-lane="{lane}"', 1) for s, lane in zip(items, lanes)]
+    empty = "" if items else '<span class="none">no sensitive fact was let into a context</span>'
+    return ('<div class="row lane" data-lane-name="disclosures"><div class="rowlabel"><span class="key">'
+            'Disclosures (sensitive facts let into a context)</span></div><div class="track" '
+            f'data-lanes="{max(lanes, default=0) + 1}">{"".join(items)}{empty}</div></div>')
+
+
+# -- health --------------------------------------------------------------------------------------------------------
+METRICS = (("freshness_7d", "Freshness (share of current facts confirmed in the last 7 days)", False),
+           ("conflict_rate", "Conflict rate (contested share of the beliefs held)", False),
+           ("correction_rate_per_1k_messages", "Corrections per 1000 messages", False),
+           ("quarantined", "Quarantined statements pending", True),
+           ("due", "Facts due for re-confirmation", True))
+
+
+def health_page(view: dict[str, Any]) -> str:
+    """The store's memory health (``view`` from :func:`memledger.ui.model.health_view`): one chart per metric
+    (inline SVG, each with its numbers in a table beside it) and the users with the most conflicts."""
+    out = [_head("memledger: memory health", False, None), "<body>",
+           '<header><h1>Memory health</h1>'
+           f'<p class="meta">Drawn at {esc(view["generated_at"])} (UTC); {view["users"]} users hold beliefs. '
+           f'{len(view["series"])} instants from the first recorded fact to now.</p>'
+           '<form method="post" action="/ui/logout" class="logout"><button type="submit">Sign out</button></form>'
+           "</header><main>"]
+    series = view["series"]
+    if not series:
+        out.append("<p>No fact has been recorded yet.</p>")
+    for name, title, whole in METRICS:
+        out.append(_chart(name, title, series, whole))
+    rows = "".join(f'<tr><th scope="row"><a href="/ui/users/{esc(r["user_id"])}">{esc(r["user_id"])}</a></th>'
+                   f'<td>{r["contested_now"]}</td><td>{r["beliefs_now"]}</td><td>{r["contests_recorded"]}</td></tr>'
+                   for r in view["top_conflicts"])
+    out.append('<section aria-labelledby="top-h"><h2 id="top-h">Users with the most conflicts</h2>'
+               '<table class="numbers" id="top-conflicts"><thead><tr><th scope="col">user</th><th scope="col">'
+               'contested beliefs now</th><th scope="col">beliefs now</th><th scope="col">contests recorded'
+               f'</th></tr></thead><tbody>{rows or "<tr><td colspan=4>no conflicts</td></tr>"}</tbody></table>'
+               "</section></main></body></html>")
+    return "".join(out)
+
+
+def _chart(name: str, title: str, series: list[dict[str, Any]], whole: bool) -> str:
+    w, h, pad = 600, 160, 30
+    values = [s[name] for s in series]
+    known = [v for v in values if v is not None]
+    top = max(known + [1 if not whole else 1]) or 1
+    pts, dots = [], []
+    n = max(len(series) - 1, 1)
+    for i, v in enumerate(values):
+        if v is None:
+            continue
+        x = pad + (w - 2 * pad) * i / n
+        y = h - pad - (h - 2 * pad) * (v / top)
+        pts.append(f"{x:.1f},{y:.1f}")
+        dots.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3"><title>{esc(series[i]["at"])}: {esc(v)}</title>'
+                    "</circle>")
+    first, last = (series[0]["at"][:16], series[-1]["at"][:16]) if series else ("", "")
+    svg = (f'<svg viewBox="0 0 {w} {h}" role="img" aria-labelledby="{name}-h" class="spark">'
+           f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" class="ax"/>'
+           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" class="ax"/>'
+           f'<text x="{pad - 4}" y="{pad + 4}" text-anchor="end">{esc(round(top, 4))}</text>'
+           f'<text x="{pad - 4}" y="{h - pad}" text-anchor="end">0</text>'
+           f'<text x="{pad}" y="{h - 8}">{esc(first)}</text>'
+           f'<text x="{w - pad}" y="{h - 8}" text-anchor="end">{esc(last)}</text>'
+           f'<polyline points="{" ".join(pts)}" class="line"/>{"".join(dots)}</svg>')
+    cells = "".join(f"<tr><td>{esc(s['at'][:19])}Z</td><td>{'n/a' if s[name] is None else esc(s[name])}</td></tr>"
+                    for s in series)
+    return (f'<section class="metric" id="metric-{name}" aria-labelledby="{name}-h"><h2 id="{name}-h">'
+            f'{esc(title)}</h2>{svg}<details><summary>Numbers</summary><table class="numbers"><thead><tr>'
+            f'<th scope="col">at (UTC)</th><th scope="col">{esc(name)}</th></tr></thead><tbody>{cells}</tbody>'
+            "</table></details></section>")
+
+
+def login_page(next_path: str, problem: str | None = None) -> str:
+    """The sign-in form: an API key that may read the user (kept in an HttpOnly, SameSite=Strict cookie)."""
+    msg = f'<p class="error" role="alert">{esc(problem)}</p>' if problem else ""
+    return (_head("memledger: sign in", False, None) + "<body><main class=\"login\"><h1>Sign in</h1>"
+            "<p>Paste an API key that may read the user (<code>memledger keys create --user U</code>). It is kept in "
+            "a cookie this page cannot read from script, sent only to <code>/ui</code> pages, and never accepted "
+            f"by the API.</p>{msg}<form method=\"post\" action=\"/ui/login\"><input type=\"hidden\" name=\"next\" "
+            f"value=\"{esc(next_path)}\"><label for=\"key\">API key</label> <input id=\"key\" name=\"key\" "
+            "type=\"password\" autocomplete=\"off\" required size=\"60\"> <button type=\"submit\">Sign in</button>"
+            "</form></main></body></html>")
+
+
+def message_page(title: str, text: str) -> str:
+    """A small page for a refusal (403, 404, 422) in the UI's style."""
+    return (_head(f"memledger: {title}", False, None) + f'<body><main class="login"><h1>{esc(title)}</h1>'
+            f'<p>{esc(text)}</p><p><a href="/ui/login">Sign in with another key</a></p></main></body></html>')

@@ -1,0 +1,230 @@
+/* memledger timeline: the system-time slider, positions, and the audit panel. No network, no library.
+   Every stored text is written with textContent (never innerHTML), so a memory holding markup shows as text.
+   Instants are fixed-width ISO 8601 UTC strings with microseconds ("2024-03-01T09:00:00.000000Z"): comparing them
+   as strings is comparing the instants, with the ledger's own rule (as-of inclusive, valid time half-open). */
+(function () {
+  "use strict";
+  var node = document.getElementById("ml-data");
+  if (!node) { return; }
+  var data = JSON.parse(node.textContent);
+  var byKey = {};
+  data.keys.forEach(function (k) { byKey[k.key] = k; });
+  var ticks = data.ticks;
+
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined && text !== null) { e.textContent = String(text); }
+    if (cls) { e.className = cls; }
+    return e;
+  }
+  function shown(v) {
+    if (v.withheld) { return "withheld (" + v.withheld + ")"; }
+    return typeof v.value === "string" ? v.value : JSON.stringify(v.value);
+  }
+
+  /* place bars from their data attributes (no inline style in the markup: the pages' CSP allows none) */
+  Array.prototype.forEach.call(document.querySelectorAll("[data-x]"), function (e) {
+    e.style.left = e.dataset.x + "%";
+    if (e.dataset.w !== undefined) { e.style.width = e.dataset.w + "%"; }
+    if (e.dataset.lane !== undefined) { e.style.top = (Number(e.dataset.lane) * 1.9) + "em"; }
+  });
+  Array.prototype.forEach.call(document.querySelectorAll(".track[data-lanes]"), function (e) {
+    e.style.height = (Number(e.dataset.lanes) * 1.9 + 0.1) + "em";
+  });
+  var rowsHeight = document.getElementById("rows");
+
+  /* the version of key k believed at system instant `at` about valid instant `at`: memledger believed --as-of */
+  function heldAt(k, at) {
+    for (var i = 0; i < k.timeline.length; i++) {
+      var t = k.timeline[i];
+      if (t.recorded_from <= at && (t.recorded_to === null || at < t.recorded_to) &&
+          t.valid_from <= at && (t.valid_to === null || at < t.valid_to)) { return t; }
+    }
+    return null;
+  }
+  function versionOf(k, n) {
+    for (var i = 0; i < k.versions.length; i++) { if (k.versions[i].version === n) { return k.versions[i]; } }
+    for (var j = 0; j < k.events.length; j++) { if (k.events[j].version === n) { return k.events[j]; } }
+    return null;
+  }
+  function valuePct(at) {
+    /* where valid instant `at` falls on the valid-time axis (percent of the track) */
+    if (!data.axis) { return null; }
+    return (Date.parse(at) - Date.parse(data.axis.from)) / (data.axis.span_seconds * 1000) * 100;
+  }
+
+  var out = document.getElementById("asof-out"), slider = document.getElementById("asof");
+  var text = document.getElementById("asof-text"), error = document.getElementById("asof-error");
+  var cursor = document.getElementById("cursor");
+
+  function show(at) {
+    out.textContent = at;
+    slider.setAttribute("aria-valuetext", at);
+    Array.prototype.forEach.call(document.querySelectorAll("[data-believed]"), function (cell) {
+      var k = byKey[cell.dataset.believed], t = heldAt(k, at);
+      if (t === null) {
+        cell.textContent = "nothing believed";
+        cell.className = "believed none";
+        cell.dataset.version = "";
+      } else {
+        var v = versionOf(k, t.version);
+        cell.textContent = shown(v) + " (v" + t.version + (t.status === "contested" ? ", contested" : "") + ")";
+        cell.className = "believed";
+        cell.dataset.version = String(t.version);
+      }
+      var row = cell.closest(".row");
+      Array.prototype.forEach.call(row.querySelectorAll(".bar[data-version]"), function (b) {
+        b.classList.toggle("held", t !== null && Number(b.dataset.version) === t.version);
+        b.classList.toggle("unrecorded", b.dataset.recorded > at);
+      });
+    });
+    var pct = valuePct(at);
+    if (cursor && rowsHeight) {
+      cursor.hidden = pct === null || pct < 0 || pct > 100;
+      if (!cursor.hidden) { cursor.style.left = pct + "%"; cursor.style.height = rowsHeight.offsetHeight + "px"; }
+    }
+  }
+
+  function normalise(s) {
+    /* an ISO 8601 instant with an offset -> the fixed-width UTC form; null if it is not one */
+    s = s.trim();
+    if (/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(s)) { return s; }
+    if (!/^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)$/i.test(s)) { return null; }
+    var micros = (s.match(/\.(\d+)/) || [null, ""])[1];
+    var ms = Date.parse(s.replace(" ", "T"));
+    if (isNaN(ms)) { return null; }
+    var iso = new Date(ms).toISOString();  /* milliseconds; keep the digits given beyond them */
+    return iso.replace(/Z$/, (micros + "000000").slice(3, 6) + "Z");
+  }
+  function snap(at) {
+    var i = 0;
+    while (i + 1 < ticks.length && ticks[i + 1] <= at) { i++; }
+    return i;
+  }
+
+  slider.addEventListener("input", function () {
+    var at = ticks[Number(slider.value)];
+    text.value = at;
+    error.textContent = "";
+    show(at);
+  });
+  document.getElementById("asof-form").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    var at = normalise(text.value);
+    if (at === null) {
+      error.textContent = "Not an instant: write it as ISO 8601 with an offset, e.g. 2024-03-01T09:00:00Z.";
+      return;
+    }
+    error.textContent = "";
+    slider.value = String(snap(at));
+    show(at);
+  });
+
+  /* -- the audit panel ------------------------------------------------------------------------------------- */
+  var panel = document.getElementById("audit"), body = document.getElementById("audit-body");
+  var empty = document.getElementById("audit-empty");
+  function dl(pairs) {
+    var d = el("dl", null, "facts");
+    pairs.forEach(function (p) {
+      if (p[1] === null || p[1] === undefined || p[1] === "") { return; }
+      d.appendChild(el("dt", p[0]));
+      d.appendChild(el("dd", p[1]));
+    });
+    return d;
+  }
+  function table(cols, rows, mark) {
+    var t = el("table"), head = el("tr");
+    cols.forEach(function (c) { var th = el("th", c[0]); th.scope = "col"; head.appendChild(th); });
+    var thead = el("thead"); thead.appendChild(head); t.appendChild(thead);
+    var tb = el("tbody");
+    rows.forEach(function (r) {
+      var tr = el("tr");
+      if (mark && mark(r)) { tr.className = "this"; }
+      cols.forEach(function (c) {
+        var v = c[1](r);
+        tr.appendChild(el("td", v === null || v === undefined ? "" : v));
+      });
+      tb.appendChild(tr);
+    });
+    t.appendChild(tb);
+    return t;
+  }
+  function open(title) {
+    empty.hidden = true;
+    body.textContent = "";
+    body.appendChild(el("h3", title));
+    Array.prototype.forEach.call(document.querySelectorAll(".bar.selected"), function (b) { b.classList.remove("selected"); });
+  }
+  function auditVersion(key, n) {
+    var k = byKey[key], v = versionOf(k, n);
+    open(key + " v" + n + ": " + shown(v));
+    var replaced = v.replaces === null ? null : versionOf(k, v.replaces);
+    var by = v.replaced_by === null ? null : versionOf(k, v.replaced_by);
+    body.appendChild(dl([
+      ["drawn as", v.word], ["value", shown(v)], ["text", v.text], ["status (as known now)", v.status],
+      ["effect", v.effect], ["valid from", v.valid_from], ["valid to", v.valid_to === null ? "open" : v.valid_to],
+      ["recorded at", v.recorded_at], ["observed at", v.observed_at], ["source", v.source],
+      ["source_ref", v.source_ref], ["session", v.session_id], ["actor", v.actor], ["trace id", v.trace_id],
+      ["reason", v.reason], ["confidence", v.confidence], ["sensitivity", v.sensitivity],
+      ["derived from", v.derived_from && v.derived_from.length ? v.derived_from.join(", ") : null],
+      ["replaced", replaced === null ? null : "v" + replaced.version + ": " + shown(replaced)],
+      ["replaced by", by === null ? null : "v" + by.version + ": " + shown(by)],
+      ["event", v.event_id + " at log position " + v.position]
+    ]));
+    var related = k.events.filter(function (e) { return e.version === n || e.replaces === n || (v.replaces !== null && e.version === v.replaces); });
+    body.appendChild(el("h4", "Events"));
+    body.appendChild(table([
+      ["position", function (e) { return e.position; }], ["v", function (e) { return e.version; }],
+      ["kind", function (e) { return e.kind; }], ["effect", function (e) { return e.effect; }],
+      ["value", function (e) { return shown(e); }], ["recorded", function (e) { return e.recorded_at; }],
+      ["observed", function (e) { return e.observed_at; }], ["source", function (e) { return e.source; }],
+      ["source_ref", function (e) { return e.source_ref; }], ["session", function (e) { return e.session_id; }],
+      ["actor", function (e) { return e.actor; }], ["trace id", function (e) { return e.trace_id; }],
+      ["reason", function (e) { return e.reason; }], ["replaces", function (e) { return e.replaces; }]
+    ], related, function (e) { return e.version === n; }));
+    body.appendChild(el("h4", "Beliefs over system time (bitemporal rows)"));
+    body.appendChild(table([
+      ["recorded from", function (t) { return t.recorded_from; }],
+      ["recorded to", function (t) { return t.recorded_to === null ? "now" : t.recorded_to; }],
+      ["valid from", function (t) { return t.valid_from; }],
+      ["valid to", function (t) { return t.valid_to === null ? "open" : t.valid_to; }],
+      ["status", function (t) { return t.status; }]
+    ], k.timeline.filter(function (t) { return t.version === n; })));
+  }
+  function auditSession(i) {
+    var s = data.sessions[i];
+    open("Session " + s.session_id);
+    body.appendChild(dl([["task", s.task], ["status", s.status], ["started", s.started_at], ["ended", s.ended_at],
+                         ["last message", s.last_at], ["messages", s.messages.length]]));
+    var ul = el("ul", null, "messages");
+    s.messages.forEach(function (m) {
+      ul.appendChild(el("li", (m.observed_at || "") + " " + (m.speaker || m.role || "") + ": " + (m.text || "")));
+    });
+    body.appendChild(ul);
+  }
+  function auditDisclosure(i) {
+    var d = data.disclosures[i];
+    open("Disclosure of " + d.key + " v" + d.version);
+    body.appendChild(dl([["key", d.key], ["version", d.version], ["label", d.sensitivity],
+                         ["let into a context at", d.recorded_at], ["purpose", d.purpose], ["session", d.session_id],
+                         ["trace id", d.trace_id], ["log position", d.position]]));
+  }
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest ? ev.target.closest("button.bar") : null;
+    if (!b) { return; }
+    if (b.dataset.version !== undefined) { auditVersion(b.dataset.key, Number(b.dataset.version)); }
+    else if (b.dataset.session !== undefined) { auditSession(Number(b.dataset.session)); }
+    else if (b.dataset.disclosure !== undefined) { auditDisclosure(Number(b.dataset.disclosure)); }
+    else { return; }
+    b.classList.add("selected");
+    panel.scrollIntoView({block: "nearest"});
+  });
+
+  var start = ticks[ticks.length - 1];
+  var m = /(?:^#|&)as_of=([^&]+)/.exec(window.location.hash);
+  if (m) {
+    var at = normalise(decodeURIComponent(m[1]));
+    if (at !== null) { start = at; slider.value = String(snap(at)); text.value = at; }
+  }
+  show(start);
+}());
