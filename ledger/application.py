@@ -120,6 +120,10 @@ class LedgerApplication(Application):
         ``DomainEventProtocol`` first, which on Python 3.11 walks the protocol's members each time (~7 us per
         event, ~4% of a batched append; scripts/bench_append.py).
         """
+        prepare = getattr(self.mapper, "prepare_fact_keys", None)
+        if prepare is not None:
+            # the batch's per-fact keys in one key-store transaction, before the events are encoded (ledger/crypto.py)
+            prepare(events)
         processing_event: ProcessingEvent[Any] = ProcessingEvent()
         processing_event.events.extend(events)
         recordings = self._record(processing_event)

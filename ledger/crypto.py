@@ -82,6 +82,22 @@ mapper's set for its instances -- e.g. ``frozenset()`` for an erasure event whos
 readable after the key is gone (recording an event with something to encrypt for an erased user raises
 :class:`SubjectErasedError`).
 
+Per-fact keys (``memledger forget``)
+------------------------------------
+A fact event that carries a plaintext ``fact_key_id`` (every ``Fact`` event written since per-fact keys exist:
+the id is the event's own ``event_id``) has its fields encrypted not with the user's data key but with a *per-fact*
+data key: 32 random bytes, stored in the key store (``fact_keys`` beside ``user_keys``) wrapped with AES-256-GCM
+under the user's data key, the associated data binding the user id and the key id (:func:`wrap_fact_key`), so a
+wrapped key cannot be moved to another fact or user. ``forget`` destroys that row
+(``KeyStore.destroy_fact_keys``); from then on the event decodes with its encrypted fields ``None`` and the key
+``"_forgotten": True`` in its ``__dict__`` (:func:`is_forgotten`), which the projections replay as a placeholder.
+Erasing the user still shreds everything at once: the per-fact keys are useless without the user's key (and
+``destroy`` deletes them too). Events without a ``fact_key_id`` (written before per-fact keys) use the user's key
+and cannot be shredded alone. The mapper creates the keys of a batch in one key-store transaction when the
+application calls :meth:`EncryptingMapper.prepare_fact_keys` before saving (``LedgerApplication.save_events``);
+otherwise one at a time. A key store without ``put_fact_keys`` (a custom one) gets no per-fact keys: events are
+then encrypted under the user's key, and ``forget`` refuses them.
+
 Master key (key wrapping) -- the trade-off
 ------------------------------------------
 Data keys are stored either raw or wrapped (AES-256-GCM, associated data bound to the user id, so wrapped keys
@@ -134,6 +150,8 @@ from ledger.errors import MemledgerError, SubjectErasedError
 __all__ = [
     "DEFAULT_ENCRYPTED_FIELDS",
     "ERASED_MARKER",
+    "FACT_KEY_FIELD",
+    "FORGOTTEN_MARKER",
     "MASTER_KEY_ENV",
     "TOKEN_PREFIX",
     "EncryptingMapper",
@@ -142,12 +160,19 @@ __all__ = [
     "KeyStoreError",
     "SubjectErasedError",
     "is_erased",
+    "is_forgotten",
     "load_master_key",
+    "unwrap_fact_key",
+    "wrap_fact_key",
 ]
 
 MASTER_KEY_ENV = "MEMLEDGER_MASTER_KEY"
 TOKEN_PREFIX = "enc:v1:"
 ERASED_MARKER = "_erased"
+#: the plaintext state field naming an event's per-fact key (see "Per-fact keys" above)
+FACT_KEY_FIELD = "fact_key_id"
+#: put in a decoded event's ``__dict__`` when its per-fact key was destroyed (``memledger forget``)
+FORGOTTEN_MARKER = "_forgotten"
 DEFAULT_ENCRYPTED_FIELDS: frozenset[str] = frozenset(
     {"value_json", "text", "reason", "summary", "card", "message_text"}
 )
@@ -158,6 +183,8 @@ _TAG_BYTES = 16
 _FORMAT_RAW = "raw"
 _FORMAT_WRAPPED = "aesgcm-v1"
 _WRAP_AAD_PREFIX = b"memledger:user-key:v1|"
+_FACT_WRAP_AAD_PREFIX = b"memledger:fact-key:v1|"
+_FRESH_LIMIT = 100_000  # per-fact keys prepared but not used yet (a failed save's) kept at most
 _AEAD_CACHE_SIZE = 256  # AESGCM objects an EncryptingMapper keeps (by data key)
 
 
@@ -210,6 +237,37 @@ def _check_master_key(key: bytes, where: str) -> None:
         raise KeyStoreError(msg)
 
 
+def _fact_aad(user_id: str, key_id: str) -> bytes:
+    # "\x1f" cannot occur in a user id (ledger/schemas.py refuses control characters) nor in a key id (a UUID).
+    return _FACT_WRAP_AAD_PREFIX + f"{user_id}\x1f{key_id}".encode()
+
+
+def wrap_fact_key(user_key: bytes, user_id: str, key_id: str, fact_key: bytes) -> bytes:
+    """``fact_key`` (32 bytes) sealed with AES-256-GCM under the user's data key: ``nonce12 + ciphertext + tag``.
+
+    The associated data binds the user id and the key id, so a wrapped key copied to another fact's row (or
+    another user's) fails to unwrap instead of decrypting the wrong fact.
+    """
+    nonce = os.urandom(_NONCE_BYTES)
+    return nonce + AESGCM(user_key).encrypt(nonce, fact_key, _fact_aad(user_id, key_id))
+
+
+def unwrap_fact_key(user_key: bytes, user_id: str, key_id: str, blob: bytes) -> bytes:
+    """The per-fact key sealed by :func:`wrap_fact_key`. Raises :class:`KeyStoreError` if it fails to authenticate
+    (altered, or moved from another fact or user) or is not 32 bytes."""
+    blob = bytes(blob)
+    try:
+        key = AESGCM(user_key).decrypt(blob[:_NONCE_BYTES], blob[_NONCE_BYTES:], _fact_aad(user_id, key_id))
+    except InvalidTag:
+        msg = (f"user_id {user_id!r}, fact key {key_id!r}: cannot unwrap the per-fact key -- it was altered, or "
+               "moved here from another fact or user")
+        raise KeyStoreError(msg) from None
+    if len(key) != DATA_KEY_BYTES:
+        msg = f"user_id {user_id!r}, fact key {key_id!r}: {len(key)} bytes, expected {DATA_KEY_BYTES}"
+        raise KeyStoreError(msg)
+    return key
+
+
 @runtime_checkable
 class KeyStore(Protocol):
     """Per-user data keys. Implementations must be safe across threads (and processes, for shared stores)."""
@@ -238,6 +296,11 @@ class KeyStore(Protocol):
         """True once the user's key was destroyed (or the user was erased before ever having one)."""
         ...
 
+    # Per-fact keys (optional: both stores of ledger/keystores.py have them; see "Per-fact keys" above):
+    # ``put_fact_keys([(user_id, key_id, wrapped)])`` stores new wrapped keys in one transaction;
+    # ``get_fact_key(user_id, key_id)`` returns the wrapped key, False once destroyed, None if there is no row;
+    # ``destroy_fact_keys(user_id, key_ids)`` destroys them and returns how many live keys it destroyed.
+
 
 # --------------------------------------------------------------------------------------------------- mapper
 
@@ -246,6 +309,12 @@ def is_erased(event: object) -> bool:
     """True if ``event`` was decoded after its user's key had been destroyed (its encrypted fields are None)."""
     state = getattr(event, "__dict__", {})
     return bool(state.get(ERASED_MARKER)) or state.get("erased") is True
+
+
+def is_forgotten(event: object) -> bool:
+    """True if ``event`` was decoded after its per-fact key had been destroyed (``memledger forget``): its
+    encrypted fields are None. An erased user's event is :func:`is_erased` instead (checked first)."""
+    return bool(getattr(event, "__dict__", {}).get(FORGOTTEN_MARKER))
 
 
 def _has_erased_field(cls: type) -> bool:
@@ -287,6 +356,9 @@ class EncryptingMapper(Mapper[Any]):
         # and opens several fields per event under a handful of users' keys. The key itself is still fetched from
         # the key store for every event (so a destroyed key is never used again); bounded, cleared when full.
         self._aeads: dict[bytes, AESGCM] = {}
+        # Per-fact keys made by prepare_fact_keys (already stored), by (user_id, key_id), until their event is encoded.
+        self._fresh: dict[tuple[str, str], bytes] = {}
+        self.fact_keys = callable(getattr(keystore, "put_fact_keys", None))
 
     # ---- helpers
 
@@ -301,6 +373,48 @@ class EncryptingMapper(Mapper[Any]):
                 self._aeads.clear()
             aead = self._aeads[key] = AESGCM(key)
         return aead
+
+    def _fact_key_for_write(self, user_id: str, key_id: str, user_key: bytes) -> bytes:
+        """The per-fact key to encrypt a new event with: the one :meth:`prepare_fact_keys` stored for it, else a new
+        one stored now (one key-store write)."""
+        key = self._fresh.pop((user_id, key_id), None)
+        if key is None:
+            key = os.urandom(DATA_KEY_BYTES)
+            self.keystore.put_fact_keys([(user_id, key_id, wrap_fact_key(user_key, user_id, key_id, key))])
+        return key
+
+    def prepare_fact_keys(self, events: Iterable[Any]) -> int:
+        """Create and store, in one key-store transaction, the per-fact keys of the events about to be saved (those
+        with a ``fact_key_id``, a user and something to encrypt); :meth:`to_stored_event` then uses them. Returns
+        how many keys were stored.
+
+        Why: one key-store commit per event (a journal write and fsync each on SQLite) would dominate a batched
+        append. A save that fails after this leaves unused keys behind: harmless rows (random bytes, wrapped), which
+        are dropped from this process's memory beyond :data:`_FRESH_LIMIT`.
+
+        Raises:
+            SubjectErasedError: an event's user was erased (nothing is stored).
+        """
+        if not self.fact_keys:
+            return 0
+        rows, fresh = [], {}
+        for event in events:
+            state = vars(event)
+            key_id, user_id = state.get(FACT_KEY_FIELD), self._user_of(state)
+            if not key_id or user_id is None or (user_id, str(key_id)) in self._fresh:
+                continue
+            if not any(state.get(n) is not None for n in self._fields_for(type(event))):
+                continue
+            key = os.urandom(DATA_KEY_BYTES)
+            user_key = self.keystore.get_or_create(user_id)
+            rows.append((user_id, str(key_id), wrap_fact_key(user_key, user_id, str(key_id), key)))
+            fresh[(user_id, str(key_id))] = key
+        if rows:
+            self.keystore.put_fact_keys(rows)
+            if len(self._fresh) > _FRESH_LIMIT:
+                self._fresh.clear()
+            self._fresh.update(fresh)
+        return len(rows)
 
     @staticmethod
     def _aad(user_id: str, field: str, originator_id: Any, originator_version: int) -> bytes:
@@ -325,7 +439,9 @@ class EncryptingMapper(Mapper[Any]):
         todo = [n for n in names if state.get(n) is not None]
         if not todo:
             return False
-        aesgcm = self._aead(self.keystore.get_or_create(user_id))  # raises SubjectErasedError after erasure
+        user_key = self.keystore.get_or_create(user_id)  # raises SubjectErasedError after erasure
+        key_id = state.get(FACT_KEY_FIELD) if not prefix and self.fact_keys else None
+        aesgcm = self._aead(user_key if not key_id else self._fact_key_for_write(user_id, str(key_id), user_key))
         oid = str(originator_id)  # once per event, not per field (str(UUID) is ~1 us)
         nonces = os.urandom(_NONCE_BYTES * len(todo))  # one read of the OS's CSPRNG for the event's fields
         for i, name in enumerate(todo):
@@ -345,11 +461,12 @@ class EncryptingMapper(Mapper[Any]):
         originator_version: int,
         topic: str,
         prefix: str = "",
-    ) -> bool:
-        """Decrypts in place. Returns True if the user was erased (their token fields were set to None)."""
+    ) -> str:
+        """Decrypts in place. Returns ``"erased"`` if the user was erased, ``"forgotten"`` if the event's per-fact
+        key was destroyed (their token fields were set to None either way), else ``""``."""
         todo = [n for n in names if isinstance(state.get(n), str) and state[n].startswith(TOKEN_PREFIX)]
         if not todo:
-            return False
+            return ""
 
         def fail(name: str, problem: str) -> FieldDecryptionError:
             return FieldDecryptionError(
@@ -363,8 +480,21 @@ class EncryptingMapper(Mapper[Any]):
             if self.keystore.is_destroyed(user_id):
                 for name in todo:
                     state[name] = None
-                return True
+                return "erased"
             raise fail(todo[0], "the key store has no data key for this user (wrong key store?)")
+        key_id = state.get(FACT_KEY_FIELD) if not prefix and self.fact_keys else None
+        if key_id:
+            found = self.keystore.get_fact_key(user_id, str(key_id))
+            if found is None:
+                raise fail(todo[0], f"the key store has no per-fact key {key_id!r} (wrong key store?)")
+            if found is False:  # destroyed by forget
+                for name in todo:
+                    state[name] = None
+                return "forgotten"
+            try:
+                key = unwrap_fact_key(key, user_id, str(key_id), found)
+            except KeyStoreError as exc:
+                raise fail(todo[0], str(exc)) from None
         aesgcm = self._aead(key)
         oid = str(originator_id)
         for name in todo:
@@ -384,7 +514,7 @@ class EncryptingMapper(Mapper[Any]):
                     "field, event or user",
                 ) from None
             state[name] = self.transcoder.decode(plaintext)
-        return False
+        return ""
 
     def _user_of(self, state: Mapping[str, Any]) -> str | None:
         user_id = state.get(self.user_id_field)
@@ -398,6 +528,7 @@ class EncryptingMapper(Mapper[Any]):
         cls = type(domain_event)
         state = dict(vars(domain_event))
         state.pop(ERASED_MARKER, None)
+        state.pop(FORGOTTEN_MARKER, None)
         names = self._fields_for(cls)
         originator_id = state["originator_id"]
         originator_version = state["originator_version"]
@@ -416,7 +547,7 @@ class EncryptingMapper(Mapper[Any]):
                 )
                 state["state"] = nested
                 changed = True
-        if not changed and ERASED_MARKER not in vars(domain_event):
+        if not changed and ERASED_MARKER not in vars(domain_event) and FORGOTTEN_MARKER not in vars(domain_event):
             return super().to_stored_event(domain_event)
         # Hand the base class a shallow copy carrying the tokens, the same way eventsourcing itself builds
         # decoded events; so class_version, compressor and cipher handling stay the library's.
@@ -449,18 +580,19 @@ class EncryptingMapper(Mapper[Any]):
         originator_version = stored_event.originator_version
 
         names = self._fields_for(cls)
-        erased = False
+        erased = forgotten = False
         if names:
             user_id = self._user_of(event_state)
             if user_id is not None:
-                erased |= self._decrypt_fields(
+                outcome = self._decrypt_fields(
                     event_state, names, user_id, originator_id, originator_version, stored_event.topic
                 )
+                erased, forgotten = outcome == "erased", outcome == "forgotten"
             nested = event_state.get("state")
             if isinstance(nested, dict):
                 nested_user = self._user_of(nested)
                 if nested_user is not None:
-                    erased |= self._decrypt_fields(
+                    erased |= "erased" == self._decrypt_fields(
                         nested,
                         names,
                         nested_user,
@@ -483,6 +615,8 @@ class EncryptingMapper(Mapper[Any]):
                 event_state["erased"] = True
             else:
                 event_state[ERASED_MARKER] = True
+        elif forgotten:
+            event_state[FORGOTTEN_MARKER] = True
 
         domain_event = object.__new__(cls)
         object.__setattr__(domain_event, "__dict__", event_state)

@@ -93,7 +93,7 @@ class Version:
     """What the aggregate remembers of one version: enough to decide the next command."""
 
     version: int
-    value_json: str
+    value_json: str | None  # None once forgotten
     valid_from: datetime
     valid_to: datetime | None  # as known now; None = open
     source: str
@@ -135,7 +135,7 @@ class Fact(Aggregate):
         TOPIC = "memledger:Fact.Event"
         #: Schema version of the stored state (eventsourcing stores it as ``class_version`` when > 1, and its
         #: mapper runs ``upcast_v1_v2`` ... on older states when decoding; see docs/rebuild.md, "Upcasting").
-        class_version = 3
+        class_version = 4
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -158,6 +158,13 @@ class Fact(Aggregate):
             """v2 -> v3, in place: v3 added ``hygiene`` (the policy's hedged / quarantined / correction mark,
             ledger/hygiene.py); events recorded before it carry none."""
             state.setdefault("hygiene", None)
+
+        @staticmethod
+        def upcast_v3_v4(state: dict[str, Any]) -> None:
+            """v3 -> v4, in place: v4 added ``fact_key_id``, the per-fact key the event's content is encrypted with
+            (ledger/crypto.py, "Per-fact keys"); events recorded before it have none: their content is under the
+            user's key, and ``forget`` refuses them (erasing the user still shreds them)."""
+            state.setdefault("fact_key_id", None)
 
         user_id: str
         key: str
@@ -184,6 +191,7 @@ class Fact(Aggregate):
         replaces: int | None
         changes: list[dict[str, Any]]
         hygiene: dict[str, Any] | None
+        fact_key_id: str | None
 
         def mutate(self, aggregate: Fact | None) -> Fact | None:  # type: ignore[override]
             # The first event of a stream is an ordinary assertion, not a separate "Created" event (that would
@@ -203,6 +211,18 @@ class Fact(Aggregate):
 
     class FactRetracted(Event):
         TOPIC = "memledger:FactRetracted"
+
+    class FactForgotten(Event):
+        """``memledger forget``: the placeholder left on the fact's stream when versions were shredded (their
+        per-fact keys destroyed). Kind ``forgotten``, effect ``forget``; ``forgotten`` lists the versions, ``actor``
+        says by whom, the timestamp when (UTC); ``derived_from`` names the forgotten events. It carries no content
+        (value, text, reason and fingerprint are None), so nothing of it is encrypted. ``replaces`` is the head
+        version when the head was forgotten (the fact then has no current value); ``changes`` empty the valid
+        ranges of forgotten versions (status ``forgotten``), so no belief rests on them from now on.
+        """
+
+        TOPIC = "memledger:FactForgotten"
+        forgotten: list[int]
 
     # -- state -------------------------------------------------------------------------------------------------
     @classmethod
@@ -228,7 +248,8 @@ class Fact(Aggregate):
         version = e.originator_version
         marks = getattr(e, "hygiene", None) or {}
         if e.effect in ("new", "supersede", "backfill", "correct"):
-            assert e.value_json is not None and e.valid_from is not None
+            # value_json is None for a version decoded after forget shredded it (ledger/crypto.py)
+            assert e.valid_from is not None
             status = "superseded" if e.effect == "backfill" else "current"
             self.versions[version] = Version(
                 version, e.value_json, e.valid_from, e.valid_to, e.source, e.confidence, status,
@@ -251,6 +272,13 @@ class Fact(Aggregate):
             self.head = version
         elif e.effect == "retract":
             self.head = None
+        elif e.effect == "forget":
+            for v in e.forgotten:
+                if v in self.versions:
+                    self.versions[v].value_json = None
+                self.quarantined.pop(v, None)  # a shredded statement can no longer be released
+            if self.head in e.forgotten:
+                self.head = None
         if e.sensitivity:
             self.label = e.sensitivity  # the latest label of the stream, inherited by later unlabelled versions
         if e.idempotency_key:
@@ -462,11 +490,12 @@ class Fact(Aggregate):
                        "contest": Fact.FactAsserted}[
             cmd.op
         ]
+        event_id = new_event_id()
         self.trigger_event(
             event_class,
             user_id=cmd.user_id,
             key=cmd.key,
-            event_id=new_event_id(),
+            event_id=event_id,
             kind=d.kind,
             effect=d.effect,
             value_json=cmd.value_json,
@@ -490,9 +519,33 @@ class Fact(Aggregate):
             replaces=d.replaces,
             changes=d.changes,
             hygiene=d.hygiene,
+            fact_key_id=event_id,  # its own per-fact key: forget can shred this version alone
             timestamp=recorded_at,
         )
         return self.pending_events[-1], None  # type: ignore[return-value]
+
+    def forget(self, versions: list[int], forgotten_ids: list[str], actor: str | None,
+               recorded_at: datetime) -> Fact.FactForgotten:
+        """Trigger the :class:`FactForgotten` placeholder for ``versions`` (1-based stream versions, validated by
+        the caller, memledger/forget.py) whose event ids are ``forgotten_ids``; returns the pending event.
+
+        Each forgotten version that is a version of a value gets its valid range emptied at its ``valid_from``
+        with status ``forgotten``; if the head is among them the fact has no current value (``replaces`` = head).
+        """
+        chosen = set(versions)
+        changes = [self._change(v, v.valid_from, v.valid_from, "forgotten")
+                   for n, v in sorted(self.versions.items()) if n in chosen]
+        head = self.head if self.head in chosen else None
+        self.trigger_event(
+            Fact.FactForgotten,
+            user_id=self.user_id, key=self.key, event_id=new_event_id(), kind="forgotten", effect="forget",
+            value_json=None, text=None, reason=None, observed_at=recorded_at, valid_from=None, valid_to=None,
+            source="system_feedback", source_ref=None, session_id=None, actor=actor, trace_id=None,
+            derived_from=list(forgotten_ids), confidence=1.0, role=None, sensitivity=None, idempotency_key=None,
+            command_fingerprint=None, replaces=head, changes=changes, hygiene=None, fact_key_id=None,
+            forgotten=sorted(chosen), timestamp=recorded_at,
+        )
+        return self.pending_events[-1]  # type: ignore[no-any-return]
 
     @property
     def pending_events(self) -> list[Any]:

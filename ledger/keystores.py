@@ -3,7 +3,13 @@
 
 A data key is 32 random bytes, stored raw or wrapped with AES-GCM under ``$MEMLEDGER_MASTER_KEY`` (bound to the
 user id by the associated data). Destroying a key overwrites and deletes its row; destruction is remembered so an
-erased user id stays burned. See ledger/crypto.py for the mapper that uses the keys and docs/erasure.md for why.
+erased user id stays burned.
+
+Per-fact keys (``memledger forget``) live beside them in table ``fact_keys`` (``<schema>.fact_keys``): one row per
+fact event, ``(user_id, key_id, key, created_at, destroyed_at)``, the key wrapped under the user's data key by
+ledger/crypto.py (:func:`~ledger.crypto.wrap_fact_key`). Destroying one sets ``key`` to NULL and ``destroyed_at``; a
+row that is gone is told apart from one never made (a wrong key store). Destroying the user deletes the user's
+``fact_keys`` rows as well. See ledger/crypto.py for the mapper that uses the keys and docs/erasure.md for why.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ class _KeyStoreBase:
         self.cache_ttl = float(cache_ttl)
         self._cache: dict[str, tuple[bytes, float]] = {}
         self._destroyed_cache: set[str] = set()
+        self._fact_cache: dict[tuple[str, str], tuple[bytes, float]] = {}  # live wrapped per-fact keys, cache_ttl
+        self._fact_destroyed: set[tuple[str, str]] = set()
         self._cache_lock = threading.Lock()
         self._config_checked = False
 
@@ -126,6 +134,75 @@ class _KeyStoreBase:
         with self._cache_lock:
             self._cache.pop(user_id, None)
             self._destroyed_cache.add(user_id)
+            for k in [k for k in self._fact_cache if k[0] == user_id]:
+                del self._fact_cache[k]
+
+    # ---- per-fact keys (ledger/crypto.py, "Per-fact keys")
+
+    def _select_fact(self, user_id: str, key_id: str) -> tuple[Any, ...] | None:
+        """The (wrapped key, destroyed_at) row of a per-fact key, or None. Each backend implements it."""
+        raise NotImplementedError
+
+    def _insert_facts(self, rows: list[tuple[str, str, bytes]]) -> None:
+        raise NotImplementedError
+
+    def _destroy_facts(self, user_id: str, key_ids: list[str]) -> int:
+        raise NotImplementedError
+
+    def put_fact_keys(self, rows: list[tuple[str, str, bytes]]) -> None:
+        """Store new per-fact keys ``(user_id, key_id, wrapped key)`` in one transaction (a key id already stored
+        is left as it is). Cached for ``cache_ttl`` like user keys."""
+        if not rows:
+            return
+        for user_id, key_id, _ in rows:
+            self._check_user_id(user_id)
+            if not key_id:
+                raise ValueError("key_id must be a non-empty string")
+        self._insert_facts(rows)
+        if self.cache_ttl > 0:
+            until = time.monotonic() + self.cache_ttl
+            with self._cache_lock:
+                for user_id, key_id, blob in rows:
+                    self._fact_cache[(user_id, key_id)] = (bytes(blob), until)
+
+    def get_fact_key(self, user_id: str, key_id: str) -> bytes | bool | None:
+        """The wrapped per-fact key, ``False`` if it was destroyed (forgotten), None if there is no such row."""
+        k = (user_id, key_id)
+        if k in self._fact_destroyed:
+            return False
+        if self.cache_ttl > 0:
+            with self._cache_lock:
+                hit = self._fact_cache.get(k)
+                if hit is not None and hit[1] >= time.monotonic():
+                    return hit[0]
+        row = self._select_fact(user_id, key_id)
+        if row is None:
+            return None
+        blob, destroyed_at = row
+        if destroyed_at is not None or blob is None:
+            with self._cache_lock:
+                self._fact_destroyed.add(k)
+            return False
+        blob = bytes(blob)
+        if self.cache_ttl > 0:
+            with self._cache_lock:
+                self._fact_cache[k] = (blob, time.monotonic() + self.cache_ttl)
+        return blob
+
+    def destroy_fact_keys(self, user_id: str, key_ids: list[str]) -> int:
+        """Destroy per-fact keys of ``user_id`` (key NULL, destroyed_at set; the bytes are overwritten: SQLite's
+        secure_delete, PostgreSQL after :meth:`vacuum`). Returns how many live keys were destroyed. This process's
+        cache forgets them at once; another process may keep using a cached one for up to ``cache_ttl`` seconds."""
+        self._check_user_id(user_id)
+        ids = sorted({str(k) for k in key_ids})
+        if not ids:
+            return 0
+        n = self._destroy_facts(user_id, ids)
+        with self._cache_lock:
+            for key_id in ids:
+                self._fact_cache.pop((user_id, key_id), None)
+                self._fact_destroyed.add((user_id, key_id))
+        return n
 
     def _known_destroyed(self, user_id: str) -> bool:
         return user_id in self._destroyed_cache
@@ -248,6 +325,16 @@ class SQLiteKeyStore(_KeyStoreBase):
                 " destroyed_at TEXT"
                 ")"
             )
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS fact_keys ("
+                " user_id TEXT NOT NULL,"
+                " key_id TEXT NOT NULL,"
+                " key BLOB,"  # wrapped under the user's data key; NULL once destroyed (forget)
+                " created_at TEXT NOT NULL,"
+                " destroyed_at TEXT,"
+                " PRIMARY KEY (user_id, key_id)"
+                ")"
+            )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -341,6 +428,8 @@ class SQLiteKeyStore(_KeyStoreBase):
                     " VALUES (?, NULL, NULL, ?, ?)",
                     (user_id, now, now),
                 )
+            # the per-fact keys are useless without the user's key; they go too (secure_delete zeroes them)
+            conn.execute("DELETE FROM fact_keys WHERE user_id = ?", (user_id,))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -357,6 +446,38 @@ class SQLiteKeyStore(_KeyStoreBase):
             self._remember_destroyed(user_id)
             return True
         return False
+
+
+    def _select_fact(self, user_id: str, key_id: str) -> tuple[Any, ...] | None:
+        return self._conn().execute("SELECT key, destroyed_at FROM fact_keys WHERE user_id = ? AND key_id = ?",
+                                    (user_id, key_id)).fetchone()
+
+    def _insert_facts(self, rows: list[tuple[str, str, bytes]]) -> None:
+        conn = self._conn()
+        now = _now_iso()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany("INSERT OR IGNORE INTO fact_keys (user_id, key_id, key, created_at) VALUES (?, ?, ?, ?)",
+                             [(u, k, blob, now) for u, k, blob in rows])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _destroy_facts(self, user_id: str, key_ids: list[str]) -> int:
+        conn = self._conn()
+        now = _now_iso()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            n = 0
+            for key_id in key_ids:
+                n += conn.execute("UPDATE fact_keys SET key = NULL, destroyed_at = ? WHERE user_id = ? AND key_id = ?"
+                                  " AND destroyed_at IS NULL", (now, user_id, key_id)).rowcount
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return n
 
 
 class PostgresKeyStore(_KeyStoreBase):
@@ -410,6 +531,17 @@ class PostgresKeyStore(_KeyStoreBase):
             " ON CONFLICT (user_id) DO NOTHING"
         ).format(table)
         self._sql_vacuum = sql.SQL("VACUUM FULL {}").format(table)
+        facts = sql.Identifier(schema, "fact_keys")
+        self._sql_fact_select = sql.SQL(
+            "SELECT key, destroyed_at FROM {} WHERE user_id = %s AND key_id = %s").format(facts)
+        self._sql_fact_insert = sql.SQL(
+            "INSERT INTO {} (user_id, key_id, key) VALUES (%s, %s, %s) ON CONFLICT (user_id, key_id) DO NOTHING"
+        ).format(facts)
+        self._sql_fact_destroy = sql.SQL(
+            "UPDATE {} SET key = NULL, destroyed_at = now() WHERE user_id = %s AND key_id = ANY(%s)"
+            " AND destroyed_at IS NULL").format(facts)
+        self._sql_fact_delete_user = sql.SQL("DELETE FROM {} WHERE user_id = %s").format(facts)
+        self._sql_fact_vacuum = sql.SQL("VACUUM FULL {}").format(facts)
         create = [
             sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)),
             sql.SQL(
@@ -420,6 +552,15 @@ class PostgresKeyStore(_KeyStoreBase):
                 " created_at timestamptz NOT NULL DEFAULT now(),"
                 " destroyed_at timestamptz)"
             ).format(table),
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} ("
+                " user_id text NOT NULL,"
+                " key_id text NOT NULL,"
+                " key bytea,"
+                " created_at timestamptz NOT NULL DEFAULT now(),"
+                " destroyed_at timestamptz,"
+                " PRIMARY KEY (user_id, key_id))"
+            ).format(facts),
         ]
         with self._lock:
             conn = self._conn()
@@ -493,6 +634,7 @@ class PostgresKeyStore(_KeyStoreBase):
                 destroyed = conn.execute(self._sql_destroy, (user_id,)).fetchone() is not None
                 if not destroyed:
                     conn.execute(self._sql_tombstone, (user_id,))
+                conn.execute(self._sql_fact_delete_user, (user_id,))
             return destroyed
 
         destroyed = self._run(do)
@@ -516,3 +658,21 @@ class PostgresKeyStore(_KeyStoreBase):
         the destroy still hold the old bytes; expiring those is an operational duty.
         """
         self._run(lambda c: c.execute(self._sql_vacuum))
+        self._run(lambda c: c.execute(self._sql_fact_vacuum))
+
+    def _select_fact(self, user_id: str, key_id: str) -> tuple[Any, ...] | None:
+        return self._run(lambda c: c.execute(self._sql_fact_select, (user_id, key_id)).fetchone())
+
+    def _insert_facts(self, rows: list[tuple[str, str, bytes]]) -> None:
+        def do(conn: Any) -> None:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(self._sql_fact_insert, rows)
+
+        self._run(do)
+
+    def _destroy_facts(self, user_id: str, key_ids: list[str]) -> int:
+        def do(conn: Any) -> int:
+            with conn.transaction():
+                return conn.execute(self._sql_fact_destroy, (user_id, key_ids)).rowcount
+
+        return int(self._run(do))

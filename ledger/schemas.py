@@ -22,7 +22,7 @@ from .timeutil import check_observed, now_utc, parse_instant
 
 Source = Literal["user_statement", "agent_inference", "external_import", "system_feedback"]
 SOURCES: tuple[str, ...] = ("user_statement", "agent_inference", "external_import", "system_feedback")
-Kind = Literal["asserted", "reaffirmed", "corrected", "retracted"]
+Kind = Literal["asserted", "reaffirmed", "corrected", "retracted", "forgotten"]
 
 #: Default confidence by source when the caller gives none: what the user said outranks what we guessed.
 DEFAULT_CONFIDENCE: dict[str, float] = {

@@ -26,6 +26,7 @@ from ledger.errors import BadInput
 from ledger.schemas import FactCommand, HistoryRow, Profile, Receipt, RoleContext, validate_command
 from ledger.sessions import SessionCommand, validate_session_command
 
+from . import forget as forgetting
 from . import hygiene, message_search, optout, privacy, reads, sessions, timetravel
 from .context import Context
 from .reads import history_row  # noqa: F401 (re-exported: callers of the old facade module used it)
@@ -422,6 +423,20 @@ class MemoryLedger(Store):
         :func:`memledger.privacy.erase_user` for the order and the errors raised.
         """
         return privacy.erase_user(self, user_id, actor=actor)
+
+    def forget(self, user_id: str, key: str, *, version: int | None = None,
+               actor: str | None = None) -> forgetting.ForgetReceipt:
+        """Shred the text and value of one fact (``memledger forget USER KEY [--version N] --yes``): every version
+        of ``key``, or ``version`` alone; the rest of the user's memory stays. Returns a
+        :class:`memledger.forget.ForgetReceipt`; history keeps a ``forgotten`` placeholder (when, ``actor``).
+
+        Raises:
+            BadInput: unknown user/key/version, an erased user, already forgotten, or a version written before
+                per-fact keys existed (erase the user instead); nothing is written. See
+                :func:`memledger.forget.forget_fact`.
+            MemledgerError: the store runs without encryption.
+        """
+        return forgetting.forget_fact(self, user_id, key, version=version, actor=actor)
 
     def export(self, user_id: str) -> privacy.UserExport:
         """Everything held about ``user_id`` in one document (``memledger export USER --json``): a UserExport.

@@ -33,7 +33,7 @@ VERSION_COLS = [
 _INITIAL_STATUS = {
     "new": "current", "supersede": "current", "correct": "current", "backfill": "superseded",
     "reaffirm": "reaffirmation", "contest": "contesting", "retract": "retraction", "quarantine": "quarantined",
-    "withdraw_source": "withdrawal",
+    "withdraw_source": "withdrawal", "forget": "forgotten",
 }
 
 
@@ -45,6 +45,8 @@ _REPLACED_BY, _VALID_FROM, _VALID_TO, _STATUS = (VERSION_COLS.index(c) for c in 
     "replaced_by", "valid_from", "valid_to", "status"))
 _RECORDED_TO, _POSITION_TO = TIMELINE_COLS.index("recorded_to"), TIMELINE_COLS.index("position_to")
 _UNSET = object()  # a column no held write has set
+_FORGET_SET = "value_json = NULL, text = NULL, reason = NULL, status = 'forgotten'"
+_VALUE_JSON, _TEXT, _REASON = (VERSION_COLS.index(c) for c in ("value_json", "text", "reason"))
 
 
 def hygiene_json(e: Any) -> str | None:
@@ -73,7 +75,10 @@ def project(le: LogEvent, w: Any) -> None:
     * ``narrow(user_id, key, version, valid_from, valid_to, status)`` — the version's valid range as known now
       (``valid_to`` None when open);
     * ``close(user_id, key, version, recorded_to, position_to)`` — close the version's open timeline rows;
-    * ``open_row(row)`` — a ``history_timeline`` row, a list in :data:`TIMELINE_COLS` order.
+    * ``open_row(row)`` — a ``history_timeline`` row, a list in :data:`TIMELINE_COLS` order;
+    * ``forget(user_id, key, versions)`` — clear the content (value, text, reason) of those ``history_versions``
+      rows and set their status ``forgotten`` (``memledger forget``; replayed, the shredded events already decode
+      with no content, so live rows and a rebuild agree).
     """
     e = le.event
     effect = getattr(e, "effect", None)
@@ -106,6 +111,8 @@ def project(le: LogEvent, w: Any) -> None:
         if vf < vt:
             w.open_row([user_id, key, changed, vf, vt, recorded, OPEN, position, OPEN,
                         "contested" if status == "contested" else "believed"])
+    if effect == "forget":
+        w.forget(user_id, key, list(e.forgotten))
 
 
 class _SqlWrites:
@@ -133,6 +140,10 @@ class _SqlWrites:
     def open_row(self, row: list[Any]) -> None:
         self.cur.execute(
             f"INSERT INTO {self.tt} ({', '.join(TIMELINE_COLS)}) VALUES ({', '.join('?' * len(TIMELINE_COLS))})", row)
+
+    def forget(self, user_id: str, key: str, versions: list[int]) -> None:
+        self.cur.executemany(f"UPDATE {self.tv} SET {_FORGET_SET} WHERE user_id = ? AND key = ? AND version = ?",
+                             [(user_id, key, v) for v in versions])
 
 
 class HistoryBulk:
@@ -164,6 +175,7 @@ class HistoryBulk:
         # flushed history_versions rows -> [replaced_by, valid_from, valid_to, status] as the writes left them
         self.edits: dict[tuple[str, str, int], list[Any]] = {}
         self.closes: list[tuple[Any, ...]] = []  # closes of flushed open timeline rows, one per version
+        self.forgets: list[tuple[str, str, int]] = []  # flushed history_versions rows to clear (forget), run last
 
     def apply(self, le: LogEvent) -> None:
         project(le, self)
@@ -197,8 +209,18 @@ class HistoryBulk:
         self.timeline.append(row)
         self.open.setdefault((row[0], row[1], row[2]), []).append(row)
 
+    def forget(self, user_id: str, key: str, versions: list[int]) -> None:
+        for v in versions:
+            row = self.versions.get((user_id, key, v))
+            if row is not None:
+                row[_VALUE_JSON] = row[_TEXT] = row[_REASON] = None
+                row[_STATUS] = "forgotten"
+            else:
+                self.forgets.append((user_id, key, v))
+
     def purge_user(self, user_id: str) -> None:
         self.versions = {k: r for k, r in self.versions.items() if k[0] != user_id}
+        self.forgets = [f for f in self.forgets if f[0] != user_id]
         self.timeline = [r for r in self.timeline if r[0] != user_id]
         self.open = {k: r for k, r in self.open.items() if k[0] != user_id}
         self.closed_in_db = {k for k in self.closed_in_db if k[0] != user_id}
@@ -225,6 +247,8 @@ class HistoryBulk:
         cur.executemany(f"UPDATE {self.tv} SET valid_from = ?, valid_to = ?, status = ? {where}", narrowed)
         cur.executemany(f"UPDATE {self.tt} SET recorded_to = ?, position_to = ? WHERE user_id = ? AND key = ? "
                         "AND version = ? AND position_to = ?", self.closes)
+        # after the edits: a forget in this chunk comes after every narrowing of the row held before it
+        cur.executemany(f"UPDATE {self.tv} SET {_FORGET_SET} {where}", self.forgets)
         insert_rows(cur, self.tv, VERSION_COLS, list(self.versions.values()))
         insert_rows(cur, self.tt, TIMELINE_COLS, self.timeline)
         self._reset()
@@ -338,13 +362,18 @@ class HistoryProjection(Projection):
                 releases[(r["user_id"], r["key"], marks["releases"])] = r
         return held, releases
 
-    def confirmations(self, cur: Cursor, user_id: str | None = None) -> dict[tuple[str, str, int], int]:
+    def confirmations(self, cur: Cursor, user_id: str | None = None,
+                      upto: int | None = None) -> dict[tuple[str, str, int], int]:
         """When each version was last stated or confirmed: ``{(user_id, key, version): observed_at micros}``, the
-        latest ``observed_at`` of the version's own event and of the reaffirmations of it (seed 003 §4.3)."""
+        latest ``observed_at`` of the version's own event and of the reaffirmations of it (seed 003 §4.3), counting
+        only statements said at or before ``upto`` (micros) when given."""
         sql = (f"SELECT user_id, key, CASE WHEN effect = 'reaffirm' THEN replaces ELSE version END AS v, "
                f"MAX(observed_at) FROM {self.table('versions')} "
                "WHERE effect IN ('new', 'supersede', 'correct', 'reaffirm')")
         params: list[Any] = []
+        if upto is not None:
+            sql += " AND observed_at <= ?"
+            params.append(upto)
         if user_id is not None:
             sql += " AND user_id = ?"
             params.append(user_id)
@@ -369,11 +398,18 @@ class HistoryProjection(Projection):
         row = cur.fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
-    def correction_counts(self, cur: Cursor, user_id: str | None = None) -> int:
-        """How many corrections (effect ``correct``) the user's (or every user's) facts have had."""
+    def correction_counts(self, cur: Cursor, user_id: str | None = None, upto: int | None = None) -> int:
+        """How many corrections (effect ``correct``) the user's (or every user's) facts have had (said at or before
+        ``upto`` micros, when given)."""
         sql = f"SELECT COUNT(*) FROM {self.table('versions')} WHERE effect = 'correct'"
-        cur.execute(sql + (" AND user_id = ?" if user_id is not None else ""),
-                    (user_id,) if user_id is not None else ())
+        params: list[Any] = []
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            params.append(user_id)
+        if upto is not None:
+            sql += " AND observed_at <= ?"
+            params.append(upto)
+        cur.execute(sql, params)
         return int(cur.fetchone()[0])
 
     def position_of_version(self, cur: Cursor, user_id: str, key: str, version: int) -> int | None:

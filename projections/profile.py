@@ -44,6 +44,11 @@ def project(le: LogEvent, w: Any) -> None:
     elif effect == "retract":
         w.delete(e.user_id, e.key)
         return
+    elif effect == "forget":
+        # memledger forget: a forgotten head leaves no current value (its row goes); older versions are history only
+        if e.replaces is not None:
+            w.delete(e.user_id, e.key)
+        return
     for ch in e.changes:
         # Only a change to the head matters here: contest / uncontest, or a narrowed range.
         w.set_head(e.user_id, e.key, ch["version"], "contested" if ch["status"] == "contested" else "current",

@@ -628,7 +628,22 @@ class VectorsProjection(Projection):
                 + ", ".join(f"{c} = excluded.{c}" for c in DOC_COLS[2:]),
                 row,
             )
-        elif effect == "retract":
+        elif effect in _CURRENT_EFFECTS:
+            # A version shredded by forget, replayed (its text decodes as None): the tombstone forget left in place
+            # of its document, so a rebuild holds the very rows the live copy holds (memledger/forget.py).
+            row = (
+                e.user_id, doc_id, e.key, e.originator_version, 0, None, None, e.source, None, e.session_id,
+                e.confidence, None, "removed", le.recorded_at, to_micros(e.observed_at), to_micros(e.valid_from),
+                to_micros(e.valid_to, OPEN), None, le.position, None,
+            )
+            cur.execute(
+                f"INSERT INTO {t} ({', '.join(DOC_COLS)}) VALUES ({', '.join('?' * len(DOC_COLS))}) "
+                "ON CONFLICT (user_id, doc_id) DO UPDATE SET "
+                + ", ".join(f"{c} = excluded.{c}" for c in DOC_COLS[2:]),
+                row,
+            )
+            return
+        elif effect == "retract" or (effect == "forget" and e.replaces is not None):
             # No current value any more: keep a tombstone (text and vector cleared) so the refresh sees it.
             cur.execute(
                 f"UPDATE {t} SET live = 0, text = NULL, value_json = NULL, vector = NULL, cjk_vector = NULL, "

@@ -1,0 +1,263 @@
+"""``forget``: shred one fact's text and value for real (``memledger forget USER KEY [--version N] --yes``).
+
+``retract`` keeps what was said (history shows it, by design); ``erase`` shreds everything about a user. ``forget`` is
+the one in between: the content of one fact (every version of it, or ``--version N`` alone) is made unreadable for
+good while the rest of the user's memory stays. How (docs/erasure.md, "Forget one fact"):
+
+* every fact event written since per-fact keys exist is encrypted with its own data key (ledger/crypto.py, "Per-fact
+  keys"), stored wrapped under the user's key in the key store's ``fact_keys`` table;
+* ``forget`` records ``FactForgotten`` on the fact's stream first (when, by whom, which versions; no content), so a
+  crash after it still leaves a log whose replay clears the content; then destroys those per-fact keys (the log's
+  ciphertext of them can never be read again: replays decode it as ``None`` with a ``_forgotten`` marker); then the
+  catch-up applies ``FactForgotten`` (profile row gone if the head was forgotten, history rows cleared to a
+  ``forgotten`` placeholder, the search document tombstoned); then the semantic index files and the embedding cache
+  entries of the forgotten texts are purged, snapshots of the stream deleted, and the SQLite files compacted
+  (``VACUUM`` + WAL truncated) or the PostgreSQL tables rewritten (``VACUUM FULL``), so the deleted bytes leave disk.
+
+Refused with :class:`~ledger.errors.BadInput` (exit 2, nothing written): an invalid or unknown user, key or version,
+an erased user, a version already forgotten, and a version written before per-fact keys existed (its content is under
+the user's key in an append-only log, so it cannot be shredded alone: erasing the user still works), or written in
+plaintext (encryption off at the time).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from ledger.crypto import FACT_KEY_FIELD, TOKEN_PREFIX, is_erased, is_forgotten
+from ledger.domain import Fact, fact_id
+from ledger.errors import BadInput, MemledgerError
+from ledger.privacy import ENCRYPTED_FIELDS, ENCRYPTION_ENV
+from ledger.schemas import check_key, check_text, check_user_id
+from ledger.timeutil import now_utc
+
+from .privacy import _delete_snapshots, _vacuum_postgres, compact_sqlite
+from .remember import user_lock
+from .store import Store
+
+__all__ = ["ForgetReceipt", "check_forget_version", "forget_fact"]
+
+#: the actor recorded when the caller names none
+DEFAULT_ACTOR = "forget"
+
+
+class ForgetReceipt(BaseModel):
+    """``memledger forget USER KEY --yes --json``: what a forget did.
+
+    ``versions``: the fact's versions whose content was shredded (stream versions, as ``history`` numbers them);
+    ``forgotten_at``: the system time of the ``FactForgotten`` placeholder (UTC), ``actor`` who asked; ``version``,
+    ``event_id`` and ``position``: the placeholder's own version on the stream, event id and log position;
+    ``keys_destroyed``: per-fact keys destroyed (versions without content, such as a bare retraction, have none);
+    ``current_value_forgotten``: the head was among them, so the fact has no current value now;
+    ``cache_entries_deleted``: embedding-cache rows of the forgotten texts deleted; ``files_compacted``: SQLite files
+    rewritten (home-relative) so deleted bytes left the disk; ``resumed``: an earlier forget of these versions had
+    recorded its placeholder but stopped before destroying the keys, and this call finished it (nothing new recorded).
+    """
+
+    user_id: str
+    key: str
+    versions: list[int]
+    forgotten_at: datetime
+    actor: str | None
+    version: int
+    event_id: str
+    position: int
+    keys_destroyed: int
+    current_value_forgotten: bool
+    cache_entries_deleted: int
+    files_compacted: list[str]
+    resumed: bool = False
+
+
+def check_forget_version(version: Any) -> int | None:
+    """``--version N``: None (every version) or an integer >= 1. Raises BadInput naming ``version``."""
+    if version is None:
+        return None
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise BadInput("version", f"{version!r} is not a version number", "give a version >= 1 as `history` lists it")
+    return version
+
+
+def _stored_fields(app: Any, stream_id: uuid.UUID) -> dict[int, dict[str, Any]]:
+    """Each stored event of the stream as its transcoded state (encrypted fields still tokens), by version."""
+    mapper = app.mapper
+    out = {}
+    for stored in app.recorder.select_events(stream_id):
+        state = stored.state
+        if mapper.cipher:
+            state = mapper.cipher.decrypt(state)
+        if mapper.compressor:
+            state = mapper.compressor.decompress(state)
+        out[stored.originator_version] = mapper.transcoder.decode(state)
+    return out
+
+
+def forget_fact(ml: Store, user_id: str, key: str, *, version: int | None = None,
+                actor: str | None = None) -> ForgetReceipt:
+    """Shred the text and value of ``user_id``'s fact ``key`` (every version, or ``version`` alone); see the module
+    docstring for the order and why.
+
+    Returns a :class:`ForgetReceipt`.
+
+    Raises:
+        BadInput: invalid or unknown user_id / key / version, an erased user, nothing left to forget, or a version
+            written before per-fact keys existed or in plaintext (nothing written in every case).
+        MemledgerError: the store runs without encryption (``MEMLEDGER_ENCRYPTION=off``), or its key store keeps
+            no per-fact keys: nothing could be shredded.
+    """
+    user_id = check_user_id(user_id)
+    key = check_key(key)
+    version = check_forget_version(version)
+    if actor is not None:
+        check_text(actor, "actor")
+        if not actor.strip() or len(actor) > 512:
+            raise BadInput("actor", "is empty or longer than 512 characters", "name who asks in at most 512 characters")
+    keystore = ml.keystore
+    if keystore is None:
+        raise MemledgerError(f"forget needs per-user encryption, and this ledger runs with it off ({ENCRYPTION_ENV}"
+                             "=off): the append-only log keeps every fact's content in plaintext")
+    if not callable(getattr(keystore, "destroy_fact_keys", None)):
+        raise MemledgerError("this ledger's key store keeps no per-fact keys: a single fact cannot be shredded")
+    ml.check_keys()
+    ml.refuse_erased([user_id])
+    sid = fact_id(user_id, key)
+    with user_lock(ml, user_id):
+        ml.before_read(None, 10.0)
+        events = list(ml.app.events.get(sid))
+        if not events:
+            with ml.db.read() as cur:
+                known = bool(ml.history_projection.versions(cur, user_id)) or keystore.get(user_id) is not None
+            if not known:
+                raise BadInput("user_id", f"nothing is held about {user_id!r}", "check the user id (see `memledger "
+                               "stats`)")
+            raise BadInput("key", f"{user_id} has no fact {key!r}", f"see `memledger history {user_id}` for its keys")
+        placeholders = [e for e in events if isinstance(e, Fact.FactForgotten)]
+        listed = {v for p in placeholders for v in p.forgotten}
+        facts = {e.originator_version: e for e in events if not isinstance(e, Fact.FactForgotten)}
+        if any(is_erased(e) for e in facts.values()):  # the key went between the check above and now
+            raise BadInput("user_id", f"{user_id!r} was erased", "nothing is left to forget")
+        if version is not None:
+            if version not in facts:
+                shown = ", ".join(str(v) for v in sorted(facts))
+                why = "is the record of a forget" if version in {p.originator_version for p in placeholders} \
+                    else "does not exist"
+                raise BadInput("version", f"{key!r} v{version} {why}; its versions are {shown}",
+                               f"pick one of them (see `memledger history {user_id} {key}`)")
+        stored = _stored_fields(ml.app, sid)
+        # a version "alive": it carries content that still decodes (its per-fact key, or the user's, exists)
+        alive = {v for v, e in facts.items()
+                 if not is_forgotten(e) and any(stored[v].get(f) is not None for f in ENCRYPTED_FIELDS)}
+        asked = [version] if version is not None else sorted(facts)
+        targets = [v for v in asked if v not in listed]
+        resumed = False
+        if not targets:
+            # every asked version is named by a placeholder: done, unless a forget stopped before its keys went
+            targets = [v for v in asked if v in alive]
+            resumed = bool(targets)
+            if not resumed:
+                when = max(p.timestamp for p in placeholders)
+                what = f"v{version} is" if version is not None else "is"
+                raise BadInput("version" if version is not None else "key",
+                               f"{key!r} {what} already forgotten (at {when.isoformat()})",
+                               f"nothing is left to forget; `memledger history {user_id} {key}` shows the placeholder")
+        legacy = [v for v in targets if v in alive and not stored[v].get(FACT_KEY_FIELD)]
+        if legacy:
+            vs = ", ".join(f"v{v}" for v in legacy)
+            raise BadInput("version" if version is not None else "key",
+                           f"{key!r} {vs} {'was' if len(legacy) == 1 else 'were'} written before per-fact keys "
+                           "existed: its text and value are encrypted under the user's own key in an append-only log, "
+                           "so they cannot be shredded alone",
+                           f"erase the whole user (`memledger erase {user_id} --yes`)"
+                           + ("" if version is not None else ", or forget later versions one by one with --version N"))
+        plain = [v for v in targets if v in alive and any(
+            isinstance(stored[v].get(f), str) and not stored[v][f].startswith(TOKEN_PREFIX) for f in ENCRYPTED_FIELDS)]
+        if plain:
+            raise BadInput("version" if version is not None else "key",
+                           f"{key!r} {', '.join(f'v{v}' for v in plain)} was written in plaintext (encryption was "
+                           "off): the log keeps it readable", f"erase the whole user (`memledger erase {user_id} "
+                                                              "--yes`) to take it out of every read model")
+        texts = [facts[v].text for v in targets if getattr(facts[v], "text", None)]
+
+        if resumed:
+            placeholder = [p for p in placeholders if set(targets) & set(p.forgotten)][-1]
+            with ml.db.read() as cur:
+                position = ml.history_projection.position_of_version(cur, user_id, key, placeholder.originator_version)
+        else:
+            fact = ml.app.load_fact(sid)
+            placeholder = fact.forget(targets, [facts[v].event_id for v in targets], actor or DEFAULT_ACTOR, now_utc())
+            # the placeholder first: a crash after it leaves a log whose replay clears the content (and a re-run
+            # finishes the job); the user lock keeps our own writers off the stream, another process's write makes
+            # this save conflict (nothing written), and the caller retries
+            recordings = ml.app.save_events([placeholder])
+            position = recordings[-1].notification.id
+        key_ids = [str(stored[v][FACT_KEY_FIELD]) for v in targets if v in alive and stored[v].get(FACT_KEY_FIELD)]
+        destroyed = keystore.destroy_fact_keys(user_id, key_ids)
+        ml.catch_up(deferred=False)
+        cache_deleted = _purge_vectors(ml, user_id, key, targets, texts)
+        _delete_snapshots(ml.app, [sid])
+        compacted = _compact(ml)
+    return ForgetReceipt(
+        user_id=user_id, key=key, versions=list(placeholder.forgotten), forgotten_at=placeholder.timestamp,
+        actor=placeholder.actor, version=placeholder.originator_version, event_id=placeholder.event_id,
+        position=position or 0, keys_destroyed=destroyed, current_value_forgotten=placeholder.replaces is not None,
+        cache_entries_deleted=cache_deleted, files_compacted=compacted, resumed=resumed,
+    )
+
+
+def _purge_vectors(ml: Store, user_id: str, key: str, versions: list[int], texts: list[str]) -> int:
+    """The semantic index holds the fact's text beyond the catch-up's reach until its (deferred) catch-up runs: its
+    document row (tombstoned here at once if it holds a forgotten version; the catch-up's own ``FactForgotten`` step
+    then leaves the very row a rebuild makes), the in-memory mirror and per-user ``.faiss``/``.lex`` files (the
+    ``generation`` bump reloads every process's mirror from the rows; this user's files are deleted in every model
+    directory and rewritten), and the embedding cache rows of the texts. Returns the cache rows deleted."""
+    proj = getattr(ml, "vectors_projection", None)
+    if proj is None:
+        return 0
+    from projections.vectors import fact_doc_id, user_file_stem
+
+    with ml.db.transaction() as cur:
+        t = proj.table("docs")
+        marks = ", ".join("?" * len(versions))
+        cur.execute(f"UPDATE {t} SET live = 0, text = NULL, value_json = NULL, vector = NULL, cjk_vector = NULL, "
+                    "source_ref = NULL, role = NULL, status = 'removed' "
+                    f"WHERE user_id = ? AND doc_id = ? AND version IN ({marks})",
+                    (user_id, fact_doc_id(key), *versions))
+        meta = proj._meta(cur)
+        proj._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
+    with ml.db.read() as cur:
+        mismatch = proj.model_mismatch(proj._meta(cur)) is not None
+        if not mismatch:
+            proj.refresh(cur)  # the generation changed: the mirror reloads from the rows
+    if ml.settings.home is not None:
+        stem = user_file_stem(user_id)
+        for suffix in (".faiss", ".lex"):
+            for path in (ml.settings.home / "vectors").rglob(stem + suffix):
+                path.unlink(missing_ok=True)
+        if not mismatch:
+            proj.save_files()
+    if not texts:
+        return 0
+    return int(proj._embedding_cache().delete_texts(texts) or 0)
+
+
+def _compact(ml: Store) -> list[str]:
+    """SQLite: VACUUM and truncate the WAL of every ``*.db`` in the home but the log (ciphertext only) and the key
+    store (rollback journal, ``secure_delete``: the destroyed keys' bytes are zeroed in place). PostgreSQL: VACUUM
+    FULL the key tables and every projection table, so the deleted row versions leave the table files."""
+    compacted = []
+    if ml.settings.home is not None:
+        for path in sorted(ml.settings.home.rglob("*.db")):
+            rel = path.relative_to(ml.settings.home).as_posix()
+            if rel not in ("events.db", "keys.db") and compact_sqlite(os.fspath(path)):
+                compacted.append(rel)
+    else:
+        vacuum = getattr(ml.keystore, "vacuum", None)
+        if vacuum is not None:
+            vacuum()
+        _vacuum_postgres(ml)
+    return compacted
