@@ -135,7 +135,8 @@ def _legend() -> str:
 def export_csp() -> str:
     """The Content-Security-Policy of an exported file: its own inline script and style, nothing fetched."""
     return (f"default-src 'none'; script-src '{_sha256(static_text('timeline.js'))}'; "
-            "style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'")
+            f"style-src '{_sha256(static_text('timeline.css'))}'; img-src data:; base-uri 'none'; "
+            "form-action 'none'")
 
 
 def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
@@ -224,7 +225,6 @@ def _key_row(k: dict[str, Any], axis: Axis) -> str:
         a = axis.pct(v["bar_from"])
         b = axis.pct(v["bar_to"])
         spans.append((a, max(b, a)))
-    lanes = _lanes(spans)
     bars = []
     for i, (a, b) in enumerate(spans):
         if a >= 99.0:  # starts beyond the axis (scheduled far ahead): drawn at the right edge, its date in words

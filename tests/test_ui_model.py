@@ -1,0 +1,214 @@
+"""The timeline's view model and HTML (memledger/ui), on both backends: one entry per key, each version in the
+category it is drawn in, the slider's rule equal to ``believed`` at every stop and between stops, stored markup
+escaped, sensitive facts withheld unless allowed and each one shown recorded as a disclosure, an erased user
+reduced to the erasure receipt, the health series; and ``memledger timeline`` (exit codes, nothing written on bad
+input). No browser here: tests/test_ui_browser.py drives one."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.timeutil import parse_instant, to_micros
+from memledger.ui import health_view, user_html, user_view
+from memledger.ui.model import believed_at, iso
+from memledger.ui.render import json_for_script, user_page
+from tests.ui_seed import CORRECTION_REASON, DRINK_V2, USER, XSS_IMG, XSS_SCRIPT, seed
+
+
+@pytest.fixture
+def seeded(fresh_ledger: Any) -> Any:
+    seed(fresh_ledger)
+    return fresh_ledger
+
+
+def _categories(view: dict[str, Any]) -> dict[tuple[str, int], str]:
+    return {(k["key"], v["version"]): v["category"] for k in view["keys"] for v in k["versions"]}
+
+
+def test_one_entry_per_key_and_each_version_in_its_category(seeded: Any) -> None:
+    view = user_view(seeded, USER)
+    keys = [k["key"] for k in view["keys"]]
+    assert keys == sorted({r.key for r in seeded.history(USER)})
+    assert len(keys) == len(set(keys)) == 8
+    cats = _categories(view)
+    assert cats[("preference.drink", 1)] == "superseded"
+    assert cats[("preference.drink", 2)] == "corrected"
+    assert cats[("preference.drink", 3)] == "current"
+    assert cats[("pet.name", 1)] == "retracted"
+    assert cats[("diet.type", 1)] == "contested"
+    assert cats[("diet.type", 2)] == "contesting"
+    assert cats[("residence.city", 1)] == "hedged"
+    assert cats[("profile.age", 1)] == "quarantined"
+    assert cats[("event.checkup", 1)] == "scheduled"
+    # a range a correction emptied is drawn where it stood when first recorded, not as nothing
+    coffee = next(v for k in view["keys"] if k["key"] == "preference.drink" for v in k["versions"]
+                  if v["version"] == 2)
+    assert coffee["bar_from"] == "2024-02-01T09:00:00.000000Z" and coffee["bar_to"] is None
+    assert coffee["valid_from"] == coffee["valid_to"]  # as known now: empty
+    assert {f: coffee[f] for f in DRINK_V2} == DRINK_V2
+    espresso = next(v for k in view["keys"] if k["key"] == "preference.drink" for v in k["versions"]
+                    if v["version"] == 3)
+    assert espresso["reason"] == CORRECTION_REASON and espresso["replaces"] == 2
+    # the retraction is an event of pet.name, not a bar
+    pet = next(k for k in view["keys"] if k["key"] == "pet.name")
+    assert [e["status"] for e in pet["events"]] == ["retracted", "retraction"] and len(pet["versions"]) == 1
+    # sessions, messages and the disclosure lane
+    assert [s["session_id"] for s in view["sessions"]] == ["s1"]
+    assert [m["message_id"] for m in view["sessions"][0]["messages"]] == ["m1", "m2"]
+    assert [(d["key"], d["version"], d["sensitivity"]) for d in view["disclosures"]] == [
+        ("health.condition", 1, "health")]
+
+
+def test_the_slider_rule_equals_believed_at_every_stop_and_between(seeded: Any) -> None:
+    """The rule the page's script applies (mirrored by ``believed_at``) against ``MemoryLedger.believed``: at every
+    slider stop, 1 µs before it, and half-way to the next one."""
+    view = user_view(seeded, USER)
+    ticks = view["ticks"]
+    assert len(ticks) >= 10 and ticks == sorted(ticks)
+    instants = set(ticks)
+    for a, b in zip(ticks, ticks[1:]):
+        ua, ub = to_micros(parse_instant(a, "a")), to_micros(parse_instant(b, "b"))
+        instants |= {iso(ua - 1), iso((ua + ub) // 2)}
+    seen_values = set()
+    for at in sorted(instants):
+        want = {k: (f.version, f.status) for k, f in seeded.believed(USER, as_of=at).facts.items()}
+        got = {k: (x["version"], x["status"]) for k, x in believed_at(view, at).items()}
+        assert got == want, at
+        seen_values.add(want.get("preference.drink"))
+    # the slider passes through tea, coffee and espresso: the drink's three beliefs over system time
+    assert {(1, "believed"), (2, "believed"), (3, "believed")} <= seen_values
+
+
+def test_stored_markup_is_escaped_in_the_page_and_its_data(seeded: Any) -> None:
+    page, _ = user_html(seeded, USER, inline=True)
+    for raw in (XSS_SCRIPT, XSS_IMG, "<b>bold?</b>"):
+        assert raw not in page
+    assert "&lt;script&gt;window.__xss = 1&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=&quot;window.__xss = 2&quot;&gt;" in page
+    # the embedded data: no "<" at all inside the JSON script element, and it parses back to the same text
+    data = re.search(r'<script type="application/json" id="ml-data">(.*?)</script>', page, re.S).group(1)
+    assert "<" not in data and ">" not in data
+    values = [v["value"] for k in json.loads(data)["keys"] for v in k["versions"]]
+    assert XSS_SCRIPT in values and XSS_IMG in values
+    # exactly two script elements: the data and the page's own script
+    assert len(re.findall(r"<script\b", page)) == 2
+    assert json_for_script({"t": "</script>\u2028"}) == '{"t":"\\u003c/script\\u003e\\u2028"}'
+
+
+def test_the_export_fetches_nothing(seeded: Any) -> None:
+    page, _ = user_html(seeded, USER, inline=True)
+    csp = html.unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1))
+    assert "default-src 'none'" in csp and "script-src 'sha256-" in csp and "style-src 'sha256-" in csp
+    assert "unsafe" not in csp
+    assert not re.search(r'\b(src|href)="(https?:)?//', page)  # no URL of any other place
+    assert "/ui/static/" not in page  # script and style are inside the file
+
+
+def test_sensitive_facts_are_withheld_unless_allowed_and_each_shown_is_a_disclosure(seeded: Any) -> None:
+    before = len(seeded.export(USER).disclosures)
+    page, view = user_html(seeded, USER, inline=True)
+    asthma = next(v for k in view["keys"] if k["key"] == "health.condition" for v in k["versions"])
+    assert asthma["value"] is None and asthma["text"] is None and asthma["withheld"] == "health"
+    assert "asthma" not in page and "withheld (health)" in page
+    assert len(seeded.export(USER).disclosures) == before  # nothing shown, nothing recorded
+    page, view = user_html(seeded, USER, allow_sensitive=["health"])
+    assert "asthma" in page
+    rows = seeded.export(USER).disclosures
+    assert len(rows) == before + 1
+    assert (rows[-1].key, rows[-1].version, rows[-1].sensitivity) == ("health.condition", 1, "health")
+    assert rows[-1].purpose == "timeline page (memledger serve http /ui)"
+
+
+def test_the_page_writes_nothing_when_nothing_sensitive_is_shown(seeded: Any) -> None:
+    head = seeded.head()
+    user_html(seeded, USER)
+    health_view(seeded, points=3)
+    assert seeded.head() == head
+
+
+def test_an_erased_user_shows_the_receipt_and_nothing_else(seeded: Any) -> None:
+    receipt = seeded.erase(USER)
+    view = user_view(seeded, USER)
+    assert view["erased"] and view["keys"] == [] and view["sessions"] == [] and view["disclosures"] == []
+    assert view["erasure"]["position"] == receipt.position
+    page = user_page(view, inline=True)
+    assert "Erasure receipt" in page and str(receipt.position) in page
+    for word in ("espresso", "vegetarian", "Lisbon", "ml-data", "id=\"asof\"", "<script"):
+        assert word not in page
+
+
+def test_health_series_and_top_conflicts(seeded: Any) -> None:
+    seeded.assert_fact("bo", "diet.type", "vegan", observed_at="2024-03-01T09:00:00Z")
+    seeded.assert_fact("bo", "diet.type", "pescatarian", source="agent_inference")
+    seeded.assert_fact("bo", "pet.kind", "cat", observed_at="2024-03-01T09:00:00Z")
+    seeded.assert_fact("bo", "pet.kind", "dog", source="agent_inference")
+    seeded.assert_fact("cy", "preference.drink", "water")
+    view = health_view(seeded, points=5)
+    assert len(view["series"]) == 5
+    ats = [p["at"] for p in view["series"]]
+    assert ats == sorted(ats)
+    last = view["series"][-1]
+    stats = seeded.stats(now=ats[-1])
+    assert (last["quarantined"], last["due"], last["freshness_7d"]) == (stats.quarantined, stats.due,
+                                                                        stats.freshness_7d)
+    # at the end: bo holds 2 contested beliefs, ana 1; cy none (users not in conflict are not listed)
+    assert [(r["user_id"], r["contested_now"], r["contests_recorded"]) for r in view["top_conflicts"]] == [
+        ("bo", 2, 2), ("ana", 1, 1)]
+    held = sum(len(seeded.believed(u, as_of=ats[-1]).facts) for u in ("ana", "bo", "cy"))
+    assert last["facts"] == held
+    assert last["conflict_rate"] == round(3 / held, 4)
+    assert view["series"][0]["facts"] <= 1  # the first instant: the first fact only
+    with pytest.raises(Exception, match="points"):
+        health_view(seeded, points=1)
+
+
+# -- the CLI ---------------------------------------------------------------------------------------------------
+def test_cli_timeline_writes_one_self_contained_file(cli: Any, store_args: dict[str, Any], tmp_path: Path) -> None:
+    from memledger import MemoryLedger
+
+    with MemoryLedger(**store_args) as ml:
+        seed(ml)
+        head = ml.head()
+    target = tmp_path / "ana.html"
+    code, out, err = cli("timeline", USER, "--html", str(target))
+    assert code == 0, err
+    assert "8 keys" in out and target.is_file()
+    page = target.read_text(encoding="utf-8")
+    assert page.count('class="row" data-key=') == 8 and "withheld (health)" in page
+    assert oct(target.stat().st_mode & 0o777) == "0o600"
+    with MemoryLedger(**store_args) as ml:
+        assert ml.head() == head  # nothing labelled shown: nothing recorded
+    code, out, err = cli("timeline", USER, "--html", str(target), "--allow-sensitive", "health")
+    assert code == 0, err
+    assert "1 sensitive facts shown" in out and "asthma" in target.read_text(encoding="utf-8")
+    with MemoryLedger(**store_args) as ml:
+        rows = ml.export(USER).disclosures
+        assert rows[-1].purpose == "timeline export (memledger timeline --html)"
+
+
+@pytest.mark.parametrize("args, field", [
+    ((), "--html"),
+    (("--html", "{missing}/x.html"), "--html"),
+    (("--html", "{dir}"), "--html"),
+    (("--html", "{file}", "--allow-sensitive", "Health"), "--allow-sensitive"),
+    (("--html", "{file}", "--now", "2024-01-01T00:00:00"), "--now"),
+])
+def test_cli_timeline_bad_input_exits_2_and_writes_nothing(cli: Any, tmp_path: Path, args: tuple[str, ...],
+                                                           field: str) -> None:
+    names = {"missing": str(tmp_path / "nope"), "dir": str(tmp_path), "file": str(tmp_path / "t.html")}
+    code, out, err = cli("timeline", USER, *[a.format(**names) for a in args])
+    assert code == 2, (out, err)
+    assert field in err and "Traceback" not in err
+    assert not (tmp_path / "t.html").exists() and not (tmp_path / "nope").exists()
+    assert not list(tmp_path.glob(".timeline-*"))
+
+
+def test_cli_timeline_refuses_a_bad_user(cli: Any, tmp_path: Path) -> None:
+    code, out, err = cli("timeline", "", "--html", str(tmp_path / "t.html"))
+    assert code == 2 and "USER" in err and not (tmp_path / "t.html").exists()
