@@ -1,0 +1,236 @@
+"""The timeline in a real browser: Playwright driving Debian's Chromium (``/usr/bin/chromium``, headless,
+``--no-sandbox``; Playwright's own browser download is never used) against ``memledger serve http`` in a
+subprocess, and against the file ``memledger timeline --html`` writes, opened with the network off.
+
+One browser per module, a few pages. Screenshots go to ``$MEMLEDGER_TEST_ARTIFACTS/ui`` (default
+``tests/.artifacts/ui``, ignored by git). SQLite only: the view model is tested on both backends
+(tests/test_ui_model.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.timeutil import from_micros, parse_instant, to_micros
+from memledger import MemoryLedger
+from memledger.servers.keys import KeyStore
+from memledger.ui.model import iso
+from memledger.ui.render import value_text
+from tests.serve_util import ROOT, Server, env
+from tests.ui_seed import CORRECTION_REASON, DRINK_V2, USER, XSS_IMG, XSS_SCRIPT, XSS_SESSION_TEXT, seed
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is not installed (apt-get install "
+                                "chromium; .ci/run installs it)")
+ARTIFACTS = Path(os.environ.get("MEMLEDGER_TEST_ARTIFACTS") or ROOT / "tests" / ".artifacts") / "ui"
+
+#: the page's text against its background, WCAG 2 contrast of every visible text node (the worst ones returned)
+CONTRAST_JS = """() => {
+  const parse = c => { const m = /rgba?\\(([^)]+)\\)/.exec(c); if (!m) return null;
+    const p = m[1].split(',').map(parseFloat); return {r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1}; };
+  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); };
+  const bg = el => { for (let e = el; e; e = e.parentElement) { const s = getComputedStyle(e);
+      const c = parse(s.backgroundColor); if (c && c.a >= 0.99) return c;
+      if (c && c.a > 0.01) return null; if (s.backgroundImage !== 'none') return null; }
+    return {r: 255, g: 255, b: 255, a: 1}; };
+  const out = {checked: 0, low: [], unknown: []};
+  const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = w.nextNode(); n; n = w.nextNode()) {
+    const el = n.parentElement; if (!n.textContent.trim() || !el) continue;
+    const r = el.getBoundingClientRect(); if (!r.width || !r.height) continue;
+    if (getComputedStyle(el).visibility === 'hidden') continue;
+    const fg = parse(getComputedStyle(el).color), b = bg(el);
+    if (!b) { out.unknown.push(n.textContent.slice(0, 40)); continue; }
+    const l1 = lum(fg), l2 = lum(b), ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+    out.checked++; if (ratio < 4.5) out.low.push([n.textContent.slice(0, 40), Math.round(ratio * 100) / 100]);
+  }
+  return out; }"""
+CELLS_JS = """() => Object.fromEntries(Array.from(document.querySelectorAll('[data-believed]'))
+  .map(c => [c.dataset.believed, c.textContent]))"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    home = tmp_path_factory.mktemp("ui-browser") / "h"
+    with MemoryLedger(home=home, embedder="none") as ml:
+        receipts = seed(ml)
+        keys = KeyStore(ml)
+        secret = keys.create([USER]).secret
+        admin = keys.create([], admin=True).secret
+    server = Server(home, "http")
+    pw = sync_playwright().start()
+    browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+    try:
+        server.wait_ready()
+        yield {"home": home, "server": server, "browser": browser, "secret": secret, "admin": admin,
+               "receipts": receipts}
+    finally:
+        browser.close()
+        pw.stop()
+        server.stop()
+
+
+def expected_cells(home: Path, at: str) -> dict[str, str]:
+    """What each row's believed cell must say at ``at``: ``memledger believed`` through the Python API."""
+    with MemoryLedger(home=home, embedder="none") as ml:
+        facts = ml.believed(USER, as_of=at).facts
+        keys = sorted({r.key for r in ml.history(USER)})
+        labels = {(r.key, r.version): r.sensitivity for r in ml.history(USER)}
+    out = {}
+    for key in keys:
+        f = facts.get(key)
+        if f is None:
+            out[key] = "nothing believed"
+            continue
+        label = labels.get((key, f.version))
+        shown = value_text({"value": f.value, "withheld": label})
+        out[key] = f"{shown} (v{f.version}{', contested' if f.status == 'contested' else ''})"
+    return out
+
+
+def open_page(site: Any) -> Any:
+    """A fresh context; sign in through the form; the user's page."""
+    context = site["browser"].new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(site["server"].base + f"/ui/users/{USER}")
+    assert "/ui/login" in page.url
+    page.fill("#key", site["secret"])
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**/ui/users/{USER}")
+    page.errors = errors  # type: ignore[attr-defined]
+    return page
+
+
+def test_rows_slider_audit_and_keyboard(site: Any) -> None:
+    page = open_page(site)
+    home = site["home"]
+    with MemoryLedger(home=home, embedder="none") as ml:
+        keys = sorted({r.key for r in ml.history(USER)})
+    # one row per key, in key order
+    assert page.eval_on_selector_all(".row[data-key]", "rs => rs.map(r => r.dataset.key)") == keys
+    assert page.evaluate("document.cookie") == ""  # HttpOnly: no script reads the key
+    page.screenshot(path=str(ARTIFACTS / "timeline-now.png"), full_page=True)
+
+    # the slider from the keyboard: Home, then ArrowRight through every stop; each row equals `believed`
+    ticks = json.loads(page.text_content("#ml-data"))["ticks"]
+    page.focus("#asof")
+    page.keyboard.press("Home")
+    drink_seen = []
+    for i, at in enumerate(ticks):
+        if i:
+            page.keyboard.press("ArrowRight")
+        assert page.text_content("#asof-out") == at
+        cells = page.evaluate(CELLS_JS)
+        assert cells == expected_cells(home, at), at
+        drink_seen.append(cells["preference.drink"])
+    assert {"tea (v1)", "coffee (v2)", "espresso (v3)"} <= set(drink_seen)
+
+    # an exact instant between two versions: half-way between coffee (v2) and its correction (v3)
+    r = site["receipts"]
+    with MemoryLedger(home=home, embedder="none") as ml:
+        rec = {row.version: row.recorded_at for row in ml.history(USER, "preference.drink")}
+    mid = iso(from_micros((to_micros(rec[2]) + to_micros(rec[3])) // 2))
+    assert r["coffee"].version == 2 and rec[2] < parse_instant(mid, "mid") < rec[3]
+    page.fill("#asof-text", mid)
+    page.press("#asof-text", "Enter")
+    cells = page.evaluate(CELLS_JS)
+    assert cells == expected_cells(home, mid)
+    assert cells["preference.drink"] == "coffee (v2)"
+    assert page.get_attribute('.bar[data-key="preference.drink"][data-version="2"]', "class").split().count("held") == 1
+    assert "unrecorded" in page.get_attribute('.bar[data-key="preference.drink"][data-version="3"]', "class")
+    contrast = page.evaluate(CONTRAST_JS)
+    page.screenshot(path=str(ARTIFACTS / "timeline-between-versions.png"), full_page=True)
+
+    # click a version: its audit
+    page.click('.bar[data-key="preference.drink"][data-version="2"]')
+    audit = page.text_content("#audit-body")
+    for value in (*DRINK_V2.values(), "user_statement", "v1: tea", "v3: espresso", CORRECTION_REASON,
+                  "2024-02-01T09:00:00.000000Z"):
+        assert value in audit, value
+    page.screenshot(path=str(ARTIFACTS / "timeline-audit.png"), full_page=True)
+
+    # the bars from the keyboard: Tab to pet.name's version, Enter opens its audit; stored markup is text
+    page.focus("#asof-text")
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.dataset.key") == "pet.name":
+            break
+    else:
+        pytest.fail("Tab never reached the pet.name bar")
+    page.keyboard.press("Enter")
+    assert XSS_SCRIPT in page.text_content("#audit-body")
+    assert XSS_IMG in page.text_content('.bar[data-key="profile.nickname"]')
+    # the session lane: its messages, markup shown as text
+    page.click(".bar.session")
+    assert XSS_SESSION_TEXT in page.text_content("#audit-body")
+    page.click(".bar.disclosure")
+    assert "test: context for a doctor visit" in page.text_content("#audit-body")
+    assert page.evaluate("window.__xss") is None  # no stored markup ever ran
+    assert page.errors == []  # type: ignore[attr-defined]
+    # WCAG AA: every visible text at least 4.5:1 against its background (bars' stripes are behind opaque labels)
+    for result in (contrast, page.evaluate(CONTRAST_JS)):
+        assert result["checked"] > 50 and result["low"] == [] and result["unknown"] == [], result
+    page.context.close()
+
+
+def test_the_export_opens_offline_with_the_same_content(site: Any, tmp_path: Path) -> None:
+    target = tmp_path / "ana.html"
+    proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(site["home"]), "timeline", USER,
+                           "--html", str(target)], capture_output=True, text=True, cwd=ROOT, env=env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    served = open_page(site)
+    context = site["browser"].new_context(viewport={"width": 1280, "height": 900}, offline=True)
+    requests: list[str] = []
+    context.on("request", lambda req: requests.append(req.url))
+    offline = context.new_page()
+    errors: list[str] = []
+    offline.on("pageerror", lambda e: errors.append(str(e)))
+    offline.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    offline.goto(target.as_uri())
+    assert requests == [target.as_uri()]  # the file itself; no script, style or font fetched
+    rows = ".row[data-key]"
+    assert offline.eval_on_selector_all(rows, "rs => rs.map(r => r.dataset.key)") == \
+        served.eval_on_selector_all(rows, "rs => rs.map(r => r.dataset.key)")
+    with MemoryLedger(home=site["home"], embedder="none") as ml:
+        rec = [row.recorded_at for row in ml.history(USER)]
+    for at in (iso(rec[1]), iso(from_micros((to_micros(rec[3]) + to_micros(rec[4])) // 2)), iso(rec[-1])):
+        for p in (offline, served):
+            p.fill("#asof-text", at)
+            p.press("#asof-text", "Enter")
+        assert offline.evaluate(CELLS_JS) == served.evaluate(CELLS_JS) == expected_cells(site["home"], at)
+    for p in (offline, served):
+        p.click('.bar[data-key="diet.type"][data-version="1"]')
+    assert offline.text_content("#audit-body") == served.text_content("#audit-body")
+    assert "contested" in offline.text_content("#audit-body")
+    assert offline.evaluate("window.__xss") is None and errors == []
+    offline.screenshot(path=str(ARTIFACTS / "timeline-export-offline.png"), full_page=True)
+    context.close()
+    served.context.close()
+
+
+def test_health_page(site: Any) -> None:
+    context = site["browser"].new_context(viewport={"width": 1000, "height": 900})
+    page = context.new_page()
+    page.goto(site["server"].base + "/ui/health")
+    page.fill("#key", site["admin"])
+    page.click("button[type=submit]")
+    page.wait_for_url("**/ui/health")
+    assert page.locator("svg.spark").count() == 5
+    assert page.text_content("#top-conflicts tbody th") == USER
+    result = page.evaluate(CONTRAST_JS)
+    assert result["checked"] > 10 and result["low"] == [], result
+    page.screenshot(path=str(ARTIFACTS / "health.png"), full_page=True)
+    context.close()
+
