@@ -79,8 +79,9 @@ def test_upcaster_gives_todays_fields(tmp_path: Path) -> None:
     ]
     assert {(e.role, e.sensitivity) for e in events} == {(None, None)}
     assert not any(hasattr(e, "value") for e in events)
-    assert Fact.Event.class_version == 3
+    assert Fact.Event.class_version == 4
     assert {e.hygiene for e in events} == {None}  # v2 -> v3: events before hygiene marks carry none
+    assert {e.fact_key_id for e in events} == {None}  # v3 -> v4: events before per-fact keys have none (forget)
 
 
 def test_projections_from_v1_equal_projections_from_today(tmp_path: Path) -> None:

@@ -1,0 +1,240 @@
+"""``memledger forget USER KEY [--version N] --yes``: one fact's text and value shredded for real (memledger/forget.py).
+
+What is checked, on both backends: after a forget, neither the text nor the value is anywhere the store keeps bytes
+(every file of the home directory on SQLite, a ``pg_dump`` of the schema on PostgreSQL), a rebuild brings nothing
+back, ``verify`` agrees, history keeps a ``forgotten`` placeholder with when and by whom, and the user's other facts
+(and other users') are untouched. Bad input is refused with exit 2 naming the field, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from ledger.domain import Fact
+from memledger import MemoryLedger
+from tests.test_erasure import found, store_bytes
+
+# what alice's preference.food said (must be gone) and what must stay
+GONE_TEXTS = ["I love Kyoto sushi omakase", "Now I prefer tonkotsu ramen, 豚骨拉面"]
+GONE_WORDS = ["Kyoto", "sushi omakase", "tonkotsu", "豚骨拉面", "omakase"]
+KEPT = ["I moved to Zurich", "Zurich", "Bob eats pierogi", "pierogi"]
+
+
+def _error(stderr: str) -> dict[str, Any]:
+    return json.loads(stderr.strip().splitlines()[-1])
+
+
+def _head(store_args: dict[str, Any]) -> int:
+    with MemoryLedger(**store_args) as ml:
+        return ml.head()
+
+
+def _populate(cli: Any) -> None:
+    for args in (
+        ("assert", "alice", "preference.food", '"sushi omakase"', "--text", GONE_TEXTS[0],
+         "--observed-at", "2024-01-01T09:00:00+00:00"),
+        ("assert", "alice", "preference.food", '"tonkotsu ramen"', "--text", GONE_TEXTS[1],
+         "--observed-at", "2024-03-01T09:00:00+00:00"),
+        ("assert", "alice", "home.city", '"Zurich"', "--text", "I moved to Zurich",
+         "--observed-at", "2024-02-01T09:00:00+00:00"),
+        ("assert", "bob", "preference.food", '"pierogi"', "--text", "Bob eats pierogi",
+         "--observed-at", "2024-02-01T09:00:00+00:00"),
+    ):
+        code, _out, err = cli(*args)
+        assert code == 0, err
+
+
+def test_forget_through_the_cli_leaves_no_trace_and_a_rebuild_brings_nothing_back(cli: Any, store_args: dict) -> None:
+    _populate(cli)
+    # the semantic index, its files and the embedding cache hold the texts before the forget
+    hits = cli.json("search", "alice", "what food", "-k", "5")
+    assert {h["key"] for h in hits} == {"preference.food", "home.city"}
+    with MemoryLedger(**store_args) as ml:
+        before = store_bytes(ml, store_args)
+    assert found(before, *GONE_TEXTS, "Zurich") == [*GONE_TEXTS, "Zurich"]
+
+    receipt = cli.json("forget", "alice", "preference.food", "--yes", "--actor", "alice-request-42")
+    forgotten_at = datetime.fromisoformat(receipt.pop("forgotten_at"))
+    assert forgotten_at.tzinfo is not None and forgotten_at.utcoffset().total_seconds() == 0
+    event_id = receipt.pop("event_id")
+    files = receipt.pop("files_compacted")
+    assert receipt == {
+        "user_id": "alice", "key": "preference.food", "versions": [1, 2], "actor": "alice-request-42", "version": 3,
+        "position": 5, "keys_destroyed": 2, "current_value_forgotten": True,
+        "cache_entries_deleted": 2 if "home" in store_args else receipt["cache_entries_deleted"], "resumed": False,
+    }
+    if "home" in store_args:
+        assert files == ["projections.db", "vectors/embeddings.db"]
+
+    def check_gone() -> None:
+        with MemoryLedger(**store_args) as ml:
+            data = store_bytes(ml, store_args)
+        assert found(data, *GONE_TEXTS, *GONE_WORDS) == []
+        assert found(data, *KEPT) == KEPT  # the user's other facts, and other users', untouched
+
+    check_gone()
+    history = cli.json("history", "alice", "preference.food")
+    assert [(r["version"], r["kind"], r["status"], r["value"], r["text"], r["reason"], r["position"])
+            for r in history] == [
+        (1, "asserted", "forgotten", None, None, None, 1),
+        (2, "asserted", "forgotten", None, None, None, 2),
+        (3, "forgotten", "forgotten", None, None, None, 5),
+    ]
+    placeholder = history[2]
+    assert placeholder["actor"] == "alice-request-42" and placeholder["event_id"] == event_id
+    assert datetime.fromisoformat(placeholder["recorded_at"]) == forgotten_at
+    # the forgotten versions no longer carry a belief: their valid ranges are empty
+    assert [(r["valid_from"] == r["valid_to"]) for r in history[:2]] == [True, True]
+    profile = cli.json("profile", "alice")
+    assert {k: f["value"] for k, f in profile["facts"].items()} == {"home.city": "Zurich"}
+    assert {k: f["value"] for k, f in cli.json("profile", "bob")["facts"].items()} == {"preference.food": "pierogi"}
+    hits = cli.json("search", "alice", "sushi omakase Kyoto tonkotsu ramen", "-k", "5")
+    assert [h["key"] for h in hits] == ["home.city"]
+
+    # a rebuild from the log brings nothing back, and verify agrees with the live copies
+    code, _out, err = cli("rebuild")
+    assert code == 0, err
+    check_gone()
+    assert cli.json("history", "alice", "preference.food") == history
+    assert cli.json("profile", "alice")["facts"] == profile["facts"]
+    code, out, err = cli("verify")
+    assert code == 0, out + err
+    assert "DIFFERS" not in out
+    hits = cli.json("search", "alice", "sushi omakase Kyoto tonkotsu ramen", "-k", "5")
+    assert [h["key"] for h in hits] == ["home.city"]
+    check_gone()
+
+    # the key can be used again: a new version, with its own key
+    code, out, err = cli("assert", "alice", "preference.food", '"dumplings"')
+    assert code == 0, err
+    assert out.strip().startswith("asserted alice preference.food v4 [new] at position 6")
+    assert cli.json("profile", "alice")["facts"]["preference.food"]["value"] == "dumplings"
+
+
+def test_forget_one_version_keeps_the_others(fresh_ledger: MemoryLedger, store_args: dict) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("u1", "preference.drink", "oolong from Fujian", observed_at="2024-01-01T00:00:00Z")
+    ml.assert_fact("u1", "preference.drink", "flat white", observed_at="2024-02-01T00:00:00Z")
+    r = ml.forget("u1", "preference.drink", version=1)
+    assert (r.versions, r.version, r.keys_destroyed, r.current_value_forgotten, r.actor) == ([1], 3, 1, False,
+                                                                                            "forget")
+    assert ml.profile("u1").facts["preference.drink"].value == "flat white"
+    rows = ml.history("u1", "preference.drink")
+    assert [(h.version, h.status, h.value) for h in rows] == [
+        (1, "forgotten", None), (2, "current", "flat white"), (3, "forgotten", None)]
+    assert [h.key for h in ml.search("u1", "flat white", k=3)] == ["preference.drink"]
+    assert all(p.ok for p in ml.verify())
+    data = store_bytes(ml, store_args)
+    assert found(data, "oolong from Fujian", "Fujian") == []
+    assert found(data, "flat white") == ["flat white"]
+    # forgetting the rest later: only v2 is left
+    r = ml.forget("u1", "preference.drink")
+    assert (r.versions, r.version, r.keys_destroyed, r.current_value_forgotten) == ([2], 4, 1, True)
+    assert ml.profile("u1").facts == {}
+    assert found(store_bytes(ml, store_args), "flat white") == []
+
+
+def _legacy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Write as before per-fact keys existed: fact events without a ``fact_key_id`` (content under the user's key)."""
+    trigger = Fact.trigger_event
+
+    def without_fact_key(self: Any, event_class: Any, **kwargs: Any) -> None:
+        if kwargs.get("fact_key_id"):
+            kwargs["fact_key_id"] = None
+        trigger(self, event_class, **kwargs)
+
+    monkeypatch.setattr(Fact, "trigger_event", without_fact_key)
+
+
+def test_bad_input_is_refused_with_exit_2_and_nothing_written(cli: Any, store_args: dict,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    with MemoryLedger(**store_args) as ml:
+        ml.assert_fact("carol", "preference.drink", "mate")
+        with monkeypatch.context() as m:
+            _legacy(m)
+            ml.assert_fact("carol", "pet.name", "Rex the legacy dog")
+        ml.assert_fact("carol", "pet.name", "Fido")  # v2, with its own key
+        ml.assert_fact("dave", "preference.drink", "kefir")
+        ml.erase("dave")
+    head = _head(store_args)
+    cases = [
+        (("carol", "preference.drink"), "--yes", "add --yes"),
+        (("nobody", "preference.drink", "--yes"), "user_id", "check the user id"),
+        (("carol", "home.city", "--yes"), "key", "memledger history carol"),
+        (("carol", "preference.drink", "--version", "7", "--yes"), "version", "pick one of them"),
+        (("carol", "preference.drink", "--version", "0", "--yes"), "version", "version >= 1"),
+        (("carol", "Bad Key!", "--yes"), "KEY", None),
+        (("dave", "preference.drink", "--yes"), "user_id", "record under a new user id"),
+        (("carol", "pet.name", "--yes"), "key", "memledger erase carol --yes"),
+        (("carol", "pet.name", "--version", "1", "--yes"), "version", "memledger erase carol --yes"),
+    ]
+    for args, field, fix in cases:
+        code, out, err = cli("forget", *args, "--json")
+        assert code == 2, (args, out, err)
+        assert "Traceback" not in err
+        e = _error(err)
+        assert e["exit"] == 2 and e["error"]["field"] == field, (args, e)
+        if fix is not None:
+            assert fix in e["error"]["fix"], (args, e)
+        assert _head(store_args) == head, args
+    code, _out, err = cli("forget", "carol", "pet.name", "--json", "--yes")
+    assert "written before per-fact keys existed" in _error(err)["error"]["problem"]
+    # the later version of the same key has its own key: it can be forgotten alone; the legacy one stays readable
+    r = cli.json("forget", "carol", "pet.name", "--version", "2", "--yes")
+    assert (r["versions"], r["keys_destroyed"], r["current_value_forgotten"]) == ([2], 1, True)
+    # forgetting it twice is refused (nothing left), nothing written
+    head = _head(store_args)
+    code, _out, err = cli("forget", "carol", "pet.name", "--version", "2", "--yes", "--json")
+    assert code == 2 and _error(err)["error"]["field"] == "version"
+    assert "already forgotten" in _error(err)["error"]["problem"]
+    assert _head(store_args) == head
+    with MemoryLedger(**store_args) as ml:
+        data = store_bytes(ml, store_args)
+        assert found(data, "Fido") == []
+        assert [(h.version, h.value) for h in ml.history("carol", "pet.name")][:2] == [
+            (1, "Rex the legacy dog"), (2, None)]
+        # erasing the user still shreds the legacy version
+        ml.erase("carol")
+        assert found(store_bytes(ml, store_args), "Rex the legacy dog") == []
+
+
+def test_a_forget_interrupted_after_its_placeholder_is_finished_by_a_rerun(fresh_ledger: MemoryLedger,
+                                                                         store_args: dict,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("erin", "health.allergy", "peanuts and cashews", sensitivity="health")
+    with monkeypatch.context() as m:
+        def crash(*_a: Any, **_k: Any) -> int:
+            raise RuntimeError("killed")
+
+        m.setattr(ml.keystore, "destroy_fact_keys", crash)
+        with pytest.raises(RuntimeError):
+            ml.forget("erin", "health.allergy", actor="dpo")
+    # the placeholder is recorded and projected: the profile and history no longer show the content ...
+    assert ml.profile("erin").facts == {}
+    assert [(h.version, h.value) for h in ml.history("erin", "health.allergy")] == [(1, None), (2, None)]
+    head = ml.head()
+    r = ml.forget("erin", "health.allergy")
+    assert (r.resumed, r.versions, r.version, r.keys_destroyed, r.actor) == (True, [1], 2, 1, "dpo")
+    assert ml.head() == head  # nothing new recorded
+    assert found(store_bytes(ml, store_args), "peanuts and cashews") == []
+    ml.rebuild()
+    assert [(h.version, h.value) for h in ml.history("erin", "health.allergy")] == [(1, None), (2, None)]
+    assert all(p.ok for p in ml.verify())
+
+
+def test_erasing_a_user_deletes_their_per_fact_keys(tmp_path: Any) -> None:
+    import sqlite3
+
+    with MemoryLedger(home=tmp_path / "h") as ml:
+        ml.assert_fact("frank", "preference.drink", "cola")
+        ml.assert_fact("gina", "preference.drink", "milk")
+        ml.erase("frank")
+    conn = sqlite3.connect(tmp_path / "h" / "keys.db")
+    assert conn.execute("SELECT user_id, key IS NOT NULL FROM fact_keys ORDER BY user_id").fetchall() == [
+        ("gina", 1)]
+    conn.close()
