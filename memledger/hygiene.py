@@ -146,7 +146,7 @@ def split_scheduled(store: Store, cur: Any, user_id: str, rows: list[dict[str, A
     about the future: "check-up next Friday"); the version of its key covering ``now_us`` (a value it will
     supersede), if any, is current in its place, as a profile-shaped row with status ``current``. A row said after
     ``now_us`` and true from when it was said (``context --now`` in the past) is not scheduled: it is simply later
-    than ``now``."""
+    than ``now``. The scheduled part holds profile heads only: :func:`facts_at` gives every scheduled version."""
     current, scheduled = [], []
     for r in rows:
         if r["valid_from"] <= now_us:
@@ -164,18 +164,47 @@ def split_scheduled(store: Store, cur: Any, user_id: str, rows: list[dict[str, A
     return current, scheduled
 
 
+def facts_at(store: Store, cur: Any, user_id: str, now_us: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The user's (current, scheduled) facts at ``now_us`` (micros), as profile-shaped rows ordered by key (then
+    valid_from), from what had been said by then.
+
+    * When nothing the user's facts record was said after ``now_us`` (the usual case: ``now`` is the clock), the
+      current facts are the profile's (:func:`split_scheduled`: the latest belief per key, a scheduled head replaced
+      by the version covering ``now``).
+    * When ``now`` is earlier than something already said, the current facts are those true at ``now`` as the
+      statements said by then tell it: ``believed --axis observed --as-of NOW --valid-at NOW``
+      (projections/timetravel_queries.py), so a statement made later is never counted (nor its corrections,
+      reaffirmations or releases: see :func:`quarantine`, :func:`due`, :func:`stats`).
+    * Scheduled: every version live at that cutoff whose valid time starts after ``now`` and after it was said —
+      all of them, not only a key's head (a dentist on the 10th and an eye doctor on the 20th both wait).
+    """
+    from projections.timetravel_queries import Cutoff
+
+    last = store.timetravel_queries.last_said(cur, user_id)
+    live_now = last is None or last <= now_us
+    cut = Cutoff("now") if live_now else Cutoff("observed", now_us)
+    live = store.timetravel_queries.live_rows(cur, user_id, cut)
+    later = [r for r in live if r["valid_from"] > now_us and r["observed_at"] is not None
+             and r["valid_from"] > r["observed_at"]]
+    if live_now:
+        current, _ = split_scheduled(store, cur, user_id, store.profile_projection.rows(cur, user_id), now_us)
+    else:
+        current = [{**r, "status": "current" if r["status"] == "believed" else r["status"]}
+                   for r in live if r["valid_from"] <= now_us < r["valid_to"]]
+    return current, later
+
+
 def scheduled(store: Store, user_id: str, now: Any = None) -> list[ScheduledFact]:
     """The user's scheduled facts at ``now``, soonest first."""
     user_id = check_user_id(user_id)
     now_dt = _now(now)
     store.before_read(None, 10.0)
     with store.db.read() as cur:
-        rows = store.profile_projection.rows(cur, user_id)
-        _, later = split_scheduled(store, cur, user_id, rows, to_micros(now_dt))
+        _, later = facts_at(store, cur, user_id, to_micros(now_dt))
     return [ScheduledFact(key=r["key"], version=r["version"], value=_value(r["value_json"]), text=r["text"],
                           valid_from=from_micros(r["valid_from"]), source=r["source"], confidence=r["confidence"],
                           sensitivity=r["sensitivity"])
-            for r in sorted(later, key=lambda r: (r["valid_from"], r["key"]))]
+            for r in sorted(later, key=lambda r: (r["valid_from"], r["key"], r["version"]))]
 
 
 def _value(value_json: str | None) -> Any:
@@ -188,10 +217,19 @@ def quarantine(store: Store, user_id: str, now: Any = None) -> QuarantineList:
     now_dt = _now(now)
     store.before_read(None, 10.0)
     with store.db.read() as cur:
-        held, releases = store.history_projection.quarantine_rows(cur, user_id)
+        held, releases = _quarantine_at(store, cur, user_id, to_micros(now_dt))
     items = [_quarantined(r, releases, now_dt) for r in held]
     items.sort(key=lambda q: (q.state != "pending", q.observed_at, q.version))
     return QuarantineList(user_id=user_id, now=now_dt, items=items)
+
+
+def _quarantine_at(store: Store, cur: Any, user_id: str | None,
+                   now_us: int) -> tuple[list[dict[str, Any]], dict[tuple[str, str, int], dict[str, Any]]]:
+    """Quarantined statements and their releases (projections/history.py ``quarantine_rows``) said at or before
+    ``now_us``: a statement, or a release, said after ``now`` does not exist yet at ``now``."""
+    held, releases = store.history_projection.quarantine_rows(cur, user_id)
+    return ([r for r in held if r["observed_at"] <= now_us],
+            {k: r for k, r in releases.items() if r["observed_at"] <= now_us})
 
 
 def _quarantined(r: dict[str, Any], releases: dict[tuple[str, str, int], dict[str, Any]],
@@ -236,10 +274,10 @@ def due(store: Store, user_id: str, now: Any = None) -> DueList:
     user_id = check_user_id(user_id)
     now_dt = _now(now)
     store.before_read(None, 10.0)
+    now_us = to_micros(now_dt)
     with store.db.read() as cur:
-        rows = store.profile_projection.rows(cur, user_id)
-        current, _ = split_scheduled(store, cur, user_id, rows, to_micros(now_dt))
-        confirmed = store.history_projection.confirmations(cur, user_id)
+        current, _ = facts_at(store, cur, user_id, now_us)
+        confirmed = store.history_projection.confirmations(cur, user_id, upto=now_us)
     items = [f for _, f in _due_rows(current, lambda r: user_id, confirmed, now_dt)]
     items.sort(key=lambda f: (f.due_at, f.key))
     return DueList(user_id=user_id, now=now_dt, items=items)
@@ -258,23 +296,20 @@ def stats(store: Store, user_id: str | None = None, now: Any = None) -> Stats:
     now_us = to_micros(now_dt)
     store.before_read(None, 10.0)
     with store.db.read() as cur:
-        rows = store.profile_projection.store_rows(cur, user_id)
-        by_user: dict[str, list[dict[str, Any]]] = {}
-        for r in rows:
-            by_user.setdefault(r["user_id"], []).append(r)
         current: list[dict[str, Any]] = []
-        n_scheduled = 0
-        for u, urows in by_user.items():
-            cur_rows, later = split_scheduled(store, cur, u, urows, now_us)
+        n_scheduled = holding = 0
+        # per user: a past ``now`` must see each user's facts as said by then (facts_at)
+        for u in [user_id] if user_id is not None else store.timetravel_queries.users(cur):
+            cur_rows, later = facts_at(store, cur, u, now_us)
             for r in cur_rows:
-                r.setdefault("user_id", u)
                 r["user_id"] = u
             current += cur_rows
             n_scheduled += len(later)
-        confirmed = store.history_projection.confirmations(cur, user_id)
-        corrections = store.history_projection.correction_counts(cur, user_id)
-        messages = _message_count(store, cur, user_id)
-        held, releases = store.history_projection.quarantine_rows(cur, user_id)
+            holding += bool(cur_rows or later)
+        confirmed = store.history_projection.confirmations(cur, user_id, upto=now_us)
+        corrections = store.history_projection.correction_counts(cur, user_id, upto=now_us)
+        messages = _message_count(store, cur, user_id, now_us)
+        held, releases = _quarantine_at(store, cur, user_id, now_us)
     pending = sum(1 for r in held if _quarantined(r, releases, now_dt).state == "pending")
     n = len(current)
     since = now_us - int(FRESH_WINDOW.total_seconds() * 1_000_000)
@@ -282,15 +317,19 @@ def stats(store: Store, user_id: str | None = None, now: Any = None) -> Stats:
                 if since <= confirmed.get((r["user_id"], r["key"], r["version"]), r["valid_from"]) <= now_us)
     contested = sum(1 for r in current if r["status"] == "contested")
     n_due = len(_due_rows(current, lambda r: r["user_id"], confirmed, now_dt))
-    return Stats(user_id=user_id, users=len(by_user), facts=n,
+    return Stats(user_id=user_id, users=holding, facts=n,
                  freshness_7d=None if n == 0 else round(fresh / n, 4),
                  conflict_rate=None if n == 0 else round(contested / n, 4),
                  correction_rate_per_1k_messages=None if messages == 0 else round(corrections * 1000 / messages, 4),
                  quarantined=pending, due=n_due, scheduled=n_scheduled)
 
 
-def _message_count(store: Store, cur: Any, user_id: str | None) -> int:
+def _message_count(store: Store, cur: Any, user_id: str | None, now_us: int) -> int:
+    """Messages logged (said at or before ``now_us``) by the user, or by everyone with None."""
     t = store.messages_projection.table("log")
-    cur.execute(f"SELECT COUNT(*) FROM {t}" + (" WHERE user_id = ?" if user_id is not None else ""),
-                (user_id,) if user_id is not None else ())
+    sql, params = f"SELECT COUNT(*) FROM {t} WHERE observed_at <= ?", [now_us]
+    if user_id is not None:
+        sql += " AND user_id = ?"
+        params.append(user_id)
+    cur.execute(sql, params)
     return int(cur.fetchone()[0])

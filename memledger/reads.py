@@ -13,7 +13,7 @@ from ledger.errors import BadInput
 from ledger.schemas import FactView, HistoryRow, Profile, Receipt, RoleContext
 from ledger.timeutil import from_micros, now_utc, to_micros
 
-from .hygiene import split_scheduled
+from .hygiene import facts_at
 from .store import Store
 
 #: Profile fact keys read as the user's IANA time zone, first found wins (docs/sessions.md).
@@ -39,8 +39,7 @@ def profile(store: Store, user_id: str, *, after: int | Receipt | Iterable[Recei
     store.before_read(after, timeout)
     with store.db.read() as cur:
         # a fact scheduled for later is not current yet (memledger/hygiene.py); what it will replace still is
-        rows, _ = split_scheduled(store, cur, user_id, store.profile_projection.rows(cur, user_id),
-                                  to_micros(now if now is not None else now_utc()))
+        rows, _ = facts_at(store, cur, user_id, to_micros(now if now is not None else now_utc()))
     facts = {
         r["key"]: FactView(
             value=_value(r["value_json"]), text=r["text"], version=r["version"],

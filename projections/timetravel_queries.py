@@ -42,6 +42,16 @@ _SELECT = (
     "v.position"
 )
 
+#: the columns of :meth:`TimeTravelQueries.live_rows`: a profile row's columns (projections/profile.py) plus when
+#: the version was said
+LIVE_COLS = [
+    "key", "version", "valid_from", "valid_to", "status", "value_json", "text", "recorded_at", "observed_at",
+    "source", "source_ref", "session_id", "confidence", "sensitivity", "position", "hygiene",
+]
+_LIVE_SELECT = (
+    "t.key, t.version, t.valid_from, t.valid_to, t.status, v.value_json, v.text, v.recorded_at, v.observed_at, "
+    "v.source, v.source_ref, v.session_id, v.confidence, v.sensitivity, v.position, v.hygiene"
+)
 
 @dataclass(frozen=True)
 class Cutoff:
@@ -95,6 +105,34 @@ class TimeTravelQueries:
             params.append(key)
         cur.execute(sql + " ORDER BY t.key", params)
         return [dict(zip(BELIEF_COLS, r)) for r in cur.fetchall()]
+
+    def users(self, cur: Cursor) -> list[str]:
+        """Every user with a fact event in the projection, in order (``memledger stats`` of the whole store)."""
+        cur.execute(f"SELECT DISTINCT user_id FROM {self.tv} ORDER BY user_id")
+        return [r[0] for r in cur.fetchall()]
+
+    def last_said(self, cur: Cursor, user_id: str) -> int | None:
+        """The latest ``observed_at`` (micros) of the user's fact events, or None: a read "at" an instant before it
+        must leave out what was said later (memledger/hygiene.py)."""
+        cur.execute(f"SELECT MAX(observed_at) FROM {self.tv} WHERE user_id = ?", (user_id,))
+        row = cur.fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def live_rows(self, cur: Cursor, user_id: str, cut: Cutoff) -> list[dict[str, Any]]:
+        """Every timeline row of the user live at a cutoff, whatever its valid range, with its version's fields:
+        dicts of :data:`LIVE_COLS` ordered by key then ``valid_from`` (``valid_from``/``valid_to``/``status`` are
+        the timeline row's: the range as known at the cutoff, OPEN for an open end, "believed" or "contested").
+        Memory hygiene reads (memledger/hygiene.py) take scheduled facts and facts current at a past instant from
+        here, so two statements scheduled for the same key are both seen (a profile row holds only the head)."""
+        join, cond, cut_params = self._cut(user_id, cut)
+        join_params = cut_params[:2] if cut.axis == "observed" else []
+        where_params = cut_params[2:] if cut.axis == "observed" else cut_params
+        cur.execute(
+            f"SELECT {_LIVE_SELECT} FROM {self.tt} t JOIN {self.tv} v ON v.user_id = t.user_id AND v.key = t.key "
+            f"AND v.version = t.version{join} WHERE t.user_id = ? AND {cond} ORDER BY t.key, t.valid_from",
+            [*join_params, user_id, *where_params],
+        )
+        return [dict(zip(LIVE_COLS, r)) for r in cur.fetchall()]
 
     def event_at(self, cur: Cursor, user_id: str, position: int) -> dict[str, Any] | None:
         """The ``history_versions`` row (dict of VERSION_COLS) of the user's event at log ``position``."""

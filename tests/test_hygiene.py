@@ -102,6 +102,10 @@ def test_outlier_is_quarantined_then_released_by_an_independent_source(cli) -> N
     assert states[("profile.birth_year", 1)] == "pending"
     states = {(i["key"], i["version"]): i["state"]
               for i in cli.json("quarantine", "u1", "--now", "2024-03-04T09:00:00Z")["items"]}
+    # at 09:00:00 the second statement (said at 09:00:01) has not been made yet
+    assert (states[("profile.birth_year", 1)], ("profile.birth_year", 2) in states) == ("expired", False)
+    states = {(i["key"], i["version"]): i["state"]
+              for i in cli.json("quarantine", "u1", "--now", "2024-03-04T09:00:01Z")["items"]}
     assert (states[("profile.birth_year", 1)], states[("profile.birth_year", 2)]) == ("expired", "pending")
     # malformed input is still refused, nothing written
     code, _, err = cli("assert", "u1", "Profile Age", "130")
@@ -359,3 +363,44 @@ def test_hygiene_reads_refuse_bad_input_and_write_nothing(cli, verb):
         assert code == 2 and out == "", err
         assert json.loads(err.strip().splitlines()[-1])["error"]["field"] in (field, field.lstrip("-")), err
     assert len(cli.json("history", "u1")) == 1  # nothing written
+
+
+def test_two_scheduled_versions_of_one_key_are_both_upcoming(cli):
+    cli.json("assert", "u1", "plan.checkup", "dentist", "--text", "Dentist on 10 January 2099",
+             "--observed-at", T0, "--valid-from", "2099-01-10T09:00:00Z")
+    r = cli.json("assert", "u1", "plan.checkup", "eye doctor", "--text", "Eye doctor on 20 January 2099",
+                 "--observed-at", "2024-03-02T09:00:00Z", "--valid-from", "2099-01-20T09:00:00Z")
+    assert (r["effect"], r["version"]) == ("supersede", 2)
+    ctx = cli.json("context", "u1", "--now", "2099-01-06T09:00:00Z")
+    assert lines(ctx, "upcoming") == [
+        "- Dentist on 10 January 2099 (scheduled for 2099-01-10, not yet happened; the user said)",
+        "- Eye doctor on 20 January 2099 (scheduled for 2099-01-20, not yet happened; the user said)"]
+    assert cli.json("stats", "u1", "--now", "2099-01-06T09:00:00Z")["scheduled"] == 2
+    # between the two: the dentist is current, the eye doctor still upcoming
+    assert cli.json("stats", "u1", "--now", "2099-01-15T09:00:00Z")["scheduled"] == 1
+    # before the second was said, only the dentist was scheduled
+    assert cli.json("stats", "u1", "--now", "2024-03-01T12:00:00Z")["scheduled"] == 1
+
+
+def test_reads_at_a_past_now_leave_out_what_was_said_later(cli):
+    cli.json("assert", "u1", "residence.city", "Lyon", "--observed-at", "2024-01-01T09:00:00Z")
+    cli.json("assert", "u1", "residence.city", "Porto", "--observed-at", "2024-02-01T09:00:00Z")
+    cli.json("assert", "u1", "profile.age", "300", "--observed-at", "2024-02-02T09:00:00Z")
+    cli.json("correct", "u1", "residence.city", "Braga", "--observed-at", "2024-02-03T09:00:00Z")
+    cli("session", "log", "u1", "s1", "--role", "user", "--message-id", "m1", "--text", "hi",
+        "--observed-at", "2024-02-03T09:00:00Z")
+    # on 5 January only Lyon had been said: no quarantine, no correction, no message yet
+    assert cli.json("quarantine", "u1", "--now", "2024-01-05T00:00:00Z")["items"] == []
+    assert cli.json("stats", "u1", "--now", "2024-01-05T00:00:00Z") == {
+        "user_id": "u1", "users": 1, "facts": 1, "freshness_7d": 1.0, "conflict_rate": 0.0,
+        "correction_rate_per_1k_messages": None, "quarantined": 0, "due": 0, "scheduled": 0}
+    ctx = cli.json("context", "u1", "--now", "2024-01-05T00:00:00Z")
+    assert lines(ctx, "profile") == ["- residence.city: Lyon (2024-01-01, the user said)"]
+    # on 2 February 10:00: Porto, the age pending in quarantine, still no correction
+    s = cli.json("stats", "u1", "--now", "2024-02-02T10:00:00Z")
+    assert (s["facts"], s["quarantined"], s["correction_rate_per_1k_messages"]) == (1, 1, None)
+    assert lines(cli.json("context", "u1", "--now", "2024-02-02T10:00:00Z"), "profile") == [
+        "- residence.city: Porto (2024-02-01, the user said)"]
+    # today: Braga, one correction per logged message
+    s = cli.json("stats", "u1")
+    assert (s["facts"], s["quarantined"], s["correction_rate_per_1k_messages"]) == (1, 0, 1000.0)
