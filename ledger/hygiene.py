@@ -36,7 +36,9 @@ CORRECTION_DECAY = 0.8
 REVIEW_AT = 3
 
 _HEDGE_EN = re.compile(r"\b(?:i think|maybe|probably)\b", re.IGNORECASE)
-_HEDGE_ZH = re.compile(r"好像|似乎|可能|大概")
+# 可能 hedges ("他可能是", "maybe"), but not inside 不可能 ("impossible"), 可能性 ("the possibility") or 尽可能
+# ("as ... as possible"): a fresh-user run saw "我不可能吃肉" ("I can't possibly eat meat") recorded as hedged.
+_HEDGE_ZH = re.compile(r"好像|似乎|(?<![不尽])可能(?!性)|大概")
 
 _INSTRUCTION = re.compile(
     r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|earlier|preceding)\s+"

@@ -48,6 +48,16 @@ def test_hedged_statement_is_uncertain_until_said_plainly(cli) -> None:
         "reaffirm"
 
 
+@pytest.mark.parametrize("text,hedged", [
+    ("他可能是素食者", True), ("我可能下周去", True), ("我不可能吃肉", False), ("这不可能", False),
+    ("尽可能少吃糖", False), ("有下雨的可能性", False), ("不可能，但可能会去", True), ("I think so", True),
+    ("I thinking", False), ("maybe", True), ("probably not", True), ("improbably", False)])
+def test_hedge_words_and_their_look_alikes(text, hedged):
+    from ledger.hygiene import is_hedged
+
+    assert is_hedged(text) is hedged
+
+
 def test_hedges_in_english_and_chinese_cap_confidence(fresh_ledger: MemoryLedger) -> None:
     ml = fresh_ledger
     ml.assert_fact("u1", "a.one", "x", text="Probably three cups a day", confidence=0.9)
