@@ -476,7 +476,8 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
 
 def fit_budget(user_id: str, now_dt: datetime, tz: str, session_id: str | None, query: str | None, budget: int,
                memories_from: str, header: list[str], cand: dict[str, list[tuple[str, float]]]) -> Context:
-    """Drop whole lines, least relevant first (:data:`TIER`, then rank), until the text fits ``budget`` tokens."""
+    """Drop whole lines, least relevant first (:data:`TIER`, then rank), until the text fits ``budget`` tokens; in
+    each tier a line of more than half the budget is dropped before the others."""
     from .relative_time import format_local
 
     header_tokens = sum(count_tokens(h) for h in header)
@@ -492,7 +493,10 @@ def fit_budget(user_id: str, now_dt: datetime, tz: str, session_id: str | None, 
     alive = {name: len(lines) for name, lines in cand.items()}
     total = header_tokens + sum(e[4] for e in entries) + sum(title_tokens[n] for n, c in alive.items() if c)
     dropped: set[tuple[str, int]] = set()
-    for tier, rank, name, i, tokens in sorted(entries, key=lambda e: (e[0], e[1])):
+    # within a tier, a line longer than half the budget goes first: dropping it alone usually makes room, where
+    # dropping by rank would empty the section around it (one 3000-word note used to take the whole profile out)
+    oversized = budget // 2
+    for tier, rank, name, i, tokens in sorted(entries, key=lambda e: (e[0], e[4] <= oversized, e[1])):
         if total <= budget:
             break
         dropped.add((name, i))

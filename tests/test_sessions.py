@@ -124,6 +124,18 @@ def test_budget_drops_least_relevant_whole_lines(fresh_ledger):
     assert exc.value.field == "budget"
 
 
+def test_one_oversized_fact_is_dropped_alone_not_the_whole_profile(fresh_ledger):
+    ml = fresh_ledger
+    ml.assert_fact("bo", "preference.drink", "tea", text="Likes tea", observed_at="2024-01-01T09:00:00Z")
+    ml.assert_fact("bo", "note.long", "x", text="word " * 3000, observed_at="2024-01-02T09:00:00Z")
+    ml.assert_fact("bo", "preference.food", "rice", text="Likes rice", observed_at="2024-01-03T09:00:00Z")
+    c = ml.context("bo", now="2024-02-01T09:00:00Z", budget=2000)
+    assert c.sections[0].lines == ["- Likes tea (2024-01-01, the user said)",
+                                   "- Likes rice (2024-01-03, the user said)"]
+    assert (c.sections[0].dropped, c.dropped) == (1, 1)
+    assert c.tokens == count_tokens(c.text) <= 2000
+
+
 def test_contested_fact_is_marked(fresh_ledger):
     ml = fresh_ledger
     ml.assert_fact("cy", "preference.drink", "tea", observed_at="2024-01-01T09:00:00Z")
