@@ -74,6 +74,18 @@ def test_next_never_leaves_the_ui(ui: Any) -> None:
         assert r.status_code == 303 and r.headers["location"] == "/ui/health", target
 
 
+def test_another_sites_page_cannot_sign_a_browser_in_or_out(ui: Any) -> None:
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    for origin in ("https://evil.example", "null"):
+        r = ui["client"].post("/ui/login", content=f"key={ui['keys']['ana']}&next=/ui/health",
+                              headers={**form, "origin": origin})
+        assert r.status_code == 403 and "set-cookie" not in r.headers, origin
+        assert signed_in(ui, "ana").post("/ui/logout", headers={"origin": origin}).status_code == 403
+    same = ui["client"].post("/ui/login", content=f"key={ui['keys']['ana']}&next=/ui/health",
+                             headers={**form, "origin": "http://127.0.0.1"})
+    assert same.status_code == 303 and "memledger_ui=" in same.headers["set-cookie"]
+
+
 def test_the_cookie_never_authorises_the_api(ui: Any) -> None:
     c = signed_in(ui, "ana")
     head = ui["ml"].head()

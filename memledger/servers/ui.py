@@ -53,6 +53,15 @@ def _safe_next(raw: str | None) -> str:
     return raw
 
 
+def _cross_site(request: Request) -> bool:
+    """True if a form post comes from another site's page (its ``Origin`` names another host): signing a browser
+    in or out is refused then, so no other page can sign a visitor in with a key of its choosing."""
+    origin = request.headers.get("origin")
+    if not origin or origin == "null":
+        return origin == "null"
+    return urllib.parse.urlsplit(origin).netloc != request.headers.get("host", "")
+
+
 def build_ui_router(service: Service, keys: KeyStore) -> APIRouter:
     """The ``/ui`` routes over ``service``'s ledger, authenticating with ``keys`` (left out of the OpenAPI
     document: they are pages, not API)."""
@@ -71,6 +80,8 @@ def build_ui_router(service: Service, keys: KeyStore) -> APIRouter:
 
     @router.post("/ui/login")
     async def login(request: Request) -> Response:
+        if _cross_site(request):
+            return _page(message_page("Forbidden", "Sign in from this server's own form."), 403)
         raw = await request.body()
         if len(raw) > MAX_FORM:
             return _page(login_page("/ui/health", "The form was too large."), 422)
@@ -86,7 +97,9 @@ def build_ui_router(service: Service, keys: KeyStore) -> APIRouter:
         return resp
 
     @router.post("/ui/logout")
-    async def logout() -> Response:
+    async def logout(request: Request) -> Response:
+        if _cross_site(request):
+            return _page(message_page("Forbidden", "Sign out from this server's own pages."), 403)
         resp = RedirectResponse("/ui/login", status_code=303, headers={"Cache-Control": "no-store"})
         resp.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
         return resp
