@@ -77,7 +77,13 @@ def _support(rows: list[dict[str, Any]], version: int) -> list[dict[str, Any]]:
     """The statements supporting ``version``: its own event and the reaffirmations of it, in log order, leaving out
     those of sources withdrawn from the fact (``withdraw_source`` events)."""
     gone = {r["source_ref"] for r in rows if r["effect"] == "withdraw_source"}
-    return [r for r in rows if ((r["version"] == version and r["effect"] in _VERSION_EFFECTS)
+    own = next((r for r in rows if r["version"] == version and r["effect"] in _VERSION_EFFECTS), None)
+    # a version put back by an earlier retract-source (a system_feedback correction) rests on the statements it
+    # names in derived_from, not on its own event: withdrawing one of those must report "kept", not nothing
+    restored_from = set(json.loads(own["derived_from"] or "[]")) if (
+        own is not None and own["source"] == "system_feedback" and own["actor"] == ACTOR) else set()
+    return [r for r in rows if ((r["version"] == version and r["effect"] in _VERSION_EFFECTS and not restored_from)
+                                or r["event_id"] in restored_from
                                 or (r["effect"] == "reaffirm" and r["replaces"] == version))
             and r["source_ref"] not in gone]
 

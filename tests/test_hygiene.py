@@ -306,6 +306,26 @@ def test_retract_source_withdraws_only_what_it_alone_supports(cli) -> None:
     assert (r["changes"], r["receipts"]) == ([], [])
 
 
+def test_retract_source_after_a_restore_counts_the_sources_the_restore_rests_on(cli) -> None:
+    for ref, city, day in (("doc-a", "Lyon", "01"), ("doc-b", "Lyon", "02"), ("doc-c", "Porto", "03")):
+        cli.json("assert", "u1", "residence.city", city, "--source-ref", ref, "--observed-at", f"2024-01-{day}T00:00:00Z")
+    assert cli.json("retract-source", "u1", "doc-c")["changes"][0]["supported_by"] == ["doc-a", "doc-b"]
+    # Lyon (v5, put back) rests on doc-a and doc-b: withdrawing one keeps it, and says so
+    code, out, _ = cli("retract-source", "u1", "doc-a")
+    assert (code, out.strip()) == (0, 'kept residence.city v5 "Lyon": also supported by doc-b')
+    code, out, _ = cli("retract-source", "u1", "doc-a")
+    assert (code, out.strip()) == (0, "nothing recorded: doc-a was withdrawn for u1 before")
+    r = cli.json("retract-source", "u1", "doc-b")
+    assert [(c["action"], c["version"]) for c in r["changes"]] == [("withdrawn", 5)]
+    assert "residence.city" not in cli.json("profile", "u1")["facts"]
+    # a source whose statements are all history: the text says so instead of printing nothing
+    cli.json("assert", "u1", "residence.city", "Faro", "--source-ref", "doc-d")
+    cli.json("assert", "u1", "residence.city", "Rome", "--source-ref", "doc-e")
+    code, out, _ = cli("retract-source", "u1", "doc-d")
+    assert (code, out.strip()) == (0, "withdrew doc-d from 1 fact(s) of u1: no current value rested on it "
+                                      "(what it said is history only)")
+
+
 def test_context_min_confidence_keeps_confident_search_hits(fresh_ledger: MemoryLedger) -> None:
     ml = fresh_ledger
     ml.assert_fact("u1", "memory.a", "x", text="Alice plays chess on Mondays", observed_at=T0)

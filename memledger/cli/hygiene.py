@@ -110,4 +110,8 @@ def retract_source_cmd(ctx: typer.Context, user: str, source_ref: str, as_json: 
         else:
             out.print(f"withdrawn {c.key} v{c.version} {_short(c.value)}: no other source supports a value")
     if not r.receipts:
-        out.print("nothing recorded: every current value it stated is supported by another source")
+        out.print(f"nothing recorded: {r.source_ref} was withdrawn for {r.user_id} before")
+    elif not r.changes:
+        n = sum(1 for x in r.receipts if x.effect == "withdraw_source")
+        out.print(f"withdrew {r.source_ref} from {n} fact(s) of {r.user_id}: no current value rested on it "
+                  "(what it said is history only)")
