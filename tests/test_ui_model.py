@@ -199,8 +199,12 @@ def test_cli_timeline_writes_one_self_contained_file(cli: Any, store_args: dict[
     (("--html", "{file}", "--allow-sensitive", "Health"), "--allow-sensitive"),
     (("--html", "{file}", "--now", "2024-01-01T00:00:00"), "--now"),
 ])
-def test_cli_timeline_bad_input_exits_2_and_writes_nothing(cli: Any, tmp_path: Path, args: tuple[str, ...],
+def test_cli_timeline_bad_input_exits_2_and_writes_nothing(tmp_path: Path, args: tuple[str, ...],
                                                            field: str) -> None:
+    """Refused before the store is opened, so one backend is enough."""
+    from tests.conftest import CLI
+
+    cli = CLI({"home": tmp_path / "ledger"})
     names = {"missing": str(tmp_path / "nope"), "dir": str(tmp_path), "file": str(tmp_path / "t.html")}
     code, out, err = cli("timeline", USER, *[a.format(**names) for a in args])
     assert code == 2, (out, err)
@@ -209,6 +213,9 @@ def test_cli_timeline_bad_input_exits_2_and_writes_nothing(cli: Any, tmp_path: P
     assert not list(tmp_path.glob(".timeline-*"))
 
 
-def test_cli_timeline_refuses_a_bad_user(cli: Any, tmp_path: Path) -> None:
+def test_cli_timeline_refuses_a_bad_user(tmp_path: Path) -> None:
+    from tests.conftest import CLI
+
+    cli = CLI({"home": tmp_path / "ledger"})
     code, out, err = cli("timeline", "", "--html", str(tmp_path / "t.html"))
     assert code == 2 and "USER" in err and not (tmp_path / "t.html").exists()
