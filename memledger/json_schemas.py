@@ -22,6 +22,7 @@ from .context import Context
 from .hygiene import DueList, QuarantineList, Stats
 from .withdrawal import SourceRetraction
 from .message_search import MessageHit
+from .forget import ForgetReceipt
 from .privacy import ErasureReceipt, UserExport, _audit_models
 from .search import SearchHit
 from .sessions import Resume, SessionReceipt, SummaryGaps
@@ -120,6 +121,7 @@ def _outputs() -> dict[str, tuple[Any, str, str]]:
         "retract-source": (SourceRetraction, "serialization", "retract-source"),
         "export": (UserExport, "serialization", "export"),
         "erase": (ErasureReceipt, "serialization", "erase"),
+        "forget": (ForgetReceipt, "serialization", "forget"),
         "project": (ProjectReport, "serialization", "project"),
         "rebuild": (RebuildOutput, "serialization", "rebuild"),
         "verify": (list[VerifyOutput], "serialization", "verify"),

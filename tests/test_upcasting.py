@@ -125,10 +125,11 @@ def test_rebuild_of_v1_store_reproduces_the_same_content(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("encryption", ["off", "on"])
-def test_new_events_store_class_version_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encryption: str) -> None:
+def test_new_events_store_class_version_4(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encryption: str) -> None:
     monkeypatch.setenv("MEMLEDGER_ENCRYPTION", encryption)
     with MemoryLedger(home=tmp_path / "l") as ml:
         ml.assert_fact("u1", "preference.drink", "tea")
     [state] = stored_states(tmp_path / "l" / "events.db")
-    assert state["class_version"] == 3
+    assert state["class_version"] == 4
     assert "value" not in state and "value_json" in state
+    assert state["fact_key_id"] == state["event_id"]  # v4: its own per-fact key (forget)
