@@ -36,6 +36,7 @@ VERB_MODULES = {
     "keys": "keys", "serve": "serve", "session": "sessions", "resume": "sessions", "context": "sessions",
     "believed": "timetravel", "true-at": "timetravel", "diff": "timetravel", "audit": "timetravel",
     "quarantine": "hygiene", "due": "hygiene", "stats": "hygiene", "retract-source": "hygiene",
+    "forget": "forget", "timeline": "timeline",
 }
 #: Verbs that embed a query in a fresh process: the ONNX session is prewarmed for them (:func:`main`).
 _QUERY_VERBS = ("search", "context", "remember")
