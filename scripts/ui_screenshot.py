@@ -24,7 +24,8 @@ USER = "maria"
 
 
 def seed(home: Path) -> str:
-    """Record the demo; returns an instant (system time) between the March belief and the April change."""
+    """Record the demo; returns an instant (system time) after everything but the April change of mind, and
+    before it."""
     from ledger.timeutil import from_micros, to_micros
     from memledger import MemoryLedger
 
@@ -52,7 +53,7 @@ def seed(home: Path) -> str:
                        observed_at="2024-01-30T10:00:00Z")
         ml.assert_fact(USER, "event.checkup", "dentist", text="Dentist on 9 January 2099",
                        valid_from="2099-01-09T09:00:00Z")
-        march = ml.history(USER, "diet.type")[-1].recorded_at
+        march = max(r.recorded_at for r in ml.history(USER))  # everything recorded so far: the March state
         ml.assert_fact(USER, "diet.type", "pescatarian", text="I eat fish now", observed_at="2024-04-03T19:00:00Z",
                        source_ref="chat-31:m4")
         april = ml.history(USER, "diet.type")[-1].recorded_at

@@ -81,7 +81,11 @@
     var pct = valuePct(at);
     if (cursor && rowsHeight) {
       cursor.hidden = pct === null || pct < 0 || pct > 100;
-      if (!cursor.hidden) { cursor.style.left = pct + "%"; cursor.style.height = rowsHeight.offsetHeight + "px"; }
+      if (!cursor.hidden) {
+        cursor.style.left = pct + "%";
+        /* down to the end of the rows (not into the audit panel below them) */
+        cursor.style.height = Math.max(0, rowsHeight.getBoundingClientRect().bottom - cursor.parentElement.getBoundingClientRect().top) + "px";
+      }
     }
   }
 
