@@ -82,6 +82,8 @@ SCRIPT: list[tuple[str, list[str]]] = [
     ("profile-jon-hygiene", ["profile", "Jon", "--json"]),
     ("context-hygiene", ["context", "Jon", "--now", NOW, "--budget", "400", "--min-confidence", "0.5", "--json"]),
     ("write:retract-source", ["retract-source", "Jon", "D6:4", "--json"]),
+    ("write:forget", ["forget", "Jon", "health.condition", "--yes", "--actor", "contract test", "--json"]),
+    ("history-forgotten", ["history", "Jon", "health.condition", "--json"]),
     ("export", ["export", "Jon", "--json"]),
     ("verify", ["verify", "--json"]),
 ]
