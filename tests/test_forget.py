@@ -238,3 +238,25 @@ def test_erasing_a_user_deletes_their_per_fact_keys(tmp_path: Any) -> None:
     assert conn.execute("SELECT user_id, key IS NOT NULL FROM fact_keys ORDER BY user_id").fetchall() == [
         ("gina", 1)]
     conn.close()
+
+
+def test_a_per_fact_key_moved_to_another_fact_does_not_open(tmp_path: Any) -> None:
+    """The wrapped key's associated data binds user and key id: swapping two rows of ``fact_keys`` makes both events
+    fail to decode (FieldDecryptionError) instead of showing one fact's words as another's."""
+    import sqlite3
+
+    from ledger.crypto import FieldDecryptionError
+
+    home = tmp_path / "h"
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("hal", "preference.drink", "rooibos")
+        ml.assert_fact("hal", "home.city", "Tallinn")
+    conn = sqlite3.connect(home / "keys.db")
+    (a, ka), (b, kb) = conn.execute("SELECT key_id, key FROM fact_keys WHERE user_id = 'hal' ORDER BY key_id").fetchall()
+    with conn:
+        conn.execute("UPDATE fact_keys SET key = ? WHERE key_id = ?", (kb, a))
+        conn.execute("UPDATE fact_keys SET key = ? WHERE key_id = ?", (ka, b))
+    conn.close()
+    with MemoryLedger(home=home) as ml:
+        with pytest.raises(FieldDecryptionError, match="moved here from another fact or user"):
+            ml.app.mapper.to_domain_event(ml.app.recorder.select_notifications(start=1, limit=1)[0])
