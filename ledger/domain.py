@@ -263,6 +263,8 @@ class Fact(Aggregate):
             self.quarantined[marks["releases"]]["released"] = True
         if e.effect == "correct" and e.source != "system_feedback":
             self.corrections += 1  # unlink's correction back (system_feedback) undoes a decision: not counted
+        elif e.effect in ("new", "supersede"):
+            self.corrections = 0  # a change of mind starts a new value: the old one's misreports do not count against it
         for ch in e.changes:
             v = self.versions[ch["version"]]
             v.valid_from = _dt(ch["valid_from"])  # type: ignore[assignment]
@@ -340,9 +342,12 @@ class Fact(Aggregate):
         # reads as an instruction to the agent, is recorded but not believed, unless it is the independent second
         # statement of a value quarantined within the last 72 hours, which releases it (ledger/hygiene.py).
         said = cmd.text if cmd.text is not None else (cmd.value if isinstance(cmd.value, str) else None)
-        problem = REGISTRY.check_value(cmd.key, cmd.value, recorded_at)
+        # bounds that move with time (birth_year <= this year) are judged at the year it was said in, not recorded
+        problem = REGISTRY.check_value(cmd.key, cmd.value, observed)
         if problem is None and hygiene.reads_as_instruction(said):
             problem = "reads as an instruction to the agent"
+        if problem is not None and head is not None and head.value_json == cmd.value_json and cmd.op == "assert":
+            problem = None  # the value believed now (released earlier) stated again: a reaffirmation, not a new outlier
         if problem is not None:
             q = self._releasable(cmd, observed)
             if q is None:
@@ -369,11 +374,16 @@ class Fact(Aggregate):
 
     def _releasable(self, cmd: FactCommand, observed: datetime) -> int | None:
         """The version of a quarantined statement of the same value that ``cmd`` (said at ``observed``) releases:
-        unreleased, said within :data:`ledger.hygiene.QUARANTINE_WINDOW` before it (``observed_at``, when the
-        sources said them), and ``cmd`` independent of it."""
+        unreleased, said within :data:`ledger.hygiene.QUARANTINE_WINDOW` of it, before or after (``observed_at``,
+        when the sources said them: imported statements arrive in any order), and ``cmd`` independent of it."""
+        judged = REGISTRY.judged_value(cmd.key, cmd.value)
         for version, q in sorted(self.quarantined.items(), reverse=True):
-            if (not q["released"] and q["value_json"] == cmd.value_json
-                    and timedelta(0) <= observed - q["observed_at"] <= hygiene.QUARANTINE_WINDOW
+            # the same value: identical, or the same number in other words ("I'm 130" / "I am 130 years old");
+            # within 72 hours either way, so statements imported out of order release each other too
+            same = q["value_json"] == cmd.value_json or (
+                q["value_json"] is not None and REGISTRY.judged_value(cmd.key, json.loads(q["value_json"])) == judged)
+            if (not q["released"] and same
+                    and abs(observed - q["observed_at"]) <= hygiene.QUARANTINE_WINDOW
                     and hygiene.independent(q, cmd.session_id, cmd.source_ref)):
                 return version
         return None
@@ -519,7 +529,7 @@ class Fact(Aggregate):
             replaces=d.replaces,
             changes=d.changes,
             hygiene=d.hygiene,
-            fact_key_id=event_id,  # its own per-fact key: forget can shred this version alone
+            fact_key_id=event_id,  # a per-fact key of its own (the mapper may name a pooled one): forget
             timestamp=recorded_at,
         )
         return self.pending_events[-1], None  # type: ignore[return-value]

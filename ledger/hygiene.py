@@ -11,8 +11,9 @@ from recorded times (memledger/hygiene.py), never recorded.
 * **Quarantine** (seed 003 §5.1, the "memory sandbox"): a value that fails its key's validator
   (:meth:`ledger.slots.KeyRegistry.check_value`) or a text that reads as an instruction to the agent
   (:func:`reads_as_instruction`) is recorded but not believed: ``{"quarantined": "<why>"}``. A second statement of
-  the same value from an independent source (:func:`independent`) said within :data:`QUARANTINE_WINDOW` after it
-  (``observed_at`` to ``observed_at``, so imported history is judged by when it was said) releases it.
+  the same value from an independent source (:func:`independent`) said within :data:`QUARANTINE_WINDOW` of it
+  (``observed_at`` to ``observed_at``, before or after it, so imported history is judged by when it was said,
+  in any order) releases it; a sentence and a number stating the same number are the same value.
 * **Correction decay** (seed 003 §4.3): the n-th correction of a fact records confidence ``given x 0.8**n``; from
   the third on the fact is flagged for review (``{"corrections": n, "review": true}``).
 """

@@ -252,6 +252,24 @@ class KeyRegistry:
                 return hit
         return None
 
+    def judged_value(self, key: str, value: Any) -> Any:
+        """What :meth:`check_value` judges of ``value`` under ``key``: the one number of a sentence when the key's
+        validator wants a number ("I'm 130 years old" and "I am 130" both judge as 130), else ``value`` itself. Two
+        statements with the same judged value state the same thing (a quarantine release compares these)."""
+        found = self._longest(getattr(self, "_validators", {}), key)
+        if found is None or not (isinstance(value, str) and " " in value.strip()):
+            return value
+        from datetime import datetime, timezone
+
+        validator = found[0]
+        # a bound that moves with time needs an instant; only the type matters here
+        target = (validator(value, datetime.now(timezone.utc)) if callable(validator) and not _is_type(validator)
+                  else validator)
+        if not _wants_number(target):
+            return value
+        number = _one_number(value)
+        return value if number is None else number
+
     def verify_after(self, key: str) -> float | None:
         """Seconds after which a fact under ``key`` needs re-confirming (longest registered prefix), or None."""
         return self._longest(getattr(self, "_verify_after", {}), key)
@@ -272,18 +290,23 @@ class KeyRegistry:
             return None
         validator, describe = found
         target = validator(value, recorded_at) if callable(validator) and not _is_type(validator) else validator
-        if isinstance(value, str) and " " in value.strip() and _wants_number(target):
-            numbers = re.findall(r"(?<![\d.])-?\d+(?:\.\d+)?(?![\d.])", value)
-            if len(numbers) != 1:
+        if isinstance(value, str) and " " in value.strip():
+            value = _one_number(value) if _wants_number(target) else None
+            if value is None:
                 return None
-            value = float(numbers[0]) if "." in numbers[0] else int(numbers[0])
-        elif isinstance(value, str) and " " in value.strip():
-            return None
         try:
             TypeAdapter(target).validate_python(value, strict=not isinstance(value, str))
         except ValidationError:
             return f"{key} {describe}"
         return None
+
+
+def _one_number(sentence: str) -> int | float | None:
+    """The one number a sentence holds ("I'm 130 years old" -> 130), or None for none or several."""
+    numbers = re.findall(r"(?<![\d.])-?\d+(?:\.\d+)?(?![\d.])", sentence)
+    if len(numbers) != 1:
+        return None
+    return float(numbers[0]) if "." in numbers[0] else int(numbers[0])
 
 
 def _is_type(v: Any) -> bool:

@@ -247,7 +247,9 @@ def _quarantined(r: dict[str, Any], releases: dict[tuple[str, str, int], dict[st
 
 
 def _due_rows(rows: list[dict[str, Any]], user_of: Any, confirmed: dict[tuple[str, str, int], int],
-              now_dt: datetime) -> list[tuple[dict[str, Any], DueFact]]:
+              now_dt: datetime, said_at: Any) -> list[tuple[dict[str, Any], DueFact]]:
+    """The rows due at ``now_dt`` with their DueFact. ``said_at(row)``: when the row's own version was said (micros);
+    a version flagged for review is no longer due for review once the user reaffirmed it after that."""
     out = []
     for r in rows:
         marks = _marks(r)
@@ -260,7 +262,7 @@ def _due_rows(rows: list[dict[str, Any]], user_of: Any, confirmed: dict[tuple[st
             fact = DueFact(key=r["key"], version=r["version"], value=_value(r.get("value_json")), text=r.get("text"),
                            confirmed_at=confirmed_at, due_at=confirmed_at + timedelta(seconds=after),
                            why="verify_after", corrections=n)
-        elif n >= REVIEW_AT:
+        elif n >= REVIEW_AT and seen <= (said_at(r) or seen):
             fact = DueFact(key=r["key"], version=r["version"], value=_value(r.get("value_json")), text=r.get("text"),
                            confirmed_at=confirmed_at, due_at=from_micros(r["recorded_at"]), why="review",
                            corrections=n)
@@ -278,7 +280,8 @@ def due(store: Store, user_id: str, now: Any = None) -> DueList:
     with store.db.read() as cur:
         current, _ = facts_at(store, cur, user_id, now_us)
         confirmed = store.history_projection.confirmations(cur, user_id, upto=now_us)
-    items = [f for _, f in _due_rows(current, lambda r: user_id, confirmed, now_dt)]
+    items = [f for _, f in _due_rows(current, lambda r: user_id, confirmed, now_dt,
+                                     lambda r: _said_at(store, user_id, r))]
     items.sort(key=lambda f: (f.due_at, f.key))
     return DueList(user_id=user_id, now=now_dt, items=items)
 
@@ -316,12 +319,21 @@ def stats(store: Store, user_id: str | None = None, now: Any = None) -> Stats:
     fresh = sum(1 for r in current
                 if since <= confirmed.get((r["user_id"], r["key"], r["version"]), r["valid_from"]) <= now_us)
     contested = sum(1 for r in current if r["status"] == "contested")
-    n_due = len(_due_rows(current, lambda r: r["user_id"], confirmed, now_dt))
+    n_due = len(_due_rows(current, lambda r: r["user_id"], confirmed, now_dt,
+                          lambda r: _said_at(store, r["user_id"], r)))
     return Stats(user_id=user_id, users=holding, facts=n,
                  freshness_7d=None if n == 0 else round(fresh / n, 4),
                  conflict_rate=None if n == 0 else round(contested / n, 4),
                  correction_rate_per_1k_messages=None if messages == 0 else round(corrections * 1000 / messages, 4),
                  quarantined=pending, due=n_due, scheduled=n_scheduled)
+
+
+def _said_at(store: Store, user_id: str, r: dict[str, Any]) -> int | None:
+    """When row ``r``'s own version was said (micros): its ``observed_at`` if the row has one, else the history's."""
+    if r.get("observed_at") is not None:
+        return int(r["observed_at"])
+    with store.db.read() as cur:
+        return store.history_projection.observed_at_of(cur, user_id, r["key"], r["version"])
 
 
 def _message_count(store: Store, cur: Any, user_id: str | None, now_us: int) -> int:

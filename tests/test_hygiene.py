@@ -434,3 +434,66 @@ def test_reads_at_a_past_now_leave_out_what_was_said_later(cli):
     # today: Braga, one correction per logged message
     s = cli.json("stats", "u1")
     assert (s["facts"], s["quarantined"], s["correction_rate_per_1k_messages"]) == (1, 0, 1000.0)
+
+
+# -- quarantine and correction rules found by fresh users ------------------------------------------------------------
+def test_a_released_value_said_again_is_a_reaffirmation_not_a_new_outlier(cli):
+    cli.json("assert", "u1", "profile.age", "130", "--observed-at", T0, "--session", "s1")
+    assert cli.json("assert", "u1", "profile.age", "130", "--observed-at", T0, "--session", "s2")["effect"] == "new"
+    r = cli.json("assert", "u1", "profile.age", "130", "--observed-at", "2024-03-05T09:00:00Z", "--session", "s3")
+    assert r["effect"] == "reaffirm"
+    assert cli.json("quarantine", "u1", "--now", "2024-03-05T10:00:00Z")["items"][0]["state"] == "released"
+    assert len(cli.json("quarantine", "u1")["items"]) == 1
+
+
+def test_the_same_number_in_other_words_releases_a_quarantined_sentence(cli):
+    r = cli.json("assert", "u1", "profile.age", "I'm 130 years old", "--observed-at", T0, "--session", "s1")
+    assert r["effect"] == "quarantine"
+    r = cli.json("assert", "u1", "profile.age", "I am 130", "--observed-at", "2024-03-01T10:00:00Z", "--session", "s2")
+    assert (r["effect"], r["version"]) == ("new", 2)
+    # a different number is not the same statement
+    cli.json("assert", "u2", "profile.age", "I'm 130 years old", "--observed-at", T0, "--session", "s1")
+    r = cli.json("assert", "u2", "profile.age", "I am 131", "--observed-at", T0, "--session", "s2")
+    assert r["effect"] == "quarantine"
+
+
+def test_statements_recorded_out_of_order_release_each_other(cli):
+    # the later-said statement is recorded first, the earlier one (another source) second: still a pair within 72 h
+    r = cli.json("assert", "u1", "profile.age", "130", "--observed-at", "2024-03-02T09:00:00Z", "--source-ref", "doc-b")
+    assert r["effect"] == "quarantine"
+    r = cli.json("assert", "u1", "profile.age", "130", "--observed-at", "2024-03-01T09:00:00Z", "--source-ref", "doc-a")
+    assert r["effect"] == "new"
+    assert cli.json("profile", "u1")["facts"]["profile.age"]["value"] == 130
+    # 72 h and a second apart, either way: no release
+    cli.json("assert", "u2", "profile.age", "130", "--observed-at", "2024-03-04T09:00:01Z", "--source-ref", "doc-b")
+    r = cli.json("assert", "u2", "profile.age", "130", "--observed-at", "2024-03-01T09:00:00Z", "--source-ref", "doc-a")
+    assert r["effect"] == "quarantine"
+
+
+def test_birth_year_is_judged_against_the_year_it_was_said_in(cli):
+    r = cli.json("assert", "u1", "profile.birth_year", "2024", "--observed-at", "2020-06-01T00:00:00Z")
+    assert r["effect"] == "quarantine"
+    q = cli.json("quarantine", "u1")["items"][0]
+    assert q["reason"] == "profile.birth_year must be a year from 1900 to the year it is said in"
+    assert cli.json("assert", "u2", "profile.birth_year", "2019", "--observed-at", "2020-06-01T00:00:00Z")["effect"] \
+        == "new"
+
+
+def test_a_change_of_mind_resets_the_correction_count_and_a_reaffirmation_clears_review(cli):
+    cli.json("assert", "u1", "health.blood_type", "A+", "--observed-at", T0)
+    for value in ("B+", "O+", "AB+"):
+        cli.json("correct", "u1", "health.blood_type", value, "--observed-at", T0)
+    d = cli.json("due", "u1", "--now", "2024-03-02T09:00:00Z")
+    assert [(i["why"], i["corrections"]) for i in d["items"]] == [("review", 3)]
+    # the user confirms AB+: no longer up for review
+    r = cli.json("assert", "u1", "health.blood_type", "AB+", "--observed-at", "2024-03-02T10:00:00Z")
+    assert r["effect"] == "reaffirm"
+    assert cli.json("due", "u1", "--now", "2024-03-02T11:00:00Z")["items"] == []
+    # a change of mind: the new value starts with no corrections; its first correction decays once
+    cli.json("assert", "u2", "preference.drink", "tea", "--observed-at", T0)
+    for value in ("coffee", "cocoa"):
+        cli.json("correct", "u2", "preference.drink", value, "--observed-at", T0)
+    cli.json("assert", "u2", "preference.drink", "water", "--observed-at", "2024-03-05T09:00:00Z")
+    cli.json("correct", "u2", "preference.drink", "juice", "--observed-at", "2024-03-05T09:00:00Z")
+    fact = cli.json("profile", "u2")["facts"]["preference.drink"]
+    assert (fact["value"], fact["confidence"]) == ("juice", 0.8)
