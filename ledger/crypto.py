@@ -85,7 +85,7 @@ readable after the key is gone (recording an event with something to encrypt for
 Per-fact keys (``memledger forget``)
 ------------------------------------
 A fact event that carries a plaintext ``fact_key_id`` (every ``Fact`` event written since per-fact keys exist:
-the id is the event's own ``event_id``) has its fields encrypted not with the user's data key but with a *per-fact*
+a random id given when its key is made, else the event's own ``event_id``) has its fields encrypted not with the user's data key but with a *per-fact*
 data key: 32 random bytes, stored in the key store (``fact_keys`` beside ``user_keys``) wrapped with AES-256-GCM
 under the user's data key, the associated data binding the user id and the key id (:func:`wrap_fact_key`), so a
 wrapped key cannot be moved to another fact or user. ``forget`` destroys that row
@@ -93,9 +93,9 @@ wrapped key cannot be moved to another fact or user. ``forget`` destroys that ro
 ``"_forgotten": True`` in its ``__dict__`` (:func:`is_forgotten`), which the projections replay as a placeholder.
 Erasing the user still shreds everything at once: the per-fact keys are useless without the user's key (and
 ``destroy`` deletes them too). Events without a ``fact_key_id`` (written before per-fact keys) use the user's key
-and cannot be shredded alone. The mapper creates the keys of a batch in one key-store transaction when the
-application calls :meth:`EncryptingMapper.prepare_fact_keys` before saving (``LedgerApplication.save_events``);
-otherwise one at a time. A key store without ``put_fact_keys`` (a custom one) gets no per-fact keys: events are
+and cannot be shredded alone. The application calls :meth:`EncryptingMapper.prepare_fact_keys` before saving
+(``LedgerApplication.save_events``): it hands each event a key already stored, from a per-user pool refilled in one
+key-store transaction; an event encoded without it gets a key made and stored on the spot. A key store without ``put_fact_keys`` (a custom one) gets no per-fact keys: events are
 then encrypted under the user's key, and ``forget`` refuses them.
 
 Master key (key wrapping) -- the trade-off
@@ -127,6 +127,8 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import threading
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import fields as dataclass_fields
 from dataclasses import is_dataclass
@@ -185,6 +187,7 @@ _FORMAT_WRAPPED = "aesgcm-v1"
 _WRAP_AAD_PREFIX = b"memledger:user-key:v1|"
 _FACT_WRAP_AAD_PREFIX = b"memledger:fact-key:v1|"
 _FRESH_LIMIT = 100_000  # per-fact keys prepared but not used yet (a failed save's) kept at most
+_POOL_MAX = 64  # largest reserve of stored per-fact keys a process keeps per user (EncryptingMapper.prepare_fact_keys)
 _AEAD_CACHE_SIZE = 256  # AESGCM objects an EncryptingMapper keeps (by data key)
 
 
@@ -359,6 +362,11 @@ class EncryptingMapper(Mapper[Any]):
         # Per-fact keys made by prepare_fact_keys (already stored), by (user_id, key_id), until their event is encoded.
         self._fresh: dict[tuple[str, str], bytes] = {}
         self.fact_keys = callable(getattr(keystore, "put_fact_keys", None))
+        # stored per-fact keys not yet given to an event, per user, and the reserve of the next refill
+        self._pools: dict[str, list[tuple[str, bytes]]] = {}
+        self._reserve: dict[str, int] = {}
+        self._pool_lock = threading.Lock()
+        self._pool_pid = os.getpid()
 
     # ---- helpers
 
@@ -384,36 +392,60 @@ class EncryptingMapper(Mapper[Any]):
         return key
 
     def prepare_fact_keys(self, events: Iterable[Any]) -> int:
-        """Create and store, in one key-store transaction, the per-fact keys of the events about to be saved (those
-        with a ``fact_key_id``, a user and something to encrypt); :meth:`to_stored_event` then uses them. Returns
-        how many keys were stored.
+        """Give each event about to be saved (with a ``fact_key_id``, a user and something to encrypt) a per-fact key
+        that is already stored, and set the event's ``fact_key_id`` to that key's id; :meth:`to_stored_event` then
+        uses it. Returns how many keys were stored now (0 when the process's pool had enough).
 
-        Why: one key-store commit per event (a journal write and fsync each on SQLite) would dominate a batched
-        append. A save that fails after this leaves unused keys behind: harmless rows (random bytes, wrapped), which
-        are dropped from this process's memory beyond :data:`_FRESH_LIMIT`.
+        Why a pool: a key-store commit per event (a journal write and fsync on SQLite, ~1 ms) would double the cost
+        of a one-event save. Keys are made per user, for the events that need one plus a reserve that doubles with
+        each refill up to :data:`_POOL_MAX` (none at a process's first write for a user, so a one-shot CLI call stores
+        exactly what it uses), all in one key-store transaction. Unused keys (a reserve at exit, or a save that
+        failed after this) are harmless rows: random bytes wrapped under the user's key, never referenced by the log.
 
         Raises:
             SubjectErasedError: an event's user was erased (nothing is stored).
         """
         if not self.fact_keys:
             return 0
-        rows, fresh = [], {}
+        wanted: dict[str, list[Any]] = {}
         for event in events:
             state = vars(event)
-            key_id, user_id = state.get(FACT_KEY_FIELD), self._user_of(state)
-            if not key_id or user_id is None or (user_id, str(key_id)) in self._fresh:
+            user_id = self._user_of(state)
+            if not state.get(FACT_KEY_FIELD) or user_id is None:
                 continue
-            if not any(state.get(n) is not None for n in self._fields_for(type(event))):
-                continue
-            key = os.urandom(DATA_KEY_BYTES)
-            user_key = self.keystore.get_or_create(user_id)
-            rows.append((user_id, str(key_id), wrap_fact_key(user_key, user_id, str(key_id), key)))
-            fresh[(user_id, str(key_id))] = key
-        if rows:
-            self.keystore.put_fact_keys(rows)
+            if any(state.get(n) is not None for n in self._fields_for(type(event))):
+                wanted.setdefault(user_id, []).append(event)
+        if not wanted:
+            return 0
+        with self._pool_lock:
+            if self._pool_pid != os.getpid():
+                # forked: the parent's reserve is the parent's; sharing it would give two events one key
+                self._pools, self._reserve, self._pool_pid = {}, {}, os.getpid()
+            rows: list[tuple[str, str, bytes]] = []
+            made: dict[str, list[tuple[str, bytes]]] = {}
+            for user_id, evs in wanted.items():
+                short = len(evs) - len(self._pools.get(user_id, ()))
+                if short <= 0:
+                    continue
+                reserve = self._reserve.get(user_id, 0)
+                user_key = self.keystore.get_or_create(user_id)  # raises SubjectErasedError after erasure
+                for _ in range(short + reserve):
+                    key_id, key = str(uuid.UUID(bytes=os.urandom(16), version=4)), os.urandom(DATA_KEY_BYTES)
+                    rows.append((user_id, key_id, wrap_fact_key(user_key, user_id, key_id, key)))
+                    made.setdefault(user_id, []).append((key_id, key))
+                self._reserve[user_id] = min(max(1, 2 * reserve), _POOL_MAX)
+            if rows:
+                self.keystore.put_fact_keys(rows)  # stored before any event names them
             if len(self._fresh) > _FRESH_LIMIT:
                 self._fresh.clear()
-            self._fresh.update(fresh)
+            for user_id, evs in wanted.items():
+                pool = self._pools.setdefault(user_id, [])
+                pool.extend(made.get(user_id, ()))
+                for event in evs:
+                    key_id, key = pool.pop(0)
+                    # the event names the stored key (events are frozen dataclasses: set it as the library decodes)
+                    event.__dict__[FACT_KEY_FIELD] = key_id
+                    self._fresh[(user_id, key_id)] = key
         return len(rows)
 
     @staticmethod

@@ -251,8 +251,10 @@ def test_a_per_fact_key_moved_to_another_fact_does_not_open(tmp_path: Any) -> No
     with MemoryLedger(home=home) as ml:
         ml.assert_fact("hal", "preference.drink", "rooibos")
         ml.assert_fact("hal", "home.city", "Tallinn")
+        a, b = [ml.app.mapper.to_domain_event(n).fact_key_id
+                for n in ml.app.recorder.select_notifications(start=1, limit=2)]
     conn = sqlite3.connect(home / "keys.db")
-    (a, ka), (b, kb) = conn.execute("SELECT key_id, key FROM fact_keys WHERE user_id = 'hal' ORDER BY key_id").fetchall()
+    [ka], [kb] = (conn.execute("SELECT key FROM fact_keys WHERE key_id = ?", (k,)).fetchone() for k in (a, b))
     with conn:
         conn.execute("UPDATE fact_keys SET key = ? WHERE key_id = ?", (kb, a))
         conn.execute("UPDATE fact_keys SET key = ? WHERE key_id = ?", (ka, b))

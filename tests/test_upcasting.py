@@ -132,4 +132,4 @@ def test_new_events_store_class_version_4(tmp_path: Path, monkeypatch: pytest.Mo
     [state] = stored_states(tmp_path / "l" / "events.db")
     assert state["class_version"] == 4
     assert "value" not in state and "value_json" in state
-    assert state["fact_key_id"] == state["event_id"]  # v4: its own per-fact key (forget)
+    assert isinstance(state["fact_key_id"], str) and state["fact_key_id"]  # v4: its own per-fact key (forget)
