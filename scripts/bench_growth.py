@@ -1,39 +1,77 @@
-"""Does appending slow down as the store grows? Throughput per window of events, from an empty store to ``--events``.
+"""Growth and footprint: does the store slow down or bloat as it grows? From an empty store to ``--facts``.
 
-    python scripts/bench_growth.py                      # SQLite, 200k facts, batches of 2000, windows of 20k
-    python scripts/bench_growth.py --compare            # beside a store built with random (uuid4) event ids
-    python scripts/bench_growth.py --dsn postgresql://postgres@127.0.0.1:5432/test --events 50000
+    python scripts/bench_growth.py                                  # SQLite, 20k facts: a quick run
+    python scripts/bench_growth.py --footprint                      # + bytes per LoCoMo observation (MiniLM)
+    python scripts/bench_growth.py --facts 1000000 --footprint --rss-memories 100000 --rss-minilm
+    python scripts/bench_growth.py --compare                        # beside a store built with uuid4 event ids
+    python scripts/bench_growth.py --dsn postgresql://postgres@127.0.0.1:5432/test --facts 50000
 
-The store is built through the public API, ``MemoryLedger.record(batch)`` (validation, policy, encryption, one save,
-inline catch-up of the non-deferred projections), with the shape of scripts/bench_search.py: ``--batch`` new facts
-per call, one user per ``--per-user`` facts. For each window of ``--window`` events it prints events/s by the wall
-clock and by this process's CPU time (the CPU figure is steadier on a shared machine), and on SQLite what the
-process asked of the kernel per event (``/proc/self/io``: read syscalls and KB written, i.e. SQLite page reads and
-WAL / checkpoint writes). ``ratio`` = the window's events/s over the first window's: 1.0 means no slowdown.
+Four tables, each figure beside its baseline measured in the same run:
 
-``--compare`` builds a second store in lockstep (batch for batch, so both see the same machine load) whose facts get
-uuid4 event ids, as before ledger.domain.new_event_id; the difference between the two columns is what the
-time-ordered ids buy. Nothing here is asserted: speed is reported, never tested.
+1. **Append throughput per window.** The store is built through the public API, ``MemoryLedger.record(batch)``
+   (validation, policy, encryption, one save, inline catch-up of the non-deferred projections): ``--batch`` new
+   facts per call, one user per ``--per-user`` facts. For each window of ``--window`` events: events/s by the wall
+   clock and by this process's CPU time (steadier on a shared machine), and on SQLite what the process asked of the
+   kernel per event (``/proc/self/io``: read syscalls and KB written). ``ratio`` = the window's CPU events/s over
+   the first window's. ``--compare`` grows a second store in lockstep whose facts get uuid4 event ids.
+2. **Latency at ``--early`` facts (baseline) and at ``--facts``.** ``--probes`` single-command ``record()`` calls
+   (one new fact each: one save, one commit) and ``believed(user, as_of=now)`` on a user of 20 facts recorded first
+   and on a full user of ``--per-user`` facts; p50/p95 wall ms, p50 CPU ms, ratio = at ``--facts`` / at ``--early``.
+   On SQLite also the home directory's bytes per fact (every file: log, projections, key store, WAL).
+3. **Footprint of the LoCoMo observations** (``--footprint``, SQLite, ``--footprint-embedder``, default the real
+   MiniLM): every observation recorded as ``ingest --format locomo`` records it (``memledger.ingest.locomo_commands``, the turns
+   are not logged as messages here) and every user searched once (vectors built), then the bytes of every file of
+   the home directory per memory, each SQLite database broken down by table and index (the ``dbstat`` virtual
+   table), and the stored event's fields. Baseline: the observations' own text (UTF-8 bytes).
+4. **Resident memory** (``--rss-memories N``, SQLite): one user with N memories (vectors by the ``hash:384``
+   test double: the same bytes per vector as MiniLM, built in seconds instead of hours), then a fresh process opens
+   that store and serves searches; VmRSS after the imports (its baseline), after opening, after the first search
+   (index loaded), after ``--probes`` more, peak (VmHWM), and with ``--rss-minilm`` after the MiniLM query encoder
+   is loaded too. Also that store's bytes on disk per memory, all files counted, vectors included.
+
+Nothing here is asserted: speed and size are reported, never tested. Run it alone on a shared machine
+(``flock /tmp/memledger-heavy.lock python scripts/bench_growth.py ...``); the load average is printed beside each
+figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MEMLEDGER_EMBEDDER", "hash")  # vectors are deferred: record() never embeds
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import ledger.domain as domain  # noqa: E402
 from memledger import MemoryLedger  # noqa: E402
+
+LOCOMO = Path("/work/shared/data/locomo/locomo_sample.json")
+SAMPLE = ROOT / "samples" / "locomo_conv30.json"
+PROBE_USER = "probe-small"
+
+
+def load() -> float:
+    """The 1-minute load average (other processes share this machine's cores)."""
+    return os.getloadavg()[0]
+
+
+def pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 def proc_io() -> dict[str, int]:
@@ -45,14 +83,50 @@ def proc_io() -> dict[str, int]:
         return {}
 
 
+def proc_status(field: str) -> int:
+    """A ``/proc/self/status`` figure in bytes (``VmRSS``, ``VmHWM``); 0 where there is none."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def dir_bytes(path: Path) -> dict[str, int]:
+    """Every file under ``path`` (relative name -> bytes); FAISS/BM25 files of one kind are summed."""
+    out: dict[str, int] = {}
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            rel = p.relative_to(path)
+            name = str(rel)
+            if p.suffix in (".faiss", ".lex") and len(rel.parts) > 1:
+                name = f"{rel.parts[0]}/*/*{p.suffix} (per-user index files)"
+            out[name] = out.get(name, 0) + p.stat().st_size
+    return out
+
+
+def db_tables(db: Path) -> list[tuple[str, int, int]]:
+    """(table or index, bytes of its pages, bytes of payload) from SQLite's ``dbstat``; [] when unavailable."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+            return [(n, int(s), int(p or 0)) for n, s, p in c.execute(
+                "SELECT name, SUM(pgsize), SUM(payload) FROM dbstat GROUP BY name ORDER BY 2 DESC")]
+    except sqlite3.Error:
+        return []
+
+
 class Store:
     """One ledger being grown, with its counters for the current window."""
 
     def __init__(self, name: str, dsn: str | None, random_ids: bool) -> None:
         self.name, self.dsn, self.random_ids = name, dsn, random_ids
         self.dir = tempfile.mkdtemp(prefix="bench_growth_")
+        self.home = Path(self.dir) / "l"
         self.schema = f"bench_growth_{uuid.uuid4().hex[:10]}"
-        self.ml = MemoryLedger(dsn=dsn, schema=self.schema) if dsn else MemoryLedger(home=Path(self.dir) / "l")
+        self.ml = MemoryLedger(dsn=dsn, schema=self.schema) if dsn else MemoryLedger(home=self.home)
         self.wall = self.cpu = 0.0
         self.io: dict[str, int] = {}
         self.rows: list[tuple[float, float]] = []  # (wall events/s, cpu events/s) per window
@@ -99,46 +173,275 @@ def batch(start: int, n: int, per_user: int) -> list[dict[str, Any]]:
              "text": f"the user mentioned thing number {start + j} in passing"} for j in range(n)]
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dsn", default=None, help="postgresql://... to grow a PostgreSQL store (default: SQLite)")
-    ap.add_argument("--events", type=int, default=200_000, help="facts recorded in all (default 200000)")
-    ap.add_argument("--batch", type=int, default=2000, help="facts per record() call (default 2000)")
-    ap.add_argument("--per-user", type=int, default=5000, help="facts per user (default 5000)")
-    ap.add_argument("--window", type=int, default=20_000, help="events per reported window (default 20000)")
-    ap.add_argument("--compare", action="store_true", help="grow a store with uuid4 event ids alongside")
-    a = ap.parse_args(argv)
-    for name in ("events", "batch", "per_user", "window"):
-        if getattr(a, name) < 1:
-            ap.error(f"--{name.replace('_', '-')} must be at least 1")
-    if a.window % a.batch or a.events % a.window:
-        ap.error("--window must be a multiple of --batch, and --events a multiple of --window")
+class Probe:
+    """Latency of one append and of ``believed`` at a given size of the store (table 2)."""
+
+    def __init__(self, s: Store, probes: int, per_user: int, facts: int, tag: str) -> None:
+        ml = s.ml
+        append_ms, append_cpu, small_ms, full_ms = [], [], [], []
+        for i in range(probes):  # one new fact per save: one commit each (the single-command path)
+            cmd = {"user_id": "probe-appends", "key": f"memory.{tag}{i}", "value": i,
+                   "text": f"a single appended memory number {i}"}
+            w, c = time.perf_counter(), time.process_time()
+            ml.record([cmd])
+            append_ms.append((time.perf_counter() - w) * 1000)
+            append_cpu.append((time.process_time() - c) * 1000)
+        self.append_load = load()
+        now = datetime.now(timezone.utc).isoformat()
+        full_user = "user00000"
+        self.small_n = len(ml.believed(PROBE_USER, now).facts)
+        self.full_n = len(ml.believed(full_user, now).facts)
+        for _ in range(probes):
+            w = time.perf_counter()
+            ml.believed(PROBE_USER, now)
+            small_ms.append((time.perf_counter() - w) * 1000)
+            w = time.perf_counter()
+            ml.believed(full_user, now)
+            full_ms.append((time.perf_counter() - w) * 1000)
+        self.believed_load = load()
+        self.facts = facts
+        self.bytes = sum(dir_bytes(s.home).values()) if not s.dsn else 0
+        self.rows = {
+            "append: record() of 1 fact, wall ms": (append_ms, self.append_load),
+            "append: record() of 1 fact, CPU ms": (append_cpu, self.append_load),
+            f"believed(as_of=now), user of {self.small_n} facts, ms": (small_ms, self.believed_load),
+            f"believed(as_of=now), user of {self.full_n} facts, ms": (full_ms, self.believed_load),
+        }
+
+
+def print_probes(early: Probe, late: Probe) -> None:
+    print()
+    calls = len(next(iter(early.rows.values()))[0])
+    print(f"Latency at {early.facts:,} facts (baseline) and at {late.facts:,} facts, {calls} calls each; "
+          "ratio = p50 at the end / p50 at the baseline")
+    print()
+    print(f"| measure | p50 at {early.facts:,} | p95 at {early.facts:,} | load | p50 at {late.facts:,} | "
+          f"p95 at {late.facts:,} | load | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for (name, (a, la)), (_, (b, lb)) in zip(early.rows.items(), late.rows.items()):
+        ma, mb = statistics.median(a), statistics.median(b)
+        print(f"| {name} | {ma:.2f} | {pct(a, 0.95):.2f} | {la:.2f} | {mb:.2f} | {pct(b, 0.95):.2f} | {lb:.2f} | "
+              f"{mb / ma:.2f} |")
+    if early.bytes:
+        print(f"| bytes on disk per fact (all files, no vectors built) | {early.bytes / early.facts:,.0f} | | "
+              f"{early.append_load:.2f} | {late.bytes / late.facts:,.0f} | | {late.append_load:.2f} | "
+              f"{(late.bytes / late.facts) / (early.bytes / early.facts):.2f} |")
+
+
+def grow(a: argparse.Namespace) -> None:
+    """Tables 1 and 2."""
     stores = [Store("uuid7 ids (now)", a.dsn, False)]
     if a.compare:
         stores.append(Store("uuid4 ids (before)", a.dsn, True))
-    load = os.getloadavg()
+    ld = os.getloadavg()
     print(f"bench_growth: {'PostgreSQL' if a.dsn else 'SQLite'}, {a.events:,} facts by record() of {a.batch}, "
-          f"{a.per_user} per user; load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+          f"{a.per_user} per user; load average at start {ld[0]:.2f} {ld[1]:.2f} {ld[2]:.2f}")
     print("per store: events/s wall | events/s CPU | CPU ratio to first window | read syscalls/event | KB "
           "written/event")
     print("| events | " + " | ".join(f"{s.name}: wall/s | CPU/s | ratio | rd/ev | KB/ev" for s in stores) + " |")
     print("|---:|" + "---:|" * 5 * len(stores))
+    main_store = stores[0]
+    probes: list[Probe] = []
     try:
+        if a.probes:
+            main_store.ml.record([{"user_id": PROBE_USER, "key": f"memory.small{i}", "value": i,
+                                   "text": f"an early small memory number {i}"} for i in range(20)])
         for start in range(0, a.events, a.batch):
             for s in stores:
                 s.record(batch(start, a.batch, a.per_user))
             done = start + a.batch
             if done % a.window == 0:
                 print(f"| {done:>7,} | " + " | ".join(s.window(a.window) for s in stores) + " |", flush=True)
+            if a.probes and done in (min(a.early, a.events), a.events) and len(probes) < 2:
+                probes.append(Probe(main_store, a.probes, a.per_user, done, f"p{done}_"))
+                if done == a.events and len(probes) == 1:  # --early >= --facts: compare the end with itself
+                    probes.append(probes[0])
+        for s in stores:
+            cpu = [c for _, c in s.rows]
+            half = max(1, len(cpu) // 4)
+            print(f"{s.name}: CPU events/s, median of the last {half} windows / the first {half}: "
+                  f"{statistics.median(cpu[-half:]) / statistics.median(cpu[:half]):.2f}")
+        if len(probes) == 2:
+            print_probes(probes[0], probes[1])
     finally:
         for s in stores:
             s.close()
-    for s in stores:
-        cpu = [c for _, c in s.rows]
-        half = max(1, len(cpu) // 4)
-        print(f"{s.name}: CPU events/s, median of the last {half} windows / the first {half}: "
-              f"{statistics.median(cpu[-half:]) / statistics.median(cpu[:half]):.2f}")
-    print(f"load average at end {os.getloadavg()[0]:.2f}")
+    print(f"load average at end {load():.2f}")
+
+
+def event_fields(db: Path) -> list[tuple[str, float]]:
+    """Mean bytes of each field of the stored events' JSON state (encrypted fields as stored)."""
+    sizes: dict[str, int] = {}
+    n = 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+            for (state,) in c.execute("SELECT state FROM stored_events"):
+                try:
+                    obj = json.loads(state)
+                except (ValueError, TypeError):
+                    continue
+                n += 1
+                for k, v in obj.items():
+                    sizes[k] = sizes.get(k, 0) + len(json.dumps(v, separators=(",", ":"))) + len(k) + 4
+    except sqlite3.Error:
+        return []
+    return sorted(((k, v / n) for k, v in sizes.items()), key=lambda kv: -kv[1]) if n else []
+
+
+def footprint(a: argparse.Namespace) -> None:
+    """Table 3: bytes on disk per LoCoMo observation, every file counted, and where they go."""
+    from memledger.ingest import locomo_commands
+
+    data = json.loads(a.data.read_text(encoding="utf-8"))
+    cmds = locomo_commands(data)
+    n = len(cmds)
+    text_bytes = sum(len((c.text or "").encode("utf-8")) for c in cmds)
+    with tempfile.TemporaryDirectory(prefix="bench_growth_fp_") as d:
+        home = Path(d) / "l"
+        w = time.perf_counter()
+        with MemoryLedger(home=home, embedder=a.footprint_embedder) as ml:
+            ml.record(cmds)
+            users = sorted({c.user_id for c in cmds})
+            for u in users:
+                ml.search(u, "what does the user like", k=5)  # catches the vectors projection up
+        secs = time.perf_counter() - w
+        ld = load()
+        files = dir_bytes(home)
+        total = sum(files.values())
+        print()
+        print(f"Footprint: {a.data.name}, {n} observations of {len(users)} users, embedder "
+              f"{a.footprint_embedder}, recorded + every user searched once in {secs:.1f} s (load {ld:.2f}); "
+              "home directory after close")
+        print()
+        print("| where | bytes | bytes per memory | share | ratio to the text |")
+        print("|---|---:|---:|---:|---:|")
+        tb = text_bytes / n
+        print(f"| baseline: the observation's text (UTF-8) | {text_bytes:,} | {tb:,.0f} | | 1.00 |")
+        print(f"| **all files** | {total:,} | {total / n:,.0f} | 100% | {total / n / tb:.1f} |")
+        for name, size in sorted(files.items(), key=lambda kv: -kv[1]):
+            print(f"| file {name} | {size:,} | {size / n:,.0f} | {size / total:.0%} | {size / n / tb:.1f} |")
+        for db in sorted(home.rglob("*.db")):
+            for name, pages, payload in db_tables(db):
+                if pages >= a.min_table_bytes:
+                    print(f"| {db.relative_to(home)}: {name} (payload {payload / n:,.0f} B/memory) | {pages:,} | "
+                          f"{pages / n:,.0f} | {pages / total:.0%} | {pages / n / tb:.1f} |")
+        fields = event_fields(home / "events.db")
+        if fields:
+            print()
+            print("Stored event (events.db ``state``), mean bytes per field, largest first: "
+                  + ", ".join(f"{k} {v:,.0f}" for k, v in fields[:10]))
+    print(f"load average at end {load():.2f}")
+
+
+def serve(home: str, user: str, probes: int, minilm: bool) -> None:
+    """The child of table 4: RSS of a process that opens the store and serves searches (prints JSON)."""
+    out: dict[str, Any] = {"imports": proc_status("VmRSS")}
+    ml = MemoryLedger(home=home, embedder="hash:384", cjk_embedder="none")
+    out["open"] = proc_status("VmRSS")
+    w = time.perf_counter()
+    ml.search(user, "what did the user mention in passing", k=10)
+    out["first_ms"] = (time.perf_counter() - w) * 1000
+    out["first"] = proc_status("VmRSS")
+    ms = []
+    for i in range(probes):
+        w = time.perf_counter()
+        ml.search(user, f"thing number {i * 997} in passing", k=10)
+        ms.append((time.perf_counter() - w) * 1000)
+    out["warm"] = proc_status("VmRSS")
+    out["warm_ms"] = ms
+    if minilm:
+        from projections.embedders import SentenceTransformerEmbedder
+
+        e = SentenceTransformerEmbedder()
+        e.embed_query("what did the user mention in passing")
+        out["minilm"] = proc_status("VmRSS")
+        out["backend"] = e.backend
+    out["hwm"] = proc_status("VmHWM")
+    ml.close()
+    print(json.dumps(out))
+
+
+def rss(a: argparse.Namespace) -> None:
+    """Table 4: resident memory of a process serving search for a user with ``--rss-memories`` memories."""
+    n, user = a.rss_memories, "bigUser"
+    with tempfile.TemporaryDirectory(prefix="bench_growth_rss_") as d:
+        home = Path(d) / "l"
+        w = time.perf_counter()
+        with MemoryLedger(home=home, embedder="hash:384", cjk_embedder="none") as ml:
+            for start in range(0, n, a.batch):
+                ml.record([{**c, "user_id": user} for c in batch(start, min(a.batch, n - start), n + 1)])
+            built = time.perf_counter() - w
+            ml.search(user, "warm up", k=10)  # builds the user's vectors and index files
+            indexed = time.perf_counter() - w - built
+        files = dir_bytes(home)
+        disk_load = load()
+        p = subprocess.run([sys.executable, __file__, "--_serve", str(home), user, str(a.probes or 10)]
+                           + (["--rss-minilm"] if a.rss_minilm else []),
+                           capture_output=True, text=True, cwd=ROOT)
+        if p.returncode != 0:
+            raise SystemExit(f"serving process failed: {p.stderr[-1500:]}")
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        ld = load()
+    mb = 1024 * 1024
+    base = r["imports"]
+    print()
+    print(f"Resident memory: one user with {n:,} memories (recorded in {built:.0f} s, vectors + index built by the "
+          f"first search in {indexed:.0f} s); a fresh process opens the store and searches (load {ld:.2f})")
+    print()
+    print("| state of the serving process | VmRSS MB | over the baseline MB | ratio to the baseline | load |")
+    print("|---|---:|---:|---:|---:|")
+    rows = [("baseline: interpreter + memledger imported", base), ("store opened", r["open"]),
+            (f"after the first search ({r['first_ms']:.0f} ms: index loaded)", r["first"]),
+            (f"after {len(r['warm_ms'])} more searches (p50 {statistics.median(r['warm_ms']):.1f} ms)", r["warm"])]
+    if "minilm" in r:
+        rows.append((f"+ MiniLM query encoder loaded ({r['backend']}), one query embedded", r["minilm"]))
+    rows.append(("peak (VmHWM)", r["hwm"]))
+    for name, v in rows:
+        print(f"| {name} | {v / mb:,.1f} | {(v - base) / mb:,.1f} | {v / base:.2f} | {ld:.2f} |")
+    total = sum(files.values())
+    print()
+    print(f"Disk of that store ({n:,} memories, vectors included, load {disk_load:.2f}): {total:,} bytes, "
+          f"{total / n:,.0f} per memory: " + ", ".join(f"{k} {v / n:,.0f}" for k, v in
+                                                      sorted(files.items(), key=lambda kv: -kv[1])))
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--_serve"]:
+        serve(argv[1], argv[2], int(argv[3]), "--rss-minilm" in argv)
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dsn", default=None, help="postgresql://... to grow a PostgreSQL store (default: SQLite)")
+    ap.add_argument("--facts", "--events", dest="events", type=int, default=20_000,
+                    help="facts recorded in all (default 20000)")
+    ap.add_argument("--batch", type=int, default=2000, help="facts per record() call (default 2000)")
+    ap.add_argument("--per-user", type=int, default=5000, help="facts per user (default 5000)")
+    ap.add_argument("--window", type=int, default=None, help="events per reported window (default --facts / 10)")
+    ap.add_argument("--compare", action="store_true", help="grow a store with uuid4 event ids alongside")
+    ap.add_argument("--early", type=int, default=10_000, help="size of the latency baseline (default 10000)")
+    ap.add_argument("--probes", type=int, default=30, help="calls per latency figure (default 30; 0: none)")
+    ap.add_argument("--footprint", action="store_true", help="table 3 (SQLite; loads --footprint-embedder)")
+    ap.add_argument("--footprint-embedder", default="minilm", help="embedder of table 3 (default minilm)")
+    ap.add_argument("--data", type=Path, default=LOCOMO if LOCOMO.is_file() else SAMPLE, help="LoCoMo file")
+    ap.add_argument("--min-table-bytes", type=int, default=8192, help="table 3 lists tables at least this big")
+    ap.add_argument("--rss-memories", type=int, default=0, help="table 4: memories of the served user (0: skip)")
+    ap.add_argument("--rss-minilm", action="store_true", help="table 4: also load the MiniLM query encoder")
+    a = ap.parse_args(argv)
+    if a.window is None:
+        a.window = max(a.batch, a.events // 10 // a.batch * a.batch)
+    for name in ("events", "batch", "per_user", "window"):
+        if getattr(a, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be at least 1")
+    if a.window % a.batch or a.events % a.window:
+        ap.error("--window must be a multiple of --batch, and --events a multiple of --window")
+    if a.probes and a.early % a.batch:
+        ap.error("--early must be a multiple of --batch")
+    grow(a)
+    if a.footprint and not a.dsn:
+        footprint(a)
+    if a.rss_memories and not a.dsn:
+        rss(a)
     return 0
 
 
