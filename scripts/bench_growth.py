@@ -21,8 +21,9 @@ Four tables, each figure beside its baseline measured in the same run:
 3. **Footprint of the LoCoMo observations** (``--footprint``, SQLite, ``--footprint-embedder``, default the real
    MiniLM): every observation recorded as ``ingest --format locomo`` records it
    (``memledger.ingest.locomo_commands``; the turns are not logged as messages here) and every user searched
-   once (vectors built), then the bytes of every file of the home directory per memory, each SQLite database broken down by table and index (the ``dbstat`` virtual
-   table), and the stored event's fields. Baseline: the observations' own text (UTF-8 bytes).
+   once (vectors built), then the bytes of every file of the home directory per memory, each SQLite database
+   broken down by table and index (the ``dbstat`` virtual table), and the stored event's fields. Baseline: the
+   observations' own text (UTF-8 bytes).
 4. **Resident memory** (``--rss-memories N``, SQLite): one user with N memories (vectors by the ``hash:384``
    test double: the same bytes per vector as MiniLM, built in seconds instead of hours), then a fresh process opens
    that store and serves searches; VmRSS after the imports (its baseline), after opening, after the first search
