@@ -221,7 +221,8 @@ class MemoryLedger(Store):
 
         A JSONL line with ``text`` and no ``key`` is a :meth:`remember`; ``resolve=True`` sends LoCoMo observations
         through :meth:`remember` too (default: content-derived keys, as before; memledger/ingest.py).
-        Returns ``{"commands": N, "recorded": n_new_events, "replayed": n_already_recorded, "users": {...}}``
+        Returns ``{"commands": N, "recorded": n_new_events, "replayed": n_already_recorded,
+        "quarantined": n_recorded_but_quarantined, "users": {...}}``
         (plus ``decisions``: remember decisions counted, when there were any).
         Raises :class:`~ledger.errors.BadInput` (naming the line or observation) before writing anything.
         """

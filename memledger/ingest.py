@@ -217,7 +217,7 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
     each) and remember lines one by one, in file order. Returns the ingest report (see ``MemoryLedger.ingest``)."""
     commands = load_commands(path, fmt, resolve=resolve)
     messages = load_session_commands(path, fmt)  # conversation turns as messages, validated before writing
-    recorded = replayed = 0
+    recorded = replayed = quarantined = 0
     users: dict[str, int] = {}
     decisions: dict[str, int] = {}
     done = 0
@@ -245,6 +245,7 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
         for r in results:
             replayed += r.replayed
             recorded += not r.replayed
+            quarantined += not r.replayed and r.effect == "quarantine"
         for c in chunk:
             users[c.user_id] = users.get(c.user_id, 0) + 1
         done += len(chunk)
@@ -256,8 +257,8 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
         for sr in ml.record_session(messages[start:start + batch_size]):
             already += sr.replayed
             logged += not sr.replayed
-    report = {"commands": len(commands), "recorded": recorded, "replayed": replayed, "users": users,
-              "messages": {"commands": len(messages), "logged": logged, "replayed": already}}
+    report = {"commands": len(commands), "recorded": recorded, "replayed": replayed, "quarantined": quarantined,
+              "users": users, "messages": {"commands": len(messages), "logged": logged, "replayed": already}}
     if decisions:
         report["decisions"] = dict(sorted(decisions.items()))
     return report

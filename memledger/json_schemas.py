@@ -39,11 +39,13 @@ class IngestMessages(BaseModel):
 
 class IngestReport(BaseModel):
     """``memledger ingest --json``: commands read, events recorded, commands already recorded (a re-ingest records
-    nothing new), commands per user, and the messages logged."""
+    nothing new), how many of the recorded were quarantined (recorded, not believed: docs/hygiene.md), commands
+    per user, and the messages logged."""
 
     commands: int
     recorded: int
     replayed: int
+    quarantined: int
     users: dict[str, int]
     messages: IngestMessages
     #: remember lines (JSONL text without key, or LoCoMo --resolve): how many took each decision

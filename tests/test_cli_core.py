@@ -68,8 +68,8 @@ def test_idempotency_key_through_cli(cli):
 def test_ingest_sample_end_to_end(cli):
     sample = ROOT / "samples" / "locomo_conv30.json"
     report = cli.json("ingest", str(sample))
-    assert report == {"commands": 169, "recorded": 169, "replayed": 0, "users": {"Jon": 86, "Gina": 83}} or \
-        report["users"] == {"Gina": 83, "Jon": 86}
+    assert {k: v for k, v in report.items() if k != "messages"} == {
+        "commands": 169, "recorded": 169, "replayed": 0, "quarantined": 0, "users": {"Jon": 86, "Gina": 83}}
     conv = json.loads(sample.read_text())[0]
     expected = {"Jon": 0, "Gina": 0}
     for sess in conv["observation"].values():

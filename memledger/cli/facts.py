@@ -250,7 +250,8 @@ def ingest_cmd(ctx: typer.Context, file: str,
         emit_json(report)
     else:
         users = ", ".join(f"{u}: {n}" for u, n in report["users"].items())
-        out.print(f"ingested {report['commands']} commands: {report['recorded']} recorded, "
+        held = f", {report['quarantined']} of them quarantined" if report.get("quarantined") else ""
+        out.print(f"ingested {report['commands']} commands: {report['recorded']} recorded{held}, "
                   f"{report['replayed']} already recorded ({users})")
         m = report.get("messages") or {}
         if m.get("commands"):
