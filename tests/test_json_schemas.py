@@ -27,6 +27,7 @@ RECORDED = {
     "write:assert-hedged": "receipt", "write:assert-quarantined": "receipt", "write:assert-scheduled": "receipt",
     "quarantine": "quarantine", "due": "due", "stats-jon": "stats", "stats": "stats",
     "profile-jon-hygiene": "profile", "context-hygiene": "context", "write:retract-source": "retract-source",
+    "write:forget": "forget", "history-forgotten": "history",
 }
 
 
