@@ -245,22 +245,25 @@ def _fact_aad(user_id: str, key_id: str) -> bytes:
     return _FACT_WRAP_AAD_PREFIX + f"{user_id}\x1f{key_id}".encode()
 
 
-def wrap_fact_key(user_key: bytes, user_id: str, key_id: str, fact_key: bytes) -> bytes:
-    """``fact_key`` (32 bytes) sealed with AES-256-GCM under the user's data key: ``nonce12 + ciphertext + tag``.
+def wrap_fact_key(user_key: bytes | AESGCM, user_id: str, key_id: str, fact_key: bytes) -> bytes:
+    """``fact_key`` (32 bytes) sealed with AES-256-GCM under the user's data key (the key, or an ``AESGCM`` of it):
+    ``nonce12 + ciphertext + tag``.
 
     The associated data binds the user id and the key id, so a wrapped key copied to another fact's row (or
     another user's) fails to unwrap instead of decrypting the wrong fact.
     """
+    aead = user_key if isinstance(user_key, AESGCM) else AESGCM(user_key)
     nonce = os.urandom(_NONCE_BYTES)
-    return nonce + AESGCM(user_key).encrypt(nonce, fact_key, _fact_aad(user_id, key_id))
+    return nonce + aead.encrypt(nonce, fact_key, _fact_aad(user_id, key_id))
 
 
-def unwrap_fact_key(user_key: bytes, user_id: str, key_id: str, blob: bytes) -> bytes:
+def unwrap_fact_key(user_key: bytes | AESGCM, user_id: str, key_id: str, blob: bytes) -> bytes:
     """The per-fact key sealed by :func:`wrap_fact_key`. Raises :class:`KeyStoreError` if it fails to authenticate
     (altered, or moved from another fact or user) or is not 32 bytes."""
+    aead = user_key if isinstance(user_key, AESGCM) else AESGCM(user_key)
     blob = bytes(blob)
     try:
-        key = AESGCM(user_key).decrypt(blob[:_NONCE_BYTES], blob[_NONCE_BYTES:], _fact_aad(user_id, key_id))
+        key = aead.decrypt(blob[:_NONCE_BYTES], blob[_NONCE_BYTES:], _fact_aad(user_id, key_id))
     except InvalidTag:
         msg = (f"user_id {user_id!r}, fact key {key_id!r}: cannot unwrap the per-fact key -- it was altered, or "
                "moved here from another fact or user")
@@ -388,7 +391,7 @@ class EncryptingMapper(Mapper[Any]):
         key = self._fresh.pop((user_id, key_id), None)
         if key is None:
             key = os.urandom(DATA_KEY_BYTES)
-            self.keystore.put_fact_keys([(user_id, key_id, wrap_fact_key(user_key, user_id, key_id, key))])
+            self.keystore.put_fact_keys([(user_id, key_id, wrap_fact_key(self._aead(user_key), user_id, key_id, key))])
         return key
 
     def prepare_fact_keys(self, events: Iterable[Any]) -> int:
@@ -428,10 +431,10 @@ class EncryptingMapper(Mapper[Any]):
                 if short <= 0:
                     continue
                 reserve = self._reserve.get(user_id, 0)
-                user_key = self.keystore.get_or_create(user_id)  # raises SubjectErasedError after erasure
+                wrapper = self._aead(self.keystore.get_or_create(user_id))  # SubjectErasedError after erasure
                 for _ in range(short + reserve):
                     key_id, key = str(uuid.UUID(bytes=os.urandom(16), version=4)), os.urandom(DATA_KEY_BYTES)
-                    rows.append((user_id, key_id, wrap_fact_key(user_key, user_id, key_id, key)))
+                    rows.append((user_id, key_id, wrap_fact_key(wrapper, user_id, key_id, key)))
                     made.setdefault(user_id, []).append((key_id, key))
                 self._reserve[user_id] = min(max(1, 2 * reserve), _POOL_MAX)
             if rows:
@@ -473,7 +476,9 @@ class EncryptingMapper(Mapper[Any]):
             return False
         user_key = self.keystore.get_or_create(user_id)  # raises SubjectErasedError after erasure
         key_id = state.get(FACT_KEY_FIELD) if not prefix and self.fact_keys else None
-        aesgcm = self._aead(user_key if not key_id else self._fact_key_for_write(user_id, str(key_id), user_key))
+        # a per-fact key serves one event: built directly, not cached (it would evict the users' keys)
+        aesgcm = self._aead(user_key) if not key_id else AESGCM(self._fact_key_for_write(user_id, str(key_id),
+                                                                                         user_key))
         oid = str(originator_id)  # once per event, not per field (str(UUID) is ~1 us)
         nonces = os.urandom(_NONCE_BYTES * len(todo))  # one read of the OS's CSPRNG for the event's fields
         for i, name in enumerate(todo):
@@ -524,10 +529,11 @@ class EncryptingMapper(Mapper[Any]):
                     state[name] = None
                 return "forgotten"
             try:
-                key = unwrap_fact_key(key, user_id, str(key_id), found)
+                aesgcm = AESGCM(unwrap_fact_key(self._aead(key), user_id, str(key_id), found))
             except KeyStoreError as exc:
                 raise fail(todo[0], str(exc)) from None
-        aesgcm = self._aead(key)
+        else:
+            aesgcm = self._aead(key)
         oid = str(originator_id)
         for name in todo:
             try:
