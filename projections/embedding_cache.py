@@ -20,7 +20,9 @@ import unicodedata
 from pathlib import Path
 from typing import Iterable, Mapping
 
-import numpy as np
+from .lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
 
 __all__ = ["EmbeddingCache", "embed_with_cache", "text_key"]
 

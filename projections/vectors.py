@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import threading
@@ -53,7 +54,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from .lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
 
 from ledger.timeutil import OPEN, parse_instant, to_micros
 
@@ -335,7 +338,7 @@ class VectorsProjection(Projection):
         self.lexical_weight_abs = LEXICAL_WEIGHT if abs_lexical_weight is None else float(abs_lexical_weight)
         self.cjk_lexical_weight = float(cjk_lexical_weight)
         for name, w in (("abs_lexical_weight", self.lexical_weight_abs), ("cjk_lexical_weight", self.cjk_lexical_weight)):
-            if not (w >= 0 and np.isfinite(w)):
+            if not (w >= 0 and math.isfinite(w)):
                 raise ValueError(f"{name} must be a finite number >= 0, got {w!r}")
         self._prepared_cjk: dict[str, np.ndarray] = {}
         self.home = None if home is None else Path(home)

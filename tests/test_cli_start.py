@@ -80,3 +80,24 @@ def test_bad_input_exits_2_while_the_query_encoder_loads(tmp_path):
                             "--min-score", "-1", "--json"], capture_output=True, text=True, env=env, timeout=120)
         assert p.returncode == 2, p.stderr
         assert json.loads(p.stderr.strip().splitlines()[-1])["error"]["field"] == "min_score"
+
+
+_NUMPY_PROBE = r"""
+import sys
+sys.argv = ["memledger", "--home", sys.argv[1], "profile", "u1"]
+from memledger.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print("numpy-loaded" if "numpy._core" in sys.modules else "numpy-deferred")
+"""
+
+
+def test_a_cold_profile_never_loads_numpy(tmp_path):
+    """numpy costs ~0.25 s to import; a read that computes with no vector must not pay it (projections/lazy.py)."""
+    home = tmp_path / "home"
+    subprocess.run([sys.executable, "-m", "memledger", "--home", str(home), "assert", "u1", "k.x", "1"],
+                   check=True, capture_output=True)
+    out = subprocess.run([sys.executable, "-c", _NUMPY_PROBE, str(home)], check=True, capture_output=True, text=True)
+    assert out.stdout.strip().splitlines()[-1] == "numpy-deferred"
