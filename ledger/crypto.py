@@ -187,6 +187,7 @@ _FORMAT_WRAPPED = "aesgcm-v1"
 _WRAP_AAD_PREFIX = b"memledger:user-key:v1|"
 _FACT_WRAP_AAD_PREFIX = b"memledger:fact-key:v1|"
 _FRESH_LIMIT = 100_000  # per-fact keys prepared but not used yet (a failed save's) kept at most
+_POOL_MIN = 8  # reserve of the second refill of a user's pool (a process writing for the user again)
 _POOL_MAX = 64  # largest reserve of stored per-fact keys a process keeps per user (EncryptingMapper.prepare_fact_keys)
 _AEAD_CACHE_SIZE = 256  # AESGCM objects an EncryptingMapper keeps (by data key)
 
@@ -399,10 +400,11 @@ class EncryptingMapper(Mapper[Any]):
         that is already stored, and set the event's ``fact_key_id`` to that key's id; :meth:`to_stored_event` then
         uses it. Returns how many keys were stored now (0 when the process's pool had enough).
 
-        Why a pool: a key-store commit per event (a journal write and fsync on SQLite, ~1 ms) would double the cost
-        of a one-event save. Keys are made per user, for the events that need one plus a reserve that doubles with
-        each refill up to :data:`_POOL_MAX` (none at a process's first write for a user, so a one-shot CLI call stores
-        exactly what it uses), all in one key-store transaction. Unused keys (a reserve at exit, or a save that
+        Why a pool: a key-store commit per event (a journal write and fsync on SQLite, ~1 ms) would more than double
+        the cost of a one-event save (scripts/bench_append.py: 1,226 -> 513 events/s one per save). Keys are made per
+        user, for the events that need one plus a reserve: none at a process's first write for a user (a one-shot CLI
+        call stores exactly what it uses), then :data:`_POOL_MIN`, doubling per refill up to :data:`_POOL_MAX`; all
+        in one key-store transaction. Unused keys (a reserve at exit, or a save that
         failed after this) are harmless rows: random bytes wrapped under the user's key, never referenced by the log.
 
         Raises:
@@ -436,7 +438,7 @@ class EncryptingMapper(Mapper[Any]):
                     key_id, key = str(uuid.UUID(bytes=os.urandom(16), version=4)), os.urandom(DATA_KEY_BYTES)
                     rows.append((user_id, key_id, wrap_fact_key(wrapper, user_id, key_id, key)))
                     made.setdefault(user_id, []).append((key_id, key))
-                self._reserve[user_id] = min(max(1, 2 * reserve), _POOL_MAX)
+                self._reserve[user_id] = min(max(_POOL_MIN, 2 * reserve), _POOL_MAX)
             if rows:
                 self.keystore.put_fact_keys(rows)  # stored before any event names them
             if len(self._fresh) > _FRESH_LIMIT:
