@@ -30,8 +30,8 @@ COOKIE = "memledger_ui"
 #: the served pages' policy: script, style and everything else from this server only; nothing inline runs
 PAGE_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'none'; "
             "font-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'")
-HEADERS = {"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
-           "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
+HEADERS = {"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosniff",
+           "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 STATIC_TYPES = {"timeline.css": "text/css; charset=utf-8", "timeline.js": "text/javascript; charset=utf-8"}
 MAX_FORM = 4096
 
@@ -54,8 +54,10 @@ def _safe_next(raw: str | None) -> str:
 
 
 def _cross_site(request: Request) -> bool:
-    """True if a form post comes from another site's page (its ``Origin`` names another host): signing a browser
-    in or out is refused then, so no other page can sign a visitor in with a key of its choosing."""
+    """True if a form post comes from another site's page (its ``Origin`` names another host, or is ``null``, as
+    from a sandboxed frame): signing a browser in or out is refused then, so no other page can sign a visitor in
+    with a key of its choosing. (The pages' ``Referrer-Policy: same-origin`` keeps browsers sending their real
+    origin on their own form posts; ``no-referrer`` would make them send ``null``.)"""
     origin = request.headers.get("origin")
     if not origin or origin == "null":
         return origin == "null"

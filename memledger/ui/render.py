@@ -114,7 +114,7 @@ def _lanes(bars: list[tuple[float, float]]) -> list[int]:
 def _head(title: str, inline: bool, csp: str | None) -> str:
     parts = ['<!doctype html>\n<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             '<meta name="referrer" content="no-referrer">']
+             '<meta name="referrer" content="same-origin">']
     if csp:
         parts.append(f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">')
     parts.append(f"<title>{esc(title)}</title>")
