@@ -83,10 +83,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Any:
         server.stop()
 
 
-def expected_cells(home: Path, at: str) -> dict[str, str]:
+def expected_cells(home: Path, at: str, axis: str = "system") -> dict[str, str]:
     """What each row's believed cell must say at ``at``: ``memledger believed`` through the Python API."""
     with MemoryLedger(home=home, embedder="none") as ml:
-        facts = ml.believed(USER, as_of=at).facts
+        facts = ml.believed(USER, as_of=at, axis=axis).facts
         keys = sorted({r.key for r in ml.history(USER)})
         labels = {(r.key, r.version): r.sensitivity for r in ml.history(USER)}
     out = {}
@@ -180,6 +180,22 @@ def test_rows_slider_audit_and_keyboard(site: Any) -> None:
     assert XSS_SESSION_TEXT in page.text_content("#audit-body")
     page.click(".bar.disclosure")
     assert "test: context for a doctor visit" in page.text_content("#audit-body")
+    # the observed axis (when it was said), chosen from the keyboard: every stop equals believed --axis observed
+    page.focus('input[name="axis"][value="system"]')
+    page.keyboard.press("ArrowRight")  # a radio group: the arrow key selects the next choice
+    assert page.is_checked('input[name="axis"][value="observed"]')
+    observed = json.loads(page.text_content("#ml-data"))["observed_ticks"]
+    page.focus("#asof")
+    page.keyboard.press("Home")
+    for i, at in enumerate(observed):
+        if i:
+            page.keyboard.press("ArrowRight")
+        assert page.text_content("#asof-out") == at
+        assert page.evaluate(CELLS_JS) == expected_cells(home, at, "observed"), at
+    page.fill("#asof-text", "2024-01-15T00:00:00+01:00")
+    page.press("#asof-text", "Enter")
+    assert page.evaluate(CELLS_JS)["preference.drink"] == "tea (v1)"
+    assert "unsaid" in page.get_attribute('.bar[data-key="preference.drink"][data-version="2"]', "class")
     assert page.evaluate("window.__xss") is None  # no stored markup ever ran
     assert page.errors == []  # type: ignore[attr-defined]
     # WCAG AA: every visible text at least 4.5:1 against its background (bars' stripes are behind opaque labels)

@@ -85,6 +85,27 @@ def test_the_slider_rule_equals_believed_at_every_stop_and_between(seeded: Any) 
     assert {(1, "believed"), (2, "believed"), (3, "believed")} <= seen_values
 
 
+def test_the_observed_axis_rule_equals_believed_axis_observed(seeded: Any) -> None:
+    """The same on the observed axis (when it was said): ``believed --axis observed`` at every stop, 1 µs before it
+    and half-way to the next one."""
+    seeded.assert_fact(USER, "preference.snack", "nuts", observed_at="2024-06-01T09:00:00Z")
+    seeded.assert_fact(USER, "preference.snack", "crisps", observed_at="2024-05-01T09:00:00Z")  # said earlier
+    view = user_view(seeded, USER)
+    ticks = view["observed_ticks"]
+    assert ticks[0] == "2024-01-01T09:00:00.000000Z" and ticks == sorted(ticks)
+    instants = set(ticks)
+    for a, b in zip(ticks, ticks[1:]):
+        ua, ub = to_micros(parse_instant(a, "a")), to_micros(parse_instant(b, "b"))
+        instants |= {iso(ua - 1), iso((ua + ub) // 2)}
+    drinks = set()
+    for at in sorted(instants):
+        want = {k: (f.version, f.status) for k, f in seeded.believed(USER, as_of=at, axis="observed").facts.items()}
+        got = {k: (x["version"], x["status"]) for k, x in believed_at(view, at, "observed").items()}
+        assert got == want, at
+        drinks.add(want.get("preference.drink"))
+    assert {(1, "believed"), (2, "believed")} <= drinks  # tea in January, coffee from February on
+
+
 def test_stored_markup_is_escaped_in_the_page_and_its_data(seeded: Any) -> None:
     page, _ = user_html(seeded, USER, inline=True)
     for raw in (XSS_SCRIPT, XSS_IMG, "<b>bold?</b>"):

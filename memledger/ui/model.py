@@ -76,15 +76,27 @@ def category(row: dict[str, Any], now_us: int) -> str:
     return "current"
 
 
-def believed_at(view: dict[str, Any], at: str) -> dict[str, dict[str, Any]]:
-    """``{key: {"version", "status"}}`` believed at system instant ``at`` (an :func:`iso` string) about the same
-    valid instant: the rule the page's script applies (timeline.js ``heldAt``), written once more in Python so a
-    test can hold both against :meth:`MemoryLedger.believed` (as-of inclusive, valid time half-open)."""
+def believed_at(view: dict[str, Any], at: str, axis: str = "system") -> dict[str, dict[str, Any]]:
+    """``{key: {"version", "status"}}`` believed at instant ``at`` (an :func:`iso` string) about the same valid
+    instant: the rule the page's script applies (timeline.js ``heldAt``), written once more in Python so a test can
+    hold both against :meth:`MemoryLedger.believed` (as-of inclusive, valid time half-open).
+
+    ``axis="system"``: the bitemporal row held at ``at`` (``recorded_from <= at < recorded_to``). ``"observed"``:
+    per key, the row held just before the key's first event observed after ``at`` (``position_from < F <=
+    position_to``, F that event's log position, or no bound if none), as ``believed --axis observed``.
+    """
     out = {}
     for k in view["keys"]:
+        later = [e["position"] for e in k["events"] if e["observed_at"] is not None and e["observed_at"] > at]
+        first_later = min(later) if later else None
         for t in k["timeline"]:
-            if t["recorded_from"] <= at and (t["recorded_to"] is None or at < t["recorded_to"]) and \
-                    t["valid_from"] <= at and (t["valid_to"] is None or at < t["valid_to"]):
+            if axis == "system":
+                held = t["recorded_from"] <= at and (t["recorded_to"] is None or at < t["recorded_to"])
+            else:
+                held = (first_later is None and t["position_to"] is None) or (
+                    first_later is not None and t["position_from"] < first_later
+                    and (t["position_to"] is None or first_later <= t["position_to"]))
+            if held and t["valid_from"] <= at and (t["valid_to"] is None or at < t["valid_to"]):
                 out[k["key"]] = {"version": t["version"], "status": t["status"]}
                 break
     return out
@@ -116,12 +128,13 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
     if erased_at is not None:
         return {"user_id": user_id, "generated_at": iso(now_dt), "erased": True,
                 "erasure": erasure_receipt(ml, user_id, erased_at), "keys": [], "sessions": [], "disclosures": [],
-                "ticks": [], "shown": []}
+                "ticks": [], "observed_ticks": [], "shown": []}
     ml.before_read(None, 10.0)
     tt = ml.timetravel_queries.tt
     with ml.db.read() as cur:
         rows = ml.history_projection.versions(cur, user_id)
-        cur.execute(f"SELECT key, version, valid_from, valid_to, recorded_from, recorded_to, status FROM {tt} "
+        cur.execute(f"SELECT key, version, valid_from, valid_to, recorded_from, recorded_to, status, position_from, "
+                    f"position_to FROM {tt} "
                     "WHERE user_id = ? ORDER BY key, position_from", (user_id,))
         timeline = cur.fetchall()
         proj = getattr(ml, "disclosures_projection", None)
@@ -130,11 +143,12 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
     for r in rows:
         by_key.setdefault(r["key"], {"key": r["key"], "versions": [], "events": [], "timeline": []})
     first_range: dict[tuple[str, int], tuple[int, int]] = {}
-    for key, version, vf, vt, rf, rt, status in timeline:
+    for key, version, vf, vt, rf, rt, status, pf, pt in timeline:
         first_range.setdefault((key, version), (vf, vt))
         by_key.setdefault(key, {"key": key, "versions": [], "events": [], "timeline": []})["timeline"].append(
             {"version": version, "valid_from": iso(vf), "valid_to": iso(vt), "recorded_from": iso(rf),
-             "recorded_to": iso(rt), "status": status})
+             "recorded_to": iso(rt), "status": status, "position_from": int(pf),
+             "position_to": None if int(pt) >= OPEN else int(pt)})
     shown: list[tuple[str, int, str]] = []
     for r in rows:
         label = r["sensitivity"]
@@ -179,29 +193,43 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
         session_rows.append({"session_id": sid, "task": None, "status": "no memory", "started_at":
                              ms[0]["observed_at"], "ended_at": None, "last_at": ms[-1]["observed_at"], "messages": ms})
     ticks = _ticks(timeline, now_us)
+    observed_ticks = _observed_ticks(rows, timeline, now_us)
     return {"user_id": user_id, "generated_at": iso(now_dt), "erased": False, "erasure": None,
             "keys": [by_key[k] for k in sorted(by_key)], "sessions": session_rows,
             "disclosures": [{"key": d["key"], "version": d["version"], "sensitivity": d["sensitivity"],
                              "recorded_at": iso(d["recorded_at"]), "position": d["position"],
                              "session_id": d["session_id"], "purpose": d["purpose"], "trace_id": d["trace_id"]}
                             for d in disclosures],
-            "ticks": ticks, "shown": shown}
+            "ticks": ticks, "observed_ticks": observed_ticks, "shown": shown}
 
 
 def _ticks(timeline: list[tuple], now_us: int) -> list[str]:
     """The slider's stops: every instant from the first recording to ``now`` at which a belief can change (a
     bitemporal row's recorded or valid bound), then ``now``. Between two stops every answer stays the same."""
-    starts = [rf for _k, _v, _vf, _vt, rf, _rt, _s in timeline]
+    starts = [row[4] for row in timeline]
     if not starts:
         return [iso(now_us)]
     lo = min(starts)
     hi = max(now_us, max(starts))
     stops = set()
-    for _k, _v, vf, vt, rf, rt, _s in timeline:
+    for _k, _v, vf, vt, rf, rt, *_rest in timeline:
         for x in (vf, vt, rf, rt):
             if lo <= x <= hi:
                 stops.add(x)
     stops.add(hi)
+    return [iso(x) for x in sorted(stops)]
+
+
+def _observed_ticks(rows: list[dict[str, Any]], timeline: list[tuple], now_us: int) -> list[str]:
+    """The slider's stops on the observed axis: every instant from the first statement to ``now`` at which a belief
+    can change (an event's ``observed_at``, a bitemporal row's valid bound), then ``now``."""
+    said = [r["observed_at"] for r in rows if r["observed_at"] is not None]
+    if not said:
+        return [iso(now_us)]
+    lo, hi = min(said), max(now_us, max(said))
+    stops = {x for x in said if x <= hi} | {hi}
+    for _k, _v, vf, vt, *_rest in timeline:
+        stops |= {x for x in (vf, vt) if lo <= x <= hi}
     return [iso(x) for x in sorted(stops)]
 
 

@@ -176,6 +176,10 @@ def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
                '<p class="hint">Arrow keys step to the previous or next instant at which a belief changed. Each '
                'row then shows the value believed at that instant about that instant, as '
                '<code>memledger believed USER --as-of</code> answers.</p>'
+               '<fieldset class="axis-choice"><legend>Time axis</legend><label><input type="radio" '
+               'name="axis" value="system" checked> system time: when the ledger recorded it</label> <label>'
+               '<input type="radio" name="axis" value="observed"> observed time: when it was said (imported '
+               'history; <code>--axis observed</code>)</label></fieldset>'
                '<form id="asof-form" class="asof-form"><label for="asof-text">Exact instant (ISO 8601 with an '
                'offset)</label> <input id="asof-text" type="text" inputmode="text" autocomplete="off" '
                f'spellcheck="false" value="{esc(ticks[last])}"> <button type="submit">Show</button> '
@@ -201,7 +205,8 @@ def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
                '(click it, or Tab to it and press Enter) to see its events and provenance here.</p>'
                '<div id="audit-body"></div></section>')
     out.append("</main>")
-    data = {k: view[k] for k in ("user_id", "generated_at", "keys", "sessions", "disclosures", "ticks")}
+    data = {k: view[k] for k in ("user_id", "generated_at", "keys", "sessions", "disclosures", "ticks",
+                                 "observed_ticks")}
     data["axis"] = {"from": axis.lo.isoformat().replace("+00:00", "Z"), "span_seconds": axis.hi_s}
     out.append(f'<script type="application/json" id="ml-data">{json_for_script(data)}</script>')
     if inline:
@@ -240,7 +245,7 @@ def _key_row(k: dict[str, Any], axis: Axis) -> str:
         if v["bar_from"] and axis.pct(v["bar_from"]) >= 99.0:
             text += f" (from {v['bar_from'][:10]})"
         attrs = (f'data-key="{esc(key)}" data-version="{v["version"]}" data-recorded="{esc(v["recorded_at"])}" '
-                 f'title="{esc(label)}"')
+                 f'data-observed="{esc(v["observed_at"] or v["recorded_at"])}" title="{esc(label)}"')
         bars.append(_bar(f"cat-{cat}", a, b, lane, attrs, label, text))
     height = max(lanes, default=0) + 1
     return (f'<div class="row" data-key="{esc(key)}"><div class="rowlabel"><span class="key">{esc(key)}</span> '

@@ -9,6 +9,7 @@
   var data = JSON.parse(node.textContent);
   var byKey = {};
   data.keys.forEach(function (k) { byKey[k.key] = k; });
+  var axis = "system";
   var ticks = data.ticks;
 
   function el(tag, text, cls) {
@@ -33,12 +34,26 @@
   });
   var rowsHeight = document.getElementById("rows");
 
-  /* the version of key k believed at system instant `at` about valid instant `at`: memledger believed --as-of */
+  /* the version of key k believed at instant `at` about valid instant `at`: memledger believed --as-of, on the
+     system axis (the row held at `at`) or the observed axis (the row held just before the key's first event said
+     after `at`: position_from < F <= position_to) */
   function heldAt(k, at) {
+    var first = null;
+    if (axis === "observed") {
+      k.events.forEach(function (e) {
+        if (e.observed_at !== null && e.observed_at > at && (first === null || e.position < first)) { first = e.position; }
+      });
+    }
     for (var i = 0; i < k.timeline.length; i++) {
-      var t = k.timeline[i];
-      if (t.recorded_from <= at && (t.recorded_to === null || at < t.recorded_to) &&
-          t.valid_from <= at && (t.valid_to === null || at < t.valid_to)) { return t; }
+      var t = k.timeline[i], held;
+      if (axis === "system") {
+        held = t.recorded_from <= at && (t.recorded_to === null || at < t.recorded_to);
+      } else if (first === null) {
+        held = t.position_to === null;
+      } else {
+        held = t.position_from < first && (t.position_to === null || first <= t.position_to);
+      }
+      if (held && t.valid_from <= at && (t.valid_to === null || at < t.valid_to)) { return t; }
     }
     return null;
   }
@@ -58,6 +73,7 @@
   var cursor = document.getElementById("cursor");
 
   function show(at) {
+    current = at;
     out.textContent = at;
     slider.setAttribute("aria-valuetext", at);
     Array.prototype.forEach.call(document.querySelectorAll("[data-believed]"), function (cell) {
@@ -75,7 +91,8 @@
       var row = cell.closest(".row");
       Array.prototype.forEach.call(row.querySelectorAll(".bar[data-version]"), function (b) {
         b.classList.toggle("held", t !== null && Number(b.dataset.version) === t.version);
-        b.classList.toggle("unrecorded", b.dataset.recorded > at);
+        b.classList.toggle("unrecorded", axis === "system" && b.dataset.recorded > at);
+        b.classList.toggle("unsaid", axis === "observed" && b.dataset.observed > at);
       });
     });
     var pct = valuePct(at);
@@ -105,6 +122,18 @@
     while (i + 1 < ticks.length && ticks[i + 1] <= at) { i++; }
     return i;
   }
+
+  var current = ticks[ticks.length - 1];
+  Array.prototype.forEach.call(document.querySelectorAll('input[name="axis"]'), function (radio) {
+    radio.addEventListener("change", function () {
+      if (!radio.checked) { return; }
+      axis = radio.value;
+      ticks = axis === "system" ? data.ticks : data.observed_ticks;
+      slider.max = String(ticks.length - 1);
+      slider.value = String(snap(current));
+      show(current);
+    });
+  });
 
   slider.addEventListener("input", function () {
     var at = ticks[Number(slider.value)];
@@ -224,7 +253,14 @@
     panel.scrollIntoView({block: "nearest"});
   });
 
-  var start = ticks[ticks.length - 1];
+  var start = current;
+  var ax = /(?:^#|&)axis=(system|observed)(?:&|$)/.exec(window.location.hash);
+  if (ax && ax[1] === "observed") {
+    var radio = document.querySelector('input[name="axis"][value="observed"]');
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change"));
+    start = current;
+  }
   var m = /(?:^#|&)as_of=([^&]+)/.exec(window.location.hash);
   if (m) {
     var at = normalise(decodeURIComponent(m[1]));
