@@ -55,8 +55,8 @@ def timeline_cmd(
     allow_sensitive: Optional[list[str]] = typer.Option(
         None, "--allow-sensitive", help="Show facts with this sensitivity label (repeatable, or comma-separated); "
         "each one shown is recorded as a disclosure. Others are shown as withheld."),
-    now: Optional[str] = typer.Option(None, "--now", help="Draw the page as at this instant (ISO 8601 with an "
-                                      "offset; default now): scheduled facts and the slider's end."),
+    now: Optional[str] = typer.Option(None, "--now", help="Judge scheduled facts at this instant (ISO 8601 with an "
+                                      "offset; default now). The file still holds everything recorded."),
 ) -> None:
     """Write USER's memory as a bitemporal timeline to one HTML file (one row per key, a system-time slider, the
     audit of every version, sessions, messages and disclosures)."""
