@@ -65,6 +65,22 @@ def test_one_entry_per_key_and_each_version_in_its_category(seeded: Any) -> None
         ("health.condition", 1, "health")]
 
 
+def test_a_value_ending_in_the_future_is_current_and_a_closed_one_ended(fresh_ledger: Any) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("u", "residence.city", "Paris", observed_at="2024-03-01T09:00:00Z")
+    ml.assert_fact("u", "residence.city", "Berlin", valid_from="2099-06-01T00:00:00Z")
+    ml.assert_fact("u", "pet.kind", "cat", observed_at="2024-03-01T09:00:00Z")
+    ml.retract_fact("u", "pet.kind", valid_to="2024-05-01T00:00:00Z")
+    view = user_view(ml, "u")
+    drawn = {(k["key"], v["value"]): (v["category"], v["word"]) for k in view["keys"] for v in k["versions"]}
+    assert drawn == {("residence.city", "Paris"): ("current", "current"),
+                     ("residence.city", "Berlin"): ("scheduled", "scheduled"),
+                     ("pet.kind", "cat"): ("superseded", "ended")}
+    later = user_view(ml, "u", now="2099-07-01T00:00:00Z")  # once Berlin's time has come
+    drawn = {(k["key"], v["value"]): v["category"] for k in later["keys"] for v in k["versions"]}
+    assert drawn[("residence.city", "Paris")] == "superseded" and drawn[("residence.city", "Berlin")] == "current"
+
+
 def test_the_slider_rule_equals_believed_at_every_stop_and_between(seeded: Any) -> None:
     """The rule the page's script applies (mirrored by ``believed_at``) against ``MemoryLedger.believed``: at every
     slider stop, 1 µs before it, and half-way to the next one."""

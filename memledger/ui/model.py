@@ -66,6 +66,10 @@ def category(row: dict[str, Any], now_us: int) -> str:
     if status == "retracted":
         return "retracted"
     if status in ("superseded", "closed"):
+        vt = row["valid_to"]
+        if vt is not None and vt > now_us and (row["valid_from"] or 0) <= now_us:
+            # ended only from a future instant (Paris until the scheduled move to Berlin): still current now
+            return "hedged" if marks.get("hedged") else "current"
         return "superseded"
     if status == "contested":
         return "contested"
@@ -176,7 +180,9 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
         if vf is None or (vt is not None and vt <= vf):
             vf, vt = first_range.get((r["key"], r["version"]), (r["observed_at"] or r["recorded_at"], OPEN))
         cat = category(r, now_us)
-        entry["versions"].append({**event, "category": cat, "word": CATEGORY_WORD[cat],
+        # a range a retraction closed at a past instant ("I moved away on 1 May") ended; nothing replaced it
+        word = "ended" if cat == "superseded" and r["status"] == "closed" else CATEGORY_WORD[cat]
+        entry["versions"].append({**event, "category": cat, "word": word,
                                   "bar_from": iso(vf), "bar_to": iso(vt)})
     sessions = ml.sessions(user_id)
     messages = ml.messages(user_id)
