@@ -265,9 +265,11 @@ def health_view(ml: Any, *, points: int = 12, now: Any = None, top: int = 10) ->
     """The store's memory health over time and the users with the most conflicts.
 
     ``series``: ``points`` instants evenly spaced from the first recorded fact to ``now`` (UTC), each with
-    ``freshness_7d``, ``quarantined``, ``due`` (``memledger stats --now`` at that instant), and ``conflict_rate``
-    (contested share of the beliefs held then, about then: the bitemporal rows) and
-    ``correction_rate_per_1k_messages`` (corrections recorded by then per 1000 messages recorded by then).
+    ``freshness_7d``, ``quarantined``, ``due`` (``memledger stats --now`` at that instant: today's facts judged at
+    that instant, so a fact recorded later counts too), and, as of that instant, ``facts`` (beliefs held then about
+    then: the bitemporal rows), ``conflict_rate`` (their contested share) and ``correction_rate_per_1k_messages``
+    (corrections recorded by then per 1000 messages recorded by then). ``window``: first and last instant, and the
+    step in seconds.
     ``top_conflicts``: users by contested beliefs held now, then by contests ever recorded.
 
     Raises:
@@ -291,6 +293,7 @@ def health_view(ml: Any, *, points: int = 12, now: Any = None, top: int = 10) ->
         cur.execute(f"SELECT user_id, COUNT(*) FROM {tv} WHERE effect = 'contest' GROUP BY user_id")
         contests = {u: int(n) for u, n in cur.fetchall()}
     series = []
+    step = 0.0
     if first is not None:
         start = min(first, now_us)
         step = (now_us - start) / (points - 1)
@@ -318,9 +321,7 @@ def health_view(ml: Any, *, points: int = 12, now: Any = None, top: int = 10) ->
                 if held.get(u, (0, 0))[0] or contests.get(u, 0)][:top]
     return {"generated_at": iso(now_dt), "series": series, "top_conflicts": top_rows, "users": len(held),
             "window": None if not series else {"from": series[0]["at"], "to": series[-1]["at"],
-                                                "step_seconds": None if len(series) < 2 else round(
-                                                    (to_micros(parse_instant(series[1]["at"], "at"))
-                                                     - to_micros(parse_instant(series[0]["at"], "at"))) / 1e6, 3)}}
+                                                "step_seconds": round(step / 1e6, 3)}}
 
 
 __all__ = ["CATEGORIES", "CATEGORY_WORD", "PURPOSE_EXPORT", "PURPOSE_PAGE", "believed_at", "category",
