@@ -201,7 +201,9 @@ class Probe:
             full_ms.append((time.perf_counter() - w) * 1000)
         self.believed_load = load()
         self.facts = facts
-        self.bytes = sum(dir_bytes(s.home).values()) if not s.dsn else 0
+        files = dir_bytes(s.home) if not s.dsn else {}
+        self.bytes = sum(files.values())
+        self.wal = sum(v for k, v in files.items() if k.endswith(("-wal", "-shm")))
         self.rows = {
             "append: record() of 1 fact, wall ms": (append_ms, self.append_load),
             "append: record() of 1 fact, CPU ms": (append_cpu, self.append_load),
@@ -227,6 +229,9 @@ def print_probes(early: Probe, late: Probe) -> None:
         print(f"| bytes on disk per fact (all files, no vectors built) | {early.bytes / early.facts:,.0f} | | "
               f"{early.append_load:.2f} | {late.bytes / late.facts:,.0f} | | {late.append_load:.2f} | "
               f"{(late.bytes / late.facts) / (early.bytes / early.facts):.2f} |")
+        print(f"| of which -wal and -shm files (store open) | {early.wal / early.facts:,.0f} | | "
+              f"{early.append_load:.2f} | {late.wal / late.facts:,.0f} | | {late.append_load:.2f} | "
+              f"{(late.wal / late.facts) / max(1e-9, early.wal / early.facts):.2f} |")
 
 
 def grow(a: argparse.Namespace) -> None:
@@ -305,6 +310,7 @@ def footprint(a: argparse.Namespace) -> None:
             users = sorted({c.user_id for c in cmds})
             for u in users:
                 ml.search(u, "what does the user like", k=5)  # catches the vectors projection up
+            wal_open = sum(v for k, v in dir_bytes(home).items() if k.endswith(("-wal", "-shm")))
         secs = time.perf_counter() - w
         ld = load()
         files = dir_bytes(home)
@@ -319,6 +325,8 @@ def footprint(a: argparse.Namespace) -> None:
         tb = text_bytes / n
         print(f"| baseline: the observation's text (UTF-8) | {text_bytes:,} | {tb:,.0f} | | 1.00 |")
         print(f"| **all files** | {total:,} | {total / n:,.0f} | 100% | {total / n / tb:.1f} |")
+        print(f"| -wal and -shm files while the store was open (gone after close, not in the total) | {wal_open:,} | "
+              f"{wal_open / n:,.0f} | | {wal_open / n / tb:.1f} |")
         for name, size in sorted(files.items(), key=lambda kv: -kv[1]):
             print(f"| file {name} | {size:,} | {size / n:,.0f} | {size / total:.0%} | {size / n / tb:.1f} |")
         for db in sorted(home.rglob("*.db")):
