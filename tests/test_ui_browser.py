@@ -156,6 +156,25 @@ def test_rows_slider_audit_and_keyboard(site: Any) -> None:
     contrast = page.evaluate(CONTRAST_JS)
     page.screenshot(path=str(ARTIFACTS / "timeline-between-versions.png"), full_page=True)
 
+    # the bars follow the instant: before coffee was recorded, tea's range was open (to the axis' right edge);
+    # now a change of mind has closed it where coffee starts
+    def edges(version: int) -> tuple[float, float, float]:
+        return page.evaluate("""v => { const b = document.querySelector(
+            `.bar[data-key="preference.drink"][data-version="${v}"]`).getBoundingClientRect();
+            const t = document.querySelector('.row[data-key="preference.drink"] .track').getBoundingClientRect();
+            return [b.left, b.right, t.right]; }""", version)
+
+    page.fill("#asof-text", iso(from_micros(to_micros(rec[2]) - 1)))
+    page.press("#asof-text", "Enter")
+    assert page.evaluate(CELLS_JS)["preference.drink"] == "tea (v1)"
+    _, tea_right, track_right = edges(1)
+    assert abs(tea_right - track_right) < 2
+    page.fill("#asof-text", iso(rec[3]))
+    page.press("#asof-text", "Enter")
+    assert page.evaluate(CELLS_JS)["preference.drink"] == "espresso (v3)"
+    (_, tea_right, track_right), (coffee_left, _, _) = edges(1), edges(2)
+    assert tea_right < track_right - 100 and abs(tea_right - coffee_left) < 25
+
     # click a version: its audit
     page.click('.bar[data-key="preference.drink"][data-version="2"]')
     audit = page.text_content("#audit-body")

@@ -37,23 +37,27 @@
   /* the version of key k believed at instant `at` about valid instant `at`: memledger believed --as-of, on the
      system axis (the row held at `at`) or the observed axis (the row held just before the key's first event said
      after `at`: position_from < F <= position_to) */
-  function heldAt(k, at) {
+  /* the rows of key k that the instant `at` sees, whatever their valid range: on the system axis those held at
+     `at`, on the observed axis those held just before the key's first event said after `at` */
+  function rowsAt(k, at) {
     var first = null;
     if (axis === "observed") {
       k.events.forEach(function (e) {
         if (e.observed_at !== null && e.observed_at > at && (first === null || e.position < first)) { first = e.position; }
       });
     }
-    for (var i = 0; i < k.timeline.length; i++) {
-      var t = k.timeline[i], held;
-      if (axis === "system") {
-        held = t.recorded_from <= at && (t.recorded_to === null || at < t.recorded_to);
-      } else if (first === null) {
-        held = t.position_to === null;
-      } else {
-        held = t.position_from < first && (t.position_to === null || first <= t.position_to);
-      }
-      if (held && t.valid_from <= at && (t.valid_to === null || at < t.valid_to)) { return t; }
+    return k.timeline.filter(function (t) {
+      if (axis === "system") { return t.recorded_from <= at && (t.recorded_to === null || at < t.recorded_to); }
+      if (first === null) { return t.position_to === null; }
+      return t.position_from < first && (t.position_to === null || first <= t.position_to);
+    });
+  }
+  /* the version of key k believed at `at` about valid instant `at`: memledger believed --as-of [--axis observed] */
+  function heldAt(k, at) {
+    var rows = rowsAt(k, at);
+    for (var i = 0; i < rows.length; i++) {
+      var t = rows[i];
+      if (t.valid_from <= at && (t.valid_to === null || at < t.valid_to)) { return t; }
     }
     return null;
   }
@@ -66,6 +70,38 @@
     /* where valid instant `at` falls on the valid-time axis (percent of the track) */
     if (!data.axis) { return null; }
     return (Date.parse(at) - Date.parse(data.axis.from)) / (data.axis.span_seconds * 1000) * 100;
+  }
+  function clamp(x) { return Math.max(0, Math.min(100, x)); }
+
+  /* each version's bar over its valid range as the instant saw it (a later change of mind or correction had not
+     narrowed it yet); a version the instant does not see keeps its range as known now. Overlapping bars of a row
+     are stacked in lanes. */
+  function placeBars(rowEl, k, at) {
+    var live = {};
+    rowsAt(k, at).forEach(function (t) { live[t.version] = t; });
+    var spans = Array.prototype.map.call(rowEl.querySelectorAll(".bar[data-version]"), function (b) {
+      var t = live[Number(b.dataset.version)], a, e;
+      if (t) {
+        a = clamp(valuePct(t.valid_from));
+        e = t.valid_to === null ? 100 : clamp(valuePct(t.valid_to));
+        if (a >= 99) { a = 92; e = 100; }  /* far in the future: at the right edge, as the server draws it */
+      } else {
+        a = Number(b.dataset.x);
+        e = a + Number(b.dataset.w);
+      }
+      b.classList.toggle("then", Boolean(t));
+      return {b: b, a: a, w: Math.max(e - a, 0.6)};
+    });
+    var ends = [];
+    spans.slice().sort(function (p, q) { return p.a - q.a; }).forEach(function (sp) {
+      var lane = 0;
+      while (lane < ends.length && sp.a < ends[lane]) { lane++; }
+      ends[lane] = Math.max(sp.a + sp.w, sp.a + 0.8);
+      sp.b.style.left = sp.a + "%";
+      sp.b.style.width = sp.w + "%";
+      sp.b.style.top = (lane * 1.9) + "em";
+    });
+    rowEl.querySelector(".track").style.height = (Math.max(ends.length, 1) * 1.9 + 0.1) + "em";
   }
 
   var out = document.getElementById("asof-out"), slider = document.getElementById("asof");
@@ -89,6 +125,7 @@
         cell.dataset.version = String(t.version);
       }
       var row = cell.closest(".row");
+      placeBars(row, k, at);
       Array.prototype.forEach.call(row.querySelectorAll(".bar[data-version]"), function (b) {
         b.classList.toggle("held", t !== null && Number(b.dataset.version) === t.version);
         b.classList.toggle("unrecorded", axis === "system" && b.dataset.recorded > at);
