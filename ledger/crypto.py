@@ -85,18 +85,20 @@ readable after the key is gone (recording an event with something to encrypt for
 Per-fact keys (``memledger forget``)
 ------------------------------------
 A fact event that carries a plaintext ``fact_key_id`` (every ``Fact`` event written since per-fact keys exist:
-a random id given when its key is made, else the event's own ``event_id``) has its fields encrypted not with the user's data key but with a *per-fact*
-data key: 32 random bytes, stored in the key store (``fact_keys`` beside ``user_keys``) wrapped with AES-256-GCM
-under the user's data key, the associated data binding the user id and the key id (:func:`wrap_fact_key`), so a
-wrapped key cannot be moved to another fact or user. ``forget`` destroys that row
-(``KeyStore.destroy_fact_keys``); from then on the event decodes with its encrypted fields ``None`` and the key
+a random id given when its key is made, else the event's own ``event_id``) has its fields encrypted not with the
+user's data key but with a *per-fact* data key: 32 random bytes, stored in the key store (``fact_keys`` beside
+``user_keys``) wrapped with AES-256-GCM under the user's data key, the associated data binding the user id and the
+key id (:func:`wrap_fact_key`), so a wrapped key cannot be moved to another fact or user. ``forget`` destroys that
+row (``destroy_fact_keys``); from then on the event decodes with its encrypted fields ``None`` and the key
 ``"_forgotten": True`` in its ``__dict__`` (:func:`is_forgotten`), which the projections replay as a placeholder.
 Erasing the user still shreds everything at once: the per-fact keys are useless without the user's key (and
 ``destroy`` deletes them too). Events without a ``fact_key_id`` (written before per-fact keys) use the user's key
 and cannot be shredded alone. The application calls :meth:`EncryptingMapper.prepare_fact_keys` before saving
 (``LedgerApplication.save_events``): it hands each event a key already stored, from a per-user pool refilled in one
-key-store transaction; an event encoded without it gets a key made and stored on the spot. A key store without ``put_fact_keys`` (a custom one) gets no per-fact keys: events are
-then encrypted under the user's key, and ``forget`` refuses them.
+key-store transaction; an event encoded without it gets a key made and stored on the spot. Decoding a batch
+(:meth:`EncryptingMapper.to_domain_events`) reads its fact keys in one query. A key store without
+``put_fact_keys`` (a custom one) gets no per-fact keys: events are then encrypted under the user's key, and
+``forget`` refuses them.
 
 Master key (key wrapping) -- the trade-off
 ------------------------------------------
@@ -306,7 +308,8 @@ class KeyStore(Protocol):
     # Per-fact keys (optional: both stores of ledger/keystores.py have them; see "Per-fact keys" above):
     # ``put_fact_keys([(user_id, key_id, wrapped)])`` stores new wrapped keys in one transaction;
     # ``get_fact_key(user_id, key_id)`` returns the wrapped key, False once destroyed, None if there is no row;
-    # ``destroy_fact_keys(user_id, key_ids)`` destroys them and returns how many live keys it destroyed.
+    # ``destroy_fact_keys(user_id, key_ids)`` destroys them and returns how many live keys it destroyed;
+    # ``get_fact_keys({(user_id, key_id)})`` reads many at once: ``{pair: wrapped key or False}`` (rows found only).
 
 
 # --------------------------------------------------------------------------------------------------- mapper
@@ -500,6 +503,7 @@ class EncryptingMapper(Mapper[Any]):
         originator_version: int,
         topic: str,
         prefix: str = "",
+        fact_keys: Mapping[tuple[str, str], bytes | bool] | None = None,
     ) -> str:
         """Decrypts in place. Returns ``"erased"`` if the user was erased, ``"forgotten"`` if the event's per-fact
         key was destroyed (their token fields were set to None either way), else ``""``."""
@@ -523,7 +527,9 @@ class EncryptingMapper(Mapper[Any]):
             raise fail(todo[0], "the key store has no data key for this user (wrong key store?)")
         key_id = state.get(FACT_KEY_FIELD) if not prefix and self.fact_keys else None
         if key_id:
-            found = self.keystore.get_fact_key(user_id, str(key_id))
+            pair = (user_id, str(key_id))
+            found = fact_keys[pair] if fact_keys is not None and pair in fact_keys \
+                else self.keystore.get_fact_key(user_id, str(key_id))
             if found is None:
                 raise fail(todo[0], f"the key store has no per-fact key {key_id!r} (wrong key store?)")
             if found is False:  # destroyed by forget
@@ -595,10 +601,28 @@ class EncryptingMapper(Mapper[Any]):
         object.__setattr__(proxy, "__dict__", state)
         return super().to_stored_event(proxy)
 
+    def to_domain_events(self, stored_events: Iterable[StoredEvent]) -> list[Any]:
+        """:meth:`to_domain_event` for many stored events, with the per-fact keys they need read from the key store
+        in one query (``get_fact_keys``) instead of one lookup per event: a replay of fact events otherwise pays a
+        key-store round trip per event (a network round trip on PostgreSQL). replay/events.py ``decode`` uses it."""
+        stored_events = list(stored_events)
+        getter = getattr(self.keystore, "get_fact_keys", None)
+        if not self.fact_keys or getter is None or len(stored_events) < 2:
+            return [self.to_domain_event(se) for se in stored_events]
+        states = [self._state_of(se) for se in stored_events]
+        pairs = set()
+        for state in states:
+            user_id, key_id = self._user_of(state), state.get(FACT_KEY_FIELD)
+            if user_id is not None and key_id:
+                pairs.add((user_id, str(key_id)))
+        found = getter(pairs) if pairs else {}
+        return [self._to_domain_event(se, st, found) for se, st in zip(stored_events, states)]
+
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
-        # Same steps as eventsourcing 9.5.6 Mapper.to_domain_event, with decryption inserted between
-        # transcoding and upcasting.
-        cls = resolve_topic(stored_event.topic)
+        return self._to_domain_event(stored_event, self._state_of(stored_event), None)
+
+    def _state_of(self, stored_event: StoredEvent) -> dict[str, Any]:
+        """The stored event's state dict: cipher, compressor, transcoder, as eventsourcing 9.5.6 does."""
         stored_state = stored_event.state
         try:
             if self.cipher:
@@ -614,7 +638,13 @@ class EncryptingMapper(Mapper[Any]):
                 f"originator_version {stored_event.originator_version}: {e}"
             )
             raise MapperDeserialisationError(msg) from e
+        return event_state
 
+    def _to_domain_event(self, stored_event: StoredEvent, event_state: dict[str, Any],
+                         fact_keys: Mapping[tuple[str, str], bytes | bool] | None) -> Any:
+        # Same steps as eventsourcing 9.5.6 Mapper.to_domain_event, with decryption inserted between
+        # transcoding and upcasting.
+        cls = resolve_topic(stored_event.topic)
         id_convertor = find_id_convertor(cls, type(stored_event.originator_id))
         originator_id = id_convertor(stored_event.originator_id)
         originator_version = stored_event.originator_version
@@ -625,7 +655,8 @@ class EncryptingMapper(Mapper[Any]):
             user_id = self._user_of(event_state)
             if user_id is not None:
                 outcome = self._decrypt_fields(
-                    event_state, names, user_id, originator_id, originator_version, stored_event.topic
+                    event_state, names, user_id, originator_id, originator_version, stored_event.topic,
+                    fact_keys=fact_keys,
                 )
                 erased, forgotten = outcome == "erased", outcome == "forgotten"
             nested = event_state.get("state")

@@ -189,6 +189,27 @@ class _KeyStoreBase:
                 self._fact_cache[k] = (blob, time.monotonic() + self.cache_ttl)
         return blob
 
+    def _select_facts(self, key_ids: list[str]) -> list[tuple[Any, ...]]:
+        """(user_id, key_id, wrapped key, destroyed_at) rows of these key ids. Each backend implements it."""
+        raise NotImplementedError
+
+    def get_fact_keys(self, pairs: set[tuple[str, str]] | list[tuple[str, str]]) -> dict[tuple[str, str], bytes | bool]:
+        """Many per-fact keys in one query per 500 ids (a replay's batch): ``{(user_id, key_id): wrapped key, or False
+        if destroyed}``; pairs with no row are left out (the caller then asks :meth:`get_fact_key`, which says so)."""
+        wanted = {(u, k) for u, k in pairs}
+        out: dict[tuple[str, str], bytes | bool] = {}
+        todo = sorted({k for u, k in wanted if (u, k) not in self._fact_destroyed})
+        for u, k in wanted:
+            if (u, k) in self._fact_destroyed:
+                out[(u, k)] = False
+        for i in range(0, len(todo), 500):
+            for user_id, key_id, blob, destroyed_at in self._select_facts(todo[i:i + 500]):
+                pair = (str(user_id), str(key_id))
+                if pair not in wanted:
+                    continue  # a key id of another user: never handed over
+                out[pair] = False if destroyed_at is not None or blob is None else bytes(blob)
+        return out
+
     def destroy_fact_keys(self, user_id: str, key_ids: list[str]) -> int:
         """Destroy per-fact keys of ``user_id`` (key NULL, destroyed_at set; the bytes are overwritten: SQLite's
         secure_delete, PostgreSQL after :meth:`vacuum`). Returns how many live keys were destroyed. This process's
@@ -452,6 +473,11 @@ class SQLiteKeyStore(_KeyStoreBase):
         return self._conn().execute("SELECT key, destroyed_at FROM fact_keys WHERE user_id = ? AND key_id = ?",
                                     (user_id, key_id)).fetchone()
 
+    def _select_facts(self, key_ids: list[str]) -> list[tuple[Any, ...]]:
+        return self._conn().execute(
+            "SELECT user_id, key_id, key, destroyed_at FROM fact_keys WHERE key_id IN "
+            f"({', '.join('?' * len(key_ids))})", key_ids).fetchall()
+
     def _insert_facts(self, rows: list[tuple[str, str, bytes]]) -> None:
         conn = self._conn()
         now = _now_iso()
@@ -541,6 +567,8 @@ class PostgresKeyStore(_KeyStoreBase):
             "UPDATE {} SET key = NULL, destroyed_at = now() WHERE user_id = %s AND key_id = ANY(%s)"
             " AND destroyed_at IS NULL").format(facts)
         self._sql_fact_delete_user = sql.SQL("DELETE FROM {} WHERE user_id = %s").format(facts)
+        self._sql_fact_select_many = sql.SQL(
+            "SELECT user_id, key_id, key, destroyed_at FROM {} WHERE key_id = ANY(%s)").format(facts)
         self._sql_fact_vacuum = sql.SQL("VACUUM FULL {}").format(facts)
         create = [
             sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)),
@@ -662,6 +690,9 @@ class PostgresKeyStore(_KeyStoreBase):
 
     def _select_fact(self, user_id: str, key_id: str) -> tuple[Any, ...] | None:
         return self._run(lambda c: c.execute(self._sql_fact_select, (user_id, key_id)).fetchone())
+
+    def _select_facts(self, key_ids: list[str]) -> list[tuple[Any, ...]]:
+        return list(self._run(lambda c: c.execute(self._sql_fact_select_many, (key_ids,)).fetchall()))
 
     def _insert_facts(self, rows: list[tuple[str, str, bytes]]) -> None:
         def do(conn: Any) -> None:

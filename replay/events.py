@@ -22,9 +22,10 @@ def decode(app: Any, notifications: Sequence[Any], last_recorded_at: int) -> tup
     """Decode notifications into :class:`LogEvent`; system time is made monotonic along the log."""
     out = []
     recorded = last_recorded_at
-    to_domain_event = app.mapper.to_domain_event
-    for n in notifications:
-        event = to_domain_event(n)
+    # the encrypting mapper reads the batch's per-fact keys in one key-store query (ledger/crypto.py)
+    many = getattr(app.mapper, "to_domain_events", None)
+    decoded = many(notifications) if many is not None else [app.mapper.to_domain_event(n) for n in notifications]
+    for n, event in zip(notifications, decoded):
         ts = to_micros(event.timestamp)
         if ts > recorded:
             recorded = ts
