@@ -50,7 +50,7 @@ MAX_LABEL = 64
 
 
 def check_user_id(user_id: Any, field: str = "user_id") -> str:
-    """Validate a user id: a non-empty string without control characters, at most 200 characters.
+    """Validate a user id: a non-empty string without control characters or U+FFFD, at most 200 characters.
 
     Raises:
         BadInput: naming ``field``.
@@ -63,6 +63,9 @@ def check_user_id(user_id: Any, field: str = "user_id") -> str:
         raise BadInput(field, f"{user_id!r} has surrounding spaces or control characters", "strip them")
     if len(user_id) > MAX_USER:
         raise BadInput(field, f"is {len(user_id)} characters long", f"use at most {MAX_USER}")
+    if "\ufffd" in user_id:  # what a decoder leaves of bytes that were not UTF-8 (%FF%FE in a URL): never a real id
+        raise BadInput(field, f"{user_id!r} holds U+FFFD, the mark of bytes that were not valid UTF-8",
+                       "send the user id encoded as UTF-8")
     return unicodedata.normalize("NFC", user_id)
 
 

@@ -133,6 +133,14 @@ def test_non_string_user_id_names_the_type(fresh_ledger):
     assert exc.value.field == "user_id" and "got int" in exc.value.problem
 
 
+@pytest.mark.parametrize("user_id", ["\ufffd\ufffd", "Jon\ufffd"])
+def test_a_user_id_left_by_invalid_utf8_is_refused(fresh_ledger, user_id):
+    with pytest.raises(BadInput) as exc:
+        fresh_ledger.assert_fact(user_id, "k.x", 1)
+    assert exc.value.field == "user_id" and "not valid UTF-8" in exc.value.problem
+    assert fresh_ledger.history("Jon") == []
+
+
 def test_oversized_value_and_key_are_refused_with_short_messages(fresh_ledger):
     with pytest.raises(BadInput) as exc:
         fresh_ledger.assert_fact("u1", "k.big", "x" * 1_000_001)
