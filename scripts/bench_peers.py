@@ -177,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     ml.close()
 
     # -- disk -----------------------------------------------------------------------------------------------------
-    mem.vector_store._save() if hasattr(mem.vector_store, "_save") else None  # mem0 saves after each insert too
+    if hasattr(mem.vector_store, "_save"):  # mem0's FAISS store saves after each insert already; to be sure
+        mem.vector_store._save()
     ml_bytes, m0_bytes = dir_bytes(home), dir_bytes(m0dir)
     rows.append(("bytes on disk per memory (all files)", "bytes", ml_bytes / n, float("nan"), m0_bytes / n,
                  float("nan"), load()))
