@@ -81,6 +81,23 @@ def test_a_value_ending_in_the_future_is_current_and_a_closed_one_ended(fresh_le
     assert drawn[("residence.city", "Paris")] == "superseded" and drawn[("residence.city", "Berlin")] == "current"
 
 
+def test_a_forgotten_version_is_drawn_forgotten_without_its_value(fresh_ledger: Any) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("u", "health.condition", "asthma", text="I have asthma", observed_at="2024-03-01T09:00:00Z")
+    ml.assert_fact("u", "health.condition", "none", observed_at="2024-04-01T09:00:00Z")
+    ml.forget("u", "health.condition", version=1)
+    view = user_view(ml, "u")
+    (k,) = view["keys"]
+    assert [(v["version"], v["category"], v["value"]) for v in k["versions"]] == [
+        (1, "forgotten", None), (2, "current", "none")]
+    assert [e["effect"] for e in k["events"]][-1] == "forget"  # in the audit, not a bar
+    page = user_page(view, inline=True)
+    assert "asthma" not in page and "\u2205 forgotten (shredded): forgotten" in page
+    for at in view["ticks"]:
+        want = {key: (f.version, f.status) for key, f in ml.believed("u", as_of=at).facts.items()}
+        assert {key: (x["version"], x["status"]) for key, x in believed_at(view, at).items()} == want
+
+
 def test_the_slider_rule_equals_believed_at_every_stop_and_between(seeded: Any) -> None:
     """The rule the page's script applies (mirrored by ``believed_at``) against ``MemoryLedger.believed``: at every
     slider stop, 1 µs before it, and half-way to the next one."""

@@ -18,10 +18,10 @@ from ledger.schemas import check_user_id
 from ledger.timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
 
 #: how a version is drawn, in the order a version's category is decided (docs/timeline.md)
-CATEGORIES = ("quarantined", "scheduled", "corrected", "retracted", "superseded", "contested", "contesting",
+CATEGORIES = ("forgotten", "quarantined", "scheduled", "corrected", "retracted", "superseded", "contested", "contesting",
               "hedged", "current")
 #: the word each category shows inside its bar (never colour alone)
-CATEGORY_WORD = {"quarantined": "quarantined", "scheduled": "scheduled", "corrected": "corrected (misreported)",
+CATEGORY_WORD = {"forgotten": "forgotten (shredded)", "quarantined": "quarantined", "scheduled": "scheduled", "corrected": "corrected (misreported)",
                  "retracted": "retracted", "superseded": "superseded", "contested": "contested",
                  "contesting": "disputing (not believed)", "hedged": "hedged (uncertain)", "current": "current"}
 #: history statuses of events that are not versions of a value: markers in the audit, never bars
@@ -56,6 +56,8 @@ def _value(raw: str | None) -> Any:
 def category(row: dict[str, Any], now_us: int) -> str:
     """The category a version is drawn in, from its ``history_versions`` row as known now (see CATEGORIES)."""
     status, marks = row["status"], _marks(row.get("hygiene"))
+    if status == "forgotten":  # `memledger forget` shredded its value and text; history keeps the placeholder
+        return "forgotten"
     if row["effect"] == "quarantine" or status == "quarantined":
         return "quarantined"
     if status in ("current", "contested") and row["valid_from"] is not None and row["valid_from"] > now_us \
@@ -170,7 +172,7 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
         }
         entry = by_key[r["key"]]
         entry["events"].append(event)
-        if r["status"] in NOT_VERSIONS:
+        if r["status"] in NOT_VERSIONS or r["effect"] == "forget":  # the forget event itself is no version
             continue
         if label is not None and withheld is None:
             shown.append((r["key"], r["version"], label))

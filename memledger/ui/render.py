@@ -25,7 +25,7 @@ from ledger.timeutil import parse_instant
 from .model import CATEGORIES, CATEGORY_WORD
 
 #: the glyph each category's bar starts with (beside its word: never colour alone)
-GLYPH = {"quarantined": "\u2298", "scheduled": "\u2192", "corrected": "\u270e", "retracted": "\u2715",
+GLYPH = {"forgotten": "\u2205", "quarantined": "\u2298", "scheduled": "\u2192", "corrected": "\u270e", "retracted": "\u2715",
          "superseded": "\u21b7", "contested": "\u26a0", "contesting": "\u2047", "hedged": "~", "current": "\u25cf"}
 STATIC = ("timeline.css", "timeline.js")
 #: how far past ``now`` the valid-time axis reaches, as a share of its span (scheduled facts further out are
@@ -59,9 +59,12 @@ def _sha256(text: str) -> str:
 
 
 def value_text(v: dict[str, Any]) -> str:
-    """What a version shows: its value (JSON for anything but a string), or ``withheld (LABEL)``."""
+    """What a version shows: its value (JSON for anything but a string), ``withheld (LABEL)``, or ``forgotten``
+    (its value was shredded)."""
     if v.get("withheld"):
         return f"withheld ({v['withheld']})"
+    if v.get("status") == "forgotten" and v.get("value") is None:
+        return "forgotten"
     value = v.get("value")
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 

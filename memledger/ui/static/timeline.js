@@ -20,6 +20,7 @@
   }
   function shown(v) {
     if (v.withheld) { return "withheld (" + v.withheld + ")"; }
+    if (v.status === "forgotten" && v.value === null) { return "forgotten"; }
     return typeof v.value === "string" ? v.value : JSON.stringify(v.value);
   }
 
