@@ -228,7 +228,8 @@ def _quarantine_at(store: Store, cur: Any, user_id: str | None,
     """Quarantined statements and their releases (projections/history.py ``quarantine_rows``) said at or before
     ``now_us``: a statement, or a release, said after ``now`` does not exist yet at ``now``."""
     held, releases = store.history_projection.quarantine_rows(cur, user_id)
-    return ([r for r in held if r["observed_at"] <= now_us],
+    # a forgotten statement (memledger forget) has no content left to list
+    return ([r for r in held if r["observed_at"] <= now_us and r["status"] != "forgotten"],
             {k: r for k, r in releases.items() if r["observed_at"] <= now_us})
 
 

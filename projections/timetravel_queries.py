@@ -123,13 +123,16 @@ class TimeTravelQueries:
         dicts of :data:`LIVE_COLS` ordered by key then ``valid_from`` (``valid_from``/``valid_to``/``status`` are
         the timeline row's: the range as known at the cutoff, OPEN for an open end, "believed" or "contested").
         Memory hygiene reads (memledger/hygiene.py) take scheduled facts and facts current at a past instant from
-        here, so two statements scheduled for the same key are both seen (a profile row holds only the head)."""
+        here, so two statements scheduled for the same key are both seen (a profile row holds only the head).
+        Forgotten versions (``memledger forget``) are left out: at a cutoff before the forget they would be rows
+        with no content."""
         join, cond, cut_params = self._cut(user_id, cut)
         join_params = cut_params[:2] if cut.axis == "observed" else []
         where_params = cut_params[2:] if cut.axis == "observed" else cut_params
         cur.execute(
             f"SELECT {_LIVE_SELECT} FROM {self.tt} t JOIN {self.tv} v ON v.user_id = t.user_id AND v.key = t.key "
-            f"AND v.version = t.version{join} WHERE t.user_id = ? AND {cond} ORDER BY t.key, t.valid_from",
+            f"AND v.version = t.version{join} WHERE t.user_id = ? AND {cond} AND v.status <> 'forgotten' "
+            "ORDER BY t.key, t.valid_from",
             [*join_params, user_id, *where_params],
         )
         return [dict(zip(LIVE_COLS, r)) for r in cur.fetchall()]

@@ -262,3 +262,19 @@ def test_a_per_fact_key_moved_to_another_fact_does_not_open(tmp_path: Any) -> No
     with MemoryLedger(home=home) as ml:
         with pytest.raises(FieldDecryptionError, match="moved here from another fact or user"):
             ml.app.mapper.to_domain_event(ml.app.recorder.select_notifications(start=1, limit=1)[0])
+
+
+def test_reads_at_a_past_now_leave_forgotten_versions_out(cli: Any) -> None:
+    T = "2024-03-01T09:00:00Z"
+    cli.json("assert", "u1", "preference.drink", "tea", "--text", "Likes tea", "--observed-at", T)
+    cli.json("assert", "u1", "profile.age", "130", "--observed-at", T, "--session", "s1")
+    cli.json("assert", "u1", "preference.food", "rice", "--text", "Likes rice", "--observed-at", T)
+    for key in ("preference.drink", "profile.age"):
+        assert cli("forget", "u1", key, "--yes")[0] == 0
+    now = "2024-03-02T09:00:00Z"  # before the forget was recorded, after the statements were said
+    ctx = cli.json("context", "u1", "--now", now)
+    assert next(s for s in ctx["sections"] if s["name"] == "profile")["lines"] == [
+        "- Likes rice (2024-03-01, the user said)"]
+    assert cli.json("quarantine", "u1", "--now", now)["items"] == []
+    s = cli.json("stats", "u1", "--now", now)
+    assert (s["facts"], s["quarantined"]) == (1, 0)
