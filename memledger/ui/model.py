@@ -266,28 +266,25 @@ def record_shown(ml: Any, view: dict[str, Any], purpose: str) -> list[int]:
 def health_view(ml: Any, *, points: int = 12, now: Any = None, top: int = 10) -> dict[str, Any]:
     """The store's memory health over time and the users with the most conflicts.
 
-    ``series``: ``points`` instants evenly spaced from the first recorded fact to ``now`` (UTC), each with
-    ``freshness_7d``, ``quarantined``, ``due`` (``memledger stats --now`` at that instant: today's facts judged at
-    that instant, so a fact recorded later counts too), and, as of that instant, ``facts`` (beliefs held then about
-    then: the bitemporal rows), ``conflict_rate`` (their contested share) and ``correction_rate_per_1k_messages``
-    (corrections recorded by then per 1000 messages recorded by then). ``window``: first and last instant, and the
-    step in seconds.
-    ``top_conflicts``: users by contested beliefs held now, then by contests ever recorded.
+    ``series``: ``points`` instants evenly spaced from the first statement (its ``observed_at``: when it was said)
+    to ``now`` (UTC), each with ``memledger stats --now`` at that instant (docs/hygiene.md: the facts said by then,
+    judged then): ``facts``, ``freshness_7d``, ``conflict_rate``, ``correction_rate_per_1k_messages``,
+    ``quarantined``, ``due``. ``window``: the first and last instant and the step in seconds. ``top_conflicts``:
+    users by contested beliefs held now, then by disputes ever recorded; ``users``: users holding a belief now.
 
     Raises:
         BadInput: ``points`` outside 2..200, or a bad ``now``.
     """
     from ledger.errors import BadInput
 
-    if not isinstance(points, int) or not 2 <= points <= 200:
+    if not isinstance(points, int) or isinstance(points, bool) or not 2 <= points <= 200:
         raise BadInput("points", f"{points!r} is not from 2 to 200", "ask for 2 to 200 points")
     now_dt = now_utc() if now is None else parse_instant(now, "now")
     now_us = to_micros(now_dt)
     ml.before_read(None, 10.0)
     tv, tt = ml.history_projection.table("versions"), ml.timetravel_queries.tt
-    ml_log = ml.messages_projection.table("log")
     with ml.db.read() as cur:
-        cur.execute(f"SELECT MIN(recorded_at) FROM {tv}")
+        cur.execute(f"SELECT MIN(COALESCE(observed_at, recorded_at)) FROM {tv}")
         first = cur.fetchone()[0]
         cur.execute(f"SELECT user_id, SUM(CASE WHEN status = 'contested' THEN 1 ELSE 0 END), COUNT(*) FROM {tt} "
                     "WHERE position_to = ? GROUP BY user_id", (OPEN,))
@@ -297,26 +294,15 @@ def health_view(ml: Any, *, points: int = 12, now: Any = None, top: int = 10) ->
     series = []
     step = 0.0
     if first is not None:
-        start = min(first, now_us)
+        start = min(int(first), now_us)
         step = (now_us - start) / (points - 1)
         for i in range(points):
             at = int(start + step * i) if i < points - 1 else now_us
             s = ml.stats(now=from_micros(at))
-            with ml.db.read() as cur:
-                cur.execute(f"SELECT SUM(CASE WHEN status = 'contested' THEN 1 ELSE 0 END), COUNT(*) FROM {tt} "
-                            "WHERE recorded_from <= ? AND recorded_to > ? AND valid_from <= ? AND valid_to > ?",
-                            (at, at, at, at))
-                contested, beliefs = cur.fetchone()
-                cur.execute(f"SELECT COUNT(*) FROM {tv} WHERE effect = 'correct' AND recorded_at <= ?", (at,))
-                corrections = int(cur.fetchone()[0])
-                cur.execute(f"SELECT COUNT(*) FROM {ml_log} WHERE recorded_at <= ?", (at,))
-                messages = int(cur.fetchone()[0])
-            beliefs = int(beliefs or 0)
-            series.append({
-                "at": iso(at), "facts": beliefs, "freshness_7d": s.freshness_7d, "quarantined": s.quarantined,
-                "due": s.due, "conflict_rate": None if beliefs == 0 else round(int(contested or 0) / beliefs, 4),
-                "correction_rate_per_1k_messages": None if messages == 0 else round(corrections * 1000 / messages,
-                                                                                     4)})
+            series.append({"at": iso(at), "facts": s.facts, "freshness_7d": s.freshness_7d,
+                           "conflict_rate": s.conflict_rate,
+                           "correction_rate_per_1k_messages": s.correction_rate_per_1k_messages,
+                           "quarantined": s.quarantined, "due": s.due})
     users = sorted(set(held) | set(contests), key=lambda u: (-held.get(u, (0, 0))[0], -contests.get(u, 0), u))
     top_rows = [{"user_id": u, "contested_now": held.get(u, (0, 0))[0], "beliefs_now": held.get(u, (0, 0))[1],
                  "contests_recorded": contests.get(u, 0)} for u in users

@@ -297,7 +297,7 @@ def _disclosures_lane(view: dict[str, Any], axis: Axis) -> str:
 
 # -- health --------------------------------------------------------------------------------------------------------
 METRICS = (("freshness_7d", "Freshness (share of current facts confirmed in the last 7 days)", False),
-           ("conflict_rate", "Conflict rate (contested share of the beliefs held)", False),
+           ("conflict_rate", "Conflict rate (contested share of current facts)", False),
            ("correction_rate_per_1k_messages", "Corrections per 1000 messages", False),
            ("quarantined", "Quarantined statements pending", True),
            ("due", "Facts due for re-confirmation", True))
@@ -309,7 +309,8 @@ def health_page(view: dict[str, Any]) -> str:
     out = [_head("memledger: memory health", False, None), "<body>",
            '<header><h1>Memory health</h1>'
            f'<p class="meta">Drawn at {esc(view["generated_at"])} (UTC); {view["users"]} users hold beliefs. '
-           f'{len(view["series"])} instants from the first recorded fact to now.</p>'
+           f'{len(view["series"])} instants from the first statement (when it was said) to now, each as '
+           '<code>memledger stats --now</code> reports it.</p>'
            '<form method="post" action="/ui/logout" class="logout"><button type="submit">Sign out</button></form>'
            "</header><main>"]
     series = view["series"]
