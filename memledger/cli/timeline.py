@@ -28,6 +28,11 @@ def _target(path: Optional[str]) -> Path:
     target = Path(path).expanduser()
     if target.is_dir():
         raise BadInput("--html", f"{path!r} is a directory", "name a file in it, e.g. --html DIR/timeline.html")
+    # the file is renamed into place: over a symlink, a device (/dev/null) or a FIFO that would replace the thing
+    # itself, not write through it (a fresh-user run as root turned /dev/null into a regular file)
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        raise BadInput("--html", f"{path!r} is a symlink or a special file, not a regular file",
+                       "name a regular file (or a new one) to write the timeline to")
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
         raise BadInput("--html", f"the directory {str(parent)!r} does not exist", "create it first, or write the "
@@ -36,7 +41,12 @@ def _target(path: Optional[str]) -> Path:
 
 
 def _write(target: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".timeline-", suffix=".html", dir=target.parent if str(target.parent) else ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".timeline-", suffix=".html",
+                                   dir=target.parent if str(target.parent) else ".")
+    except OSError as exc:  # a directory that takes no new file (/proc, read-only): the flag's problem, not a crash
+        raise BadInput("--html", f"cannot create a file in {str(target.parent)!r}: {exc.strerror}",
+                       "write the timeline to a directory you can write to") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -74,6 +84,10 @@ def timeline_cmd(
         parse_instant(now, "--now")
     with open_ledger(ctx, embedder="none") as ml:
         view = user_view(ml, user, allow_sensitive=labels, now=now)
+        if not view["erased"] and not view["keys"] and not view["sessions"]:
+            # a mistyped USER or --home would otherwise give an auditor an empty file and exit 0
+            raise BadInput("USER", f"the ledger at this home holds nothing about {user!r} (no fact, session or "
+                           "erasure)", "check the user id (memledger stats lists the store) and --home/--dsn")
         page = user_page(view, inline=True)
         _write(target, page)
         positions = record_shown(ml, view, PURPOSE_EXPORT)
