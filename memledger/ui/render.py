@@ -308,7 +308,7 @@ def health_page(view: dict[str, Any]) -> str:
     (inline SVG, each with its numbers in a table beside it) and the users with the most conflicts."""
     out = [_head("memledger: memory health", False, None), "<body>",
            '<header><h1>Memory health</h1>'
-           f'<p class="meta">Drawn at {esc(view["generated_at"])} (UTC); {view["users"]} users hold beliefs. '
+           f'<p class="meta">Drawn at {esc(view["generated_at"])} (UTC); {view["users"]} user{"" if view["users"] == 1 else "s"} hold{"s" if view["users"] == 1 else ""} beliefs. '
            f'{len(view["series"])} instants from the first statement (when it was said) to now, each as '
            '<code>memledger stats --now</code> reports it.</p>'
            '<form method="post" action="/ui/logout" class="logout"><button type="submit">Sign out</button></form>'
@@ -330,7 +330,7 @@ def health_page(view: dict[str, Any]) -> str:
 
 
 def _chart(name: str, title: str, series: list[dict[str, Any]], whole: bool) -> str:
-    w, h, pad = 600, 160, 30
+    w, h, pad, left = 600, 160, 30, 64  # left: room for the y-axis figures (e.g. 1234.5)
     values = [s[name] for s in series]
     known = [v for v in values if v is not None]
     top = max(known + [1 if not whole else 1]) or 1
@@ -339,18 +339,18 @@ def _chart(name: str, title: str, series: list[dict[str, Any]], whole: bool) -> 
     for i, v in enumerate(values):
         if v is None:
             continue
-        x = pad + (w - 2 * pad) * i / n
+        x = left + (w - left - pad) * i / n
         y = h - pad - (h - 2 * pad) * (v / top)
         pts.append(f"{x:.1f},{y:.1f}")
         dots.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3"><title>{esc(series[i]["at"])}: {esc(v)}</title>'
                     "</circle>")
     first, last = (series[0]["at"][:16], series[-1]["at"][:16]) if series else ("", "")
     svg = (f'<svg viewBox="0 0 {w} {h}" role="img" aria-labelledby="{name}-h" class="spark">'
-           f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" class="ax"/>'
-           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" class="ax"/>'
-           f'<text x="{pad - 4}" y="{pad + 4}" text-anchor="end">{esc(round(top, 4))}</text>'
-           f'<text x="{pad - 4}" y="{h - pad}" text-anchor="end">0</text>'
-           f'<text x="{pad}" y="{h - 8}">{esc(first)}</text>'
+           f'<line x1="{left}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" class="ax"/>'
+           f'<line x1="{left}" y1="{pad}" x2="{left}" y2="{h - pad}" class="ax"/>'
+           f'<text x="{left - 4}" y="{pad + 4}" text-anchor="end">{esc(round(top, 4))}</text>'
+           f'<text x="{left - 4}" y="{h - pad}" text-anchor="end">0</text>'
+           f'<text x="{left}" y="{h - 8}">{esc(first)}</text>'
            f'<text x="{w - pad}" y="{h - 8}" text-anchor="end">{esc(last)}</text>'
            f'<polyline points="{" ".join(pts)}" class="line"/>{"".join(dots)}</svg>')
     cells = "".join(f"<tr><td>{esc(s['at'][:19])}Z</td><td>{'n/a' if s[name] is None else esc(s[name])}</td></tr>"
