@@ -152,6 +152,16 @@ def test_stdio_pinned_user_and_destructive(tmp_path: Path) -> None:
             assert r.is_error
             with pytest.raises(MCPError):
                 await c.read_resource("memledger://users/u2/profile")
+            # forget: the key named twice; one version alone, then the history keeps the placeholder
+            assert tools["forget"].annotations.destructive_hint is True
+            assert set(tools["forget"].input_schema["properties"]) >= {"key", "version", "confirm"}
+            r = await c.call_tool("forget", {"key": "profile.city", "confirm": "preference.drink"})
+            assert r.is_error and "confirm" in r.content[0].text
+            r = await c.call_tool("forget", {"key": "profile.city", "version": 1, "confirm": "profile.city"})
+            assert not r.is_error, r.content[0].text
+            assert (r.structured_content["versions"], r.structured_content["actor"]) == ([1], "mcp")
+            r = await c.call_tool("forget", {"key": "profile.city", "version": 1, "confirm": "profile.city"})
+            assert r.is_error and "already forgotten" in r.content[0].text
             r = await c.call_tool("erase", {"confirm": "u2"})
             assert r.is_error and "confirm" in r.content[0].text
             r = await c.call_tool("erase", {"confirm": "u1"})

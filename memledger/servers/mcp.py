@@ -2,8 +2,8 @@
 
 Tools (each with a pydantic argument model and a result model, so each has an input and an output schema):
 ``remember``, ``recall``, ``profile``, ``history``, ``believed``, ``true_at``, ``diff``, ``audit``, ``correct``,
-``retract``, ``unlink``, ``context``, ``resume``, ``log_message``, ``update_card``; ``erase`` (and ``forget`` once
-the ledger has it) only with ``allow_destructive``, marked destructive. Resources: ``memledger://users/{user_id}/profile``,
+``retract``, ``unlink``, ``context``, ``resume``, ``log_message``, ``update_card``; ``erase`` and ``forget`` only
+with ``allow_destructive``, marked destructive. Resources: ``memledger://users/{user_id}/profile``,
 ``memledger://users/{user_id}/history/{key}``, ``memledger://users/{user_id}/context``.
 
 Who a call may touch (every tool takes an optional ``user_id``):
@@ -117,8 +117,9 @@ DESCRIPTIONS = {
               "moves to a key of its own, or a conflict is settled. Returns the new decision.",
     "erase": "DESTRUCTIVE and irreversible: erase everything about the user (their key is destroyed, every "
              "projection purged). `confirm` must repeat the user id.",
-    "forget": "DESTRUCTIVE: destroy one fact's text (crypto-shredding of that fact); its history keeps only that it "
-              "existed.",
+    "forget": "DESTRUCTIVE and irreversible: shred one fact's text and value (every version of `key`, or `version` "
+              "alone; its per-fact key is destroyed); its history keeps only that it existed, when and by whom. "
+              "`confirm` must repeat the key.",
 }
 
 
@@ -361,10 +362,16 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
 
         reg("erase", EraseArgs, privacy.ErasureReceipt, erase, destructive)
         if service.has_forget():
-            from .models import RetractArgs as ForgetArgs
+            from .models import ForgetArgs
 
-            reg("forget", ForgetArgs, _return_type(type(service.ml).forget),
-                lambda u, a, p: s.ml.forget(u, a.key, reason=a.reason), destructive)
+            def forget(u: str, a: Any, p: Any) -> Any:
+                # the agent names the key twice, as erase names the user twice: a shredding is never undone
+                if a.confirm != a.key:
+                    raise BadInput("confirm", f"{a.confirm!r} is not the key being forgotten",
+                                   f"pass confirm={a.key!r} to forget that fact irreversibly")
+                return s.ml.forget(u, a.key, version=a.version, actor="mcp" if p is None else f"mcp key {p.key_id}")
+
+            reg("forget", ForgetArgs, _return_type(type(service.ml).forget), forget, destructive)
     _register_resources(server, service, policy)
     return server
 

@@ -274,6 +274,14 @@ class EraseArgs(UserArg):
     confirm: str = Field(description="The user id again: erasing is irreversible.")
 
 
+class ForgetArgs(UserArg):
+    """``forget``: shred one fact's text and value (every version of ``key``, or ``version`` alone)."""
+
+    key: str = Field(description="The fact's dotted key.")
+    version: int | None = Field(None, ge=1, description="Only this version (default: every version of the key).")
+    confirm: str = Field(description="The key again: forgetting is irreversible.")
+
+
 # -- result wrappers ---------------------------------------------------------------------------------------------
 class RecallResult(BaseModel):
     """``recall``: the user's current memories most relevant to the query, best first (``hits`` is the CLI's
