@@ -128,7 +128,8 @@ def retract_source(ml: Any, user_id: str, source_ref: str) -> SourceRetraction:
             restored = None
             while back is not None:
                 remaining = [r for r in _support(key_rows, back) if r["source_ref"] != source_ref]
-                if remaining:
+                # a forgotten version (memledger forget) has no value left to put back: look further back
+                if remaining and by_version.get(back, {}).get("value_json") is not None:
                     restored = (by_version[back], remaining)
                     break
                 back = by_version.get(back, {}).get("replaces")

@@ -278,3 +278,13 @@ def test_reads_at_a_past_now_leave_forgotten_versions_out(cli: Any) -> None:
     assert cli.json("quarantine", "u1", "--now", now)["items"] == []
     s = cli.json("stats", "u1", "--now", now)
     assert (s["facts"], s["quarantined"]) == (1, 0)
+
+
+def test_retract_source_does_not_restore_a_forgotten_version(cli: Any) -> None:
+    cli.json("assert", "u1", "a.b", "x1", "--source-ref", "d1")
+    cli.json("assert", "u1", "a.b", "y1", "--source-ref", "d2")
+    assert cli("forget", "u1", "a.b", "--version", "1", "--yes")[0] == 0
+    code, out, err = cli("retract-source", "u1", "d2")
+    assert (code, out.strip()) == (0, 'withdrawn a.b v2 "y1": no other source supports a value'), err
+    assert "a.b" not in cli.json("profile", "u1")["facts"]
+    assert cli.json("verify")[0]["ok"] is True
