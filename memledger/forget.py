@@ -97,6 +97,23 @@ def _stored_fields(app: Any, stream_id: uuid.UUID) -> dict[int, dict[str, Any]]:
     return out
 
 
+def _refuse_a_scheduled_head_alone(fact: Fact, targets: set[int], user_id: str, key: str) -> None:
+    """Refuse to forget a scheduled head ("moves to Berlin on 1 June") while a version it will replace is kept: its
+    placeholder would leave the fact with no current value, not even the one that holds until then (a fresh-user run
+    lost Paris this way), as ``retract`` refuses for the same reason (ledger/domain.py). Forgetting every version
+    of the key is allowed: nothing is meant to remain."""
+    head = fact.versions.get(fact.head) if fact.head is not None else None
+    if head is None or fact.head not in targets or head.valid_from <= now_utc():
+        return
+    kept = [n for n, v in fact.versions.items() if n not in targets and v.value_json is not None
+            and v.status in ("current", "superseded") and v.valid_to is not None and v.valid_to > v.valid_from]
+    if kept:
+        raise BadInput("version", f"{key!r} v{fact.head} is scheduled for {head.valid_from.isoformat()} and has not "
+                       f"happened; forgetting it alone would leave no value, not even v{max(kept)} that holds until then",
+                       f"first cancel it by restating what still holds (memledger correct {user_id} {key} VALUE "
+                       f"--reason 'plan cancelled'), then forget v{fact.head}; or forget every version of {key!r}")
+
+
 def forget_fact(ml: Store, user_id: str, key: str, *, version: int | None = None,
                 actor: str | None = None) -> ForgetReceipt:
     """Shred the text and value of ``user_id``'s fact ``key`` (every version, or ``version`` alone); see the module
@@ -189,6 +206,7 @@ def forget_fact(ml: Store, user_id: str, key: str, *, version: int | None = None
                 position = ml.history_projection.position_of_version(cur, user_id, key, placeholder.originator_version)
         else:
             fact = ml.app.load_fact(sid)
+            _refuse_a_scheduled_head_alone(fact, set(targets), user_id, key)
             placeholder = fact.forget(targets, [facts[v].event_id for v in targets], actor or DEFAULT_ACTOR, now_utc())
             # the placeholder first: a crash after it leaves a log whose replay clears the content (and a re-run
             # finishes the job); the user lock keeps our own writers off the stream, another process's write makes

@@ -288,3 +288,24 @@ def test_retract_source_does_not_restore_a_forgotten_version(cli: Any) -> None:
     assert (code, out.strip()) == (0, 'withdrawn a.b v2 "y1": no other source supports a value'), err
     assert "a.b" not in cli.json("profile", "u1")["facts"]
     assert cli.json("verify")[0]["ok"] is True
+
+
+def test_forgetting_a_scheduled_head_alone_is_refused_while_it_would_take_the_current_value(cli: Any) -> None:
+    cli.json("assert", "u1", "residence.city", "Paris", "--text", "Lives in Paris",
+             "--observed-at", "2024-03-01T09:00:00Z")
+    cli.json("assert", "u1", "residence.city", "Berlin", "--text", "Moves to Berlin on 1 June 2099",
+             "--valid-from", "2099-06-01T00:00:00Z")
+    code, _, err = cli("forget", "u1", "residence.city", "--version", "2", "--yes")
+    assert code == 2 and "is scheduled for 2099-06-01" in err and "plan cancelled" in err
+    assert cli.json("profile", "u1")["facts"]["residence.city"]["value"] == "Paris"
+    assert len(cli.json("history", "u1", "residence.city")) == 2  # nothing written
+    # cancelled first, the plan can be forgotten; Paris stays
+    cli.json("correct", "u1", "residence.city", "Paris", "--reason", "plan cancelled")
+    assert cli("forget", "u1", "residence.city", "--version", "2", "--yes")[0] == 0
+    assert cli.json("profile", "u1")["facts"]["residence.city"]["value"] == "Paris"
+    assert [h["status"] for h in cli.json("history", "u1", "residence.city")][1] == "forgotten"
+    # forgetting every version of a key with a scheduled head is what was asked: nothing remains
+    cli.json("assert", "u2", "residence.city", "Paris", "--observed-at", "2024-03-01T09:00:00Z")
+    cli.json("assert", "u2", "residence.city", "Berlin", "--valid-from", "2099-06-01T00:00:00Z")
+    assert cli("forget", "u2", "residence.city", "--yes")[0] == 0
+    assert cli.json("profile", "u2")["facts"] == {}
