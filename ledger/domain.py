@@ -345,11 +345,13 @@ class Fact(Aggregate):
         # bounds that move with time (birth_year <= this year) are judged at the year it was said in, not recorded
         problem = REGISTRY.check_value(cmd.key, cmd.value, observed)
         if problem is None and hygiene.reads_as_instruction(said):
-            problem = "reads as an instruction to the agent"
+            problem = INSTRUCTION_PROBLEM
         if problem is not None and head is not None and head.value_json == cmd.value_json and cmd.op == "assert":
             problem = None  # the value believed now (released earlier) stated again: a reaffirmation, not a new outlier
         if problem is not None:
-            q = self._releasable(cmd, observed)
+            # an outlier repeated by an independent source may be true; an instruction to the agent is not made safe
+            # by being repeated (a second poisoned document released the first into context): never released
+            q = None if problem == INSTRUCTION_PROBLEM else self._releasable(cmd, observed)
             if q is None:
                 return Decision("asserted", "quarantine", None, cmd.valid_from or observed, cmd.valid_to, [],
                                 confidence=cmd.effective_confidence(), hygiene={"quarantined": problem})
@@ -560,6 +562,10 @@ class Fact(Aggregate):
     @property
     def pending_events(self) -> list[Any]:
         return self._pending_events
+
+
+#: the quarantine reason of a text that reads as an instruction to the agent (memory poisoning, docs/hygiene.md)
+INSTRUCTION_PROBLEM = "reads as an instruction to the agent"
 
 
 def default_text(key: str, value: Any) -> str:
