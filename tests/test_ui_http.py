@@ -5,7 +5,9 @@ the page and its assets come from this server only; bad input is 4xx, never 5xx;
 
 from __future__ import annotations
 
+import logging
 import re
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,10 @@ from memledger.servers.keys import KeyStore
 from memledger.servers.ops import Service
 from tests.ui_seed import USER, XSS_SCRIPT, seed
 
+#: a user id that is markup and a path with a query and a fragment: its link must open this user and no other
+ODD = '"><img src=x onerror=alert(1)>/../x?y#z'
+SLASHED = "Jon/../Gina"
+
 
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory: pytest.TempPathFactory) -> Any:
@@ -27,6 +33,10 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Any:
     ml.assert_fact("bo", "preference.drink", "water")
     ml.assert_fact("gone", "preference.drink", "milk")
     ml.erase("gone")
+    for uid in (ODD, "x", "Gina"):  # a dispute each, so ODD is listed on the health page
+        ml.assert_fact(uid, "diet.type", "vegetarian")
+        ml.assert_fact(uid, "diet.type", "omnivore", source="agent_inference")
+    ml.assert_fact(SLASHED, "preference.drink", "juice")
     keys = KeyStore(ml)
     secrets = {
         "ana": keys.create([USER]).secret,
@@ -115,7 +125,7 @@ def test_the_page_and_its_assets_come_from_this_server_only(ui: Any) -> None:
     assert "default-src 'self'" in csp and "script-src 'self'" in csp and "unsafe" not in csp
     assert r.headers["x-content-type-options"] == "nosniff" and r.headers["cache-control"] == "no-store"
     srcs = re.findall(r'(?:src|href)="([^"]+)"', r.text)
-    assert set(srcs) == {"/ui/static/timeline.css", "/ui/static/timeline.js", "#rows"}
+    assert set(srcs) == {"/ui/static/timeline.css", "/ui/static/timeline.js", "#rows", "data:,"}
     for path in ("/ui/static/timeline.css", "/ui/static/timeline.js"):
         asset = c.get(path)
         assert asset.status_code == 200 and len(asset.text) > 1000
@@ -174,3 +184,92 @@ def test_package_data_lists_the_static_files() -> None:
     static = sorted(p.name for p in (root / "memledger" / "ui" / "static").iterdir())
     assert static == ["timeline.css", "timeline.js"]
     assert all(any(Path(name).match(g.split("/")[-1]) for g in globs) for name in static)
+
+
+def form_post(c: TestClient, body: str) -> Any:
+    return c.post("/ui/login", content=body, headers={"content-type": "application/x-www-form-urlencoded"})
+
+
+def test_health_links_percent_encode_the_user_id_and_open_that_user(ui: Any) -> None:
+    c = signed_in(ui, "admin")
+    page = c.get("/ui/health").text
+    href = "/ui/users/" + urllib.parse.quote(ODD, safe="")
+    assert f'href="{href}"' in page and "<img src=x" not in page
+    # what a browser does with the attribute: unescape it, resolve it against the page; it stays this user's page
+    resolved = urllib.parse.urljoin("http://127.0.0.1/ui/health", href)
+    assert urllib.parse.urlsplit(resolved).path == href and "#" not in resolved and "?" not in resolved
+    r = c.get(href)
+    assert r.status_code == 200 and 'data-key="diet.type"' in r.text
+    assert re.search(r'<span class="user">(.*?)</span>', r.text).group(1) == ODD.replace('"', "&quot;").replace(
+        ">", "&gt;").replace("<", "&lt;")
+
+
+def test_a_user_id_holding_a_slash_opens_and_never_reaches_another_user_or_route(ui: Any) -> None:
+    admin = signed_in(ui, "admin")
+    r = admin.get("/ui/users/Jon%2F..%2FGina")
+    assert r.status_code == 200 and "juice" in r.text and "vegetarian" not in r.text
+    # the segments after /ui/users/ are the id, compared exactly: never Gina, bo or the health page
+    r = admin.get("/ui/users/ana%2F..%2Fbo")
+    assert r.status_code == 404 and "water" not in r.text and "holds nothing about" in r.text
+    r = admin.get("/ui/users/x%2F..%2F..%2Fhealth")
+    assert r.status_code == 404 and "metric-" not in r.text
+    r = signed_in(ui, "ana").get(f"/ui/users/{USER}%2F..%2Fbo")
+    assert r.status_code == 403 and "water" not in r.text
+    # signed out: sent to the form, which returns to the same encoded path
+    fresh = TestClient(ui["client"].app, base_url="http://127.0.0.1", follow_redirects=False)
+    r = fresh.get("/ui/users/Jon%2F..%2FGina")
+    assert r.status_code == 303 and r.headers["location"] == "/ui/login?next=/ui/users/Jon%252F..%252FGina"
+    form = fresh.get(r.headers["location"]).text
+    assert 'name="next" value="/ui/users/Jon%2F..%2FGina"' in form
+    back = form_post(fresh, f"key={ui['keys']['admin']}&next=" + urllib.parse.quote("/ui/users/Jon%2F..%2FGina"))
+    assert back.status_code == 303 and back.headers["location"] == "/ui/users/Jon%2F..%2FGina"
+
+
+@pytest.mark.parametrize("target", ["/ui/../v1/health", "/ui/%2e%2e/v1/health", "/ui/%2E%2E/v1", "/ui/.%2e/v1",
+                                    "/ui/./../v1", "/ui/a%2Fb/../../v1", "/ui\\..\\v1", "/ui/%5C..%5Cv1",
+                                    "/ui/users/a/../../../v1", "/uix", "%2Fui/health", "/ui/users/..",
+                                    "/ui/%0d%0aSet-Cookie:x=1"])
+def test_next_is_normalised_and_kept_under_ui(ui: Any, target: str) -> None:
+    r = form_post(ui["client"], f"key={ui['keys']['ana']}&next={urllib.parse.quote(target)}")
+    assert r.status_code == 303 and r.headers["location"] == "/ui/health", target
+
+
+def test_next_keeps_its_fragment(ui: Any) -> None:
+    r = form_post(ui["client"], f"key={ui['keys']['ana']}&next=" +
+                  urllib.parse.quote(f"/ui/users/{USER}#as_of=2024-03-01T00:00:00Z&axis=observed"))
+    assert r.headers["location"] == f"/ui/users/{USER}#as_of=2024-03-01T00:00:00Z&axis=observed"
+
+
+def test_an_unknown_user_is_404_saying_the_ledger_holds_nothing(ui: Any) -> None:
+    r = signed_in(ui, "admin").get("/ui/users/Nobody")
+    assert r.status_code == 404 and "holds nothing about &#x27;Nobody&#x27;" in r.text
+    assert signed_in(ui, "ana").get("/ui/users/Nobody").status_code == 403  # not told whether it exists
+
+
+def test_head_favicon_and_the_refusals_sign_in_link(ui: Any) -> None:
+    c = signed_in(ui, "ana")
+    assert c.head(f"/ui/users/{USER}").status_code == 200
+    assert c.head("/ui/login").status_code == 200 and c.head("/ui/static/timeline.js").status_code == 200
+    fav = ui["client"].get("/favicon.ico")
+    assert fav.status_code == 204 and ui["client"].head("/favicon.ico").status_code == 204
+    refused = c.get("/ui/users/bo")
+    assert refused.status_code == 403 and 'href="/ui/login?next=/ui/users/bo"' in refused.text
+    health = c.get("/ui/health")
+    assert health.status_code == 403 and 'href="/ui/login?next=/ui/health"' in health.text
+
+
+def test_the_log_names_the_ui_routes(ui: Any, caplog: pytest.LogCaptureFixture) -> None:
+    c = signed_in(ui, "ana")
+    with caplog.at_level(logging.INFO, logger="memledger.http"):
+        c.get(f"/ui/users/{USER}")
+        c.get("/ui/health")
+        c.get("/ui/static/timeline.css")
+    lines = [r.getMessage() for r in caplog.records if r.name == "memledger.http"]
+    assert lines[0].startswith("GET /ui/users/{user_id:path} 200") and USER not in lines[0]
+    assert lines[1].startswith("GET /ui/health 403") and lines[2].startswith("GET /ui/static/{name} 200")
+
+
+def test_y_axis_figures_are_short() -> None:
+    from memledger.ui.render import axis_figure
+
+    assert [axis_figure(x) for x in (1.3514, 0.05, 1, 57.25, 1234.5)] == ["1.35", "0.05", "1", "57.2", "1234"]

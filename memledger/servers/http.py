@@ -165,6 +165,13 @@ def route_template(routes: Any, scope: Scope) -> str:
 
     partial = None
     for route in (routes() if callable(routes) else routes) or ():
+        sub = getattr(route, "original_router", None)
+        if sub is not None and not getattr(getattr(route, "include_context", None), "prefix", ""):
+            # FastAPI keeps an included router (the /ui pages) as one entry that names no path: look inside it
+            inner = route_template(sub.routes, scope)
+            if inner != "-":
+                return inner
+            continue
         try:
             match, _ = route.matches(scope)
         except Exception:  # noqa: BLE001, S112 - a route that cannot match this scope

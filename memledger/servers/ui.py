@@ -14,6 +14,7 @@ A user's page needs a key holding that user; ``/ui/health`` (every user's figure
 
 from __future__ import annotations
 
+import posixpath
 import urllib.parse
 from typing import Any
 
@@ -34,11 +35,15 @@ HEADERS = {"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosni
            "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 STATIC_TYPES = {"timeline.css": "text/css; charset=utf-8", "timeline.js": "text/javascript; charset=utf-8"}
 MAX_FORM = 4096
+DEFAULT_NEXT = "/ui/health"
+#: what a fragment carried through sign-in (``#as_of=...&axis=...``) may hold besides letters and digits
+FRAGMENT_SAFE = "=&:+-._~%,"
 
 
 def is_ui_path(path: str) -> bool:
-    """True for the paths this module serves (KeyMiddleware leaves their authentication to them)."""
-    return path == "/ui" or path.startswith("/ui/")
+    """True for the paths this module serves (KeyMiddleware leaves their authentication to them): the pages, and
+    ``/favicon.ico``, which browsers ask for unasked and which must not answer 401."""
+    return path == "/ui" or path.startswith("/ui/") or path == "/favicon.ico"
 
 
 def _page(body: str, status: int = 200) -> HTMLResponse:
@@ -46,11 +51,28 @@ def _page(body: str, status: int = 200) -> HTMLResponse:
 
 
 def _safe_next(raw: str | None) -> str:
-    """Where to go after signing in: a path of these pages only (never another site, never ``//host``)."""
-    if not raw or not raw.startswith("/ui/") or raw.startswith("//") or "\\" in raw or any(
-            ord(c) < 0x21 for c in raw):
-        return "/ui/health"
-    return raw
+    """Where to go after signing in: a path of these pages only (never another site, never ``//host``, never
+    ``/ui/../v1``), keeping its fragment (``#as_of=...``); ``/ui/health`` for anything else.
+
+    The path must start with ``/ui`` as sent and once decoded and normalised, and hold no ``.`` or ``..`` segment
+    in any spelling (``%2e%2e``): a browser resolves those before it asks, so ``/ui/a%2Fb/../../v1``, which stays
+    under ``/ui`` once decoded, would still open ``/v1``. A ``/`` inside a user id travels as ``%2F`` and is kept
+    as sent."""
+    if not raw or any(ord(c) < 0x21 or c == "\\" for c in raw):
+        return DEFAULT_NEXT
+    parts = urllib.parse.urlsplit(raw)
+    path = parts.path
+    decoded = urllib.parse.unquote(path)
+    if parts.scheme or parts.netloc or not (path == "/ui" or path.startswith("/ui/")) or "\\" in decoded or any(
+            ord(c) < 0x20 for c in decoded):
+        return DEFAULT_NEXT
+    if any(urllib.parse.unquote(seg) in (".", "..") for seg in path.split("/")):
+        return DEFAULT_NEXT
+    norm = posixpath.normpath(decoded)
+    if not (norm == "/ui" or norm.startswith("/ui/")):
+        return DEFAULT_NEXT
+    fragment = urllib.parse.quote(parts.fragment, safe=FRAGMENT_SAFE) if parts.fragment else ""
+    return path + (f"#{fragment}" if fragment else "")
 
 
 def _cross_site(request: Request) -> bool:
@@ -72,11 +94,17 @@ def build_ui_router(service: Service, keys: KeyStore) -> APIRouter:
 
     router = APIRouter(include_in_schema=False)
 
-    def to_login(request: Request) -> Response:
-        target = urllib.parse.quote(request.url.path, safe="/")
-        return RedirectResponse(f"/ui/login?next={target}", status_code=303, headers={"Cache-Control": "no-store"})
+    def to_login(target: str) -> Response:
+        """To the sign-in form, which then returns to ``target`` (a path already percent-encoded)."""
+        query = urllib.parse.quote(target, safe="/")
+        return RedirectResponse(f"/ui/login?next={query}", status_code=303, headers={"Cache-Control": "no-store"})
 
-    @router.get("/ui/login")
+    @router.api_route("/favicon.ico", methods=["GET", "HEAD"])
+    async def favicon() -> Response:
+        # the pages name no icon file (``rel=icon`` is empty data); a browser asking anyway gets no content, not 401
+        return Response(status_code=204, headers={"Cache-Control": "max-age=86400"})
+
+    @router.api_route("/ui/login", methods=["GET", "HEAD"])
     async def login_form(next: str | None = None) -> Response:
         return _page(login_page(_safe_next(next)))
 
@@ -106,38 +134,47 @@ def build_ui_router(service: Service, keys: KeyStore) -> APIRouter:
         resp.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
         return resp
 
-    @router.get("/ui/static/{name}")
+    @router.api_route("/ui/static/{name}", methods=["GET", "HEAD"])
     async def static(name: str) -> Response:
         if name not in STATIC:
             return _page(message_page("Not found", "No such file."), 404)
         return Response(static_text(name), media_type=STATIC_TYPES[name],
                         headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"})
 
-    @router.get("/ui/users/{user_id}")
+    # ``:path``: a user id may hold ``/`` (sent as ``%2F``). The whole rest of the path is the id, compared exactly
+    # with the key's users and the ledger's: ``/ui/users/ana%2F..%2Fbo`` is the user ``ana/../bo``, never ``bo``,
+    # and no other route (``/ui/health``) is reachable through it.
+    @router.api_route("/ui/users/{user_id:path}", methods=["GET", "HEAD"])
     def user(request: Request, user_id: str) -> Response:
+        here = f"/ui/users/{urllib.parse.quote(user_id, safe='')}"
         p = service.run(_authenticate_sync, keys, request.cookies.get(COOKIE))
         if p is None:
-            return to_login(request)
+            return to_login(here)
         try:
             user_id = check_user_id(user_id)
         except BadInput as exc:
             return _page(message_page("Bad user id", f"{exc.field}: {exc.problem} (fix: {exc.fix})"), 422)
         if not p.allows(user_id):
-            return _page(message_page("Forbidden", f"This key does not hold user {user_id!r}."), 403)
+            return _page(message_page("Forbidden", f"This key does not hold user {user_id!r}.", here), 403)
         page, view = service.run(user_html, service.ml, user_id, allow_sensitive=sorted(p.allow_sensitive))
+        if not view["erased"] and not view["keys"] and not view["sessions"]:
+            # a mistyped id would otherwise look like a user whose memory is empty (timeline --html refuses it too)
+            return _page(message_page("Not found", f"The ledger holds nothing about {user_id!r}: no fact, session "
+                                      "or erasure. Check the user id.", here), 404)
         return _page(page, 410 if view["erased"] else 200)
 
-    @router.get("/ui/health")
+    @router.api_route("/ui/health", methods=["GET", "HEAD"])
     def health(request: Request) -> Response:
         p = service.run(_authenticate_sync, keys, request.cookies.get(COOKIE))
         if p is None:
-            return to_login(request)
+            return to_login(DEFAULT_NEXT)
         if not p.all_users:
             return _page(message_page("Forbidden", "The store's health covers every user: sign in with a key "
-                                      "holding every user (memledger keys create --admin, without --user)."), 403)
+                                      "holding every user (memledger keys create --admin, without --user).",
+                                      DEFAULT_NEXT), 403)
         return _page(service.run(health_html, service.ml))
 
-    @router.get("/ui")
+    @router.api_route("/ui", methods=["GET", "HEAD"])
     async def root() -> Response:
         return RedirectResponse("/ui/health", status_code=303)
 

@@ -16,6 +16,7 @@ import base64
 import hashlib
 import html
 import json
+import urllib.parse
 from datetime import datetime
 from importlib import resources
 from typing import Any
@@ -45,6 +46,15 @@ def json_for_script(data: Any) -> str:
                     ("\u2029", "\\u2029")):
         text = text.replace(ch, rep)
     return text
+
+
+def user_path(user_id: str) -> str | None:
+    """The path of ``user_id``'s page, the id percent-encoded as one segment (``/`` as ``%2F``, ``?`` as
+    ``%3F``, ``#`` as ``%23``), or None for ``.`` and ``..``, which a browser resolves as a step in the path
+    whatever their spelling (such a user is opened with ``memledger timeline``)."""
+    if user_id in (".", ".."):
+        return None
+    return "/ui/users/" + urllib.parse.quote(user_id, safe="")
 
 
 def static_text(name: str) -> str:
@@ -117,7 +127,9 @@ def _lanes(bars: list[tuple[float, float]]) -> list[int]:
 def _head(title: str, inline: bool, csp: str | None) -> str:
     parts = ['<!doctype html>\n<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             '<meta name="referrer" content="same-origin">']
+             '<meta name="referrer" content="same-origin">',
+             # an empty icon: the browser asks for no /favicon.ico
+             '<link rel="icon" href="data:,">']
     if csp:
         parts.append(f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">')
     parts.append(f"<title>{esc(title)}</title>")
@@ -165,7 +177,7 @@ def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
     out.append(f'<p class="meta">Drawn at {esc(view["generated_at"])} (UTC) from the ledger: {len(view["keys"])} '
                f'keys, {n_versions} versions, {len(view["sessions"])} sessions, {len(view["disclosures"])} '
                'disclosures. Bars span valid time (when a fact held in the world); the slider moves through '
-               'system time (when the ledger recorded it).</p>')
+               '<span id="axis-word">system time (when the ledger recorded it)</span>.</p>')
     if not inline:
         out.append('<form method="post" action="/ui/logout" class="logout"><button type="submit">Sign out'
                    "</button></form>")
@@ -318,7 +330,7 @@ def health_page(view: dict[str, Any]) -> str:
         out.append("<p>No fact has been recorded yet.</p>")
     for name, title, whole in METRICS:
         out.append(_chart(name, title, series, whole))
-    rows = "".join(f'<tr><th scope="row"><a href="/ui/users/{esc(r["user_id"])}">{esc(r["user_id"])}</a></th>'
+    rows = "".join(f'<tr><th scope="row">{_user_link(r["user_id"])}</th>'
                    f'<td>{r["contested_now"]}</td><td>{r["beliefs_now"]}</td><td>{r["contests_recorded"]}</td></tr>'
                    for r in view["top_conflicts"])
     out.append('<section aria-labelledby="top-h"><h2 id="top-h">Users with the most conflicts</h2>'
@@ -327,6 +339,22 @@ def health_page(view: dict[str, Any]) -> str:
                f'</th></tr></thead><tbody>{rows or "<tr><td colspan=4>no conflicts</td></tr>"}</tbody></table>'
                "</section></main></body></html>")
     return "".join(out)
+
+
+def _user_link(user_id: str) -> str:
+    path = user_path(user_id)
+    if path is None:
+        return f'{esc(user_id)} <span class="none">(memledger timeline)</span>'
+    return f'<a href="{esc(path)}">{esc(user_id)}</a>'
+
+
+def axis_figure(value: float) -> str:
+    """A y-axis figure in a few characters (3 significant digits, whole numbers from 100): ``1.35``, ``0.5``,
+    ``1234``, so it fits left of the axis."""
+    if value >= 100:
+        return str(int(round(value)))
+    text = f"{value:.3g}"
+    return text if "e" not in text else f"{value:.2f}"
 
 
 def _chart(name: str, title: str, series: list[dict[str, Any]], whole: bool) -> str:
@@ -348,7 +376,7 @@ def _chart(name: str, title: str, series: list[dict[str, Any]], whole: bool) -> 
     svg = (f'<svg viewBox="0 0 {w} {h}" role="img" aria-labelledby="{name}-h" class="spark">'
            f'<line x1="{left}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" class="ax"/>'
            f'<line x1="{left}" y1="{pad}" x2="{left}" y2="{h - pad}" class="ax"/>'
-           f'<text x="{left - 4}" y="{pad + 4}" text-anchor="end">{esc(round(top, 4))}</text>'
+           f'<text x="{left - 4}" y="{pad + 4}" text-anchor="end">{esc(axis_figure(top))}</text>'
            f'<text x="{left - 4}" y="{h - pad}" text-anchor="end">0</text>'
            f'<text x="{left}" y="{h - 8}">{esc(first)}</text>'
            f'<text x="{w - pad}" y="{h - 8}" text-anchor="end">{esc(last)}</text>'
@@ -364,16 +392,20 @@ def _chart(name: str, title: str, series: list[dict[str, Any]], whole: bool) -> 
 def login_page(next_path: str, problem: str | None = None) -> str:
     """The sign-in form: an API key that may read the user (kept in an HttpOnly, SameSite=Strict cookie)."""
     msg = f'<p class="error" role="alert">{esc(problem)}</p>' if problem else ""
+    # the script copies the page's #fragment (as_of, axis) into "next": a fragment never reaches the server
     return (_head("memledger: sign in", False, None) + "<body><main class=\"login\"><h1>Sign in</h1>"
             "<p>Paste an API key that may read the user (<code>memledger keys create --user U</code>). It is kept in "
             "a cookie this page cannot read from script, sent only to <code>/ui</code> pages, and never accepted "
-            f"by the API.</p>{msg}<form method=\"post\" action=\"/ui/login\"><input type=\"hidden\" name=\"next\" "
-            f"value=\"{esc(next_path)}\"><label for=\"key\">API key</label> <input id=\"key\" name=\"key\" "
-            "type=\"password\" autocomplete=\"off\" required size=\"60\"> <button type=\"submit\">Sign in</button>"
-            "</form></main></body></html>")
+            f"by the API.</p>{msg}<form method=\"post\" action=\"/ui/login\" id=\"login-form\"><input "
+            f"type=\"hidden\" name=\"next\" value=\"{esc(next_path)}\"><label for=\"key\">API key</label> <input "
+            "id=\"key\" name=\"key\" type=\"password\" autocomplete=\"off\" required size=\"60\"> <button "
+            "type=\"submit\">Sign in</button></form></main><script src=\"/ui/static/timeline.js\"></script>"
+            "</body></html>")
 
 
-def message_page(title: str, text: str) -> str:
-    """A small page for a refusal (403, 404, 422) in the UI's style."""
+def message_page(title: str, text: str, next_path: str | None = None) -> str:
+    """A small page for a refusal (403, 404, 422) in the UI's style; its sign-in link returns to ``next_path``
+    (a percent-encoded ``/ui`` path: the page that was refused)."""
+    login = "/ui/login" + (f"?next={urllib.parse.quote(next_path, safe='/')}" if next_path else "")
     return (_head(f"memledger: {title}", False, None) + f'<body><main class="login"><h1>{esc(title)}</h1>'
-            f'<p>{esc(text)}</p><p><a href="/ui/login">Sign in with another key</a></p></main></body></html>')
+            f'<p>{esc(text)}</p><p><a href="{esc(login)}">Sign in with another key</a></p></main></body></html>')
