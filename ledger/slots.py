@@ -294,6 +294,8 @@ class KeyRegistry:
             value = _one_number(value) if _wants_number(target) else None
             if value is None:
                 return None
+        if isinstance(value, float) and value.is_integer() and _wants_number(target):
+            value = int(value)  # 12.0 and 1e2 are whole numbers: JSON does not tell 12 from 12.0 apart for people
         try:
             TypeAdapter(target).validate_python(value, strict=not isinstance(value, str))
         except ValidationError:

@@ -524,3 +524,12 @@ def test_an_instruction_repeated_by_another_source_stays_quarantined(cli):
     cli.json("assert", "u1", "profile.age", "130", "--source-ref", "doc-a", "--observed-at", T0)
     assert cli.json("assert", "u1", "profile.age", "130", "--source-ref", "doc-b",
                     "--observed-at", T0)["effect"] == "new"
+
+
+def test_whole_numbers_written_as_floats_pass_their_validator_and_context_names_now(cli):
+    assert cli.json("assert", "u1", "profile.age", "12.0")["effect"] == "new"
+    assert cli.json("assert", "u2", "profile.age", "1e2")["effect"] == "new"
+    assert cli.json("assert", "u3", "profile.age", "12.5")["effect"] == "quarantine"
+    for verb in ("context", "resume"):
+        code, _, err = cli(verb, "u1", "--now", "2024-01-01T00:00:00")
+        assert code == 2 and "--now" in err and "offset" in err

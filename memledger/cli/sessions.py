@@ -144,6 +144,14 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
         out.print(f"{h.rank:>3}. [{h.session_id} {h.message_id} {h.observed_at:%Y-%m-%d}] {who}: {h.text}")
 
 
+def _check_now(now: Optional[str]) -> None:
+    """Refuse a bad ``--now`` naming the flag (as quarantine, due and stats do), before the store is opened."""
+    if now is not None:
+        from ledger.timeutil import parse_instant
+
+        parse_instant(now, "--now")
+
+
 @app.command("resume")
 def resume_cmd(ctx: typer.Context, user: str,
                now: Optional[str] = typer.Option(None, "--now", help="ISO 8601 with offset (default: now)."),
@@ -152,6 +160,7 @@ def resume_cmd(ctx: typer.Context, user: str,
                as_of: Optional[str] = AsOfOpt, axis: str = AsOfAxisOpt,
                as_json: bool = JsonOpt) -> None:
     """Where USER left off: the latest open task's card, how long ago, and the sentence to open with."""
+    _check_now(now)
     with open_ledger(ctx) as ml:
         r = ml.resume(user, now=now, expiry_hours=expiry_hours, as_of=as_of, axis=axis)
     if as_json:
@@ -187,6 +196,7 @@ def context_cmd(ctx: typer.Context, user: str,
     from ledger.hygiene import check_min_confidence
 
     check_min_confidence(min_confidence, "--min-confidence")  # refuse bad input before opening the store
+    _check_now(now)
     with open_ledger(ctx) as ml:
         extra = {"allow_sensitive": allow_sensitive, "purpose": purpose} if allow_sensitive or purpose else {}
         if min_confidence is not None:
