@@ -20,7 +20,7 @@ import pytest
 from ledger.timeutil import from_micros, parse_instant, to_micros
 from memledger import MemoryLedger
 from memledger.servers.keys import KeyStore
-from memledger.ui.model import iso
+from memledger.ui.model import iso, user_view
 from memledger.ui.render import value_text
 from tests.serve_util import ROOT, Server, env
 from tests.ui_seed import CORRECTION_REASON, DRINK_V2, USER, XSS_IMG, XSS_SCRIPT, XSS_SESSION_TEXT, seed
@@ -89,6 +89,8 @@ def expected_cells(home: Path, at: str, axis: str = "system") -> dict[str, str]:
         facts = ml.believed(USER, as_of=at, axis=axis).facts
         keys = sorted({r.key for r in ml.history(USER)})
         labels = {(r.key, r.version): r.sensitivity for r in ml.history(USER)}
+        hedged = {(k["key"], v["version"]) for k in user_view(ml, USER)["keys"] for v in k["versions"]
+                  if (v.get("hygiene") or {}).get("hedged")}
     out = {}
     for key in keys:
         f = facts.get(key)
@@ -97,21 +99,24 @@ def expected_cells(home: Path, at: str, axis: str = "system") -> dict[str, str]:
             continue
         label = labels.get((key, f.version))
         shown = value_text({"value": f.value, "withheld": label})
-        out[key] = f"{shown} (v{f.version}{', contested' if f.status == 'contested' else ''})"
+        notes = (", contested" if f.status == "contested" else "") + (
+            ", uncertain (hedged)" if (key, f.version) in hedged else "")
+        out[key] = f"{shown} (v{f.version}{notes})"
     return out
 
 
-def open_page(site: Any) -> Any:
-    """A fresh context; sign in through the form; the user's page."""
-    context = site["browser"].new_context(viewport={"width": 1280, "height": 900})
+def open_page(site: Any, fragment: str = "", height: int = 900) -> Any:
+    """A fresh context; sign in through the form; the user's page (``fragment``: opened as ``...#fragment``)."""
+    context = site["browser"].new_context(viewport={"width": 1280, "height": height})
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(site["server"].base + f"/ui/users/{USER}")
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)  # a 401 favicon, say
+    page.goto(site["server"].base + f"/ui/users/{USER}" + (f"#{fragment}" if fragment else ""))
     assert "/ui/login" in page.url
     page.fill("#key", site["secret"])
     page.click("button[type=submit]")
-    page.wait_for_url(f"**/ui/users/{USER}")
+    page.wait_for_url(f"**/ui/users/{USER}" + (f"#{fragment}" if fragment else ""))
     page.errors = errors  # type: ignore[attr-defined]
     return page
 
@@ -267,8 +272,59 @@ def test_health_page(site: Any) -> None:
     page.wait_for_url("**/ui/health")
     assert page.locator("svg.spark").count() == 5
     assert page.text_content("#top-conflicts tbody th") == USER
+    # every y-axis figure lies inside its chart (a long one was clipped at the left edge)
+    boxes = page.evaluate("""() => Array.from(document.querySelectorAll('svg.spark')).map(svg => {
+        const s = svg.getBoundingClientRect();
+        return Array.from(svg.querySelectorAll('text')).map(t => { const b = t.getBoundingClientRect();
+            return [t.textContent, b.left - s.left, s.right - b.right]; }); }).flat()""")
+    assert len(boxes) == 20 and all(left >= 0 and right >= 0 for _, left, right in boxes), boxes
     result = page.evaluate(CONTRAST_JS)
     assert result["checked"] > 10 and result["low"] == [], result
     page.screenshot(path=str(ARTIFACTS / "health.png"), full_page=True)
     context.close()
 
+
+
+def test_the_view_lives_in_the_address_and_focus_stays_in_sight(site: Any) -> None:
+    """``#as_of=...&axis=...`` survives signing in, follows a hash changed on the open page, and is written back
+    when the slider moves; a bar focused with Shift+Tab while scrolled is never under the sticky slider panel."""
+    ticks_at = "2024-01-15T00:00:00.000000Z"
+    page = open_page(site, f"as_of={ticks_at}&axis=observed", height=520)
+    assert page.text_content("#asof-out") == ticks_at and page.is_checked('input[name="axis"][value="observed"]')
+    assert page.text_content("#axis-word").startswith("observed time")
+    assert page.evaluate(CELLS_JS) == expected_cells(site["home"], ticks_at, "observed")
+    assert page.evaluate(CELLS_JS)["residence.city"] == "Lisbon (v1, uncertain (hedged))"
+    # only the hash changes on the open page: the view follows it
+    later = "2024-02-15T00:00:00.000000Z"
+    page.evaluate("h => { window.location.hash = h; }", f"as_of={later}&axis=observed")
+    page.wait_for_function("at => document.getElementById('asof-out').textContent === at", arg=later)
+    assert page.evaluate(CELLS_JS)["preference.drink"] == expected_cells(site["home"], later, "observed")[
+        "preference.drink"]
+    page.evaluate("() => { window.location.hash = 'axis=system'; }")
+    page.wait_for_function("() => document.querySelector('input[value=system]').checked")
+    assert page.text_content("#axis-word").startswith("system time")
+    # the slider writes the view into the address
+    page.focus("#asof")
+    page.keyboard.press("End")
+    last = json.loads(page.text_content("#ml-data"))["ticks"][-1]
+    assert page.evaluate("window.location.hash") == f"#as_of={last}&axis=system"
+
+    # scrolled to the end, Shift+Tab back through every bar: each focused bar is below the sticky panel
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.focus(".bar.disclosure")
+    assert page.evaluate("window.scrollY") > 200
+    seen = 0
+    for _ in range(60):
+        page.keyboard.press("Shift+Tab")
+        where = page.evaluate("""() => { const e = document.activeElement;
+            return [e.classList.contains('bar'), e.getBoundingClientRect().top,
+                    document.querySelector('.slider').getBoundingClientRect().bottom, e.dataset.key || '',
+                    getComputedStyle(e).outlineColor, window.scrollY]; }""")
+        if not where[0]:
+            break
+        seen += 1
+        assert where[1] >= where[2], where
+        assert where[4] == "rgb(179, 71, 0)"  # the focus ring, not the black ring of the held version
+    assert seen >= 10, (seen, where)
+    assert page.errors == []  # type: ignore[attr-defined]
+    page.context.close()

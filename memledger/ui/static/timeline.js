@@ -4,6 +4,14 @@
    as strings is comparing the instants, with the ledger's own rule (as-of inclusive, valid time half-open). */
 (function () {
   "use strict";
+  /* the sign-in form: a #fragment (as_of, axis) never reaches the server, so it travels in "next" */
+  var login = document.getElementById("login-form");
+  if (login) {
+    login.addEventListener("submit", function () {
+      var next = login.elements.next;
+      if (window.location.hash && next.value.indexOf("#") < 0) { next.value += window.location.hash; }
+    });
+  }
   var node = document.getElementById("ml-data");
   if (!node) { return; }
   var data = JSON.parse(node.textContent);
@@ -18,6 +26,8 @@
     if (cls) { e.className = cls; }
     return e;
   }
+  /* said with "I think", "maybe": believed, but uncertain (as `context` says it) */
+  function hedged(v) { return Boolean(v && v.hygiene && v.hygiene.hedged); }
   function shown(v) {
     if (v.withheld) { return "withheld (" + v.withheld + ")"; }
     if (v.status === "forgotten" && v.value === null) { return "forgotten"; }
@@ -121,7 +131,8 @@
         cell.dataset.version = "";
       } else {
         var v = versionOf(k, t.version);
-        cell.textContent = shown(v) + " (v" + t.version + (t.status === "contested" ? ", contested" : "") + ")";
+        cell.textContent = shown(v) + " (v" + t.version + (t.status === "contested" ? ", contested" : "") +
+          (hedged(v) ? ", uncertain (hedged)" : "") + ")";
         cell.className = "believed";
         cell.dataset.version = String(t.version);
       }
@@ -162,14 +173,27 @@
   }
 
   var current = ticks[ticks.length - 1];
+  var axisWord = document.getElementById("axis-word");
+  var AXIS_WORD = {system: "system time (when the ledger recorded it)", observed: "observed time (when it was said)"};
+  function setAxis(name) {
+    axis = name;
+    ticks = axis === "system" ? data.ticks : data.observed_ticks;
+    slider.max = String(ticks.length - 1);
+    slider.value = String(snap(current));
+    if (axisWord) { axisWord.textContent = AXIS_WORD[axis]; }
+  }
+  /* the view in the address (#as_of=...&axis=...), so it can be kept, sent or reloaded; replaceState adds no
+     history entry per slider step and fires no hashchange */
+  function writeHash() {
+    try { window.history.replaceState(null, "", "#as_of=" + current + "&axis=" + axis); } catch (e) { /* a page
+      whose address cannot change (an opaque origin): the view still works */ }
+  }
   Array.prototype.forEach.call(document.querySelectorAll('input[name="axis"]'), function (radio) {
     radio.addEventListener("change", function () {
       if (!radio.checked) { return; }
-      axis = radio.value;
-      ticks = axis === "system" ? data.ticks : data.observed_ticks;
-      slider.max = String(ticks.length - 1);
-      slider.value = String(snap(current));
+      setAxis(radio.value);
       show(current);
+      writeHash();
     });
   });
 
@@ -178,6 +202,7 @@
     text.value = at;
     error.textContent = "";
     show(at);
+    writeHash();
   });
   document.getElementById("asof-form").addEventListener("submit", function (ev) {
     ev.preventDefault();
@@ -189,6 +214,7 @@
     error.textContent = "";
     slider.value = String(snap(at));
     show(at);
+    writeHash();
   });
 
   /* -- the audit panel ------------------------------------------------------------------------------------- */
@@ -232,7 +258,8 @@
     var replaced = v.replaces === null ? null : versionOf(k, v.replaces);
     var by = v.replaced_by === null ? null : versionOf(k, v.replaced_by);
     body.appendChild(dl([
-      ["drawn as", v.word], ["value", shown(v)], ["text", v.text], ["status (as known now)", v.status],
+      ["drawn as", v.word], ["value", shown(v)], ["text", v.text],
+      ["status (as known now)", v.status + (hedged(v) ? ", uncertain (hedged)" : "")],
       ["effect", v.effect], ["valid from", v.valid_from], ["valid to", v.valid_to === null ? "open" : v.valid_to],
       ["recorded at", v.recorded_at], ["observed at", v.observed_at], ["source", v.source],
       ["source_ref", v.source_ref], ["session", v.session_id], ["actor", v.actor], ["trace id", v.trace_id],
@@ -291,18 +318,40 @@
     panel.scrollIntoView({block: "nearest"});
   });
 
-  var start = current;
-  var ax = /(?:^#|&)axis=(system|observed)(?:&|$)/.exec(window.location.hash);
-  if (ax && ax[1] === "observed") {
-    var radio = document.querySelector('input[name="axis"][value="observed"]');
-    radio.checked = true;
-    radio.dispatchEvent(new Event("change"));
-    start = current;
+  /* -- keyboard focus never hidden under the sticky slider panel (WCAG 2.4.11) ---------------------------- */
+  var panelEl = document.querySelector(".slider");
+  function fitScrollPadding() {
+    if (panelEl) { document.documentElement.style.scrollPaddingTop = (panelEl.offsetHeight + 8) + "px"; }
   }
-  var m = /(?:^#|&)as_of=([^&]+)/.exec(window.location.hash);
-  if (m) {
-    var at = normalise(decodeURIComponent(m[1]));
-    if (at !== null) { start = at; slider.value = String(snap(at)); text.value = at; }
+  window.addEventListener("resize", fitScrollPadding);
+  fitScrollPadding();
+  document.addEventListener("focusin", function (ev) {
+    /* scroll-padding covers scrolling into view; this covers a browser that does not apply it on focus */
+    if (!panelEl || ev.target === panelEl || panelEl.contains(ev.target)) { return; }
+    var below = panelEl.getBoundingClientRect().bottom + 8, top = ev.target.getBoundingClientRect().top;
+    if (top < below) { window.scrollBy(0, top - below); }
+  });
+
+  /* the view named by the address: #as_of=INSTANT&axis=observed, at load and whenever only the hash changes */
+  function fromHash() {
+    var hash = window.location.hash;
+    var ax = /(?:^#|&)axis=(system|observed)(?:&|$)/.exec(hash);
+    var name = ax ? ax[1] : "system";
+    if (name !== axis) {
+      document.querySelector('input[name="axis"][value="' + name + '"]').checked = true;
+      setAxis(name);
+    }
+    var at = current, m = /(?:^#|&)as_of=([^&]+)/.exec(hash);
+    if (m) {
+      var given = null;
+      try { given = normalise(decodeURIComponent(m[1])); } catch (e) { given = null; }
+      if (given !== null) { at = given; }
+    }
+    slider.value = String(snap(at));
+    text.value = at;
+    error.textContent = "";
+    show(at);
   }
-  show(start);
+  window.addEventListener("hashchange", fromHash);
+  fromHash();
 }());
