@@ -273,3 +273,14 @@ def test_y_axis_figures_are_short() -> None:
     from memledger.ui.render import axis_figure
 
     assert [axis_figure(x) for x in (1.3514, 0.05, 1, 57.25, 1234.5)] == ["1.35", "0.05", "1", "57.2", "1234"]
+
+
+def test_dot_user_ids_get_no_link_a_browser_would_resolve_away() -> None:
+    from memledger.ui.render import health_page, user_path
+
+    assert user_path(".") is None and user_path("..") is None and user_path("a/..") == "/ui/users/a%2F.."
+    page = health_page({"generated_at": "2024-01-01T00:00:00Z", "users": 1, "series": [],
+                        "top_conflicts": [{"user_id": "..", "contested_now": 1, "beliefs_now": 1,
+                                           "contests_recorded": 1}]})
+    assert '<th scope="row">.. <span class="none">(memledger timeline)</span></th>' in page
+    assert 'href="/ui/users/.."' not in page
