@@ -36,7 +36,7 @@ from ledger.privacy import ENCRYPTED_FIELDS, ENCRYPTION_ENV
 from ledger.schemas import check_key, check_text, check_user_id
 from ledger.timeutil import now_utc
 
-from .privacy import _delete_snapshots, _vacuum_postgres, compact_sqlite
+from .privacy import _delete_snapshots, _vacuum_postgres, compact_sqlite, reload_user_index
 from .remember import user_lock
 from .store import Store
 
@@ -236,7 +236,7 @@ def _purge_vectors(ml: Store, user_id: str, key: str, versions: list[int], texts
     proj = getattr(ml, "vectors_projection", None)
     if proj is None:
         return 0
-    from projections.vectors import fact_doc_id, user_file_stem
+    from projections.vectors import fact_doc_id
 
     with ml.db.transaction() as cur:
         t = proj.table("docs")
@@ -247,17 +247,7 @@ def _purge_vectors(ml: Store, user_id: str, key: str, versions: list[int], texts
                     (user_id, fact_doc_id(key), *versions))
         meta = proj._meta(cur)
         proj._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
-    with ml.db.read() as cur:
-        mismatch = proj.model_mismatch(proj._meta(cur)) is not None
-        if not mismatch:
-            proj.refresh(cur)  # the generation changed: the mirror reloads from the rows
-    if ml.settings.home is not None:
-        stem = user_file_stem(user_id)
-        for suffix in (".faiss", ".lex"):
-            for path in (ml.settings.home / "vectors").rglob(stem + suffix):
-                path.unlink(missing_ok=True)
-        if not mismatch:
-            proj.save_files()
+    reload_user_index(ml, proj, user_id)
     if not texts:
         return 0
     return int(proj._embedding_cache().delete_texts(texts) or 0)

@@ -267,6 +267,15 @@ def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:
     proj = getattr(ml, "vectors_projection", None)
     if proj is None:
         return
+    reload_user_index(ml, proj, user_id)
+    if texts:
+        proj._embedding_cache().delete_texts(texts)
+
+
+def reload_user_index(ml: Store, proj: Any, user_id: str) -> None:
+    """After the vectors table changed for ``user_id`` (erase, forget) and its generation was bumped: reload this
+    process's mirror from the rows, delete the user's ``.faiss``/``.lex`` files in every model/copy directory, and
+    rewrite the manifest and files from the mirror."""
     from projections.vectors import user_file_stem
 
     with ml.db.read() as cur:
@@ -274,16 +283,14 @@ def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:
         # all the same; this object never serves it, so there is no mirror to reload and no manifest of ours
         mismatch = proj.model_mismatch(proj._meta(cur)) is not None
         if not mismatch:
-            proj.refresh(cur)  # the generation changed: reload the mirror without the user
+            proj.refresh(cur)  # the generation changed: reload the mirror from the rows
     if ml.settings.home is not None:
         stem = user_file_stem(user_id)
         for suffix in (".faiss", ".lex"):
             for path in (ml.settings.home / "vectors").rglob(stem + suffix):
                 path.unlink(missing_ok=True)
         if not mismatch:
-            proj.save_files()  # manifest without the user (and files of users the mirror no longer has go too)
-    if texts:
-        proj._embedding_cache().delete_texts(texts)
+            proj.save_files()  # manifest without the user's stale files (and files of users the mirror lacks go too)
 
 
 def _vacuum_postgres(ml: Store) -> None:
