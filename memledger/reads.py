@@ -13,7 +13,7 @@ from ledger.errors import BadInput
 from ledger.schemas import FactView, HistoryRow, Profile, Receipt, RoleContext
 from ledger.timeutil import from_micros, now_utc, to_micros
 
-from .hygiene import facts_at
+from .hygiene import split_scheduled
 from .store import Store
 
 #: Profile fact keys read as the user's IANA time zone, first found wins (docs/sessions.md).
@@ -39,7 +39,11 @@ def profile(store: Store, user_id: str, *, after: int | Receipt | Iterable[Recei
     store.before_read(after, timeout)
     with store.db.read() as cur:
         # a fact scheduled for later is not current yet (memledger/hygiene.py); what it will replace still is
-        rows, _ = facts_at(store, cur, user_id, to_micros(now if now is not None else now_utc()))
+        # the latest belief per key, as the profile has always been: a context for a past ``now`` still shows what
+        # was said later, marked "after now" (memledger/context.py); only the hygiene counts (memledger/hygiene.py)
+        # read the facts as said by then
+        rows, _ = split_scheduled(store, cur, user_id, store.profile_projection.rows(cur, user_id),
+                                  to_micros(now if now is not None else now_utc()))
     facts = {
         r["key"]: FactView(
             value=_value(r["value_json"]), text=r["text"], version=r["version"],

@@ -367,7 +367,7 @@ def test_cli_bad_input_exits_2_and_writes_nothing(cli, store_args):
         (["session", "card", "u", "t", "--progress", "p"], "session_id"),
         (["session", "summarize", "u", "s", "--text", "x", "--level", "span"], "covers"),
         (["session", "summarize", "u", "s", "--text", "x", "--level", "span", "--covers", "nope"], "covers"),
-        (["resume", "u", "--now", "2024-01-02T00:00:00"], "now"),
+        (["resume", "u", "--now", "2024-01-02T00:00:00"], "--now"),
         (["context", "u", "--budget", "0"], "budget"),
         (["context", "u", "--session", "nope"], "session"),
         (["ingest", str(ROOT / "samples" / "locomo_conv30.json"), "--format", "memorybank"], "FILE"),
