@@ -37,6 +37,7 @@ projection's bitemporal rows.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -481,10 +482,10 @@ class Fact(Aggregate):
             IdempotencyMismatch: the key was used before for a different command.
             BadInput: the policy refused the command (correct/retract without a current value).
         """
-        fingerprint = cmd.fingerprint() if cmd.idempotency_key else None
+        fingerprint = fingerprint_digest(cmd.fingerprint()) if cmd.idempotency_key else None
         if cmd.idempotency_key and cmd.idempotency_key in self.idempotency:
             first = self.idempotency[cmd.idempotency_key]
-            if first[2] != fingerprint:
+            if not same_fingerprint(first[2], fingerprint):
                 raise IdempotencyMismatch(
                     "idempotency_key",
                     f"{cmd.idempotency_key!r} was already used for a different command on {cmd.key!r}",
@@ -562,6 +563,22 @@ class Fact(Aggregate):
     @property
     def pending_events(self) -> list[Any]:
         return self._pending_events
+
+
+def fingerprint_digest(fingerprint: str) -> str:
+    """What an event stores of a command's idempotency fingerprint: ``"sha256:" + hex`` of its canonical JSON. The
+    whole JSON used to be stored (867 bytes per event on average, the largest field of the log); equality is all a
+    retry check needs."""
+    return "sha256:" + hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()
+
+
+def same_fingerprint(stored: str | None, digest: str | None) -> bool:
+    """Whether a stored fingerprint (a digest, or the canonical JSON events recorded before digests) matches
+    ``digest`` (:func:`fingerprint_digest` of the retried command)."""
+    if stored == digest:
+        return True
+    return bool(stored) and digest is not None and not stored.startswith("sha256:") \
+        and fingerprint_digest(stored) == digest  # type: ignore[union-attr]
 
 
 #: the quarantine reason of a text that reads as an instruction to the agent (memory poisoning, docs/hygiene.md)
