@@ -139,15 +139,15 @@ def _marks(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def split_scheduled(store: Store, cur: Any, user_id: str, rows: list[dict[str, Any]],
-                    now_us: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Split profile rows (projections/profile.py ``rows``) into (current, scheduled) at ``now_us`` (micros).
+                    now_us: int) -> list[dict[str, Any]]:
+    """The current part of profile rows (projections/profile.py ``rows``) at ``now_us`` (micros), by key.
 
-    A row is scheduled when its ``valid_from`` is after ``now_us`` and after the instant it was said (a statement
+    A row is scheduled (left out) when its ``valid_from`` is after ``now_us`` and after the instant it was said (a statement
     about the future: "check-up next Friday"); the version of its key covering ``now_us`` (a value it will
     supersede), if any, is current in its place, as a profile-shaped row with status ``current``. A row said after
     ``now_us`` and true from when it was said (``context --now`` in the past) is not scheduled: it is simply later
-    than ``now``. The scheduled part holds profile heads only: :func:`facts_at` gives every scheduled version."""
-    current, scheduled = [], []
+    than ``now``. :func:`facts_at` gives every scheduled version, not only a key's head."""
+    current = []
     for r in rows:
         if r["valid_from"] <= now_us:
             current.append(r)
@@ -156,12 +156,11 @@ def split_scheduled(store: Store, cur: Any, user_id: str, rows: list[dict[str, A
         if said is None or r["valid_from"] <= said:
             current.append(r)
             continue
-        scheduled.append(r)
         before = store.history_projection.covering(cur, user_id, r["key"], now_us)
         if before is not None:
             current.append({**{k: before.get(k) for k in r}, "status": "current", "valid_to": before["valid_to"]})
     current.sort(key=lambda r: r["key"])
-    return current, scheduled
+    return current
 
 
 def facts_at(store: Store, cur: Any, user_id: str, now_us: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -182,12 +181,13 @@ def facts_at(store: Store, cur: Any, user_id: str, now_us: int) -> tuple[list[di
 
     last = store.timetravel_queries.last_said(cur, user_id)
     live_now = last is None or last <= now_us
-    cut = Cutoff("now") if live_now else Cutoff("observed", now_us)
-    live = store.timetravel_queries.live_rows(cur, user_id, cut)
+    # with ``now`` live the current facts are the profile's, so only rows starting after ``now`` are read
+    live = store.timetravel_queries.live_rows(cur, user_id, Cutoff("now") if live_now else Cutoff("observed", now_us),
+                                              starting_after=now_us if live_now else None)
     later = [r for r in live if r["valid_from"] > now_us and r["observed_at"] is not None
              and r["valid_from"] > r["observed_at"]]
     if live_now:
-        current, _ = split_scheduled(store, cur, user_id, store.profile_projection.rows(cur, user_id), now_us)
+        current = split_scheduled(store, cur, user_id, store.profile_projection.rows(cur, user_id), now_us)
     else:
         current = [{**r, "status": "current" if r["status"] == "believed" else r["status"]}
                    for r in live if r["valid_from"] <= now_us < r["valid_to"]]
@@ -281,8 +281,8 @@ def due(store: Store, user_id: str, now: Any = None) -> DueList:
     with store.db.read() as cur:
         current, _ = facts_at(store, cur, user_id, now_us)
         confirmed = store.history_projection.confirmations(cur, user_id, upto=now_us)
-    items = [f for _, f in _due_rows(current, lambda r: user_id, confirmed, now_dt,
-                                     lambda r: _said_at(store, user_id, r))]
+        items = [f for _, f in _due_rows(current, lambda r: user_id, confirmed, now_dt,
+                                         lambda r: _said_at(store, cur, user_id, r))]
     items.sort(key=lambda f: (f.due_at, f.key))
     return DueList(user_id=user_id, now=now_dt, items=items)
 
@@ -314,14 +314,14 @@ def stats(store: Store, user_id: str | None = None, now: Any = None) -> Stats:
         corrections = store.history_projection.correction_counts(cur, user_id, upto=now_us)
         messages = _message_count(store, cur, user_id, now_us)
         held, releases = _quarantine_at(store, cur, user_id, now_us)
+        n_due = len(_due_rows(current, lambda r: r["user_id"], confirmed, now_dt,
+                              lambda r: _said_at(store, cur, r["user_id"], r)))
     pending = sum(1 for r in held if _quarantined(r, releases, now_dt).state == "pending")
     n = len(current)
     since = now_us - int(FRESH_WINDOW.total_seconds() * 1_000_000)
     fresh = sum(1 for r in current
                 if since <= confirmed.get((r["user_id"], r["key"], r["version"]), r["valid_from"]) <= now_us)
     contested = sum(1 for r in current if r["status"] == "contested")
-    n_due = len(_due_rows(current, lambda r: r["user_id"], confirmed, now_dt,
-                          lambda r: _said_at(store, r["user_id"], r)))
     return Stats(user_id=user_id, users=holding, facts=n,
                  freshness_7d=None if n == 0 else round(fresh / n, 4),
                  conflict_rate=None if n == 0 else round(contested / n, 4),
@@ -329,12 +329,12 @@ def stats(store: Store, user_id: str | None = None, now: Any = None) -> Stats:
                  quarantined=pending, due=n_due, scheduled=n_scheduled)
 
 
-def _said_at(store: Store, user_id: str, r: dict[str, Any]) -> int | None:
-    """When row ``r``'s own version was said (micros): its ``observed_at`` if the row has one, else the history's."""
+def _said_at(store: Store, cur: Any, user_id: str, r: dict[str, Any]) -> int | None:
+    """When row ``r``'s own version was said (micros): its ``observed_at`` if the row has one, else the history's
+    (read in the caller's transaction)."""
     if r.get("observed_at") is not None:
         return int(r["observed_at"])
-    with store.db.read() as cur:
-        return store.history_projection.observed_at_of(cur, user_id, r["key"], r["version"])
+    return store.history_projection.observed_at_of(cur, user_id, r["key"], r["version"])
 
 
 def _message_count(store: Store, cur: Any, user_id: str | None, now_us: int) -> int:

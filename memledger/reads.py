@@ -42,7 +42,7 @@ def profile(store: Store, user_id: str, *, after: int | Receipt | Iterable[Recei
         # the latest belief per key, as the profile has always been: a context for a past ``now`` still shows what
         # was said later, marked "after now" (memledger/context.py); only the hygiene counts (memledger/hygiene.py)
         # read the facts as said by then
-        rows, _ = split_scheduled(store, cur, user_id, store.profile_projection.rows(cur, user_id),
+        rows = split_scheduled(store, cur, user_id, store.profile_projection.rows(cur, user_id),
                                   to_micros(now if now is not None else now_utc()))
     facts = {
         r["key"]: FactView(

@@ -49,6 +49,17 @@ _FORGET_SET = "value_json = NULL, text = NULL, reason = NULL, status = 'forgotte
 _VALUE_JSON, _TEXT, _REASON = (VERSION_COLS.index(c) for c in ("value_json", "text", "reason"))
 
 
+def _user_upto(user_id: str | None, upto: int | None) -> tuple[str, list[Any]]:
+    """The optional filters of the hygiene counts: `` AND user_id = ?`` (one user, else all) and `` AND observed_at
+    <= ?`` (said by ``upto`` micros, else ever), with their parameters."""
+    where, params = "", []
+    if user_id is not None:
+        where, params = " AND user_id = ?", [user_id]
+    if upto is not None:
+        where, params = where + " AND observed_at <= ?", [*params, upto]
+    return where, params
+
+
 def hygiene_json(e: Any) -> str | None:
     """The event's hygiene mark (ledger/hygiene.py: ``{"hedged": true}``, ``{"quarantined": "..."}``,
     ``{"releases": 3}``, ``{"corrections": 2}`` ...) as canonical JSON, or None (events before v3 have none)."""
@@ -370,14 +381,8 @@ class HistoryProjection(Projection):
         sql = (f"SELECT user_id, key, CASE WHEN effect = 'reaffirm' THEN replaces ELSE version END AS v, "
                f"MAX(observed_at) FROM {self.table('versions')} "
                "WHERE effect IN ('new', 'supersede', 'correct', 'reaffirm')")
-        params: list[Any] = []
-        if upto is not None:
-            sql += " AND observed_at <= ?"
-            params.append(upto)
-        if user_id is not None:
-            sql += " AND user_id = ?"
-            params.append(user_id)
-        cur.execute(sql + " GROUP BY user_id, key, CASE WHEN effect = 'reaffirm' THEN replaces ELSE version END",
+        where, params = _user_upto(user_id, upto)
+        cur.execute(sql + where + " GROUP BY user_id, key, CASE WHEN effect = 'reaffirm' THEN replaces ELSE version END",
                     params)
         return {(u, k, int(v)): int(t) for u, k, v, t in cur.fetchall() if v is not None and t is not None}
 
@@ -401,15 +406,8 @@ class HistoryProjection(Projection):
     def correction_counts(self, cur: Cursor, user_id: str | None = None, upto: int | None = None) -> int:
         """How many corrections (effect ``correct``) the user's (or every user's) facts have had (said at or before
         ``upto`` micros, when given)."""
-        sql = f"SELECT COUNT(*) FROM {self.table('versions')} WHERE effect = 'correct'"
-        params: list[Any] = []
-        if user_id is not None:
-            sql += " AND user_id = ?"
-            params.append(user_id)
-        if upto is not None:
-            sql += " AND observed_at <= ?"
-            params.append(upto)
-        cur.execute(sql, params)
+        where, params = _user_upto(user_id, upto)
+        cur.execute(f"SELECT COUNT(*) FROM {self.table('versions')} WHERE effect = 'correct'" + where, params)
         return int(cur.fetchone()[0])
 
     def position_of_version(self, cur: Cursor, user_id: str, key: str, version: int) -> int | None:

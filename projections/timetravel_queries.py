@@ -118,22 +118,24 @@ class TimeTravelQueries:
         row = cur.fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
-    def live_rows(self, cur: Cursor, user_id: str, cut: Cutoff) -> list[dict[str, Any]]:
+    def live_rows(self, cur: Cursor, user_id: str, cut: Cutoff,
+                  starting_after: int | None = None) -> list[dict[str, Any]]:
         """Every timeline row of the user live at a cutoff, whatever its valid range, with its version's fields:
         dicts of :data:`LIVE_COLS` ordered by key then ``valid_from`` (``valid_from``/``valid_to``/``status`` are
         the timeline row's: the range as known at the cutoff, OPEN for an open end, "believed" or "contested").
         Memory hygiene reads (memledger/hygiene.py) take scheduled facts and facts current at a past instant from
         here, so two statements scheduled for the same key are both seen (a profile row holds only the head).
         Forgotten versions (``memledger forget``) are left out: at a cutoff before the forget they would be rows
-        with no content."""
+        with no content. ``starting_after`` (micros): only rows whose valid time starts after it."""
         join, cond, cut_params = self._cut(user_id, cut)
         join_params = cut_params[:2] if cut.axis == "observed" else []
         where_params = cut_params[2:] if cut.axis == "observed" else cut_params
+        after = "" if starting_after is None else " AND t.valid_from > ?"
         cur.execute(
             f"SELECT {_LIVE_SELECT} FROM {self.tt} t JOIN {self.tv} v ON v.user_id = t.user_id AND v.key = t.key "
-            f"AND v.version = t.version{join} WHERE t.user_id = ? AND {cond} AND v.status <> 'forgotten' "
+            f"AND v.version = t.version{join} WHERE t.user_id = ? AND {cond} AND v.status <> 'forgotten'{after} "
             "ORDER BY t.key, t.valid_from",
-            [*join_params, user_id, *where_params],
+            [*join_params, user_id, *where_params, *([] if starting_after is None else [starting_after])],
         )
         return [dict(zip(LIVE_COLS, r)) for r in cur.fetchall()]
 
