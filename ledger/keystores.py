@@ -400,6 +400,12 @@ class SQLiteKeyStore(_KeyStoreBase):
         return self._conn().execute(
             "SELECT user_id, key, key_format FROM user_keys WHERE key IS NOT NULL LIMIT 1").fetchone()
 
+    def users(self) -> list[tuple[str, bool]]:
+        """(user_id, destroyed) for every user this store has a key row for, by user id: every write creates the
+        user's key, so these are the users the ledger holds or has erased (the shard rebalance lists them)."""
+        return [(u, bool(d)) for u, d in self._conn().execute(
+            "SELECT user_id, destroyed_at IS NOT NULL FROM user_keys ORDER BY user_id").fetchall()]
+
     def _row(self, conn: sqlite3.Connection, user_id: str) -> tuple[Any, ...] | None:
         return conn.execute(
             "SELECT key, key_format, destroyed_at FROM user_keys WHERE user_id = ?", (user_id,)
@@ -558,6 +564,7 @@ class PostgresKeyStore(_KeyStoreBase):
         ).format(table)
         self._sql_vacuum = sql.SQL("VACUUM FULL {}").format(table)
         facts = sql.Identifier(schema, "fact_keys")
+        self._sql_users = sql.SQL("SELECT user_id, destroyed_at IS NOT NULL FROM {} ORDER BY user_id").format(table)
         self._sql_fact_select = sql.SQL(
             "SELECT key, destroyed_at FROM {} WHERE user_id = %s AND key_id = %s").format(facts)
         self._sql_fact_insert = sql.SQL(
@@ -632,6 +639,10 @@ class PostgresKeyStore(_KeyStoreBase):
 
     def _any_live_row(self) -> tuple[Any, ...] | None:
         return self._run(lambda c: c.execute(self._sql_any_live).fetchone())
+
+    def users(self) -> list[tuple[str, bool]]:
+        """(user_id, destroyed) for every user with a key row, by user id (see ``SQLiteKeyStore.users``)."""
+        return [(u, bool(d)) for u, d in self._run(lambda c: c.execute(self._sql_users).fetchall())]
 
     def get_or_create(self, user_id: str) -> bytes:
         self._check_user_id(user_id)

@@ -420,6 +420,8 @@ class Receipt(BaseModel):
     kind: Kind
     effect: str
     replayed: bool = False
+    #: the shard whose log ``position`` is on, when the ledger is sharded (docs/scale.md); absent otherwise
+    shard: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class RelatedMemory(BaseModel):

@@ -212,11 +212,17 @@ def load_commands(path: Path, fmt: str, resolve: bool = False) -> list[Any]:
 
 
 def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size: int = 500,
-           resolve: bool = False) -> dict[str, Any]:
+           resolve: bool = False, keep: Any = None) -> dict[str, Any]:
     """``MemoryLedger.ingest``: everything validated first, then commands in batches of ``batch_size`` (one save
-    each) and remember lines one by one, in file order. Returns the ingest report (see ``MemoryLedger.ingest``)."""
+    each) and remember lines one by one, in file order. Returns the ingest report (see ``MemoryLedger.ingest``).
+
+    ``keep``: a predicate on user ids; only the lines of users it keeps are written (a sharded ledger ingests each
+    shard's users into that shard, memledger/sharded.py). The whole file is still validated first."""
     commands = load_commands(path, fmt, resolve=resolve)
     messages = load_session_commands(path, fmt)  # conversation turns as messages, validated before writing
+    if keep is not None:
+        commands = [c for c in commands if keep(c.user_id)]
+        messages = [m for m in messages if keep(m.user_id)]
     recorded = replayed = quarantined = 0
     users: dict[str, int] = {}
     decisions: dict[str, int] = {}

@@ -176,7 +176,7 @@ def compact_sqlite(path: str | os.PathLike[str]) -> bool:
         conn.close()
 
 
-def erase_user(ml: Store, user_id: str, *, actor: str | None = None) -> ErasureReceipt:
+def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bool = True) -> ErasureReceipt:
     """Erase ``user_id`` from ``ml``: record ``SubjectErased``, destroy the key, purge every projection, delete
     snapshots, purge index files and caches a projection keeps (``purge_user_files``), compact SQLite files.
 
@@ -184,6 +184,9 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None) -> ErasureR
     recorded first, so a crash after it still leaves a log whose replay purges the user; the key is destroyed
     next, so nothing recorded concurrently can be decoded again; projections are purged through the catch-up
     (the tombstone) *and* directly afterwards, for events a concurrent writer slipped in before the key went.
+
+    ``compact=False`` leaves the compaction to the caller (:func:`compact_store`): a shard rebalance erases many
+    moved users' old copies and compacts once (memledger/rebalance.py).
 
     Raises:
         BadInput: ``user_id`` invalid.
@@ -238,6 +241,17 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None) -> ErasureR
     _purge_vectors(ml, user_id, texts)
     snapshots = _delete_snapshots(ml.app, stream_ids)
 
+    compacted = compact_store(ml) if compact else []
+    return ErasureReceipt(
+        user_id=user_id, erased_at=erased_at, position=position, already_erased=already,
+        key_destroyed=key_destroyed, facts=len(keys), events=len(rows), projections_purged=purged,
+        snapshots_deleted=snapshots, log_plaintext_events=plaintext, files_compacted=compacted,
+    )
+
+
+def compact_store(ml: Store) -> list[str]:
+    """Make deleted bytes leave the disk after an erasure: SQLite files are compacted (returns their paths relative
+    to the home), PostgreSQL runs ``VACUUM FULL`` on the key table and the projections (returns [])."""
     compacted = []
     if ml.settings.home is not None:
         # Every SQLite file but the log (ciphertext only; rewriting a large log is costly) and the key store
@@ -251,11 +265,7 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None) -> ErasureR
         if vacuum is not None:
             vacuum()  # VACUUM FULL user_keys: the destroyed key's dead row version leaves the heap
         _vacuum_postgres(ml)
-    return ErasureReceipt(
-        user_id=user_id, erased_at=erased_at, position=position, already_erased=already,
-        key_destroyed=key_destroyed, facts=len(keys), events=len(rows), projections_purged=purged,
-        snapshots_deleted=snapshots, log_plaintext_events=plaintext, files_compacted=compacted,
-    )
+    return compacted
 
 
 def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:

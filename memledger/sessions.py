@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ledger.errors import BadInput
 from ledger.schemas import ErasedMark
@@ -46,6 +46,8 @@ class SessionReceipt(BaseModel):
     version: int
     position: int
     replayed: bool = False
+    #: the shard whose log ``position`` is on, when the ledger is sharded (docs/scale.md); absent otherwise
+    shard: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class StateCard(BaseModel):

@@ -27,10 +27,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ledger.timeutil import to_micros
 from projections.base import LogEvent, Projection, erased_subjects, note_erased, position_of, set_position
 
-from .events import APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, max_position
+from .events import APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, max_position, system_time
 
 #: events applied in memory between two flushes (one transaction each) when the caller does not say. Memory held:
 #: their rows, about 1.5 KB per fact event for profile + history (tracemalloc: 1.0 KB of lists and tuples, plus the
@@ -65,10 +64,8 @@ def from_memory(recent: Sequence[tuple[int, Any]] | None, start: int, stop: int,
         return None  # a gap in the positions (another writer's event, or a skipped id): read the log
     out = []
     for position, event in span:
-        ts = to_micros(event.timestamp)
-        if ts > recorded:
-            recorded = ts
-        out.append(LogEvent(position=position, event=event, recorded_at=recorded))
+        stamp, recorded = system_time(event, recorded)
+        out.append(LogEvent(position=position, event=event, recorded_at=stamp))
     return out, recorded
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ledger.crypto import is_erased
+from ledger.moves import UserArrived
 from ledger.privacy import SubjectErased
 from ledger.timeutil import to_micros
 from projections.base import LogEvent, Projection, erased_subjects, note_erased
@@ -26,11 +27,26 @@ def decode(app: Any, notifications: Sequence[Any], last_recorded_at: int) -> tup
     many = getattr(app.mapper, "to_domain_events", None)
     decoded = many(notifications) if many is not None else [app.mapper.to_domain_event(n) for n in notifications]
     for n, event in zip(notifications, decoded):
-        ts = to_micros(event.timestamp)
-        if ts > recorded:
-            recorded = ts
-        out.append(LogEvent(position=n.id, event=event, recorded_at=recorded))
+        stamp, recorded = system_time(event, recorded)
+        out.append(LogEvent(position=n.id, event=event, recorded_at=stamp))
     return out, recorded
+
+
+def system_time(event: Any, recorded: int) -> tuple[int, int]:
+    """(the system time of ``event`` in microseconds, the running maximum after it), given the running maximum
+    ``recorded`` before it: :func:`clock` on the event's timestamp (and a ``UserArrived``'s ``since``)."""
+    since = to_micros(event.since) if isinstance(event, UserArrived) else None
+    return clock(to_micros(event.timestamp), recorded, since)
+
+
+def clock(ts: int, recorded: int, since: int | None = None) -> tuple[int, int]:
+    """The monotonic system time rule, on microseconds: an event stamped ``ts`` gets ``max(ts, recorded)`` (a
+    writer with a clock behind the log's is raised to it), and the running maximum becomes that.
+
+    A ``UserArrived`` marker (ledger/moves.py; ``since`` given) restarts the maximum at ``since``, so the copied
+    events of a user moved here from another shard keep the system times that shard gave them."""
+    stamp = max(ts, recorded)
+    return stamp, (min(stamp, since) if since is not None else stamp)
 
 
 def max_position(app: Any) -> int:

@@ -36,12 +36,12 @@ VERB_MODULES = {
     "keys": "keys", "serve": "serve", "session": "sessions", "resume": "sessions", "context": "sessions",
     "believed": "timetravel", "true-at": "timetravel", "diff": "timetravel", "audit": "timetravel",
     "quarantine": "hygiene", "due": "hygiene", "stats": "hygiene", "retract-source": "hygiene",
-    "forget": "forget", "timeline": "timeline",
+    "forget": "forget", "timeline": "timeline", "shards": "shards",
 }
 #: Verbs that embed a query in a fresh process: the ONNX session is prewarmed for them (:func:`main`).
 _QUERY_VERBS = ("search", "context", "remember")
 #: Root options that take a value (``--home DIR``), skipped when looking for the verb in the arguments.
-_ROOT_VALUE_OPTIONS = ("--home", "--dsn", "--projection-mode")
+_ROOT_VALUE_OPTIONS = ("--home", "--dsn", "--projection-mode", "--shards")
 
 
 def verb_modules() -> list[str]:

@@ -40,10 +40,14 @@ def _root(
         None, "--projection-mode",
         help="inline (default, $MEMLEDGER_PROJECTION_MODE): catch projections up in this process; worker: a "
              "`memledger project --follow` process does."),
+    shards: Optional[str] = typer.Option(
+        None, "--shards",
+        help="A TOML shard map (default $MEMLEDGER_SHARDS): users partitioned across PostgreSQL servers, each verb "
+             "routed by user (docs/scale.md)."),
     version: bool = typer.Option(False, "--version", is_eager=True, callback=lambda v: _print_version(v),
                                  help="Print memledger's version and exit."),
 ) -> None:
-    ctx.obj = {"home": home, "dsn": dsn, "projection_mode": projection_mode}
+    ctx.obj = {"home": home, "dsn": dsn, "projection_mode": projection_mode, "shards": shards}
 
 
 @contextmanager
@@ -52,11 +56,8 @@ def open_ledger(ctx: typer.Context, *, embedder: str | None = None) -> Iterator[
     erased user says so on stderr (exit 0; ``--json`` objects also carry ``"erased": true`` and when), so an erased
     user never reads as an empty one. ``embedder="none"`` opens it without the vectors projection (a command that
     never searches, such as ``keys``: no embedder is resolved and the semantic index is not touched)."""
-    from memledger.api import MemoryLedger
-
     obj = ctx.find_root().obj or {}
-    ml = MemoryLedger(home=obj.get("home"), dsn=obj.get("dsn"), projection_mode=obj.get("projection_mode"),
-                      **({"embedder": embedder} if embedder is not None else {}))
+    ml = open_store(obj, embedder=embedder)
     try:
         yield ml
         user = ctx.params.get("user")
@@ -67,6 +68,25 @@ def open_ledger(ctx: typer.Context, *, embedder: str | None = None) -> Iterator[
                           "(erasure is irreversible)")
     finally:
         ml.close()
+
+
+def open_store(obj: dict[str, Any], *, embedder: str | None = None) -> Any:
+    """A ``MemoryLedger`` for ``--home``/``--dsn``, or a ``ShardedLedger`` for ``--shards``/``$MEMLEDGER_SHARDS``
+    (given together with --home or --dsn: bad input)."""
+    from memledger.sharded import shard_map_from_env
+
+    shard_map = shard_map_from_env(obj.get("shards"))
+    if shard_map is not None:
+        if obj.get("home") is not None or obj.get("dsn") is not None:
+            raise BadInput("--shards", "given together with --home or --dsn",
+                           "a shard map names every store: leave --home and --dsn out (or unset $MEMLEDGER_SHARDS)")
+        from memledger.sharded import ShardedLedger
+
+        return ShardedLedger(shard_map, projection_mode=obj.get("projection_mode"), embedder=embedder)
+    from memledger.api import MemoryLedger
+
+    return MemoryLedger(home=obj.get("home"), dsn=obj.get("dsn"), projection_mode=obj.get("projection_mode"),
+                        **({"embedder": embedder} if embedder is not None else {}))
 
 
 def parse_value(raw: str) -> Any:

@@ -1,0 +1,93 @@
+"""``memledger shards status|rebalance``: a ledger partitioned across PostgreSQL servers (docs/scale.md).
+
+Both need a shard map (``--shards FILE`` before the verb, or ``$MEMLEDGER_SHARDS``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ledger.errors import BadInput
+
+from .common import JsonOpt, app, emit_json, err, open_ledger, out
+
+shards_app = typer.Typer(no_args_is_help=True, help="A ledger partitioned by user across PostgreSQL servers.")
+app.add_typer(shards_app, name="shards")
+
+
+def _sharded(ml: Any) -> Any:
+    from memledger.sharded import is_sharded
+
+    if not is_sharded(ml):
+        raise BadInput("--shards", "no shard map was given",
+                       "pass --shards FILE before the verb (memledger --shards shards.toml shards status), or set "
+                       "$MEMLEDGER_SHARDS")
+    return ml
+
+
+def shard_status(ml: Any) -> dict[str, Any]:
+    """``shards status --json``: per shard its server (no credentials), schema, users (live keys), erased users,
+    log head, the lowest position its projections reached and the lag (head - reached); and the directory's rows."""
+    from urllib.parse import urlparse
+
+    rows = []
+    for name, shard in ml.each():
+        users = shard.keystore.users() if shard.keystore is not None else []
+        head, reached = shard.head(), shard.reached()
+        u = urlparse(ml.map.spec(name).dsn)
+        rows.append({"name": name, "server": f"{u.hostname or '127.0.0.1'}:{u.port or 5432}",
+                     "schema": ml.map.spec(name).schema, "users": sum(1 for _, gone in users if not gone),
+                     "erased": sum(1 for _, gone in users if gone), "head": head, "projections_at": reached,
+                     "lag": max(0, head - reached)})
+    placements = ml.directory.placements()
+    states = {s: sum(1 for p in placements if p.state == s) for s in ("moving", "placed", "pinned")}
+    return {"shards": rows, "directory": {"schema": ml.map.directory.schema, **states}}
+
+
+@shards_app.command("status")
+def status_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
+    """Users, log head and projection lag per shard, and the directory's overrides."""
+    with open_ledger(ctx) as ml:
+        report = shard_status(_sharded(ml))
+    if as_json:
+        emit_json(report)
+        return
+    table = Table("shard", "server", "schema", "users", "erased", "head", "projections at", "lag")
+    for r in report["shards"]:
+        table.add_row(r["name"], r["server"], r["schema"], str(r["users"]), str(r["erased"]), str(r["head"]),
+                      str(r["projections_at"]), str(r["lag"]))
+    out.print(table)
+    d = report["directory"]
+    out.print(f"directory ({d['schema']}): {d['moving']} moving, {d['placed']} placed, {d['pinned']} pinned")
+
+
+@shards_app.command("rebalance")
+def rebalance_cmd(ctx: typer.Context,
+                  dry_run: bool = typer.Option(False, "--dry-run", help="List the moves; change nothing."),
+                  grace: float = typer.Option(0.5, "--grace", help="Seconds between a user's switch and the "
+                                              "erasure of its old copy (reads in flight finish)."),
+                  as_json: bool = JsonOpt) -> None:
+    """Move every user the map places on another shard: copy, verify, switch, erase the old copy. Safe to kill;
+    run it again to finish."""
+    if not grace >= 0 or grace > 3600:
+        raise BadInput("--grace", f"{grace} is not between 0 and 3600 seconds", "e.g. --grace 0.5")
+    from memledger.rebalance import rebalance
+
+    with open_ledger(ctx) as ml:
+        report = rebalance(_sharded(ml), dry_run=dry_run, grace=grace)
+    if as_json:
+        emit_json(report.model_dump(mode="json"))
+    else:
+        verb = "would move" if report.dry_run else "moved"
+        for m in report.moves:
+            out.print(f"{m.user_id}: {m.source} -> {m.target}  {m.status}" + (f" ({m.events} events)" if m.events
+                                                                              else ""))
+        done = sum(1 for m in report.moves if not m.status.startswith("failed"))
+        out.print(f"{verb} {done} of {len(report.moves)} users ({report.users} looked at) in {report.seconds:.1f} s")
+    failed = [m for m in report.moves if m.status.startswith("failed")]
+    if failed:
+        err.print(f"{len(failed)} moves failed; their users stay on their old shard (see above)")
+        raise typer.Exit(1)

@@ -1,0 +1,314 @@
+"""A ledger partitioned by user across PostgreSQL servers: one :class:`~memledger.api.MemoryLedger` per shard, and
+the routing between them (docs/scale.md).
+
+Users never share a fact stream, so every verb about one user runs whole on that user's shard: the shard's log,
+projections, key store and position. :class:`ShardedLedger` offers the verbs of ``MemoryLedger`` and routes each:
+
+* a verb about one user (its first argument is ``user_id``) goes to the user's shard. Reads go to the shard serving
+  the user (during a move: the old one); writes hold the user's write lease (memledger/directory.py) and wait while
+  the user is being moved;
+* a batch (``record``, ``record_session``) runs on one shard, all or nothing; a batch whose users live on different
+  shards is refused, naming them per shard. ``ingest`` runs per shard (the file's users on each), so its all-or-
+  nothing holds per shard (re-ingesting records nothing new, so a failed ingest is finished by running it again);
+* verbs with no user (``stats()`` of the store, ``verify``, ``rebuild``, ``catch_up``) run on every shard and merge.
+
+Positions are per shard: receipts carry ``shard``; a read given ``after=<receipt>`` whose shard no longer serves the
+user raises :class:`UserMoved` (the new shard holds everything the receipt covered, so read again without it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from pydantic import BaseModel
+
+from ledger.errors import BadInput, MemledgerError
+from ledger.schemas import check_user_id
+
+from .directory import Directory
+from .shardmap import SHARDS_ENV, ShardMap, load_shard_map
+
+#: verbs about one user that only read (no lease; served by the old shard during a move)
+USER_READS = frozenset({
+    "profile", "history", "user_timezone", "search", "believed", "true_at", "diff", "audit", "sessions", "messages",
+    "summary_gaps", "resume", "search_messages", "quarantine", "due", "scheduled", "export", "erased_at",
+})
+#: verbs about one user that write (or may: ``context`` records disclosures of sensitive facts)
+USER_WRITES = frozenset({
+    "assert_fact", "correct_fact", "retract_fact", "remember", "unlink", "session_start", "log_message",
+    "update_card", "summarize", "end_session", "retract_source", "forget", "record_disclosures", "context",
+})
+
+
+class UserMoved(MemledgerError):
+    """A read named a position (``after=``) on a shard that no longer serves the user: the user was moved.
+    Everything the position covered was copied before the switch; read again without ``after``."""
+
+    def __init__(self, user_id: str, old: str, new: str) -> None:
+        self.user_id, self.old, self.new = user_id, old, new
+        super().__init__(f"user {user_id!r} moved from shard {old} to shard {new}: positions of {old} do not apply "
+                         f"on {new}; read again without after= (the move copied everything before switching)")
+
+
+def is_sharded(ml: Any) -> bool:
+    """True for a :class:`ShardedLedger` (faces branch on it for store-wide verbs)."""
+    return isinstance(ml, ShardedLedger)
+
+
+def shard_map_from_env(path: str | os.PathLike[str] | None) -> ShardMap | None:
+    """The shard map named by ``path`` or ``$MEMLEDGER_SHARDS``, or None when neither is set. Raises BadInput."""
+    path = path if path is not None else (os.environ.get(SHARDS_ENV) or None)
+    return load_shard_map(path) if path is not None else None
+
+
+class ShardedLedger:
+    """The ledger over a :class:`~memledger.shardmap.ShardMap`. Shards are opened on first use (a CLI call about one
+    user opens one shard and the directory).
+
+    Args:
+        shard_map: the map (or a path to its TOML).
+        move_wait: seconds a write waits for a move of its user to finish before :class:`UserMoving`.
+        **options: passed to each shard's ``MemoryLedger`` (``projection_mode``, ``embedder``, ...).
+
+    Raises:
+        BadInput: a bad map; MemledgerError: the directory's server cannot be reached.
+    """
+
+    def __init__(self, shard_map: ShardMap | str | os.PathLike[str], *, move_wait: float = 10.0,
+                 **options: Any) -> None:
+        self.map = shard_map if isinstance(shard_map, ShardMap) else load_shard_map(shard_map)
+        self.options = {k: v for k, v in options.items() if v is not None}
+        self.directory = Directory(self.map, move_wait=move_wait)
+        #: the directory's database: what a face needs of a "store-wide" db (the HTTP API keys live here)
+        self.db = self.directory.db
+        self._open: dict[str, Any] = {}
+        self.keystore = None  # per shard: see shard(name).keystore
+
+    # -- shards --------------------------------------------------------------------------------------------------
+    def shard(self, name: str) -> Any:
+        """The opened ``MemoryLedger`` of shard ``name`` (opened now if needed)."""
+        ml = self._open.get(name)
+        if ml is None:
+            from .api import MemoryLedger
+
+            spec = self.map.spec(name)
+            ml = self._open[name] = MemoryLedger(dsn=spec.dsn, schema=spec.schema, **self.options)
+        return ml
+
+    def each(self) -> Iterator[tuple[str, Any]]:
+        """(name, opened shard) for every shard in map order."""
+        for name in self.map.names:
+            yield name, self.shard(name)
+
+    def shard_of(self, user_id: str) -> str:
+        """The shard serving ``user_id``'s reads now (the hash, or the directory's placement)."""
+        return self.directory.shard_for_read(check_user_id(user_id))
+
+    def close(self) -> None:
+        for ml in self._open.values():
+            ml.close()
+        self._open.clear()
+        self.directory.close()
+
+    def __enter__(self) -> ShardedLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- routing -------------------------------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        if name in USER_READS:
+            return lambda user_id, *a, **kw: self._read(name, user_id, *a, **kw)
+        if name in USER_WRITES:
+            return lambda user_id, *a, **kw: self._write(name, user_id, *a, **kw)
+        raise AttributeError(f"{type(self).__name__} has no verb {name!r}")
+
+    def _read(self, verb: str, user_id: Any, *args: Any, **kwargs: Any) -> Any:
+        user_id = check_user_id(user_id)
+        name = self.directory.shard_for_read(user_id)
+        self._check_after(user_id, name, kwargs.get("after"))
+        return getattr(self.shard(name), verb)(user_id, *args, **kwargs)
+
+    def _write(self, verb: str, user_id: Any, *args: Any, **kwargs: Any) -> Any:
+        user_id = check_user_id(user_id)
+        with self.directory.write_lease(user_id) as name:
+            self._check_after(user_id, name, kwargs.get("after"))
+            return tag(getattr(self.shard(name), verb)(user_id, *args, **kwargs), name)
+
+    def _check_after(self, user_id: str, name: str, after: Any) -> None:
+        receipts = [after] if isinstance(after, BaseModel) else list(after) if isinstance(after, (list, tuple)) else []
+        for r in receipts:
+            old = getattr(r, "shard", None)
+            if old is not None and old != name:
+                raise UserMoved(user_id, old, name)
+
+    @contextmanager
+    def _batch_leases(self, user_ids: Iterable[str]) -> Iterator[str | None]:
+        """Hold the write leases of ``user_ids`` (in sorted order, so two batches never wait on each other in a
+        cycle) and yield their one shard (None for no users). Raises BadInput naming the users per shard when
+        they live on different shards."""
+        users = sorted(set(user_ids))
+        with ExitStack() as stack:
+            where = {u: stack.enter_context(self.directory.write_lease(u)) for u in users}
+            shards = sorted(set(where.values()))
+            if len(shards) > 1:
+                per = "; ".join(f"{s}: {', '.join(u for u in users if where[u] == s)}" for s in shards)
+                raise BadInput("commands", f"the batch's users live on different shards ({per})",
+                               "send one batch per shard (all-or-nothing holds within a shard)")
+            yield shards[0] if shards else None
+
+    def record(self, commands: Iterable[Any]) -> list[Any]:
+        """``MemoryLedger.record`` on the one shard of the batch's users (refused across shards, BadInput)."""
+        from ledger.schemas import validate_command
+
+        commands = list(commands)
+        users = [getattr(c, "user_id", None) or (c.get("user_id") if isinstance(c, dict) else None)
+                 for c in commands]
+        if any(not isinstance(u, str) for u in users):
+            # let the shard's validation name the bad field: validate every command as record() would
+            for i, c in enumerate(commands):
+                if isinstance(c, dict):
+                    validate_command({"op": "assert", **c}, where=f"commands[{i}].")
+        users = [check_user_id(u) for u in users]
+        with self._batch_leases(users) as name:
+            if name is None:
+                return []
+            return tag(self.shard(name).record(commands), name)
+
+    def record_session(self, commands: Iterable[Any]) -> list[Any]:
+        """``MemoryLedger.record_session`` on the one shard of the batch's users (refused across shards)."""
+        commands = list(commands)
+        users = [check_user_id(getattr(c, "user_id", None) or (c.get("user_id") if isinstance(c, dict) else None))
+                 for c in commands]
+        with self._batch_leases(users) as name:
+            if name is None:
+                return []
+            return tag(self.shard(name).record_session(commands), name)
+
+    def erase(self, user_id: str, *, actor: str | None = None) -> Any:
+        """Erase ``user_id`` on its shard and pin the user there (its erasure record stays where it was made, so a
+        later map change does not move an erased user and writes for them stay refused)."""
+        user_id = check_user_id(user_id)
+        with self.directory.write_lease(user_id) as name:
+            receipt = self.shard(name).erase(user_id, actor=actor)
+            with self.directory.db.transaction() as cur:
+                self.directory.put(cur, user_id, name, "pinned")
+            return receipt
+
+    def ingest(self, path: str | os.PathLike[str], format: str = "locomo", *,
+               on_progress: Callable[[int, int], None] | None = None, batch_size: int = 500,
+               resolve: bool = False) -> dict[str, Any]:
+        """``MemoryLedger.ingest`` per shard, each shard taking the file's users it holds; the reports are summed.
+        All-or-nothing holds per shard; re-running finishes an ingest that failed part-way."""
+        from pathlib import Path
+
+        from .ingest import ingest
+
+        total: dict[str, Any] = {}
+        for name in self.map.names:
+            view = _ShardView(self, name)
+            report = ingest(view, Path(path), format, on_progress=on_progress, batch_size=batch_size,
+                            resolve=resolve, keep=view.holds)
+            total = _sum_reports(total, report)
+        return total
+
+    # -- every shard ---------------------------------------------------------------------------------------------
+    def catch_up(self, *args: Any, **kwargs: Any) -> int:
+        """Catch every shard's projections up; returns the sum of the positions reached (a progress figure only:
+        positions are per shard, see :meth:`heads`)."""
+        return sum(ml.catch_up(*args, **kwargs) for _, ml in self.each())
+
+    def heads(self) -> dict[str, int]:
+        """Each shard's log head position."""
+        return {name: ml.head() for name, ml in self.each()}
+
+    def verify(self) -> list[Any]:
+        """Every shard's ``verify``; each result's ``projection`` is prefixed ``<shard>/``."""
+        import dataclasses
+
+        return [dataclasses.replace(r, projection=f"{name}/{r.projection}")
+                for name, ml in self.each() for r in ml.verify()]
+
+    def stats(self, user_id: str | None = None, *, now: Any = None) -> Any:
+        """One user's stats from their shard, or the store's merged over every shard: counts summed, rates
+        weighted by each shard's facts (``correction_rate_per_1k_messages`` by its share of the rate's basis is
+        not known here, so it is the facts-weighted mean too; docs/scale.md)."""
+        if user_id is not None:
+            return self._read("stats", user_id, now=now)
+        parts = [ml.stats(None, now=now) for _, ml in self.each()]
+        first = parts[0]
+        counts = {f: sum(getattr(p, f) for p in parts) for f in ("users", "facts", "quarantined", "due", "scheduled")}
+
+        def weighted(field: str) -> float | None:
+            known = [(getattr(p, field), p.facts) for p in parts if getattr(p, field) is not None and p.facts]
+            total = sum(w for _, w in known)
+            return round(sum(v * w for v, w in known) / total, 4) if total else None
+
+        return first.model_copy(update={**counts, "user_id": None, "freshness_7d": weighted("freshness_7d"),
+                                        "conflict_rate": weighted("conflict_rate"),
+                                        "correction_rate_per_1k_messages": weighted("correction_rate_per_1k_messages")})
+
+    def rebuild(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Every shard's ``rebuild``; returns {shard: RebuildReport}."""
+        return {name: ml.rebuild(*args, **kwargs) for name, ml in self.each()}
+
+
+class _ShardView:
+    """What :func:`memledger.ingest.ingest` needs of a ledger, for the users of one shard: writes go through the
+    sharded ledger's leases and must land on this shard (else the user moved meanwhile: UserMoving-style retry)."""
+
+    def __init__(self, sharded: ShardedLedger, name: str) -> None:
+        self.sharded, self.name = sharded, name
+        self.keystore = sharded.shard(name).keystore
+        self._holds: dict[str, bool] = {}
+
+    def holds(self, user_id: str) -> bool:
+        if user_id not in self._holds:
+            self._holds[user_id] = self.sharded.shard_of(user_id) == self.name
+        return self._holds[user_id]
+
+    def _here(self, name: str | None) -> None:
+        if name is not None and name != self.name:
+            raise MemledgerError(f"a user of this file moved to shard {name} during the ingest; nothing of this "
+                                 "batch was written: run the ingest again")
+
+    def record(self, commands: list[Any]) -> list[Any]:
+        with self.sharded._batch_leases(c.user_id for c in commands) as name:
+            self._here(name)
+            return self.sharded.shard(self.name).record(commands)
+
+    def record_session(self, commands: list[Any]) -> list[Any]:
+        with self.sharded._batch_leases(c.user_id for c in commands) as name:
+            self._here(name)
+            return self.sharded.shard(self.name).record_session(commands)
+
+    def remember(self, user_id: str, text: str, **fields: Any) -> Any:
+        with self.sharded.directory.write_lease(user_id) as name:
+            self._here(name)
+            return self.sharded.shard(self.name).remember(user_id, text, **fields)
+
+
+def tag(result: Any, shard: str) -> Any:
+    """``result`` (a receipt, or a list of them) with ``shard`` set where the model has that field."""
+    if isinstance(result, list):
+        return [tag(r, shard) for r in result]
+    if isinstance(result, BaseModel) and "shard" in type(result).model_fields:
+        return result.model_copy(update={"shard": shard})
+    return result
+
+
+def _sum_reports(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two ingest reports added field by field (numbers summed, dicts merged recursively)."""
+    out = dict(a)
+    for k, v in b.items():
+        if isinstance(v, dict):
+            out[k] = _sum_reports(out.get(k, {}), v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = out.get(k, 0) + v
+        else:
+            out[k] = v
+    return out
