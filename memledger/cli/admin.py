@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -20,6 +20,8 @@ def project_cmd(ctx: typer.Context,
                                             "(SIGTERM or Ctrl-C); without it, catch up once and exit."),
                 interval: Optional[float] = typer.Option(None, "--interval", help="Longest wait between checks of "
                                                          "the log, seconds (default 0.02 SQLite, 1.0 PostgreSQL)."),
+                shard: Optional[str] = typer.Option(None, "--shard", help="On a shard map: this shard only "
+                                                    "(default: every shard, one worker thread each)."),
                 as_json: bool = JsonOpt) -> None:
     """Catch the projections up to the head of the log; with --follow, run as the store's projection worker."""
     import signal
@@ -30,6 +32,14 @@ def project_cmd(ctx: typer.Context,
     if interval is not None and not interval > 0:
         raise BadInput("--interval", f"{interval} is not a positive number of seconds", "e.g. --interval 0.5")
     with open_ledger(ctx) as ml:
+        from memledger.sharded import is_sharded
+
+        if is_sharded(ml):
+            _project_shards(ml, shard, follow, interval, as_json)
+            return
+        if shard is not None:
+            raise BadInput("--shard", "given without a shard map", "pass --shards FILE before the verb, or leave "
+                                                                   "--shard out")
         if not follow:
             reached = ml.catch_up()
         else:
@@ -45,6 +55,42 @@ def project_cmd(ctx: typer.Context,
         emit_json({"position": reached})
     else:
         out.print(f"projections at position {reached}")
+
+
+def _project_shards(ml: Any, only: str | None, follow: bool, interval: float | None, as_json: bool) -> None:
+    """``project`` on a shard map: catch up (or, with --follow, run one worker thread per shard) on every shard or on
+    ``only``. Positions are per shard, so the result is ``{shard: position}``."""
+    import signal
+    import threading
+
+    from replay.follow import follow as follow_log
+
+    names = [ml.map.spec(only).name] if only is not None else ml.map.names
+    shards = {name: ml.shard(name) for name in names}
+    reached: dict[str, int] = {}
+    if not follow:
+        reached = {name: s.catch_up() for name, s in shards.items()}
+    else:
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        for s in shards.values():
+            s.catch_up()
+        err.print("following the logs of shards " + ", ".join(f"{n} (at {s.reached()})" for n, s in shards.items())
+                  + "; stop with SIGTERM or Ctrl-C")
+
+        def work(name: str) -> None:
+            reached[name] = follow_log(shards[name], stop, interval=interval)
+
+        threads = [threading.Thread(target=work, args=(n,), name=f"project-{n}") for n in shards]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    if as_json:
+        emit_json({"positions": reached})
+    else:
+        out.print("projections at " + ", ".join(f"{n}: {p}" for n, p in reached.items()))
 
 
 @app.command("erase")
@@ -107,27 +153,35 @@ def rebuild_cmd(
     """Rebuild projections from position 0 of the log, with a progress bar (events/s, ETA). See docs/rebuild.md."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from memledger.sharded import is_sharded
+
+    reports = {}
     with open_ledger(ctx) as ml:
-        names = ", ".join(projections or [p.name for p in ml.projections])
-        columns = (TextColumn(f"rebuild {names}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[rate]:>9,.0f} events/s"), TimeRemainingColumn())
-        with Progress(*columns, console=err, transient=True) as bar:
-            task = bar.add_task("rebuild", total=None, rate=0.0)
+        # on a shard map every shard is rebuilt in turn, each from position 0 of its own log
+        stores = list(ml.each()) if is_sharded(ml) else [(None, ml)]
+        for shard, store in stores:
+            names = ", ".join(projections or [p.name for p in store.projections])
+            columns = (TextColumn(f"rebuild {names}" + (f" on {shard}" if shard else "")), BarColumn(),
+                       MofNCompleteColumn(), TextColumn("{task.fields[rate]:>9,.0f} events/s"), TimeRemainingColumn())
+            with Progress(*columns, console=err, transient=True) as bar:
+                task = bar.add_task("rebuild", total=None, rate=0.0)
 
-            def progress(position: int, head: int) -> None:
-                speed = bar.tasks[0].speed or 0.0
-                bar.update(task, completed=position, total=head, rate=speed)
+                def progress(position: int, head: int) -> None:
+                    speed = bar.tasks[0].speed or 0.0
+                    bar.update(task, completed=position, total=head, rate=speed)
 
-            report = ml.rebuild(projections, blue_green=blue_green, batch_size=batch_size, on_progress=progress,
-                                embedder=embedder)
+                reports[shard] = store.rebuild(projections, blue_green=blue_green, batch_size=batch_size,
+                                               on_progress=progress, embedder=embedder)
     if as_json:
-        emit_json(report.as_json())
+        # one shard map: {shard: report}; one store: the report itself (the contract before shard maps)
+        emit_json(reports[None].as_json() if None in reports else {k: r.as_json() for k, r in reports.items()})
         return
-    serving = ", ".join(f"{n} -> {s or '(base)'}" for n, s in report.serving.items())
-    resumed = f"; resumed {', '.join(report.resumed)}" if report.resumed else ""
-    out.print(f"rebuilt {', '.join(report.projections)} ({report.mode}): {report.events} events to position "
-              f"{report.position} in {report.seconds:.2f} s ({report.events_per_second:,.0f} events/s); "
-              f"serving {serving}{resumed}")
+    for shard, report in reports.items():
+        serving = ", ".join(f"{n} -> {s or '(base)'}" for n, s in report.serving.items())
+        resumed = f"; resumed {', '.join(report.resumed)}" if report.resumed else ""
+        out.print((f"{shard}: " if shard else "") + f"rebuilt {', '.join(report.projections)} ({report.mode}): "
+                  f"{report.events} events to position {report.position} in {report.seconds:.2f} s "
+                  f"({report.events_per_second:,.0f} events/s); serving {serving}{resumed}")
 
 
 @app.command("verify")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 import time
@@ -139,6 +140,15 @@ def _problem_of(exc: BaseException) -> JSONResponse | None:
                                 fix="nothing of an erased user can be read or written")
     if isinstance(exc, NotImplementedError):
         return problem_response(501, "Not implemented", str(exc))
+    from ..directory import UserMoving
+    from ..sharded import UserMoved
+
+    if isinstance(exc, UserMoving):  # a shard move of this user is switching: the write was not made
+        return problem_response(503, "User moving", str(exc), headers={"Retry-After": "2"}, field="user_id",
+                                problem=str(exc), fix="retry in a few seconds")
+    if isinstance(exc, UserMoved):
+        return problem_response(409, "User moved", str(exc), field="after", problem=str(exc),
+                                fix="read again without after=")
     if isinstance(exc, MemledgerError):
         return problem_response(500, "Ledger error", f"{type(exc).__name__}: {exc}")
     return None
@@ -371,7 +381,11 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                               fix=f"use a key created with --allow-sensitive {missing[0]}")
 
     def written(data: Any, position: int, status: int = 200) -> JSONResponse:
-        return JSONResponse(data, status_code=status, headers={"X-Ledger-Position": str(position)})
+        headers = {"X-Ledger-Position": str(position)}
+        shard = data.get("shard") if isinstance(data, dict) else None
+        if isinstance(shard, str):  # on a shard map positions are per shard: say whose log this one is on
+            headers["X-Ledger-Shard"] = shard
+        return JSONResponse(data, status_code=status, headers=headers)
 
     def idem(body: Any, header: str | None) -> Any:
         if not header or not hasattr(body, "idempotency_key"):
@@ -392,6 +406,9 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     # -- health ------------------------------------------------------------------------------------------------
     @app.get("/v1/health", tags=["meta"])
     async def health() -> dict[str, Any]:
+        heads = await service.call(service.heads, inline=True)
+        if heads is not None:  # a shard map: positions are per shard
+            return {"status": "ok", "head": sum(heads.values()), "shards": heads}
         return {"status": "ok", "head": await service.call(service.head, inline=True)}
 
     # -- writes ------------------------------------------------------------------------------------------------
@@ -633,7 +650,8 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
             except ValueError:
                 raise Problem(422, "Bad input", "Last-Event-ID: not a log position", field="Last-Event-ID",
                               problem="not an integer", fix="send the id of the last event received") from None
-        head_now = await anyio.to_thread.run_sync(service.head)
+        head_now = await anyio.to_thread.run_sync(service.head, user_id)
+        shard = await anyio.to_thread.run_sync(service.shard_of, user_id)
         if start > head_now:  # a position the log has not reached: it would wait forever for events
             field = "Last-Event-ID" if last_event_id is not None and start != after else "after"
             raise BadInput(field, f"position {start} is past the log's head ({head_now})",
@@ -660,7 +678,13 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                     idle = 0.0
                     yield b": keep-alive\n\n"
                 try:
-                    new_head = await anyio.to_thread.run_sync(service.head)
+                    if shard is not None:
+                        now_on = await anyio.to_thread.run_sync(service.shard_of, user_id)
+                        if now_on != shard:  # positions of the old shard mean nothing on the new one: say so, end
+                            yield (f"event: moved\ndata: {json.dumps({'user_id': user_id, 'from': shard, 'to': now_on})}"
+                                   "\n\n").encode()
+                            return
+                    new_head = await anyio.to_thread.run_sync(service.head, user_id)
                     if new_head != head:
                         head = new_head
                         pending = await anyio.to_thread.run_sync(service.changes, user_id, position)

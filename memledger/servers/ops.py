@@ -58,12 +58,26 @@ class Service:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
     # -- state -------------------------------------------------------------------------------------------------
+    def store_of(self, user_id: str) -> Any:
+        """The opened store holding ``user_id``'s reads: the ledger itself, or on a shard map the user's shard."""
+        from ..sharded import is_sharded
+
+        if is_sharded(self.ml):
+            return self.ml.shard(self.ml.shard_of(user_id))
+        return self.ml
+
+    def shard_of(self, user_id: str) -> str | None:
+        """The shard serving ``user_id`` on a shard map, else None."""
+        from ..sharded import is_sharded
+
+        return self.ml.shard_of(user_id) if is_sharded(self.ml) else None
+
     def erased(self, user_id: str) -> bool:
         """True if ``user_id`` was erased (their key destroyed): the HTTP API answers 410 Gone."""
-        ks = getattr(self.ml, "keystore", None)
-        if ks is None:
-            return False
         with self.lock:
+            ks = getattr(self.store_of(user_id), "keystore", None)
+            if ks is None:
+                return False
             return bool(ks.is_destroyed(user_id))
 
     def has_remember(self) -> bool:
@@ -202,9 +216,17 @@ class Service:
             return self.ml.messages(check_user_id(user_id), session_id)
 
     # -- change feed -------------------------------------------------------------------------------------------
-    def head(self) -> int:
+    def heads(self) -> dict[str, int] | None:
+        """On a shard map, each shard's log head; else None."""
+        from ..sharded import is_sharded
+
         with self.lock:
-            return self.ml.head()
+            return self.ml.heads() if is_sharded(self.ml) else None
+
+    def head(self, user_id: str | None = None) -> int:
+        """The log head: of the ledger, or on a shard map of ``user_id``'s shard (positions are per shard)."""
+        with self.lock:
+            return (self.store_of(user_id) if user_id is not None else self.ml).head()
 
     def changes(self, user_id: str, after: int) -> list[Change]:
         """The user's belief changes recorded after log position ``after``, in log order (one per fact event).
@@ -217,9 +239,10 @@ class Service:
             raise BadInput("after", f"position {after} is negative", "pass 0 or a position from an earlier event")
         user_id = check_user_id(user_id)
         with self.lock:
-            self.ml.before_read()
-            table = self.ml.history_projection.table("versions")
-            with self.ml.db.read() as cur:
+            ml = self.store_of(user_id)
+            ml.before_read()
+            table = ml.history_projection.table("versions")
+            with ml.db.read() as cur:
                 cur.execute(f"SELECT key, kind, version, position, recorded_at FROM {table} "
                             "WHERE user_id = ? AND position > ? ORDER BY position", (user_id, after))
                 rows = cur.fetchall()
