@@ -6,6 +6,10 @@ It holds what is not per shard:
   (``moving``: reads go to ``source``, writes wait), a user moved (``placed`` on ``shard``; ``step`` says whether the
   old copy is still to be erased), or a user ``pinned`` where it is (an erased user stays on the shard that holds
   its erasure record, so writes for it are still refused there);
+* ``ring`` -- the shard names users are hashed over (``serving``), and while a rebalance runs the names it is
+  moving users to (``target``). Routing hashes over ``serving`` whatever shard map file a process was started with,
+  so processes still holding the old file and processes holding the new one agree on every user during a
+  rebalance; the rebalance switches ``serving`` to the new names when every move is done;
 * ``api_keys`` -- the HTTP server's keys (memledger/servers/keys.py creates the table in this database when the
   server runs on a shard map);
 
@@ -21,6 +25,7 @@ write that starts later sees ``moving`` and waits for the switch (up to ``move_w
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from contextlib import contextmanager
@@ -34,10 +39,15 @@ from .shardmap import ShardMap
 
 #: advisory-lock class for user leases (the first int of the two-int form; the store's own locks use others)
 _LEASE_CLASS = 0x6D6C_7368  # "mlsh"
+#: the ring lease's key (user keys lie in [-2**30, 2**30)): every write holds it shared; a rebalance takes it
+#: exclusively to plan its last round and switch the ring with no first write of a new user in between
+_RING_KEY = 2**30 + 1
 DDL = (
     "CREATE TABLE IF NOT EXISTS placements (user_id TEXT PRIMARY KEY, shard TEXT NOT NULL, "
     "state TEXT NOT NULL CHECK (state IN ('moving', 'placed', 'pinned')), source TEXT, target TEXT, "
     "step TEXT NOT NULL DEFAULT 'done', updated_at BIGINT NOT NULL)",
+    # the shard names the hash places users over (``serving``), and during a rebalance the names it moves them to
+    "CREATE TABLE IF NOT EXISTS ring (id INTEGER PRIMARY KEY CHECK (id = 1), serving TEXT NOT NULL, target TEXT)",
 )
 
 
@@ -45,10 +55,11 @@ class UserMoving(MemledgerError):
     """A write for a user who is being moved between shards did not see the move finish within the wait.
     Nothing was written; retry the command (the CLI exits 1, the HTTP API answers 503 with Retry-After)."""
 
-    def __init__(self, user_id: str, source: str, target: str, waited: float) -> None:
+    def __init__(self, user_id: str, source: str | None, target: str | None, waited: float) -> None:
         self.user_id, self.source, self.target = user_id, source, target
-        super().__init__(f"user {user_id!r} is being moved from shard {source} to {target} (waited {waited:.0f} s): "
-                         "nothing was written; retry in a few seconds")
+        what = (f"user {user_id!r} is being moved from shard {source} to {target}" if source and target
+                else "a rebalance is switching the shard map")
+        super().__init__(f"{what} (waited {waited:.0f} s): nothing was written; retry in a few seconds")
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,9 @@ class Directory:
         with self.db.transaction() as cur:
             for statement in DDL:
                 cur.execute(statement)
+            cur.execute("SELECT 1 FROM ring WHERE id = 1")
+            if cur.fetchone() is None:  # a new directory: the first map opened names the serving shards
+                cur.execute("INSERT INTO ring (id, serving, target) VALUES (1, ?, NULL)", (json.dumps(shard_map.names),))
         self._lease_conn: Any = None
         self._lease_lock = threading.Lock()
 
@@ -114,13 +128,35 @@ class Directory:
                         "ORDER BY user_id")
             return [Placement(*r) for r in cur.fetchall()]
 
+    def ring(self, cur: Any = None) -> tuple[list[str], list[str] | None]:
+        """(serving names, target names or None): the shards users are hashed over, and a running rebalance's."""
+        if cur is None:
+            with self.db.read() as c:
+                return self.ring(c)
+        cur.execute("SELECT serving, target FROM ring WHERE id = 1")
+        serving, target = cur.fetchone()
+        return json.loads(serving), (json.loads(target) if target else None)
+
+    def set_ring(self, serving: list[str], target: list[str] | None) -> None:
+        """Set the ring's serving names and a rebalance's target names (None when no rebalance runs)."""
+        with self.db.transaction() as cur:
+            cur.execute("UPDATE ring SET serving = ?, target = ? WHERE id = 1",
+                        (json.dumps(serving), json.dumps(target) if target is not None else None))
+
+    def home(self, user_id: str, cur: Any) -> tuple[Placement | None, str]:
+        """(the user's directory row or None, the shard holding the user now: a moving user's source, a placed or
+        pinned user's shard, else the hash over the serving names)."""
+        from .shardmap import rendezvous
+
+        p = self.placement(user_id, cur)
+        if p is not None:
+            return p, (p.source if p.state == "moving" and p.source else p.shard)
+        return None, rendezvous(user_id, self.ring(cur)[0])
+
     def shard_for_read(self, user_id: str) -> str:
-        """The shard serving reads of ``user_id``: a moving user's source, a placed or pinned user's shard, else
-        the hash's."""
-        p = self.placement(user_id)
-        if p is None:
-            return self.map.place(user_id)
-        return p.source if p.state == "moving" and p.source else p.shard
+        """The shard serving reads of ``user_id`` (:meth:`home`)."""
+        with self.db.read() as cur:
+            return self.home(user_id, cur)[1]
 
     def put(self, cur: Any, user_id: str, shard: str, state: str, *, source: str | None = None,
             target: str | None = None, step: str = "done") -> None:
@@ -148,10 +184,25 @@ class Directory:
 
         return score("lease", user_id) % (2**31) - 2**30  # an int4 for the two-int advisory-lock form
 
-    def _try(self, fn: str, user_id: str) -> bool:
+    def _try(self, fn: str, user_id: str | None) -> bool:
+        key = _RING_KEY if user_id is None else self._key(user_id)
         with self._lease_lock:
-            return bool(self._conn().execute(f"SELECT {fn}(%s, %s)", (_LEASE_CLASS, self._key(user_id)))
-                        .fetchone()[0])
+            return bool(self._conn().execute(f"SELECT {fn}(%s, %s)", (_LEASE_CLASS, key)).fetchone()[0])
+
+    def _try_both(self) -> Any:
+        def take(user_id: str) -> bool:
+            if not self._try("pg_try_advisory_lock_shared", None):
+                return False
+            if self._try("pg_try_advisory_lock_shared", user_id):
+                return True
+            self._try("pg_advisory_unlock_shared", None)
+            return False
+
+        def give(user_id: str) -> None:
+            self._try("pg_advisory_unlock_shared", user_id)
+            self._try("pg_advisory_unlock_shared", None)
+
+        return take, give
 
     @contextmanager
     def write_lease(self, user_id: str) -> Iterator[str]:
@@ -163,27 +214,40 @@ class Directory:
             UserMoving: the move did not finish within ``move_wait`` seconds (nothing written).
         """
         start = time.monotonic()
+        take, give = self._try_both()
         while True:
-            if self._try("pg_try_advisory_lock_shared", user_id):
+            if take(user_id):
                 try:
-                    p = self.placement(user_id)
+                    with self.db.read() as cur:
+                        p, shard = self.home(user_id, cur)
                 except BaseException:
-                    self._try("pg_advisory_unlock_shared", user_id)
+                    give(user_id)
                     raise
                 if p is None or p.state != "moving":
                     try:
-                        yield self.map.place(user_id) if p is None else p.shard
+                        yield shard
                     finally:
-                        self._try("pg_advisory_unlock_shared", user_id)
+                        give(user_id)
                     return
-                self._try("pg_advisory_unlock_shared", user_id)
+                give(user_id)
             else:
                 p = self.placement(user_id)
             waited = time.monotonic() - start
             if waited >= self.move_wait:
-                raise UserMoving(user_id, (p.source if p else None) or "?", (p.target if p else None) or "?",
-                                 waited)
+                raise UserMoving(user_id, p.source if p else None, p.target if p else None, waited)
             time.sleep(0.05)
+
+    @contextmanager
+    def ring_exclusive(self) -> Iterator[None]:
+        """Hold the ring lease exclusively (waiting for every write in flight; new writes wait meanwhile)."""
+        from projections.db import connect
+
+        with connect(self.map.directory.dsn) as conn:
+            conn.execute("SELECT pg_advisory_lock(%s, %s)", (_LEASE_CLASS, _RING_KEY))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_LEASE_CLASS, _RING_KEY))
 
     @contextmanager
     def exclusive(self, user_id: str) -> Iterator[Any]:

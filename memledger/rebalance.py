@@ -74,7 +74,11 @@ def plan(sharded: ShardedLedger) -> tuple[list[Move], int]:
     A user held on shard S (a live key in S's key store: every write creates one) moves when the hash places it
     elsewhere and no directory row keeps it; a ``moving`` row or a row at step ``erase`` is a move to resume. An
     erased user whose hash changed is ``pinned`` where its erasure record is."""
+    from .shardmap import rendezvous
+
     rows = {p.user_id: p for p in sharded.directory.placements()}
+    serving, _ = sharded.directory.ring()
+    new = sharded.map.names
     moves: list[Move] = []
     seen = 0
     for name, ml in sharded.each():
@@ -90,16 +94,15 @@ def plan(sharded: ShardedLedger) -> tuple[list[Move], int]:
                 moves.append(Move(user_id=user_id, source=name, target=p.shard, status="erase"))
                 continue
             if destroyed:
-                if p is None and sharded.map.place(user_id) != name:
+                if p is None and rendezvous(user_id, serving) == name and rendezvous(user_id, new) != name:
                     moves.append(Move(user_id=user_id, source=name, target=name, status="pin"))
                 continue
-            if p is not None and (p.state == "pinned" or p.shard != name):
-                continue
-            target = sharded.map.place(user_id)
+            home = p.shard if p is not None else rendezvous(user_id, serving)
+            if home != name or (p is not None and p.state == "pinned"):
+                continue  # held elsewhere (this is a leftover the directory does not route to), or pinned here
+            target = rendezvous(user_id, new)
             if target != name:
                 moves.append(Move(user_id=user_id, source=name, target=target, status="move"))
-            elif p is not None:
-                moves.append(Move(user_id=user_id, source=name, target=name, status="drop"))
     return moves, seen
 
 
@@ -109,27 +112,58 @@ def rebalance(sharded: ShardedLedger, *, dry_run: bool = False, grace: float = 0
 
     Users move ``chunk`` at a time: the chunk is marked, its events found in one pass over the source's log, each
     user copied, verified and switched, then (after ``grace`` seconds, for reads routed to the old shard just before
-    a switch to finish) each old copy erased. A user's writes wait from its mark to its switch. Returns a :class:`RebalanceReport`; a move that fails verification is
+    a switch to finish) each old copy erased. A user's writes wait from its mark to its switch. When every move is
+    done the ring switches to the map's names. Returns a :class:`RebalanceReport`; a move that fails verification is
     reported ``failed: ...`` with the old shard still serving, and the others go on.
 
     Raises:
         MemledgerError: a shard or the directory cannot be reached.
     """
     started = time.perf_counter()
+    d = sharded.directory
+    for name in d.ring()[0]:
+        sharded.map.spec(name)  # every shard the directory serves must be in this map (removing one: not supported)
     moves, seen = plan(sharded)
     if dry_run:
-        done = [m.model_copy(update={"status": "planned"}) for m in moves if m.status not in ("drop",)]
+        label = {"move": "planned", "resume": "planned (resume)", "erase": "planned (erase old copy)",
+                 "pin": "planned (pin)"}
+        done = [m.model_copy(update={"status": label[m.status]}) for m in moves]
         return RebalanceReport(dry_run=True, shards=sharded.map.names, users=seen, moves=done,
                                seconds=round(time.perf_counter() - started, 3))
+    serving, _ = d.ring()
+    if serving != sharded.map.names:
+        d.set_ring(serving, sharded.map.names)  # routing still hashes over `serving` until every move is done
+    out: list[Move] = []
+    for _ in range(MAX_ROUNDS):
+        out += _run(sharded, moves, grace, chunk)
+        if any(m.status.startswith("failed") for m in out):
+            break  # the ring keeps its target: a rerun finishes; the failed users are served where they are
+        # A user written for the first time during the rounds was placed by the old hash, after the plan: plan
+        # again with first writes held off (the ring lease), and switch only when nothing is left to move.
+        with d.ring_exclusive():
+            moves, _ = plan(sharded)
+            if not moves:
+                _switch_ring(sharded)
+                break
+    return RebalanceReport(dry_run=False, shards=sharded.map.names, users=seen, moves=out,
+                           seconds=round(time.perf_counter() - started, 3))
+
+
+#: plan-and-move rounds before a rebalance gives up switching (writers keep creating users on the old hash)
+MAX_ROUNDS = 5
+
+
+def _run(sharded: ShardedLedger, moves: list[Move], grace: float, chunk: int) -> list[Move]:
+    """Carry out ``moves``: pins at once, moves ``chunk`` users at a time per source shard, one compaction per
+    source shard at the end."""
+    d = sharded.directory
     out: list[Move] = []
     by_source: dict[str, list[Move]] = {}
     for m in moves:
         if m.status == "pin":
-            with sharded.directory.db.transaction() as cur:
-                sharded.directory.put(cur, m.user_id, m.source, "pinned")
+            with d.db.transaction() as cur:
+                d.put(cur, m.user_id, m.source, "pinned")
             out.append(m.model_copy(update={"status": "pinned"}))
-        elif m.status == "drop":
-            sharded.directory.drop(m.user_id)
         else:
             by_source.setdefault(m.source, []).append(m)
     for source, group in by_source.items():
@@ -139,8 +173,7 @@ def rebalance(sharded: ShardedLedger, *, dry_run: bool = False, grace: float = 0
         from .privacy import compact_store
 
         compact_store(src)  # once per source shard, not once per moved user (VACUUM FULL is heavy)
-    return RebalanceReport(dry_run=False, shards=sharded.map.names, users=seen, moves=out,
-                           seconds=round(time.perf_counter() - started, 3))
+    return out
 
 
 class MoveFailed(MemledgerError):
@@ -273,14 +306,24 @@ def _move(sharded: ShardedLedger, m: Move, stored: list[Any]) -> int:
 
 
 def _finish(sharded: ShardedLedger, m: Move) -> None:
-    """Step 5: erase the old copy on ``m.source`` (idempotent), then drop the row when the hash agrees."""
+    """Step 5: erase the old copy on ``m.source`` (idempotent); the row stays ``placed`` until the ring switches."""
     from .privacy import erase_user
 
     erase_user(sharded.shard(m.source), m.user_id, actor=ACTOR, compact=False)
     _kill_point("erase")
     d = sharded.directory
-    if sharded.map.place(m.user_id) == m.target:
-        d.drop(m.user_id)
-    else:
-        with d.db.transaction() as cur:
-            d.put(cur, m.user_id, m.target, "placed", source=m.source, target=m.target, step="done")
+    with d.db.transaction() as cur:
+        d.put(cur, m.user_id, m.target, "placed", source=m.source, target=m.target, step="done")
+
+
+def _switch_ring(sharded: ShardedLedger) -> None:
+    """Every move done: hash over the new names from now on, and drop the rows the new hash agrees with (the
+    directory keeps only overrides)."""
+    from .shardmap import rendezvous
+
+    d = sharded.directory
+    new = sharded.map.names
+    d.set_ring(new, None)
+    for p in d.placements():
+        if p.state == "placed" and p.step == "done" and p.shard == rendezvous(p.user_id, new):
+            d.drop(p.user_id)

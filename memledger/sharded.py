@@ -94,6 +94,10 @@ class ShardedLedger:
         if ml is None:
             from .api import MemoryLedger
 
+            if name not in self.map.names:  # the directory routes to a shard this process's map file lacks
+                raise MemledgerError(f"the directory places this user on shard {name!r}, which {self.map.source} "
+                                     f"does not name (it names {', '.join(self.map.names)}): a rebalance added it; "
+                                     "use the current shard map file")
             spec = self.map.spec(name)
             ml = self._open[name] = MemoryLedger(dsn=spec.dsn, schema=spec.schema, **self.options)
         return ml
