@@ -229,7 +229,8 @@ def _export(ml: Any, user_id: str) -> dict[str, Any]:
 
     def strip(v: Any) -> Any:
         if isinstance(v, dict):
-            return {k: strip(x) for k, x in v.items() if k not in ("position", "positions", "after")}
+            return {k: strip(x) for k, x in v.items()
+                    if k not in ("position", "positions", "after") and not k.endswith("_position")}
         if isinstance(v, list):
             return [strip(x) for x in v]
         return v

@@ -1,0 +1,378 @@
+"""A ledger partitioned by user across separate PostgreSQL servers (docs/scale.md).
+
+The servers are the extra clusters of scripts/pg_shards.sh (ports 5433-5435; ``$MEMLEDGER_TEST_SHARD_DSNS`` overrides,
+comma-separated). Without them these tests skip, unless ``MEMLEDGER_REQUIRE_SHARDS=1`` (.ci/run) makes that a
+failure. Each test uses its own schema on every server and its own directory schema, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memledger.shardmap import ShardMap, rendezvous
+
+ROOT = Path(__file__).resolve().parent.parent
+DSNS = (os.environ.get("MEMLEDGER_TEST_SHARD_DSNS") or ",".join(
+    f"postgresql://postgres@127.0.0.1:{p}/postgres" for p in (5433, 5434, 5435))).split(",")
+
+
+def _reachable() -> str | None:
+    import psycopg
+
+    for dsn in DSNS:
+        try:
+            with psycopg.connect(dsn, connect_timeout=3) as conn:
+                conn.execute("SELECT 1")
+        except Exception as exc:  # noqa: BLE001 - any failure means "no shard servers"
+            return f"no PostgreSQL shard server at {dsn} ({type(exc).__name__}); run scripts/pg_shards.sh"
+    return None
+
+
+@pytest.fixture
+def maps(tmp_path: Path) -> Any:
+    """(two.toml, three.toml): shards a, b (and c) on separate servers, one fresh schema, one directory schema."""
+    reason = _reachable()
+    if reason is not None:
+        if os.environ.get("MEMLEDGER_REQUIRE_SHARDS") == "1":
+            pytest.fail(f"MEMLEDGER_REQUIRE_SHARDS=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    directory = f'[directory]\ndsn = "{DSNS[0]}"\nschema = "{schema}_dir"\n'
+    shard = '[shards.{}]\ndsn = "{}"\nschema = "{}"\n'
+    two, three = tmp_path / "two.toml", tmp_path / "three.toml"
+    two.write_text(directory + "".join(shard.format(n, d, schema) for n, d in zip("ab", DSNS)))
+    three.write_text(directory + "".join(shard.format(n, d, schema) for n, d in zip("abc", DSNS)))
+    yield two, three
+    import psycopg
+
+    for dsn in DSNS:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}_dir" CASCADE')
+
+
+def cli(shards: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, "-m", "memledger", "--shards", str(shards), *args], capture_output=True,
+                          text=True, cwd=ROOT, env={**os.environ, "MEMLEDGER_CJK_EMBEDDER": "none", **(env or {})},
+                          timeout=300)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def cli_json(shards: Path, *args: str) -> Any:
+    code, out, err = cli(shards, *args, "--json")
+    assert code == 0, (err, out)
+    return json.loads(out)
+
+
+def opened(path: Path) -> Any:
+    from memledger.sharded import ShardedLedger
+
+    return ShardedLedger(path, embedder="hash", cjk_embedder="none")
+
+
+def strip_positions(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: strip_positions(x) for k, x in v.items()
+                if k not in ("position", "shard") and not k.endswith("_position")}
+    if isinstance(v, list):
+        return [strip_positions(x) for x in v]
+    return v
+
+
+def answers(ml: Any, user: str) -> dict[str, Any]:
+    """What a moved user's reads must keep: history, belief now and as of the first fact, search, export."""
+    history = [r.model_dump(mode="json") for r in ml.history(user)]
+    first = history[0]["recorded_at"]
+    return strip_positions({
+        "history": history,
+        "believed_now": ml.believed(user, "2099-01-01T00:00:00Z").model_dump(mode="json"),
+        "believed_first": ml.believed(user, first).model_dump(mode="json"),
+        "search": [h.model_dump(mode="json") for h in ml.search(user, "coffee city", k=5)],
+        "export": {k: v for k, v in ml.export(user).model_dump(mode="json").items() if k != "exported_at"},
+    })
+
+
+# --------------------------------------------------------------------------------------------- placement (no servers)
+def test_rendezvous_is_stable_and_moves_only_to_the_new_shard() -> None:
+    users = [f"user-{i}" for i in range(3000)]
+    two = {u: rendezvous(u, ["a", "b"]) for u in users}
+    three = {u: rendezvous(u, ["a", "b", "c"]) for u in users}
+    moved = [u for u in users if two[u] != three[u]]
+    assert all(three[u] == "c" for u in moved)  # nobody moves between a and b
+    assert 0.30 < len(moved) / len(users) < 0.37  # about 1/3
+    # pinned values: a change of the hash would misroute every stored user
+    assert [rendezvous(u, ["a", "b", "c"]) for u in ("alice", "bob", "carol", "张伟")] == \
+        [three_of("alice"), three_of("bob"), three_of("carol"), three_of("张伟")]
+    assert rendezvous("alice", ["b", "a"]) == rendezvous("alice", ["a", "b"])  # order of the map does not matter
+
+
+def three_of(user: str) -> str:
+    from memledger.shardmap import score
+
+    return max("abc", key=lambda s: score(s, user))
+
+
+def test_score_is_blake2b_of_name_and_user() -> None:
+    import hashlib
+
+    from memledger.shardmap import score
+
+    want = int.from_bytes(hashlib.blake2b(b"a\x00alice", digest_size=8).digest(), "big")
+    assert score("a", "alice") == want
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("", "names no shards"),
+    ("[shards]\n", "names no shards"),
+    ('[shards.A]\ndsn = "postgresql://x/y"\n', "shards.A: is not a plain shard name"),
+    ('[shards.a]\ndsn = "mysql://x"\n', "shards.a.dsn: 'mysql://x' is not a postgresql:// URL"),
+    ('[shards.a]\ndsn = "postgresql://h/d"\nschema = "Bad-Name"\n', "shards.a.schema:"),
+    ('[shards.a]\ndsn = "postgresql://h/d"\nport = 5\n', "shards.a.port: is not a known field"),
+    ('[shards.a]\ndsn = "postgresql://h/d"\n[shards.b]\ndsn = "postgresql://h/d"\n',
+     "shards.b: uses the same server and schema as shards.a"),
+    ('[shardz.a]\ndsn = "postgresql://h/d"\n', "shardz: is not a known table"),
+    ("[shards.a\n", "is not valid TOML"),
+])
+def test_bad_shard_map_exits_2_naming_the_table(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "map.toml"
+    path.write_text(text)
+    code, out, err = cli(path, "profile", "u1")
+    assert code == 2, (out, err)
+    assert "--shards" in err and needle in err, err
+    assert "Traceback" not in err
+
+
+def test_missing_map_and_home_with_shards_are_bad_input(tmp_path: Path) -> None:
+    code, _, err = cli(tmp_path / "nope.toml", "profile", "u1")
+    assert code == 2 and "does not exist" in err
+    path = tmp_path / "map.toml"
+    path.write_text('[shards.a]\ndsn = "postgresql://postgres@127.0.0.1:1/x"\n')
+    proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(tmp_path / "h"), "--shards", str(path),
+                           "profile", "u1"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "--shards: given together with --home or --dsn" in proc.stderr
+
+
+def test_shard_map_from_dict_defaults_the_directory_to_the_first_server() -> None:
+    m = ShardMap.from_dict({"shards": {"a": {"dsn": DSNS[0]}, "b": {"dsn": DSNS[1], "schema": "s2"}}})
+    assert m.names == ["a", "b"]
+    assert (m.directory.dsn, m.directory.schema) == (DSNS[0], "memledger_directory")
+    assert m.spec("b").schema == "s2"
+
+
+# ------------------------------------------------------------------------------------------------ on real servers
+def test_each_user_lives_on_exactly_one_shard(maps: Any) -> None:
+    two, _ = maps
+    users = [f"u{i}" for i in range(24)]
+    with opened(two) as ml:
+        for u in users:
+            r = ml.record([{"user_id": u, "key": "food.coffee", "value": f"latte {u}"},
+                           {"user_id": u, "key": "home.city", "value": "Paris"}])
+            assert {x.shard for x in r} == {rendezvous(u, ["a", "b"])}
+        for u in users:
+            holders = [name for name, shard in ml.each() if shard.profile(u).facts]
+            assert holders == [rendezvous(u, ["a", "b"])], u
+            assert ml.profile(u).facts["food.coffee"].value == f"latte {u}"
+        counts = {name: len(shard.keystore.users()) for name, shard in ml.each()}
+        assert sum(counts.values()) == len(users) and min(counts.values()) > 0
+    # the CLI routes the same way, and status counts them
+    status = cli_json(two, "shards", "status")
+    assert {s["name"]: s["users"] for s in status["shards"]} == counts
+    assert cli_json(two, "profile", "u3")["facts"]["home.city"]["value"] == "Paris"
+
+
+def test_a_batch_across_shards_is_refused_naming_the_users(maps: Any) -> None:
+    two, _ = maps
+    users = [f"u{i}" for i in range(10)]
+    on_a = next(u for u in users if rendezvous(u, ["a", "b"]) == "a")
+    on_b = next(u for u in users if rendezvous(u, ["a", "b"]) == "b")
+    from ledger.errors import BadInput
+
+    with opened(two) as ml:
+        with pytest.raises(BadInput) as info:
+            ml.record([{"user_id": on_a, "key": "k.x", "value": 1}, {"user_id": on_b, "key": "k.x", "value": 2}])
+        assert info.value.field == "commands"
+        assert f"a: {on_a}" in info.value.problem and f"b: {on_b}" in info.value.problem
+        assert ml.heads() == {"a": 0, "b": 0}  # nothing written anywhere
+
+
+def test_rebalance_two_to_three_moves_only_changed_users_and_keeps_their_answers(maps: Any) -> None:
+    two, three = maps
+    users = [f"user{i}" for i in range(30)]
+    moving = {u for u in users if rendezvous(u, ["a", "b"]) != rendezvous(u, ["a", "b", "c"])}
+    assert moving and len(moving) < len(users)
+    erased = sorted(moving)[0]
+    with opened(two) as ml:
+        for u in users:
+            ml.assert_fact(u, "food.coffee", "latte", observed_at="2024-01-01T09:00:00Z")
+            ml.remember(u, "I moved to Berlin", observed_at="2024-03-01T09:00:00Z")
+            ml.correct_fact(u, "food.coffee", "flat white", reason="misheard")
+        ml.session_start(sorted(moving)[1], "s1", task="plan a trip")
+        ml.log_message(sorted(moving)[1], "s1", role="user", message_id="m1", text="I like trains")
+        ml.erase(erased)
+        before = {u: answers(ml, u) for u in users if u != erased}
+        heads = ml.heads()
+    planned = cli_json(three, "shards", "rebalance", "--dry-run")
+    assert {m["user_id"] for m in planned["moves"] if m["status"] == "planned"} == moving - {erased}
+    assert erased not in {m["user_id"] for m in planned["moves"]}  # erase pinned it where its record is
+    with opened(two) as ml:
+        assert ml.heads() == heads  # a dry run changes nothing
+
+    report = cli_json(three, "shards", "rebalance")
+    assert sorted((m["user_id"], m["target"], m["status"]) for m in report["moves"]) == sorted(
+        (u, "c", "moved") for u in moving - {erased})
+    assert all(m["events"] >= 3 for m in report["moves"] if m["status"] == "moved")  # assert, remember, correct
+
+    with opened(three) as ml:
+        for u in users:
+            if u == erased:
+                continue
+            assert answers(ml, u) == before[u], u
+            holders = [name for name, shard in ml.each()
+                       if shard.keystore.get(u) is not None and not shard.keystore.is_destroyed(u)]
+            assert holders == [rendezvous(u, ["a", "b", "c"])], u
+        assert ml.erased_at(erased) is not None  # still reads as erased (pinned to the shard with its record)
+        assert ml.directory.ring() == (["a", "b", "c"], None)
+        assert [p.user_id for p in ml.directory.placements()] == [erased]
+        # writes after the move go to the new shard and show up in reads
+        u = sorted(moving - {erased})[0]
+        assert ml.assert_fact(u, "food.tea", "green").shard == "c"
+        assert ml.profile(u).facts["food.tea"].value == "green"
+    from ledger.errors import MemledgerError
+
+    with opened(two) as ml:  # a process still on the old file: told to use the new one, for moved users only
+        with pytest.raises(MemledgerError, match="use the current shard map file"):
+            ml.assert_fact(u, "food.tea", "black")
+        stay = next(x for x in users if x not in moving)
+        assert ml.assert_fact(stay, "food.tea", "black").shard == rendezvous(stay, ["a", "b"])
+    results = cli_json(three, "verify")
+    assert results and all(r["ok"] for r in results), [r for r in results if not r["ok"]]
+    assert {r["projection"].split("/")[0] for r in results} == {"a", "b", "c"}
+    # a second rebalance has nothing to do
+    assert cli_json(three, "shards", "rebalance")["moves"] == []
+
+
+def test_rebalance_under_concurrent_writes_loses_nothing(maps: Any) -> None:
+    two, three = maps
+    users = [f"w{i}" for i in range(16)]
+    with opened(two) as ml:
+        for u in users:
+            ml.assert_fact(u, "counter.start", 0)
+    acked: dict[str, list[int]] = {u: [] for u in users}
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def writer(mine: list[str], map_path: Path) -> None:
+        from memledger.directory import UserMoving
+
+        with opened(map_path) as ml:
+            ml.directory.move_wait = 30.0
+            n = 0
+            while not stop.is_set():
+                for u in mine:
+                    n += 1
+                    try:
+                        ml.assert_fact(u, f"counter.n{n}", n)
+                        acked[u].append(n)
+                    except UserMoving:
+                        pass  # not written: retried by the next loop with another key
+                    except Exception as exc:  # noqa: BLE001 - collected and failed below
+                        errors.append(f"{u}: {type(exc).__name__}: {exc}")
+                        return
+
+    # the writers hold the new map file from before the rebalance (the documented order: roll the file out, then
+    # rebalance): the directory's ring keeps them routing each user to where its data is until the switch
+    threads = [threading.Thread(target=writer, args=(users[:8], three)),
+               threading.Thread(target=writer, args=(users[8:], three))]
+    for t in threads:
+        t.start()
+    try:
+        code, out, err = cli(three, "shards", "rebalance", "--json", "--grace", "0.2")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+    assert code == 0, err
+    assert not errors, errors[:3]
+    assert all(len(acked[u]) >= 2 for u in users), {u: len(v) for u, v in acked.items()}  # writes ran throughout
+    moved = {m["user_id"] for m in json.loads(out)["moves"]}
+    assert moved == {u for u in users if rendezvous(u, ["a", "b"]) != rendezvous(u, ["a", "b", "c"])}
+    with opened(three) as ml:
+        for u in users:
+            facts = ml.profile(u).facts
+            got = sorted(int(k.split(".n")[1]) for k in facts if k.startswith("counter.n"))
+            assert got == sorted(acked[u]), (u, set(acked[u]) ^ set(got))
+            assert len(ml.history(u)) == len(acked[u]) + 1  # nothing doubled
+    results = cli_json(three, "verify")
+    assert all(r["ok"] for r in results), [r for r in results if not r["ok"]]
+
+
+@pytest.mark.parametrize("step", ["mark", "copy", "verify", "switch", "erase"])
+def test_a_rebalance_killed_at_any_step_finishes_on_rerun(maps: Any, step: str) -> None:
+    two, three = maps
+    users = [f"k{i}" for i in range(12)]
+    moving = {u for u in users if rendezvous(u, ["a", "b"]) != rendezvous(u, ["a", "b", "c"])}
+    with opened(two) as ml:
+        for u in users:
+            ml.assert_fact(u, "home.city", "Paris", observed_at="2024-01-01T00:00:00Z")
+            ml.assert_fact(u, "home.city", "Berlin", observed_at="2024-06-01T00:00:00Z")
+        before = {u: answers(ml, u) for u in users}
+    code, _, _ = cli(three, "shards", "rebalance", env={"MEMLEDGER_KILL_AT": step})
+    assert code == -9  # SIGKILL, at the step named
+    with opened(three) as ml:  # reads are served meanwhile, from wherever the user's data is
+        for u in users:
+            assert ml.profile(u).facts["home.city"].value == "Berlin"
+    report = cli_json(three, "shards", "rebalance")
+    statuses = {m["status"] for m in report["moves"]}
+    assert statuses <= {"moved", "resumed", "erased-old-copy"}, report
+    with opened(three) as ml:
+        for u in users:
+            assert answers(ml, u) == before[u], u
+            holders = [name for name, shard in ml.each()
+                       if shard.keystore.get(u) is not None and not shard.keystore.is_destroyed(u)]
+            assert holders == [rendezvous(u, ["a", "b", "c"])], (u, holders)
+        assert ml.directory.ring() == (["a", "b", "c"], None)
+        assert ml.directory.placements() == []
+        assert {u for u in users if ml.shard_of(u) == "c"} == moving
+    assert all(r["ok"] for r in cli_json(three, "verify"))
+
+
+def test_a_write_during_a_move_waits_then_fails_clearly(maps: Any) -> None:
+    two, _ = maps
+    from memledger.directory import UserMoving
+
+    with opened(two) as ml:
+        ml.assert_fact("mover", "k.a", 1)
+        home = ml.shard_of("mover")
+        with ml.directory.db.transaction() as cur:
+            ml.directory.put(cur, "mover", home, "moving", source=home, target="zz", step="copy")
+        ml.directory.move_wait = 0.3
+        with pytest.raises(UserMoving) as info:
+            ml.assert_fact("mover", "k.b", 2)
+        assert f"from shard {home} to zz" in str(info.value) and "nothing was written" in str(info.value)
+        assert ml.profile("mover").facts.keys() == {"k.a"}  # reads are served meanwhile
+    code, _, err = cli(two, "assert", "mover", "k.b", "2", env={})
+    assert code == 1 and "is being moved" in err and "Traceback" not in err
+
+
+def test_a_receipt_from_the_old_shard_is_told_the_user_moved(maps: Any) -> None:
+    two, three = maps
+    from memledger.sharded import UserMoved
+
+    user = next(f"m{i}" for i in range(100) if rendezvous(f"m{i}", ["a", "b"]) != rendezvous(f"m{i}", ["a", "b", "c"]))
+    with opened(two) as ml:
+        receipt = ml.assert_fact(user, "k.a", 1)
+    assert cli(three, "shards", "rebalance")[0] == 0
+    with opened(three) as ml:
+        with pytest.raises(UserMoved) as info:
+            ml.profile(user, after=receipt)
+        assert f"moved from shard {receipt.shard} to shard c" in str(info.value)
+        assert ml.profile(user).facts["k.a"].value == 1
