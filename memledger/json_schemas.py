@@ -24,8 +24,10 @@ from .withdrawal import SourceRetraction
 from .message_search import MessageHit
 from .forget import ForgetReceipt
 from .privacy import ErasureReceipt, UserExport, _audit_models
+from .rebalance import RebalanceReport
 from .search import SearchHit
 from .sessions import Resume, SessionReceipt, SummaryGaps
+from .sharded import ShardsStatus
 from .timetravel import Beliefs, Diff
 
 
@@ -129,6 +131,8 @@ def _outputs() -> dict[str, tuple[Any, str, str]]:
         "verify": (list[VerifyOutput], "serialization", "verify"),
         "error": (ErrorOutput, "serialization", "any command given --json, on failure (last line of stderr)"),
         "ingest-jsonl-fact": (FactCommand, "validation", "ingest --format jsonl: a fact command line"),
+        "shards-status": (ShardsStatus, "serialization", "shards status"),
+        "shards-rebalance": (RebalanceReport, "serialization", "shards rebalance"),
     }
     try:  # the free-text verb's receipt, where it exists
         from ledger.schemas import RememberReceipt  # type: ignore[attr-defined]

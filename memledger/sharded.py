@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.errors import BadInput, MemledgerError
 from ledger.schemas import check_user_id
@@ -41,6 +41,43 @@ USER_WRITES = frozenset({
     "assert_fact", "correct_fact", "retract_fact", "remember", "unlink", "session_start", "log_message",
     "update_card", "summarize", "end_session", "retract_source", "forget", "record_disclosures", "context",
 })
+
+
+class ShardRow(BaseModel):
+    """One shard in ``shards status --json``: its server (host:port, no credentials) and schema, users with a live
+    key, erased users, the log head, the lowest position its projections reached, and ``lag`` = head - that."""
+
+    name: str
+    server: str
+    schema_: str = Field(alias="schema")
+    users: int
+    erased: int
+    head: int
+    projections_at: int
+    lag: int
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+
+class DirectoryStatus(BaseModel):
+    """The directory in ``shards status --json``: its schema, the ring's ``serving`` names (users without a row are
+    hashed over these), a running rebalance's ``target`` names (else null), and its rows per state."""
+
+    schema_: str = Field(alias="schema")
+    serving: list[str]
+    target: list[str] | None
+    moving: int
+    placed: int
+    pinned: int
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+
+class ShardsStatus(BaseModel):
+    """``memledger shards status --json``."""
+
+    shards: list[ShardRow]
+    directory: DirectoryStatus
 
 
 class UserMoved(MemledgerError):
@@ -221,6 +258,25 @@ class ShardedLedger:
         return total
 
     # -- every shard ---------------------------------------------------------------------------------------------
+    def status(self) -> ShardsStatus:
+        """Users, log head and projection lag per shard, and the directory's ring and rows (``shards status``)."""
+        from urllib.parse import urlparse
+
+        rows = []
+        for name, shard in self.each():
+            users = shard.keystore.users() if shard.keystore is not None else []
+            head, reached = shard.head(), shard.reached()
+            u = urlparse(self.map.spec(name).dsn)
+            rows.append(ShardRow(name=name, server=f"{u.hostname or '127.0.0.1'}:{u.port or 5432}",
+                                 schema=self.map.spec(name).schema, users=sum(1 for _, gone in users if not gone),
+                                 erased=sum(1 for _, gone in users if gone), head=head, projections_at=reached,
+                                 lag=max(0, head - reached)))
+        placements = self.directory.placements()
+        serving, target = self.directory.ring()
+        states = {s: sum(1 for p in placements if p.state == s) for s in ("moving", "placed", "pinned")}
+        return ShardsStatus(shards=rows, directory=DirectoryStatus(schema=self.map.directory.schema, serving=serving,
+                                                                   target=target, **states))
+
     def catch_up(self, *args: Any, **kwargs: Any) -> int:
         """Catch every shard's projections up; returns the sum of the positions reached (a progress figure only:
         positions are per shard, see :meth:`heads`)."""

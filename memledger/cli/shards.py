@@ -28,40 +28,23 @@ def _sharded(ml: Any) -> Any:
     return ml
 
 
-def shard_status(ml: Any) -> dict[str, Any]:
-    """``shards status --json``: per shard its server (no credentials), schema, users (live keys), erased users,
-    log head, the lowest position its projections reached and the lag (head - reached); and the directory's rows."""
-    from urllib.parse import urlparse
-
-    rows = []
-    for name, shard in ml.each():
-        users = shard.keystore.users() if shard.keystore is not None else []
-        head, reached = shard.head(), shard.reached()
-        u = urlparse(ml.map.spec(name).dsn)
-        rows.append({"name": name, "server": f"{u.hostname or '127.0.0.1'}:{u.port or 5432}",
-                     "schema": ml.map.spec(name).schema, "users": sum(1 for _, gone in users if not gone),
-                     "erased": sum(1 for _, gone in users if gone), "head": head, "projections_at": reached,
-                     "lag": max(0, head - reached)})
-    placements = ml.directory.placements()
-    states = {s: sum(1 for p in placements if p.state == s) for s in ("moving", "placed", "pinned")}
-    return {"shards": rows, "directory": {"schema": ml.map.directory.schema, **states}}
-
-
 @shards_app.command("status")
 def status_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Users, log head and projection lag per shard, and the directory's overrides."""
     with open_ledger(ctx) as ml:
-        report = shard_status(_sharded(ml))
+        report = _sharded(ml).status()
     if as_json:
-        emit_json(report)
+        emit_json(report.model_dump(mode="json"))
         return
     table = Table("shard", "server", "schema", "users", "erased", "head", "projections at", "lag")
-    for r in report["shards"]:
-        table.add_row(r["name"], r["server"], r["schema"], str(r["users"]), str(r["erased"]), str(r["head"]),
-                      str(r["projections_at"]), str(r["lag"]))
+    for r in report.shards:
+        table.add_row(r.name, r.server, r.schema_, str(r.users), str(r.erased), str(r.head), str(r.projections_at),
+                      str(r.lag))
     out.print(table)
-    d = report["directory"]
-    out.print(f"directory ({d['schema']}): {d['moving']} moving, {d['placed']} placed, {d['pinned']} pinned")
+    d = report.directory
+    ring = ", ".join(d.serving) + (f" (rebalancing to {', '.join(d.target)})" if d.target else "")
+    out.print(f"directory ({d.schema_}): users hashed over {ring}; {d.moving} moving, {d.placed} placed, "
+              f"{d.pinned} pinned")
 
 
 @shards_app.command("rebalance")
