@@ -376,3 +376,63 @@ def test_a_receipt_from_the_old_shard_is_told_the_user_moved(maps: Any) -> None:
             ml.profile(user, after=receipt)
         assert f"moved from shard {receipt.shard} to shard c" in str(info.value)
         assert ml.profile(user).facts["k.a"].value == 1
+
+
+def test_http_api_on_a_shard_map_routes_by_user_and_names_the_shard(maps: Any, tmp_path: Path) -> None:
+    import httpx
+
+    from tests.serve_util import free_port
+
+    two, three = maps
+    users = [f"h{i}" for i in range(12)]
+    moving = next(u for u in users if rendezvous(u, ["a", "b"]) != rendezvous(u, ["a", "b", "c"]))
+    staying = next(u for u in users if rendezvous(u, ["a", "b"]) == rendezvous(u, ["a", "b", "c"]))
+    assert cli(two, "shards", "status")[0] == 0  # the first map a directory sees names its serving shards
+    code, out, err = cli(three, "keys", "create", "--user", moving, "--user", staying, "--json")  # in the directory
+    assert code == 0, err
+    secret = json.loads(out)["secret"]
+    port = free_port()
+    log = open(tmp_path / "server.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "memledger", "--shards", str(three), "serve", "http", "--host",
+                             "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT,
+                            env={**os.environ, "MEMLEDGER_CJK_EMBEDDER": "none"})
+    base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {secret}"}
+    try:
+        import time
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                health = httpx.get(base + "/v1/health", timeout=1).json()
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+                time.sleep(0.2)
+        assert health["shards"] == {"a": 0, "b": 0, "c": 0}
+        for u in (moving, staying):
+            r = httpx.post(f"{base}/v1/users/{u}/facts/home.city", json={"value": "Paris"}, headers=auth)
+            assert r.status_code == 201, r.text
+            # before the rebalance the ring still serves a and b: the user goes where the old hash says
+            assert r.headers["X-Ledger-Shard"] == r.json()["shard"] == rendezvous(u, ["a", "b"])
+            assert r.headers["X-Ledger-Position"] == str(r.json()["position"])
+        assert cli(three, "shards", "rebalance")[0] == 0
+        r = httpx.post(f"{base}/v1/users/{moving}/facts/home.city", json={"value": "Berlin"}, headers=auth)
+        assert r.status_code == 201 and r.headers["X-Ledger-Shard"] == "c", r.text
+        profile = httpx.get(f"{base}/v1/users/{moving}/profile", headers=auth).json()
+        assert profile["facts"]["home.city"]["value"] == "Berlin"
+        history = httpx.get(f"{base}/v1/users/{moving}/history", headers=auth).json()
+        assert [h["value"] for h in history["rows"] if h["key"] == "home.city"] == ["Paris", "Berlin"]
+        # a write while the user is being moved: 503 with Retry-After, nothing written
+        with opened(three) as ml:
+            with ml.directory.db.transaction() as cur:
+                ml.directory.put(cur, staying, rendezvous(staying, ["a", "b", "c"]), "moving",
+                                 source=rendezvous(staying, ["a", "b", "c"]), target="c", step="copy")
+        r = httpx.post(f"{base}/v1/users/{staying}/facts/home.city", json={"value": "Rome"}, headers=auth,
+                       timeout=30)
+        assert r.status_code == 503 and r.headers["Retry-After"] == "2", r.text
+        assert r.json()["title"] == "User moving"
+        assert httpx.get(f"{base}/v1/users/{staying}/profile", headers=auth).json()["facts"]["home.city"][
+            "value"] == "Paris"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
