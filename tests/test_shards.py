@@ -421,7 +421,7 @@ def test_http_api_on_a_shard_map_routes_by_user_and_names_the_shard(maps: Any, t
         profile = httpx.get(f"{base}/v1/users/{moving}/profile", headers=auth).json()
         assert profile["facts"]["home.city"]["value"] == "Berlin"
         history = httpx.get(f"{base}/v1/users/{moving}/history", headers=auth).json()
-        assert [h["value"] for h in history["rows"] if h["key"] == "home.city"] == ["Paris", "Berlin"]
+        assert [h["value"] for h in history if h["key"] == "home.city"] == ["Paris", "Berlin"]
         # a write while the user is being moved: 503 with Retry-After, nothing written
         with opened(three) as ml:
             with ml.directory.db.transaction() as cur:
