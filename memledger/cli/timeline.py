@@ -82,7 +82,10 @@ def timeline_cmd(
                                    "--allow-sensitive")
     if now is not None:
         parse_instant(now, "--now")
-    with open_ledger(ctx, embedder="none") as ml:
+    with open_ledger(ctx, embedder="none") as opened:
+        from memledger.sharded import is_sharded
+
+        ml = opened.shard(opened.shard_of(user)) if is_sharded(opened) else opened  # the user's shard on a map
         view = user_view(ml, user, allow_sensitive=labels, now=now)
         if not view["erased"] and not view["keys"] and not view["sessions"]:
             # a mistyped USER or --home would otherwise give an auditor an empty file and exit 0

@@ -156,7 +156,8 @@ def build_ui_router(service: Service, keys: KeyStore) -> APIRouter:
             return _page(message_page("Bad user id", f"{exc.field}: {exc.problem} (fix: {exc.fix})"), 422)
         if not p.allows(user_id):
             return _page(message_page("Forbidden", f"This key does not hold user {user_id!r}.", here), 403)
-        page, view = service.run(user_html, service.ml, user_id, allow_sensitive=sorted(p.allow_sensitive))
+        page, view = service.run(user_html, service.run(service.store_of, user_id), user_id,
+                                 allow_sensitive=sorted(p.allow_sensitive))
         if not view["erased"] and not view["keys"] and not view["sessions"]:
             # a mistyped id would otherwise look like a user whose memory is empty (timeline --html refuses it too)
             return _page(message_page("Not found", f"The ledger holds nothing about {user_id!r}: no fact, session "
@@ -172,6 +173,9 @@ def build_ui_router(service: Service, keys: KeyStore) -> APIRouter:
             return _page(message_page("Forbidden", "The store's health covers every user: sign in with a key "
                                       "holding every user (memledger keys create --admin, without --user).",
                                       DEFAULT_NEXT), 403)
+        if service.heads() is not None:
+            return _page(message_page("Not on a shard map", "The health page reads one store; on a shard map open "
+                                      "each user's page, or run memledger --shards FILE stats.", DEFAULT_NEXT), 501)
         return _page(service.run(health_html, service.ml))
 
     @router.api_route("/ui", methods=["GET", "HEAD"])
