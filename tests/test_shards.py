@@ -436,3 +436,34 @@ def test_http_api_on_a_shard_map_routes_by_user_and_names_the_shard(maps: Any, t
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_mcp_server_on_a_shard_map_routes_each_user_to_its_shard(maps: Any) -> None:
+    import asyncio
+
+    from mcp import Client, StdioServerParameters
+
+    two, _ = maps
+    users = [f"p{i}" for i in range(10)]
+    on = {s: next(u for u in users if rendezvous(u, ["a", "b"]) == s) for s in ("a", "b")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memledger", "--shards", str(two), "serve",
+                                                                 "mcp"],
+                                   env={**os.environ, "MEMLEDGER_CJK_EMBEDDER": "none"}, cwd=str(ROOT))
+
+    async def run() -> None:
+        async with Client(params) as c:
+            for shard, user in on.items():
+                r = await c.call_tool("remember", {"user_id": user, "text": f"I live in {shard.upper()}ville"})
+                assert not r.is_error, r.content[0].text
+                assert r.structured_content["shard"] == shard
+                pos = r.structured_content["position"]
+                r = await c.call_tool("profile", {"user_id": user, "after": pos})
+                assert [f["text"] for f in r.structured_content["facts"].values()] == [f"I live in {shard.upper()}ville"]
+                r = await c.call_tool("recall", {"user_id": user, "query": "where do I live"})
+                assert [h["text"] for h in r.structured_content["hits"]] == [f"I live in {shard.upper()}ville"]
+
+    asyncio.run(run())
+    with opened(two) as ml:  # each user's memory is on its own shard only
+        for shard, user in on.items():
+            other = "b" if shard == "a" else "a"
+            assert ml.shard(shard).profile(user).facts and not ml.shard(other).profile(user).facts
