@@ -467,3 +467,30 @@ def test_mcp_server_on_a_shard_map_routes_each_user_to_its_shard(maps: Any) -> N
         for shard, user in on.items():
             other = "b" if shard == "a" else "a"
             assert ml.shard(shard).profile(user).facts and not ml.shard(other).profile(user).facts
+
+
+def test_project_follow_runs_one_worker_per_shard(maps: Any) -> None:
+    import signal
+    import time
+
+    two, _ = maps
+    users = [f"f{i}" for i in range(8)]
+    assert cli(two, "shards", "status")[0] == 0  # create the stores before the worker starts
+    worker = subprocess.Popen([sys.executable, "-m", "memledger", "--shards", str(two), "project", "--follow",
+                               "--interval", "0.1", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT, env={**os.environ, "MEMLEDGER_CJK_EMBEDDER": "none"})
+    try:
+        from memledger.sharded import ShardedLedger
+
+        time.sleep(1.0)
+        with ShardedLedger(two, embedder="hash", cjk_embedder="none", projection_mode="worker") as ml:
+            receipts = {u: ml.assert_fact(u, "home.city", f"City of {u}") for u in users}
+            assert {r.shard for r in receipts.values()} == {"a", "b"}
+            for u, r in receipts.items():  # the worker of r.shard catches up; the read waits for it
+                assert ml.profile(u, after=r, timeout=30).facts["home.city"].value == f"City of {u}"
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        out, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err
+    positions = json.loads(out)["positions"]
+    assert set(positions) == {"a", "b"} and sum(positions.values()) >= len(users)
