@@ -494,3 +494,22 @@ def test_project_follow_runs_one_worker_per_shard(maps: Any) -> None:
     assert worker.returncode == 0, err
     positions = json.loads(out)["positions"]
     assert set(positions) == {"a", "b"} and sum(positions.values()) >= len(users)
+
+
+def test_ingest_on_a_shard_map_writes_each_user_on_its_shard(maps: Any, tmp_path: Path) -> None:
+    two, _ = maps
+    users = [f"i{i}" for i in range(6)]
+    lines = [{"user_id": u, "key": "home.city", "value": f"City {u}", "observed_at": "2024-01-01T00:00:00Z",
+              "idempotency_key": f"line-{u}"} for u in users]
+    lines += [{"user_id": u, "text": "I drink green tea", "observed_at": "2024-02-01T00:00:00Z"} for u in users[:3]]
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    report = cli_json(two, "ingest", str(path), "--format", "jsonl")
+    assert (report["commands"], report["recorded"], report["replayed"]) == (9, 9, 0)
+    assert report["users"] == {u: (2 if u in users[:3] else 1) for u in users}
+    assert cli_json(two, "ingest", str(path), "--format", "jsonl")["replayed"] == 9  # a re-run records nothing
+    with opened(two) as ml:
+        for u in users:
+            home = rendezvous(u, ["a", "b"])
+            assert ml.shard(home).profile(u).facts["home.city"].value == f"City {u}"
+            assert not ml.shard("b" if home == "a" else "a").profile(u).facts
