@@ -42,6 +42,8 @@ _LEASE_CLASS = 0x6D6C_7368  # "mlsh"
 #: the ring lease's key (user keys lie in [-2**30, 2**30)): every write holds it shared; a rebalance takes it
 #: exclusively to plan its last round and switch the ring with no first write of a new user in between
 _RING_KEY = 2**30 + 1
+#: held by the one running rebalance (a second one is refused; a killed one's session ends and frees it)
+_REBALANCE_KEY = 2**30 + 2
 DDL = (
     "CREATE TABLE IF NOT EXISTS placements (user_id TEXT PRIMARY KEY, shard TEXT NOT NULL, "
     "state TEXT NOT NULL CHECK (state IN ('moving', 'placed', 'pinned')), source TEXT, target TEXT, "
@@ -236,6 +238,20 @@ class Directory:
             if waited >= self.move_wait:
                 raise UserMoving(user_id, p.source if p else None, p.target if p else None, waited)
             time.sleep(0.05)
+
+    @contextmanager
+    def rebalance_lock(self) -> Iterator[None]:
+        """Be the only running rebalance. Raises MemledgerError when another one holds the lock."""
+        from projections.db import connect
+
+        with connect(self.map.directory.dsn) as conn:
+            if not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LEASE_CLASS, _REBALANCE_KEY)).fetchone()[0]:
+                raise MemledgerError("another `memledger shards rebalance` is running on this directory; wait for it "
+                                     "(or, if it was killed, run this again in a moment)")
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_LEASE_CLASS, _REBALANCE_KEY))
 
     @contextmanager
     def ring_exclusive(self) -> Iterator[None]:

@@ -121,15 +121,26 @@ def rebalance(sharded: ShardedLedger, *, dry_run: bool = False, grace: float = 0
     """
     started = time.perf_counter()
     d = sharded.directory
-    for name in d.ring()[0]:
-        sharded.map.spec(name)  # every shard the directory serves must be in this map (removing one: not supported)
-    moves, seen = plan(sharded)
+    missing = [name for name in d.ring()[0] if name not in sharded.map.names]
+    if missing:
+        from ledger.errors import BadInput
+
+        raise BadInput("--shards", f"{sharded.map.source} leaves out shard(s) {', '.join(missing)}, which hold users",
+                       "keep every shard in the map: removing a shard is not supported (only adding)")
     if dry_run:
+        moves, seen = plan(sharded)
         label = {"move": "planned", "resume": "planned (resume)", "erase": "planned (erase old copy)",
                  "pin": "planned (pin)"}
         done = [m.model_copy(update={"status": label[m.status]}) for m in moves]
         return RebalanceReport(dry_run=True, shards=sharded.map.names, users=seen, moves=done,
                                seconds=round(time.perf_counter() - started, 3))
+    with d.rebalance_lock():
+        return _rebalance(sharded, started, grace, chunk)
+
+
+def _rebalance(sharded: ShardedLedger, started: float, grace: float, chunk: int) -> RebalanceReport:
+    d = sharded.directory
+    moves, seen = plan(sharded)  # planned once this is the only rebalance running
     serving, _ = d.ring()
     if serving != sharded.map.names:
         d.set_ring(serving, sharded.map.names)  # routing still hashes over `serving` until every move is done

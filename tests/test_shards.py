@@ -513,3 +513,17 @@ def test_ingest_on_a_shard_map_writes_each_user_on_its_shard(maps: Any, tmp_path
             home = rendezvous(u, ["a", "b"])
             assert ml.shard(home).profile(u).facts["home.city"].value == f"City {u}"
             assert not ml.shard("b" if home == "a" else "a").profile(u).facts
+
+
+def test_a_second_rebalance_and_a_map_without_a_serving_shard_are_refused(maps: Any, tmp_path: Path) -> None:
+    two, three = maps
+    with opened(two) as ml:
+        ml.assert_fact("r1", "k.a", 1)
+        with ml.directory.rebalance_lock():  # as if another rebalance were running
+            code, _, err = cli(three, "shards", "rebalance")
+            assert code == 1 and "another `memledger shards rebalance` is running" in err
+        assert ml.directory.ring() == (["a", "b"], None)  # nothing started
+    only_a = tmp_path / "only_a.toml"
+    only_a.write_text("\n".join(line for line in two.read_text().split("[shards.b]")[0].splitlines()) + "\n")
+    code, _, err = cli(only_a, "shards", "rebalance")
+    assert code == 2 and "leaves out shard(s) b" in err and "removing a shard is not supported" in err
