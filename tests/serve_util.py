@@ -71,6 +71,17 @@ class Server:
         self._log.flush()
         return self.log_path.read_text()
 
+    def wait_log(self, *needles: str, timeout: float = 10.0) -> str:
+        """The log once it holds every one of ``needles`` (or as it is after ``timeout`` seconds): the server writes
+        a request's access line after sending the response, so a client can read the log before the line is there
+        (a CI run under load failed that way)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            log = self.log()
+            if all(n in log for n in needles) or time.monotonic() > deadline:
+                return log
+            time.sleep(0.05)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()

@@ -300,7 +300,7 @@ def test_mcp_over_http_with_keys(tmp_path: Path) -> None:
         r = httpx.get(server.base + "/elsewhere", headers={"Authorization": f"Bearer {k1}"})
         assert r.status_code == 404 and r.headers["content-type"].startswith("application/problem+json")
         assert (r.json()["field"], r.json()["fix"]) == ("path", "the MCP endpoint is /mcp")
-        log = server.log()
+        log = server.wait_log("GET - 404", "POST /mcp 200")
         assert "GET - 404" in log and "POST /mcp 200" in log  # route templates, not paths
     finally:
         server.stop()
