@@ -73,9 +73,15 @@ def open_ledger(ctx: typer.Context, *, embedder: str | None = None) -> Iterator[
 def open_store(obj: dict[str, Any], *, embedder: str | None = None) -> Any:
     """A ``MemoryLedger`` for ``--home``/``--dsn``, or a ``ShardedLedger`` for ``--shards``/``$MEMLEDGER_SHARDS``
     (given together with --home or --dsn: bad input)."""
-    from memledger.sharded import shard_map_from_env
+    import os
 
-    shard_map = shard_map_from_env(obj.get("shards"))
+    # only a shard map pays for importing the sharding modules (a cold CLI call opens here: docs/performance.md)
+    if obj.get("shards") is not None or os.environ.get("MEMLEDGER_SHARDS"):
+        from memledger.sharded import shard_map_from_env
+
+        shard_map = shard_map_from_env(obj.get("shards"))
+    else:
+        shard_map = None
     if shard_map is not None:
         if obj.get("home") is not None or obj.get("dsn") is not None:
             raise BadInput("--shards", "given together with --home or --dsn",
