@@ -292,8 +292,43 @@ def due_keys(store: Store, user_id: str, now: datetime) -> dict[str, DueFact]:
     return {f.key: f for f in due(store, user_id, now).items}
 
 
+class StatsCounts(BaseModel):
+    """The counts :class:`Stats` is computed from (:func:`stats_counts`): stores merge by adding them (a shard map's
+    ``stats``, memledger/sharded.py), then :meth:`stats` gives the rates of the sum, not a mean of rates."""
+
+    user_id: str | None
+    users: int
+    facts: int
+    fresh: int
+    contested: int
+    corrections: int
+    messages: int
+    quarantined: int
+    due: int
+    scheduled: int
+
+    def __add__(self, other: StatsCounts) -> StatsCounts:
+        return StatsCounts(user_id=self.user_id, **{f: getattr(self, f) + getattr(other, f)
+                                                    for f in type(self).model_fields if f != "user_id"})
+
+    def stats(self) -> Stats:
+        n = self.facts
+        return Stats(user_id=self.user_id, users=self.users, facts=n,
+                     freshness_7d=None if n == 0 else round(self.fresh / n, 4),
+                     conflict_rate=None if n == 0 else round(self.contested / n, 4),
+                     correction_rate_per_1k_messages=None if self.messages == 0
+                     else round(self.corrections * 1000 / self.messages, 4),
+                     quarantined=self.quarantined, due=self.due, scheduled=self.scheduled)
+
+
 def stats(store: Store, user_id: str | None = None, now: Any = None) -> Stats:
     """Memory health for ``user_id`` or the whole store (``memledger stats [USER]``), from projections only."""
+    return stats_counts(store, user_id, now).stats()
+
+
+def stats_counts(store: Store, user_id: str | None = None, now: Any = None) -> StatsCounts:
+    """The counts behind :func:`stats` (facts current at ``now``, those fresh within 7 days, contested, corrections
+    and messages recorded by then, pending quarantines, due and scheduled facts)."""
     if user_id is not None:
         user_id = check_user_id(user_id)
     now_dt = _now(now)
@@ -322,11 +357,9 @@ def stats(store: Store, user_id: str | None = None, now: Any = None) -> Stats:
     fresh = sum(1 for r in current
                 if since <= confirmed.get((r["user_id"], r["key"], r["version"]), r["valid_from"]) <= now_us)
     contested = sum(1 for r in current if r["status"] == "contested")
-    return Stats(user_id=user_id, users=holding, facts=n,
-                 freshness_7d=None if n == 0 else round(fresh / n, 4),
-                 conflict_rate=None if n == 0 else round(contested / n, 4),
-                 correction_rate_per_1k_messages=None if messages == 0 else round(corrections * 1000 / messages, 4),
-                 quarantined=pending, due=n_due, scheduled=n_scheduled)
+    return StatsCounts(user_id=user_id, users=holding, facts=n, fresh=fresh, contested=contested,
+                       corrections=corrections, messages=messages, quarantined=pending, due=n_due,
+                       scheduled=n_scheduled)
 
 
 def _said_at(store: Store, cur: Any, user_id: str, r: dict[str, Any]) -> int | None:

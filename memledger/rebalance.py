@@ -134,6 +134,12 @@ def rebalance(sharded: ShardedLedger, *, dry_run: bool = False, grace: float = 0
         done = [m.model_copy(update={"status": label[m.status]}) for m in moves]
         return RebalanceReport(dry_run=True, shards=sharded.map.names, users=seen, moves=done,
                                seconds=round(time.perf_counter() - started, 3))
+    off = [name for name, ml in sharded.each() if ml.keystore is None]
+    if off:
+        # the old copy is erased by destroying the user's key on the old shard (crypto-shredding): without keys
+        # there is nothing to destroy, and users cannot be listed from the key store either
+        raise MemledgerError(f"shard(s) {', '.join(off)} run with encryption off ($MEMLEDGER_ENCRYPTION=off): a "
+                             "rebalance needs per-user keys to list users and to erase a moved user's old copy")
     with d.rebalance_lock():
         return _rebalance(sharded, started, grace, chunk)
 
@@ -179,8 +185,10 @@ def _run(sharded: ShardedLedger, moves: list[Move], grace: float, chunk: int) ->
             by_source.setdefault(m.source, []).append(m)
     for source, group in by_source.items():
         src = sharded.shard(source)
+        # one pass over the source's log for all its moving users; each chunk then reads only the log's tail
+        scan = _user_events(src, {m.user_id for m in group})
         for i in range(0, len(group), chunk):
-            out += _move_chunk(sharded, src, group[i:i + chunk], grace)
+            out += _move_chunk(sharded, src, group[i:i + chunk], grace, scan)
         from .privacy import compact_store
 
         compact_store(src)  # once per source shard, not once per moved user (VACUUM FULL is heavy)
@@ -209,27 +217,36 @@ def _peek(mapper: Any, stored: Any) -> tuple[str | None, int, int | None]:
     return (str(user) if user is not None else None), to_micros(state["timestamp"]), since
 
 
-def _user_events(ml: Any, users: set[str], page: int = 2000) -> dict[str, list[tuple[Any, int]]]:
+class _Scan:
+    """The events of some users on one log as far as it was read: ``events`` per user (stored event, system time),
+    ``last`` (the last position read) and ``recorded`` (the running system time there, replay/events.py)."""
+
+    def __init__(self, users: set[str]) -> None:
+        self.users = users
+        self.events: dict[str, list[tuple[Any, int]]] = {}
+        self.last = 0
+        self.recorded = 0
+
+
+def _user_events(ml: Any, users: set[str], scan: _Scan | None = None, page: int = 2000) -> _Scan:
     """Every stored event of ``users`` on ``ml``'s log in log order, each with the system time the catch-up gives
-    it there (replay/events.py ``clock``), markers of earlier arrivals excluded: one pass over the log."""
+    it there (replay/events.py ``clock``), markers of earlier arrivals excluded. Given ``scan``, reads on from where
+    it stopped (the tail appended since) and adds to it: a chunk of moves re-reads only the tail, not the log."""
     from ledger.moves import UserArrived
     from replay.events import clock
 
-    out: dict[str, list[tuple[Any, int]]] = {}
-    if not users:
-        return out
+    scan = scan if scan is not None else _Scan(users)
     rec, mapper = ml.app.recorder, ml.app.mapper
-    start, recorded = 1, 0
     while True:
-        batch = rec.select_notifications(start=start, limit=page)
+        batch = rec.select_notifications(start=scan.last + 1, limit=page)
         if not batch:
-            return out
+            return scan
         for n in batch:
             u, ts, since = _peek(mapper, n)
-            stamp, recorded = clock(ts, recorded, since)
-            if u in users and n.topic != UserArrived.TOPIC:
-                out.setdefault(u, []).append((n, stamp))
-        start = batch[-1].id + 1
+            stamp, scan.recorded = clock(ts, scan.recorded, since)
+            if u in scan.users and n.topic != UserArrived.TOPIC:
+                scan.events.setdefault(u, []).append((n, stamp))
+        scan.last = batch[-1].id
 
 
 def _export(ml: Any, user_id: str) -> dict[str, Any]:
@@ -249,7 +266,7 @@ def _export(ml: Any, user_id: str) -> dict[str, Any]:
     return strip(data)
 
 
-def _move_chunk(sharded: ShardedLedger, src: Any, group: list[Move], grace: float) -> list[Move]:
+def _move_chunk(sharded: ShardedLedger, src: Any, group: list[Move], grace: float, scan: _Scan) -> list[Move]:
     """Every step for the moves of ``group`` (one source shard); returns them with their outcome."""
     d = sharded.directory
     live = [m for m in group if m.status != "erase"]
@@ -261,7 +278,8 @@ def _move_chunk(sharded: ShardedLedger, src: Any, group: list[Move], grace: floa
                                      f"{m.target}: the shard map changed during a move; restore it and rerun")
             d.put(cur, m.user_id, m.source, "moving", source=m.source, target=m.target, step="copy")
     _kill_point("mark")
-    found = _user_events(src, {m.user_id for m in live})  # after the marks: no write can land after this read
+    # after the marks no write of theirs can land: the tail read now completes their events
+    found = _user_events(src, set(), scan).events
     out, switched = [], []
     for m in group:
         try:

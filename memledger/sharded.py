@@ -19,6 +19,7 @@ user raises :class:`UserMoved` (the new shard holds everything the receipt cover
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -122,11 +123,21 @@ class ShardedLedger:
         #: the directory's database: what a face needs of a "store-wide" db (the HTTP API keys live here)
         self.db = self.directory.db
         self._open: dict[str, Any] = {}
+        # one MemoryLedger per shard even when server threads touch a shard first at once (each one opened holds
+        # connection pools and in-memory indexes; extra ones were leaked)
+        self._opening = threading.Lock()
         self.keystore = None  # per shard: see shard(name).keystore
 
     # -- shards --------------------------------------------------------------------------------------------------
     def shard(self, name: str) -> Any:
         """The opened ``MemoryLedger`` of shard ``name`` (opened now if needed)."""
+        ml = self._open.get(name)
+        if ml is not None:
+            return ml
+        with self._opening:
+            return self._open_shard(name)
+
+    def _open_shard(self, name: str) -> Any:
         ml = self._open.get(name)
         if ml is None:
             from .api import MemoryLedger
@@ -173,6 +184,25 @@ class ShardedLedger:
         name = self.directory.shard_for_read(user_id)
         self._check_after(user_id, name, kwargs.get("after"))
         return getattr(self.shard(name), verb)(user_id, *args, **kwargs)
+
+    def search(self, user_id: str, query: str, k: int = 10, *args: Any, also: Any = None, **kwargs: Any) -> Any:
+        """``MemoryLedger.search``; with ``also``, each shard searches the named users it holds and the hits are
+        merged by score (scores are absolute, so comparable across shards: docs/retrieval.md), best ``k``."""
+        if not also:
+            return self._read("search", user_id, query, k, *args, **kwargs)
+        from .search import check_filters, merge_users
+
+        user_id = check_user_id(user_id)
+        users = [user_id, *check_filters(user_id, also).also]  # the same validation and limits as one store
+        where: dict[str, list[str]] = {}
+        for u in users:
+            where.setdefault(self.directory.shard_for_read(u), []).append(u)
+        parts = []
+        for name, mine in where.items():
+            self._check_after(mine[0], name, kwargs.get("after") if user_id in mine else None)
+            parts.append(self.shard(name).search(mine[0], query, k, *args, also=mine[1:] or None,
+                                                 **({**kwargs, "after": None} if user_id not in mine else kwargs)))
+        return merge_users(parts, k)
 
     def _write(self, verb: str, user_id: Any, *args: Any, **kwargs: Any) -> Any:
         user_id = check_user_id(user_id)
@@ -294,23 +324,15 @@ class ShardedLedger:
                 for name, ml in self.each() for r in ml.verify()]
 
     def stats(self, user_id: str | None = None, *, now: Any = None) -> Any:
-        """One user's stats from their shard, or the store's merged over every shard: counts summed, rates
-        weighted by each shard's facts (``correction_rate_per_1k_messages`` by its share of the rate's basis is
-        not known here, so it is the facts-weighted mean too; docs/scale.md)."""
+        """One user's stats from their shard, or the store's over every shard: the shards' counts are added and the
+        rates computed from the sums (memledger/hygiene.py ``StatsCounts``), as one store of all of them would."""
         if user_id is not None:
             return self._read("stats", user_id, now=now)
-        parts = [ml.stats(None, now=now) for _, ml in self.each()]
-        first = parts[0]
-        counts = {f: sum(getattr(p, f) for p in parts) for f in ("users", "facts", "quarantined", "due", "scheduled")}
+        from functools import reduce
 
-        def weighted(field: str) -> float | None:
-            known = [(getattr(p, field), p.facts) for p in parts if getattr(p, field) is not None and p.facts]
-            total = sum(w for _, w in known)
-            return round(sum(v * w for v, w in known) / total, 4) if total else None
+        from .hygiene import stats_counts
 
-        return first.model_copy(update={**counts, "user_id": None, "freshness_7d": weighted("freshness_7d"),
-                                        "conflict_rate": weighted("conflict_rate"),
-                                        "correction_rate_per_1k_messages": weighted("correction_rate_per_1k_messages")})
+        return reduce(lambda a, b: a + b, (stats_counts(ml, None, now) for _, ml in self.each())).stats()
 
     def rebuild(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Every shard's ``rebuild``; returns {shard: RebuildReport}."""

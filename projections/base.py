@@ -48,11 +48,15 @@ class LogEvent:
         recorded_at: system time in microseconds since the epoch (UTC): the event's timestamp, raised if needed to
             the previous event's, so system time never runs backwards along the log (two writers may stamp events
             a few microseconds out of commit order; as-of queries must agree with log order).
+        clock: the running system time after this event (what a later event is raised to), which a tracking row
+            stores: ``recorded_at`` except after a ``UserArrived`` marker, which restarts it at the moved user's
+            first time (replay/events.py ``clock``); None when unknown (then ``recorded_at`` is used).
     """
 
     position: int
     event: Any
     recorded_at: int
+    clock: int | None = None
 
 
 class Projection:

@@ -29,7 +29,8 @@ from typing import Any
 
 from projections.base import LogEvent, Projection, erased_subjects, note_erased, position_of, set_position
 
-from .events import APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, max_position, system_time
+from .events import (APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, max_position, system_time,
+                     tracked_clock)
 
 #: events applied in memory between two flushes (one transaction each) when the caller does not say. Memory held:
 #: their rows, about 1.5 KB per fact event for profile + history (tracemalloc: 1.0 KB of lists and tuples, plus the
@@ -65,7 +66,7 @@ def from_memory(recent: Sequence[tuple[int, Any]] | None, start: int, stop: int,
     out = []
     for position, event in span:
         stamp, recorded = system_time(event, recorded)
-        out.append(LogEvent(position=position, event=event, recorded_at=stamp))
+        out.append(LogEvent(position=position, event=event, recorded_at=stamp, clock=recorded))
     return out, recorded
 
 
@@ -153,7 +154,8 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
                             p.prepare(c, [le for le in mine[i:i + BATCH] if actions[le.position] is APPLY])
                             for le in mine[i:i + BATCH]:
                                 apply_one(c, p, le, actions[le.position])
-                    state[p.tracking_name] = (last.position, max(rec, last.recorded_at))
+                    # the running clock after the last event (not a max of stamps: a UserArrived marker lowers it)
+                    state[p.tracking_name] = (last.position, tracked_clock(rec, last))
                     set_position(c, p.tracking_name, *state[p.tracking_name])
         except _Moved:
             return False

@@ -29,7 +29,7 @@ from projections.db import ProjectionDB
 
 from .bulk import bulk_catch_up, from_memory
 from .events import (APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action,  # noqa: F401 (re-exported)
-                     erasure_actions, max_position)
+                     erasure_actions, max_position, tracked_clock)
 
 #: a catch-up with at least this many events to apply (head minus the lowest copy's position) goes through the bulk
 #: writers (replay/bulk.py); smaller spans are applied event by event. Chosen with scripts/bench_append.py --bulk-min 1
@@ -177,7 +177,7 @@ def apply_batch(cur: Any, app: Any, projections: Sequence[Projection], head: int
             if le.position > pos:
                 apply_one(cur, p, le, actions[le.position])
                 applied = True
-                recorded = max(recorded, le.recorded_at)
+                recorded = tracked_clock(recorded, le)
         if applied:
             set_position(cur, p.tracking_name, events[-1].position, recorded)
     return low, events

@@ -28,7 +28,7 @@ def decode(app: Any, notifications: Sequence[Any], last_recorded_at: int) -> tup
     decoded = many(notifications) if many is not None else [app.mapper.to_domain_event(n) for n in notifications]
     for n, event in zip(notifications, decoded):
         stamp, recorded = system_time(event, recorded)
-        out.append(LogEvent(position=n.id, event=event, recorded_at=stamp))
+        out.append(LogEvent(position=n.id, event=event, recorded_at=stamp, clock=recorded))
     return out, recorded
 
 
@@ -37,6 +37,12 @@ def system_time(event: Any, recorded: int) -> tuple[int, int]:
     ``recorded`` before it: :func:`clock` on the event's timestamp (and a ``UserArrived``'s ``since``)."""
     since = to_micros(event.since) if isinstance(event, UserArrived) else None
     return clock(to_micros(event.timestamp), recorded, since)
+
+
+def tracked_clock(before: int, le: LogEvent) -> int:
+    """The running system time a tracking row stores after applying ``le``, given the one it stored ``before``:
+    ``le.clock`` when decoding set it (a ``UserArrived`` marker may lower it), else the max of the stamps."""
+    return le.clock if le.clock is not None else max(before, le.recorded_at)
 
 
 def clock(ts: int, recorded: int, since: int | None = None) -> tuple[int, int]:

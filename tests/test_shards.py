@@ -187,6 +187,8 @@ def test_each_user_lives_on_exactly_one_shard(maps: Any) -> None:
     status = cli_json(two, "shards", "status")
     assert {s["name"]: s["users"] for s in status["shards"]} == counts
     assert cli_json(two, "profile", "u3")["facts"]["home.city"]["value"] == "Paris"
+    stats = cli_json(two, "stats")  # every shard's counts added, rates from the sums
+    assert (stats["users"], stats["facts"], stats["conflict_rate"], stats["freshness_7d"]) == (24, 48, 0.0, 1.0)
 
 
 def test_a_batch_across_shards_is_refused_naming_the_users(maps: Any) -> None:
@@ -527,3 +529,61 @@ def test_a_second_rebalance_and_a_map_without_a_serving_shard_are_refused(maps: 
     only_a.write_text("\n".join(line for line in two.read_text().split("[shards.b]")[0].splitlines()) + "\n")
     code, _, err = cli(only_a, "shards", "rebalance")
     assert code == 2 and "leaves out shard(s) b" in err and "removing a shard is not supported" in err
+
+
+def test_search_with_also_merges_users_across_shards(maps: Any) -> None:
+    two, _ = maps
+    users = [f"s{i}" for i in range(10)]
+    ua = next(u for u in users if rendezvous(u, ["a", "b"]) == "a")
+    ub = next(u for u in users if rendezvous(u, ["a", "b"]) == "b")
+    with opened(two) as ml:
+        ml.assert_fact(ua, "hobby.sport", "chess", text="I play chess every weekend")
+        ml.assert_fact(ub, "hobby.sport", "chess", text="I play chess in a club")
+        hits = ml.search(ua, "chess", k=5, also=[ub])
+        assert sorted(h.user_id for h in hits) == sorted([ua, ub])
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        alone = {u: ml.search(u, "chess", k=5)[0].score for u in (ua, ub)}
+        assert {h.user_id: h.score for h in hits} == alone  # the same absolute scores as searched alone
+
+
+def test_shards_are_opened_once_under_concurrent_first_use(maps: Any) -> None:
+    two, _ = maps
+    with opened(two) as ml:
+        got: list[Any] = []
+        threads = [threading.Thread(target=lambda: got.append(ml.shard("a"))) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(got) == 6 and len({id(x) for x in got}) == 1
+
+
+def test_rebalance_refuses_shards_without_encryption(maps: Any) -> None:
+    two, three = maps
+    off = {"MEMLEDGER_ENCRYPTION": "off"}
+    for i in range(6):
+        assert cli(two, "assert", f"e{i}", "k.a", "1", env=off)[0] == 0
+    code, _, err = cli(three, "shards", "rebalance", env=off)
+    assert code == 1 and "encryption off" in err and "Traceback" not in err
+    with opened(two) as ml:
+        assert ml.directory.ring() == (["a", "b"], None)  # nothing switched: every user still reads its data
+
+
+def test_verify_is_clean_after_moving_a_user_with_more_events_than_a_replay_batch(maps: Any) -> None:
+    two, three = maps
+    user = next(f"big{i}" for i in range(100) if rendezvous(f"big{i}", ["a", "b"]) != rendezvous(f"big{i}",
+                                                                                                  ["a", "b", "c"]))
+    with opened(two) as ml:
+        for j in range(2):  # 3,000 events: the replay's batches and bulk pages end inside the copied run
+            ml.record([{"user_id": user, "key": f"bulk{j}.k{i}", "value": i} for i in range(1500)])
+        ml.assert_fact("other", "k.a", 1)  # an event after the user's, on the same log
+        before = [r.model_dump(mode="json")["recorded_at"] for r in ml.history(user)]
+    report = cli_json(three, "shards", "rebalance")
+    assert [(m["user_id"], m["events"]) for m in report["moves"] if m["status"] == "moved"][:1] == [(user, 3000)]
+    results = cli_json(three, "verify")
+    assert all(r["ok"] for r in results), [r for r in results if not r["ok"]][:1]
+    with opened(three) as ml:
+        assert [r.model_dump(mode="json")["recorded_at"] for r in ml.history(user)] == before
+        ml.shard("c").rebuild(["history"], blue_green=True)  # a rebuild keeps the copied times too
+        assert [r.model_dump(mode="json")["recorded_at"] for r in ml.history(user)] == before
+    assert all(r["ok"] for r in cli_json(three, "verify"))

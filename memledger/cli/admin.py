@@ -203,5 +203,8 @@ def verify_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     if bad:
         # MemledgerError, not typer.Exit: main() runs click with standalone_mode=False, which turns Exit into a
         # return value that main() does not pass on.
+        # on a shard map results are named <shard>/<projection>, and rebuild takes projection names (every shard)
+        names = list(dict.fromkeys(b.split("/")[-1] for b in bad))
+        where = "--shards FILE " if any("/" in b for b in bad) else ""
         raise MemledgerError(f"verify: {', '.join(bad)} differ(s) from a full replay of the log; repair with: "
-                             f"memledger rebuild {' '.join(bad)} --blue-green")
+                             f"memledger {where}rebuild {' '.join(names)} --blue-green")
