@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import BadInput
-from ledger.schemas import FactCommand, HistoryRow, Profile, Receipt, RoleContext, validate_command
+from ledger.schemas import (FactCommand, HistoryRow, Profile, Receipt, RoleContext, check_batch_size,
+                            validate_command)
 from ledger.sessions import SessionCommand, validate_session_command
 
 from . import forget as forgetting
@@ -169,6 +170,7 @@ class MemoryLedger(Store):
                 validated.append(validate_command({"op": "assert", **c}, where=f"commands[{i}]."))
         if not validated:
             return []
+        check_batch_size(validated)
         return self._execute(validated)
 
 
@@ -268,6 +270,7 @@ class MemoryLedger(Store):
         open ``--no-memory`` session go to memledger/optout.py instead of the log (cards and summaries of it are
         refused, BadInput)."""
         validated = [c if isinstance(c, SessionCommand) else validate_session_command(c) for c in commands]
+        check_batch_size(validated)
         routed = optout.route(self, validated) if validated else None
         return routed if routed is not None else sessions.record_session(self, validated)
 

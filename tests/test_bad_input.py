@@ -333,3 +333,25 @@ def test_a_jsonl_line_naming_a_field_twice_is_refused(cli, tmp_path):
     code, _out, err = cli("ingest", str(dup), "--format", "jsonl")
     assert code == 2 and err.startswith("error: line 1: has the field 'k' twice")
     assert cli.json("profile", "u1")["facts"] == {} and cli.json("profile", "u2")["facts"] == {}
+
+
+def test_a_batch_over_the_size_limits_is_refused_before_anything_is_written(fresh_ledger) -> None:
+    """psycopg's pipeline can deadlock on a very large save (ledger/schemas.py MAX_BATCH_COMMANDS): refused, named."""
+    from ledger.errors import BadInput
+    from ledger.schemas import MAX_BATCH_BYTES, MAX_BATCH_COMMANDS
+
+    ml = fresh_ledger
+    with pytest.raises(BadInput) as info:
+        ml.record([{"user_id": "u1", "key": f"k.n{i}", "value": i} for i in range(MAX_BATCH_COMMANDS + 1)])
+    assert info.value.field == "commands" and f"at most {MAX_BATCH_COMMANDS}" in info.value.fix
+    big = "x" * 900_000
+    with pytest.raises(BadInput) as info:
+        ml.record([{"user_id": "u1", "key": f"k.b{i}", "value": big} for i in range(MAX_BATCH_BYTES // 900_000 + 1)])
+    assert info.value.field == "commands" and "bytes" in info.value.problem
+    with pytest.raises(BadInput) as info:
+        ml.record_session([{"op": "log", "user_id": "u1", "session_id": "s", "role": "user", "message_id": f"m{i}",
+                            "text": "hi"} for i in range(MAX_BATCH_COMMANDS + 1)])
+    assert info.value.field == "commands"
+    assert ml.head() == 0  # nothing written
+    assert len(ml.record([{"user_id": "u1", "key": f"k.n{i}", "value": i} for i in range(MAX_BATCH_COMMANDS)])) \
+        == MAX_BATCH_COMMANDS  # the limit itself is accepted
