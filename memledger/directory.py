@@ -96,7 +96,11 @@ class Directory:
         self.map = shard_map
         self.move_wait = move_wait
         spec = shard_map.directory
-        self.db = ProjectionDB(dsn=spec.dsn, schema=spec.schema)
+        try:
+            self.db = ProjectionDB(dsn=spec.dsn, schema=spec.schema)
+        except MemledgerError as exc:  # say which table of the map names the server that failed
+            raise MemledgerError(f"the directory ([directory] in {shard_map.source}, or the first shard's server "
+                                 f"by default): {exc}") from None
         with self.db.transaction() as cur:
             for statement in DDL:
                 cur.execute(statement)

@@ -46,7 +46,9 @@ USER_WRITES = frozenset({
 
 class ShardRow(BaseModel):
     """One shard in ``shards status --json``: its server (host:port, no credentials) and schema, users with a live
-    key, erased users, the log head, the lowest position its projections reached, and ``lag`` = head - that."""
+    key, erased users, the log head, the lowest position its projections reached and ``lag`` = head - that, both
+    without the semantic index, whose embedding is deferred until a search (``vectors_at``: where it is; null when
+    the shard has no vectors projection)."""
 
     name: str
     server: str
@@ -56,6 +58,7 @@ class ShardRow(BaseModel):
     head: int
     projections_at: int
     lag: int
+    vectors_at: int | None = None
 
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 
@@ -79,6 +82,18 @@ class ShardsStatus(BaseModel):
 
     shards: list[ShardRow]
     directory: DirectoryStatus
+
+
+class UnknownShard(MemledgerError):
+    """The directory routes a user to a shard this process's shard map file does not name: the file is out of date
+    (a rebalance added the shard) or leaves a shard out. The HTTP API answers 503; restart with the current file."""
+
+    def __init__(self, name: str, source: str, names: list[str], user_id: str | None = None) -> None:
+        self.shard = name
+        who = f"user {user_id!r}" if user_id else "this user"
+        super().__init__(f"the directory places {who} on shard {name!r}, which {source} does not name (it names "
+                         f"{', '.join(names)}): the file is out of date or leaves a shard out; use the current "
+                         "shard map file (a server started with an older one must be restarted)")
 
 
 class UserMoved(MemledgerError):
@@ -143,11 +158,12 @@ class ShardedLedger:
             from .api import MemoryLedger
 
             if name not in self.map.names:  # the directory routes to a shard this process's map file lacks
-                raise MemledgerError(f"the directory places this user on shard {name!r}, which {self.map.source} "
-                                     f"does not name (it names {', '.join(self.map.names)}): a rebalance added it; "
-                                     "use the current shard map file")
+                raise UnknownShard(name, self.map.source, self.map.names)
             spec = self.map.spec(name)
-            ml = self._open[name] = MemoryLedger(dsn=spec.dsn, schema=spec.schema, **self.options)
+            try:
+                ml = self._open[name] = MemoryLedger(dsn=spec.dsn, schema=spec.schema, **self.options)
+            except MemledgerError as exc:  # say which table of the map names the server that failed
+                raise MemledgerError(f"shard {name} ([shards.{name}] in {self.map.source}): {exc}") from None
         return ml
 
     def each(self) -> Iterator[tuple[str, Any]]:
@@ -295,12 +311,14 @@ class ShardedLedger:
         rows = []
         for name, shard in self.each():
             users = shard.keystore.users() if shard.keystore is not None else []
-            head, reached = shard.head(), shard.reached()
+            positions = shard.positions()
+            vectors_at = positions.pop("vectors", None)
+            head, reached = shard.head(), min(positions.values())
             u = urlparse(self.map.spec(name).dsn)
             rows.append(ShardRow(name=name, server=f"{u.hostname or '127.0.0.1'}:{u.port or 5432}",
                                  schema=self.map.spec(name).schema, users=sum(1 for _, gone in users if not gone),
                                  erased=sum(1 for _, gone in users if gone), head=head, projections_at=reached,
-                                 lag=max(0, head - reached)))
+                                 lag=max(0, head - reached), vectors_at=vectors_at))
         placements = self.directory.placements()
         serving, target = self.directory.ring()
         states = {s: sum(1 for p in placements if p.state == s) for s in ("moving", "placed", "pinned")}
@@ -317,8 +335,16 @@ class ShardedLedger:
         return {name: ml.head() for name, ml in self.each()}
 
     def verify(self) -> list[Any]:
-        """Every shard's ``verify``; each result's ``projection`` is prefixed ``<shard>/``."""
+        """Every shard's ``verify``; each result's ``projection`` is prefixed ``<shard>/``.
+
+        Raises:
+            UnknownShard: the directory serves shards the map file does not name (they would go unchecked)."""
         import dataclasses
+
+        serving, target = self.directory.ring()
+        for name in [*serving, *(target or [])]:
+            if name not in self.map.names:
+                raise UnknownShard(name, self.map.source, self.map.names)
 
         return [dataclasses.replace(r, projection=f"{name}/{r.projection}")
                 for name, ml in self.each() for r in ml.verify()]

@@ -57,11 +57,18 @@ class ShardSpec(BaseModel):
 
     @property
     def where(self) -> tuple[str, str]:
-        """(server address without credentials, schema): two shards may not share one."""
+        """(server address without credentials, schema): two shards may not share one. The host is resolved to
+        its address, so ``localhost`` and ``127.0.0.1`` name the same server."""
+        import socket
         from urllib.parse import urlparse
 
         u = urlparse(self.dsn)
-        return (f"{u.hostname or '127.0.0.1'}:{u.port or 5432}{u.path or '/postgres'}", self.schema_)
+        host = u.hostname or "127.0.0.1"
+        try:
+            host = socket.gethostbyname(host)
+        except (OSError, UnicodeError):
+            pass  # an unresolvable name stays as written (connecting will say it is unreachable)
+        return (f"{host}:{u.port or 5432}{u.path or '/postgres'}", self.schema_)
 
 
 class ShardMap(BaseModel):
@@ -131,11 +138,19 @@ def _spec(name: str, table: Any, where: str, bad: Any, check_name: bool = True) 
         raise bad(f"{where}: ", "is not a table", f'write [{where}] with dsn = "postgresql://..."')
     extra = sorted(set(table) - {"dsn", "schema"})
     if extra:
-        raise bad(f"{where}.{extra[0]}: ", "is not a known field", "a shard has dsn and an optional schema")
+        raise bad(f"{where}.{extra[0]}: ", "is not a known field", f"[{where}] has dsn and an optional schema")
     dsn = table.get("dsn")
+    example = 'e.g. dsn = "postgresql://postgres@127.0.0.1:5433/postgres"'
+    if dsn is None:
+        raise bad(f"{where}.dsn: ", "is missing", example)
     if not isinstance(dsn, str) or not dsn.startswith(("postgresql://", "postgres://")):
-        raise bad(f"{where}.dsn: ", f"{dsn!r} is not a postgresql:// URL",
-                  'e.g. dsn = "postgresql://postgres@127.0.0.1:5433/postgres"')
+        raise bad(f"{where}.dsn: ", f"{dsn!r} is not a postgresql:// URL", example)
+    try:
+        from urllib.parse import urlparse
+
+        urlparse(dsn).port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError as exc:
+        raise bad(f"{where}.dsn: ", f"{dsn!r} has a bad port ({exc})", example) from None
     schema = table.get("schema", "memledger")
     if not isinstance(schema, str) or not _SCHEMA_RE.match(schema):
         raise bad(f"{where}.schema: ", f"{schema!r} is not a plain PostgreSQL schema name",

@@ -587,3 +587,40 @@ def test_verify_is_clean_after_moving_a_user_with_more_events_than_a_replay_batc
         ml.shard("c").rebuild(["history"], blue_green=True)  # a rebuild keeps the copied times too
         assert [r.model_dump(mode="json")["recorded_at"] for r in ml.history(user)] == before
     assert all(r["ok"] for r in cli_json(three, "verify"))
+
+
+def test_map_mistakes_found_by_a_fresh_user_are_bad_input(tmp_path: Path) -> None:
+    cases = [
+        ('[shards.a]\nschema = "x"\n', "shards.a.dsn: is missing"),
+        ('[shards.a]\ndsn = "postgresql://postgres@127.0.0.1:99999/postgres"\n', "shards.a.dsn:"),
+        ('[shards.a]\ndsn = "postgresql://p@127.0.0.1:5433/postgres"\n[shards.b]\n'
+         'dsn = "postgresql://p@localhost:5433/postgres"\n', "shards.b: uses the same server and schema as shards.a"),
+        ('[shards.a]\ndsn = "postgresql://p@127.0.0.1:5433/postgres"\n[directory]\nport = 1\n',
+         "directory.port: is not a known field ([directory] has dsn"),
+    ]
+    for text, needle in cases:
+        path = tmp_path / "m.toml"
+        path.write_text(text)
+        code, _, err = cli(path, "profile", "u1")
+        assert code == 2 and needle in err and "Traceback" not in err, (text, err)
+
+
+def test_an_unreachable_shard_is_named_with_its_table(maps: Any, tmp_path: Path) -> None:
+    two, _ = maps
+    broken = tmp_path / "broken.toml"
+    broken.write_text(two.read_text() + '[shards.zz]\ndsn = "postgresql://postgres@127.0.0.1:1/postgres"\n')
+    code, _, err = cli(broken, "shards", "status")
+    assert code == 1 and "shard zz ([shards.zz] in" in err and "cannot connect" in err
+
+
+def test_shard_errors_map_to_retryable_http_problems() -> None:
+    from memledger.directory import UserMoving
+    from memledger.servers.http import _problem_of
+    from memledger.sharded import UnknownShard, UserMoved
+
+    for exc, status, title in [(UserMoving("u", "a", "c", 10.0), 503, "User moving"),
+                               (UnknownShard("c", "two.toml", ["a", "b"], "u"), 503, "Shard map out of date"),
+                               (UserMoved("u", "a", "c"), 409, "User moved")]:
+        r = _problem_of(exc)
+        assert r is not None and r.status_code == status and json.loads(r.body)["title"] == title, exc
+    assert _problem_of(UserMoving("u", "a", "c", 1.0)).headers["Retry-After"] == "2"

@@ -45,6 +45,9 @@ def status_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     ring = ", ".join(d.serving) + (f" (rebalancing to {', '.join(d.target)})" if d.target else "")
     out.print(f"directory ({d.schema_}): users hashed over {ring}; {d.moving} moving, {d.placed} placed, "
               f"{d.pinned} pinned")
+    if d.moving or d.target:
+        # a killed rebalance leaves users marked moving (their writes wait, then fail): only a rerun finishes it
+        out.print("a rebalance is unfinished: run `memledger --shards FILE shards rebalance` again to finish it")
 
 
 @shards_app.command("rebalance")

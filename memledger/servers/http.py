@@ -141,7 +141,11 @@ def _problem_of(exc: BaseException) -> JSONResponse | None:
     if isinstance(exc, NotImplementedError):
         return problem_response(501, "Not implemented", str(exc))
     from ..directory import UserMoving
-    from ..sharded import UserMoved
+    from ..sharded import UnknownShard, UserMoved
+
+    if isinstance(exc, UnknownShard):  # this server's map file is older than the directory's ring
+        return problem_response(503, "Shard map out of date", str(exc), headers={"Retry-After": "30"},
+                                field=None, problem=str(exc), fix="restart the server with the current shard map")
 
     if isinstance(exc, UserMoving):  # a shard move of this user is switching: the write was not made
         return problem_response(503, "User moving", str(exc), headers={"Retry-After": "2"}, field="user_id",
