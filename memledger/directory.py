@@ -190,25 +190,41 @@ class Directory:
 
         return score("lease", user_id) % (2**31) - 2**30  # an int4 for the two-int advisory-lock form
 
-    def _try(self, fn: str, user_id: str | None) -> bool:
-        key = _RING_KEY if user_id is None else self._key(user_id)
+    def _take(self, user_id: str) -> bool:
+        """Try the ring's and the user's shared leases in one statement; True with both held, else neither held."""
+        k = self._key(user_id)
         with self._lease_lock:
-            return bool(self._conn().execute(f"SELECT {fn}(%s, %s)", (_LEASE_CLASS, key)).fetchone()[0])
-
-    def _try_both(self) -> Any:
-        def take(user_id: str) -> bool:
-            if not self._try("pg_try_advisory_lock_shared", None):
-                return False
-            if self._try("pg_try_advisory_lock_shared", user_id):
+            conn = self._conn()
+            ring_ok, user_ok = conn.execute(
+                "SELECT pg_try_advisory_lock_shared(%s, %s), pg_try_advisory_lock_shared(%s, %s)",
+                (_LEASE_CLASS, _RING_KEY, _LEASE_CLASS, k)).fetchone()
+            if ring_ok and user_ok:
                 return True
-            self._try("pg_advisory_unlock_shared", None)
+            for held, key in ((ring_ok, _RING_KEY), (user_ok, k)):
+                if held:
+                    conn.execute("SELECT pg_advisory_unlock_shared(%s, %s)", (_LEASE_CLASS, key))
             return False
 
-        def give(user_id: str) -> None:
-            self._try("pg_advisory_unlock_shared", user_id)
-            self._try("pg_advisory_unlock_shared", None)
+    def _give(self, user_id: str) -> None:
+        with self._lease_lock:
+            self._conn().execute("SELECT pg_advisory_unlock_shared(%s, %s), pg_advisory_unlock_shared(%s, %s)",
+                                 (_LEASE_CLASS, self._key(user_id), _LEASE_CLASS, _RING_KEY))
 
-        return take, give
+    def _home_now(self, user_id: str) -> tuple[Placement | None, str]:
+        """:meth:`home` in one statement on the lease connection. It must be a statement of its own, run after the
+        leases are taken: a statement's snapshot is taken when it starts, so a read in the locking statement could
+        miss a move marked just before the lock was granted."""
+        from .shardmap import rendezvous
+
+        schema = self.map.directory.schema  # a checked plain name (shardmap.py)
+        with self._lease_lock:
+            placed, serving = self._conn().execute(
+                f'SELECT (SELECT row_to_json(p) FROM "{schema}".placements p WHERE p.user_id = %s), '
+                f'(SELECT serving FROM "{schema}".ring WHERE id = 1)', (user_id,)).fetchone()
+        if placed is not None:
+            p = Placement(**{f: placed[f] for f in Placement.__dataclass_fields__})
+            return p, (p.source if p.state == "moving" and p.source else p.shard)
+        return None, rendezvous(user_id, json.loads(serving))
 
     @contextmanager
     def write_lease(self, user_id: str) -> Iterator[str]:
@@ -220,22 +236,21 @@ class Directory:
             UserMoving: the move did not finish within ``move_wait`` seconds (nothing written).
         """
         start = time.monotonic()
-        take, give = self._try_both()
         while True:
-            if take(user_id):
+            # three round trips to the directory per write: take both leases, read the placement, give them back
+            if self._take(user_id):
                 try:
-                    with self.db.read() as cur:
-                        p, shard = self.home(user_id, cur)
+                    p, shard = self._home_now(user_id)
                 except BaseException:
-                    give(user_id)
+                    self._give(user_id)
                     raise
                 if p is None or p.state != "moving":
                     try:
                         yield shard
                     finally:
-                        give(user_id)
+                        self._give(user_id)
                     return
-                give(user_id)
+                self._give(user_id)
             else:
                 p = self.placement(user_id)
             waited = time.monotonic() - start
