@@ -624,3 +624,17 @@ def test_shard_errors_map_to_retryable_http_problems() -> None:
         r = _problem_of(exc)
         assert r is not None and r.status_code == status and json.loads(r.body)["title"] == title, exc
     assert _problem_of(UserMoving("u", "a", "c", 1.0)).headers["Retry-After"] == "2"
+
+
+def test_every_verb_about_a_user_is_routed() -> None:
+    """A verb added to MemoryLedger must be routed on a shard map too (else it raises AttributeError there)."""
+    import inspect
+
+    from memledger import MemoryLedger
+    from memledger.sharded import USER_READS, USER_WRITES, ShardedLedger
+
+    verbs = {name for name, fn in inspect.getmembers(MemoryLedger, inspect.isfunction)
+             if not name.startswith("_") and list(inspect.signature(fn).parameters)[1:2] == ["user_id"]}
+    own = {name for name in vars(ShardedLedger) if not name.startswith("_")}
+    assert verbs - USER_READS - USER_WRITES - own == set()
+    assert not USER_READS & USER_WRITES
