@@ -82,6 +82,16 @@ class Placement:
     updated_at: int
 
 
+def holding_shard(user_id: str, p: Placement | None, serving: Any) -> str:
+    """The shard holding ``user_id`` now: a moving user's source, a placed or pinned user's shard, else the hash
+    over the ring's serving names (``serving()``, called only when needed)."""
+    from .shardmap import rendezvous
+
+    if p is not None:
+        return p.source if p.state == "moving" and p.source else p.shard
+    return rendezvous(user_id, serving())
+
+
 class Directory:
     """The directory database of ``shard_map`` (its ``[directory]`` table). ``db``: a
     :class:`projections.db.ProjectionDB` on the directory schema (also used for API keys).
@@ -150,14 +160,9 @@ class Directory:
                         (json.dumps(serving), json.dumps(target) if target is not None else None))
 
     def home(self, user_id: str, cur: Any) -> tuple[Placement | None, str]:
-        """(the user's directory row or None, the shard holding the user now: a moving user's source, a placed or
-        pinned user's shard, else the hash over the serving names)."""
-        from .shardmap import rendezvous
-
+        """(the user's directory row or None, the shard holding the user now: :func:`holding_shard`)."""
         p = self.placement(user_id, cur)
-        if p is not None:
-            return p, (p.source if p.state == "moving" and p.source else p.shard)
-        return None, rendezvous(user_id, self.ring(cur)[0])
+        return p, holding_shard(user_id, p, lambda: self.ring(cur)[0])
 
     def shard_for_read(self, user_id: str) -> str:
         """The shard serving reads of ``user_id`` (:meth:`home`)."""
@@ -214,17 +219,13 @@ class Directory:
         """:meth:`home` in one statement on the lease connection. It must be a statement of its own, run after the
         leases are taken: a statement's snapshot is taken when it starts, so a read in the locking statement could
         miss a move marked just before the lock was granted."""
-        from .shardmap import rendezvous
-
         schema = self.map.directory.schema  # a checked plain name (shardmap.py)
         with self._lease_lock:
             placed, serving = self._conn().execute(
                 f'SELECT (SELECT row_to_json(p) FROM "{schema}".placements p WHERE p.user_id = %s), '
                 f'(SELECT serving FROM "{schema}".ring WHERE id = 1)', (user_id,)).fetchone()
-        if placed is not None:
-            p = Placement(**{f: placed[f] for f in Placement.__dataclass_fields__})
-            return p, (p.source if p.state == "moving" and p.source else p.shard)
-        return None, rendezvous(user_id, json.loads(serving))
+        p = Placement(**{f: placed[f] for f in Placement.__dataclass_fields__}) if placed is not None else None
+        return p, holding_shard(user_id, p, lambda: json.loads(serving))
 
     @contextmanager
     def write_lease(self, user_id: str) -> Iterator[str]:

@@ -93,10 +93,6 @@ class ShardMap(BaseModel):
         raise BadInput("shard", f"{name!r} is not in the shard map {self.source}",
                        f"use one of: {', '.join(self.names)}")
 
-    def place(self, user_id: str) -> str:
-        """The shard the hash gives ``user_id`` (:func:`rendezvous`); the directory may override it."""
-        return rendezvous(user_id, self.names)
-
     @classmethod
     def from_dict(cls, data: Any, source: str = "<dict>") -> ShardMap:
         """Validate a parsed TOML document. Raises :class:`BadInput` naming the table and field
