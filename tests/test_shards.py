@@ -88,6 +88,12 @@ def strip_positions(v: Any) -> Any:
     return v
 
 
+def live_holders(ml: Any, user: str) -> list[str]:
+    """The shards holding a live data key of ``user`` (every write creates one; erasing the old copy destroys it)."""
+    return [name for name, shard in ml.each()
+            if shard.keystore.get(user) is not None and not shard.keystore.is_destroyed(user)]
+
+
 def answers(ml: Any, user: str) -> dict[str, Any]:
     """What a moved user's reads must keep: history, belief now and as of the first fact, search, export."""
     history = [r.model_dump(mode="json") for r in ml.history(user)]
@@ -238,9 +244,7 @@ def test_rebalance_two_to_three_moves_only_changed_users_and_keeps_their_answers
             if u == erased:
                 continue
             assert answers(ml, u) == before[u], u
-            holders = [name for name, shard in ml.each()
-                       if shard.keystore.get(u) is not None and not shard.keystore.is_destroyed(u)]
-            assert holders == [rendezvous(u, ["a", "b", "c"])], u
+            assert live_holders(ml, u) == [rendezvous(u, ["a", "b", "c"])], u
         assert ml.erased_at(erased) is not None  # still reads as erased (pinned to the shard with its record)
         assert ml.directory.ring() == (["a", "b", "c"], None)
         assert [p.user_id for p in ml.directory.placements()] == [erased]
@@ -338,9 +342,7 @@ def test_a_rebalance_killed_at_any_step_finishes_on_rerun(maps: Any, step: str) 
     with opened(three) as ml:
         for u in users:
             assert answers(ml, u) == before[u], u
-            holders = [name for name, shard in ml.each()
-                       if shard.keystore.get(u) is not None and not shard.keystore.is_destroyed(u)]
-            assert holders == [rendezvous(u, ["a", "b", "c"])], (u, holders)
+            assert live_holders(ml, u) == [rendezvous(u, ["a", "b", "c"])], (u, live_holders(ml, u))
         assert ml.directory.ring() == (["a", "b", "c"], None)
         assert ml.directory.placements() == []
         assert {u for u in users if ml.shard_of(u) == "c"} == moving
@@ -638,3 +640,26 @@ def test_every_verb_about_a_user_is_routed() -> None:
     own = {name for name in vars(ShardedLedger) if not name.startswith("_")}
     assert verbs - USER_READS - USER_WRITES - own == set()
     assert not USER_READS & USER_WRITES
+
+
+def test_shard_verbs_refuse_bad_input_with_exit_2(maps: Any, tmp_path: Path) -> None:
+    two, three = maps
+    home = ["--home", str(tmp_path / "h")]
+    for args, needle in [(["shards", "status"], "--shards: no shard map was given"),
+                         (["shards", "rebalance"], "--shards: no shard map was given"),
+                         (["project", "--shard", "a"], "--shard: given without a shard map")]:
+        proc = subprocess.run([sys.executable, "-m", "memledger", *home, *args], capture_output=True, text=True,
+                              cwd=ROOT, env={k: v for k, v in os.environ.items() if k != "MEMLEDGER_SHARDS"})
+        assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "h").exists() or not (tmp_path / "h" / "events.db").exists()  # no store was made
+    with opened(two) as ml:
+        ml.assert_fact("g1", "k.a", 1)
+        heads = ml.heads()
+    for grace in ("-1", "nan", "4000"):
+        code, _, err = cli(three, "shards", "rebalance", "--grace", grace)
+        assert code == 2 and "--grace" in err, (grace, err)
+    code, _, err = cli(two, "project", "--shard", "zz")
+    assert code == 2 and "'zz' is not in the shard map" in err
+    with opened(two) as ml:  # nothing moved, nothing written, the ring untouched
+        assert ml.heads() == heads and ml.directory.ring() == (["a", "b"], None)
+        assert ml.directory.placements() == []

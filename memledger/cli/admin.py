@@ -11,7 +11,7 @@ import typer
 from ledger.errors import BadInput, MemledgerError
 
 from .common import (JsonOpt, app, emit_json, err,
-                     open_ledger, out)
+                     open_ledger, out, shard_map_given)
 
 
 @app.command("project")
@@ -31,15 +31,15 @@ def project_cmd(ctx: typer.Context,
 
     if interval is not None and not interval > 0:
         raise BadInput("--interval", f"{interval} is not a positive number of seconds", "e.g. --interval 0.5")
+    if shard is not None and not shard_map_given(ctx.find_root().obj or {}):  # before any store is opened
+        raise BadInput("--shard", "given without a shard map", "pass --shards FILE before the verb, or leave "
+                                                               "--shard out")
     with open_ledger(ctx) as ml:
         from memledger.sharded import is_sharded
 
         if is_sharded(ml):
             _project_shards(ml, shard, follow, interval, as_json)
             return
-        if shard is not None:
-            raise BadInput("--shard", "given without a shard map", "pass --shards FILE before the verb, or leave "
-                                                                   "--shard out")
         if not follow:
             reached = ml.catch_up()
         else:

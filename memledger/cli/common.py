@@ -70,13 +70,18 @@ def open_ledger(ctx: typer.Context, *, embedder: str | None = None) -> Iterator[
         ml.close()
 
 
+def shard_map_given(obj: dict[str, Any]) -> bool:
+    """True when the root options (``ctx.find_root().obj``) or ``$MEMLEDGER_SHARDS`` name a shard map."""
+    import os
+
+    return obj.get("shards") is not None or bool(os.environ.get("MEMLEDGER_SHARDS"))
+
+
 def open_store(obj: dict[str, Any], *, embedder: str | None = None) -> Any:
     """A ``MemoryLedger`` for ``--home``/``--dsn``, or a ``ShardedLedger`` for ``--shards``/``$MEMLEDGER_SHARDS``
     (given together with --home or --dsn: bad input)."""
-    import os
-
     # only a shard map pays for importing the sharding modules (a cold CLI call opens here: docs/performance.md)
-    if obj.get("shards") is not None or os.environ.get("MEMLEDGER_SHARDS"):
+    if shard_map_given(obj):
         from memledger.sharded import shard_map_from_env
 
         shard_map = shard_map_from_env(obj.get("shards"))

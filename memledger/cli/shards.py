@@ -5,34 +5,31 @@ Both need a shard map (``--shards FILE`` before the verb, or ``$MEMLEDGER_SHARDS
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 from rich.table import Table
 
 from ledger.errors import BadInput
 
-from .common import JsonOpt, app, emit_json, err, open_ledger, out
+from .common import JsonOpt, app, emit_json, err, open_ledger, out, shard_map_given
 
 shards_app = typer.Typer(no_args_is_help=True, help="A ledger partitioned by user across PostgreSQL servers.")
 app.add_typer(shards_app, name="shards")
 
 
-def _sharded(ml: Any) -> Any:
-    from memledger.sharded import is_sharded
-
-    if not is_sharded(ml):
+def _require_map(ctx: typer.Context) -> None:
+    """Refuse the verb before any store is opened (or created) when no shard map was given."""
+    if not shard_map_given(ctx.find_root().obj or {}):
         raise BadInput("--shards", "no shard map was given",
                        "pass --shards FILE before the verb (memledger --shards shards.toml shards status), or set "
                        "$MEMLEDGER_SHARDS")
-    return ml
 
 
 @shards_app.command("status")
 def status_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Users, log head and projection lag per shard, and the directory's overrides."""
+    _require_map(ctx)
     with open_ledger(ctx) as ml:
-        report = _sharded(ml).status()
+        report = ml.status()
     if as_json:
         emit_json(report.model_dump(mode="json"))
         return
@@ -62,8 +59,9 @@ def rebalance_cmd(ctx: typer.Context,
         raise BadInput("--grace", f"{grace} is not between 0 and 3600 seconds", "e.g. --grace 0.5")
     from memledger.rebalance import rebalance
 
+    _require_map(ctx)
     with open_ledger(ctx) as ml:
-        report = rebalance(_sharded(ml), dry_run=dry_run, grace=grace)
+        report = rebalance(ml, dry_run=dry_run, grace=grace)
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
