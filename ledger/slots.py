@@ -24,6 +24,7 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -46,8 +47,14 @@ class Slot:
     en: tuple[str, ...]
     zh: tuple[str, ...] = ()
     sensitivity: str | None = None
-    patterns: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
     weight: float = 1.0  # multiplies the cue weight: time-of-day cues say less than a named drink
+
+    @cached_property
+    def patterns(self) -> tuple[re.Pattern[str], ...]:
+        """The cues compiled, on first use: the ~200 patterns of the catalogue took ~20 ms to compile, which every
+        process paid at import, a cold ``memledger profile`` included (docs/performance.md, "The cold CLI")."""
+        return (tuple(re.compile(r"\b(?:" + e + r")\b") for e in self.en)
+                + tuple(re.compile(z) for z in self.zh))
 
     def matches(self, text: str) -> list[re.Match[str]]:
         out = []
@@ -58,8 +65,7 @@ class Slot:
 
 def _slot(key: str, cardinality: Cardinality, en: tuple[str, ...], zh: tuple[str, ...] = (),
           sensitivity: str | None = None, weight: float = 1.0) -> Slot:
-    pats = tuple(re.compile(r"\b(?:" + e + r")\b") for e in en) + tuple(re.compile(z) for z in zh)
-    return Slot(key, cardinality, en, zh, sensitivity, pats, weight)
+    return Slot(key, cardinality, en, zh, sensitivity, weight)
 
 
 _DRINKS = (r"coffee|decaf|tea|chai|latte|lattes|negroni|cocktails?|gin|vodka|rum|sake|mojito|margarita|"

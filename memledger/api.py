@@ -20,20 +20,33 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import BadInput
 from ledger.schemas import (FactCommand, HistoryRow, Profile, Receipt, RoleContext, check_batch_size,
                             validate_command)
-from ledger.sessions import SessionCommand, validate_session_command
 
-from . import forget as forgetting
-from . import hygiene, message_search, optout, privacy, reads, sessions, timetravel
-from .context import Context
-from .reads import history_row  # noqa: F401 (re-exported: callers of the old facade module used it)
+from .defaults import DEFAULT_EXPIRY_HOURS, DEFAULT_ROLE_BONUS
 from .store import PROJECTION_MODE_ENV, PROJECTION_MODES, Store, check_projection_mode, receipt_position  # noqa: F401
-from .search import DEFAULT_ROLE_BONUS, SearchHit
-from .sessions import DEFAULT_EXPIRY_HOURS
+
+# Each verb imports the module it needs, not this module: `import memledger` and a cold `memledger profile` then pay
+# for the store and the reads only (the session, privacy, time-travel, hygiene and context modules and their pydantic
+# models cost ~250 ms to import: docs/performance.md, "The cold CLI").
+if TYPE_CHECKING:
+    from ledger.sessions import SessionCommand
+
+    from . import forget as forgetting
+    from . import hygiene, message_search, privacy, sessions, timetravel
+    from .context import Context
+    from .search import SearchHit
+
+
+def __getattr__(name: str) -> Any:
+    if name == "history_row":  # re-exported lazily: callers of the old facade module used it
+        from .reads import history_row
+
+        return history_row
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class MemoryLedger(Store):
@@ -67,8 +80,12 @@ class MemoryLedger(Store):
     # -- fact commands -----------------------------------------------------------------------------------------
     def _execute(self, commands: list[FactCommand]) -> list[Receipt]:
         # Facts "said in" a --no-memory session are refused before anything is written (memledger/optout.py).
-        return super()._execute(commands, check=lambda: optout.refuse_facts_in_optout(
-            self, {(c.user_id, c.session_id) for c in commands if c.session_id is not None}))
+        pairs = {(c.user_id, c.session_id) for c in commands if c.session_id is not None}
+        if not pairs:  # nothing to check: leave the session modules unimported (a cold `memledger assert`)
+            return super()._execute(commands)
+        from . import optout
+
+        return super()._execute(commands, check=lambda: optout.refuse_facts_in_optout(self, pairs))
 
     def _one(self, op: str, user_id: str, key: str, fields: dict[str, Any]) -> Receipt:
         data = {k: v for k, v in fields.items() if v is not None}
@@ -137,6 +154,7 @@ class MemoryLedger(Store):
         Raises:
             BadInput: naming the field (nothing written). ConflictError: see :meth:`assert_fact`.
         """
+        from . import privacy
         from .remember import remember
 
         receipt = remember(self, user_id, text, observed_at=observed_at, valid_from=valid_from, source=source,
@@ -182,15 +200,21 @@ class MemoryLedger(Store):
         ``after``: a receipt (or its position): answer only once the projections include it (see :meth:`wait_for`;
         raises NotCaughtUp after ``timeout`` seconds).
         """
+        from . import reads
+
         return self.mark_erased(reads.profile(self, user_id, after=after, timeout=timeout), user_id)
 
     def history(self, user_id: str, key: str | None = None, *,
                 after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0) -> list[HistoryRow]:
         """Every event of the user's facts (or one key's), in log order (``memledger history --json``)."""
+        from . import reads
+
         return reads.history(self, user_id, key, after=after, timeout=timeout)
 
     def user_timezone(self, user_id: str) -> str:
         """The user's IANA zone from their profile, else ``"UTC"`` (:func:`memledger.reads.user_timezone`)."""
+        from . import reads
+
         return reads.user_timezone(self, user_id)
 
     def search(self, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
@@ -210,6 +234,8 @@ class MemoryLedger(Store):
         says whose). ``min_score``: drop hits below it. ``role_filter``: only memories recorded under that role
         (``role`` stays a bonus). ``exclude_source``: a source or list of sources to leave out. ``within``:
         ``"facts"`` (default), ``"messages"`` (logged turns) or ``"all"``."""
+        from . import privacy
+
         return privacy.search_with_sensitivity(
             self, user_id, query, k, as_of, source, role, allow_sensitive=allow_sensitive, purpose=purpose,
             trace_id=trace_id, after=after, timeout=timeout, half_lives=half_lives, role_bonus=role_bonus,
@@ -239,12 +265,16 @@ class MemoryLedger(Store):
         """What we believed about ``user_id`` at system time ``as_of`` (inclusive), sliced at ``valid_at`` (default
         ``as_of``); ``axis="observed"`` reads ``as_of`` as observed time (``memledger believed --json``).
         Raises :class:`~ledger.errors.BadInput` for naive or malformed instants."""
+        from . import timetravel
+
         return self.mark_erased(
             timetravel.believed(self, user_id, as_of, valid_at, axis, after=after, timeout=timeout), user_id)
 
     def true_at(self, user_id: str, valid_at: Any, *, axis: str = "system", after: Any = None,
                 timeout: float = 10.0) -> timetravel.Beliefs:
         """What was true of ``user_id`` at ``valid_at``, as known now (``memledger true-at --json``)."""
+        from . import timetravel
+
         return self.mark_erased(timetravel.true_at(self, user_id, valid_at, axis, after=after, timeout=timeout),
                                 user_id)
 
@@ -252,6 +282,8 @@ class MemoryLedger(Store):
              after: Any = None, timeout: float = 10.0) -> timetravel.Diff:
         """Beliefs added, changed and dropped between as-ofs ``from_`` and ``to``, each with the event that did it.
         Raises BadInput if ``to`` is before ``from_``."""
+        from . import timetravel
+
         return self.mark_erased(
             timetravel.diff(self, user_id, from_, to, valid_at, axis, after=after, timeout=timeout), user_id)
 
@@ -260,6 +292,8 @@ class MemoryLedger(Store):
               after: Any = None, timeout: float = 10.0) -> Any:
         """For each current (or as-of) belief, the chain of events behind it, and each time a labelled fact was
         let into an agent's context (``memledger audit --json``)."""
+        from . import privacy, timetravel
+
         return self.mark_erased(privacy.add_disclosures(self, timetravel.audit(
             self, user_id, key, trace_id=trace_id, source_ref=source_ref, as_of=as_of, valid_at=valid_at,
             axis=axis, after=after, timeout=timeout)), user_id)
@@ -269,12 +303,18 @@ class MemoryLedger(Store):
         """Record many session commands in one save: all validated first; any refusal writes nothing. Those of an
         open ``--no-memory`` session go to memledger/optout.py instead of the log (cards and summaries of it are
         refused, BadInput)."""
+        from ledger.sessions import SessionCommand, validate_session_command
+
+        from . import optout, sessions
+
         validated = [c if isinstance(c, SessionCommand) else validate_session_command(c) for c in commands]
         check_batch_size(validated)
         routed = optout.route(self, validated) if validated else None
         return routed if routed is not None else sessions.record_session(self, validated)
 
     def _one_session(self, op: str, user_id: str, session_id: str, fields: dict[str, Any]) -> Any:
+        from ledger.sessions import validate_session_command
+
         data = {k: v for k, v in fields.items() if v is not None}
         data.update(op=op, user_id=user_id, session_id=session_id)
         return self.record_session([validate_session_command(data)])[0]
@@ -288,6 +328,8 @@ class MemoryLedger(Store):
         are kept only until it ends (memledger/optout.py). Raises BadInput if the session ended or is on another
         task.
         """
+        from . import optout
+
         if no_memory:
             return optout.start(self, user_id, session_id, task=task, observed_at=observed_at)
         return self._one_session("start", user_id, session_id, dict(task=task, observed_at=observed_at))
@@ -317,6 +359,8 @@ class MemoryLedger(Store):
         actions (each: add, remove, replace). Raises BadInput naming the flag if an item to remove/replace is not
         on the card.
         """
+        from . import sessions
+
         ops = sessions.card_ops(add_decisions, remove_decisions, replace_decisions, add_questions, remove_questions,
                                 replace_questions, add_actions, remove_actions, replace_actions)
         return self._one_session("card", user_id, session_id, dict(task=task, progress=progress, ops=ops or None,
@@ -340,21 +384,29 @@ class MemoryLedger(Store):
 
     def sessions(self, user_id: str) -> list[dict[str, Any]]:
         """The user's sessions, oldest first (:func:`memledger.sessions.sessions`)."""
+        from . import sessions
+
         return sessions.sessions(self, user_id)
 
     def messages(self, user_id: str, session_id: str | None = None) -> list[dict[str, Any]]:
         """Logged messages (:func:`memledger.sessions.messages`), plus those kept by open ``--no-memory`` sessions
         (marked ``no_memory: True``) until they end."""
+        from . import optout, sessions
+
         return sessions.messages(self, user_id, session_id) + optout.messages(self, user_id, session_id)
 
     def summary_gaps(self, user_id: str, *, recent: int = 3) -> sessions.SummaryGaps:
         """Which sessions still lack a summary (``memledger session gaps``)."""
+        from . import sessions
+
         return self.mark_erased(sessions.summary_gaps(self, user_id, recent=recent), user_id)
 
     def resume(self, user_id: str, *, now: Any = None, expiry_hours: float = DEFAULT_EXPIRY_HOURS,
                as_of: Any = None, axis: str = "system") -> sessions.Resume:
         """Where ``user_id`` left off (``memledger resume``): :func:`memledger.sessions.resume`; ``as_of`` /
         ``axis``: as the ledger knew it at that instant (system or observed time)."""
+        from . import sessions
+
         return self.mark_erased(sessions.resume(self, user_id, now=now, expiry_hours=expiry_hours, as_of=as_of,
                                                 axis=axis), user_id)
 
@@ -362,6 +414,8 @@ class MemoryLedger(Store):
                         session_id: str | None = None) -> list[message_search.MessageHit]:
         """The user's logged messages most relevant to ``query`` (``memledger session search``), best first.
         Raises BadInput for a bad query, k or id."""
+        from . import message_search
+
         return message_search.search_messages(self, user_id, query, k, session_id)
 
     def context(self, user_id: str, *, session_id: str | None = None, query: str | None = None, now: Any = None,
@@ -380,6 +434,8 @@ class MemoryLedger(Store):
         or said by then with ``axis="observed"``); ``now`` stays the clock the text is written for.
         ``min_confidence``: leave out facts and memories recorded with a lower confidence (docs/hygiene.md).
         """
+        from . import privacy
+
         if after is not None:
             self.wait_for(after, timeout)
         ctx = self.mark_erased(privacy.context_with_sensitivity(
@@ -395,19 +451,27 @@ class MemoryLedger(Store):
     def quarantine(self, user_id: str, *, now: Any = None) -> hygiene.QuarantineList:
         """The user's quarantined statements (``memledger quarantine USER``): values that failed their key's
         validator and texts that read as instructions, each pending, released or expired (72 h) at ``now``."""
+        from . import hygiene
+
         return hygiene.quarantine(self, user_id, now)
 
     def due(self, user_id: str, *, now: Any = None) -> hygiene.DueList:
         """The user's current facts to re-confirm at ``now`` (``memledger due USER``): past their key prefix's
         ``verify_after``, or corrected three times or more."""
+        from . import hygiene
+
         return hygiene.due(self, user_id, now)
 
     def scheduled(self, user_id: str, *, now: Any = None) -> list[hygiene.ScheduledFact]:
         """The user's facts whose valid time starts after ``now`` (not current yet), soonest first."""
+        from . import hygiene
+
         return hygiene.scheduled(self, user_id, now)
 
     def stats(self, user_id: str | None = None, *, now: Any = None) -> hygiene.Stats:
         """Memory health of one user or the whole store (``memledger stats [USER]``), from projections."""
+        from . import hygiene
+
         return hygiene.stats(self, user_id, now)
 
     def retract_source(self, user_id: str, source_ref: str) -> Any:
@@ -426,6 +490,8 @@ class MemoryLedger(Store):
         purges every projection and snapshot, compacts the SQLite files. Idempotent. See
         :func:`memledger.privacy.erase_user` for the order and the errors raised.
         """
+        from . import privacy
+
         return privacy.erase_user(self, user_id, actor=actor)
 
     def forget(self, user_id: str, key: str, *, version: int | None = None,
@@ -440,6 +506,8 @@ class MemoryLedger(Store):
                 :func:`memledger.forget.forget_fact`.
             MemledgerError: the store runs without encryption.
         """
+        from . import forget as forgetting
+
         return forgetting.forget_fact(self, user_id, key, version=version, actor=actor)
 
     def export(self, user_id: str) -> privacy.UserExport:
@@ -447,6 +515,8 @@ class MemoryLedger(Store):
 
         Raises :class:`~ledger.errors.BadInput` for an invalid ``user_id``.
         """
+        from . import privacy
+
         return privacy.export_user(self, user_id)
 
     def record_disclosures(self, user_id: str, included: list[tuple[str, int, str]], *,
@@ -456,5 +526,7 @@ class MemoryLedger(Store):
 
         Returns the log positions of the ``SensitiveFactIncluded`` events (one save for all).
         """
+        from . import privacy
+
         return privacy.record_disclosures(self, user_id, included, session_id=session_id, purpose=purpose,
                                           trace_id=trace_id)

@@ -45,7 +45,7 @@ from ledger.timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
 
 from .store import EMBEDDER_ENV, Store, check_half_lives  # noqa: F401 (EMBEDDER_ENV re-exported)
 
-DEFAULT_ROLE_BONUS = 0.1
+from .defaults import DEFAULT_ROLE_BONUS  # noqa: E402,F401 (re-exported)
 MAX_K = 1000
 #: the highest score there is: relevance, confidence and freshness at most 1, a role bonus at most 1
 MAX_SCORE = 2.0

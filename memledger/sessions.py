@@ -33,7 +33,7 @@ from .store import Store
 
 
 #: Default age after which ``resume`` flags a task as stale (ask before carrying on), in hours.
-DEFAULT_EXPIRY_HOURS = 48.0
+from .defaults import DEFAULT_EXPIRY_HOURS  # noqa: E402,F401 (re-exported)
 
 
 class SessionReceipt(BaseModel):

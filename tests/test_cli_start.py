@@ -101,3 +101,46 @@ def test_a_cold_profile_never_loads_numpy(tmp_path):
                    check=True, capture_output=True)
     out = subprocess.run([sys.executable, "-c", _NUMPY_PROBE, str(home)], check=True, capture_output=True, text=True)
     assert out.stdout.strip().splitlines()[-1] == "numpy-deferred"
+
+
+_MODULES_PROBE = r"""
+import json, sys
+sys.argv = ["memledger", "--home", sys.argv[1], *sys.argv[2:]]
+from memledger.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+from ledger.slots import CATALOGUE
+print(json.dumps({"modules": sorted(m for m in sys.modules if m.startswith(("memledger.", "ledger."))),
+                  "patterns_compiled": sum("patterns" in vars(s) for s in CATALOGUE)}))
+"""
+
+
+def test_a_cold_assert_and_profile_import_only_the_write_path_and_the_reads(tmp_path):
+    """`import memledger` used to import every verb's module (sessions, privacy, time travel, context: ~250 ms) and
+    compile the slot catalogue's ~200 patterns (~20 ms); a cold `assert` or `profile` needs none of them."""
+    home = str(tmp_path / "home")
+    heavy = {"memledger.privacy", "memledger.sessions", "memledger.timetravel", "memledger.context",
+             "memledger.forget", "memledger.optout", "memledger.message_search", "ledger.sessions"}
+    for verb in (["assert", "u1", "preference.drink", "tea"], ["profile", "u1"]):
+        out = subprocess.run([sys.executable, "-c", _MODULES_PROBE, home, *verb], check=True, capture_output=True,
+                             text=True, cwd=ROOT, timeout=120)
+        seen = json.loads(out.stdout.strip().splitlines()[-1])
+        assert heavy & set(seen["modules"]) == set(), verb
+        assert seen["patterns_compiled"] == 0, verb
+    # the lazy pieces still work: remember compiles the catalogue, a session fact checks the opt-out sessions
+    from memledger import MemoryLedger
+
+    with MemoryLedger(home=home, embedder="hash") as ml:
+        assert ml.remember("u1", "I switched to coffee").decision == "supersede"
+        ml.session_start("u1", "s-off", no_memory=True)
+        try:
+            ml.assert_fact("u1", "preference.food", "pizza", session_id="s-off")
+        except Exception as exc:  # noqa: BLE001 (the type is asserted below)
+            assert getattr(exc, "field", None) == "session_id"
+        else:
+            raise AssertionError("a fact said in a --no-memory session was recorded")
+    import memledger.api as api
+
+    assert api.history_row.__module__ == "memledger.reads"
