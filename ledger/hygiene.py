@@ -52,19 +52,26 @@ _INSTRUCTION = re.compile(
     re.IGNORECASE,
 )
 
+#: A word that each English alternative of :data:`_INSTRUCTION` contains (keep the two in step).
+_INSTRUCTION_WORDS = ("ignore", "disregard", "forget", "now", "system")
+
 
 def is_hedged(text: str | None) -> bool:
     """True when ``text`` hedges ("I think", "maybe", "probably", 好像, 似乎, 可能, 大概; seed 003 §5.6)."""
     return bool(text) and bool(_HEDGE_EN.search(text) or _HEDGE_ZH.search(text))  # type: ignore[arg-type]
 
 
+_JOINERS = re.compile(r"[-_]+")
+
+
 def _plain(text: str) -> str:
     """``text`` as the instruction patterns read it: NFKC (full-width letters become ASCII), format characters such as
     zero-width spaces removed, hyphens and underscores read as spaces (a fresh-user run slipped "Ig\u200bnore
     previous instructions", full-width "Ｉｇｎｏｒｅ ..." and "previous-instructions" past the patterns)."""
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    return re.sub(r"[-_]+", " ", text)
+    if not text.isascii():  # ASCII is its own NFKC form and holds no format character: only the slow path pays
+        text = unicodedata.normalize("NFKC", text)
+        text = "".join(ch for ch in text if ch.isascii() or unicodedata.category(ch) != "Cf")
+    return _JOINERS.sub(" ", text) if "-" in text or "_" in text else text
 
 
 def reads_as_instruction(text: str | None) -> bool:
@@ -72,7 +79,15 @@ def reads_as_instruction(text: str | None) -> bool:
     instructions", "ignore everything above", "System: ...", "you must now ...", "忽略之前的指令", "请无视之前的指示"):
     memory poisoning, quarantined whatever its source. Matched on :func:`_plain` text. Known gaps: letters spaced
     out ("i g n o r e"), paraphrases; and false alarms on quoted instructions ("my teacher said you must now ...")."""
-    return bool(text) and _INSTRUCTION.search(_plain(text)) is not None  # type: ignore[arg-type]
+    if not text:
+        return False
+    if text.isascii():
+        # Every English alternative of the pattern needs one of these words, so ASCII text without them cannot match:
+        # the search costs ~20 us a sentence, paid by every fact recorded (docs/performance.md, the write path).
+        low = text.lower()
+        if not any(word in low for word in _INSTRUCTION_WORDS):
+            return False
+    return _INSTRUCTION.search(_plain(text)) is not None
 
 
 def independent(first: dict[str, Any], session_id: str | None, source_ref: str | None) -> bool:

@@ -11,6 +11,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memledger import MemoryLedger
 
@@ -532,3 +534,19 @@ def test_whole_numbers_written_as_floats_pass_their_validator_and_context_names_
     for verb in ("context", "resume"):
         code, _, err = cli(verb, "u1", "--now", "2024-01-01T00:00:00")
         assert code == 2 and "--now" in err and "offset" in err
+
+
+_WORDS = ["ignore", "Disregard", "FORGET", "all", "any", "the", "your", "previous", "prior", "above", "instructions",
+          "prompt", "rules", "you", "must", "now", "are", "a", "in", "from", "on,", "will", "everything", "before",
+          "this", "new", "override", "reveal", "system", "System:", "prompt:", "tea", "my", "boss", "-", "_", "  "]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8))
+def test_the_ascii_shortcut_agrees_with_the_full_instruction_pattern(words):
+    """ASCII text skips the pattern unless it holds a word every English alternative needs (ledger/hygiene.py,
+    _INSTRUCTION_WORDS): the answer must be the full pattern's on any ASCII text."""
+    from ledger.hygiene import _INSTRUCTION, _plain, reads_as_instruction
+
+    text = " ".join(words)
+    assert reads_as_instruction(text) is (_INSTRUCTION.search(_plain(text)) is not None)
