@@ -144,3 +144,24 @@ def test_a_cold_assert_and_profile_import_only_the_write_path_and_the_reads(tmp_
     import memledger.api as api
 
     assert api.history_row.__module__ == "memledger.reads"
+
+
+_LAZY_NUMPY_PROBE = r"""
+import sys
+from projections import vectors  # holds numpy deferred
+assert "numpy" not in sys.modules
+import onnxruntime  # imports numpy itself, as the ONNX query encoder does
+assert float(vectors.np.asarray([1.5, 2.5]).sum()) == 4.0
+import scipy.sparse  # what sentence-transformers (the torch path) imports next
+assert vectors.np is not sys.modules["numpy"] and vectors.np.ndarray is sys.modules["numpy"].ndarray
+print("ok")
+"""
+
+
+def test_deferred_numpy_survives_onnxruntime_then_scipy():
+    """With importlib's LazyLoader, onnxruntime's `import numpy` ran numpy's __init__ inside its own import and the
+    next `import scipy.sparse` failed (AttributeError: numpy._core has no _multiarray_umath): a search on the torch
+    path after the ONNX encoder had loaded crashed (scripts/bench_query.py, MEMLEDGER_ONNX=off)."""
+    out = subprocess.run([sys.executable, "-c", _LAZY_NUMPY_PROBE], capture_output=True, text=True, cwd=ROOT,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
