@@ -492,8 +492,12 @@ def load_message(app: Any, stream_id: uuid.UUID) -> Message:
         return Message.shell(stream_id, now_utc())
 
 
-def execute_session_commands(app: Any, commands: list[SessionCommand], max_retries: int = 8) -> list[SessionOutcome]:
+def execute_session_commands(app: Any, commands: list[SessionCommand], max_retries: int = 8,
+                             saved: list[tuple[int, Any]] | None = None) -> list[SessionOutcome]:
     """Decide and save ``commands`` in one ``save()`` of ``app`` (the ledger's Application): all or nothing.
+
+    ``saved``: a list extended with ``(log position, domain event)`` of every event the save wrote (implicit session
+    starts included), in log order, so the caller can project them from memory (``Store.catch_up(recent=...)``).
 
     Same concurrency contract as :meth:`ledger.application.LedgerApplication.execute`: a batch that loses an
     optimistic-concurrency race is decided again on the winner's state, up to ``max_retries`` times.
@@ -502,6 +506,14 @@ def execute_session_commands(app: Any, commands: list[SessionCommand], max_retri
         BadInput: a command was refused (nothing of the batch is saved).
         ConflictError: conflicts persisted after the retries.
     """
+    # Which message streams exist, in one query: a batch of new messages (an ingest, a turn) otherwise paid one
+    # repository.get each that found nothing (0.13 s of a 1,400-turn LoCoMo ingest). As for facts
+    # (LedgerApplication.existing_streams), a stream another writer creates meanwhile makes the save conflict and
+    # the batch is decided again, loading it.
+    lister = getattr(app, "existing_streams", None)
+    message_ids = {message_stream_id(c.user_id, c.session_id, c.message_id) for c in commands
+                   if c.op == "log" and c.message_id is not None}
+    existing = lister(message_ids) if lister is not None and len(message_ids) > 1 else None
     for attempt in range(max_retries + 1):
         recorded_at = now_utc()
         aggregates: dict[uuid.UUID, Any] = {}
@@ -509,7 +521,10 @@ def execute_session_commands(app: Any, commands: list[SessionCommand], max_retri
         def get(stream_id: uuid.UUID, loader: Any) -> Any:
             agg = aggregates.get(stream_id)
             if agg is None:
-                agg = aggregates[stream_id] = loader(app, stream_id)
+                if loader is load_message and existing is not None and attempt == 0 and stream_id not in existing:
+                    agg = aggregates[stream_id] = Message.shell(stream_id, now_utc())
+                else:
+                    agg = aggregates[stream_id] = loader(app, stream_id)
             return agg
 
         pending: list[tuple[SessionCommand, Any, tuple[int, str] | None]] = []
@@ -538,6 +553,8 @@ def execute_session_commands(app: Any, commands: list[SessionCommand], max_retri
             time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
             continue
         positions = {id(r.domain_event): r.notification.id for r in recordings}
+        if saved is not None:
+            saved.extend(sorted(((r.notification.id, r.domain_event) for r in recordings), key=lambda pe: pe[0]))
         out = []
         for cmd, event, first in pending:
             if event is not None:

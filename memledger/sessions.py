@@ -125,12 +125,14 @@ def record_session(store: Store, commands: Iterable[dict[str, Any] | SessionComm
     store.check_keys()
     store.refuse_erased({c.user_id for c in validated})
     validated = [_complete(store, c) for c in validated]
-    outcomes = execute_session_commands(store.app, validated)
+    saved: list[tuple[int, Any]] = []
+    outcomes = execute_session_commands(store.app, validated, saved=saved)
     positions = [o.position for o in outcomes if o.position is not None]
-    # Same contract as the fact commands (MemoryLedger._execute): inline mode catches up before returning;
-    # worker mode waits for the worker only when a retry's receipt must be looked up in a projection.
+    # Same contract as the fact commands (MemoryLedger._execute): inline mode catches up before returning, the
+    # events just saved projected from memory rather than read back from the log; worker mode waits for the worker
+    # only when a retry's receipt must be looked up in a projection.
     if store.projection_mode == "inline":
-        store.catch_up(until=max(positions) if positions else None, deferred=False)
+        store.catch_up(until=max(positions) if positions else None, deferred=False, recent=saved)
     elif any(o.position is None for o in outcomes):
         store.wait_for(store.head())
     out = []

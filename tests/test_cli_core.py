@@ -134,3 +134,25 @@ def test_version_flag(cli):
 
     code, out, _err = cli("--version")
     assert (code, out.strip()) == (0, f"memledger {version('memledger')}")
+
+
+def test_locomo_dates_read_by_strptime_match_dateparser():
+    """LoCoMo's "1:56 pm on 8 May, 2023" is read by strptime (dateparser's first call costs ~0.5 s of an ingest):
+    every date string of the shipped sample gives dateparser's instant, and other wordings still reach dateparser."""
+    from datetime import timezone
+
+    import dateparser
+
+    from memledger.ingest import _locomo_instant, parse_locomo_time
+
+    data = json.loads((ROOT / "samples" / "locomo_conv30.json").read_text(encoding="utf-8"))
+    convs = data if isinstance(data, list) else [data]
+    texts = {c["conversation"][k] for c in convs for k in c["conversation"] if k.endswith("date_time")}
+    texts |= {"12:05 am on 1 January, 2024", "12:30 PM on 3 MAY, 2023", " 9:07 pm on 29 February, 2024 "}
+    assert len(texts) > 10
+    for text in texts:
+        expected = dateparser.parse(text, languages=["en"], settings={"TIMEZONE": "UTC",
+                                                                       "RETURN_AS_TIMEZONE_AWARE": True})
+        assert parse_locomo_time(text, "date_time") == expected.astimezone(timezone.utc).isoformat(), text
+    _locomo_instant.cache_clear()
+    assert parse_locomo_time("May 8, 2023 1:56 pm", "date_time") == "2023-05-08T13:56:00+00:00"  # dateparser's

@@ -89,3 +89,30 @@ def ml_command(user_id: str, key: str, value: Any) -> Any:
     from ledger.schemas import validate_command
 
     return validate_command({"op": "assert", "user_id": user_id, "key": key, "value": value})
+
+
+@pytest.mark.parametrize("n", [1, 30])  # per-event catch-up, and the bulk writers
+def test_session_commands_project_their_events_without_reading_the_log(fresh_ledger: MemoryLedger,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       n: int) -> None:
+    """Messages (an ingest's turns) are projected from memory too, the implicit SessionStarted included; a batch of
+    new messages learns which streams exist in one query instead of loading each (ledger/sessions.py)."""
+    ml = fresh_ledger
+    ml.record([{"user_id": "u1", "key": "a", "value": 1}])
+    ml.profile("u1")
+    ml.log_message("u1", "s0", role="user", message_id="m0", text="hello")  # a message stream that exists
+    reads = _count_reads(ml, monkeypatch)
+    loads: list[Any] = []
+    original_get = ml.app.repository.get
+    monkeypatch.setattr(ml.app.repository, "get", lambda *a, **k: loads.append(a) or original_get(*a, **k))
+    receipts = ml.record_session(
+        [{"op": "log", "user_id": "u1", "session_id": "s1", "role": "user", "message_id": f"m{i}",
+          "text": f"turn {i}"} for i in range(n)]
+        + [{"op": "log", "user_id": "u1", "session_id": "s0", "role": "user", "message_id": "m0", "text": "hello"}])
+    assert reads == []
+    if n > 1:
+        assert len(loads) == 3  # the two sessions and the one message that exists, not every message
+    assert [r.replayed for r in receipts] == [False] * n + [True]
+    monkeypatch.undo()
+    assert [m["text"] for m in ml.messages("u1", "s1")] == [f"turn {i}" for i in range(n)]
+    assert [(r.projection, r.ok) for r in ml.verify()] == [(p.name, True) for p in ml.projections]
