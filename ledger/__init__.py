@@ -10,7 +10,12 @@ from typing import Any
 
 from .errors import BadInput, ConflictError, MemledgerError, NotCaughtUp
 
-__all__ = ["MemoryLedger", "BadInput", "ConflictError", "MemledgerError", "NotCaughtUp"]
+__all__ = ["MemoryLedger", "BadInput", "ConflictError", "MemledgerError", "NotCaughtUp", "EVENT_MODULES"]
+
+#: Every module that defines stored event or aggregate classes. Their explicit topics (``"memledger:SessionStarted"``)
+#: are registered with eventsourcing when a module is imported; ``memledger.__getattr__`` imports these so that a
+#: process that has not (a cold CLI imports only its verb's modules) can still decode every event in the log.
+EVENT_MODULES = ("ledger.domain", "ledger.sessions", "ledger.privacy", "ledger.moves")
 
 
 def __getattr__(name: str) -> Any:

@@ -41,6 +41,24 @@ if TYPE_CHECKING:
     from .search import SearchHit
 
 
+def annotation_namespace() -> dict[str, Any]:
+    """The names :class:`MemoryLedger`'s annotations use, for ``typing.get_type_hints(method, globalns=...)``.
+
+    The verbs' modules are imported by the verbs, so this module's globals lack them; the MCP server reads the
+    methods' return types (its tools' output schemas: memledger/servers/mcp.py) and imports them all here.
+    """
+    from ledger.sessions import SessionCommand
+
+    from . import forget as forgetting
+    from . import hygiene, message_search, privacy, sessions, timetravel
+    from .context import Context
+    from .search import SearchHit
+
+    return {**globals(), "SessionCommand": SessionCommand, "forgetting": forgetting, "hygiene": hygiene,
+            "message_search": message_search, "privacy": privacy, "sessions": sessions, "timetravel": timetravel,
+            "Context": Context, "SearchHit": SearchHit}
+
+
 def __getattr__(name: str) -> Any:
     if name == "history_row":  # re-exported lazily: callers of the old facade module used it
         from .reads import history_row

@@ -165,3 +165,59 @@ def test_deferred_numpy_survives_onnxruntime_then_scipy():
     out = subprocess.run([sys.executable, "-c", _LAZY_NUMPY_PROBE], capture_output=True, text=True, cwd=ROOT,
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def _stored_topics() -> list[str]:
+    import importlib
+
+    from ledger import EVENT_MODULES
+
+    seen: set[str] = set()
+    todo = [vars(importlib.import_module(m)).values() for m in EVENT_MODULES]
+    for values in todo:
+        for obj in values:
+            topic = getattr(obj, "TOPIC", None) if isinstance(obj, type) else None
+            if isinstance(topic, str) and topic.startswith("memledger:") and topic not in seen:
+                seen.add(topic)
+                todo.append(vars(obj).values())  # nested event classes (Session.SessionStarted)
+    return sorted(seen)
+
+
+def test_every_stored_topic_resolves_in_a_process_that_imported_only_memledger(tmp_path):
+    """A cold CLI imports only its verb's modules, so a class's topic may not be registered yet when the log is
+    read: `memledger verify` on a log holding session events failed with TopicError ('memledger' has no attribute
+    'SessionStarted'). memledger.__getattr__ imports the event modules and resolves the topic."""
+    topics = _stored_topics()
+    assert {"memledger:SessionStarted", "memledger:FactAsserted", "memledger:SubjectErased"} <= set(topics)
+    probe = ("import json, sys; import memledger; from eventsourcing.utils import resolve_topic; "
+             "print(json.dumps(sorted(t for t in sys.argv[1:] if resolve_topic(t).TOPIC == t)))")
+    out = subprocess.run([sys.executable, "-c", probe, *topics], capture_output=True, text=True, cwd=ROOT,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout) == topics
+    home = str(tmp_path / "h")
+    run = [sys.executable, "-m", "memledger", "--home", home]
+    subprocess.run(run + ["session", "log", "u1", "s1", "--role", "user", "--message-id", "m1", "--text", "hi"], check=True,
+                   capture_output=True, timeout=120)
+    done = subprocess.run(run + ["verify", "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_api_annotations_still_resolve_for_the_mcp_tool_schemas():
+    """memledger.api imports its verbs' modules lazily, so `typing.get_type_hints` on its methods lost names such as
+    `forgetting.ForgetReceipt`; the MCP server then declared `forget`'s output as a plain object and refused the
+    tool's own answer (ValidationError, 'Error executing tool forget')."""
+    import typing
+
+    from memledger import MemoryLedger
+    from memledger.api import annotation_namespace
+    from memledger.servers.mcp import _return_type
+
+    for name in dir(MemoryLedger):
+        fn = getattr(MemoryLedger, name)
+        if callable(fn) and not name.startswith("_"):
+            typing.get_type_hints(fn, globalns=annotation_namespace())  # raises NameError if a name is missing
+    assert {m: _return_type(getattr(MemoryLedger, m)).__name__ for m in ("forget", "believed", "erase", "context",
+                                                                         "quarantine", "session_start")} == {
+        "forget": "ForgetReceipt", "believed": "Beliefs", "erase": "ErasureReceipt", "context": "Context",
+        "quarantine": "QuarantineList", "session_start": "SessionReceipt"}

@@ -377,8 +377,11 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
 
 
 def _return_type(fn: Any) -> Any:
+    from memledger.api import annotation_namespace  # the verbs' modules, which memledger.api imports lazily
+
     try:
-        hint = typing.get_type_hints(fn).get("return")
+        namespace = {**annotation_namespace(), **getattr(fn, "__globals__", {})}  # the method's own module first
+        hint = typing.get_type_hints(fn, globalns=namespace).get("return")
     except Exception:  # noqa: BLE001 - a forward reference we cannot resolve: a plain object schema
         hint = None
     return hint if isinstance(hint, type) and hint is not Any else dict[str, Any]
