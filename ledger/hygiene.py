@@ -58,7 +58,10 @@ _INSTRUCTION_WORDS = ("ignore", "disregard", "forget", "now", "system")
 
 def is_hedged(text: str | None) -> bool:
     """True when ``text`` hedges ("I think", "maybe", "probably", 好像, 似乎, 可能, 大概; seed 003 §5.6)."""
-    return bool(text) and bool(_HEDGE_EN.search(text) or _HEDGE_ZH.search(text))  # type: ignore[arg-type]
+    if not text:
+        return False
+    # ASCII text holds no Chinese hedge: one search instead of two on most statements
+    return bool(_HEDGE_EN.search(text) or (not text.isascii() and _HEDGE_ZH.search(text)))
 
 
 _JOINERS = re.compile(r"[-_]+")

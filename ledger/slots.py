@@ -289,11 +289,11 @@ class KeyRegistry:
         A sentence (a string with spaces, as ``remember`` records) is checked through the one number it holds
         when the validator wants a number ("I'm 130 years old" -> 130); a sentence holding no number, or several,
         is not judged (None)."""
-        from pydantic import TypeAdapter, ValidationError
-
         found = self._longest(getattr(self, "_validators", {}), key)
         if found is None:
             return None
+        from pydantic import ValidationError
+
         validator, describe = found
         target = validator(value, recorded_at) if callable(validator) and not _is_type(validator) else validator
         if isinstance(value, str) and " " in value.strip():
@@ -303,10 +303,27 @@ class KeyRegistry:
         if isinstance(value, float) and value.is_integer() and _wants_number(target):
             value = int(value)  # 12.0 and 1e2 are whole numbers: JSON does not tell 12 from 12.0 apart for people
         try:
-            TypeAdapter(target).validate_python(value, strict=not isinstance(value, str))
+            # a validator that makes its target per call (a bound moving with time) gets a new adapter each time
+            adapter = _adapter(target) if target is validator else pydantic.TypeAdapter(target)
+            adapter.validate_python(value, strict=not isinstance(value, str))
         except ValidationError:
             return f"{key} {describe}"
         return None
+
+
+_ADAPTERS: dict[Any, Any] = {}
+
+
+def _adapter(target: Any) -> Any:
+    """pydantic's ``TypeAdapter`` of a registered validator type, built once: building one costs ~25 us (it compiles
+    a validator), paid by every command whose key has a validator (scripts/bench_append.py, one per save)."""
+    try:
+        adapter = _ADAPTERS.get(target)
+    except TypeError:  # an unhashable target: build it each time
+        return pydantic.TypeAdapter(target)
+    if adapter is None:
+        adapter = _ADAPTERS[target] = pydantic.TypeAdapter(target)
+    return adapter
 
 
 def _one_number(sentence: str) -> int | float | None:

@@ -233,6 +233,32 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
     if keep is not None:
         commands = [c for c in commands if keep(c.user_id)]
         messages = [m for m in messages if keep(m.user_id)]
+    finish_warm = _warm_vectors(ml, commands)
+    try:
+        report = _write(ml, commands, messages, on_progress, batch_size)
+    finally:
+        finish_warm()
+    return report
+
+
+def _warm_vectors(ml: Any, commands: list[Any]) -> Any:
+    """Start embedding the texts the commands will make current while they are recorded (``finish()`` returned).
+
+    The vectors projection is deferred (the first search embeds what the writes left), so an ingest followed by a
+    search ran the model after every event was written; the texts are known once the file is validated, and the
+    model releases the GIL, so embedding them now overlaps the recording (projections/vectors.py
+    ``warm_in_background``). Texts already in the embedding cache cost one lookup; remember lines are left out
+    (``remember`` embeds its sentence as its search query and keeps that vector)."""
+    vp = getattr(ml, "vectors_projection", None)
+    if vp is None:
+        return lambda: None
+    return vp.warm_in_background([c.text for c in commands if isinstance(c, FactCommand)
+                                  and c.op in ("assert", "correct") and c.text is not None])
+
+
+def _write(ml: Any, commands: list[Any], messages: list[Any], on_progress: Any, batch_size: int) -> dict[str, Any]:
+    """The writing half of :func:`ingest`: commands in batches (one save each), remember lines one by one, then the
+    conversation turns as messages. Returns the ingest report."""
     recorded = replayed = quarantined = 0
     users: dict[str, int] = {}
     decisions: dict[str, int] = {}

@@ -52,7 +52,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .lazy import lazy_module
 
@@ -571,6 +571,43 @@ class VectorsProjection(Projection):
             cjk = [t for t in texts if has_cjk(t)]
             if cjk and self.cjk_embedder is not None:
                 self.embed_cjk_texts(cjk)
+
+    def warm_in_background(self, texts: list[str]) -> Callable[[], None]:
+        """Embed ``texts`` (passages, and their CJK companion vectors) into the embedding cache on a worker thread;
+        returns ``finish()``, which waits for it (call it once, before the ledger closes).
+
+        For a caller that knows the texts a deferred catch-up will embed before it records them (``ingest``): ONNX
+        Runtime and torch release the GIL while they run, so the model works on one core while the caller records
+        events on the other, and the catch-up then finds every vector in the cache. Nothing but the cache is
+        written, so a failure here changes nothing the ledger promises: ``finish()`` swallows it (the catch-up
+        embeds, and reports, on its own).
+        """
+        texts = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
+        if not texts:
+            return lambda: None
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self.embed_texts(texts)
+                cjk = [t for t in texts if has_cjk(t)]
+                if cjk and self.cjk_embedder is not None:
+                    self.embed_cjk_texts(cjk)
+            except BaseException as exc:  # noqa: BLE001 - the catch-up embeds and reports on its own
+                failure.append(exc)
+
+        worker = threading.Thread(target=run, name="memledger-warm", daemon=True)
+        worker.start()
+
+        def finish() -> None:
+            if worker.is_alive():
+                # The caller waits for the model here anyway: meanwhile load what the first search will need
+                # (FAISS's import alone is ~30 ms), on this otherwise idle thread.
+                from . import lexical, vector_store  # noqa: F401
+
+            worker.join()
+
+        return finish
 
     def prepare(self, cur: Cursor, events: list[LogEvent]) -> None:
         """Embed every text the batch will make current, in one model call per embedder (through the cache)."""
