@@ -309,3 +309,34 @@ def test_forgetting_a_scheduled_head_alone_is_refused_while_it_would_take_the_cu
     cli.json("assert", "u2", "residence.city", "Berlin", "--valid-from", "2099-06-01T00:00:00Z")
     assert cli("forget", "u2", "residence.city", "--yes")[0] == 0
     assert cli.json("profile", "u2")["facts"] == {}
+
+
+def test_per_fact_key_pools_refill_rarely_and_keep_a_bounded_reserve(tmp_path: Any) -> None:
+    """A process's first save for a user stores exactly the keys it uses (a one-shot CLI call leaves no spare row);
+    the next refill adds a reserve of ``_POOL_MIN``, doubling up to ``_POOL_MAX``; every event gets its own key."""
+    import sqlite3
+
+    from ledger import crypto
+
+    with MemoryLedger(home=tmp_path / "h", embedder="none") as ml:
+        commits = []
+        put = ml.keystore.put_fact_keys
+        ml.keystore.put_fact_keys = lambda rows: (commits.append(len(rows)), put(rows))[1]  # type: ignore[method-assign]
+        ml.assert_fact("hana", "note.n0", "v0")
+        assert commits == [1]
+        for i in range(1, 200):
+            ml.assert_fact("hana", f"note.n{i}", f"v{i}")
+        reserve = crypto._POOL_MIN
+        expected = [1, 1 + reserve]
+        while sum(expected) < 200:
+            reserve = min(2 * reserve, crypto._POOL_MAX)
+            expected.append(1 + reserve)
+        assert commits == expected == [1, 33, 65, 65, 65]
+    conn = sqlite3.connect(tmp_path / "h" / "keys.db")
+    stored = conn.execute("SELECT count(*) FROM fact_keys WHERE user_id = 'hana'").fetchone()[0]
+    conn.close()
+    assert stored == sum(expected) and stored - 200 <= crypto._POOL_MAX  # the reserve left unused is bounded
+    events = sqlite3.connect(tmp_path / "h" / "events.db")
+    ids = [json.loads(state)["fact_key_id"] for (state,) in events.execute("SELECT state FROM stored_events")]
+    events.close()
+    assert len(ids) == 200 and len(set(ids)) == 200  # one key per event, none given twice
