@@ -237,8 +237,13 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
     try:
         report = _write(ml, commands, messages, on_progress, batch_size)
     finally:
-        finish_warm()
+        finish_warm(_load_search)
     return report
+
+
+def _load_search() -> None:
+    """Import the search path (its pydantic models: ~20 ms), run while ``ingest`` waits for the model anyway."""
+    from . import privacy, search  # noqa: F401
 
 
 def _warm_vectors(ml: Any, commands: list[Any]) -> Any:
@@ -251,7 +256,7 @@ def _warm_vectors(ml: Any, commands: list[Any]) -> Any:
     (``remember`` embeds its sentence as its search query and keeps that vector)."""
     vp = getattr(ml, "vectors_projection", None)
     if vp is None:
-        return lambda: None
+        return lambda while_waiting=None: None
     return vp.warm_in_background([c.text for c in commands if isinstance(c, FactCommand)
                                   and c.op in ("assert", "correct") and c.text is not None])
 

@@ -68,6 +68,10 @@ class Projection:
     #: a deferred projection is expensive to apply (it embeds text): writes do not wait for it; the reads that
     #: need it (search) catch it up first, so it is never stale when read. See MemoryLedger.catch_up.
     deferred: ClassVar[bool] = False
+    #: the event classes (with their subclasses) this projection's ``apply`` acts on, or None for every event. A
+    #: catch-up of copies that all name theirs decodes only those in full (replay/events.py ``decode``); an event
+    #: of another class reaches ``apply`` as a ``replay.events.Unread``, which it must ignore.
+    reads: ClassVar[tuple[type, ...] | None] = None
     #: short table name -> CREATE TABLE statement, with ``{t}`` for the real table name
     tables: ClassVar[dict[str, str]] = {}
     #: statements run after the tables exist (indexes), with ``{t:<table>}`` placeholders

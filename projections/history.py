@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ledger.domain import Fact
 from ledger.timeutil import OPEN, to_micros
 
 from .base import LogEvent, Projection, insert_rows, iso_micros
@@ -267,6 +268,7 @@ class HistoryBulk:
 
 class HistoryProjection(Projection):
     name = "history"
+    reads = (Fact.Event,)  # only fact events act on it (``effect``); replay/events.py decodes the rest cheaply
     tables = {
         "versions": """
         CREATE TABLE IF NOT EXISTS {t} (

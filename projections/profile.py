@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ledger.domain import Fact
 from ledger.timeutil import OPEN, to_micros
 
 from .base import LogEvent, Projection, iso_micros
@@ -132,6 +133,7 @@ class ProfileBulk:
 
 class ProfileProjection(Projection):
     name = "profile"
+    reads = (Fact.Event,)  # only fact events act on it (``effect``); replay/events.py decodes the rest cheaply
     tables = {
         "facts": """
         CREATE TABLE IF NOT EXISTS {t} (

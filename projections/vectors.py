@@ -58,6 +58,7 @@ from .lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
 
+from ledger.domain import Fact
 from ledger.timeutil import OPEN, parse_instant, to_micros
 
 from .base import LogEvent, Projection, position_of
@@ -242,6 +243,7 @@ class VectorsProjection(Projection):
 
     deferred = True  # embedding is slow: writes return without it; search catches it up first
     name = "vectors"
+    reads = (Fact.Event,)  # only fact events act on it (``effect``); replay/events.py decodes the rest cheaply
     tables = {
         "docs": """
         CREATE TABLE IF NOT EXISTS {t} (
@@ -572,9 +574,10 @@ class VectorsProjection(Projection):
             if cjk and self.cjk_embedder is not None:
                 self.embed_cjk_texts(cjk)
 
-    def warm_in_background(self, texts: list[str]) -> Callable[[], None]:
+    def warm_in_background(self, texts: list[str]) -> Callable[..., None]:
         """Embed ``texts`` (passages, and their CJK companion vectors) into the embedding cache on a worker thread;
-        returns ``finish()``, which waits for it (call it once, before the ledger closes).
+        returns ``finish(while_waiting=None)``, which waits for it (call it once, before the ledger closes), calling
+        ``while_waiting()`` first if the worker is still running.
 
         For a caller that knows the texts a deferred catch-up will embed before it records them (``ingest``): ONNX
         Runtime and torch release the GIL while they run, so the model works on one core while the caller records
@@ -584,7 +587,7 @@ class VectorsProjection(Projection):
         """
         texts = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
         if not texts:
-            return lambda: None
+            return lambda while_waiting=None: None
         failure: list[BaseException] = []
 
         def run() -> None:
@@ -599,12 +602,14 @@ class VectorsProjection(Projection):
         worker = threading.Thread(target=run, name="memledger-warm", daemon=True)
         worker.start()
 
-        def finish() -> None:
+        def finish(while_waiting: Callable[[], None] | None = None) -> None:
             if worker.is_alive():
                 # The caller waits for the model here anyway: meanwhile load what the first search will need
-                # (FAISS's import alone is ~30 ms), on this otherwise idle thread.
+                # (FAISS's import alone is ~30 ms), on this otherwise idle thread, and whatever the caller adds.
                 from . import lexical, vector_store  # noqa: F401
 
+                if while_waiting is not None:
+                    while_waiting()
             worker.join()
 
         return finish

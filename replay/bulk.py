@@ -29,8 +29,8 @@ from typing import Any
 
 from projections.base import LogEvent, Projection, erased_subjects, note_erased, position_of, set_position
 
-from .events import (APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, max_position, system_time,
-                     tracked_clock)
+from .events import (APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, max_position, reads_of,
+                     system_time, tracked_clock)
 
 #: events applied in memory between two flushes (one transaction each) when the caller does not say. Memory held:
 #: their rows, about 1.5 KB per fact event for profile + history (tracemalloc: 1.0 KB of lists and tuples, plus the
@@ -119,6 +119,8 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
     appliers = [(state[p.tracking_name][0], bulk[p.tracking_name]) for p in copies
                 if bulk[p.tracking_name] is not None]
     others = [p for p in copies if bulk[p.tracking_name] is None]
+    # events that none of the copies still behind applies are read for their time only (replay/events.py)
+    reads = reads_of([p for p in copies if state[p.tracking_name][0] < head])
     held: list[LogEvent] = []  # events since the last flush (kept only for the per-event projections)
     actions: dict[int, str] = {}  # erasure action of each held event
     tombstones: list[tuple[str, int]] = []  # (user_id, position) of the chunk's SubjectErased, for the register
@@ -178,7 +180,7 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
                 notifications = app.recorder.select_notifications(start=reached + 1, limit=PAGE, stop=head)
                 if not notifications:
                     break
-                events, recorded = decode(app, notifications, recorded)
+                events, recorded = decode(app, notifications, recorded, reads)
             for le in events:
                 position = le.position
                 action = erasure_action(le.event, erased)  # apply_one's rules, decided once for every applier

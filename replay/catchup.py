@@ -28,7 +28,7 @@ from projections.base import LogEvent, Projection, position_of, positions_of, se
 from projections.db import ProjectionDB
 
 from .bulk import bulk_catch_up, from_memory
-from .events import (APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action,  # noqa: F401 (re-exported)
+from .events import (APPLY, BATCH, PURGE, SKIP, apply_one, decode, erasure_action, reads_of,  # noqa: F401
                      erasure_actions, max_position, tracked_clock)
 
 #: a catch-up with at least this many events to apply (head minus the lowest copy's position) goes through the bulk
@@ -139,7 +139,7 @@ def warm(app: Any, db: ProjectionDB, projections: Sequence[Any], head: int, batc
     notifications = app.recorder.select_notifications(start=low + 1, limit=batch, stop=head)
     if not notifications:
         return
-    events, _ = decode(app, notifications, 0)
+    events, _ = decode(app, notifications, 0, reads_of([p for p in projections if positions[p.tracking_name] < head]))
     for p in projections:
         p.warm([le for le in events if le.position > positions[p.tracking_name]])
 
@@ -167,7 +167,8 @@ def apply_batch(cur: Any, app: Any, projections: Sequence[Projection], head: int
         notifications = app.recorder.select_notifications(start=low + 1, limit=batch, stop=head)
         if not notifications:
             return low, []
-        events, _ = decode(app, notifications, start_recorded)
+        behind = [p for p in projections if positions[p.tracking_name][0] < head]
+        events, _ = decode(app, notifications, start_recorded, reads_of(behind))
     actions = erasure_actions(cur, events)
     for p in projections:
         pos, recorded = positions[p.tracking_name]

@@ -65,7 +65,7 @@ def test_ingest_embeds_its_texts_on_a_worker_and_search_embeds_none(store_args: 
             from memledger import ingest as ingest_module
 
             original = ingest_module._warm_vectors
-            ingest_module._warm_vectors = lambda ml, commands: (lambda: None)
+            ingest_module._warm_vectors = lambda ml, commands: (lambda while_waiting=None: None)
             try:
                 ml2.ingest(SAMPLE)
             finally:
