@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import BadInput
-from ledger.schemas import FactCommand, validate_command
+from ledger.schemas import MAX_BATCH_BYTES, FactCommand, check_batch_size, validate_command
 
 FORMATS = ("locomo", "jsonl", "memorybank")
 
@@ -92,15 +92,29 @@ def content_key(text: str, prefix: str = "memory") -> str:
 
 
 def parse_locomo_time(text: str, field: str) -> str:
-    """LoCoMo's "1:56 pm on 8 May, 2023" -> ISO 8601 in UTC, parsed by ``dateparser``."""
+    """LoCoMo's "1:56 pm on 8 May, 2023" -> ISO 8601 in UTC. Also ISO 8601 (a naive one read as UTC) and other
+    absolute English dates naming a month and a four-digit year ("8 May 2023, 1:56 pm", "... PST" converts).
+
+    Refused (BadInput naming ``field``): dates relative to the clock ("yesterday", "Monday", "2 days ago"), which
+    would date a re-ingest of the same file differently and so break its idempotency (a fresh-user run saw the second
+    ingest refused); numeric-only dates ("01/02/2023": which is the month?); LoCoMo's own shape with an impossible
+    time or day ("13:04 pm", "31 February")."""
+    if not isinstance(text, str):
+        raise BadInput(field, f"is a {type(text).__name__}, not a date string", "e.g. '1:56 pm on 8 May, 2023'")
     iso = _locomo_instant(text)
     if iso is None:
-        raise BadInput(field, f"{text!r} is not a date LoCoMo's format allows", "e.g. '1:56 pm on 8 May, 2023'")
+        raise BadInput(field, f"{text!r} is not an absolute date this ingest reads",
+                       "write it as LoCoMo does ('1:56 pm on 8 May, 2023') or as ISO 8601 ('2023-05-08T13:56:00Z'); "
+                       "dates relative to today (yesterday, Monday) are refused: a re-ingest would date them again")
     return iso
 
 
 #: LoCoMo's date strings, "1:56 pm on 8 May, 2023" (English month names: strptime's C locale).
 _LOCOMO_FORMAT = "%I:%M %p on %d %B, %Y"
+#: a string in LoCoMo's shape (time, "on", date, year), and the part of it strptime reads (a zone may follow)
+_LOCOMO_SHAPE = re.compile(r"(\d{1,2}:\d{2}\s*[ap]m\s+on\s+\d{1,2}\s+[A-Za-z]+,?\s+\d{4})(?:\s+\S.*)?", re.IGNORECASE)
+_MONTH_NAME = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(?![a-z])", re.IGNORECASE)
+_YEAR = re.compile(r"(?<!\d)\d{4}(?!\d)")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -108,15 +122,60 @@ def _locomo_instant(text: str) -> str | None:
     # Every observation and turn of a session carries the session's date string: parsed once each (dateparser takes
     # ~3 ms a call, 2 s of a 353-observation LoCoMo ingest before; issue 16, scripts/bench_query.py). LoCoMo's own
     # format is read by strptime first: dateparser's first call alone costs ~0.5 s (its language data), a quarter of
-    # an ingest's time beside the embedding. Anything else goes to dateparser, as before.
+    # an ingest's time beside the embedding. Only absolute dates reach dateparser (see parse_locomo_time).
+    s = text.strip()
     try:
-        return datetime.strptime(text.strip(), _LOCOMO_FORMAT).replace(tzinfo=timezone.utc).isoformat()
+        return datetime.strptime(s, _LOCOMO_FORMAT).replace(tzinfo=timezone.utc).isoformat()
     except ValueError:
         pass
-    import dateparser
+    shape = _LOCOMO_SHAPE.fullmatch(s)
+    if shape is not None:
+        try:
+            datetime.strptime(re.sub(r",?\s+(\d{4})$", r", \1", shape.group(1)), _LOCOMO_FORMAT)
+        except ValueError:
+            return None  # LoCoMo's shape with an impossible time or date: dateparser would guess one
+    try:
+        dt = datetime.fromisoformat(s)
+    except ValueError:
+        dt = None
+    if dt is None:
+        if not (_YEAR.search(s) and _MONTH_NAME.search(s)):
+            return None  # relative to the clock, or numeric only (day and month order unknown)
+        import dateparser
 
-    dt = dateparser.parse(text, languages=["en"], settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True})
-    return None if dt is None else dt.astimezone(timezone.utc).isoformat()
+        dt = dateparser.parse(s, languages=["en"], settings={
+            "TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True, "REQUIRE_PARTS": ["day", "month", "year"]})
+        if dt is None:
+            return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)  # naive: UTC, as LoCoMo's own times are read
+    return dt.astimezone(timezone.utc).isoformat()
+
+
+def _sample_id(conv: dict[str, Any], ci: int, loc: str) -> str:
+    """A conversation's ``sample_id`` (its index when absent): a non-empty string or an integer."""
+    if "sample_id" not in conv:
+        return str(ci)
+    sample = conv["sample_id"]
+    if isinstance(sample, bool) or not isinstance(sample, (str, int)) or not str(sample).strip():
+        raise BadInput(f"{loc}.sample_id", f"{sample!r} is not a conversation id",
+                       "give a non-empty string such as 'conv-30', or leave sample_id out (its index is used)")
+    return str(sample)
+
+
+def _session_time(sessions: dict[str, Any], n: str | int, loc: str) -> str:
+    """The ISO instant of ``session_<n>_date_time``. Raises BadInput naming that field."""
+    field = f"{loc}.session_{n}_date_time"
+    when_text = sessions.get(f"session_{n}_date_time")
+    if when_text is None or (isinstance(when_text, str) and not when_text.strip()):
+        raise BadInput(field, "is missing or empty", "every session needs a date, e.g. '1:56 pm on 8 May, 2023'")
+    return parse_locomo_time(when_text, field)
+
+
+def _mapping(value: Any, field: str, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BadInput(field, f"is a {type(value).__name__}, not {what}", "pass a LoCoMo JSON file")
+    return value
 
 
 def locomo_commands(data: Any, where: str = "", resolve: bool = False) -> list[Any]:
@@ -130,19 +189,31 @@ def locomo_commands(data: Any, where: str = "", resolve: bool = False) -> list[A
         if not isinstance(conv, dict) or "observation" not in conv or "conversation" not in conv:
             raise BadInput(loc, "is not a LoCoMo conversation (needs 'conversation' and 'observation')",
                            "pass a LoCoMo JSON file, or use --format jsonl")
-        sample = str(conv.get("sample_id", ci))
-        sessions = conv["conversation"]
-        observations = conv["observation"]
+        sample = _sample_id(conv, ci, loc)
+        sessions = _mapping(conv["conversation"], f"{loc}.conversation", "an object of sessions")
+        observations = _mapping(conv["observation"], f"{loc}.observation", "an object of sessions' observations")
         for skey in sorted(observations, key=lambda s: int(re.sub(r"\D", "", s) or 0)):
             n = re.sub(r"\D", "", skey)
-            when_text = sessions.get(f"session_{n}_date_time")
-            if not when_text:
-                raise BadInput(f"{loc}.{skey}", f"session_{n}_date_time is missing", "every session needs a date")
-            when = parse_locomo_time(when_text, f"{loc}.session_{n}_date_time")
-            for speaker, items in observations[skey].items():
+            when = _session_time(sessions, n, loc)
+            per_speaker = _mapping(observations[skey], f"{loc}.{skey}", "an object of speakers' observations")
+            for speaker, items in per_speaker.items():
+                if not isinstance(items, list):
+                    raise BadInput(f"{loc}.{skey}.{speaker}", f"is a {type(items).__name__}, not a list",
+                                   "give a list of [text, evidence] pairs")
                 for oi, item in enumerate(items):
+                    here = f"{loc}.{skey}.{speaker}[{oi}]"
+                    if not isinstance(item, list) or len(item) < 2 or not isinstance(item[0], str):
+                        raise BadInput(here, f"{item!r} is not an observation",
+                                       "give [text, evidence]: the sentence and its dia_id(s), e.g. "
+                                       "[\"Jon lost his job\", \"D1:2\"]")
                     text, ref = item[0], item[1]
-                    ref = ",".join(ref) if isinstance(ref, list) else str(ref)
+                    if isinstance(ref, list) and all(isinstance(r, str) for r in ref):
+                        ref = ",".join(ref)
+                    elif isinstance(ref, (str, int)) and not isinstance(ref, bool):
+                        ref = str(ref)
+                    else:
+                        raise BadInput(here + "[1]", f"{ref!r} is not evidence",
+                                       "give the dia_id of the turn(s), e.g. \"D1:2\" or [\"D1:2\", \"D1:3\"]")
                     if resolve:
                         out.append(remember_line({
                             "user_id": speaker, "text": text, "observed_at": when, "valid_from": when,
@@ -233,9 +304,11 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
     if keep is not None:
         commands = [c for c in commands if keep(c.user_id)]
         messages = [m for m in messages if keep(m.user_id)]
+    # every batch is checked before the first is written: a refusal must leave the store as it was
+    message_batches = _batches(messages, batch_size)
     finish_warm = _warm_vectors(ml, commands)
     try:
-        report = _write(ml, commands, messages, on_progress, batch_size)
+        report = _write(ml, commands, message_batches, len(messages), on_progress, batch_size)
     finally:
         finish_warm(_load_search)
     return report
@@ -261,7 +334,40 @@ def _warm_vectors(ml: Any, commands: list[Any]) -> Any:
                                   and c.op in ("assert", "correct") and c.text is not None])
 
 
-def _write(ml: Any, commands: list[Any], messages: list[Any], on_progress: Any, batch_size: int) -> dict[str, Any]:
+def _batches(items: list[Any], batch_size: int) -> list[list[Any]]:
+    """``items`` cut into batches of at most ``batch_size`` that each pass :func:`check_batch_size` (a batch closes
+    early when the next item would carry it past :data:`MAX_BATCH_BYTES`). Raises BadInput for an item that alone
+    is too large (found before anything is written: a fresh-user run saw an ingest refuse its 500-message batch
+    holding one 2 MB turn after the file's facts were recorded)."""
+    out: list[list[Any]] = []
+    batch: list[Any] = []
+    size = 0
+    for i, item in enumerate(items):
+        n = _content_bytes(item)
+        if n > MAX_BATCH_BYTES:
+            check_batch_size([item], field=f"message {i + 1}")  # raises, naming it
+        if batch and (len(batch) >= batch_size or size + n > MAX_BATCH_BYTES):
+            out.append(batch)
+            batch, size = [], 0
+        batch.append(item)
+        size += n
+    if batch:
+        out.append(batch)
+    return out
+
+
+def _content_bytes(item: Any) -> int:
+    """The bytes :func:`check_batch_size` counts for one command (value as JSON, text, reason)."""
+    value = getattr(item, "value", None)
+    n = len(json.dumps(value, ensure_ascii=False).encode("utf-8")) if value is not None else 0
+    for name in ("text", "reason"):
+        part = getattr(item, name, None)
+        n += len(part.encode("utf-8")) if isinstance(part, str) else 0
+    return n
+
+
+def _write(ml: Any, commands: list[Any], message_batches: list[list[Any]], n_messages: int, on_progress: Any,
+           batch_size: int) -> dict[str, Any]:
     """The writing half of :func:`ingest`: commands in batches (one save each), remember lines one by one, then the
     conversation turns as messages. Returns the ingest report."""
     recorded = replayed = quarantined = 0
@@ -283,8 +389,12 @@ def _write(ml: Any, commands: list[Any], messages: list[Any], on_progress: Any, 
             results, chunk = [r], [line]
             i += 1
         else:
-            j = i
+            j, size = i, 0
             while j < len(commands) and j - i < batch_size and not isinstance(commands[j], RememberLine):
+                n = _content_bytes(commands[j])  # a command alone is within the limit (value 1 MB, texts 100k chars)
+                if j > i and size + n > MAX_BATCH_BYTES:
+                    break  # close the batch early rather than have record() refuse it after earlier batches
+                size += n
                 j += 1
             chunk = commands[i:j]
             results = ml.record(chunk)
@@ -300,12 +410,12 @@ def _write(ml: Any, commands: list[Any], messages: list[Any], on_progress: Any, 
                                         or not isinstance(chunk[0], RememberLine)):
             on_progress(done, len(commands))
     logged = already = 0  # messages are idempotent on message id: re-ingesting logs nothing new
-    for start in range(0, len(messages), batch_size):
-        for sr in ml.record_session(messages[start:start + batch_size]):
+    for batch in message_batches:
+        for sr in ml.record_session(batch):
             already += sr.replayed
             logged += not sr.replayed
     report = {"commands": len(commands), "recorded": recorded, "replayed": replayed, "quarantined": quarantined,
-              "users": users, "messages": {"commands": len(messages), "logged": logged, "replayed": already}}
+              "users": users, "messages": {"commands": n_messages, "logged": logged, "replayed": already}}
     if decisions:
         report["decisions"] = dict(sorted(decisions.items()))
     return report
@@ -339,7 +449,7 @@ def locomo_messages(data: Any, where: str = "") -> list[Any]:
         loc = f"{where}conversation[{ci}]"
         if not isinstance(conv, dict) or not isinstance(conv.get("conversation"), dict):
             raise BadInput(loc, "is not a LoCoMo conversation (needs 'conversation')", "pass a LoCoMo JSON file")
-        sample = str(conv.get("sample_id", ci))
+        sample = _sample_id(conv, ci, loc)
         sessions = conv["conversation"]
         speakers = [sessions.get("speaker_a"), sessions.get("speaker_b")]
         if not all(isinstance(s, str) and s for s in speakers):
@@ -347,21 +457,47 @@ def locomo_messages(data: Any, where: str = "") -> list[Any]:
         numbers = sorted(int(k.split("_")[1]) for k in sessions if re.fullmatch(r"session_\d+", k))
         for n in numbers:
             turns = sessions[f"session_{n}"]
-            when_text = sessions.get(f"session_{n}_date_time")
-            if not when_text:
-                raise BadInput(f"{loc}.session_{n}", f"session_{n}_date_time is missing", "every session needs a date")
-            when = parse_locomo_time(when_text, f"{loc}.session_{n}_date_time")
+            if not isinstance(turns, list):
+                raise BadInput(f"{loc}.session_{n}", f"is a {type(turns).__name__}, not a list of turns",
+                               "give the session's turns as a list of {speaker, dia_id, text} objects")
+            when = _session_time(sessions, n, loc)
+            logged: dict[str, tuple[Any, ...]] = {}  # dia_id -> the turn it names (a repeat must be the same turn)
             for ti, turn in enumerate(turns):
-                text = turn.get("text") or ""
-                if turn.get("blip_caption"):
-                    text = f"{text} [shares a photo: {turn['blip_caption']}]".strip()
+                here = f"{loc}.session_{n}[{ti}]"
+                if not isinstance(turn, dict):
+                    raise BadInput(here, f"is a {type(turn).__name__}, not a turn",
+                                   "give a {speaker, dia_id, text} object")
+                text, caption = turn.get("text"), turn.get("blip_caption")
+                for name, part in (("text", text), ("blip_caption", caption)):
+                    if part is not None and not isinstance(part, str):
+                        raise BadInput(f"{here}.{name}", f"is a {type(part).__name__}, not a string",
+                                       "give the turn's words as a string")
+                text = text or ""
+                if caption:
+                    text = f"{text} [shares a photo: {caption}]".strip()
+                if not text.strip():
+                    raise BadInput(f"{here}.text", "is missing or empty",
+                                   "give the turn's words (or a blip_caption for a shared photo)")
+                if len(text.encode("utf-8")) > MAX_BATCH_BYTES:
+                    raise BadInput(f"{here}.text", f"holds {len(text.encode('utf-8'))} bytes; a message takes at most "
+                                   f"{MAX_BATCH_BYTES}", "shorten the turn (or split it into several turns)")
+                message_id = turn.get("dia_id") or f"D{n}:{ti + 1}"
+                if not isinstance(message_id, str):
+                    raise BadInput(f"{here}.dia_id", f"{message_id!r} is not a turn id", "give a string such as 'D1:3'")
+                previous = logged.get(message_id)
+                if previous is not None:
+                    if previous != (text, turn.get("speaker")):
+                        raise BadInput(f"{here}.dia_id", f"{message_id!r} names two different turns of session_{n}",
+                                       "give each turn its own dia_id (a message id is logged once)")
+                    continue  # the very same turn twice: logged once, as a re-ingest would
+                logged[message_id] = (text, turn.get("speaker"))
                 for owner in speakers:
                     out.append(validate_session_command({
                         "op": "log", "user_id": owner, "session_id": f"{sample}:session_{n}",
-                        "message_id": turn.get("dia_id") or f"D{n}:{ti + 1}", "text": text,
+                        "message_id": message_id, "text": text,
                         "speaker": turn.get("speaker"), "observed_at": when,
                         "role": "user" if turn.get("speaker") == owner else "assistant",
-                    }, where=f"{loc}.session_{n}[{ti}]."))
+                    }, where=f"{here}."))
     return out
 
 

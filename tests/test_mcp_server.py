@@ -150,8 +150,9 @@ def test_stdio_pinned_user_and_destructive(tmp_path: Path) -> None:
             await assert_every_tool_refuses(c, "u2", "pinned")
             r = await c.call_tool("recall", {"user_id": "u2", "query": "water"})
             assert r.is_error
-            with pytest.raises(MCPError):
+            with pytest.raises(MCPError) as refused:
                 await c.read_resource("memledger://users/u2/profile")
+            assert refused.value.code == -32602 and "pinned" in refused.value.message  # the caller's, not internal
             # forget: the key named twice; one version alone, then the history keeps the placeholder
             assert tools["forget"].annotations.destructive_hint is True
             assert set(tools["forget"].input_schema["properties"]) >= {"key", "version", "confirm"}
@@ -209,6 +210,46 @@ def test_stdio_stdout_carries_only_protocol(tmp_path: Path) -> None:
     assert all(o["jsonrpc"] == "2.0" for o in out)
     assert out[1]["result"]["structuredContent"]["hits"][0]["key"] == "preference.drink"
     assert out[2]["result"]["isError"] is True and "after" in out[2]["result"]["content"][0]["text"]
+
+
+def test_stdio_answers_every_unreadable_line(tmp_path: Path) -> None:
+    """A line the SDK cannot read gets a JSON-RPC error instead of silence (a fresh-user run's client hung on a
+    lone surrogate and on a non-JSON line); a notification is never answered; the server goes on serving."""
+    home = tmp_path / "h"
+    seed(home)
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    lines = [
+        json.dumps(init),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"recall","arguments":'
+        '{"user_id":"u1","query":"\\ud800"}}}',
+        "this is not json",
+        '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"x":"\\udc00"}}',
+        '{"id": 8, "hello": 1}',
+        json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "recall", "arguments": {
+            "user_id": "u1", "query": "tea"}}}),
+    ]
+    proc = subprocess.Popen([sys.executable, "-m", "memledger", "--home", str(home), "serve", "mcp"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
+                            cwd=ROOT, text=True)
+    try:
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        out = [json.loads(proc.stdout.readline()) for _ in range(5)]  # hangs (and times out) if one is dropped
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert rest == ""  # the notifications got no answer
+    by_id = {o.get("id"): o for o in out[1:]}
+    assert by_id[7]["error"]["code"] == -32602 and "surrogate" in by_id[7]["error"]["message"]
+    assert by_id[None]["error"]["code"] == -32700
+    assert by_id[8]["error"]["code"] == -32600
+    assert by_id[9]["result"]["structuredContent"]["hits"][0]["key"] == "preference.drink"
 
 
 def test_two_stdio_servers_write_one_home_at_once(tmp_path: Path) -> None:

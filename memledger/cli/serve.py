@@ -86,13 +86,13 @@ def serve_mcp(ctx: typer.Context,
         raise BadInput("--transport", f"{transport!r} is not a transport", "use stdio or http")
     _port(port)
     _log_to_stderr(logging.WARNING if transport == "stdio" else logging.INFO)
-    from memledger.servers.mcp import build_mcp
+    from memledger.servers.mcp import build_mcp, run_stdio
     from memledger.servers.ops import Service
 
     with open_ledger(ctx) as ml:
         service = Service(ml)
         if transport == "stdio":
-            build_mcp(service, user=user, allow_destructive=allow_destructive).run("stdio")
+            run_stdio(build_mcp(service, user=user, allow_destructive=allow_destructive))
             return
         import contextlib
 

@@ -29,7 +29,7 @@ from typing import Annotated, Any
 import anyio
 from mcp.server.mcpserver import Context as ToolContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
@@ -399,10 +399,13 @@ def _remember_result_type(service: Service) -> Any:
 
 def _register_resources(server: MCPServer, service: Service, policy: UserPolicy) -> None:
     def check(user_id: str, ctx: ToolContext) -> str:
+        # A refusal is the caller's (bad user id, a user the key or the pin does not hold): the SDK answers
+        # ResourceNotFoundError with -32602 (invalid params), any other ResourceError with -32603 (internal error).
         try:
             return policy.resolve(user_id, principal_of(ctx))
         except (BadInput, PermissionError) as exc:
-            raise ResourceError(bad_input_text(exc) if isinstance(exc, BadInput) else f"refused: {exc}") from None
+            raise ResourceNotFoundError(bad_input_text(exc) if isinstance(exc, BadInput) else f"refused: {exc}") \
+                from None
 
     @server.resource("memledger://users/{user_id}/profile", mime_type="application/json",
                      description="The user's current facts (profile --json).")
@@ -417,7 +420,7 @@ def _register_resources(server: MCPServer, service: Service, policy: UserPolicy)
         try:
             rows: list[HistoryRow] = service.history(u, key).rows
         except BadInput as exc:
-            raise ResourceError(bad_input_text(exc)) from None
+            raise ResourceNotFoundError(bad_input_text(exc)) from None
         return json.dumps([r.model_dump(mode="json") for r in rows], ensure_ascii=False)
 
     @server.resource("memledger://users/{user_id}/context", mime_type="text/plain",
@@ -427,3 +430,77 @@ def _register_resources(server: MCPServer, service: Service, policy: UserPolicy)
 
         u = check(user_id, ctx)
         return service.context(u, ContextBody()).text
+
+
+# -- stdio: every request gets an answer ---------------------------------------------------------------------------
+def unreadable_reply(exc: Exception) -> Any:
+    """The JSON-RPC error answering a stdio line the SDK could not read (``exc``, what its reader passes on), or None
+    for a notification (never answered, JSON-RPC 2.0 section 4.1).
+
+    The SDK's stdio reader hands such lines to the server as exceptions, which it only logs: a client that sent
+    a JSON-escaped lone surrogate (``"\\ud800"``, valid JSON the SDK's parser refuses) or a line that is not JSON
+    waited for an answer forever (fresh-user run). Codes are JSON-RPC 2.0's: -32700 (not JSON; id null), -32602
+    (a lone surrogate in the request; its id), -32600 (JSON, but not a JSON-RPC message; its id when it has one)."""
+    from mcp import types
+
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    raw = errors[0].get("input") if errors else None
+    obj: Any = raw if isinstance(raw, dict) else None  # a message that parsed but is not JSON-RPC: its fields
+    if isinstance(raw, str):
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            obj = None
+    rid = obj.get("id") if isinstance(obj, dict) else None
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        rid = None
+    if isinstance(obj, dict) and "id" not in obj and "method" in obj:
+        return None
+    if obj is None:
+        code, message = types.PARSE_ERROR, "Parse error: the line is not JSON (one JSON-RPC message per line)"
+    elif isinstance(raw, str) and _has_lone_surrogate(obj):
+        code, message = types.INVALID_PARAMS, ("the request holds a lone surrogate code point (a \\ud800-\\udfff "
+                                               "escape without its pair): send text as valid Unicode")
+    else:
+        code, message = types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
+    return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
+
+
+def _has_lone_surrogate(obj: Any) -> bool:
+    if isinstance(obj, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in obj)
+    if isinstance(obj, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in obj.items())
+    if isinstance(obj, list):
+        return any(_has_lone_surrogate(v) for v in obj)
+    return False
+
+
+def run_stdio(server: MCPServer) -> None:
+    """Serve ``server`` over stdin/stdout (``memledger serve mcp``) as the SDK's ``run("stdio")`` does, except that a
+    line the SDK cannot read is answered with :func:`unreadable_reply` instead of being dropped."""
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    lowlevel = server._lowlevel_server  # what the SDK's own run_stdio_async drives (mcp 2.x MCPServer)
+
+    async def serve() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            send, receive = anyio.create_memory_object_stream[Any](0)
+
+            async def pump() -> None:
+                async with send:
+                    async for item in read_stream:
+                        if isinstance(item, Exception):
+                            reply = unreadable_reply(item)
+                            if reply is not None:
+                                await write_stream.send(SessionMessage(reply))
+                            continue
+                        await send.send(item)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pump)
+                await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+                tg.cancel_scope.cancel()
+
+    anyio.run(serve)
