@@ -402,6 +402,12 @@ def _onnx_encoder(model_dir: Path, model_id: str, batch_size: int) -> _OnnxEncod
             if dest is not None and max_len is not None:
                 try:
                     if not dest.is_file():
+                        import logging
+
+                        # seconds of silence on a first search otherwise (fresh-user run: 10 s, no word said)
+                        logging.getLogger("memledger").warning(
+                            "memledger: first use of %s on this machine: exporting it to ONNX for fast queries "
+                            "(once per machine, about 10-20 s; kept in %s)", model_dir.name, dest.parent)
                         export_onnx(model_dir, dest, max_len)
                     enc = _OnnxEncoder(dest, model_dir, max_len, batch_size)
                 except Exception as exc:  # noqa: BLE001 - any failure leaves the torch path, which is always right

@@ -281,6 +281,10 @@ class EmbeddingCache:
         self.close()
 
 
+#: a call that must embed at least this many texts says so on logger ``memledger`` (seconds of work with MiniLM)
+NOTICE_MISSES = 500
+
+
 def embed_with_cache(embedder, texts: list[str], cache: EmbeddingCache) -> np.ndarray:
     """Embed ``texts`` as passages, running the model only on texts the cache does not hold.
 
@@ -315,6 +319,12 @@ def embed_with_cache(embedder, texts: list[str], cache: EmbeddingCache) -> np.nd
             misses.setdefault(unicodedata.normalize("NFC", t), t)
     if misses:
         miss_texts = list(misses)
+        if len(miss_texts) >= NOTICE_MISSES:
+            import logging
+
+            logging.getLogger("memledger").warning(
+                "memledger: embedding %d texts with %s (once per text and model; later calls read the cache)",
+                len(miss_texts), embedder.model_id)
         vecs = np.asarray(embedder.embed_passages(miss_texts), dtype=np.float32)
         if vecs.shape != (len(miss_texts), dim):
             raise ValueError(f"embedder returned shape {vecs.shape}, expected {(len(miss_texts), dim)}")

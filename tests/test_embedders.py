@@ -252,3 +252,24 @@ def test_hash_embedder_id_moves_with_the_tokenizer():
     from projections.lexical import TOKENIZER_VERSION
 
     assert HashingEmbedder.TOKENIZER == TOKENIZER_VERSION
+
+
+def test_the_one_time_onnx_export_is_announced(monkeypatch, tmp_path, caplog):
+    import logging
+
+    from projections import embedders
+
+    monkeypatch.setenv(embedders.ONNX_ENV, str(tmp_path / "models"))
+    calls = []
+
+    def refuse(model_dir, dest, max_len):  # stands in for the 10-20 s export; its failure takes the torch path
+        calls.append(dest)
+        raise RuntimeError("no export in this test")
+
+    monkeypatch.setattr(embedders, "export_onnx", refuse)
+    monkeypatch.setattr(embedders, "_ONNX", {})
+    with caplog.at_level(logging.WARNING, logger="memledger"):
+        assert embedders._onnx_encoder(default_minilm_path(), "st:announce-test@0", 64) is None
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(calls) == 1 and messages[0].startswith("memledger: first use of ") and "once per machine" in messages[0]
+    assert "using torch" in messages[1]

@@ -162,3 +162,21 @@ def test_a_cache_in_the_old_without_rowid_layout_is_migrated_once_with_its_vecto
     with EmbeddingCache(fresh) as cache:
         cache.put_many("m", vecs)
     assert old_size / 1000 > 4000 and fresh.stat().st_size / 1000 < 2400
+
+
+def test_a_large_embedding_call_says_so_once_and_a_cached_one_says_nothing(caplog):
+    import logging
+
+    from projections.embedding_cache import NOTICE_MISSES
+
+    emb, cache = CountingEmbedder(), EmbeddingCache(":memory:")
+    texts = [f"memory number {i}" for i in range(NOTICE_MISSES)]
+    with caplog.at_level(logging.WARNING, logger="memledger"):
+        embed_with_cache(emb, texts[:-1], cache)
+        assert caplog.records == []  # below the threshold: silent
+        embed_with_cache(emb, [t + "!" for t in texts], cache)
+        assert [r.getMessage() for r in caplog.records] == [
+            f"memledger: embedding {NOTICE_MISSES} texts with {emb.model_id} (once per text and model; later calls "
+            "read the cache)"]
+        embed_with_cache(emb, [t + "!" for t in texts], cache)  # all cached now
+        assert len(caplog.records) == 1
