@@ -72,6 +72,9 @@ def check_session_id(session_id: Any, field: str = "session_id") -> str:
         raise BadInput(field, "is empty", "give the session's id, e.g. 2024-05-01 or chat-17")
     if session_id != session_id.strip() or any(unicodedata.category(c).startswith("C") for c in session_id):
         raise BadInput(field, f"{session_id!r} has surrounding spaces or control characters", "strip them")
+    if "\ufffd" in session_id:  # as for user ids (ledger/schemas.py check_user_id): a URL's %F0 decoded with loss
+        raise BadInput(field, f"{session_id!r} holds U+FFFD, the mark of bytes that were not valid UTF-8",
+                       "send the session id as UTF-8 (percent-encode its UTF-8 bytes in a URL)")
     if len(session_id) > MAX_SESSION:
         raise BadInput(field, f"is {len(session_id)} characters long", f"use at most {MAX_SESSION}")
     return unicodedata.normalize("NFC", session_id)

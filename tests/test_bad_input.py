@@ -141,6 +141,14 @@ def test_a_user_id_left_by_invalid_utf8_is_refused(fresh_ledger, user_id):
     assert fresh_ledger.history("Jon") == []
 
 
+@pytest.mark.parametrize("session_id", ["s\ufffd", "\ufffd"])
+def test_a_session_id_left_by_invalid_utf8_is_refused_like_a_user_id(fresh_ledger, session_id):
+    with pytest.raises(BadInput) as exc:
+        fresh_ledger.log_message("Jon", session_id, role="user", message_id="m1", text="hello")
+    assert exc.value.field == "session_id" and "not valid UTF-8" in exc.value.problem
+    assert fresh_ledger.head() == 0
+
+
 def test_oversized_value_and_key_are_refused_with_short_messages(fresh_ledger):
     with pytest.raises(BadInput) as exc:
         fresh_ledger.assert_fact("u1", "k.big", "x" * 1_000_001)

@@ -224,6 +224,9 @@ def test_sessions_and_context_routes(api: Any) -> None:
                     headers=h).json()
     assert "tea" in ctx["text"] and "peanuts" not in ctx["text"]
     assert http.post("/v1/users/u1/sessions/trip/end", json={}, headers=h).status_code == 201
+    r = http.post("/v1/users/u1/sessions/s%F0/messages", json={"role": "user", "message_id": "m9", "text": "x"},
+                  headers=h)  # bytes that are not UTF-8 in the path: refused as for a user id, nothing logged
+    assert r.status_code == 422 and "UTF-8" in r.text
     exported = http.get("/v1/users/u1/export", headers=h).json()
     assert exported["user_id"] == "u1" and exported["profile"]["facts"]["preference.drink"]["value"] == "tea"
 
