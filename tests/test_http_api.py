@@ -172,6 +172,12 @@ def test_problem_json_for_bad_input(api: Any) -> None:
     assert r.status_code == 422
     r = http.post("/v1/users/u1/search", json={"query": "x", "k": 0}, headers=h)
     assert r.status_code == 422 and r.json()["field"] == "k"
+    r = http.get("/v1/users/u1/search", headers=h)  # a field named like FastAPI's location ("query", "query")
+    assert r.status_code == 422 and r.json()["field"] == "query"
+    r = http.get("/v1/users/u1/search?query=", headers=h)  # the same through the body model's validation
+    assert r.status_code == 422 and r.json()["field"] == "query"
+    r = http.get("/v1/users/u1/search?query=tea&k=0", headers=h)
+    assert r.status_code == 422 and r.json()["field"] == "k"
     r = http.post("/v1/users/u1/search", json={"query": "peanuts", "allow_sensitive": ["health"]}, headers=h)
     assert r.status_code == 403  # the key was not granted the label
     r = http.post("/v1/users/u1/search", json={"query": "allergic peanuts", "allow_sensitive": ["health"]},

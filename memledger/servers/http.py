@@ -316,7 +316,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
             w = BadInput("Content-Type", f"the body was sent as {shown}, so it was not read as JSON",
                          "send the JSON body with Content-Type: application/json")
         else:
-            w = from_validation(errors, "http", BODY_FIELDS)
+            w = from_validation(errors, "http", BODY_FIELDS, located=True)
         details = [{"field": ".".join(str(p) for p in e.get("loc", ())), "problem": str(e.get("msg"))}
                    for e in errors]
         return problem_response(422, "Bad input", text_of(w), field=w.field, problem=w.problem, fix=w.fix,
@@ -716,7 +716,8 @@ def _validated(model: type, **fields: Any) -> Any:
     try:
         return model(**{k: v for k, v in fields.items() if v is not None})
     except ValidationError as exc:
-        raise RequestValidationError(exc.errors()) from None
+        # located as FastAPI locates a query parameter's error, so a field named "query" keeps its name
+        raise RequestValidationError([{**e, "loc": ("query", *e.get("loc", ()))} for e in exc.errors()]) from None
 
 
 def _query(model: type) -> Any:

@@ -105,10 +105,16 @@ def _default_fix(face: Face) -> str:
             else "see /openapi.json for the expected fields and types")
 
 
-def _loc(loc: Any, skip: tuple[str, ...] = ("body", "query", "path", "header")) -> str:
+#: where FastAPI says a request field was (the first part of its error locations)
+_LOCATIONS = ("body", "query", "path", "header", "cookie")
+
+
+def _loc(loc: Any, located: bool = False) -> str:
+    """A pydantic error location as a field path; ``located``: FastAPI's, whose first part says where the field was
+    (("query", "query") is the query parameter ``query``, not nothing: a fresh-user run got field ``body``)."""
     parts: list[str] = []
-    for p in loc or ():
-        if p in skip and not parts:
+    for i, p in enumerate(loc or ()):
+        if located and i == 0 and p in _LOCATIONS:
             continue
         if isinstance(p, int):
             parts.append(f"[{p}]")
@@ -153,10 +159,12 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower().replace("-", "_")
 
 
-def from_validation(errors: list[dict[str, Any]], face: Face, model: Any = None, where: str = "") -> BadInput:
-    """The first pydantic error of an argument model as a :class:`BadInput` (field, problem, fix)."""
+def from_validation(errors: list[dict[str, Any]], face: Face, model: Any = None, where: str = "", *,
+                    located: bool = False) -> BadInput:
+    """The first pydantic error of an argument model as a :class:`BadInput` (field, problem, fix). ``located``:
+    the errors are FastAPI's request errors, each location starting with where the field was."""
     e = errors[0] if errors else {"loc": (), "msg": "invalid", "type": "value_error"}
-    field = where + (_loc(e.get("loc")) or ("arguments" if face == "mcp" else "body"))
+    field = where + (_loc(e.get("loc"), located) or ("arguments" if face == "mcp" else "body"))
     inner = (e.get("ctx") or {}).get("error")
     if isinstance(inner, BadInput):
         problem = inner.problem
