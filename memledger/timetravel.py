@@ -257,7 +257,8 @@ def diff(ml: Store, user_id: str, from_: Any, to: Any, valid_at: Any = None, axi
     t1 = parse_instant(from_, "from")
     t2 = parse_instant(to, "to")
     if t2 < t1:
-        raise BadInput("to", f"{t2.isoformat()} is before from {t1.isoformat()}", "swap --from and --to")
+        raise BadInput("to", f"{t2.isoformat()} is before from {t1.isoformat()}",
+                       "swap the two instants: the later one goes second")
     v = t2 if valid_at is None else parse_instant(valid_at, "valid_at")
     q = ml.timetravel_queries
     _prepare(ml, after, timeout)

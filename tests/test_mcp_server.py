@@ -97,6 +97,9 @@ def test_stdio_tools_end_to_end(tmp_path: Path) -> None:
             r = await c.call_tool("diff", {"user_id": "u1", "from_as_of": "2000-01-01T00:00:00Z",
                                            "to_as_of": "2100-01-01T00:00:00Z"})
             assert "profile.city" in r.structured_content["added"]
+            r = await c.call_tool("diff", {"user_id": "u1", "from_as_of": "2100-01-01T00:00:00Z",
+                                           "to_as_of": "2000-01-01T00:00:00Z"})
+            assert r.is_error and "swap the two instants" in r.content[0].text and "--" not in r.content[0].text
             r = await c.call_tool("audit", {"user_id": "u1", "key": "profile.city"})
             chain = r.structured_content["facts"]["profile.city"]["chain"]
             assert [e["kind"] for e in chain] == ["asserted", "corrected"] and chain[1]["reason"] == "misheard"
