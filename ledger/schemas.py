@@ -46,19 +46,24 @@ MAX_BATCH_COMMANDS = 2000
 MAX_BATCH_BYTES = 4_000_000
 
 
+def content_bytes(command: Any) -> int:
+    """The bytes of content one command adds to a batch (``value`` as JSON, ``text``, ``reason``), as
+    :func:`check_batch_size` counts them."""
+    value = getattr(command, "value", None)
+    n = len(json.dumps(value, ensure_ascii=False).encode("utf-8")) if value is not None else 0
+    for name in ("text", "reason"):
+        part = getattr(command, name, None)
+        n += len(part.encode("utf-8")) if isinstance(part, str) else 0
+    return n
+
+
 def check_batch_size(commands: list[Any], field: str = "commands") -> None:
     """Refuse a batch over :data:`MAX_BATCH_COMMANDS` commands or :data:`MAX_BATCH_BYTES` bytes of content
     (``value`` as JSON, ``text``, ``reason``). Raises :class:`BadInput` naming ``field`` and how to split it."""
     if len(commands) > MAX_BATCH_COMMANDS:
         raise BadInput(field, f"holds {len(commands)} commands; one batch takes at most {MAX_BATCH_COMMANDS}",
                        f"split it into batches of at most {MAX_BATCH_COMMANDS} (each batch is saved all or nothing)")
-    size = 0
-    for c in commands:
-        value = getattr(c, "value", None)
-        size += len(json.dumps(value, ensure_ascii=False).encode("utf-8")) if value is not None else 0
-        for name in ("text", "reason"):
-            part = getattr(c, name, None)
-            size += len(part.encode("utf-8")) if isinstance(part, str) else 0
+    size = sum(content_bytes(c) for c in commands)
     if size > MAX_BATCH_BYTES:
         raise BadInput(field, f"holds {size} bytes of values and texts; one batch takes at most {MAX_BATCH_BYTES}",
                        "split it into smaller batches (each batch is saved all or nothing)")

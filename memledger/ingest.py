@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import BadInput
-from ledger.schemas import MAX_BATCH_BYTES, FactCommand, check_batch_size, validate_command
+from ledger.schemas import MAX_BATCH_BYTES, FactCommand, check_batch_size, content_bytes, validate_command
 
 FORMATS = ("locomo", "jsonl", "memorybank")
 
@@ -343,7 +343,7 @@ def _batches(items: list[Any], batch_size: int) -> list[list[Any]]:
     batch: list[Any] = []
     size = 0
     for i, item in enumerate(items):
-        n = _content_bytes(item)
+        n = content_bytes(item)
         if n > MAX_BATCH_BYTES:
             check_batch_size([item], field=f"message {i + 1}")  # raises, naming it
         if batch and (len(batch) >= batch_size or size + n > MAX_BATCH_BYTES):
@@ -354,16 +354,6 @@ def _batches(items: list[Any], batch_size: int) -> list[list[Any]]:
     if batch:
         out.append(batch)
     return out
-
-
-def _content_bytes(item: Any) -> int:
-    """The bytes :func:`check_batch_size` counts for one command (value as JSON, text, reason)."""
-    value = getattr(item, "value", None)
-    n = len(json.dumps(value, ensure_ascii=False).encode("utf-8")) if value is not None else 0
-    for name in ("text", "reason"):
-        part = getattr(item, name, None)
-        n += len(part.encode("utf-8")) if isinstance(part, str) else 0
-    return n
 
 
 def _write(ml: Any, commands: list[Any], message_batches: list[list[Any]], n_messages: int, on_progress: Any,
@@ -391,7 +381,7 @@ def _write(ml: Any, commands: list[Any], message_batches: list[list[Any]], n_mes
         else:
             j, size = i, 0
             while j < len(commands) and j - i < batch_size and not isinstance(commands[j], RememberLine):
-                n = _content_bytes(commands[j])  # a command alone is within the limit (value 1 MB, texts 100k chars)
+                n = content_bytes(commands[j])  # a command alone is within the limit (value 1 MB, texts 100k chars)
                 if j > i and size + n > MAX_BATCH_BYTES:
                     break  # close the batch early rather than have record() refuse it after earlier batches
                 size += n

@@ -81,15 +81,14 @@ def decode(app: Any, notifications: Sequence[Any], last_recorded_at: int,
     mapper = app.mapper
     # the encrypting mapper reads the batch's per-fact keys in one key-store query (ledger/crypto.py)
     many = getattr(mapper, "to_domain_events", None)
-    if reads is not None:
-        full = [n for n in notifications if _is_read(n.topic, reads)]
-        if len(full) == len(notifications):
-            reads = None
-    if reads is None:
-        decoded = many(notifications) if many is not None else [mapper.to_domain_event(n) for n in notifications]
+    wanted = None if reads is None else [_is_read(n.topic, reads) for n in notifications]
+    full = notifications if wanted is None else [n for n, w in zip(notifications, wanted) if w]
+    events = many(full) if many is not None else [mapper.to_domain_event(n) for n in full]
+    if wanted is None or len(full) == len(notifications):
+        decoded = events
     else:
-        events = iter(many(full) if many is not None else [mapper.to_domain_event(n) for n in full])
-        decoded = [next(events) if _is_read(n.topic, reads) else _unread(mapper, n) for n in notifications]
+        it = iter(events)
+        decoded = [next(it) if w else _unread(mapper, n) for n, w in zip(notifications, wanted)]
     for n, event in zip(notifications, decoded):
         stamp, recorded = system_time(event, recorded)
         out.append(LogEvent(position=n.id, event=event, recorded_at=stamp, clock=recorded))

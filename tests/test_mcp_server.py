@@ -177,6 +177,26 @@ def test_stdio_pinned_user_and_destructive(tmp_path: Path) -> None:
         assert ml.keystore.is_destroyed("u1")
 
 
+def raw_stdio(home: Path, lines: list[str], replies: int) -> tuple[list[dict[str, Any]], str]:
+    """Send ``lines`` to ``memledger serve mcp`` over its raw pipes; returns the first ``replies`` stdout lines as
+    JSON (a non-JSON line fails here) and whatever stdout holds after stdin closed."""
+    proc = subprocess.Popen([sys.executable, "-m", "memledger", "--home", str(home), "serve", "mcp"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
+                            cwd=ROOT, text=True)
+    try:
+        proc.stdin.write("".join(line + "\n" for line in lines))
+        proc.stdin.flush()
+        out = [json.loads(proc.stdout.readline()) for _ in range(replies)]
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return out, rest
+
+
 def test_stdio_stdout_carries_only_protocol(tmp_path: Path) -> None:
     """Raw JSON-RPC over the subprocess's pipes: every stdout line is a JSON-RPC message (logs go to stderr)."""
     home = tmp_path / "h"
@@ -190,24 +210,7 @@ def test_stdio_stdout_carries_only_protocol(tmp_path: Path) -> None:
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "profile", "arguments": {
             "user_id": "u1", "after": 999}}},
     ]
-    proc = subprocess.Popen([sys.executable, "-m", "memledger", "--home", str(home), "serve", "mcp"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
-                            cwd=ROOT, text=True)
-    try:
-        out: list[dict[str, Any]] = []
-        for m in msgs:
-            proc.stdin.write(json.dumps(m) + "\n")
-            proc.stdin.flush()
-            if "id" in m:
-                line = proc.stdout.readline()
-                out.append(json.loads(line))  # a non-JSON line fails here
-        proc.stdin.close()
-        rest = proc.stdout.read()
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+    out, rest = raw_stdio(home, [json.dumps(m) for m in msgs], replies=sum("id" in m for m in msgs))
     for line in rest.splitlines():
         assert json.loads(line)["jsonrpc"] == "2.0"
     assert all(o["jsonrpc"] == "2.0" for o in out)
@@ -233,20 +236,7 @@ def test_stdio_answers_every_unreadable_line(tmp_path: Path) -> None:
         json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "recall", "arguments": {
             "user_id": "u1", "query": "tea"}}}),
     ]
-    proc = subprocess.Popen([sys.executable, "-m", "memledger", "--home", str(home), "serve", "mcp"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
-                            cwd=ROOT, text=True)
-    try:
-        proc.stdin.write("\n".join(lines) + "\n")
-        proc.stdin.flush()
-        out = [json.loads(proc.stdout.readline()) for _ in range(5)]  # hangs (and times out) if one is dropped
-        proc.stdin.close()
-        rest = proc.stdout.read()
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+    out, rest = raw_stdio(home, lines, replies=5)  # hangs (and times out) if one is dropped
     assert rest == ""  # the notifications got no answer
     by_id = {o.get("id"): o for o in out[1:]}
     assert by_id[7]["error"]["code"] == -32602 and "surrogate" in by_id[7]["error"]["message"]
