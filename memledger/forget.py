@@ -230,7 +230,7 @@ def forget_fact(ml: Store, user_id: str, key: str, *, version: int | None = None
 def _purge_vectors(ml: Store, user_id: str, key: str, versions: list[int], texts: list[str]) -> int:
     """The semantic index holds the fact's text beyond the catch-up's reach until its (deferred) catch-up runs: its
     document row (tombstoned here at once if it holds a forgotten version; the catch-up's own ``FactForgotten`` step
-    then leaves the very row a rebuild makes), the in-memory mirror and per-user ``.faiss``/``.lex`` files (the
+    then leaves the very row a rebuild makes), the in-memory mirror and per-user ``.lex`` files (the
     ``generation`` bump reloads every process's mirror from the rows; this user's files are deleted in every model
     directory and rewritten), and the embedding cache rows of the texts. Returns the cache rows deleted."""
     proj = getattr(ml, "vectors_projection", None)

@@ -270,8 +270,8 @@ def compact_store(ml: Store) -> list[str]:
 
 def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:
     """The semantic index (issue 4, projections/vectors.py) keeps more than its table: an in-memory mirror, per-user
-    FAISS (``.faiss``) and BM25 (``.lex``, which holds the words) files, and an embedding cache keyed by a hash
-    of each text. The table was purged with the other projections (its generation bump tells every process to
+    BM25 files (``.lex``, which hold the words; a store written before kept FAISS ``.faiss`` files too), and an
+    embedding cache keyed by a hash of each text. The table was purged with the other projections (its generation bump tells every process to
     reload); here the mirror is reloaded now, the user's index files are deleted in every model/copy directory,
     the manifest rewritten, and the cached embeddings of every text the user ever had deleted."""
     proj = getattr(ml, "vectors_projection", None)
@@ -284,8 +284,8 @@ def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:
 
 def reload_user_index(ml: Store, proj: Any, user_id: str) -> None:
     """After the vectors table changed for ``user_id`` (erase, forget) and its generation was bumped: reload this
-    process's mirror from the rows, delete the user's ``.faiss``/``.lex`` files in every model/copy directory, and
-    rewrite the manifest and files from the mirror."""
+    process's mirror from the rows, delete the user's ``.lex`` files (and ``.faiss`` files of an older layout) in
+    every model/copy directory, and rewrite the manifest and files from the mirror."""
     from projections.vectors import user_file_stem
 
     with ml.db.read() as cur:

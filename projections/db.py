@@ -47,6 +47,10 @@ class Cursor:
     def fetchall(self) -> list[tuple]:
         return self.raw.fetchall()
 
+    def fetchmany(self, size: int) -> list[tuple]:
+        """Up to ``size`` more rows of the last query ([] when none are left): a large result read in pieces."""
+        return self.raw.fetchmany(size)
+
     @property
     def rowcount(self) -> int:
         return self.raw.rowcount

@@ -14,9 +14,10 @@ What it promises (issue 4):
   *from* it, after the transaction committed: at each search, rows whose ``position`` is past the position the
   memory reflects are read in the reader's snapshot and applied. So a rolled-back catch-up never reaches memory,
   another process's writes are seen by the next search here, and a crash can never leave a stale vector served.
-  Index files under ``<home>/vectors/<model-slug>/`` (per-user ``.faiss`` + ``.lex`` and ``manifest.json``) only
-  speed up opening: they are used only when the manifest's model, generation and position equal the table's;
-  otherwise the indexes are rebuilt from the table (no model call: the vectors are in the rows).
+  Index files under ``<home>/vectors/<model-slug>/`` (per-user BM25 ``.lex`` and ``manifest.json``) only speed up
+  opening: they are used only when the manifest's model, generation and position equal the table's; otherwise the
+  BM25 indexes are rebuilt from the table too. The FAISS indexes are always built from the table's vectors (no
+  model call, and no second copy of each vector on disk).
 
 Documents are named ``fact:<key>`` so other kinds (e.g. ``msg:<id>`` for session messages) can join later.
 Deleted documents stay as tombstone rows (``live = 0``, text and vector cleared) so that the incremental refresh
@@ -45,10 +46,13 @@ and BM25 (:meth:`VectorsProjection.rank`, absolute relevance); every other query
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
+import operator
 import os
 import re
+import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,6 +160,14 @@ def _current_texts(events: list[LogEvent]) -> list[str]:
     return list(dict.fromkeys(le.event.text for le in events
                               if getattr(le.event, "effect", None) in _CURRENT_EFFECTS
                               and getattr(le.event, "text", None) is not None))
+
+
+_LOAD_CHUNK = 2048  # rows per fetch when the mirror is opened from the table's vectors
+
+
+def _stack(rows: list[tuple], col: int, dim: int) -> np.ndarray:
+    """The float32 ``(len(rows), dim)`` matrix of the vector blobs in column ``col`` of ``rows``."""
+    return np.frombuffer(b"".join(bytes(r[col]) for r in rows), dtype="<f4").reshape(len(rows), dim)
 
 
 def _us(iso: str | None) -> int:
@@ -825,8 +837,15 @@ class VectorsProjection(Projection):
     # -- index files -----------------------------------------------------------------------------------------
     def _load_files(self, cur: Cursor, generation: int, position: int, dim: int | None,
                     cjk_dim: int | None = None) -> _Memory | None:
-        """The memory from the index files, if the manifest matches this table exactly (companion model and dim
-        included); else None (rebuild). Companion indexes are ``cjk/<user-hash>.faiss`` beside the main ones."""
+        """The memory from the BM25 index files and the table's vectors, if the manifest matches this table exactly
+        (companion model and dim included) and every user's file holds exactly the user's live documents; else None
+        (the caller rebuilds everything from the table).
+
+        The FAISS indexes are not kept in files: they are built from the table's ``vector`` / ``cjk_vector``
+        columns, which hold the same float32 bytes. A file per user was a third copy of every vector on disk
+        (1,585 of 9,573 bytes per LoCoMo memory); reading the blobs and one ``add_with_ids`` per user costs about
+        what reading the FAISS file did (docs/performance.md, footprint). The BM25 files stay: rebuilding them means
+        tokenizing every text."""
         d = self._files_dir()
         if d is None or dim is None or not (d / "manifest.json").is_file():
             return None
@@ -841,31 +860,31 @@ class VectorsProjection(Projection):
                                             _lexical_version(TOKENIZER_VERSION),
                                             self.table("docs"), self.cjk_model_id, cjk_dim):
                 return None
-            mem = _Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim)
-            cjk_users = set(man["cjk_users"])
-            for user_id, stem in man["users"].items():
-                vi = UserVectorIndex.load(d / f"{stem}.faiss", expected_dim=dim)
-                li = LexicalIndex.load(d / f"{stem}.lex")
-                ci = UserVectorIndex.load(d / "cjk" / f"{stem}.faiss", expected_dim=cjk_dim) \
-                    if user_id in cjk_users else None
-                mem.users[user_id] = _UserIndex(vi, li, {}, ci)
-        except (OSError, ValueError, KeyError, TypeError):
+            lexical = {user_id: LexicalIndex.load(d / f"{stem}.lex") for user_id, stem in man["users"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        # Metadata (provenance, value, times) is small: read it from the table rather than duplicating it.
-        cols = ", ".join(["user_id", "doc_id", *META_COLS])
-        cur.execute(f"SELECT {cols}, cjk_vector IS NOT NULL FROM {self.table('docs')} WHERE live = 1")
-        n_cjk: dict[str, int] = {}
-        for r in cur.fetchall():
-            u = mem.users.get(r[0])
-            if u is None or r[1] not in u.vectors:
-                return None
-            if r[-1]:
-                if u.cjk is None or r[1] not in u.cjk:
-                    return None
-                n_cjk[r[0]] = n_cjk.get(r[0], 0) + 1
-            u.meta[r[1]] = dict(zip(META_COLS, r[2:-1]))
-        if any(len(u.meta) != len(u.vectors) or (0 if u.cjk is None else len(u.cjk)) != n_cjk.get(uid, 0)
-               for uid, u in mem.users.items()):
+        mem = _Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim)
+        for user_id, li in lexical.items():
+            mem.users[user_id] = _UserIndex(UserVectorIndex(dim), li)
+        cols = ", ".join(["user_id", "doc_id", *META_COLS, "vector", "cjk_vector"])
+        cur.execute(f"SELECT {cols} FROM {self.table('docs')} WHERE live = 1 ORDER BY user_id, doc_id")
+        # In pieces, each added to FAISS at once: a whole 100k-memory result held in Python (150 MB of bytes
+        # objects) left the process ~140 MB larger for good (measured by bench_growth.py --rss-memories).
+        while rows := cur.fetchmany(_LOAD_CHUNK):
+            for user_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):
+                u = mem.users.get(user_id)
+                part = list(group)
+                if u is None or any(r[1] not in u.lexical for r in part):
+                    return None  # the files are not this table's: rebuild from the rows
+                u.vectors.add_many([r[1] for r in part], _stack(part, -2, dim))
+                cjk = [r for r in part if r[-1] is not None]
+                if cjk:
+                    assert cjk_dim is not None
+                    if u.cjk is None:
+                        u.cjk = UserVectorIndex(cjk_dim)
+                    u.cjk.add_many([r[1] for r in cjk], _stack(cjk, -1, cjk_dim))
+                u.meta.update((r[1], dict(zip(META_COLS, r[2:-2]))) for r in part)
+        if any(len(u.meta) != len(u.lexical) for u in mem.users.values()):
             return None
         return mem
 
@@ -889,7 +908,6 @@ class VectorsProjection(Projection):
                 "table": self.table("docs"),
                 "cjk_model_id": self.cjk_model_id, "cjk_dim": mem.cjk_dim,
                 "users": {u: user_file_stem(u) for u in sorted(mem.users)},
-                "cjk_users": sorted(u for u, x in mem.users.items() if x.cjk is not None),
             }
             atomic_write(d / "manifest.json", json.dumps({**manifest, "position": -1}).encode())
             for user_id in sorted(mem.dirty):
@@ -897,20 +915,15 @@ class VectorsProjection(Projection):
                 u = mem.users.get(user_id)
                 if u is None:
                     continue
-                u.vectors.save(d / f"{stem}.faiss")
                 u.lexical.save(d / f"{stem}.lex")
-                if u.cjk is not None:
-                    (d / "cjk").mkdir(exist_ok=True)
-                    u.cjk.save(d / "cjk" / f"{stem}.faiss")
             keep = set(manifest["users"].values())  # type: ignore[union-attr]
-            keep_cjk = {user_file_stem(u) for u in manifest["cjk_users"]}  # type: ignore[union-attr]
             for p in d.iterdir():
-                if p.suffix in (".faiss", ".lex") and p.stem not in keep:
-                    p.unlink(missing_ok=True)  # an erased user's files go too
+                # an erased user's files go, and FAISS files a store written before kept (vectors are read from
+                # the table now, see _load_files)
+                if p.suffix == ".faiss" or (p.suffix == ".lex" and p.stem not in keep):
+                    p.unlink(missing_ok=True)
             if (d / "cjk").is_dir():
-                for p in (d / "cjk").iterdir():
-                    if p.suffix == ".faiss" and p.stem not in keep_cjk:
-                        p.unlink(missing_ok=True)
+                shutil.rmtree(d / "cjk", ignore_errors=True)
             atomic_write(d / "manifest.json", json.dumps({**manifest, "position": mem.position}).encode())
             mem.dirty.clear()
 

@@ -154,13 +154,19 @@ def test_companion_is_derivable_from_the_table_and_files(store_args: dict[str, A
         assert ml.search("u1", "乐器", k=1)[0].key == "hobby.music"
     if "home" in store_args:
         d = next(Path(store_args["home"], "vectors").glob("*/serving"))
-        assert len(list((d / "cjk").glob("*.faiss"))) == 1
-    for wipe in (False, True):  # from the index files, then (files deleted) from the table alone
+        assert list(d.rglob("*.faiss")) == []  # both FAISS indexes are built from the rows' vectors
+        assert len(list(d.glob("*.lex"))) == 1
+    for wipe in (False, True):  # with the BM25 file, then (file deleted) from the table alone
         if wipe and "home" in store_args:
-            for p in Path(store_args["home"], "vectors").rglob("*.faiss"):
+            for p in Path(store_args["home"], "vectors").rglob("*.lex"):
                 p.unlink()
         other = ConceptEmbedder()
         with MemoryLedger(**store_args, embedder="hash", cjk_embedder=other) as ml:
+            with ml.db.read() as cur:
+                mem = ml.vectors_projection.refresh(cur)
+            # opened from the file (nothing to write back) unless there was none to open from
+            assert mem.dirty == (set() if "home" in store_args and not wipe else {"u1"})
+            assert len(mem.users["u1"].cjk) == 2 and len(mem.users["u1"].vectors) == 2
             hit = ml.search("u1", "乐器", k=1)[0]
             assert (hit.key, hit.parts.fusion) == ("hobby.music", "companion")
             assert other.passages == []  # nothing re-embedded: the vectors are in the rows

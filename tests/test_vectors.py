@@ -138,6 +138,39 @@ def test_index_files_are_used_only_when_the_manifest_matches(tmp_path: Any) -> N
 
 
 
+
+def test_vectors_are_read_from_the_table_and_a_foreign_index_file_is_not_trusted(tmp_path: Any) -> None:
+    home = tmp_path / "l"
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("u1", "preference.color", "blue", text="my favourite colour is blue")
+        ml.assert_fact("u2", "hobby.sport", "tennis", text="I play tennis on Sundays")
+        ml.search("u1", "colour", k=1)
+    d = home / "vectors" / "hash_v2_64" / "serving"
+    lex = sorted(p.name for p in d.iterdir() if p.suffix == ".lex")
+    assert len(lex) == 2 and list(d.rglob("*.faiss")) == []  # no file copy of the vectors
+    # a FAISS file left by an older layout goes at the next save; each user's BM25 file swapped for the other's
+    # (the manifest still matches the table) is caught by its documents and rebuilt from the rows
+    (d / "old.faiss").write_bytes(b"stale")
+    (d / "cjk").mkdir()
+    (d / "cjk" / "old.faiss").write_bytes(b"stale")
+    a, b = (d / lex[0]).read_bytes(), (d / lex[1]).read_bytes()
+    (d / lex[0]).write_bytes(b)
+    (d / lex[1]).write_bytes(a)
+    with MemoryLedger(home=home) as ml:
+        with ml.db.read() as cur:
+            mem = ml.vectors_projection.refresh(cur)
+        assert mem.dirty == {"u1", "u2"}  # rebuilt from the table, to be written back
+        assert texts(ml, "u1", "tennis colour", 5) == ["my favourite colour is blue"]
+        assert texts(ml, "u2", "tennis colour", 5) == ["I play tennis on Sundays"]
+        vec = mem.users["u1"].vectors.get_vector("fact:preference.color")
+        assert np.allclose(vec, HashingEmbedder(64).embed_passages(["my favourite colour is blue"])[0], atol=1e-6)
+    assert sorted(p.name for p in d.rglob("*") if p.is_file()) == sorted([*lex, "manifest.json"])
+    with MemoryLedger(home=home) as ml:
+        with ml.db.read() as cur:
+            assert ml.vectors_projection.refresh(cur).dirty == set()  # the rewritten files are trusted again
+        assert texts(ml, "u2", "tennis", 5) == ["I play tennis on Sundays"]
+
+
 @pytest.fixture
 def embed_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Batch sizes of every HashingEmbedder.embed_passages call made during the test (one entry per model call)."""
