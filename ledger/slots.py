@@ -379,6 +379,26 @@ _RELATIONS_EN = {
     "roommate": "roommate", "neighbour": "neighbour", "neighbor": "neighbour", "cousin": "cousin",
     "aunt": "aunt", "uncle": "uncle", "kids": "children", "children": "children",
 }
+class _LazyPattern:
+    """A regular expression compiled on first use; it answers ``search``, ``match``, ``finditer``, ... as the
+    compiled pattern does. Why: the ~125 free-text patterns below took ~14 ms to compile at import, paid by every cold
+    ``memledger profile`` or ``assert``, which never classify a sentence (docs/performance.md, the cold CLI)."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern, self.flags = pattern, flags
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = getattr(re.compile(self.pattern, self.flags), name)
+        self.__dict__[name] = value  # the next lookup of ``name`` finds it without coming here
+        return value
+
+
+def _lazy_re(pattern: str, flags: int = 0) -> _LazyPattern:
+    return _LazyPattern(pattern, flags)
+
+
 _RELATIONS_ZH = {
     "哥哥": "brother", "弟弟": "brother", "姐姐": "sister", "妹妹": "sister", "妈妈": "mother", "母亲": "mother",
     "爸爸": "father", "父亲": "father", "老婆": "wife", "妻子": "wife", "太太": "wife", "老公": "husband",
@@ -395,11 +415,11 @@ _LEAD_EN = (r"^(?:(?:and|also|oh|btw|by the way|sorry|oops|wait|no|nope|actually
             r"\s*[,:;.!\-\u2013\u2014]*\s*)*(?:that |it'?s |it is )?")
 _LEAD_ZH = (r"^(?:(?:还有|另外|说错了|不对|更正一下|更正|纠正一下|纠正|我是说|我的意思是|其实|搞错了|记错了|口误|抱歉|"
             r"不好意思|对不起|哦|嗯|刚才)[，,。：:！!\s]*)*(?:不是.{1,16}?[，,]?而是|应该是|是)?")
-_REL_EN_RE = re.compile(_LEAD_EN + r"(?:my|our) (" + "|".join(
+_REL_EN_RE = _lazy_re(_LEAD_EN + r"(?:my|our) (" + "|".join(
     sorted(_RELATIONS_EN, key=len, reverse=True)) + r")(?:'s|s'|’s)?\b")
-_REL_ZH_RE = re.compile(_LEAD_ZH + r"(?:我|我们)(?:的|家)?(" + "|".join(sorted(_RELATIONS_ZH, key=len, reverse=True)) + ")")
+_REL_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:我|我们)(?:的|家)?(" + "|".join(sorted(_RELATIONS_ZH, key=len, reverse=True)) + ")")
 
-_CORRECTION = [re.compile(p) for p in (
+_CORRECTION = [_lazy_re(p) for p in (
     r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",
     r"\bi was wrong\b", r"\bto correct\b", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
     r"\bmisremembered\b", r"\bnot \w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b",
@@ -407,12 +427,12 @@ _CORRECTION = [re.compile(p) for p in (
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
 )]
 #: A question states nothing about the user ("Do you think I should drink more water?", "我该不该换工作？").
-_QUESTION = re.compile(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|could|would|can|will|is|are|am|was|were|have|"
+_QUESTION = _lazy_re(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|could|would|can|will|is|are|am|was|were|have|"
                        r"has)\s+(?:i|you|we|my|it|he|she|they|there)\b|[吗嘛呢]\s*[。.]?\s*$|你觉得|你认为|要不要|该不该|"
                        r"是不是应该|能不能|可不可以")
 #: A plan, possibility or hypothetical is not (yet) a change of the current value ("I might move to Berlin next
 #: year", "I'm thinking about switching to tea", 我明年可能搬到深圳, 我打算换工作): it is recorded as a plan.
-_TENTATIVE = re.compile(r"\b(?:might|(?:maybe|perhaps)(?! (?:\d|one|two|three|four|five|a few|twice|once)\b)|possibly|"
+_TENTATIVE = _lazy_re(r"\b(?:might|(?:maybe|perhaps)(?! (?:\d|one|two|three|four|five|a few|twice|once)\b)|possibly|"
                         r"(?:will|'ll|would|gonna) probably|probably (?:will|going to|gonna|move|switch)|"
                         r"thinking (?:about|of)|considering|"
                         r"contemplating|hoping to|hope to|would like to|i'?d like to|not sure (?:if|whether)|"
@@ -421,12 +441,12 @@ _TENTATIVE = re.compile(r"\b(?:might|(?:maybe|perhaps)(?! (?:\d|one|two|three|fo
                         r"in the future|whether to)\b|^if\b|可能|也许|或许|大概|说不定|考虑|如果|要是|将来|有机会")
 #: Plan words make a statement tentative too ("I'm planning to switch to tea", 我打算换工作), except when the plan
 #: itself is what stops ("We cancelled the plan to move to Canada", 去加拿大的计划取消了: a cessation of the plan).
-_PLANNING = re.compile(r"\bplan(?:s|ning)? (?:to|on)\b|\bgoing to\b(?! the| a )|打算|计划|准备|想去|想搬|想换|想学|想买")
-_PLAN_NOUN = re.compile(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计划|计划(?:取消|泡汤|搁置|作废|放弃|没了)|"
+_PLANNING = _lazy_re(r"\bplan(?:s|ning)? (?:to|on)\b|\bgoing to\b(?! the| a )|打算|计划|准备|想去|想搬|想换|想学|想买")
+_PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计划|计划(?:取消|泡汤|搁置|作废|放弃|没了)|"
                         r"(?:放弃|取消|不再)了?.{0,8}计划")
-_ADDITIVE = re.compile(r"\b(?:also|too|as well|in addition|besides|as much as)\b|也|还有|另外|又")
-_NEGATED = [re.compile(p) for p in (r"不是(.{1,12}?)而是", r"\bnot ([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
-_CESSATION = [re.compile(p) for p in (
+_ADDITIVE = _lazy_re(r"\b(?:also|too|as well|in addition|besides|as much as)\b|也|还有|另外|又")
+_NEGATED = [_lazy_re(p) for p in (r"不是(.{1,12}?)而是", r"\bnot ([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
+_CESSATION = [_lazy_re(p) for p in (
     r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b(?! (?:at|by|in|for)\b)", r"\bquit\b", r"\bgave up\b",
     r"\bgiven up\b", r"\bdropped\b", r"\blost (?:my|his|her|their) job\b", r"\bleft (?:my|his|her) job\b",
     r"\blaid (?:\w+ )?off\b", r"\b(?:was|got|been|get) fired\b", r"\bfired (?:me|him|her)\b",
@@ -438,7 +458,7 @@ _CESSATION = [re.compile(p) for p in (
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
     r"取消", r"搬离", r"停了", r"不.{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
 )]
-_CHANGE = [re.compile(p) for p in (
+_CHANGE = [_lazy_re(p) for p in (
     r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",
     r"\bmoved to\b", r"\bstarted\b", r"\bnew\b", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",
     r"\bgot (?:a|an)\b", r"\bturned\b", r"\bfrom now on\b", r"\bmoving to\b", r"\brelocated\b", r"\bjoined\b",
@@ -548,12 +568,12 @@ def _strip(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-_SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
+_SELF_EN = _lazy_re(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
                       r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
                       r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b")
-_SELF_ZH = re.compile(r"我|用户|^[他她]|房东|^[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]")
+_SELF_ZH = _lazy_re(r"我|用户|^[他她]|房东|^[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]")
 #: the statement is about how things used to be, not the current value ("we used to drink matcha", "小时候")
-_PAST = re.compile(r"\bused to\b|\bas a (?:kid|child|student)\b|\bwhen i was (?:a kid|young|little)\b|"
+_PAST = _lazy_re(r"\bused to\b|\bas a (?:kid|child|student)\b|\bwhen i was (?:a kid|young|little)\b|"
                    r"小时候|以前|过去|当年")
 
 
@@ -655,11 +675,11 @@ _GENERIC_STEMS |= _generic_stems()  # "lives" stems to "liv": a slot word too
 
 #: A statement naming several values of one slot: "I have two cats, Luna and Mochi", "I speak French, German and
 #: Dutch", "我养了两只猫". A cessation naming one of them must not retire the whole memory (ledger/resolution.py).
-_SEVERAL_CI = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|both|several|a couple of|a few)\b|"
+_SEVERAL_CI = _lazy_re(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|both|several|a couple of|a few)\b|"
                          r"\ban? \w+(?: \w+){0,3} and (?:an?|the) \w+|[两二三四五六七八九几]\s*[只个条位种门辆台本]|、|"
                          r"[一两二三四五六七八九几]\s*[只个条位种门辆台本].{1,8}和.{0,2}[一两二三四五六七八九几]?\s*[只个条位种门辆台本]")
-_SEVERAL_CS = re.compile(r"\b[A-Z][\w'-]+,? (?:and|&) [A-Z][\w'-]+\b|\b[A-Z][\w'-]+, [A-Z][\w'-]+\b")
-_ALL = re.compile(r"\b(?:both|all|every one of|each of)\b|都|全部|全都")
+_SEVERAL_CS = _lazy_re(r"\b[A-Z][\w'-]+,? (?:and|&) [A-Z][\w'-]+\b|\b[A-Z][\w'-]+, [A-Z][\w'-]+\b")
+_ALL = _lazy_re(r"\b(?:both|all|every one of|each of)\b|都|全部|全都")
 
 
 def names_several(text: str) -> bool:

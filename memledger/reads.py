@@ -13,11 +13,35 @@ from ledger.errors import BadInput
 from ledger.schemas import FactView, HistoryRow, Profile, Receipt, RoleContext
 from ledger.timeutil import from_micros, now_utc, to_micros
 
-from .hygiene import split_scheduled
 from .store import Store
 
 #: Profile fact keys read as the user's IANA time zone, first found wins (docs/sessions.md).
 TZ_KEYS: tuple[str, ...] = ("profile.timezone", "profile.time_zone", "profile.tz", "timezone")
+
+
+def split_scheduled(store: Store, cur: Any, user_id: str, rows: list[dict[str, Any]],
+                    now_us: int) -> list[dict[str, Any]]:
+    """The current part of profile rows (projections/profile.py ``rows``) at ``now_us`` (micros), by key.
+
+    A row is scheduled (left out) when its ``valid_from`` is after ``now_us`` and after the instant it was said (a statement
+    about the future: "check-up next Friday"); the version of its key covering ``now_us`` (a value it will
+    supersede), if any, is current in its place, as a profile-shaped row with status ``current``. A row said after
+    ``now_us`` and true from when it was said (``context --now`` in the past) is not scheduled: it is simply later
+    than ``now``. :func:`facts_at` gives every scheduled version, not only a key's head."""
+    current = []
+    for r in rows:
+        if r["valid_from"] <= now_us:
+            current.append(r)
+            continue
+        said = store.history_projection.observed_at_of(cur, user_id, r["key"], r["version"])
+        if said is None or r["valid_from"] <= said:
+            current.append(r)
+            continue
+        before = store.history_projection.covering(cur, user_id, r["key"], now_us)
+        if before is not None:
+            current.append({**{k: before.get(k) for k in r}, "status": "current", "valid_to": before["valid_to"]})
+    current.sort(key=lambda r: r["key"])
+    return current
 
 
 def _value(value_json: str | None) -> Any:

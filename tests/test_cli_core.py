@@ -59,6 +59,17 @@ def test_value_parsing(cli):
         assert cli.json("profile", "u1")["facts"]["v.x"]["value"] == parsed, raw
 
 
+
+def test_human_output_prints_a_memory_as_said(cli):
+    # rich's markup and emoji codes are off: neither "[bold]" nor ":thumbs_up:" is rewritten
+    said = "I said :thumbs_up: to [bold]the plan[/bold] :smile:"
+    code, _, err = cli("assert", "u1", "note.reply", said, "--text", said)
+    assert code == 0, err
+    for verb in (["profile", "u1"], ["history", "u1"], ["search", "u1", "the plan"]):
+        code, out, err = cli(*verb)
+        assert code == 0, err
+        assert ":thumbs_up:" in out and "[bold]the plan[/bold]" in out and "\U0001f44d" not in out, verb
+
 def test_idempotency_key_through_cli(cli):
     a = cli.json("assert", "u1", "k.a", "1", "--idempotency-key", "abc")
     b = cli.json("assert", "u1", "k.a", "1", "--idempotency-key", "abc")

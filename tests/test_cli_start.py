@@ -221,3 +221,29 @@ def test_the_api_annotations_still_resolve_for_the_mcp_tool_schemas():
                                                                          "quarantine", "session_start")} == {
         "forget": "ForgetReceipt", "believed": "Beliefs", "erase": "ErasureReceipt", "context": "Context",
         "quarantine": "QuarantineList", "session_start": "SessionReceipt"}
+
+
+_PATTERN_PROBE = r"""
+import json, sys
+from memledger.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+from ledger import slots
+lazy = [v for v in vars(slots).values() if isinstance(v, slots._LazyPattern)]
+lazy += [p for v in vars(slots).values() if isinstance(v, list) for p in v if isinstance(p, slots._LazyPattern)]
+print(json.dumps([len(lazy), sum(1 for p in lazy if "search" in p.__dict__ or "match" in p.__dict__)]))
+"""
+
+
+def test_assert_and_profile_compile_none_of_the_free_text_patterns(tmp_path):
+    home = str(tmp_path / "h")
+    for argv in (["assert", "u1", "preference.drink", '"tea"'], ["profile", "u1"], ["remember", "u1", "I drink tea now"]):
+        proc = subprocess.run([sys.executable, "-c", _PATTERN_PROBE, "--home", home, *argv], capture_output=True,
+                              text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        total, compiled = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert total > 100
+        # remember classifies its sentence: that compiles patterns; a structured assert or a profile never does
+        assert (compiled > 0) == (argv[0] == "remember"), (argv, compiled)

@@ -19,8 +19,11 @@ from ledger.errors import BadInput
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="memledger: an event-sourced memory ledger for LLM agents.")
 # Piped output (scripts, `| head`) gets wide tables instead of rich's 80-column default, so cells are not cut.
-out = Console(highlight=False, soft_wrap=True, markup=False, width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+# No markup and no emoji codes: a memory is printed as it was said (rich's default turned a user's ":thumbs_up:"
+# into an emoji, and loaded its ~3,600 emoji names on every cold call to do so).
+out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False,
+              width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def _print_version(wanted: bool) -> None:
