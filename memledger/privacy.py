@@ -300,7 +300,7 @@ def reload_user_index(ml: Store, proj: Any, user_id: str) -> None:
             for path in (ml.settings.home / "vectors").rglob(stem + suffix):
                 path.unlink(missing_ok=True)
         if not mismatch:
-            proj.save_files()  # manifest without the user's stale files (and files of users the mirror lacks go too)
+            proj.try_save_files()  # manifest without the user's files (and files of users the mirror lacks go)
 
 
 def _vacuum_postgres(ml: Store) -> None:

@@ -63,6 +63,13 @@ class EmbeddingCache:
 
     Thread-safe: one connection guarded by a lock (embedding calls dominate, so contention is moot).
     Usable as a context manager; :meth:`close` releases the file.
+
+    A file that is not a readable database (overwritten, malformed) is deleted and started again empty, with a
+    warning on logger ``memledger``: it holds only vectors the model computes again.
+
+    Raises:
+        MemledgerError: the file cannot be opened at all (a directory in its place, no permission); the message
+            names the path and the fix.
     """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
@@ -71,10 +78,33 @@ class EmbeddingCache:
             Path(p).parent.mkdir(parents=True, exist_ok=True)
         self.path = p
         self._lock = threading.Lock()
+        self._dims: dict[str, int] = {}
+        try:
+            self._open()
+        except sqlite3.OperationalError as exc:  # not a file SQLite can open (a directory, no permission), or busy
+            from ledger.errors import MemledgerError
+
+            raise MemledgerError(f"the embedding cache {p} cannot be opened ({exc}). It holds only vectors the "
+                                 "model can compute again: fix what is in the way (a directory in its place, "
+                                 "permissions), or delete it.") from exc
+        except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
+            # Only derived vectors are in it (no text, see the module docstring): start it again rather than leave
+            # every write and search failing until someone deletes it (a fresh-user run, urandom over the file).
+            import logging
+
+            self._conn.close()
+            for suffix in ("", "-wal", "-shm"):
+                Path(p + suffix).unlink(missing_ok=True)
+            logging.getLogger("memledger").warning(
+                "memledger: the embedding cache %s was unreadable (%s) and was started again empty; texts are "
+                "embedded again as they are needed.", p, exc)
+            self._open()
+
+    def _open(self) -> None:
         # timeout: several processes (CLI writers, a rebuild) share the cache; wait for a writer like every other
         # store of the ledger does rather than failing with "database is locked" after sqlite3's default 5 s.
-        self._conn = sqlite3.connect(p, check_same_thread=False, isolation_level=None, timeout=60)
-        if p != ":memory:":
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=60)
+        if self.path != ":memory:":
             # WAL: readers (another process rebuilding) are not blocked by a writer.
             self._conn.execute("PRAGMA journal_mode=WAL")
             # A cache: a commit lost to a power cut is recomputed, never wrong (WAL + NORMAL cannot corrupt the
@@ -83,7 +113,6 @@ class EmbeddingCache:
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._migrate_without_rowid()
         self._conn.executescript(_SCHEMA)
-        self._dims: dict[str, int] = {}
 
     def _migrate_without_rowid(self) -> None:
         """Copy a cache written in the old WITHOUT ROWID layout into the current one (see ``_SCHEMA``), in one

@@ -230,6 +230,8 @@ class _Memory:
     users: dict[str, _UserIndex] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
     lock: threading.RLock = field(default_factory=threading.RLock)
+    #: sha256 (hex) of each user's BM25 file as last written or read (file stem -> digest), for the manifest
+    digests: dict[str, str] = field(default_factory=dict)
 
 
 class VectorsProjection(Projection):
@@ -865,10 +867,16 @@ class VectorsProjection(Projection):
                                             _lexical_version(TOKENIZER_VERSION),
                                             self.table("docs"), self.cjk_model_id, cjk_dim):
                 return None
-            lexical = {user_id: LexicalIndex.load(d / f"{stem}.lex") for user_id, stem in man["users"].items()}
+            lexical, digests = {}, {}
+            for user_id, stem in man["users"].items():
+                data = (d / f"{stem}.lex").read_bytes()
+                digests[stem] = hashlib.sha256(data).hexdigest()
+                if man["digests"][stem] != digests[stem]:
+                    return None  # a file of another state (copied back, another user's): not this manifest's
+                lexical[user_id] = LexicalIndex.from_bytes(data)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        mem = _Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim)
+        mem = _Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim, digests=digests)
         for user_id, li in lexical.items():
             mem.users[user_id] = _UserIndex(UserVectorIndex(dim), li)
         cols = ", ".join(["user_id", "doc_id", *META_COLS, "vector", "cjk_vector"])
@@ -915,13 +923,20 @@ class VectorsProjection(Projection):
                 "users": {u: user_file_stem(u) for u in sorted(mem.users)},
             }
             atomic_write(d / "manifest.json", json.dumps({**manifest, "position": -1}).encode())
+            keep = set(manifest["users"].values())  # type: ignore[union-attr]
             for user_id in sorted(mem.dirty):
                 stem = user_file_stem(user_id)
                 u = mem.users.get(user_id)
                 if u is None:
                     continue
-                u.lexical.save(d / f"{stem}.lex")
-            keep = set(manifest["users"].values())  # type: ignore[union-attr]
+                data = u.lexical.to_bytes()
+                atomic_write(d / f"{stem}.lex", data)
+                mem.digests[stem] = hashlib.sha256(data).hexdigest()
+            mem.digests = {stem: h for stem, h in mem.digests.items() if stem in keep}
+            # The digest of each file: an open trusts a file only if it is the very one this manifest was written
+            # with (a fresh-user run copied an older file back, and swapped two users' files of the same document
+            # ids; both were trusted and ranked by stale or foreign words).
+            manifest["digests"] = dict(sorted(mem.digests.items()))
             for p in d.iterdir():
                 # an erased user's files go, and FAISS files a store written before kept (vectors are read from
                 # the table now, see _load_files)
@@ -932,10 +947,28 @@ class VectorsProjection(Projection):
             atomic_write(d / "manifest.json", json.dumps({**manifest, "position": mem.position}).encode())
             mem.dirty.clear()
 
-    def close(self) -> None:
-        """Persist the index files (best effort) and release the embedding cache."""
+    def try_save_files(self) -> bool:
+        """:meth:`save_files`, best effort: a file that cannot be written (a read-only or full disk, a directory in
+        its place) is reported on logger ``memledger`` and False returned. Why: the files only make the next open
+        faster, and the command saving them has done its work (a fresh-user run saw ``remember`` exit 1 after
+        recording, and every user's search fail, for one unwritable ``.lex`` file). The manifest, written first with
+        position -1, keeps whatever was left half-written untrusted."""
         try:
             self.save_files()
+            return True
+        except OSError as exc:
+            import logging
+
+            logging.getLogger("memledger").warning(
+                "memledger: the search index files under %s were not saved (%s); they only make opening faster, "
+                "so nothing is lost, but the next open rebuilds them from the table. Fix: make that directory "
+                "writable, or remove what is in the way.", self._files_dir(), exc)
+            return False
+
+    def close(self) -> None:
+        """Persist the index files (best effort, :meth:`try_save_files`) and release the embedding cache."""
+        try:
+            self.try_save_files()
         finally:
             if self._cache is not None:
                 self._cache.close()

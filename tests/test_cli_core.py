@@ -167,3 +167,38 @@ def test_locomo_dates_read_by_strptime_match_dateparser():
         assert parse_locomo_time(text, "date_time") == expected.astimezone(timezone.utc).isoformat(), text
     _locomo_instant.cache_clear()
     assert parse_locomo_time("May 8, 2023 1:56 pm", "date_time") == "2023-05-08T13:56:00+00:00"  # dateparser's
+
+
+def test_damaged_search_files_never_fail_a_write_or_a_search(tmp_path):
+    from tests.conftest import CLI
+
+    home = tmp_path / "h"
+    cli = CLI({"home": home})
+    assert cli("remember", "alice", "I drink green tea every morning")[0] == 0
+    assert cli("search", "alice", "tea")[0] == 0  # writes the index files
+    (home / "vectors" / "embeddings.db").write_bytes(b"\x00garbage" * 1024)
+    lex = next((home / "vectors").glob("*/serving/*.lex"))
+    lex.unlink()
+    lex.mkdir()  # a directory in the way of alice's index file
+    code, out, err = cli("remember", "alice", "These days I drink hot chocolate instead", "--json")
+    assert code == 0, err
+    assert json.loads(out)["decision"] == "supersede"
+    assert "embedding cache" in err and "were not saved" in err and "Traceback" not in err
+    hits = cli.json("search", "alice", "what do I drink")
+    assert [h["text"] for h in hits] == ["These days I drink hot chocolate instead"]
+    assert len(cli.json("history", "alice")) == 2  # one remember, one supersede: nothing written twice
+    (home / "vectors" / "embeddings.db").unlink()
+    (home / "vectors" / "embeddings.db").mkdir()
+    code, out, err = cli("remember", "alice", "I play tennis on Sundays")
+    assert code == 1 and "cannot be opened" in err and "embeddings.db" in err and "Traceback" not in err
+
+
+def test_table_cells_mark_a_cut_value(cli):
+    long = " ".join(["word"] * 40) + " END"
+    assert cli("assert", "u1", "note.long", json.dumps(long))[0] == 0
+    code, out, err = cli("profile", "u1")
+    assert code == 0, err
+    assert "\u2026" in out and "END" not in out and out.count("word") == 15  # a quote, 15 words, "wor…"
+    code, out, _ = cli("history", "u1")
+    assert "\u2026" in out and "END" not in out
+    assert cli.json("profile", "u1")["facts"]["note.long"]["value"] == long  # --json has it whole

@@ -180,3 +180,26 @@ def test_a_large_embedding_call_says_so_once_and_a_cached_one_says_nothing(caplo
             "read the cache)"]
         embed_with_cache(emb, [t + "!" for t in texts], cache)  # all cached now
         assert len(caplog.records) == 1
+
+
+def test_an_unreadable_cache_file_is_started_again_and_one_in_the_way_is_named(tmp_path, caplog):
+    path = tmp_path / "vectors" / "embeddings.db"
+    path.parent.mkdir()
+    path.write_bytes(np.random.default_rng(7).bytes(8192))  # not a database
+    (tmp_path / "vectors" / "embeddings.db-wal").write_bytes(b"junk")
+    emb = CountingEmbedder()
+    with caplog.at_level("WARNING", logger="memledger"):
+        with EmbeddingCache(path) as cache:
+            assert cache.count() == 0
+            out = embed_with_cache(emb, ["I drink tea"], cache)
+            assert cache.count() == 1 and np.allclose(out[0], HashingEmbedder(32).embed_passages(["I drink tea"])[0])
+    assert "was unreadable" in caplog.text and str(path) in caplog.text
+    with EmbeddingCache(path) as cache:  # the new file is an ordinary cache
+        assert cache.count() == 1
+    path.unlink()
+    path.mkdir()  # a directory in its place: not ours to delete
+    from ledger.errors import MemledgerError
+
+    with pytest.raises(MemledgerError, match=f"the embedding cache {path} cannot be opened.*delete it"):
+        EmbeddingCache(path)
+    assert path.is_dir()

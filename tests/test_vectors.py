@@ -171,6 +171,70 @@ def test_vectors_are_read_from_the_table_and_a_foreign_index_file_is_not_trusted
         assert texts(ml, "u2", "tennis", 5) == ["I play tennis on Sundays"]
 
 
+
+def test_an_index_file_of_another_state_is_not_trusted(tmp_path: Any) -> None:
+    """Two users with the same document ids, so only the files' contents tell them apart; and a user's own file from
+    before a supersede copied back. Each is caught by the manifest's digests and rebuilt from the table."""
+    home = tmp_path / "l"
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("u1", "preference.drink", "tea", text="I drink green tea every morning")
+        ml.assert_fact("u2", "preference.drink", "coffee", text="I drink black coffee")
+        ml.search("u1", "drink", k=1)
+    d = home / "vectors" / "hash_v2_64" / "serving"
+    from projections.vectors import user_file_stem
+
+    f1, f2 = (d / f"{user_file_stem(u)}.lex" for u in ("u1", "u2"))
+    old1 = f1.read_bytes()
+
+    def opened(ml: MemoryLedger) -> set[str]:
+        with ml.db.read() as cur:
+            return set(ml.vectors_projection.refresh(cur).dirty)  # empty: trusted the files
+
+    def lexical(ml: MemoryLedger, user: str, query: str) -> float | None:
+        return ml.search(user, query, k=1)[0].parts.lexical
+
+    with MemoryLedger(home=home) as ml:
+        assert opened(ml) == set()
+        ml.assert_fact("u1", "preference.drink", "cocoa", text="These days I drink hot chocolate instead")
+        assert lexical(ml, "u1", "green tea") is None
+    f1.write_bytes(old1)  # the file from before the supersede, under a manifest of after it
+    with MemoryLedger(home=home) as ml:
+        assert opened(ml) == {"u1", "u2"}
+        assert lexical(ml, "u1", "green tea") is None  # no stale words
+    a, b = f1.read_bytes(), f2.read_bytes()
+    f1.write_bytes(b)
+    f2.write_bytes(a)
+    with MemoryLedger(home=home) as ml:
+        assert opened(ml) == {"u1", "u2"}
+        assert lexical(ml, "u1", "coffee") is None  # none of u2's words
+        assert lexical(ml, "u2", "chocolate") is None
+    with MemoryLedger(home=home) as ml:
+        assert opened(ml) == set()  # rewritten, trusted again
+        assert lexical(ml, "u1", "chocolate") is not None
+
+
+def test_index_files_that_cannot_be_written_never_fail_the_command(tmp_path: Any, caplog: Any) -> None:
+    home = tmp_path / "l"
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("u1", "preference.drink", "tea", text="I drink green tea every morning")
+        ml.assert_fact("u2", "hobby.sport", "tennis", text="I play tennis on Sundays")
+        ml.search("u1", "drink", k=1)
+    from projections.vectors import user_file_stem
+
+    f1 = home / "vectors" / "hash_v2_64" / "serving" / f"{user_file_stem('u1')}.lex"
+    f1.unlink()
+    f1.mkdir()  # in the way of the file
+    with caplog.at_level("WARNING", logger="memledger"):
+        with MemoryLedger(home=home) as ml:
+            ml.assert_fact("u1", "preference.drink", "cocoa", text="I drink hot chocolate now")
+            assert texts(ml, "u2", "tennis", 5) == ["I play tennis on Sundays"]
+            assert texts(ml, "u1", "drink", 5) == ["I drink hot chocolate now"]
+    assert "were not saved" in caplog.text and "Fix:" in caplog.text
+    with MemoryLedger(home=home) as ml:  # the manifest was left untrusted: rebuilt from the table
+        assert texts(ml, "u1", "drink", 5) == ["I drink hot chocolate now"]
+        assert ml.app.recorder.max_notification_id() == 3
+
+
 @pytest.fixture
 def embed_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Batch sizes of every HashingEmbedder.embed_passages call made during the test (one entry per model call)."""

@@ -103,6 +103,12 @@ def open_store(obj: dict[str, Any], *, embedder: str | None = None) -> Any:
                         **({"embedder": embedder} if embedder is not None else {}))
 
 
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters for a table cell, the cut marked with "…" (``--json`` has it whole).
+    A fresh-user run found values cut at 80 with no mark, reading as a shorter value."""
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
+
+
 def parse_value(raw: str) -> Any:
     """VALUE is JSON when it parses as JSON (NaN/Infinity excluded), else the string itself."""
 

@@ -13,7 +13,7 @@ from ledger.errors import BadInput, MemledgerError
 
 from .common import (AfterOpt, ActorOpt, ConfidenceOpt, IdemOpt, JsonOpt, ObservedOpt, ReasonOpt, SessionOpt,
                      SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app, emit_json, emit_receipt, err,
-                     open_ledger, out, parse_value)
+                     clip, open_ledger, out, parse_value)
 
 
 #: the role the agent plays when it writes (kept with the version; search's --role gives it a bonus, --role-filter
@@ -118,7 +118,7 @@ def remember_cmd(
     out.print(f"{r.decision} {r.user_id} {r.key} v{r.version} [{r.effect}] at position {r.position}{note}")
     out.print(f"  {r.explanation}")
     for m in r.related:
-        out.print(f"  {m.relation:<13} {m.key} v{m.version} score {m.score:.3f}: {m.text[:80]}")
+        out.print(f"  {m.relation:<13} {m.key} v{m.version} score {m.score:.3f}: {clip(m.text, 80)}")
 
 
 @app.command("unlink")
@@ -146,7 +146,7 @@ def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: O
     for col in ("key", "value", "v", "valid from", "source", "status"):
         table.add_column(col)
     for key, f in prof.facts.items():
-        table.add_row(key, json.dumps(f.value, ensure_ascii=False)[:80], str(f.version),
+        table.add_row(key, clip(json.dumps(f.value, ensure_ascii=False), 80), str(f.version),
                       f.valid_from.isoformat(), f.source, f.status)
     out.print(table)
 
@@ -164,7 +164,7 @@ def history_cmd(ctx: typer.Context, user: str, key: Optional[str] = typer.Argume
     for col in ("pos", "key", "v", "kind", "value", "valid from", "valid to", "status", "reason"):
         table.add_column(col)
     for r in rows:
-        table.add_row(str(r.position), r.key, str(r.version), r.kind, json.dumps(r.value, ensure_ascii=False)[:60],
+        table.add_row(str(r.position), r.key, str(r.version), r.kind, clip(json.dumps(r.value, ensure_ascii=False), 60),
                       r.valid_from.isoformat() if r.valid_from else "", r.valid_to.isoformat() if r.valid_to else "",
                       r.status, r.reason or "")
     out.print(table)

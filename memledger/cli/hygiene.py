@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from .common import JsonOpt, app, emit_json, open_ledger, out
+from .common import JsonOpt, app, clip, emit_json, open_ledger, out
 
 NowOpt = typer.Option(None, "--now", help="The instant to judge expiry and due dates at (ISO 8601 with an offset; "
                                           "default: now).")
@@ -29,7 +29,7 @@ def _check(user: Optional[str], now: Optional[str]) -> None:
 
 
 def _short(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)[:60]
+    return clip(json.dumps(value, ensure_ascii=False), 60)
 
 
 @app.command("quarantine")

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from memledger.timetravel import render_json, zone
 
-from .common import AfterOpt, JsonOpt, TimeoutOpt, app, emit_json, open_ledger, out
+from .common import AfterOpt, JsonOpt, TimeoutOpt, app, clip, emit_json, open_ledger, out
 
 AxisOpt = typer.Option("system", "--axis",
                        help="system: --as-of is recorded_at (default); observed: it is observed_at (imported history).")
@@ -37,7 +37,7 @@ def _beliefs_table(title: str, facts: dict[str, Any], z: Any) -> Table:
     for col in ("key", "value", "v", "valid from", "valid to", "status", "source", "since"):
         table.add_column(col)
     for key, b in facts.items():
-        table.add_row(key, json.dumps(b.value, ensure_ascii=False)[:60], str(b.version), _when(b.valid_from, z),
+        table.add_row(key, clip(json.dumps(b.value, ensure_ascii=False), 60), str(b.version), _when(b.valid_from, z),
                       _when(b.valid_to, z), b.status, b.source, _when(b.believed_since, z))
     return table
 
@@ -109,7 +109,7 @@ def _belief_cell(b: Any) -> str:
     table of "tea" -> "tea" hid that it became contested)."""
     if b is None:
         return ""
-    cell = json.dumps(b.value, ensure_ascii=False)[:40]
+    cell = clip(json.dumps(b.value, ensure_ascii=False), 40)
     return cell if b.status == "believed" else f"{cell} ({b.status})"
 
 
@@ -141,7 +141,7 @@ def audit_cmd(
             table.add_column(col)
         for r in entry.chain:
             table.add_row(str(r.position), str(r.version), r.kind, r.effect,
-                          json.dumps(r.value, ensure_ascii=False)[:40], _when(r.recorded_at, z),
+                          clip(json.dumps(r.value, ensure_ascii=False), 40), _when(r.recorded_at, z),
                           _when(r.observed_at, z), r.source, r.actor or "", r.source_ref or "",
                           "" if r.replaces is None else str(r.replaces), r.reason or "")
         out.print(table)
