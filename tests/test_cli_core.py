@@ -202,3 +202,15 @@ def test_table_cells_mark_a_cut_value(cli):
     code, out, _ = cli("history", "u1")
     assert "\u2026" in out and "END" not in out
     assert cli.json("profile", "u1")["facts"]["note.long"]["value"] == long  # --json has it whole
+
+
+def test_unlink_refuses_a_negative_version_by_name(cli):
+    assert cli("remember", "u1", "I drink green tea every morning")[0] == 0
+    for bad in ("-1", "0"):
+        code, _, err = cli("unlink", "u1", "preference.drink", bad, "--json")
+        assert code == 2, err
+        e = json.loads(err.strip().splitlines()[-1])["error"]
+        assert (e["field"], e["problem"]) == ("version", f"{bad} is not a version number")
+    code, _, err = cli("unlink", "u1", "preference.drink", "1", "--jsn")  # a mistyped option is still refused
+    assert code == 2 and "--jsn" in err
+    assert len(cli.json("history", "u1")) == 1  # nothing written

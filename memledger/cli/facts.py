@@ -121,7 +121,9 @@ def remember_cmd(
         out.print(f"  {m.relation:<13} {m.key} v{m.version} score {m.score:.3f}: {clip(m.text, 80)}")
 
 
-@app.command("unlink")
+# A negative VERSION ("-1") reached the parser as an unknown option ("No such option: -1"); read it as the argument,
+# so the version check names the field and the fix.
+@app.command("unlink", context_settings={"ignore_unknown_options": True})
 def unlink_cmd(ctx: typer.Context, user: str, key: str, version: int, as_json: bool = JsonOpt) -> None:
     """Undo a wrong remember decision: VERSION of KEY does not belong to KEY (recorded as events, see
     docs/resolution.md)."""
