@@ -75,7 +75,13 @@ class EmbeddingCache:
     def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
         p = str(path)
         if p != ":memory:":
-            Path(p).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(p).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a file in the way of the directory, no permission
+                from ledger.errors import MemledgerError
+
+                raise MemledgerError(f"the embedding cache's directory {Path(p).parent} cannot be made ({exc}): "
+                                     "move what is in the way, or fix its permissions.") from exc
         self.path = p
         self._lock = threading.Lock()
         self._dims: dict[str, int] = {}

@@ -203,3 +203,7 @@ def test_an_unreadable_cache_file_is_started_again_and_one_in_the_way_is_named(t
     with pytest.raises(MemledgerError, match=f"the embedding cache {path} cannot be opened.*delete it"):
         EmbeddingCache(path)
     assert path.is_dir()
+    blocked = tmp_path / "file" / "embeddings.db"
+    blocked.parent.write_text("a file where the directory goes")
+    with pytest.raises(MemledgerError, match="directory .*file cannot be made.*move what is in the way"):
+        EmbeddingCache(blocked)
