@@ -235,6 +235,39 @@ def test_index_files_that_cannot_be_written_never_fail_the_command(tmp_path: Any
         assert ml.app.recorder.max_notification_id() == 3
 
 
+
+def test_a_user_whose_rows_span_several_reads_is_loaded_whole(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import projections.vectors as pv
+
+    monkeypatch.setattr(pv, "_LOAD_CHUNK", 3)  # rows are read 3 at a time: every user's rows cross a boundary
+    home = tmp_path / "l"
+    users = {"u1": 5, "u2": 1, "u3": 7}
+    with MemoryLedger(home=home) as ml:
+        ml.record([{"user_id": u, "key": f"note.n{i}", "value": i, "text": f"{u} note number {i}"}
+                   for u, n in users.items() for i in range(n)])
+        ml.retract_fact("u3", "note.n2")
+        ml.search("u1", "note", k=1)
+    for wipe in (True, False):  # the table alone, then the BM25 files it wrote
+        if wipe:
+            for f in home.rglob("*.lex"):
+                f.unlink()
+        with MemoryLedger(home=home) as ml:
+            with ml.db.read() as cur:
+                mem = ml.vectors_projection.refresh(cur)
+            assert mem.dirty == ({"u1", "u2", "u3"} if wipe else set())
+            for u, n in users.items():
+                want = {f"fact:note.n{i}" for i in range(n)} - ({"fact:note.n2"} if u == "u3" else set())
+                idx = mem.users[u]
+                assert set(idx.meta) == want and set(idx.vectors.doc_ids()) == want
+                assert set(idx.lexical.doc_ids()) == want
+                for doc in want:
+                    text = f"{u} note number {doc.rsplit('n', 1)[1]}"
+                    assert idx.meta[doc]["text"] == text
+                    assert np.allclose(idx.vectors.get_vector(doc), HashingEmbedder(64).embed_passages([text])[0],
+                                       atol=1e-6)
+            assert texts(ml, "u3", "u3 note number 6", 1) == ["u3 note number 6"]
+
+
 @pytest.fixture
 def embed_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Batch sizes of every HashingEmbedder.embed_passages call made during the test (one entry per model call)."""
