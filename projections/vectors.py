@@ -811,35 +811,48 @@ class VectorsProjection(Projection):
         if mem is not None:
             return mem
         mem = _Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim)
+        self._read_rows(cur, mem, lexical_from_files=False)
+        mem.dirty = set(mem.users)
+        return mem
+
+    def _read_rows(self, cur: Cursor, mem: _Memory, *, lexical_from_files: bool) -> bool:
+        """Add the table's live rows to ``mem``: vectors into FAISS (main and companion), metadata, and, unless
+        ``lexical_from_files``, each row's BM25 document. With ``lexical_from_files`` every user already holds the
+        BM25 index read from its file, and False is returned as soon as that file does not hold exactly the user's
+        live documents (the files are not this table's).
+
+        Rows are read in pieces of :data:`_LOAD_CHUNK`, each added at once: the whole result held in Python (150 MB
+        of bytes objects at 100k memories) left the process ~140 MB larger for good (bench_growth.py --rss-memories).
+        """
         from .lexical import LexicalIndex
         from .vector_store import UserVectorIndex
 
         cur.execute(f"SELECT {', '.join(DOC_COLS)} FROM {self.table('docs')} WHERE live = 1 ORDER BY user_id, doc_id")
         at = {c: i for i, c in enumerate(DOC_COLS)}
         vec, cvec, meta_at = at["vector"], at["cjk_vector"], [at[c] for c in META_COLS]
-        # In pieces, as _load_files does: the whole result held at once cost ~140 MB of resident memory for good at
-        # 100k memories.
         while rows := cur.fetchmany(_LOAD_CHUNK):
             for user_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):
                 part = list(group)
-                if dim is None:  # the meta row notes it with the first vector; else the vectors' own length
-                    dim = mem.dim = len(bytes(part[0][vec])) // 4
+                if mem.dim is None:  # the meta row notes it with the first vector; else the vectors' own length
+                    mem.dim = len(bytes(part[0][vec])) // 4
                 u = mem.users.get(user_id)
-                if u is None:
-                    u = mem.users[user_id] = _UserIndex(UserVectorIndex(dim), LexicalIndex())
-                ids = [r[1] for r in part]
-                u.vectors.add_many(ids, _stack(part, vec, dim))
+                if lexical_from_files:
+                    if u is None or any(r[1] not in u.lexical for r in part):
+                        return False
+                elif u is None:
+                    u = mem.users[user_id] = _UserIndex(UserVectorIndex(mem.dim), LexicalIndex())
+                u.vectors.add_many([r[1] for r in part], _stack(part, vec, mem.dim))
                 cjk = [r for r in part if r[cvec] is not None]
                 if cjk:
-                    cdim = len(bytes(cjk[0][cvec])) // 4
+                    cdim = mem.cjk_dim if mem.cjk_dim is not None else len(bytes(cjk[0][cvec])) // 4
                     if u.cjk is None:
                         u.cjk = UserVectorIndex(cdim)
                     u.cjk.add_many([r[1] for r in cjk], _stack(cjk, cvec, cdim))
-                for r in part:
-                    u.lexical.add(r[1], lexical_document(r[at["key"]], r[at["text"]], r[at["value_json"]]))
-                    u.meta[r[1]] = {c: r[i] for c, i in zip(META_COLS, meta_at)}
-        mem.dirty = set(mem.users)
-        return mem
+                if not lexical_from_files:
+                    for r in part:
+                        u.lexical.add(r[1], lexical_document(r[at["key"]], r[at["text"]], r[at["value_json"]]))
+                u.meta.update((r[1], {c: r[i] for c, i in zip(META_COLS, meta_at)}) for r in part)
+        return not lexical_from_files or all(len(u.meta) == len(u.lexical) for u in mem.users.values())
 
     # -- index files -----------------------------------------------------------------------------------------
     def _load_files(self, cur: Cursor, generation: int, position: int, dim: int | None,
@@ -879,27 +892,7 @@ class VectorsProjection(Projection):
         mem = _Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim, digests=digests)
         for user_id, li in lexical.items():
             mem.users[user_id] = _UserIndex(UserVectorIndex(dim), li)
-        cols = ", ".join(["user_id", "doc_id", *META_COLS, "vector", "cjk_vector"])
-        cur.execute(f"SELECT {cols} FROM {self.table('docs')} WHERE live = 1 ORDER BY user_id, doc_id")
-        # In pieces, each added to FAISS at once: a whole 100k-memory result held in Python (150 MB of bytes
-        # objects) left the process ~140 MB larger for good (measured by bench_growth.py --rss-memories).
-        while rows := cur.fetchmany(_LOAD_CHUNK):
-            for user_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):
-                u = mem.users.get(user_id)
-                part = list(group)
-                if u is None or any(r[1] not in u.lexical for r in part):
-                    return None  # the files are not this table's: rebuild from the rows
-                u.vectors.add_many([r[1] for r in part], _stack(part, -2, dim))
-                cjk = [r for r in part if r[-1] is not None]
-                if cjk:
-                    assert cjk_dim is not None
-                    if u.cjk is None:
-                        u.cjk = UserVectorIndex(cjk_dim)
-                    u.cjk.add_many([r[1] for r in cjk], _stack(cjk, -1, cjk_dim))
-                u.meta.update((r[1], dict(zip(META_COLS, r[2:-2]))) for r in part)
-        if any(len(u.meta) != len(u.lexical) for u in mem.users.values()):
-            return None
-        return mem
+        return mem if self._read_rows(cur, mem, lexical_from_files=True) else None
 
     def save_files(self) -> None:
         """Write the serving copy's changed per-user index files and the manifest (at close; atomic per file).
