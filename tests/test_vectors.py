@@ -33,6 +33,11 @@ def table_rows(ml: MemoryLedger) -> list[tuple]:
         return [tuple(r) for r in cur.fetchall()]
 
 
+def mirror(ml: MemoryLedger) -> Any:
+    """The serving copy's in-memory mirror as a search would see it now (``dirty`` empty: opened from the files)."""
+    with ml.db.read() as cur:
+        return ml.vectors_projection.refresh(cur)
+
 def test_supersede_correct_retract_never_leave_the_old_text(fresh_ledger: MemoryLedger) -> None:
     ml = fresh_ledger
     ml.assert_fact("u1", "hobby.sport", "tennis", text="I play tennis on Sundays")
@@ -130,13 +135,10 @@ def test_index_files_are_used_only_when_the_manifest_matches(tmp_path: Any) -> N
         assert texts(ml, "u1", "favourite colour blue", 5) == ["my favourite colour is red"]
     assert json.loads(manifest.read_text())["position"] == 2
     with MemoryLedger(home=home) as ml:  # now loaded from the files: same answer
-        with ml.db.read() as cur:
-            mem = ml.vectors_projection.refresh(cur)
+        mem = mirror(ml)
         assert (mem.position, sorted(mem.users)) == (2, ["u1"])
         assert mem.dirty == set()  # came from the files, not rebuilt from the table
         assert texts(ml, "u1", "favourite colour blue", 5) == ["my favourite colour is red"]
-
-
 
 
 def test_vectors_are_read_from_the_table_and_a_foreign_index_file_is_not_trusted(tmp_path: Any) -> None:
@@ -157,8 +159,7 @@ def test_vectors_are_read_from_the_table_and_a_foreign_index_file_is_not_trusted
     (d / lex[0]).write_bytes(b)
     (d / lex[1]).write_bytes(a)
     with MemoryLedger(home=home) as ml:
-        with ml.db.read() as cur:
-            mem = ml.vectors_projection.refresh(cur)
+        mem = mirror(ml)
         assert mem.dirty == {"u1", "u2"}  # rebuilt from the table, to be written back
         assert texts(ml, "u1", "tennis colour", 5) == ["my favourite colour is blue"]
         assert texts(ml, "u2", "tennis colour", 5) == ["I play tennis on Sundays"]
@@ -166,10 +167,8 @@ def test_vectors_are_read_from_the_table_and_a_foreign_index_file_is_not_trusted
         assert np.allclose(vec, HashingEmbedder(64).embed_passages(["my favourite colour is blue"])[0], atol=1e-6)
     assert sorted(p.name for p in d.rglob("*") if p.is_file()) == sorted([*lex, "manifest.json"])
     with MemoryLedger(home=home) as ml:
-        with ml.db.read() as cur:
-            assert ml.vectors_projection.refresh(cur).dirty == set()  # the rewritten files are trusted again
+        assert mirror(ml).dirty == set()  # the rewritten files are trusted again
         assert texts(ml, "u2", "tennis", 5) == ["I play tennis on Sundays"]
-
 
 
 def test_an_index_file_of_another_state_is_not_trusted(tmp_path: Any) -> None:
@@ -186,30 +185,26 @@ def test_an_index_file_of_another_state_is_not_trusted(tmp_path: Any) -> None:
     f1, f2 = (d / f"{user_file_stem(u)}.lex" for u in ("u1", "u2"))
     old1 = f1.read_bytes()
 
-    def opened(ml: MemoryLedger) -> set[str]:
-        with ml.db.read() as cur:
-            return set(ml.vectors_projection.refresh(cur).dirty)  # empty: trusted the files
-
     def lexical(ml: MemoryLedger, user: str, query: str) -> float | None:
         return ml.search(user, query, k=1)[0].parts.lexical
 
     with MemoryLedger(home=home) as ml:
-        assert opened(ml) == set()
+        assert mirror(ml).dirty == set()
         ml.assert_fact("u1", "preference.drink", "cocoa", text="These days I drink hot chocolate instead")
         assert lexical(ml, "u1", "green tea") is None
     f1.write_bytes(old1)  # the file from before the supersede, under a manifest of after it
     with MemoryLedger(home=home) as ml:
-        assert opened(ml) == {"u1", "u2"}
+        assert mirror(ml).dirty == {"u1", "u2"}
         assert lexical(ml, "u1", "green tea") is None  # no stale words
     a, b = f1.read_bytes(), f2.read_bytes()
     f1.write_bytes(b)
     f2.write_bytes(a)
     with MemoryLedger(home=home) as ml:
-        assert opened(ml) == {"u1", "u2"}
+        assert mirror(ml).dirty == {"u1", "u2"}
         assert lexical(ml, "u1", "coffee") is None  # none of u2's words
         assert lexical(ml, "u2", "chocolate") is None
     with MemoryLedger(home=home) as ml:
-        assert opened(ml) == set()  # rewritten, trusted again
+        assert mirror(ml).dirty == set()  # rewritten, trusted again
         assert lexical(ml, "u1", "chocolate") is not None
 
 
@@ -235,7 +230,6 @@ def test_index_files_that_cannot_be_written_never_fail_the_command(tmp_path: Any
         assert ml.app.recorder.max_notification_id() == 3
 
 
-
 def test_a_user_whose_rows_span_several_reads_is_loaded_whole(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import projections.vectors as pv
 
@@ -252,8 +246,7 @@ def test_a_user_whose_rows_span_several_reads_is_loaded_whole(tmp_path: Any, mon
             for f in home.rglob("*.lex"):
                 f.unlink()
         with MemoryLedger(home=home) as ml:
-            with ml.db.read() as cur:
-                mem = ml.vectors_projection.refresh(cur)
+            mem = mirror(ml)
             assert mem.dirty == ({"u1", "u2", "u3"} if wipe else set())
             for u, n in users.items():
                 want = {f"fact:note.n{i}" for i in range(n)} - ({"fact:note.n2"} if u == "u3" else set())
