@@ -134,10 +134,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import fields as dataclass_fields
 from dataclasses import is_dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from eventsourcing.persistence import (
     Cipher,
     Compressor,
@@ -150,6 +148,25 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import resolve_topic
 
 from ledger.errors import MemledgerError, SubjectErasedError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+
+class _Cryptography:
+    """``cryptography``'s ``AESGCM`` and ``InvalidTag``, imported on first use: the package costs ~8 ms to import,
+    which a cold command that seals and opens nothing (``memledger profile``: projections hold plaintext) need not
+    pay. After the first access they are plain attributes (no lookup cost on the hot path)."""
+
+    def __getattr__(self, name: str) -> Any:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        self.AESGCM, self.InvalidTag = AESGCM, InvalidTag
+        return getattr(self, name)
+
+
+_lib = _Cryptography()
 
 __all__ = [
     "DEFAULT_ENCRYPTED_FIELDS",
@@ -258,7 +275,7 @@ def wrap_fact_key(user_key: bytes | AESGCM, user_id: str, key_id: str, fact_key:
     The associated data binds the user id and the key id, so a wrapped key copied to another fact's row (or
     another user's) fails to unwrap instead of decrypting the wrong fact.
     """
-    aead = user_key if isinstance(user_key, AESGCM) else AESGCM(user_key)
+    aead = user_key if isinstance(user_key, _lib.AESGCM) else _lib.AESGCM(user_key)
     nonce = os.urandom(_NONCE_BYTES)
     return nonce + aead.encrypt(nonce, fact_key, _fact_aad(user_id, key_id))
 
@@ -266,11 +283,11 @@ def wrap_fact_key(user_key: bytes | AESGCM, user_id: str, key_id: str, fact_key:
 def unwrap_fact_key(user_key: bytes | AESGCM, user_id: str, key_id: str, blob: bytes) -> bytes:
     """The per-fact key sealed by :func:`wrap_fact_key`. Raises :class:`KeyStoreError` if it fails to authenticate
     (altered, or moved from another fact or user) or is not 32 bytes."""
-    aead = user_key if isinstance(user_key, AESGCM) else AESGCM(user_key)
+    aead = user_key if isinstance(user_key, _lib.AESGCM) else _lib.AESGCM(user_key)
     blob = bytes(blob)
     try:
         key = aead.decrypt(blob[:_NONCE_BYTES], blob[_NONCE_BYTES:], _fact_aad(user_id, key_id))
-    except InvalidTag:
+    except _lib.InvalidTag:
         msg = (f"user_id {user_id!r}, fact key {key_id!r}: cannot unwrap the per-fact key -- it was altered, or "
                "moved here from another fact or user")
         raise KeyStoreError(msg) from None
@@ -389,7 +406,7 @@ class EncryptingMapper(Mapper[Any]):
         if aead is None:
             if len(self._aeads) >= _AEAD_CACHE_SIZE:
                 self._aeads.clear()
-            aead = self._aeads[key] = AESGCM(key)
+            aead = self._aeads[key] = _lib.AESGCM(key)
         return aead
 
     def _fact_key_for_write(self, user_id: str, key_id: str, user_key: bytes) -> bytes:
@@ -485,8 +502,8 @@ class EncryptingMapper(Mapper[Any]):
         user_key = self.keystore.get_or_create(user_id)  # raises SubjectErasedError after erasure
         key_id = state.get(FACT_KEY_FIELD) if not prefix and self.fact_keys else None
         # a per-fact key serves one event: built directly, not cached (it would evict the users' keys)
-        aesgcm = self._aead(user_key) if not key_id else AESGCM(self._fact_key_for_write(user_id, str(key_id),
-                                                                                         user_key))
+        aesgcm = self._aead(user_key) if not key_id else _lib.AESGCM(
+            self._fact_key_for_write(user_id, str(key_id), user_key))
         oid = str(originator_id)  # once per event, not per field (str(UUID) is ~1 us)
         nonces = os.urandom(_NONCE_BYTES * len(todo))  # one read of the OS's CSPRNG for the event's fields
         for i, name in enumerate(todo):
@@ -540,7 +557,7 @@ class EncryptingMapper(Mapper[Any]):
                     state[name] = None
                 return "forgotten"
             try:
-                aesgcm = AESGCM(unwrap_fact_key(self._aead(key), user_id, str(key_id), found))
+                aesgcm = _lib.AESGCM(unwrap_fact_key(self._aead(key), user_id, str(key_id), found))
             except KeyStoreError as exc:
                 raise fail(todo[0], str(exc)) from None
         else:
@@ -556,7 +573,7 @@ class EncryptingMapper(Mapper[Any]):
             aad = self._aad(user_id, prefix + name, oid, originator_version)
             try:
                 plaintext = aesgcm.decrypt(sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:], aad)
-            except InvalidTag:
+            except _lib.InvalidTag:
                 raise fail(
                     name,
                     "authentication failed -- the ciphertext was altered, or was moved here from another "

@@ -21,9 +21,6 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
 from .crypto import (
     _FORMAT_RAW,
     _FORMAT_WRAPPED,
@@ -34,6 +31,7 @@ from .crypto import (
     KeyStoreError,
     _check_master_key,
     _erased_error,
+    _lib,
     load_master_key,
 )
 from .errors import SubjectErasedError
@@ -54,7 +52,7 @@ class _KeyStoreBase:
             master_key = load_master_key()
         else:
             _check_master_key(master_key, "master_key")
-        self._wrapper = AESGCM(master_key) if master_key is not None else None
+        self._wrapper = _lib.AESGCM(master_key) if master_key is not None else None
         self.cache_ttl = float(cache_ttl)
         self._cache: dict[str, tuple[bytes, float]] = {}
         self._destroyed_cache: set[str] = set()
@@ -97,7 +95,7 @@ class _KeyStoreBase:
             aad = _WRAP_AAD_PREFIX + user_id.encode("utf-8")
             try:
                 key = self._wrapper.decrypt(blob[:_NONCE_BYTES], blob[_NONCE_BYTES:], aad)
-            except InvalidTag:
+            except _lib.InvalidTag:
                 msg = (
                     f"user_id {user_id!r}: cannot unwrap the data key -- wrong master key "
                     f"({MASTER_KEY_ENV}) or the stored key was altered"

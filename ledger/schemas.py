@@ -208,7 +208,7 @@ class RoleContext(BaseModel):
     surrounding spaces and no control characters (tab and newline included), so a stored role can always be named
     again (a fresh-user run stored " coach" and "coach\n", which no filter could then match)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     role: str | None = None
     sub_role: str | None = None
     task_id: str | None = None
@@ -237,7 +237,7 @@ class FactCommand(BaseModel):
     (:data:`DEFAULT_CONFIDENCE`). ``value`` must be JSON; ``text`` defaults to ``"<key>: <value>"``.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     op: Literal["assert", "correct", "retract", "contest", "withdraw"]
     user_id: str
@@ -441,6 +441,7 @@ class Receipt(BaseModel):
     ``kind`` is the policy's decision: asserted, reaffirmed, corrected or retracted; ``effect`` says more
     (new, supersede, backfill, contest, reaffirm, correct, retract).
     """
+    model_config = ConfigDict(defer_build=True)  # built on first use: a cold command uses few
 
     event_id: str
     user_id: str
@@ -460,6 +461,7 @@ class RelatedMemory(BaseModel):
     ``relation``: ``target`` (the memory the decision acted on), ``same_slot``, ``sibling`` (another value of the same
     multi-valued slot), ``other_slot``, ``other_subject`` or ``similar`` (no slot known); ``score`` is the search
     relevance (0..1; 0 when found through its key only)."""
+    model_config = ConfigDict(defer_build=True)  # built on first use: a cold command uses few
 
     key: str
     version: int
@@ -488,6 +490,7 @@ class FactFields(BaseModel):
     ``BeliefView``), in their ``--json`` order: ``value`` (JSON), ``text``, ``version`` (1-based), ``recorded_at``
     (system time, UTC), ``valid_from``/``valid_to`` (valid time, UTC; ``valid_to`` None = open), ``source`` and
     ``confidence`` (0..1). Subclasses add ``status`` and their own fields after these."""
+    model_config = ConfigDict(defer_build=True)  # built on first use: a cold command uses few
 
     value: Any
     text: str | None
@@ -513,6 +516,7 @@ class ErasedMark(BaseModel):
     """Says that the user a read is about was erased, and when (system time, UTC), so an erased user never reads as
     an empty one. Both fields appear in the ``--json`` output only for an erased user: the output of every other
     read is unchanged."""
+    model_config = ConfigDict(defer_build=True)  # built on first use: a cold command uses few
 
     # pydantic's exclude_if (2.11+): absent from the output unless set, so the schema still lists them (optional)
     erased: bool = Field(default=False, exclude_if=lambda v: not v)
@@ -534,6 +538,7 @@ class HistoryRow(BaseModel):
     became of the version: current, contested, superseded, misreported, retracted, closed, or for events that are
     not versions of a value: reaffirmation, contesting, retraction.
     """
+    model_config = ConfigDict(defer_build=True)  # built on first use: a cold command uses few
 
     key: str
     value: Any

@@ -7,11 +7,12 @@ the write side); docs/ARCHITECTURE.md.
 
 import importlib
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import BadInput, ConflictError, MemledgerError, NotCaughtUp
 
-from .api import MemoryLedger
+if TYPE_CHECKING:
+    from .api import MemoryLedger
 
 __all__ = ["MemoryLedger", "BadInput", "ConflictError", "MemledgerError", "NotCaughtUp"]
 
@@ -27,6 +28,13 @@ def __getattr__(name: str) -> Any:
     ``memledger verify`` on a log holding session events failed with TopicError. The event modules
     (:data:`ledger.EVENT_MODULES`) are imported here, and the topic is resolved from the registry they fill.
     """
+    if name == "MemoryLedger":
+        # Imported on first use, not by ``import memledger``: the CLI (memledger/cli/__init__.py) must get to run
+        # before pydantic builds the API's models, so it can spare itself pydantic's plugin scan.
+        from .api import MemoryLedger
+
+        globals()["MemoryLedger"] = MemoryLedger
+        return MemoryLedger
     # Topics name classes (capitalised); anything else, a submodule the import system looks for (``memledger.cli``)
     # included, is an ordinary missing attribute and must not import the event modules.
     if not name[:1].isupper() or getattr(_resolving, "active", False):

