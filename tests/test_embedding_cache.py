@@ -207,3 +207,28 @@ def test_an_unreadable_cache_file_is_started_again_and_one_in_the_way_is_named(t
     blocked.parent.write_text("a file where the directory goes")
     with pytest.raises(MemledgerError, match="directory .*file cannot be made.*move what is in the way"):
         EmbeddingCache(blocked)
+
+
+def test_a_new_cache_file_has_8k_pages_and_an_older_4k_file_keeps_working(tmp_path):
+    """~1.6 KB rows left ~0.8 KB of every 4 KB page empty; a new file takes 8 KB pages. A file made before keeps
+    its 4 KB pages (SQLite changes the size only by a VACUUM) and its vectors."""
+    vec = np.arange(384, dtype=np.float32) / 384
+    fresh = tmp_path / "new.db"
+    with EmbeddingCache(fresh) as cache:
+        cache.put_many("m", {"a": vec})
+    assert sqlite3.connect(fresh).execute("PRAGMA page_size").fetchone()[0] == 8192
+    old = tmp_path / "old.db"
+    with EmbeddingCache(old) as cache:
+        cache.put_many("m", {"a": vec})
+    conn = sqlite3.connect(old, isolation_level=None)  # rewrite it as a 4 KB-page file, as earlier versions made
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.execute("PRAGMA page_size=4096")
+    conn.execute("VACUUM")
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+    conn.close()
+    with EmbeddingCache(old) as cache:
+        got = cache.get_many("m", ["a", "b"])
+        assert list(got) == ["a"] and np.array_equal(got["a"], vec)
+        cache.put_many("m", {"b": vec * 2})
+        assert cache.count("m") == 2
+    assert sqlite3.connect(old).execute("PRAGMA page_size").fetchone()[0] == 4096
