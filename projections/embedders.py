@@ -28,7 +28,7 @@ import os
 import threading
 import unicodedata
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .lazy import lazy_module
 
@@ -206,6 +206,8 @@ ONNX_ENV = "MEMLEDGER_ONNX"
 #: Environment variable: ONNX Runtime threads per inference (default 1: on a shared 2-core machine a second
 #: spinning thread made a one-query call 2-3x slower; batches scale with it when cores are idle).
 ONNX_THREADS_ENV = "MEMLEDGER_ONNX_THREADS"
+#: batches of one passage call run side by side on this many threads (default: 2, or 1 on a 1-core machine)
+ONNX_STREAMS_ENV = "MEMLEDGER_ONNX_STREAMS"
 #: Largest difference allowed between the ONNX and the torch vector of a probe text (per component) before an
 #: export is kept; the exported graph gives about 2e-7 on all-MiniLM-L6-v2.
 ONNX_ATOL = 1e-4
@@ -276,32 +278,76 @@ class _OnnxEncoder:
         self.session = ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.batch_size = batch_size
-        self.lock = threading.Lock()  # one run at a time: the session is shared by every embedder of the model
+        self.streams = _streams()
+
+    def _run(self, encs: list[Any], chunk: list[int]) -> np.ndarray:
+        """One padded batch of the tokenized texts ``encs[i] for i in chunk`` through the session."""
+        width = max(len(encs[i].ids) for i in chunk)
+        ids = np.zeros((len(chunk), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for row, i in enumerate(chunk):
+            e = encs[i]
+            n = len(e.ids)
+            ids[row, :n] = e.ids
+            mask[row, :n] = 1
+            types[row, :n] = e.type_ids
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        return self.session.run(None, {k: feed[k] for k in self.inputs})[0]
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        """float32 ``(len(texts), dim)`` unit rows (``texts`` non-empty), in the order given.
+
+        The batches run on up to :attr:`streams` threads at once (``$MEMLEDGER_ONNX_STREAMS``), each taking every
+        n-th batch of the length-sorted texts so the threads get even work: ONNX Runtime's ``Run`` may be called
+        concurrently on one session and releases the GIL, and with one intra-op thread per run each stream keeps
+        one core busy without spinning. LoCoMo's 353 observations, 2 cores: 1.63 s on one stream, 0.94 s on two.
+        A query (one text, one batch) never starts a thread."""
         encs = self.tokenizer.encode_batch([t.strip() for t in texts], add_special_tokens=True)
         order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
-        out: np.ndarray | None = None
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
-            width = max(len(encs[i].ids) for i in chunk)
-            ids = np.zeros((len(chunk), width), dtype=np.int64)
-            mask = np.zeros_like(ids)
-            types = np.zeros_like(ids)
-            for row, i in enumerate(chunk):
-                e = encs[i]
-                n = len(e.ids)
-                ids[row, :n] = e.ids
-                mask[row, :n] = 1
-                types[row, :n] = e.type_ids
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-            with self.lock:
-                vecs = self.session.run(None, {k: feed[k] for k in self.inputs})[0]
-            if out is None:
-                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
-            out[chunk] = vecs
-        assert out is not None
+        batches = [order[start:start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        first = self._run(encs, batches[0])
+        out = np.empty((len(texts), first.shape[1]), dtype=np.float32)
+        out[batches[0]] = first
+        rest = batches[1:]
+        streams = min(self.streams, len(rest))
+        failures: list[BaseException] = []
+
+        def work(i: int) -> None:
+            try:
+                for chunk in rest[i::max(1, streams)]:
+                    out[chunk] = self._run(encs, chunk)  # disjoint rows of ``out`` per thread
+            except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread below
+                failures.append(exc)
+
+        helpers = [threading.Thread(target=work, args=(i,), name=f"memledger-encode-{i}", daemon=True)
+                   for i in range(1, streams)]
+        for t in helpers:
+            t.start()
+        work(0)
+        for t in helpers:
+            t.join()
+        if failures:
+            raise failures[0]
         return out
+
+
+def _streams() -> int:
+    """Threads one passage call may run batches on: ``$MEMLEDGER_ONNX_STREAMS``, else 2 (1 on a 1-core machine).
+
+    Raises:
+        ValueError: the variable is set to anything but a positive integer.
+    """
+    raw = os.environ.get(ONNX_STREAMS_ENV)
+    if raw is None or not raw.strip():
+        return min(2, os.cpu_count() or 1)
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"{ONNX_STREAMS_ENV}={raw!r}: give a positive integer (threads per passage call), e.g. 2")
+    return n
 
 
 def onnx_file(model_dir: Path, model_id: str) -> Path | None:

@@ -172,6 +172,51 @@ def test_minilm_onnx_gives_the_torch_vectors_within_1e_4():
     np.testing.assert_allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
 
 
+def test_onnx_passages_run_on_two_streams_and_give_the_same_vectors(monkeypatch):
+    """A passage call of several batches runs them on two threads (ONNX Runtime's Run may be called concurrently on
+    one session); the vectors are the one-stream vectors exactly, and a query starts no thread."""
+    import threading
+
+    from projections import embedders
+
+    e = SentenceTransformerEmbedder()
+    assert e.backend == "onnx"
+    enc = embedders._onnx_encoder(e.path, e.model_id, e.batch_size)
+    texts = [f"note {i}: she drinks {'green ' * (i % 9)}tea after work" for i in range(5 * e.batch_size)]
+    ran: list[str] = []
+    real = enc._run
+
+    def watched(encs, chunk):
+        ran.append(threading.current_thread().name)
+        return real(encs, chunk)
+
+    monkeypatch.setattr(enc, "_run", watched)
+    monkeypatch.setattr(enc, "streams", 1)
+    one = e.embed_passages(texts)
+    assert ran == ["MainThread"] * 5
+    ran.clear()
+    monkeypatch.setattr(enc, "streams", 2)
+    two = e.embed_passages(texts)
+    assert sorted(ran) == ["MainThread"] * 3 + ["memledger-encode-1"] * 2  # the first batch, then 2 + 2
+    assert np.array_equal(one, two)
+    ran.clear()
+    e.embed_query("what does she drink")
+    assert ran == ["MainThread"]
+
+
+def test_the_onnx_streams_setting_is_a_positive_integer(monkeypatch):
+    from projections import embedders
+
+    monkeypatch.delenv(embedders.ONNX_STREAMS_ENV, raising=False)
+    assert embedders._streams() == min(2, os.cpu_count() or 1)
+    monkeypatch.setenv(embedders.ONNX_STREAMS_ENV, "3")
+    assert embedders._streams() == 3
+    for bad in ("0", "-2", "two", "1.5"):
+        monkeypatch.setenv(embedders.ONNX_STREAMS_ENV, bad)
+        with pytest.raises(ValueError, match="MEMLEDGER_ONNX_STREAMS=.*positive integer"):
+            embedders._streams()
+
+
 _NO_TORCH_PROBE = r"""
 import json, sys
 from projections.embedders import SentenceTransformerEmbedder
