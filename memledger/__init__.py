@@ -19,6 +19,11 @@ __all__ = ["MemoryLedger", "BadInput", "ConflictError", "MemledgerError", "NotCa
 _resolving = threading.local()
 
 
+def __dir__() -> list[str]:
+    """The module's names and ``__all__`` (``MemoryLedger`` included before its first use: editors complete it)."""
+    return sorted(set(globals()) | set(__all__))
+
+
 def __getattr__(name: str) -> Any:
     """A stored event's class, by the name in its topic (``"memledger:SessionStarted"`` -> ``SessionStarted``).
 

@@ -271,14 +271,13 @@ class _OnnxEncoder:
         tok.no_padding()
         self.tokenizer = tok
         so = ort.SessionOptions()
-        threads = int(os.environ.get(ONNX_THREADS_ENV) or 1)
-        so.intra_op_num_threads = max(1, threads)
+        so.intra_op_num_threads = _env_count(ONNX_THREADS_ENV, 1, "threads per inference")
         so.inter_op_num_threads = 1
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy-wait on a shared machine
         self.session = ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.batch_size = batch_size
-        self.streams = _streams()
+        self.streams = _env_count(ONNX_STREAMS_ENV, min(2, os.cpu_count() or 1), "threads per passage call")
 
     def _run(self, encs: list[Any], chunk: list[int]) -> np.ndarray:
         """One padded batch of the tokenized texts ``encs[i] for i in chunk`` through the session."""
@@ -332,22 +331,33 @@ class _OnnxEncoder:
         return out
 
 
-def _streams() -> int:
-    """Threads one passage call may run batches on: ``$MEMLEDGER_ONNX_STREAMS``, else 2 (1 on a 1-core machine).
+_BAD_SETTINGS: set[tuple[str, str]] = set()  # (variable, value) already warned about
 
-    Raises:
-        ValueError: the variable is set to anything but a positive integer.
+
+def _env_count(name: str, default: int, what: str) -> int:
+    """The positive integer in ``$name`` (``what`` it counts), or ``default`` when unset or blank.
+
+    Any other value gives ``default`` and one warning naming the variable, the value and the fix (logger
+    ``memledger``): a typo in a tuning knob once made the encoder's constructor fail, and every call then fell
+    back to torch (8-20x slower) with advice to turn ONNX off (a fresh-user run). Never raises.
     """
-    raw = os.environ.get(ONNX_STREAMS_ENV)
+    raw = os.environ.get(name)
     if raw is None or not raw.strip():
-        return min(2, os.cpu_count() or 1)
+        return default
     try:
         n = int(raw)
     except ValueError:
         n = 0
-    if n < 1:
-        raise ValueError(f"{ONNX_STREAMS_ENV}={raw!r}: give a positive integer (threads per passage call), e.g. 2")
-    return n
+    if n >= 1:
+        return n
+    if (name, raw) not in _BAD_SETTINGS:
+        _BAD_SETTINGS.add((name, raw))
+        import logging
+
+        logging.getLogger("memledger").warning(
+            "memledger: %s=%r is not a positive integer (%s); using %d. Set it to e.g. %d, or unset it.",
+            name, raw, what, default, default)
+    return default
 
 
 def onnx_file(model_dir: Path, model_id: str) -> Path | None:
@@ -429,6 +439,12 @@ def export_onnx(model_dir: Path, dest: Path, max_len: int) -> float:
             os.unlink(tmp)
 
 
+def _model_name(model_id: str) -> str:
+    """The model's name for a message: ``st:all-MiniLM-L6-v2@3f2a...`` -> ``all-MiniLM-L6-v2`` (the directory of the
+    packaged model is just called ``model``, which a message named it by)."""
+    return model_id.split(":", 1)[-1].split("@", 1)[0] or model_id
+
+
 def _onnx_encoder(model_dir: Path, model_id: str, batch_size: int) -> _OnnxEncoder | None:
     """The shared ONNX encoder of this model (exported on first use, see :func:`export_onnx`), or None when the
     torch path must serve it: ONNX off, a model the graph does not reproduce, ``onnxruntime``/``tokenizers`` not
@@ -453,7 +469,7 @@ def _onnx_encoder(model_dir: Path, model_id: str, batch_size: int) -> _OnnxEncod
                         # seconds of silence on a first search otherwise (fresh-user run: 10 s, no word said)
                         logging.getLogger("memledger").warning(
                             "memledger: first use of %s on this machine: exporting it to ONNX for fast queries "
-                            "(once per machine, about 10-20 s; kept in %s)", model_dir.name, dest.parent)
+                            "(once per machine, about 10-20 s; kept in %s)", _model_name(model_id), dest.parent)
                         export_onnx(model_dir, dest, max_len)
                     enc = _OnnxEncoder(dest, model_dir, max_len, batch_size)
                 except Exception as exc:  # noqa: BLE001 - any failure leaves the torch path, which is always right
@@ -463,7 +479,7 @@ def _onnx_encoder(model_dir: Path, model_id: str, batch_size: int) -> _OnnxEncod
 
                         logging.getLogger("memledger").warning(
                             "memledger: ONNX path for %s unavailable (%s: %s); using torch (set %s=off to silence)",
-                            model_dir.name, type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "",
+                            _model_name(model_id), type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "",
                             ONNX_ENV)
             _ONNX[key] = enc
     return enc or None  # type: ignore[return-value]

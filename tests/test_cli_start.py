@@ -175,6 +175,9 @@ def test_a_cold_profile_imports_no_cipher_and_the_cli_skips_pydantics_plugin_sca
     home = str(tmp_path / "home")
     wrote = _start(home, "assert", "u1", "preference.drink", "tea")
     assert wrote["cryptography"] is True  # the write sealed the value with the user's key: encryption is on
+    import memledger
+
+    assert "MemoryLedger" in dir(memledger)  # editors complete it before its first use
     read = _start(home, "profile", "u1")
     assert read == {"api": False, "pydantic": False, "cryptography": False, "plugins": "__all__"}
     env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"} | {

@@ -204,17 +204,46 @@ def test_onnx_passages_run_on_two_streams_and_give_the_same_vectors(monkeypatch)
     assert ran == ["MainThread"]
 
 
-def test_the_onnx_streams_setting_is_a_positive_integer(monkeypatch):
+def test_a_bad_thread_setting_warns_and_keeps_the_onnx_path(monkeypatch, caplog):
+    """A fresh-user run: ``MEMLEDGER_ONNX_STREAMS=abc`` made the encoder's constructor raise, and the "any failure ->
+    torch" rule then served every call from torch (8-20x slower), advising MEMLEDGER_ONNX=off. Both thread settings
+    now fall back to their default with one warning naming the variable and the fix."""
+    import logging
+
     from projections import embedders
 
-    monkeypatch.delenv(embedders.ONNX_STREAMS_ENV, raising=False)
-    assert embedders._streams() == min(2, os.cpu_count() or 1)
-    monkeypatch.setenv(embedders.ONNX_STREAMS_ENV, "3")
-    assert embedders._streams() == 3
-    for bad in ("0", "-2", "two", "1.5"):
-        monkeypatch.setenv(embedders.ONNX_STREAMS_ENV, bad)
-        with pytest.raises(ValueError, match="MEMLEDGER_ONNX_STREAMS=.*positive integer"):
-            embedders._streams()
+    default = min(2, os.cpu_count() or 1)
+    for name, dflt in ((embedders.ONNX_STREAMS_ENV, default), (embedders.ONNX_THREADS_ENV, 1)):
+        monkeypatch.delenv(name, raising=False)
+        assert embedders._env_count(name, dflt, "x") == dflt
+        for blank in ("", "  "):
+            monkeypatch.setenv(name, blank)
+            assert embedders._env_count(name, dflt, "x") == dflt
+        monkeypatch.setenv(name, "3")
+        assert embedders._env_count(name, dflt, "x") == 3
+        for bad in ("0", "-2", "two", "1.5"):
+            monkeypatch.setenv(name, bad)
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="memledger"):
+                assert embedders._env_count(name, dflt, "threads") == dflt
+                assert embedders._env_count(name, dflt, "threads") == dflt  # said once
+            said = [r.getMessage() for r in caplog.records]
+            assert len(said) == 1 and f"{name}={bad!r} is not a positive integer" in said[0], said
+            assert f"using {dflt}" in said[0] and "unset it" in said[0]
+    # a new encoder under bad settings is still an ONNX encoder, with the defaults
+    e = SentenceTransformerEmbedder()
+    monkeypatch.setenv(embedders.ONNX_STREAMS_ENV, "abc")
+    monkeypatch.setenv(embedders.ONNX_THREADS_ENV, "abc")
+    enc = embedders._OnnxEncoder(embedders.onnx_file(e.path, e.model_id), e.path, 256, e.batch_size)
+    assert enc.streams == default
+    assert float(np.abs(enc.encode(["tea after work"])[0] - e.embed_query("tea after work")).max()) < 1e-6
+
+
+def test_onnx_messages_name_the_model_not_its_directory():
+    from projections.embedders import _model_name
+
+    assert _model_name("st:all-MiniLM-L6-v2@380a655835d8") == "all-MiniLM-L6-v2"
+    assert _model_name("plain") == "plain"
 
 
 _NO_TORCH_PROBE = r"""
