@@ -213,7 +213,7 @@ def test_a_bad_thread_setting_warns_and_keeps_the_onnx_path(monkeypatch, caplog)
     from projections import embedders
 
     default = min(2, os.cpu_count() or 1)
-    for name, dflt in ((embedders.ONNX_STREAMS_ENV, default), (embedders.ONNX_THREADS_ENV, 1)):
+    for name, dflt in ((embedders.ONNX_STREAMS_ENV, default), (embedders.ONNX_THREADS_ENV, default)):
         monkeypatch.delenv(name, raising=False)
         assert embedders._env_count(name, dflt, "x") == dflt
         for blank in ("", "  "):
