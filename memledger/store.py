@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, Self
 
 from ledger.application import LedgerApplication, Outcome
 from ledger.config import Settings, create_private_home, exposure, make_files_private
-from ledger.errors import BadInput, NotCaughtUp
+from ledger.errors import BadInput, MemledgerError, NotCaughtUp
 from ledger.schemas import FactCommand, Receipt
 
 #: The working tables of ``--no-memory`` sessions (memledger/optout.py), created with the projections' tables.
@@ -94,15 +96,21 @@ class Store:
             # Per-user encryption (crypto-shredding, docs/erasure.md): on unless $MEMLEDGER_ENCRYPTION=off.
             from ledger.privacy import open_keystore
 
-            self.keystore = open_keystore(self.settings)
-            self.settings.prepare_event_store()
-            self.app = LedgerApplication(env=self.settings.event_store_env(), keystore=self.keystore)
+            with _readable(self.settings.home, "keys.db", "it holds the users' data keys, without which their "
+                           "encrypted memories cannot be read: restore it from a backup"):
+                self.keystore = open_keystore(self.settings)
+            with _readable(self.settings.home, "events.db", "it is the log every projection is built from: "
+                           "restore it from a backup"):
+                self.settings.prepare_event_store()
+                self.app = LedgerApplication(env=self.settings.event_store_env(), keystore=self.keystore)
             # Blue/green (issue 6, replay/rebuild.py): every transaction first points each projection object at
             # the copy serving it, so a rebuild's switch is seen whole, here and in other processes.
             from replay.rebuild import ServingResolver
 
             self.db.on_begin.append(ServingResolver(lambda: self.projections))
-            with self.db.transaction() as cur:
+            with _readable(self.settings.home, "projections.db", "it holds only what is rebuilt from the log: "
+                           "move it aside (with its -wal and -shm files) and run the command again, which rebuilds "
+                           "it from events.db"), self.db.transaction() as cur:
                 for p in self.projections:
                     p.create(cur)
                 # Opt-out sessions' working tables (memledger/optout.py): not a projection, but part of the store.
@@ -430,6 +438,26 @@ def check_half_lives(half_lives: Any) -> dict[str, float]:
                            "give each key prefix a half-life in seconds > 0")
         out[prefix] = float(hl)
     return out
+
+@contextmanager
+def _readable(home: Any, name: str, fix: str) -> Iterator[None]:
+    """Turn damage to the embedded store's file ``name`` found while opening it into a MemledgerError naming the file
+    and what to do (``fix``), instead of a bare "DatabaseError: file is not a database" that named no file (a
+    fresh-user run). SQLite's damage errors (not a database, malformed image) are ``sqlite3.DatabaseError`` but not
+    ``OperationalError`` (locked, busy, disk full), which pass through as they are; eventsourcing's own
+    ``DatabaseError`` wraps them for the log. PostgreSQL stores (``home`` None) are left as they are."""
+    from eventsourcing.persistence import DatabaseError as LogDatabaseError
+    from eventsourcing.persistence import OperationalError as LogOperationalError
+
+    try:
+        yield
+    except (sqlite3.OperationalError, LogOperationalError):
+        raise
+    except (sqlite3.DatabaseError, LogDatabaseError) as exc:
+        if home is None:
+            raise
+        raise MemledgerError(f"{home / name}: not a readable SQLite database ({exc}); {fix}") from None
+
 
 def resolve_cjk_embedder(spec: Any, main: Any) -> Any:
     """The CJK companion embedder for a ledger whose main embedder is ``main`` (an Embedder object).

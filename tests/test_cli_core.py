@@ -193,6 +193,35 @@ def test_damaged_search_files_never_fail_a_write_or_a_search(tmp_path):
     assert code == 1 and "cannot be opened" in err and "embeddings.db" in err and "Traceback" not in err
 
 
+def test_a_damaged_store_file_is_named_with_what_to_do_and_projections_come_back_from_the_log(tmp_path):
+    """A fresh-user run: garbage in events.db, projections.db or keys.db gave "DatabaseError: file is not a database"
+    naming no file. Each is now named with its fix (exit 1, no traceback); the projections, which only the log
+    makes, come back when their file is moved aside as the message says."""
+    import shutil
+
+    from tests.conftest import CLI
+
+    good = tmp_path / "good"
+    assert CLI({"home": good})("assert", "u1", "preference.drink", "tea")[0] == 0
+    fixes = {"events.db": "restore it from a backup", "keys.db": "restore it from a backup",
+             "projections.db": "move it aside"}
+    for name, fix in fixes.items():
+        home = tmp_path / name.replace(".", "_")
+        shutil.copytree(good, home)
+        for suffix in ("-wal", "-shm"):
+            (home / (name + suffix)).unlink(missing_ok=True)
+        (home / name).write_bytes(b"not a database " * 600)
+        code, out, err = CLI({"home": home})("profile", "u1")
+        assert code == 1 and "Traceback" not in err, (name, err)
+        assert f"{home / name}: not a readable SQLite database" in err and fix in err, (name, err)
+        if name == "projections.db":
+            aside = tmp_path / "aside"
+            aside.mkdir()
+            for f in home.glob("projections.db*"):
+                f.rename(aside / f.name)
+            assert CLI({"home": home}).json("profile", "u1")["facts"]["preference.drink"]["value"] == "tea"
+
+
 def test_table_cells_mark_a_cut_value(cli):
     long = " ".join(["word"] * 40) + " END"
     assert cli("assert", "u1", "note.long", json.dumps(long))[0] == 0
