@@ -203,8 +203,8 @@ def _load_sentence_transformer(path: Path):
 #: Environment variable: ``off`` keeps every sentence-transformers model on the torch path; a directory puts the
 #: exported ONNX files there (default ``$XDG_CACHE_HOME/memledger/models``, else ``~/.cache/memledger/models``).
 ONNX_ENV = "MEMLEDGER_ONNX"
-#: Environment variable: ONNX Runtime threads per inference (default 1: on a shared 2-core machine a second
-#: spinning thread made a one-query call 2-3x slower; batches scale with it when cores are idle).
+#: Environment variable: ONNX Runtime threads per inference (default 2, 1 on a one-core machine; never spinning:
+#: a second *spinning* thread made a one-query call 2-3x slower on a shared 2-core machine).
 ONNX_THREADS_ENV = "MEMLEDGER_ONNX_THREADS"
 #: batches of one passage call run side by side on this many threads (default: 2, or 1 on a 1-core machine)
 ONNX_STREAMS_ENV = "MEMLEDGER_ONNX_STREAMS"
@@ -302,8 +302,10 @@ class _OnnxEncoder:
 
         The batches run on up to :attr:`streams` threads at once (``$MEMLEDGER_ONNX_STREAMS``), each taking every
         n-th batch of the length-sorted texts so the threads get even work: ONNX Runtime's ``Run`` may be called
-        concurrently on one session and releases the GIL, and with one intra-op thread per run each stream keeps
-        one core busy without spinning. LoCoMo's 353 observations, 2 cores: 1.63 s on one stream, 0.94 s on two.
+        concurrently on one session and releases the GIL, and no thread spins. LoCoMo's 353 observations, 2 cores,
+        one intra-op thread per run: 1.63 s on one stream, 0.94 s on two. With two intra-op threads (the default) one
+        stream was ~10% faster on a quiet machine (0.90-1.03 against 1.07-1.14 s) and two streams ~20% faster with
+        the other core busy (1.44-1.54 against 1.77-1.80 s): ingest writes on the other core, so two stay.
         A query (one text, one batch) never starts a thread."""
         encs = self.tokenizer.encode_batch([t.strip() for t in texts], add_special_tokens=True)
         order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
