@@ -53,3 +53,13 @@ class NotCaughtUp(MemledgerError):
 
 class SubjectErasedError(MemledgerError):
     """The user was erased (crypto-shredded); nothing more can be recorded or read for them."""
+
+
+class StoreDamaged(MemledgerError):
+    """A file (or table) of the store cannot be used as it is: damaged, in the way, or behind its projections.
+    Nothing was written; exit 1. Like :class:`BadInput` it names the ``field`` (the file), the ``problem`` and the
+    ``fix`` (the CLI's ``--json`` error line carries all three)."""
+
+    def __init__(self, field: str, problem: str, fix: str) -> None:
+        self.field, self.problem, self.fix = field, problem, fix
+        super().__init__(f"{field}: {problem}; {fix}")

@@ -18,7 +18,7 @@ from typing import Any, Self
 
 from ledger.application import LedgerApplication, Outcome
 from ledger.config import Settings, create_private_home, exposure, make_files_private
-from ledger.errors import BadInput, MemledgerError, NotCaughtUp
+from ledger.errors import BadInput, NotCaughtUp, StoreDamaged
 from ledger.schemas import FactCommand, Receipt
 
 #: The working tables of ``--no-memory`` sessions (memledger/optout.py), created with the projections' tables.
@@ -116,6 +116,7 @@ class Store:
                 # Opt-out sessions' working tables (memledger/optout.py): not a projection, but part of the store.
                 for statement in OPTOUT_TABLES:
                     cur.execute(statement)
+            check_log_not_behind(self.app, self.db, self.settings.home)
             if self.settings.home is not None and warning is None:
                 make_files_private(self.settings.home)  # 0600 whatever the umask (the WAL files follow)
 
@@ -441,22 +442,52 @@ def check_half_lives(half_lives: Any) -> dict[str, float]:
 
 @contextmanager
 def _readable(home: Any, name: str, fix: str) -> Iterator[None]:
-    """Turn damage to the embedded store's file ``name`` found while opening it into a MemledgerError naming the file
-    and what to do (``fix``), instead of a bare "DatabaseError: file is not a database" that named no file (a
+    """Turn damage to the embedded store's file ``name`` found while opening it into :class:`StoreDamaged` naming the
+    file and what to do (``fix``), instead of a bare "DatabaseError: file is not a database" that named no file (a
     fresh-user run). SQLite's damage errors (not a database, malformed image) are ``sqlite3.DatabaseError`` but not
-    ``OperationalError`` (locked, busy, disk full), which pass through as they are; eventsourcing's own
-    ``DatabaseError`` wraps them for the log. PostgreSQL stores (``home`` None) are left as they are."""
+    ``OperationalError``; of those (locked, busy, disk full) only "a directory in the file's place" is translated,
+    the rest pass through as they are. eventsourcing's own ``DatabaseError`` wraps them for the log. PostgreSQL
+    stores (``home`` None) are left as they are."""
     from eventsourcing.persistence import DatabaseError as LogDatabaseError
     from eventsourcing.persistence import OperationalError as LogOperationalError
 
     try:
         yield
     except (sqlite3.OperationalError, LogOperationalError):
+        if home is not None and (home / name).is_dir():
+            raise StoreDamaged(str(home / name), "is a directory, not the store's database file",
+                               "move it out of the way (and restore the file if it was lost)") from None
         raise
     except (sqlite3.DatabaseError, LogDatabaseError) as exc:
         if home is None:
             raise
-        raise MemledgerError(f"{home / name}: not a readable SQLite database ({exc}); {fix}") from None
+        raise StoreDamaged(str(home / name), f"not a readable SQLite database ({exc})", fix) from None
+
+
+def check_log_not_behind(app: Any, db: Any, home: Any) -> None:
+    """Refuse a store whose projections have reached a log position the log does not hold.
+
+    A healthy log only grows and its projections only reach positions it holds, so this means the log was emptied,
+    truncated or replaced by an older copy (a fresh-user run: a 0-byte ``events.db`` was taken for a new log, and
+    the next writes got positions 1, 2, ... that the projections, already at 947, never applied; only ``verify``
+    noticed). One indexed read of each; nothing written.
+
+    Raises:
+        StoreDamaged: naming the log, both positions and the two ways out.
+    """
+    head = app.recorder.max_notification_id() or 0
+    with db.read() as cur:
+        cur.execute("SELECT MAX(position) FROM projection_tracking")
+        row = cur.fetchone()
+    reached = int(row[0] or 0) if row else 0
+    if reached <= head:
+        return
+    log = str(home / "events.db") if home is not None else "the log (table stored_events)"
+    raise StoreDamaged(
+        log, f"the log ends at position {head}, but the projections have reached position {reached}: it was "
+        "emptied, truncated or replaced by an older copy",
+        f"restore it from a backup that holds position {reached}; to keep an older log on purpose, move "
+        "projections.db aside (PostgreSQL: drop the projection tables) so they are rebuilt from it")
 
 
 def resolve_cjk_embedder(spec: Any, main: Any) -> Any:

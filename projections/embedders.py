@@ -340,7 +340,8 @@ _BAD_SETTINGS: set[tuple[str, str]] = set()  # (variable, value) already warned 
 
 
 def _env_count(name: str, default: int, what: str) -> int:
-    """The positive integer in ``$name`` (``what`` it counts), or ``default`` when unset or blank.
+    """The positive integer in ``$name`` (``what`` it counts), or ``default`` when unset or blank; at most
+    ``max(4, 2 x cores)`` (a larger value is capped, with a warning).
 
     Any other value gives ``default`` and one warning naming the variable, the value and the fix (logger
     ``memledger``): a typo in a tuning knob once made the encoder's constructor fail, and every call then fell
@@ -353,6 +354,15 @@ def _env_count(name: str, default: int, what: str) -> int:
         n = int(raw)
     except ValueError:
         n = 0
+    most = max(4, 2 * (os.cpu_count() or 1))
+    if n > most:  # a fresh-user run: 10000 left a process with 9,310 ONNX threads that never exited
+        if (name, raw) not in _BAD_SETTINGS:
+            _BAD_SETTINGS.add((name, raw))
+            import logging
+
+            logging.getLogger("memledger").warning(
+                "memledger: %s=%r is more than this machine can use (%s); using %d.", name, raw, what, most)
+        return most
     if n >= 1:
         return n
     if (name, raw) not in _BAD_SETTINGS:

@@ -222,6 +222,67 @@ def test_a_damaged_store_file_is_named_with_what_to_do_and_projections_come_back
             assert CLI({"home": home}).json("profile", "u1")["facts"]["preference.drink"]["value"] == "tea"
 
 
+def test_an_emptied_log_is_refused_before_it_takes_new_positions(tmp_path):
+    """A fresh-user run: a 0-byte events.db was taken for a new log; the next assert got position 1, which the
+    projections (already further) never applied, and profile kept answering from the lost log's rows. Opening now
+    refuses a log that ends before its projections (nothing written), with both positions and the ways out."""
+    import shutil
+
+    from tests.conftest import CLI
+
+    good = tmp_path / "good"
+    cli = CLI({"home": good})
+    for value in ("tea", "coffee"):
+        assert cli("assert", "u1", "preference.drink", value)[0] == 0
+    home = tmp_path / "emptied"
+    shutil.copytree(good, home)
+    for suffix in ("", "-wal", "-shm"):
+        (home / f"events.db{suffix}").unlink(missing_ok=True)
+    (home / "events.db").write_bytes(b"")
+    emptied = CLI({"home": home})
+    for verb in (("assert", "u1", "k.new", "v"), ("profile", "u1")):
+        code, out, err = emptied(*verb, "--json")
+        assert code == 1 and "Traceback" not in err, err
+        error = json.loads(err.strip().splitlines()[-1])["error"]
+        assert error["field"] == str(home / "events.db")
+        assert "ends at position 0, but the projections have reached position 2" in error["problem"]
+        assert "restore it from a backup" in error["fix"] and "move projections.db aside" in error["fix"]
+    (home / "aside").mkdir()
+    for f in home.glob("projections.db*"):
+        f.rename(home / "aside" / f.name)
+    assert emptied.json("profile", "u1")["facts"] == {}  # kept on purpose: the projections follow the log
+    assert emptied("assert", "u1", "k.new", "v")[0] == 0 and emptied.json("history", "u1")[0]["position"] == 1
+
+
+def test_a_directory_in_place_of_a_store_file_or_a_damaged_page_is_said_with_what_to_do(tmp_path):
+    import shutil
+    import sqlite3
+
+    from eventsourcing.persistence import DatabaseError as LogDatabaseError
+    from eventsourcing.persistence import OperationalError as LogOperationalError
+
+    from memledger.cli import _damaged_store
+    from tests.conftest import CLI
+
+    good = tmp_path / "good"
+    assert CLI({"home": good})("assert", "u1", "preference.drink", "tea")[0] == 0
+    for name in ("events.db", "projections.db", "keys.db"):
+        home = tmp_path / f"dir_{name}"
+        shutil.copytree(good, home)
+        for f in home.glob(f"{name}*"):
+            f.unlink()
+        (home / name).mkdir()
+        code, out, err = CLI({"home": home})("profile", "u1")
+        assert code == 1 and "Traceback" not in err, err
+        assert f"{home / name}: is a directory, not the store's database file" in err, err
+    # a damaged page met after the open's checks: SQLite names no file; the message says how to find it
+    problem, fix = _damaged_store(sqlite3.DatabaseError("database disk image is malformed"))
+    assert "damaged (SQLite: database disk image is malformed)" in problem and "integrity_check" in fix
+    assert _damaged_store(LogDatabaseError("file is not a database")) is not None
+    for other in (sqlite3.OperationalError("database is locked"), LogOperationalError("x"), ValueError("x")):
+        assert _damaged_store(other) is None
+
+
 def test_table_cells_mark_a_cut_value(cli):
     long = " ".join(["word"] * 40) + " END"
     assert cli("assert", "u1", "note.long", json.dumps(long))[0] == 0

@@ -230,6 +230,15 @@ def test_a_bad_thread_setting_warns_and_keeps_the_onnx_path(monkeypatch, caplog)
             said = [r.getMessage() for r in caplog.records]
             assert len(said) == 1 and f"{name}={bad!r} is not a positive integer" in said[0], said
             assert f"using {dflt}" in said[0] and "unset it" in said[0]
+    # more threads than the machine can use are capped (10000 once left a process that never exited)
+    most = max(4, 2 * (os.cpu_count() or 1))
+    monkeypatch.setenv(embedders.ONNX_THREADS_ENV, "10000")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="memledger"):
+        assert embedders._env_count(embedders.ONNX_THREADS_ENV, 2, "threads") == most
+    assert f"using {most}" in caplog.records[0].getMessage()
+    monkeypatch.setenv(embedders.ONNX_THREADS_ENV, str(most))
+    assert embedders._env_count(embedders.ONNX_THREADS_ENV, 2, "threads") == most
     # a new encoder under bad settings is still an ONNX encoder, with the defaults
     e = SentenceTransformerEmbedder()
     monkeypatch.setenv(embedders.ONNX_STREAMS_ENV, "abc")

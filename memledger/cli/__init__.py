@@ -115,6 +115,24 @@ def _json_error(field: str | None, problem: str, fix: str, code: int) -> None:
     sys.stderr.flush()
 
 
+def _damaged_store(exc: BaseException) -> tuple[str, str] | None:
+    """(problem, fix) for SQLite reporting a damaged file after the open's checks passed (a malformed page met by a
+    read), else None. SQLite does not say which file, so the fix says how to find it (a fresh-user run: "error:
+    DatabaseError: database disk image is malformed", nothing more)."""
+    import sqlite3
+
+    from eventsourcing.persistence import DatabaseError as LogDatabaseError
+    from eventsourcing.persistence import OperationalError as LogOperationalError
+
+    if not isinstance(exc, (sqlite3.DatabaseError, LogDatabaseError)) or isinstance(
+            exc, (sqlite3.OperationalError, LogOperationalError)):
+        return None
+    return (f"a file of the store is damaged (SQLite: {exc})",
+            "find which with `sqlite3 FILE 'PRAGMA integrity_check'` on events.db, projections.db and keys.db: "
+            "projections.db can be moved aside (with its -wal and -shm) and is rebuilt from the log; restore the "
+            "others from a backup")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: runs the CLI and maps errors to exit codes without tracebacks.
 
@@ -163,6 +181,12 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - a failure, not bad input: exit 1, traceback only on request
         if os.environ.get("MEMLEDGER_DEBUG"):
             raise
+        damaged = _damaged_store(exc)
+        if damaged is not None:  # found past the open's checks (a damaged page): say what to do, as they do
+            err.print(f"error: {damaged[0]}; {damaged[1]}", markup=False)
+            if as_json:
+                _json_error(None, damaged[0], damaged[1], 1)
+            sys.exit(1)
         err.print(f"error: {type(exc).__name__}: {exc}", markup=False)
         if as_json:
             _json_error(None, f"{type(exc).__name__}: {exc}", "", 1)
