@@ -63,3 +63,16 @@ class StoreDamaged(MemledgerError):
     def __init__(self, field: str, problem: str, fix: str) -> None:
         self.field, self.problem, self.fix = field, problem, fix
         super().__init__(f"{field}: {problem}; {fix}")
+
+
+def is_store_damage(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite reporting a damaged database file (not a database, malformed image), directly or
+    wrapped by eventsourcing for the log: ``DatabaseError`` but not ``OperationalError`` (locked, busy, disk full,
+    cannot open), of either library."""
+    import sqlite3
+
+    from eventsourcing.persistence import DatabaseError as LogDatabaseError
+    from eventsourcing.persistence import OperationalError as LogOperationalError
+
+    return isinstance(exc, (sqlite3.DatabaseError, LogDatabaseError)) and not isinstance(
+        exc, (sqlite3.OperationalError, LogOperationalError))

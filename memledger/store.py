@@ -18,7 +18,7 @@ from typing import Any, Self
 
 from ledger.application import LedgerApplication, Outcome
 from ledger.config import Settings, create_private_home, exposure, make_files_private
-from ledger.errors import BadInput, NotCaughtUp, StoreDamaged
+from ledger.errors import BadInput, NotCaughtUp, StoreDamaged, is_store_damage
 from ledger.schemas import FactCommand, Receipt
 
 #: The working tables of ``--no-memory`` sessions (memledger/optout.py), created with the projections' tables.
@@ -440,28 +440,28 @@ def check_half_lives(half_lives: Any) -> dict[str, float]:
         out[prefix] = float(hl)
     return out
 
+
 @contextmanager
 def _readable(home: Any, name: str, fix: str) -> Iterator[None]:
     """Turn damage to the embedded store's file ``name`` found while opening it into :class:`StoreDamaged` naming the
     file and what to do (``fix``), instead of a bare "DatabaseError: file is not a database" that named no file (a
     fresh-user run). SQLite's damage errors (not a database, malformed image) are ``sqlite3.DatabaseError`` but not
-    ``OperationalError``; of those (locked, busy, disk full) only "a directory in the file's place" is translated,
-    the rest pass through as they are. eventsourcing's own ``DatabaseError`` wraps them for the log. PostgreSQL
-    stores (``home`` None) are left as they are."""
-    from eventsourcing.persistence import DatabaseError as LogDatabaseError
+    ``OperationalError`` (:func:`ledger.errors.is_store_damage`; eventsourcing wraps them for the log). Of the
+    operational ones (locked, busy, disk full) only "a directory in the file's place" is translated; the rest, and
+    every error of a PostgreSQL store (``home`` None), pass through as they are."""
     from eventsourcing.persistence import OperationalError as LogOperationalError
 
     try:
         yield
-    except (sqlite3.OperationalError, LogOperationalError):
-        if home is not None and (home / name).is_dir():
+    except Exception as exc:
+        if home is None:
+            raise
+        if is_store_damage(exc):
+            raise StoreDamaged(str(home / name), f"not a readable SQLite database ({exc})", fix) from None
+        if isinstance(exc, (sqlite3.OperationalError, LogOperationalError)) and (home / name).is_dir():
             raise StoreDamaged(str(home / name), "is a directory, not the store's database file",
                                "move it out of the way (and restore the file if it was lost)") from None
         raise
-    except (sqlite3.DatabaseError, LogDatabaseError) as exc:
-        if home is None:
-            raise
-        raise StoreDamaged(str(home / name), f"not a readable SQLite database ({exc})", fix) from None
 
 
 def check_log_not_behind(app: Any, db: Any, home: Any) -> None:
@@ -475,7 +475,9 @@ def check_log_not_behind(app: Any, db: Any, home: Any) -> None:
     Raises:
         StoreDamaged: naming the log, both positions and the two ways out.
     """
-    head = app.recorder.max_notification_id() or 0
+    from replay.events import max_position  # loaded at open anyway (replay.rebuild's ServingResolver)
+
+    head = max_position(app)
     with db.read() as cur:
         cur.execute("SELECT MAX(position) FROM projection_tracking")
         row = cur.fetchone()

@@ -274,13 +274,14 @@ class _OnnxEncoder:
         # Two intra-op threads (no spinning) by default: a query took 3.8 against 5.0 ms p50 on a quiet 2-core machine,
         # 4.2-4.7 against 4.9-5.0 with the other core busy; passage batches the same either way beside two streams.
         # (With spinning on, a second thread made a query 2-3x slower on a shared machine: hence allow_spinning=0.)
-        so.intra_op_num_threads = _env_count(ONNX_THREADS_ENV, min(2, os.cpu_count() or 1), "threads per inference")
+        two = min(2, os.cpu_count() or 1)
+        so.intra_op_num_threads = _env_count(ONNX_THREADS_ENV, two, "threads per inference")
         so.inter_op_num_threads = 1
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy-wait on a shared machine
         self.session = ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.batch_size = batch_size
-        self.streams = _env_count(ONNX_STREAMS_ENV, min(2, os.cpu_count() or 1), "threads per passage call")
+        self.streams = _env_count(ONNX_STREAMS_ENV, two, "threads per passage call")
 
     def _run(self, encs: list[Any], chunk: list[int]) -> np.ndarray:
         """One padded batch of the tokenized texts ``encs[i] for i in chunk`` through the session."""
@@ -356,23 +357,18 @@ def _env_count(name: str, default: int, what: str) -> int:
         n = 0
     most = max(4, 2 * (os.cpu_count() or 1))
     if n > most:  # a fresh-user run: 10000 left a process with 9,310 ONNX threads that never exited
-        if (name, raw) not in _BAD_SETTINGS:
-            _BAD_SETTINGS.add((name, raw))
-            import logging
-
-            logging.getLogger("memledger").warning(
-                "memledger: %s=%r is more than this machine can use (%s); using %d.", name, raw, what, most)
-        return most
-    if n >= 1:
+        use, why = most, f"is more than this machine can use ({what}); using {most}."
+    elif n >= 1:
         return n
-    if (name, raw) not in _BAD_SETTINGS:
+    else:
+        use, why = default, (f"is not a positive integer ({what}); using {default}. Set it to e.g. {default}, "
+                             "or unset it.")
+    if (name, raw) not in _BAD_SETTINGS:  # said once per process
         _BAD_SETTINGS.add((name, raw))
         import logging
 
-        logging.getLogger("memledger").warning(
-            "memledger: %s=%r is not a positive integer (%s); using %d. Set it to e.g. %d, or unset it.",
-            name, raw, what, default, default)
-    return default
+        logging.getLogger("memledger").warning("memledger: %s=%r %s", name, raw, why)
+    return use
 
 
 def onnx_file(model_dir: Path, model_id: str) -> Path | None:

@@ -119,13 +119,9 @@ def _damaged_store(exc: BaseException) -> tuple[str, str] | None:
     """(problem, fix) for SQLite reporting a damaged file after the open's checks passed (a malformed page met by a
     read), else None. SQLite does not say which file, so the fix says how to find it (a fresh-user run: "error:
     DatabaseError: database disk image is malformed", nothing more)."""
-    import sqlite3
+    from ledger.errors import is_store_damage
 
-    from eventsourcing.persistence import DatabaseError as LogDatabaseError
-    from eventsourcing.persistence import OperationalError as LogOperationalError
-
-    if not isinstance(exc, (sqlite3.DatabaseError, LogDatabaseError)) or isinstance(
-            exc, (sqlite3.OperationalError, LogOperationalError)):
+    if not is_store_damage(exc):
         return None
     return (f"a file of the store is damaged (SQLite: {exc})",
             "find which with `sqlite3 FILE 'PRAGMA integrity_check'` on events.db, projections.db and keys.db: "
