@@ -208,8 +208,10 @@ _FACT_WRAP_AAD_PREFIX = b"memledger:fact-key:v1|"
 _FRESH_LIMIT = 100_000  # per-fact keys prepared but not used yet (a failed save's) kept at most
 # Reserve of the second refill of a user's pool (a process writing for the user again). A key-store commit costs
 # ~1 ms on SQLite (rollback journal, fsync): with 8, a user's first 30 single-command saves paid 4 of them (133 us
-# a save, scripts/bench_append.py); with 32, 2. The unused reserve a process leaves stays at most _POOL_MAX a user.
-_POOL_MIN = 32
+# a save, scripts/bench_append.py); with 32, a user's first 97 saves paid 3; with 64, 2. The reserve is handed
+# back when the application closes (EncryptingMapper.release_unused_fact_keys), so its size costs no disk after a
+# clean exit; after a crash at most _POOL_MAX spare rows a user remain.
+_POOL_MIN = 64
 _POOL_MAX = 64  # largest reserve of stored per-fact keys a process keeps per user (EncryptingMapper.prepare_fact_keys)
 _AEAD_CACHE_SIZE = 256  # AESGCM objects an EncryptingMapper keeps (by data key)
 
@@ -427,8 +429,10 @@ class EncryptingMapper(Mapper[Any]):
         the cost of a one-event save (scripts/bench_append.py: 1,226 -> 513 events/s one per save). Keys are made per
         user, for the events that need one plus a reserve: none at a process's first write for a user (a one-shot CLI
         call stores exactly what it uses), then :data:`_POOL_MIN`, doubling per refill up to :data:`_POOL_MAX`; all
-        in one key-store transaction. Unused keys (a reserve at exit, or a save that
-        failed after this) are harmless rows: random bytes wrapped under the user's key, never referenced by the log.
+        in one key-store transaction, together with the data keys of users new to the store (``store_fact_keys``).
+        The unused reserve is handed back when the application closes (:meth:`release_unused_fact_keys`); keys left
+        by a crash or by a save that failed after this are harmless rows: random bytes wrapped under the user's
+        key, never referenced by the log.
 
         Raises:
             SubjectErasedError: an event's user was erased (nothing is stored).
@@ -449,21 +453,28 @@ class EncryptingMapper(Mapper[Any]):
             if self._pool_pid != os.getpid():
                 # forked: the parent's reserve is the parent's; sharing it would give two events one key
                 self._pools, self._reserve, self._pool_pid = {}, {}, os.getpid()
-            rows: list[tuple[str, str, bytes]] = []
             made: dict[str, list[tuple[str, bytes]]] = {}
+            reserves: dict[str, int] = {}
             for user_id, evs in wanted.items():
                 short = len(evs) - len(self._pools.get(user_id, ()))
                 if short <= 0:
                     continue
                 reserve = self._reserve.get(user_id, 0)
-                wrapper = self._aead(self.keystore.get_or_create(user_id))  # SubjectErasedError after erasure
-                for _ in range(short + reserve):
-                    key_id, key = str(uuid.UUID(bytes=os.urandom(16), version=4)), os.urandom(DATA_KEY_BYTES)
-                    rows.append((user_id, key_id, wrap_fact_key(wrapper, user_id, key_id, key)))
-                    made.setdefault(user_id, []).append((key_id, key))
-                self._reserve[user_id] = min(max(_POOL_MIN, 2 * reserve), _POOL_MAX)
-            if rows:
-                self.keystore.put_fact_keys(rows)  # stored before any event names them
+                made[user_id] = [(str(uuid.UUID(bytes=os.urandom(16), version=4)), os.urandom(DATA_KEY_BYTES))
+                                 for _ in range(short + reserve)]
+                reserves[user_id] = min(max(_POOL_MIN, 2 * reserve), _POOL_MAX)
+            if made:
+                # stored before any event names them, new users' data keys in the same transaction where the store
+                # can (SQLiteKeyStore.store_fact_keys); SubjectErasedError after erasure, with nothing stored
+                store = getattr(self.keystore, "store_fact_keys", None)
+                if store is not None:
+                    store(made, lambda user_key, u, key_id, key: wrap_fact_key(self._aead(user_key), u, key_id, key))
+                else:
+                    aeads = {u: self._aead(self.keystore.get_or_create(u)) for u in made}
+                    self.keystore.put_fact_keys([(u, key_id, wrap_fact_key(aeads[u], u, key_id, key))
+                                                 for u, pairs in made.items() for key_id, key in pairs])
+                self._reserve.update(reserves)
+            rows = [pair for pairs in made.values() for pair in pairs]
             if len(self._fresh) > _FRESH_LIMIT:
                 self._fresh.clear()
             for user_id, evs in wanted.items():
@@ -475,6 +486,28 @@ class EncryptingMapper(Mapper[Any]):
                     event.__dict__[FACT_KEY_FIELD] = key_id
                     self._fresh[(user_id, key_id)] = key
         return len(rows)
+
+    def release_unused_fact_keys(self) -> int:
+        """Hand back this process's unused reserve of per-fact keys: delete their rows from the key store (one
+        transaction per user; ``release_fact_keys``). Called when the application closes, so a clean exit leaves no
+        spare key behind; a crash leaves at most ``_POOL_MAX`` per user, harmless rows no event names. Keys already
+        given to an event (even one whose save failed) are never in the pool, so none of those is touched.
+        Returns how many rows were deleted; a key store that cannot delete keeps them (0)."""
+        release = getattr(self.keystore, "release_fact_keys", None)
+        if release is None:
+            return 0
+        n = 0
+        with self._pool_lock:
+            if self._pool_pid != os.getpid():  # forked: the pool is the parent's, and the parent may still use it
+                return 0
+            pools, self._pools, self._reserve = self._pools, {}, {}
+            for user_id, pool in pools.items():
+                if pool:
+                    try:
+                        n += release(user_id, [key_id for key_id, _ in pool])
+                    except NotImplementedError:
+                        return n
+        return n
 
     @staticmethod
     def _aad(user_id: str, field: str, originator_id: Any, originator_version: int) -> bytes:

@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from .crypto import (
     _FORMAT_RAW,
@@ -162,6 +162,38 @@ class _KeyStoreBase:
             with self._cache_lock:
                 for user_id, key_id, blob in rows:
                     self._fact_cache[(user_id, key_id)] = (bytes(blob), until)
+
+    def store_fact_keys(self, made: dict[str, list[tuple[str, bytes]]],
+                        wrap: Callable[[bytes, str, str, bytes], bytes]) -> None:
+        """Store new per-fact keys for several users, creating a user's data key first where it has none.
+
+        ``made``: ``{user_id: [(key_id, raw 32-byte fact key), ...]}``; ``wrap(user_key, user_id, key_id, fact_key)``
+        seals a fact key under its user's data key (:func:`ledger.crypto.wrap_fact_key`). This default takes one
+        transaction per new user's key and one for the fact keys; :class:`SQLiteKeyStore` does it all in one.
+
+        Raises:
+            SubjectErasedError: a user's key was destroyed (nothing of the batch is stored).
+        """
+        keys = {user_id: self.get_or_create(user_id) for user_id in made}
+        self.put_fact_keys([(u, key_id, wrap(keys[u], u, key_id, key)) for u, pairs in made.items()
+                            for key_id, key in pairs])
+
+    def _delete_facts(self, user_id: str, key_ids: list[str]) -> int:
+        raise NotImplementedError
+
+    def release_fact_keys(self, user_id: str, key_ids: list[str]) -> int:
+        """Delete stored per-fact keys that no event names (a process's unused reserve, handed back when it closes:
+        ledger/crypto.py ``EncryptingMapper.release_unused_fact_keys``). Rows go, not tombstones: unlike a forgotten
+        key, nothing in the log refers to them; SQLite's secure_delete zeroes their bytes. Returns rows deleted."""
+        self._check_user_id(user_id)
+        ids = sorted({str(k) for k in key_ids})
+        if not ids:
+            return 0
+        n = self._delete_facts(user_id, ids)
+        with self._cache_lock:
+            for key_id in ids:
+                self._fact_cache.pop((user_id, key_id), None)
+        return n
 
     def get_fact_key(self, user_id: str, key_id: str) -> bytes | bool | None:
         """The wrapped per-fact key, ``False`` if it was destroyed (forgotten), None if there is no such row."""
@@ -494,6 +526,68 @@ class SQLiteKeyStore(_KeyStoreBase):
             conn.execute("ROLLBACK")
             raise
 
+    def store_fact_keys(self, made: dict[str, list[tuple[str, bytes]]],
+                        wrap: Callable[[bytes, str, str, bytes], bytes]) -> None:
+        """As the base class, in ONE transaction: the keys of users new to the store and their first fact keys are
+        committed together. Why: a key-store commit costs ~1 ms here (rollback journal, fsync), and a process's first
+        write for a new user paid two of them (its data key, then its fact key; scripts/bench_append.py).
+
+        The new user's key is inserted with ``INSERT OR IGNORE`` under ``BEGIN IMMEDIATE`` and read back, so when
+        another process created it first the fact keys are wrapped under the winner's key, never under ours.
+        """
+        keys: dict[str, bytes] = {}
+        missing: list[str] = []
+        conn = self._conn()
+        for user_id in made:
+            self._check_user_id(user_id)
+            if self._known_destroyed(user_id):
+                raise _erased_error(user_id)
+            cached = self._cached(user_id)
+            row = None if cached is not None else self._row(conn, user_id)  # fast path, no write lock
+            if cached is not None:
+                keys[user_id] = cached
+            elif row is not None:
+                keys[user_id] = self._key_from_row(user_id, row)  # SubjectErasedError for an erased user
+            else:
+                missing.append(user_id)
+        if missing:
+            self._check_config_before_new_key(missing[0])
+        now = _now_iso()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for user_id in missing:
+                blob, key_format = self._seal(user_id, os.urandom(DATA_KEY_BYTES))
+                conn.execute("INSERT OR IGNORE INTO user_keys (user_id, key, key_format, created_at) VALUES (?, ?, ?, ?)",
+                             (user_id, blob, key_format, now))
+                keys[user_id] = self._key_from_row(user_id, self._row(conn, user_id))  # ours, or a racing writer's
+            rows = [(u, key_id, wrap(keys[u], u, key_id, key)) for u, pairs in made.items() for key_id, key in pairs]
+            for _, key_id, _ in rows:
+                if not key_id:
+                    raise ValueError("key_id must be a non-empty string")
+            conn.executemany("INSERT OR IGNORE INTO fact_keys (user_id, key_id, key, created_at) VALUES (?, ?, ?, ?)",
+                             [(u, k, blob, now) for u, k, blob in rows])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        if self.cache_ttl > 0:
+            until = time.monotonic() + self.cache_ttl
+            with self._cache_lock:
+                for user_id, key_id, blob in rows:
+                    self._fact_cache[(user_id, key_id)] = (bytes(blob), until)
+
+    def _delete_facts(self, user_id: str, key_ids: list[str]) -> int:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            n = conn.execute(f"DELETE FROM fact_keys WHERE user_id = ? AND key_id IN ({', '.join('?' * len(key_ids))})",
+                             [user_id, *key_ids]).rowcount
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return n
+
     def _destroy_facts(self, user_id: str, key_ids: list[str]) -> int:
         conn = self._conn()
         now = _now_iso()
@@ -572,6 +666,7 @@ class PostgresKeyStore(_KeyStoreBase):
             "UPDATE {} SET key = NULL, destroyed_at = now() WHERE user_id = %s AND key_id = ANY(%s)"
             " AND destroyed_at IS NULL").format(facts)
         self._sql_fact_delete_user = sql.SQL("DELETE FROM {} WHERE user_id = %s").format(facts)
+        self._sql_fact_delete = sql.SQL("DELETE FROM {} WHERE user_id = %s AND key_id = ANY(%s)").format(facts)
         self._sql_fact_select_many = sql.SQL(
             "SELECT user_id, key_id, key, destroyed_at FROM {} WHERE key_id = ANY(%s)").format(facts)
         self._sql_fact_vacuum = sql.SQL("VACUUM FULL {}").format(facts)
@@ -709,6 +804,13 @@ class PostgresKeyStore(_KeyStoreBase):
                 cur.executemany(self._sql_fact_insert, rows)
 
         self._run(do)
+
+    def _delete_facts(self, user_id: str, key_ids: list[str]) -> int:
+        def do(conn: Any) -> int:
+            with conn.transaction():
+                return conn.execute(self._sql_fact_delete, (user_id, key_ids)).rowcount
+
+        return int(self._run(do))
 
     def _destroy_facts(self, user_id: str, key_ids: list[str]) -> int:
         def do(conn: Any) -> int:

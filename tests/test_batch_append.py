@@ -59,6 +59,48 @@ def test_a_stale_existence_answer_only_costs_a_retry(fresh_ledger, monkeypatch):
     assert [(h.value, h.version) for h in fresh_ledger.history("u1", "preference.drink")] == [("tea", 1), ("coffee", 2)]
 
 
+def test_a_single_command_on_a_new_fact_skips_the_librarys_load(fresh_ledger, monkeypatch):
+    """One command per save: a stream with no events is told by one SELECT (SQLite), and the library's
+    ``repository.get`` runs only for a stream that exists; on PostgreSQL every load is the library's."""
+    app = fresh_ledger.app
+    gets = []
+    real_get = app.repository.get
+    monkeypatch.setattr(app.repository, "get", lambda sid, *a, **k: (gets.append(sid), real_get(sid, *a, **k))[1])
+    sqlite = "home" in fresh_ledger_args(fresh_ledger)
+    [new] = app.execute([_cmd("u1", "preference.drink", "tea")])
+    assert (new.version, new.effect) == (1, "new")
+    assert gets == ([] if sqlite else [fact_id("u1", "preference.drink")])
+    gets.clear()
+    [again] = app.execute([_cmd("u1", "preference.drink", "coffee")])
+    assert (again.version, again.effect) == (2, "supersede")
+    assert gets == [fact_id("u1", "preference.drink")]
+    assert app._stream_absent(fact_id("u1", "preference.drink")) is False
+    assert app._stream_absent(fact_id("u1", "preference.food")) is sqlite
+
+
+def test_a_stale_absence_answer_for_one_command_only_costs_a_retry(fresh_ledger, monkeypatch):
+    """The stream is created by another writer after the absence check: the save conflicts, the command is loaded
+    in full and decided again (a supersede, never a second version 1)."""
+    fresh_ledger.assert_fact("u1", "preference.drink", "tea")
+    real = fresh_ledger.app._stream_absent
+    calls = []
+
+    def stale_once(sid):
+        calls.append(sid)
+        return True if len(calls) == 1 else real(sid)
+
+    monkeypatch.setattr(fresh_ledger.app, "_stream_absent", stale_once)
+    [outcome] = fresh_ledger.app.execute([_cmd("u1", "preference.drink", "coffee")])
+    assert len(calls) == 2
+    assert (outcome.version, outcome.effect) == (2, "supersede")
+    assert [(h.value, h.version) for h in fresh_ledger.history("u1", "preference.drink")] == [("tea", 1), ("coffee", 2)]
+
+
+def fresh_ledger_args(ml) -> dict:
+    """Which backend a ledger runs on: {"home": ...} for SQLite, {"dsn": ...} for PostgreSQL."""
+    return {"dsn": True} if ml.app.recorder.__class__.__module__.endswith("postgres") else {"home": True}
+
+
 def test_bench_append_prints_its_table(store_args):
     args = ["--dsn", store_args["dsn"]] if "dsn" in store_args else []
     p = subprocess.run([sys.executable, "scripts/bench_append.py", *args, "--single", "2", "--events", "6",

@@ -618,3 +618,83 @@ def test_pg_keystore_with_application(tmp_path: Path, pg_schema: str) -> None:
     assert fresh.repository.get(b.id).text == LATIN
     store.close()
     fresh_store.close()
+
+
+# ------------------------------------------------------------------------- per-fact keys: batched store, release
+
+
+def _wrap(user_key: bytes, user_id: str, key_id: str, key: bytes) -> bytes:
+    from ledger.crypto import wrap_fact_key
+
+    return wrap_fact_key(user_key, user_id, key_id, key)
+
+
+def test_store_fact_keys_makes_a_new_users_key_in_the_same_transaction(keystore: SQLiteKeyStore) -> None:
+    from ledger.crypto import unwrap_fact_key
+
+    statements: list[str] = []
+    keystore._conn().set_trace_callback(statements.append)
+    fk = os.urandom(32)
+    keystore.store_fact_keys({"ada": [("k1", fk)]}, _wrap)
+    assert [s for s in statements if s.strip().upper() == "COMMIT"] == ["COMMIT"]
+    user_key = keystore.get("ada")
+    assert user_key is not None and len(user_key) == 32
+    assert unwrap_fact_key(user_key, "ada", "k1", keystore.get_fact_key("ada", "k1")) == fk
+
+
+def test_store_fact_keys_wraps_under_the_key_a_racing_writer_created(tmp_path: Path, keystore: SQLiteKeyStore) -> None:
+    """Another process creates the user's key between our fast-path read and our transaction: the fact key must be
+    wrapped under the key that won, or it could never be opened."""
+    from ledger.crypto import unwrap_fact_key
+
+    other = SQLiteKeyStore(tmp_path / "keys.db")
+    reads = {"n": 0}
+    real_row = keystore._row
+
+    def row(conn: Any, user_id: str) -> Any:
+        reads["n"] += 1
+        if reads["n"] == 1:  # our fast-path read sees no key; then the other process creates it
+            other.get_or_create(user_id)
+            return None
+        return real_row(conn, user_id)
+
+    keystore._row = row  # type: ignore[method-assign]
+    fk = os.urandom(32)
+    keystore.store_fact_keys({"bo": [("k1", fk)]}, _wrap)
+    winner = other.get("bo")
+    assert winner is not None
+    assert unwrap_fact_key(winner, "bo", "k1", other.get_fact_key("bo", "k1")) == fk
+    other.close()
+
+
+def test_store_fact_keys_for_an_erased_user_stores_nothing(keystore: SQLiteKeyStore) -> None:
+    keystore.get_or_create("cy")
+    keystore.destroy("cy")
+    with pytest.raises(SubjectErasedError):
+        keystore.store_fact_keys({"dee": [("k1", os.urandom(32))], "cy": [("k2", os.urandom(32))]}, _wrap)
+    assert keystore.get_fact_key("dee", "k1") is None and keystore.get_fact_key("cy", "k2") is None
+    assert keystore.get("dee") is None  # the other, new user of the batch got no key either
+
+
+def test_release_fact_keys_deletes_rows_and_their_bytes(tmp_path: Path, keystore: SQLiteKeyStore) -> None:
+    keys = [os.urandom(32) for _ in range(3)]
+    keystore.store_fact_keys({"eve": [(f"k{i}", k) for i, k in enumerate(keys)]}, _wrap)
+    wrapped = keystore.get_fact_key("eve", "k1")
+    assert keystore.release_fact_keys("eve", ["k1", "k2", "nope"]) == 2
+    assert keystore.get_fact_key("eve", "k1") is None  # gone, not a tombstone: no event ever named it
+    assert keystore.get_fact_key("eve", "k0") not in (None, False)
+    keystore.close()
+    assert wrapped not in (tmp_path / "keys.db").read_bytes()  # secure_delete zeroed the row
+
+
+def test_pg_store_and_release_fact_keys(pg_schema: str) -> None:
+    from ledger.crypto import unwrap_fact_key
+
+    store = PostgresKeyStore(PG_CONNINFO, schema=pg_schema)
+    fk = [os.urandom(32) for _ in range(2)]
+    store.store_fact_keys({"fay": [("k0", fk[0]), ("k1", fk[1])]}, _wrap)
+    user_key = store.get("fay")
+    assert unwrap_fact_key(user_key, "fay", "k0", store.get_fact_key("fay", "k0")) == fk[0]
+    assert store.release_fact_keys("fay", ["k1"]) == 1
+    assert store.get_fact_key("fay", "k1") is None
+    store.close()

@@ -311,19 +311,26 @@ def test_forgetting_a_scheduled_head_alone_is_refused_while_it_would_take_the_cu
     assert cli.json("profile", "u2")["facts"] == {}
 
 
-def test_per_fact_key_pools_refill_rarely_and_keep_a_bounded_reserve(tmp_path: Any) -> None:
-    """A process's first save for a user stores exactly the keys it uses (a one-shot CLI call leaves no spare row);
-    the next refill adds a reserve of ``_POOL_MIN``, doubling up to ``_POOL_MAX``; every event gets its own key."""
+def test_per_fact_key_pools_refill_rarely_and_hand_the_reserve_back_at_close(tmp_path: Any) -> None:
+    """A process's first save for a user stores exactly the keys it uses (a one-shot CLI call leaves no spare row),
+    in the same key-store transaction as the new user's data key; the next refill adds a reserve of ``_POOL_MIN``,
+    doubling up to ``_POOL_MAX``; every event gets its own key; closing deletes the unused reserve."""
     import sqlite3
 
     from ledger import crypto
 
     with MemoryLedger(home=tmp_path / "h", embedder="none") as ml:
         commits = []
-        put = ml.keystore.put_fact_keys
-        ml.keystore.put_fact_keys = lambda rows: (commits.append(len(rows)), put(rows))[1]  # type: ignore[method-assign]
+        store = ml.keystore.store_fact_keys
+        ml.keystore.store_fact_keys = lambda made, wrap: (  # type: ignore[method-assign]
+            commits.append({u: len(p) for u, p in made.items()}), store(made, wrap))[1]
+        statements: list[str] = []
+        ml.keystore._conn().set_trace_callback(statements.append)
         ml.assert_fact("hana", "note.n0", "v0")
-        assert commits == [1]
+        assert commits == [{"hana": 1}]
+        # the new user's data key was stored in that same key-store transaction: one commit, not two
+        assert [s for s in statements if s.strip().upper() == "COMMIT"] == ["COMMIT"]
+        assert any("INSERT OR IGNORE INTO user_keys" in s for s in statements)
         for i in range(1, 200):
             ml.assert_fact("hana", f"note.n{i}", f"v{i}")
         reserve = crypto._POOL_MIN
@@ -331,11 +338,15 @@ def test_per_fact_key_pools_refill_rarely_and_keep_a_bounded_reserve(tmp_path: A
         while sum(expected) < 200:
             reserve = min(2 * reserve, crypto._POOL_MAX)
             expected.append(1 + reserve)
-        assert commits == expected == [1, 33, 65, 65, 65]
+        assert [c["hana"] for c in commits] == expected == [1, 65, 65, 65, 65]
+        conn = sqlite3.connect(tmp_path / "h" / "keys.db")
+        stored_open = conn.execute("SELECT count(*) FROM fact_keys WHERE user_id = 'hana'").fetchone()[0]
+        conn.close()
+        assert stored_open == 261  # 200 used, 61 in reserve while the ledger is open
     conn = sqlite3.connect(tmp_path / "h" / "keys.db")
     stored = conn.execute("SELECT count(*) FROM fact_keys WHERE user_id = 'hana'").fetchone()[0]
     conn.close()
-    assert stored == sum(expected) and stored - 200 <= crypto._POOL_MAX  # the reserve left unused is bounded
+    assert stored == 200  # the unused reserve was handed back when the ledger closed
     events = sqlite3.connect(tmp_path / "h" / "events.db")
     ids = [json.loads(state)["fact_key_id"] for (state,) in events.execute("SELECT state FROM stored_events")]
     events.close()
