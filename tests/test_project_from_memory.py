@@ -71,6 +71,22 @@ def test_record_projects_its_events_without_reading_the_log(fresh_ledger: Memory
     assert [(r.projection, r.ok) for r in ml.verify()] == [(p.name, True) for p in ml.projections]
 
 
+@pytest.mark.parametrize("n", [1, 25])
+def test_the_first_record_into_a_fresh_store_projects_from_memory(fresh_ledger: MemoryLedger,
+                                                                  monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """A fresh store's first catch-up takes the bulk path for copies at position 0; it read the command's own
+    events back from the log (an ingest into a new store decoded every fact it had just saved)."""
+    ml = fresh_ledger
+    reads = _count_reads(ml, monkeypatch)
+    receipts = ml.record([{"user_id": f"u{i % 3}", "key": f"note.n{i}", "value": i, "text": f"note {i}"}
+                          for i in range(n)])
+    assert reads == []
+    assert [r.position for r in receipts] == list(range(1, n + 1))
+    monkeypatch.undo()
+    assert ml.profile("u0").facts["note.n0"].value == 0
+    assert [(r.projection, r.ok) for r in ml.verify()] == [(p.name, True) for p in ml.projections]
+
+
 def test_a_gap_before_the_commands_events_reads_the_log(fresh_ledger: MemoryLedger,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # another writer's event lands between the projections' position and this command's: it is read from the log
