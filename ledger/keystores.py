@@ -185,14 +185,22 @@ class _KeyStoreBase:
         """Delete stored per-fact keys that no event names (a process's unused reserve, handed back when it closes:
         ledger/crypto.py ``EncryptingMapper.release_unused_fact_keys``). Rows go, not tombstones: unlike a forgotten
         key, nothing in the log refers to them; SQLite's secure_delete zeroes their bytes. Returns rows deleted."""
+        return self._drop_fact_keys(user_id, key_ids, self._delete_facts, destroyed=False)
+
+    def _drop_fact_keys(self, user_id: str, key_ids: list[str], op: Callable[[str, list[str]], int], *,
+                        destroyed: bool) -> int:
+        """Run ``op(user_id, sorted ids)`` (destroy or delete) and make this process's cache forget the keys; a
+        destroyed key is remembered as such (``get_fact_key`` then says False, not None)."""
         self._check_user_id(user_id)
         ids = sorted({str(k) for k in key_ids})
         if not ids:
             return 0
-        n = self._delete_facts(user_id, ids)
+        n = op(user_id, ids)
         with self._cache_lock:
             for key_id in ids:
                 self._fact_cache.pop((user_id, key_id), None)
+                if destroyed:
+                    self._fact_destroyed.add((user_id, key_id))
         return n
 
     def get_fact_key(self, user_id: str, key_id: str) -> bytes | bool | None:
@@ -244,16 +252,7 @@ class _KeyStoreBase:
         """Destroy per-fact keys of ``user_id`` (key NULL, destroyed_at set; the bytes are overwritten: SQLite's
         secure_delete, PostgreSQL after :meth:`vacuum`). Returns how many live keys were destroyed. This process's
         cache forgets them at once; another process may keep using a cached one for up to ``cache_ttl`` seconds."""
-        self._check_user_id(user_id)
-        ids = sorted({str(k) for k in key_ids})
-        if not ids:
-            return 0
-        n = self._destroy_facts(user_id, ids)
-        with self._cache_lock:
-            for key_id in ids:
-                self._fact_cache.pop((user_id, key_id), None)
-                self._fact_destroyed.add((user_id, key_id))
-        return n
+        return self._drop_fact_keys(user_id, key_ids, self._destroy_facts, destroyed=True)
 
     def _known_destroyed(self, user_id: str) -> bool:
         return user_id in self._destroyed_cache
