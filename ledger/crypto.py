@@ -213,6 +213,9 @@ _FRESH_LIMIT = 100_000  # per-fact keys prepared but not used yet (a failed save
 # clean exit; after a crash at most _POOL_MAX spare rows a user remain.
 _POOL_MIN = 64
 _POOL_MAX = 64  # largest reserve of stored per-fact keys a process keeps per user (EncryptingMapper.prepare_fact_keys)
+# Spare keys a process holds over all its users at most: a server writing twice for each of 10,000 users would
+# otherwise reserve 640,000 keys (~140 MB of keys.db, left behind by a crash); past it a refill reserves nothing.
+_POOL_TOTAL = 4096
 _AEAD_CACHE_SIZE = 256  # AESGCM objects an EncryptingMapper keeps (by data key)
 
 
@@ -394,6 +397,7 @@ class EncryptingMapper(Mapper[Any]):
         # stored per-fact keys not yet given to an event, per user, and the reserve of the next refill
         self._pools: dict[str, list[tuple[str, bytes]]] = {}
         self._reserve: dict[str, int] = {}
+        self._spare = 0  # keys in all the pools (bounded by _POOL_TOTAL)
         self._pool_lock = threading.Lock()
         self._pool_pid = os.getpid()
 
@@ -428,7 +432,8 @@ class EncryptingMapper(Mapper[Any]):
         Why a pool: a key-store commit per event (a journal write and fsync on SQLite, ~1 ms) would more than double
         the cost of a one-event save (scripts/bench_append.py: 1,226 -> 513 events/s one per save). Keys are made per
         user, for the events that need one plus a reserve: none at a process's first write for a user (a one-shot CLI
-        call stores exactly what it uses), then :data:`_POOL_MIN`, doubling per refill up to :data:`_POOL_MAX`; all
+        call stores exactly what it uses), then :data:`_POOL_MIN`, doubling per refill up to :data:`_POOL_MAX`, while the
+        process's spare keys over all users stay within :data:`_POOL_TOTAL` (past it a refill reserves nothing); all
         in one key-store transaction, together with the data keys of users new to the store (``store_fact_keys``).
         The unused reserve is handed back when the application closes (:meth:`release_unused_fact_keys`); keys left
         by a crash or by a save that failed after this are harmless rows: random bytes wrapped under the user's
@@ -452,17 +457,19 @@ class EncryptingMapper(Mapper[Any]):
         with self._pool_lock:
             if self._pool_pid != os.getpid():
                 # forked: the parent's reserve is the parent's; sharing it would give two events one key
-                self._pools, self._reserve, self._pool_pid = {}, {}, os.getpid()
+                self._pools, self._reserve, self._pool_pid, self._spare = {}, {}, os.getpid(), 0
             made: dict[str, list[tuple[str, bytes]]] = {}
             reserves: dict[str, int] = {}
+            budget = _POOL_TOTAL - self._spare  # spare keys this batch may still add over all users
             for user_id, evs in wanted.items():
                 short = len(evs) - len(self._pools.get(user_id, ()))
                 if short <= 0:
                     continue
-                reserve = self._reserve.get(user_id, 0)
+                reserve = min(self._reserve.get(user_id, 0), max(0, budget))
+                budget -= reserve
                 made[user_id] = [(str(uuid.UUID(bytes=os.urandom(16), version=4)), os.urandom(DATA_KEY_BYTES))
                                  for _ in range(short + reserve)]
-                reserves[user_id] = min(max(_POOL_MIN, 2 * reserve), _POOL_MAX)
+                reserves[user_id] = min(max(_POOL_MIN, 2 * self._reserve.get(user_id, 0)), _POOL_MAX)
             if made:
                 # stored before any event names them, new users' data keys in the same transaction where the store
                 # can (SQLiteKeyStore.store_fact_keys); SubjectErasedError after erasure, with nothing stored
@@ -480,6 +487,7 @@ class EncryptingMapper(Mapper[Any]):
             for user_id, evs in wanted.items():
                 pool = self._pools.setdefault(user_id, [])
                 pool.extend(made.get(user_id, ()))
+                self._spare += len(made.get(user_id, ())) - len(evs)
                 for event in evs:
                     key_id, key = pool.pop(0)
                     # the event names the stored key (events are frozen dataclasses: set it as the library decodes)
@@ -490,7 +498,8 @@ class EncryptingMapper(Mapper[Any]):
     def release_unused_fact_keys(self) -> int:
         """Hand back this process's unused reserve of per-fact keys: delete their rows from the key store (one
         transaction per user; ``release_fact_keys``). Called when the application closes, so a clean exit leaves no
-        spare key behind; a crash leaves at most ``_POOL_MAX`` per user, harmless rows no event names. Keys already
+        spare key behind; a crash leaves at most ``_POOL_MAX`` per user and ``_POOL_TOTAL`` in all, harmless rows no
+        event names. Keys already
         given to an event (even one whose save failed) are never in the pool, so none of those is touched.
         Returns how many rows were deleted; a key store that cannot delete keeps them (0)."""
         release = getattr(self.keystore, "release_fact_keys", None)
@@ -500,7 +509,7 @@ class EncryptingMapper(Mapper[Any]):
         with self._pool_lock:
             if self._pool_pid != os.getpid():  # forked: the pool is the parent's, and the parent may still use it
                 return 0
-            pools, self._pools, self._reserve = self._pools, {}, {}
+            pools, self._pools, self._reserve, self._spare = self._pools, {}, {}, 0
             for user_id, pool in pools.items():
                 if pool:
                     try:

@@ -351,3 +351,28 @@ def test_per_fact_key_pools_refill_rarely_and_hand_the_reserve_back_at_close(tmp
     ids = [json.loads(state)["fact_key_id"] for (state,) in events.execute("SELECT state FROM stored_events")]
     events.close()
     assert len(ids) == 200 and len(set(ids)) == 200  # one key per event, none given twice
+
+
+def test_spare_per_fact_keys_stay_within_a_process_wide_bound(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process writing twice for many users reserves at most ``_POOL_TOTAL`` spare keys over all of them (a crash
+    leaves no more behind); within the bound each user still gets the reserve, and every event its own key."""
+    import sqlite3
+
+    from ledger import crypto
+
+    monkeypatch.setattr(crypto, "_POOL_TOTAL", 150)
+    with MemoryLedger(home=tmp_path / "h", embedder="none") as ml:
+        for round_ in range(2):
+            for u in range(5):
+                ml.assert_fact(f"user{u}", f"note.r{round_}", "v")
+        mapper = ml.app.mapper
+        pools = {u: len(p) for u, p in mapper._pools.items()}
+        # users 0 and 1 got 64 each; user 2 the 22 left of the 150; users 3 and 4 none
+        assert pools == {"user0": 64, "user1": 64, "user2": 22, "user3": 0, "user4": 0}
+        assert mapper._spare == 150
+        conn = sqlite3.connect(tmp_path / "h" / "keys.db")
+        assert conn.execute("SELECT count(*) FROM fact_keys").fetchone()[0] == 10 + 150
+        conn.close()
+    conn = sqlite3.connect(tmp_path / "h" / "keys.db")
+    assert conn.execute("SELECT count(*) FROM fact_keys").fetchone()[0] == 10  # the spare keys went at close
+    conn.close()
