@@ -213,6 +213,11 @@ _FRESH_LIMIT = 100_000  # per-fact keys prepared but not used yet (a failed save
 # clean exit; after a crash at most _POOL_MAX spare rows a user remain.
 _POOL_MIN = 64
 _POOL_MAX = 64  # largest reserve of stored per-fact keys a process keeps per user (EncryptingMapper.prepare_fact_keys)
+#: Spare keys reserved at a process's FIRST write for a user. A long-lived process (the Python API in an agent, the
+#: servers) reserves at once, which saves its second write for the user a key-store commit (~1 ms); the reserve is
+#: handed back at close, so a short script pays one more commit, at close. The CLI's one-shot verbs set it to 0
+#: (memledger/cli ``main``): a one-shot call stores exactly the keys it uses.
+FIRST_RESERVE = _POOL_MIN
 # Spare keys a process holds over all its users at most: a server writing twice for each of 10,000 users would
 # otherwise reserve 640,000 keys (~140 MB of keys.db, left behind by a crash); past it a refill reserves nothing.
 _POOL_TOTAL = 4096
@@ -431,8 +436,8 @@ class EncryptingMapper(Mapper[Any]):
 
         Why a pool: a key-store commit per event (a journal write and fsync on SQLite, ~1 ms) would more than double
         the cost of a one-event save (scripts/bench_append.py: 1,226 -> 513 events/s one per save). Keys are made per
-        user, for the events that need one plus a reserve: none at a process's first write for a user (a one-shot CLI
-        call stores exactly what it uses), then :data:`_POOL_MIN`, doubling per refill up to :data:`_POOL_MAX`, while the
+        user, for the events that need one plus a reserve: :data:`FIRST_RESERVE` at a process's first write for a user
+        (none in a one-shot CLI call, which stores exactly what it uses), then :data:`_POOL_MIN`, doubling per refill up to :data:`_POOL_MAX`, while the
         process's spare keys over all users stay within :data:`_POOL_TOTAL` (past it a refill reserves nothing); all
         in one key-store transaction, together with the data keys of users new to the store (``store_fact_keys``).
         The unused reserve is handed back when the application closes (:meth:`release_unused_fact_keys`); keys left
@@ -465,11 +470,11 @@ class EncryptingMapper(Mapper[Any]):
                 short = len(evs) - len(self._pools.get(user_id, ()))
                 if short <= 0:
                     continue
-                reserve = min(self._reserve.get(user_id, 0), max(0, budget))
+                reserve = min(self._reserve.get(user_id, FIRST_RESERVE), max(0, budget))
                 budget -= reserve
                 made[user_id] = [(str(uuid.UUID(bytes=os.urandom(16), version=4)), os.urandom(DATA_KEY_BYTES))
                                  for _ in range(short + reserve)]
-                reserves[user_id] = min(max(_POOL_MIN, 2 * self._reserve.get(user_id, 0)), _POOL_MAX)
+                reserves[user_id] = min(max(_POOL_MIN, 2 * self._reserve.get(user_id, FIRST_RESERVE)), _POOL_MAX)
             if made:
                 # stored before any event names them, new users' data keys in the same transaction where the store
                 # can (SQLiteKeyStore.store_fact_keys); SubjectErasedError after erasure, with nothing stored

@@ -312,9 +312,9 @@ def test_forgetting_a_scheduled_head_alone_is_refused_while_it_would_take_the_cu
 
 
 def test_per_fact_key_pools_refill_rarely_and_hand_the_reserve_back_at_close(tmp_path: Any) -> None:
-    """A process's first save for a user stores exactly the keys it uses (a one-shot CLI call leaves no spare row),
-    in the same key-store transaction as the new user's data key; the next refill adds a reserve of ``_POOL_MIN``,
-    doubling up to ``_POOL_MAX``; every event gets its own key; closing deletes the unused reserve."""
+    """The Python API (a long-lived process) reserves ``FIRST_RESERVE`` keys at its first save for a user, in the
+    same key-store transaction as the new user's data key; refills add ``_POOL_MIN`` doubling up to ``_POOL_MAX``;
+    every event gets its own key; closing deletes the unused reserve."""
     import sqlite3
 
     from ledger import crypto
@@ -327,22 +327,21 @@ def test_per_fact_key_pools_refill_rarely_and_hand_the_reserve_back_at_close(tmp
         statements: list[str] = []
         ml.keystore._conn().set_trace_callback(statements.append)
         ml.assert_fact("hana", "note.n0", "v0")
-        assert commits == [{"hana": 1}]
+        assert commits == [{"hana": 1 + crypto.FIRST_RESERVE}] == [{"hana": 65}]
         # the new user's data key was stored in that same key-store transaction: one commit, not two
         assert [s for s in statements if s.strip().upper() == "COMMIT"] == ["COMMIT"]
         assert any("INSERT OR IGNORE INTO user_keys" in s for s in statements)
         for i in range(1, 200):
             ml.assert_fact("hana", f"note.n{i}", f"v{i}")
-        reserve = crypto._POOL_MIN
-        expected = [1, 1 + reserve]
+        expected, reserve = [1 + crypto.FIRST_RESERVE], crypto.FIRST_RESERVE
         while sum(expected) < 200:
-            reserve = min(2 * reserve, crypto._POOL_MAX)
+            reserve = min(max(crypto._POOL_MIN, 2 * reserve), crypto._POOL_MAX)
             expected.append(1 + reserve)
-        assert [c["hana"] for c in commits] == expected == [1, 65, 65, 65, 65]
+        assert [c["hana"] for c in commits] == expected == [65, 65, 65, 65]
         conn = sqlite3.connect(tmp_path / "h" / "keys.db")
         stored_open = conn.execute("SELECT count(*) FROM fact_keys WHERE user_id = 'hana'").fetchone()[0]
         conn.close()
-        assert stored_open == 261  # 200 used, 61 in reserve while the ledger is open
+        assert stored_open == 260  # 200 used, 60 in reserve while the ledger is open
     conn = sqlite3.connect(tmp_path / "h" / "keys.db")
     stored = conn.execute("SELECT count(*) FROM fact_keys WHERE user_id = 'hana'").fetchone()[0]
     conn.close()
@@ -354,8 +353,8 @@ def test_per_fact_key_pools_refill_rarely_and_hand_the_reserve_back_at_close(tmp
 
 
 def test_spare_per_fact_keys_stay_within_a_process_wide_bound(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A process writing twice for many users reserves at most ``_POOL_TOTAL`` spare keys over all of them (a crash
-    leaves no more behind); within the bound each user still gets the reserve, and every event its own key."""
+    """A process writing for many users reserves at most ``_POOL_TOTAL`` spare keys over all of them (a crash leaves
+    no more behind); within the bound each user still gets the reserve, and every event its own key."""
     import sqlite3
 
     from ledger import crypto
@@ -367,12 +366,38 @@ def test_spare_per_fact_keys_stay_within_a_process_wide_bound(tmp_path: Any, mon
                 ml.assert_fact(f"user{u}", f"note.r{round_}", "v")
         mapper = ml.app.mapper
         pools = {u: len(p) for u, p in mapper._pools.items()}
-        # users 0 and 1 got 64 each; user 2 the 22 left of the 150; users 3 and 4 none
-        assert pools == {"user0": 64, "user1": 64, "user2": 22, "user3": 0, "user4": 0}
+        # first round: users 0 and 1 reserve 64 each, user 2 the 22 left of the 150, users 3 and 4 nothing; second
+        # round: each uses one, and user 3 gets the 3 that frees
+        assert pools == {"user0": 63, "user1": 63, "user2": 21, "user3": 3, "user4": 0}
         assert mapper._spare == 150
         conn = sqlite3.connect(tmp_path / "h" / "keys.db")
         assert conn.execute("SELECT count(*) FROM fact_keys").fetchone()[0] == 10 + 150
         conn.close()
     conn = sqlite3.connect(tmp_path / "h" / "keys.db")
     assert conn.execute("SELECT count(*) FROM fact_keys").fetchone()[0] == 10  # the spare keys went at close
+    conn.close()
+
+
+def test_a_one_shot_cli_write_stores_exactly_the_keys_it_uses(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``memledger assert`` reserves nothing (a one-shot process), and running the CLI in-process leaves the Python
+    API's reserve as it was."""
+    import sqlite3
+
+    from ledger import crypto
+    from ledger.keystores import SQLiteKeyStore
+    from memledger.cli import main
+
+    stored: list[int] = []
+    real = SQLiteKeyStore.store_fact_keys
+    monkeypatch.setattr(SQLiteKeyStore, "store_fact_keys", lambda self, made, wrap: (
+        stored.append(sum(len(p) for p in made.values())), real(self, made, wrap))[1])
+    before = crypto.FIRST_RESERVE
+    home = tmp_path / "h"
+    with pytest.raises(SystemExit) as exit_:
+        main(["--home", str(home), "assert", "ivo", "note.a", '"x"'])
+    assert exit_.value.code == 0
+    assert crypto.FIRST_RESERVE == before == crypto._POOL_MIN
+    assert stored == [1]  # one key made and stored, none reserved
+    conn = sqlite3.connect(home / "keys.db")
+    assert conn.execute("SELECT count(*) FROM fact_keys").fetchone()[0] == 1
     conn.close()

@@ -46,6 +46,8 @@ VERB_MODULES = {
 }
 #: Verbs that embed a query in a fresh process: the ONNX session is prewarmed for them (:func:`main`).
 _QUERY_VERBS = ("search", "context", "remember")
+#: Verbs that run until stopped (servers, workers): they keep the Python API's reserve of per-fact keys.
+_LONG_LIVED_VERBS = ("serve", "project")
 #: Root options that take a value (``--home DIR``), skipped when looking for the verb in the arguments.
 _ROOT_VALUE_OPTIONS = ("--home", "--dsn", "--projection-mode", "--shards")
 
@@ -142,6 +144,22 @@ def main(argv: list[str] | None = None) -> None:
         from projections.embedders import prewarm_default_onnx
 
         prewarm_default_onnx()
+    if _verb(args) in _LONG_LIVED_VERBS:
+        _run(args, as_json)
+        return
+    # A one-shot call stores exactly the per-fact keys it uses (ledger/crypto.py FIRST_RESERVE); restored after, for
+    # a caller running the CLI in its own process (tests). Every verb that writes imports ledger.crypto anyway.
+    from ledger import crypto
+
+    kept, crypto.FIRST_RESERVE = crypto.FIRST_RESERVE, 0
+    try:
+        _run(args, as_json)
+    finally:
+        crypto.FIRST_RESERVE = kept
+
+
+def _run(args: list[str], as_json: bool) -> None:
+    """:func:`main` once the process is set up: run the command, map its errors to exit codes (``sys.exit``)."""
     command = typer.main.get_command(load_verbs(args))
     try:
         rv = command.main(args=args, prog_name="memledger", standalone_mode=False)
