@@ -520,3 +520,30 @@ def test_serve_http_on_a_busy_port_exits_1_before_its_banner(tmp_path: Path) -> 
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
     assert "cannot listen on 127.0.0.1:" in proc.stderr and "--port" in proc.stderr
     assert "memledger HTTP API on" not in proc.stderr
+
+
+def test_sigterm_closes_the_ledger_and_hands_back_the_key_reserve(tmp_path: Path) -> None:
+    """A service manager stops the server with SIGTERM: it exits 143 as before, but only after closing the ledger,
+    so the per-fact keys it reserved are deleted (uvicorn re-raised the signal after its graceful shutdown, and the
+    default action killed the process before the ledger closed: the reserve stayed in keys.db)."""
+    import signal
+    import sqlite3
+
+    home = tmp_path / "h"
+    key = create_key(home, "--user", "u1")
+    server = Server(home, "http")
+    try:
+        server.wait_ready()
+        for i in range(3):
+            r = httpx.post(f"{server.base}/v1/users/u1/facts/note.k{i}", json={"value": f"v{i}"},
+                           headers={"Authorization": f"Bearer {key}"}, timeout=30)
+            assert r.status_code == 201, r.text
+        with sqlite3.connect(home / "keys.db") as conn:
+            # the first write stored its key and a reserve of 64; the next two took keys from the reserve
+            assert conn.execute("SELECT count(*) FROM fact_keys").fetchone()[0] == 1 + 64
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(timeout=30) == 143
+    finally:
+        server.stop()
+    with sqlite3.connect(home / "keys.db") as conn:
+        assert conn.execute("SELECT count(*) FROM fact_keys").fetchone()[0] == 3

@@ -7,9 +7,10 @@ HTTP API with the MCP endpoint at ``/mcp``. Both open one ledger for the life of
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
@@ -64,6 +65,31 @@ def _log_to_stderr(level: int = logging.INFO) -> None:
         lg.propagate = False
 
 
+@contextlib.contextmanager
+def _close_on_sigterm() -> Iterator[None]:
+    """Make SIGTERM (what service managers send to stop a server) unwind the stack as ``SystemExit(143)``, so the
+    ``with open_ledger(...)`` around a server closes the ledger: its index files are saved and the per-fact keys it
+    reserved are handed back (ledger/crypto.py). Without it the default action killed the process: uvicorn shuts
+    down gracefully on SIGTERM, then re-raises the signal it captured (uvicorn >= 0.29, ``capture_signals``), and
+    nothing after ``uvicorn.run`` ran (a fresh-user run: exit 143, the reserve left in keys.db). The exit status
+    stays 143 (128 + SIGTERM), as service managers expect. Main thread only (Python's rule for signal handlers)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _uvicorn(asgi, host: str, port: int) -> None:  # noqa: ANN001 - an ASGI app
     import uvicorn
 
@@ -89,7 +115,7 @@ def serve_mcp(ctx: typer.Context,
     from memledger.servers.mcp import build_mcp, run_stdio
     from memledger.servers.ops import Service
 
-    with open_ledger(ctx) as ml:
+    with _close_on_sigterm(), open_ledger(ctx) as ml:
         service = Service(ml)
         if transport == "stdio":
             run_stdio(build_mcp(service, user=user, allow_destructive=allow_destructive))
@@ -135,7 +161,7 @@ def serve_http(ctx: typer.Context, host: str = HostOpt,
     from memledger.servers.http import create_app
     from memledger.servers.ops import Service
 
-    with open_ledger(ctx) as ml:
+    with _close_on_sigterm(), open_ledger(ctx) as ml:
         asgi = create_app(Service(ml), allow_destructive=allow_destructive, host=host)
         _check_port_free(host, port)
         err.print(f"memledger HTTP API on http://{host}:{port} (docs: /docs, MCP: /mcp)")
