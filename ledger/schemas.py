@@ -141,12 +141,33 @@ def check_key(key: Any, field: str = "key") -> str:
     return key
 
 
+#: Deepest nesting of lists and objects a value may have. Why a bound below Python's recursion limit: pydantic
+#: refuses to serialise much past ~255 levels ("Maximum serialization depth exceeded"), so a value of 300 levels was
+#: stored (201) and then every read of the user's profile or history failed with a 500 (a fresh-user run).
+MAX_VALUE_DEPTH = 64
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """True if ``value`` nests lists/dicts more than ``limit`` levels deep (iterative: no recursion to overflow)."""
+    stack = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (list, tuple, dict)):
+            if d >= limit:
+                return True
+            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return False
+
+
 def canonical_json(value: Any, field: str = "value") -> str:
     """Serialise a JSON value canonically (sorted keys, no NaN/Infinity, NFC strings), so equal values compare equal.
 
     Raises:
         BadInput: if the value is not JSON (sets, bytes, objects, NaN, ...).
     """
+    if _depth_over(value, MAX_VALUE_DEPTH):
+        raise BadInput(field, f"is nested too deeply to be stored (more than {MAX_VALUE_DEPTH} levels of lists and "
+                       "objects)", "flatten it (a few levels of nesting at most)")
     try:
         text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:

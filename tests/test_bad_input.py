@@ -45,6 +45,8 @@ CASES = [
     (["assert", "u1", "k.x", "1", "--actor", "a" * 513], "actor"),
     (["assert", "u1", "k.x", "1", "--source-ref", "r" * 513], "source_ref"),
     (["session", "log", "u1", "s1", "--role", "user", "--message-id", "m" * 513, "--text", "x"], "--message-id"),
+    # 300 levels of lists were stored, then every profile and history read failed (pydantic will not serialise it)
+    (["assert", "u1", "k.deep", "[" * 65 + "1" + "]" * 65], "value"),
 ]
 
 
@@ -70,6 +72,18 @@ def test_value_that_is_not_json_is_refused(fresh_ledger):
         fresh_ledger.assert_fact("u1", "k.x", float("nan"))
     assert exc.value.field == "value"
     assert fresh_ledger.history("u1") == []
+
+
+def test_the_deepest_value_stored_can_be_read_back(fresh_ledger):
+    deepest: object = 1
+    for _ in range(64):
+        deepest = [deepest]
+    fresh_ledger.assert_fact("u1", "k.deep", deepest)
+    assert fresh_ledger.profile("u1").model_dump(mode="json")["facts"]["k.deep"]["value"] == deepest
+    assert fresh_ledger.history("u1", "k.deep")[0].model_dump(mode="json")["value"] == deepest
+    with pytest.raises(BadInput) as exc:
+        fresh_ledger.assert_fact("u1", "k.deeper", [deepest])
+    assert exc.value.field == "value" and "64 levels" in exc.value.problem
 
 
 def test_naive_datetime_object_refused(fresh_ledger):
