@@ -437,8 +437,9 @@ class EncryptingMapper(Mapper[Any]):
         Why a pool: a key-store commit per event (a journal write and fsync on SQLite, ~1 ms) would more than double
         the cost of a one-event save (scripts/bench_append.py: 1,226 -> 513 events/s one per save). Keys are made per
         user, for the events that need one plus a reserve: :data:`FIRST_RESERVE` at a process's first write for a user
-        (none in a one-shot CLI call, which stores exactly what it uses), then :data:`_POOL_MIN`, doubling per refill up to :data:`_POOL_MAX`, while the
-        process's spare keys over all users stay within :data:`_POOL_TOTAL` (past it a refill reserves nothing); all
+        (none in a one-shot CLI call, which stores exactly what it uses), then :data:`_POOL_MIN`, doubling per refill
+        up to :data:`_POOL_MAX`, while the process's spare keys over all users stay within :data:`_POOL_TOTAL` (past
+        it a refill reserves nothing); all
         in one key-store transaction, together with the data keys of users new to the store (``store_fact_keys``).
         The unused reserve is handed back when the application closes (:meth:`release_unused_fact_keys`); keys left
         by a crash or by a save that failed after this are harmless rows: random bytes wrapped under the user's

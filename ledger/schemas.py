@@ -163,7 +163,8 @@ def canonical_json(value: Any, field: str = "value") -> str:
     """Serialise a JSON value canonically (sorted keys, no NaN/Infinity, NFC strings), so equal values compare equal.
 
     Raises:
-        BadInput: if the value is not JSON (sets, bytes, objects, NaN, ...).
+        BadInput: if the value is not JSON (sets, bytes, objects, NaN, ...), or nests more than
+            :data:`MAX_VALUE_DEPTH` levels (checked first, so ``json.dumps`` never recurses that deep).
     """
     if _depth_over(value, MAX_VALUE_DEPTH):
         raise BadInput(field, f"is nested too deeply to be stored (more than {MAX_VALUE_DEPTH} levels of lists and "
@@ -172,8 +173,6 @@ def canonical_json(value: Any, field: str = "value") -> str:
         text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise BadInput(field, f"is not a JSON value ({exc})", "pass str, int, float, bool, None, list or dict") from None
-    except RecursionError:
-        raise BadInput(field, "is nested too deeply to be stored", "flatten it (a few levels of nesting at most)") from None
     check_text(text, field)
     if len(text.encode("utf-8")) > MAX_VALUE_BYTES:
         raise BadInput(field, f"is larger than {MAX_VALUE_BYTES} bytes as JSON",

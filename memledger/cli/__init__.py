@@ -139,19 +139,20 @@ def main(argv: list[str] | None = None) -> None:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
-    if _verb(args) in _QUERY_VERBS and "--help" not in args:
+    verb = _verb(args)
+    if verb in _QUERY_VERBS and "--help" not in args:
         # the query encoder's session loads on a thread while the ledger is imported and opened (issue 16)
         from projections.embedders import prewarm_default_onnx
 
         prewarm_default_onnx()
-    if _verb(args) in _LONG_LIVED_VERBS:
-        _run(args, as_json)
-        return
-    # A one-shot call stores exactly the per-fact keys it uses (ledger/crypto.py FIRST_RESERVE); restored after, for
-    # a caller running the CLI in its own process (tests). Every verb that writes imports ledger.crypto anyway.
+    # A one-shot call stores exactly the per-fact keys it uses (ledger/crypto.py FIRST_RESERVE); servers and workers
+    # keep the reserve. Restored after, for a caller running the CLI in its own process (tests). Every verb that
+    # writes imports ledger.crypto anyway.
     from ledger import crypto
 
-    kept, crypto.FIRST_RESERVE = crypto.FIRST_RESERVE, 0
+    kept = crypto.FIRST_RESERVE
+    if verb not in _LONG_LIVED_VERBS:
+        crypto.FIRST_RESERVE = 0
     try:
         _run(args, as_json)
     finally:
