@@ -330,8 +330,8 @@ def _warm_vectors(ml: Any, commands: list[Any]) -> Any:
     vp = getattr(ml, "vectors_projection", None)
     if vp is None:
         return lambda while_waiting=None: None
-    return vp.warm_in_background([c.text for c in commands if isinstance(c, FactCommand)
-                                  and c.op in ("assert", "correct") and c.text is not None])
+    facts = [c for c in commands if isinstance(c, FactCommand) and c.op in ("assert", "correct") and c.text is not None]
+    return vp.warm_in_background([c.text for c in facts], ml.db, [(c.user_id, c.key) for c in facts])
 
 
 def _batches(items: list[Any], batch_size: int) -> list[list[Any]]:

@@ -432,13 +432,15 @@ def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: i
     # The same routing as the current index: a CJK query is ranked by the companion over the CJK texts then believed.
     cjk_docs = [d for d in docs if has_cjk(metas[d]["text"])] if proj.cjk_embedder is not None else []
     if cjk_docs and has_cjk(query):
-        cvecs = proj.embed_cjk_texts([metas[d]["text"] for d in cjk_docs])
+        with ml.db.read() as cur:  # a live row lends its vector; only older texts come from the cache or model
+            cvecs = proj.passage_vectors(cur, user_id, [(d, metas[d]["text"]) for d in cjk_docs], cjk=True)
         ci = UserVectorIndex(cvecs.shape[1])
         ci.add_many(cjk_docs, cvecs)
         cands = proj.rank(None, li, metas, query, None, len(docs), companion=ci,
                           companion_vector=proj.embed_cjk_query(query))
     else:
-        vecs = proj.embed_texts([metas[d]["text"] for d in docs])
+        with ml.db.read() as cur:
+            vecs = proj.passage_vectors(cur, user_id, [(d, metas[d]["text"]) for d in docs])
         vi = UserVectorIndex(vecs.shape[1])
         vi.add_many(docs, vecs)
         cands = proj.rank(vi, li, metas, query, proj.embed_query(query), len(docs))

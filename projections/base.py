@@ -79,6 +79,8 @@ class Projection:
     #: short table name -> SQL condition on rows that ``verify`` leaves out: bookkeeping that is not derived from the
     #: log (e.g. the vectors projection's reload counter), which a scratch replay cannot reproduce
     verify_exclude: ClassVar[dict[str, str]] = {}
+    #: a scratch copy (``verify``'s): it may write its own tables only, nothing shared (the embedding cache)
+    transient: bool = False
 
     def verify_row(self, short: str) -> Any:
         """A function ``row -> row`` that ``verify`` applies to each row of table ``short`` before comparing, or None

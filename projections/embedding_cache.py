@@ -5,6 +5,14 @@ Key: ``(model_id, sha256(NFC(text)))``. The text itself is NOT stored, only its 
 (vectors still carry information about the text: :meth:`EmbeddingCache.delete_texts` exists so that erasing
 a subject also erases their cached vectors).
 
+What it holds: vectors that are *not* in a live row of the ``vectors`` projection (projections/vectors.py). A vector
+a catch-up places in a row is taken out of the cache in the catch-up's ``prepare`` (``put_many(take=...)``), and one
+that leaves its row (a supersede to another text, a retraction, a copy dropped at a model switch or an in-place
+rebuild) is put back before the projection's transaction commits; so a replay, a rebuild or a switch back to a model
+finds every vector it needs in one of the two without running the model, and the store keeps each vector once
+(scripts/bench_growth.py ``--footprint``). A failure between the two stores can only cost a model call, never a wrong
+vector: the vectors of a text are a function of the text.
+
 Storage: one SQLite database (a file path, or ``":memory:"``), vectors as little-endian float32 bytes.
 A ``models`` table pins each ``model_id`` to one dimension; every read checks the blob length against it,
 so a truncated or foreign blob raises instead of producing a garbage vector.
@@ -215,12 +223,14 @@ class EmbeddingCache:
                         out[t] = vec
         return out
 
-    def put_many(self, model_id: str, vectors: Mapping[str, np.ndarray]) -> int:
-        """Store vectors (insert or overwrite) in one transaction.
+    def put_many(self, model_id: str, vectors: Mapping[str, np.ndarray], take: Iterable[str] = ()) -> int:
+        """Store vectors (insert or overwrite) and delete the vectors of ``take``, in one transaction.
 
         Args:
             model_id: the embedder's ``model_id``.
             vectors: ``{text: vector}``, each vector 1-d (or ``(1, dim)``) of one common dim.
+            take: texts whose vectors of ``model_id`` leave the cache (a text also in ``vectors`` is stored). The
+                ``vectors`` projection hands a vector over this way when its row holds it (see the module doc).
 
         Returns:
             Number of rows written.
@@ -229,7 +239,8 @@ class EmbeddingCache:
             ValueError: if vectors differ in dim among themselves or from the dim already pinned for
                 ``model_id``, or contain NaN/inf.
         """
-        if not vectors:
+        take_keys = list(dict.fromkeys(text_key(t) for t in take if t not in vectors))
+        if not vectors and not take_keys:
             return 0
         rows: list[tuple[str, bytes, bytes]] = []
         dim_seen: int | None = None
@@ -246,16 +257,19 @@ class EmbeddingCache:
             if not np.isfinite(arr).all():
                 raise ValueError("refusing to cache a vector with NaN or inf")
             rows.append((model_id, text_key(text), arr.astype(_F32LE).tobytes()))
-        assert dim_seen is not None
         with self._lock:
             pinned = self._model_dim(model_id)
-            if pinned is not None and pinned != dim_seen:
+            if dim_seen is not None and pinned is not None and pinned != dim_seen:
                 raise ValueError(
                     f"model {model_id!r} is pinned to dim {pinned} in this cache, got vectors of dim {dim_seen}"
                 )
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                if pinned is None:
+                for i in range(0, len(take_keys), _CHUNK):
+                    chunk = take_keys[i : i + _CHUNK]
+                    self._conn.execute(f"DELETE FROM embeddings WHERE model_id = ? AND text_key IN "
+                                       f"({','.join('?' * len(chunk))})", (model_id, *chunk))
+                if pinned is None and dim_seen is not None:
                     # Another connection (thread or process) may have pinned the model since the check above:
                     # insert-if-absent and re-check inside the write lock.
                     self._conn.execute("INSERT INTO models(model_id, dim) VALUES (?, ?) ON CONFLICT (model_id) "
@@ -272,7 +286,8 @@ class EmbeddingCache:
                 self._conn.execute("ROLLBACK")
                 self._dims.pop(model_id, None)
                 raise
-            self._dims[model_id] = dim_seen
+            if dim_seen is not None:
+                self._dims[model_id] = dim_seen
         return len(rows)
 
     def delete_texts(self, texts: Iterable[str], model_id: str | None = None) -> int:
@@ -328,7 +343,7 @@ class EmbeddingCache:
 NOTICE_MISSES = 500
 
 
-def embed_with_cache(embedder, texts: list[str], cache: EmbeddingCache) -> np.ndarray:
+def embed_with_cache(embedder, texts: list[str], cache: EmbeddingCache, store: bool = True) -> np.ndarray:
     """Embed ``texts`` as passages, running the model only on texts the cache does not hold.
 
     Misses are de-duplicated (by NFC text) and embedded in one ``embedder.embed_passages`` call, then
@@ -338,6 +353,8 @@ def embed_with_cache(embedder, texts: list[str], cache: EmbeddingCache) -> np.nd
         embedder: any :class:`projections.embedders.Embedder`.
         texts: list of str.
         cache: the cache to read and fill.
+        store: False leaves the misses out of the cache (the caller keeps them elsewhere: the ``vectors``
+            projection's rows).
 
     Returns:
         float32 ``(len(texts), embedder.dim)``, rows in the order of ``texts``.
@@ -372,7 +389,8 @@ def embed_with_cache(embedder, texts: list[str], cache: EmbeddingCache) -> np.nd
         if vecs.shape != (len(miss_texts), dim):
             raise ValueError(f"embedder returned shape {vecs.shape}, expected {(len(miss_texts), dim)}")
         new = dict(zip(miss_texts, vecs))
-        cache.put_many(embedder.model_id, new)
+        if store:
+            cache.put_many(embedder.model_id, new)
     else:
         new = {}
     for i, t in enumerate(texts):

@@ -79,6 +79,8 @@ DOC_COLS = [
 ]
 #: metadata kept in memory per document (everything but the vectors)
 META_COLS = [c for c in DOC_COLS if c not in ("user_id", "doc_id", "live", "vector", "cjk_vector")]
+#: texts whose vectors :meth:`VectorsProjection.warm` hands to ``prepare`` in memory at most (~6 MB of MiniLM vectors)
+WARM_MAX = 4096
 #: largest difference of one vector component that ``verify`` accepts (see :meth:`VectorsProjection.verify_row`)
 VERIFY_ATOL = 1e-4
 #: ``vectors_meta.cjk_model_id`` of a table without a companion index (and of tables built before it existed)
@@ -160,6 +162,38 @@ def _current_texts(events: list[LogEvent]) -> list[str]:
     return list(dict.fromkeys(le.event.text for le in events
                               if getattr(le.event, "effect", None) in _CURRENT_EFFECTS
                               and getattr(le.event, "text", None) is not None))
+
+
+def _batch_outcome(events: list[LogEvent]) -> tuple[dict[tuple[str, str], str | None], set[tuple[str, str]]]:
+    """What a batch leaves in the rows it touches, as :meth:`VectorsProjection.apply` will: ``{(user_id, doc_id):
+    final text, or None (tombstone)}`` for every document whose text the batch changes, and the documents a forget
+    touches (whose vectors must never go back to the embedding cache)."""
+    final: dict[tuple[str, str], str | None] = {}
+    forgotten: set[tuple[str, str]] = set()
+    for le in events:
+        e = le.event
+        effect = getattr(e, "effect", None)
+        if effect is None:
+            continue
+        doc = (e.user_id, fact_doc_id(e.key))
+        if effect in _CURRENT_EFFECTS:
+            final[doc] = e.text
+        elif effect == "retract" or (effect == "forget" and e.replaces is not None):
+            final[doc] = None
+        if effect == "forget":
+            forgotten.add(doc)
+    return final, forgotten
+
+
+def _forgotten_texts(events: list[LogEvent], forgotten: set[tuple[str, str]]) -> set[str]:
+    """Every text the batch gives the documents in ``forgotten``."""
+    return {le.event.text for le in events if getattr(le.event, "text", None) is not None
+            and (le.event.user_id, fact_doc_id(le.event.key)) in forgotten}
+
+
+def _f32(v: Any) -> Any:
+    """A vector as float32: a stored blob decoded, an array as it is."""
+    return np.frombuffer(bytes(v), dtype="<f4") if isinstance(v, (bytes, bytearray, memoryview)) else v
 
 
 _LOAD_CHUNK = 2048  # rows per fetch when the mirror is opened from the table's vectors
@@ -364,10 +398,15 @@ class VectorsProjection(Projection):
         self.cjk_dense_weight = cjk_dense_weight
         self._cache: Any = None
         self._prepared: dict[str, np.ndarray] = {}
+        #: (model_id, text) -> (last position of its warm batch, vector): handed from warm to prepare
+        self._warmed: dict[tuple[str, str], tuple[int, np.ndarray]] = {}
         self._memories: dict[str, _Memory] = {}  # suffix -> memory of that copy
         self._seen_meta: dict[str, str] | None = None  # vectors_meta as last read (create, check_model, refresh)
         self._queries: dict[tuple[str, str], np.ndarray] = {}  # (model_id, query) -> vector, oldest first
         self._lock = threading.RLock()
+        #: the suffix of the copy this one was cloned from (a rebuild's new copy, verify's scratch copy): its live
+        #: rows lend their vectors when the models agree, so a rebuild or a verify runs no model on current texts
+        self._origin: str | None = None
 
     def clone(self, suffix: str) -> VectorsProjection:
         """A copy for another suffix, sharing the embedder and cache but not the in-memory indexes."""
@@ -378,6 +417,7 @@ class VectorsProjection(Projection):
                                   abs_lexical_weight=self.lexical_weight_abs,
                                   cjk_lexical_weight=self.cjk_lexical_weight)
         other._cache = self._cache
+        other._origin = self.suffix
         return other
 
     # -- the embedder, lazily --------------------------------------------------------------------------------
@@ -425,6 +465,7 @@ class VectorsProjection(Projection):
             self._embedder_spec = embedder
             self._prepared = {}
             self._prepared_cjk = {}
+            self._warmed = {}
             self._seen_meta = None  # the old copy's; the next transaction reads the new one's
             self._memories.clear()
 
@@ -439,9 +480,12 @@ class VectorsProjection(Projection):
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         """Embed passages through the (model id, text hash) cache: float32 ``(len(texts), dim)``."""
+        return self._embed(self.embedder, texts)
+
+    def _embed(self, embedder: Any, texts: list[str]) -> np.ndarray:
         from .embedding_cache import embed_with_cache
 
-        return embed_with_cache(self.embedder, texts, self._embedding_cache())
+        return embed_with_cache(embedder, texts, self._embedding_cache())
 
     def embed_cjk_texts(self, texts: list[str]) -> np.ndarray:
         """Embed passages with the CJK companion through the same (model id, text hash) cache: float32
@@ -571,12 +615,15 @@ class VectorsProjection(Projection):
         self._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
 
     # -- applying events -------------------------------------------------------------------------------------
-    def warm(self, events: list[LogEvent]) -> None:
-        """Embed the batch's new texts into the embedding cache *before* the catch-up transaction opens.
+    def warm(self, events: list[LogEvent], db: Any = None) -> None:
+        """Embed the batch's new texts *before* the catch-up transaction opens, so ``prepare`` inside it finds them.
 
-        Called by replay/catchup.py outside the exclusive transaction: loading the model and embedding take seconds,
-        and holding the projections' write lock meanwhile made concurrent writers fail with "database is locked"
-        (found by the new-user concurrency run). ``prepare`` inside the transaction then only reads the cache.
+        Called by replay/catchup.py and replay/bulk.py outside the exclusive transaction: loading the model and
+        embedding take seconds, and holding the projections' write lock meanwhile made concurrent writers fail with
+        "database is locked" (found by the new-user concurrency run). With ``db`` (the
+        :class:`~projections.db.ProjectionDB`), texts a live row can lend (:meth:`prepare`) are left out. The
+        vectors are handed to ``prepare`` in memory, up to :data:`WARM_MAX` waiting texts; past that they go to
+        the embedding cache (a rebuild's large chunks), except for a transient copy, whose ``prepare`` embeds them.
         """
         texts = _current_texts(events)
         problem = self.model_mismatch(self._seen_meta) if self._seen_meta is not None else None
@@ -584,16 +631,43 @@ class VectorsProjection(Projection):
             from ledger.errors import MemledgerError
 
             raise MemledgerError(problem)
-        if texts:
-            self.embed_texts(texts)
-            cjk = [t for t in texts if has_cjk(t)]
-            if cjk and self.cjk_embedder is not None:
-                self.embed_cjk_texts(cjk)
+        if not texts:
+            return
+        last = events[-1].position
+        lent: dict[str, Any] = {}
+        lent_cjk: dict[str, Any] = {}
+        if db is not None:
+            with db.read() as cur:
+                _, lent, lent_cjk = self._lenders(cur, list(_batch_outcome(events)[0]))
+        companion = self.cjk_embedder
+        for embedder, need in ((self.embedder, [t for t in texts if t not in lent]),
+                               (companion, [t for t in texts if t not in lent_cjk and has_cjk(t)])):
+            if embedder is None or not need:
+                continue
+            model = str(embedder.model_id)
+            need = [t for t in need if (model, t) not in self._warmed]
+            if need:  # prepare takes what the cache holds out of it (the row will hold it): leave those there
+                hits = self._embedding_cache().get_many(model, need)
+                need = [t for t in need if t not in hits]
+            if not need:
+                continue
+            if len(self._warmed) + len(need) > WARM_MAX:
+                if not self.transient:
+                    self._embed(embedder, need)
+                continue
+            from .embedding_cache import embed_with_cache
 
-    def warm_in_background(self, texts: list[str]) -> Callable[..., None]:
+            vecs = embed_with_cache(embedder, need, self._embedding_cache(), store=False)
+            with self._lock:
+                self._warmed.update(((model, t), (last, v)) for t, v in zip(need, vecs))
+
+    def warm_in_background(self, texts: list[str], db: Any = None,
+                           docs: list[tuple[str, str]] | None = None) -> Callable[..., None]:
         """Embed ``texts`` (passages, and their CJK companion vectors) into the embedding cache on a worker thread;
         returns ``finish(while_waiting=None)``, which waits for it (call it once, before the ledger closes), calling
-        ``while_waiting()`` first if the worker is still running.
+        ``while_waiting()`` first if the worker is still running. With ``db`` and ``docs`` (the ``(user_id, key)``
+        of the facts the texts are for), texts a live row of those facts already holds are left out (an ingest run
+        again).
 
         For a caller that knows the texts a deferred catch-up will embed before it records them (``ingest``): ONNX
         Runtime and torch release the GIL while they run, so the model works on one core while the caller records
@@ -602,6 +676,10 @@ class VectorsProjection(Projection):
         embeds, and reports, on its own).
         """
         texts = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
+        if texts and db is not None and docs:
+            with db.read() as cur:
+                _, lent, lent_cjk = self._lenders(cur, list(dict.fromkeys((u, fact_doc_id(k)) for u, k in docs)))
+            texts = [t for t in texts if t not in lent or (has_cjk(t) and t not in lent_cjk)]
         if not texts:
             return lambda while_waiting=None: None
         failure: list[BaseException] = []
@@ -631,20 +709,206 @@ class VectorsProjection(Projection):
         return finish
 
     def prepare(self, cur: Cursor, events: list[LogEvent]) -> None:
-        """Embed every text the batch will make current, in one model call per embedder (through the cache)."""
+        """Find a vector for every text the batch will make current, and keep each vector in one place.
+
+        Where a vector comes from, in order: a live row of this copy or of the copy it was cloned from holding the
+        same text (same model), the embedding cache, the model (one call per embedder for the batch's misses).
+        Then, before this transaction commits, the embedding cache is brought to the batch's outcome in one cache
+        transaction per model (see projections/embedding_cache.py): the vectors of texts the batch makes live leave
+        the cache (their rows hold them), and those of texts that leave their rows (a supersede to another text, a
+        retraction) or that were current only inside the batch go into it. A forgotten fact's vectors never go back
+        (``forget`` deletes them), and a ``transient`` copy changes nothing there.
+        """
         self.check_model(cur)  # never write this object's vectors into a table built with another model
         unique = _current_texts(events)
         self._prepared = {}
         self._prepared_cjk = {}
+        final, forgotten = _batch_outcome(events)
+        try:
+            self._prepare(cur, events, unique, final, forgotten)
+        finally:
+            if events and self._warmed:  # a warm-up for events this batch did not apply (another process did)
+                last = events[-1].position
+                with self._lock:
+                    for k in [k for k, (p, _) in self._warmed.items() if p <= last]:
+                        del self._warmed[k]
+
+    def _prepare(self, cur: Cursor, events: list[LogEvent], unique: list[str],
+                 final: dict[tuple[str, str], str | None], forgotten: set[tuple[str, str]]) -> None:
+        if not final:
+            return
+        own, lent, lent_cjk = self._lenders(cur, list(final))
+        companion = self.cjk_embedder
+        cjk = [t for t in unique if has_cjk(t)] if companion is not None else []
+        cached: set[str] = set()
+        cached_cjk: set[str] = set()
         if unique:
-            vecs = self.embed_texts(unique)
+            vecs, cached = self._embed_missing(self.embedder, unique, lent)
             self._prepared = dict(zip(unique, vecs))
             self._note_dim(cur, int(vecs.shape[1]))
-            cjk = [t for t in unique if has_cjk(t)]
-            if cjk and self.cjk_embedder is not None:
-                cvecs = self.embed_cjk_texts(cjk)
-                self._prepared_cjk = dict(zip(cjk, cvecs))
-                self._note_dim(cur, int(cvecs.shape[1]), "cjk_dim")
+        if cjk:
+            cvecs, cached_cjk = self._embed_missing(companion, cjk, lent_cjk)
+            self._prepared_cjk = dict(zip(cjk, cvecs))
+            self._note_dim(cur, int(cvecs.shape[1]), "cjk_dim")
+        if self.transient:
+            return
+        live = {t for t in final.values() if t is not None}
+        banned = _forgotten_texts(events, forgotten) if forgotten else set()
+        spill: dict[str, Any] = {}
+        spill_cjk: dict[str, Any] = {}
+        for doc, (text, vec, cvec) in own.items():  # vectors leaving their rows
+            if final[doc] != text and doc not in forgotten and text not in live:
+                spill[text] = _f32(vec)
+                if cvec is not None:
+                    spill_cjk[text] = _f32(cvec)
+        for t in unique:  # current only inside the batch, and not from the cache already
+            if t not in live and t not in banned:
+                if t not in cached and t not in lent:
+                    spill.setdefault(t, self._prepared[t])
+                if t in self._prepared_cjk and t not in cached_cjk and t not in lent_cjk:
+                    spill_cjk.setdefault(t, self._prepared_cjk[t])
+        cache = self._embedding_cache()
+        take = live & cached
+        if spill or take:
+            cache.put_many(self.model_id, spill, take=take)
+        take_cjk = live & cached_cjk
+        if companion is not None and (spill_cjk or take_cjk):
+            cache.put_many(str(companion.model_id), spill_cjk, take=take_cjk)
+
+    def _embed_missing(self, embedder: Any, texts: list[str], lent: dict[str, Any]) -> tuple[np.ndarray, set[str]]:
+        """float32 ``(len(texts), dim)``: the lent row vectors where there are, the cache's or the model's for the
+        rest (the model's are not stored in the cache: the rows will hold them, or ``prepare`` spills them); and
+        the texts whose vectors came from the cache."""
+        from .embedding_cache import embed_with_cache
+
+        cache = self._embedding_cache()
+        model = str(embedder.model_id)
+        with self._lock:
+            warmed = {t: self._warmed.pop((model, t))[1] for t in texts if (model, t) in self._warmed}
+        missing = [t for t in texts if t not in lent and t not in warmed]
+        hits = cache.get_many(model, missing) if missing else {}
+        rest = [t for t in missing if t not in hits]
+        got = dict(zip(rest, embed_with_cache(embedder, rest, cache, store=False))) if rest else {}
+        dim = int(embedder.dim)
+        out = np.empty((len(texts), dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            v = hits.get(t)
+            if v is None:
+                v = got.get(t)
+            if v is None:
+                v = warmed.get(t)
+            if v is None:
+                v = _f32(lent[t])
+                if v.shape[0] != dim:  # pragma: no cover - the lender's model is checked in _lenders
+                    raise RuntimeError(f"a lent vector has {v.shape[0]} components, the embedder {dim}")
+            out[i] = v
+        return out, set(hits)
+
+    def _live_rows(self, cur: Cursor, table: str, docs: list[tuple[str, str]]
+                   ) -> dict[tuple[str, str], tuple[str, Any, Any]]:
+        """``{(user_id, doc_id): (text, vector bytes, cjk vector bytes or None)}`` of the live rows of ``table``
+        among ``docs`` (by the primary key, in pieces)."""
+        by_user: dict[str, list[str]] = {}
+        for user_id, doc_id in docs:
+            by_user.setdefault(user_id, []).append(doc_id)
+        out: dict[tuple[str, str], tuple[str, Any, Any]] = {}
+        for user_id, ids in by_user.items():
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                cur.execute(f"SELECT doc_id, text, vector, cjk_vector FROM {table} WHERE user_id = ? AND doc_id IN "
+                            f"({', '.join('?' * len(chunk))}) AND live = 1", (user_id, *chunk))
+                for doc_id, text, vec, cvec in cur.fetchall():
+                    if text is not None and vec is not None:
+                        out[(user_id, doc_id)] = (text, vec, cvec)
+        return out
+
+    def _lenders(self, cur: Cursor, docs: list[tuple[str, str]]
+                 ) -> tuple[dict[tuple[str, str], tuple[str, Any, Any]], dict[str, Any], dict[str, Any]]:
+        """This copy's live rows among ``docs``, and ``{text: vector bytes}`` of the main and companion models that
+        those rows and the origin copy's (when it still exists and was built with the same models) can lend."""
+        own = self._live_rows(cur, self.table("docs"), docs)
+        lent: dict[str, Any] = {}
+        lent_cjk: dict[str, Any] = {}
+        rows = list(own.values())
+        # Not to a transient copy: verify's replay must compute its vectors apart from the rows it checks.
+        if self._origin is not None and self._origin != self.suffix and not self.transient:
+            origin = self.clone(self._origin)
+            cur.execute("SELECT 1 FROM projection_tracking WHERE projection = ?", (origin.tracking_name,))
+            if cur.fetchone() is not None:
+                meta = origin._meta(cur)
+                same_main = meta.get("model_id") == self.model_id
+                same_cjk = meta.get("cjk_model_id", NO_COMPANION) == self.cjk_model_id
+                for text, vec, cvec in self._live_rows(cur, origin.table("docs"), docs).values():
+                    if same_main:
+                        lent.setdefault(text, vec)
+                    if same_cjk and cvec is not None:
+                        lent_cjk.setdefault(text, cvec)
+        for text, vec, cvec in rows:
+            lent[text] = vec
+            if cvec is not None:
+                lent_cjk[text] = cvec
+        return own, lent, lent_cjk
+
+    def spill_live(self, cur: Cursor, successor: VectorsProjection | None = None) -> int:
+        """Put the vectors of this copy's live rows into the embedding cache, under the models its ``vectors_meta``
+        names, before the copy is dropped (an in-place rebuild, or the old copy after a rebuild's switch): a
+        rebuild or a switch back to its model then finds them there. With ``successor`` (the copy that now
+        serves), only the vectors of a model the successor was not built with are stored (the successor's rows
+        hold the others). Returns the vectors stored (main and companion)."""
+        cur.execute("SELECT 1 FROM projection_tracking WHERE projection = ?", (self.tracking_name,))
+        if cur.fetchone() is None:
+            return 0
+        meta = self._meta(cur)
+        model, cjk_model = meta.get("model_id"), meta.get("cjk_model_id", NO_COMPANION)
+        if successor is not None:
+            if model == successor.model_id:
+                model = None
+            if cjk_model == successor.cjk_model_id:
+                cjk_model = NO_COMPANION
+        if model is None and cjk_model == NO_COMPANION:
+            return 0
+        cur.execute(f"SELECT text, vector, cjk_vector FROM {self.table('docs')} WHERE live = 1 AND vector IS NOT NULL")
+        cache = self._embedding_cache()
+        stored = 0
+        while True:
+            rows = cur.fetchmany(_LOAD_CHUNK)
+            if not rows:
+                return stored
+            if model is not None:
+                stored += cache.put_many(model, {t: _f32(v) for t, v, _ in rows})
+            if cjk_model != NO_COMPANION:
+                stored += cache.put_many(cjk_model, {t: _f32(c) for t, _, c in rows if c is not None})
+
+    def passage_vectors(self, cur: Cursor, user_id: str, docs: list[tuple[str, str]], cjk: bool = False
+                        ) -> np.ndarray:
+        """float32 ``(len(docs), dim)`` passage vectors of ``[(doc_id, text)]`` of one user (an as-of search): the
+        user's live row where it holds the same text, else the embedding cache or the model (stored in the cache:
+        such a text is not live). ``cjk``: the companion's vectors.
+
+        Raises:
+            MemledgerError: the table was built with other models (:meth:`check_model`)."""
+        self.check_model(cur)
+        rows = self._live_rows(cur, self.table("docs"), [(user_id, d) for d, _ in docs])
+        lent = {}
+        for text, vec, cvec in rows.values():
+            v = cvec if cjk else vec
+            if v is not None:
+                lent[text] = v
+        embedder = self.cjk_embedder if cjk else self.embedder
+        if embedder is None:
+            raise RuntimeError("this vectors projection has no CJK companion embedder")
+        texts = [t for _, t in docs]
+        missing = [t for t in dict.fromkeys(texts) if t not in lent]
+        if missing:
+            from .embedding_cache import embed_with_cache
+
+            for t, v in zip(missing, embed_with_cache(embedder, missing, self._embedding_cache())):
+                lent[t] = v
+        out = np.empty((len(texts), int(embedder.dim)), dtype=np.float32)
+        for i, t in enumerate(texts):
+            v = lent[t]
+            out[i] = _f32(v)
+        return out
 
     def _note_dim(self, cur: Cursor, dim: int, name: str = "dim") -> None:
         meta = self._meta(cur)

@@ -133,7 +133,7 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
                     mine = [le for le in held
                             if le.position > state[p.tracking_name][0] and actions[le.position] is APPLY]
                     for i in range(0, len(mine), BATCH):
-                        p.warm(mine[i:i + BATCH])
+                        p.warm(mine[i:i + BATCH], db)
         try:
             with _txn(db, cur) as c, _page_cache(c):
                 for p in copies:

@@ -142,7 +142,7 @@ def warm(app: Any, db: ProjectionDB, projections: Sequence[Any], head: int, batc
         return
     events, _ = decode(app, notifications, 0, reads_of([p for p in projections if positions[p.tracking_name] < head]))
     for p in projections:
-        p.warm([le for le in events if le.position > positions[p.tracking_name]])
+        p.warm([le for le in events if le.position > positions[p.tracking_name]], db)
 
 
 def apply_batch(cur: Any, app: Any, projections: Sequence[Projection], head: int,

@@ -424,7 +424,10 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
         for c in copies:
             for suffix in _copies(cur, c.name):
                 if suffix != c.suffix and (suffix == "" or _GEN_RE.match(suffix)):
-                    c.clone(suffix).drop(cur)
+                    old = c.clone(suffix)
+                    if hasattr(old, "spill_live"):  # vectors: keep another model's vectors for a switch back
+                        old.spill_live(cur, successor=c)
+                    old.drop(cur)
         lock.release(cur)
     return RebuildReport(names, mode, done, position, time.perf_counter() - started,
                          {c.name: c.suffix for c in copies}, sorted(resume), model_seconds)
@@ -477,6 +480,8 @@ def _in_place(app: Any, db: Any, projections: Sequence[Projection], lock: _Lock,
             serving = serving_suffixes(cur)
             copies = [p.clone(serving.get(p.name, "")) for p in projections]
             for c in copies:
+                if hasattr(c, "spill_live"):  # vectors: the replay takes its vectors back from the embedding cache
+                    c.spill_live(cur)
                 c.drop(cur)
                 _create_without_indexes(cur, c)
             head = max_position(app)

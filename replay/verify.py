@@ -126,6 +126,8 @@ def verify(app: Any, db: Any, projections: Sequence[Projection], *, batch: int =
         return []
     tag = "verify" + uuid.uuid4().hex[:8]
     scratch = [p.clone(tag) for p in projections]
+    for s in scratch:
+        s.transient = True  # writes its own tables only (the vectors copy leaves the embedding cache as it is)
     try:
         with db.transaction() as cur:
             for s in scratch:
