@@ -522,6 +522,9 @@ class EncryptingMapper(Mapper[Any]):
                         n += release(user_id, [key_id for key_id, _ in pool])
                     except NotImplementedError:
                         return n
+        reclaim = getattr(self.keystore, "reclaim_space", None)
+        if n and reclaim is not None:
+            reclaim()
         return n
 
     @staticmethod

@@ -79,10 +79,17 @@ DOC_COLS = [
 ]
 #: metadata kept in memory per document (everything but the vectors)
 META_COLS = [c for c in DOC_COLS if c not in ("user_id", "doc_id", "live", "vector", "cjk_vector")]
+#: how ``vectors_docs`` stores a vector: float16, half of float32's bytes (768 of a MiniLM vector's 1,536; the
+#: stored-vector quantisation FAISS calls SQfp16). A unit vector's components keep 11 significant bits (relative error
+#: <= 2**-11); scripts/bench_growth.py --footprint measures the bytes and scripts/eval_locomo.py the recall. The
+#: embedding cache keeps float32, so a vector that goes back to a row is rounded the same way again.
+STORED_DTYPE = "<f2"
 #: texts whose vectors :meth:`VectorsProjection.warm` hands to ``prepare`` in memory at most (~6 MB of MiniLM vectors)
 WARM_MAX = 4096
-#: largest difference of one vector component that ``verify`` accepts (see :meth:`VectorsProjection.verify_row`)
+#: largest difference of one vector component that ``verify`` accepts (see :meth:`VectorsProjection.verify_row`), on
+#: top of one float16 rounding step of the larger of the two (:data:`STORED_DTYPE`: 2**-10 of the value at most)
 VERIFY_ATOL = 1e-4
+VERIFY_RTOL = 2.0 ** -10
 #: ``vectors_meta.cjk_model_id`` of a table without a companion index (and of tables built before it existed)
 NO_COMPANION = "none"
 #: weight of BM25 beside the CJK companion's standardised cosine in the absolute relevance (projections/relevance.py;
@@ -191,17 +198,45 @@ def _forgotten_texts(events: list[LogEvent], forgotten: set[tuple[str, str]]) ->
             and (le.event.user_id, fact_doc_id(le.event.key)) in forgotten}
 
 
-def _f32(v: Any) -> Any:
-    """A vector as float32: a stored blob decoded, an array as it is."""
-    return np.frombuffer(bytes(v), dtype="<f4") if isinstance(v, (bytes, bytearray, memoryview)) else v
+def encode_vector(vec: Any) -> bytes:
+    """A vector as ``vectors_docs`` stores it: little-endian float16 (:data:`STORED_DTYPE`), or float32 when a
+    component is beyond float16's range (+-65504; an embedder that does not normalise)."""
+    arr = np.asarray(vec, dtype=np.float32).reshape(-1)
+    if arr.size and not float(np.max(np.abs(arr))) <= 65504.0:  # float16's largest finite value
+        return arr.astype("<f4").tobytes()
+    return arr.astype(STORED_DTYPE).tobytes()
+
+
+def decode_vector(blob: Any, dim: int) -> np.ndarray:
+    """A stored vector as a float32 ``(dim,)`` array: ``dim * 2`` bytes are float16, ``dim * 4`` float32 (rows
+    written before vectors were stored as float16, or by :func:`encode_vector`'s fallback).
+
+    Raises:
+        ValueError: the blob has neither length (a corrupted row, or another model's vector)."""
+    b = bytes(blob)
+    if len(b) == 2 * dim:
+        return np.frombuffer(b, dtype=STORED_DTYPE).astype(np.float32)
+    if len(b) == 4 * dim:
+        return np.frombuffer(b, dtype="<f4").astype(np.float32)
+    raise ValueError(f"a stored vector has {len(b)} bytes, not {dim}-d float16 or float32")
+
+
+def _f32(v: Any, dim: int) -> Any:
+    """A vector as float32: a stored blob decoded (:func:`decode_vector`), an array as it is."""
+    return decode_vector(v, dim) if isinstance(v, (bytes, bytearray, memoryview)) else v
 
 
 _LOAD_CHUNK = 2048  # rows per fetch when the mirror is opened from the table's vectors
 
 
 def _stack(rows: list[tuple], col: int, dim: int) -> np.ndarray:
-    """The float32 ``(len(rows), dim)`` matrix of the vector blobs in column ``col`` of ``rows``."""
-    return np.frombuffer(b"".join(bytes(r[col]) for r in rows), dtype="<f4").reshape(len(rows), dim)
+    """The float32 ``(len(rows), dim)`` matrix of the vector blobs in column ``col`` of ``rows`` (see
+    :func:`decode_vector`; one conversion for the whole piece when every row has the same format)."""
+    blobs = [bytes(r[col]) for r in rows]
+    for width, dtype in ((2, STORED_DTYPE), (4, "<f4")):
+        if all(len(b) == width * dim for b in blobs):
+            return np.frombuffer(b"".join(blobs), dtype=dtype).astype(np.float32).reshape(len(rows), dim)
+    return np.stack([decode_vector(b, dim) for b in blobs]) if blobs else np.empty((0, dim), np.float32)
 
 
 def _us(iso: str | None) -> int:
@@ -341,13 +376,14 @@ class VectorsProjection(Projection):
         rounding boundaries); a tolerance can."""
         if short != "docs":
             return None
-        idx = [DOC_COLS.index("vector"), DOC_COLS.index("cjk_vector")]
+        idx = {DOC_COLS.index("vector"): self._dim_of("vector"), DOC_COLS.index("cjk_vector"): self._dim_of("cjk")}
 
         def shape_only(row: tuple) -> tuple:
             out = list(row)
-            for i in idx:
+            for i, dim in idx.items():
                 if i < len(out) and out[i] is not None:
-                    out[i] = f"<{len(bytes(out[i])) // 4}-d vector>"
+                    n = len(bytes(out[i]))
+                    out[i] = f"<{dim}-d vector>" if dim is not None and n in (2 * dim, 4 * dim) else f"<{n} bytes>"
             return tuple(out)
 
         return shape_only
@@ -357,20 +393,32 @@ class VectorsProjection(Projection):
         component (see :meth:`verify_row`), else what differs."""
         if short != "docs":
             return None
-        idx = {DOC_COLS.index("vector"): "vector", DOC_COLS.index("cjk_vector"): "cjk_vector"}
+        idx = {DOC_COLS.index("vector"): ("vector", self._dim_of("vector")),
+               DOC_COLS.index("cjk_vector"): ("cjk_vector", self._dim_of("cjk"))}
 
         def close(a: tuple, b: tuple) -> str | None:
-            for i, name in idx.items():
-                va, vb = (None if i >= len(r) or r[i] is None else np.frombuffer(bytes(r[i]), dtype="<f4")
+            for i, (name, dim) in idx.items():
+                if dim is None:
+                    continue
+                va, vb = (None if i >= len(r) or r[i] is None else decode_vector(r[i], dim).astype(np.float64)
                           for r in (a, b))
                 if va is None or vb is None:
                     continue  # presence and dimension are in the checksum
-                gap = float(np.max(np.abs(va.astype(np.float64) - vb))) if len(va) else 0.0
+                excess = np.abs(va - vb) - VERIFY_RTOL * np.maximum(np.abs(va), np.abs(vb))
+                gap = float(np.max(excess)) if len(va) else 0.0
                 if gap > VERIFY_ATOL:
-                    return f"{name} differs by up to {gap:.3g} (tolerance {VERIFY_ATOL:g})"
+                    return (f"{name} differs by up to {gap:.3g} beyond one float16 step (tolerance {VERIFY_ATOL:g} + "
+                            f"{VERIFY_RTOL:g} of the value)")
             return None
 
         return close
+
+    def _dim_of(self, which: str) -> int | None:
+        """The dimension of the main (``"vector"``) or companion (``"cjk"``) embedder, None without a companion."""
+        if which == "vector":
+            return int(self.embedder.dim)
+        c = self.cjk_embedder
+        return None if c is None else int(c.dim)
 
     def __init__(self, embedder: Any = "minilm", home: str | os.PathLike[str] | None = None, *,
                  rrf_k: float = 60.0, dense_weight: float = 1.0, lexical_weight: float = 1.0,
@@ -758,9 +806,9 @@ class VectorsProjection(Projection):
         spill_cjk: dict[str, Any] = {}
         for doc, (text, vec, cvec) in own.items():  # vectors leaving their rows
             if final[doc] != text and doc not in forgotten and text not in live:
-                spill[text] = _f32(vec)
-                if cvec is not None:
-                    spill_cjk[text] = _f32(cvec)
+                spill[text] = _f32(vec, int(self.embedder.dim))
+                if cvec is not None and companion is not None:
+                    spill_cjk[text] = _f32(cvec, int(companion.dim))
         for t in unique:  # current only inside the batch, and not from the cache already
             if t not in live and t not in banned:
                 if t not in cached and t not in lent:
@@ -798,9 +846,7 @@ class VectorsProjection(Projection):
             if v is None:
                 v = warmed.get(t)
             if v is None:
-                v = _f32(lent[t])
-                if v.shape[0] != dim:  # pragma: no cover - the lender's model is checked in _lenders
-                    raise RuntimeError(f"a lent vector has {v.shape[0]} components, the embedder {dim}")
+                v = _f32(lent[t], dim)  # the lender's model is this embedder's (_lenders)
             out[i] = v
         return out, set(hits)
 
@@ -867,6 +913,9 @@ class VectorsProjection(Projection):
                 cjk_model = NO_COMPANION
         if model is None and cjk_model == NO_COMPANION:
             return 0
+        dim, cjk_dim = int(meta.get("dim") or 0), int(meta.get("cjk_dim") or 0)
+        if model is not None and not dim:
+            model = None  # no vector was ever stored
         cur.execute(f"SELECT text, vector, cjk_vector FROM {self.table('docs')} WHERE live = 1 AND vector IS NOT NULL")
         cache = self._embedding_cache()
         stored = 0
@@ -875,9 +924,9 @@ class VectorsProjection(Projection):
             if not rows:
                 return stored
             if model is not None:
-                stored += cache.put_many(model, {t: _f32(v) for t, v, _ in rows})
-            if cjk_model != NO_COMPANION:
-                stored += cache.put_many(cjk_model, {t: _f32(c) for t, _, c in rows if c is not None})
+                stored += cache.put_many(model, {t: decode_vector(v, dim) for t, v, _ in rows})
+            if cjk_model != NO_COMPANION and cjk_dim:
+                stored += cache.put_many(cjk_model, {t: decode_vector(c, cjk_dim) for t, _, c in rows if c is not None})
 
     def passage_vectors(self, cur: Cursor, user_id: str, docs: list[tuple[str, str]], cjk: bool = False
                         ) -> np.ndarray:
@@ -904,10 +953,10 @@ class VectorsProjection(Projection):
 
             for t, v in zip(missing, embed_with_cache(embedder, missing, self._embedding_cache())):
                 lent[t] = v
-        out = np.empty((len(texts), int(embedder.dim)), dtype=np.float32)
+        dim = int(embedder.dim)
+        out = np.empty((len(texts), dim), dtype=np.float32)
         for i, t in enumerate(texts):
-            v = lent[t]
-            out[i] = _f32(v)
+            out[i] = _f32(lent[t], dim)
         return out
 
     def _note_dim(self, cur: Cursor, dim: int, name: str = "dim") -> None:
@@ -925,7 +974,7 @@ class VectorsProjection(Projection):
         if vec is None:  # apply() called without prepare()
             vec = self.embed_cjk_texts([text])[0]
             self._note_dim(cur, int(vec.shape[0]), "cjk_dim")
-        return np.asarray(vec, dtype="<f4").tobytes()
+        return encode_vector(vec)
 
     def apply(self, cur: Cursor, le: LogEvent) -> None:
         """Make the table hold exactly the current version of the event's fact (or no document after a retract)."""
@@ -944,7 +993,7 @@ class VectorsProjection(Projection):
                 e.user_id, doc_id, e.key, e.originator_version, 1, e.text, e.value_json, e.source, e.source_ref,
                 e.session_id, e.confidence, None if e.role is None else json.dumps(e.role, sort_keys=True),
                 "current", le.recorded_at, to_micros(e.observed_at), to_micros(e.valid_from),
-                to_micros(e.valid_to, OPEN), np.asarray(vec, dtype="<f4").tobytes(), le.position,
+                to_micros(e.valid_to, OPEN), encode_vector(vec), le.position,
                 self._cjk_vector(cur, e.text),
             )
             cur.execute(
@@ -1056,12 +1105,12 @@ class VectorsProjection(Projection):
                 mem.dirty.add(user_id)
             return
         u = self._user(mem, user_id)
-        vec = np.frombuffer(bytes(row["vector"]), dtype="<f4").astype(np.float32)
+        vec = decode_vector(row["vector"], mem.dim if mem.dim is not None else self._dim_of("vector"))
         u.vectors.add(doc_id, vec)  # add replaces: one live vector per doc_id
         if row["cjk_vector"] is not None:
             from .vector_store import UserVectorIndex
 
-            cvec = np.frombuffer(bytes(row["cjk_vector"]), dtype="<f4").astype(np.float32)
+            cvec = decode_vector(row["cjk_vector"], mem.cjk_dim if mem.cjk_dim is not None else self._dim_of("cjk"))
             if u.cjk is None:
                 u.cjk = UserVectorIndex(cvec.shape[0])
             u.cjk.add(doc_id, cvec)
@@ -1100,7 +1149,7 @@ class VectorsProjection(Projection):
             for user_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):
                 part = list(group)
                 if mem.dim is None:  # the meta row notes it with the first vector; else the vectors' own length
-                    mem.dim = len(bytes(part[0][vec])) // 4
+                    mem.dim = self._dim_of("vector")
                 u = mem.users.get(user_id)
                 if lexical_from_files:
                     if u is None or any(r[1] not in u.lexical for r in part):
@@ -1110,7 +1159,7 @@ class VectorsProjection(Projection):
                 u.vectors.add_many([r[1] for r in part], _stack(part, vec, mem.dim))
                 cjk = [r for r in part if r[cvec] is not None]
                 if cjk:
-                    cdim = mem.cjk_dim if mem.cjk_dim is not None else len(bytes(cjk[0][cvec])) // 4
+                    cdim = mem.cjk_dim if mem.cjk_dim is not None else self._dim_of("cjk")
                     if u.cjk is None:
                         u.cjk = UserVectorIndex(cdim)
                     u.cjk.add_many([r[1] for r in cjk], _stack(cjk, cvec, cdim))

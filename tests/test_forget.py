@@ -402,3 +402,28 @@ def test_a_one_shot_cli_write_stores_exactly_the_keys_it_uses(tmp_path: Any, mon
     conn = sqlite3.connect(home / "keys.db")
     assert conn.execute("SELECT count(*) FROM fact_keys").fetchone()[0] == 1
     conn.close()
+
+
+@pytest.mark.parametrize("reclaim", [True, False])
+def test_the_reserve_handed_back_at_close_leaves_no_free_pages_in_keys_db(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch, reclaim: bool) -> None:
+    """keys.db is made with ``auto_vacuum=INCREMENTAL`` and the pages the released reserve freed go back to the file
+    system at close (``SQLiteKeyStore.reclaim_space``); without that step they stay in the file as free pages."""
+    import sqlite3
+
+    from ledger.keystores import SQLiteKeyStore
+
+    if not reclaim:
+        monkeypatch.setattr(SQLiteKeyStore, "reclaim_space", lambda self: None)
+    with MemoryLedger(home=tmp_path / "h", embedder="none") as ml:
+        for i in range(20):  # 20 users: 20 keys used, 20 x 64 reserved, then handed back
+            ml.assert_fact(f"user{i}", "note.n0", "v0")
+    conn = sqlite3.connect(tmp_path / "h" / "keys.db")
+    free, pages = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("freelist_count", "page_count"))
+    rows = conn.execute("SELECT count(*) FROM fact_keys").fetchone()[0]
+    conn.close()
+    assert rows == 20
+    if reclaim:
+        assert free == 0 and pages <= 8
+    else:
+        assert free >= 10

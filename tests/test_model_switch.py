@@ -53,10 +53,10 @@ def top(ml: MemoryLedger, query: str) -> str:
 
 
 def dims(ml: MemoryLedger) -> set[int]:
-    """Byte lengths / 4 of every live vector in the serving vectors copy."""
+    """Components of every live vector in the serving vectors copy (stored as float16: 2 bytes each)."""
     with ml.db.read() as cur:  # the table name is resolved in this snapshot (the serving copy)
         cur.execute(f"SELECT vector FROM {ml.vectors_projection.table('docs')} WHERE live = 1")
-        return {len(bytes(r[0])) // 4 for r in cur.fetchall()}
+        return {len(bytes(r[0])) // 2 for r in cur.fetchall()}
 
 
 def test_switch_builds_beside_the_old_index_and_every_process_follows(

@@ -164,7 +164,8 @@ def test_vectors_are_read_from_the_table_and_a_foreign_index_file_is_not_trusted
         assert texts(ml, "u1", "tennis colour", 5) == ["my favourite colour is blue"]
         assert texts(ml, "u2", "tennis colour", 5) == ["I play tennis on Sundays"]
         vec = mem.users["u1"].vectors.get_vector("fact:preference.color")
-        assert np.allclose(vec, HashingEmbedder(64).embed_passages(["my favourite colour is blue"])[0], atol=1e-6)
+        stored = HashingEmbedder(64).embed_passages(["my favourite colour is blue"])[0].astype(np.float16)
+        assert np.array_equal(vec, stored.astype(np.float32))  # the table's float16 vector, exactly
     assert sorted(p.name for p in d.rglob("*") if p.is_file()) == sorted([*lex, "manifest.json"])
     with MemoryLedger(home=home) as ml:
         assert mirror(ml).dirty == set()  # the rewritten files are trusted again

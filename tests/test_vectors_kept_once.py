@@ -138,3 +138,35 @@ def test_ingest_run_again_embeds_nothing(tmp_path: Path) -> None:
         ml.ingest(SAMPLE)
         ml.search("Jon", "dance", k=1)
         assert len(emb.embedded) == n and cached(ml) == set()
+
+
+def test_vectors_are_stored_as_float16_and_float32_rows_of_older_stores_still_read(tmp_path: Path) -> None:
+    from projections.vectors import decode_vector, encode_vector
+
+    emb = RecordingEmbedder()
+    ml = MemoryLedger(home=tmp_path / "l", embedder=emb)
+    ml.assert_fact("u1", "preference.drink", "tea", text="likes tea")
+    ml.assert_fact("u1", "preference.food", "ramen", text="eats ramen")
+    ml.search("u1", "tea", k=1)
+    rows = live(ml)
+    assert {len(v) for v in rows.values()} == {64 * 2}  # 64-d, 2 bytes a component
+    exact = emb.embed_passages(["likes tea"])[0]
+    stored = decode_vector(rows["likes tea"], 64)
+    assert np.array_equal(stored, exact.astype(np.float16).astype(np.float32))
+    assert 0 < float(np.max(np.abs(stored - exact))) <= 2.0 ** -11 * float(np.max(np.abs(exact)))
+
+    # a row written before float16 (float32 bytes) is read as it is, beside float16 rows
+    t = ml.vectors_projection.table("docs")
+    with ml.db.transaction() as cur:
+        cur.execute(f"UPDATE {t} SET vector = ? WHERE text = ?", (exact.astype("<f4").tobytes(), "likes tea"))
+    ml.close()
+    with MemoryLedger(home=tmp_path / "l", embedder=emb) as again:  # builds its FAISS index from the rows
+        hits = again.search("u1", "likes tea", k=2)
+        assert hits[0].text == "likes tea" and hits[0].parts.dense == pytest.approx(1.0, abs=1e-6)
+        assert all(r.ok for r in again.verify())
+
+    # beyond float16's range a vector is kept as float32; a blob of neither length is refused
+    big = np.full(4, 1e6, dtype=np.float32)
+    assert np.array_equal(decode_vector(encode_vector(big), 4), big)
+    with pytest.raises(ValueError, match="6 bytes, not 4-d"):
+        decode_vector(b"\x00" * 6, 4)

@@ -79,7 +79,7 @@ def test_verify_tolerates_batch_noise_in_vectors_but_not_a_real_difference(fresh
     VERIFY_ATOL the vectors agree; a real change (here +0.01 on one component) still fails, naming the row."""
     import numpy as np
 
-    from projections.vectors import VERIFY_ATOL
+    from projections.vectors import VERIFY_ATOL, decode_vector
 
     ml = fresh_ledger
     ml.assert_fact("u1", "preference.drink", "tea", text="likes tea")
@@ -89,8 +89,10 @@ def test_verify_tolerates_batch_noise_in_vectors_but_not_a_real_difference(fresh
     def nudge(delta: float) -> None:
         with ml.db.transaction() as cur:
             cur.execute(f"SELECT vector FROM {t} WHERE user_id = ?", ("u1",))
-            v = np.frombuffer(bytes(cur.fetchone()[0]), dtype="<f4").copy()
+            v = decode_vector(cur.fetchone()[0], ml.vectors_projection.embedder.dim)
             v[0] += delta
+            # written back as float32, which readers also take (rows stored before float16): a float16 step is
+            # coarser than the nudge
             cur.execute(f"UPDATE {t} SET vector = ? WHERE user_id = ?", (v.astype("<f4").tobytes(), "u1"))
 
     nudge(VERIFY_ATOL / 10)
