@@ -54,9 +54,10 @@ class ForgetReceipt(BaseModel):
     ``event_id`` and ``position``: the placeholder's own version on the stream, event id and log position;
     ``keys_destroyed``: per-fact keys destroyed (versions without content, such as a bare retraction, have none);
     ``current_value_forgotten``: the head was among them, so the fact has no current value now;
-    ``cache_entries_deleted``: embedding-cache rows of the forgotten texts deleted; ``files_compacted``: SQLite files
-    rewritten (home-relative) so deleted bytes left the disk; ``resumed``: an earlier forget of these versions had
-    recorded its placeholder but stopped before destroying the keys, and this call finished it (nothing new recorded).
+    ``cache_entries_deleted``: embedding-cache rows of the forgotten texts deleted (the vector of a text still
+    current is in its search row, cleared instead, not in the cache); ``files_compacted``: SQLite files rewritten
+    (home-relative) so deleted bytes left the disk; ``resumed``: an earlier forget of these versions had recorded its
+    placeholder but stopped before destroying the keys, and this call finished it (nothing new recorded).
     """
 
     user_id: str
