@@ -366,8 +366,10 @@ class SQLiteKeyStore(_KeyStoreBase):
         conn.execute("PRAGMA journal_mode=DELETE")
         # A new file lets pages freed by deleted rows go back to the file system (reclaim_space): a process hands
         # its unused key reserve back at close, ~64 rows per user it wrote for. Takes effect only before the first
-        # table exists; an older file keeps its free pages for later rows (a VACUUM converts it).
-        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        # table exists; an older file keeps its free pages for later rows (a VACUUM converts it). Set on an empty
+        # file only: the pragma rewrites the header of an existing one, and opening must change nothing.
+        if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute(

@@ -78,6 +78,10 @@ class EmbeddingCache:
     A file that is not a readable database (overwritten, malformed) is deleted and started again empty, with a
     warning on logger ``memledger``: it holds only vectors the model computes again.
 
+    The file is made by the first write, not before: a store whose vectors are all in live rows (nothing superseded,
+    one model) has none (an empty cache file is ~48 KB of pages). Until then a read finds nothing, unless another
+    process has made the file meanwhile.
+
     Raises:
         MemledgerError: the file cannot be opened at all (a directory in its place, no permission); the message
             names the path and the fix.
@@ -96,10 +100,26 @@ class EmbeddingCache:
         self.path = p
         self._lock = threading.Lock()
         self._dims: dict[str, int] = {}
+        self._conn: sqlite3.Connection | None = None
+        if p == ":memory:" or Path(p).exists():
+            self._start()
+
+    def _ready(self, create: bool = False) -> bool:
+        """Whether the database is open, opening it if its file exists (or ``create``). Called under the lock."""
+        if self._conn is None and (create or Path(self.path).exists()):
+            self._start()
+        return self._conn is not None
+
+    def _start(self) -> None:
+        p = self.path
         try:
             self._open()
         except sqlite3.OperationalError as exc:  # not a file SQLite can open (a directory, no permission), or busy
             from ledger.errors import MemledgerError
+
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
             raise MemledgerError(f"the embedding cache {p} cannot be opened ({exc}). It holds only vectors the "
                                  "model can compute again: fix what is in the way (a directory in its place, "
@@ -166,6 +186,8 @@ class EmbeddingCache:
     def _model_dim(self, model_id: str) -> int | None:
         dim = self._dims.get(model_id)
         if dim is None:
+            if not self._ready():
+                return None
             row = self._conn.execute("SELECT dim FROM models WHERE model_id = ?", (model_id,)).fetchone()
             if row is None:
                 return None
@@ -203,7 +225,7 @@ class EmbeddingCache:
         out: dict[str, np.ndarray] = {}
         with self._lock:
             dim = self._model_dim(model_id)
-            if dim is None:
+            if dim is None or not self._ready():
                 return {}
             for i in range(0, len(keys), _CHUNK):
                 chunk = keys[i : i + _CHUNK]
@@ -258,6 +280,8 @@ class EmbeddingCache:
                 raise ValueError("refusing to cache a vector with NaN or inf")
             rows.append((model_id, text_key(text), arr.astype(_F32LE).tobytes()))
         with self._lock:
+            if not self._ready(create=bool(rows)):
+                return 0  # only texts to take out of a cache that has no file: nothing to do
             pinned = self._model_dim(model_id)
             if dim_seen is not None and pinned is not None and pinned != dim_seen:
                 raise ValueError(
@@ -300,6 +324,8 @@ class EmbeddingCache:
         keys = list(dict.fromkeys(text_key(t) for t in texts))
         deleted = 0
         with self._lock:
+            if not self._ready():
+                return 0
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 for i in range(0, len(keys), _CHUNK):
@@ -322,6 +348,8 @@ class EmbeddingCache:
     def count(self, model_id: str | None = None) -> int:
         """Number of cached vectors (for one model, or in total)."""
         with self._lock:
+            if not self._ready():
+                return 0
             if model_id is None:
                 return int(self._conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
             return int(
@@ -330,7 +358,9 @@ class EmbeddingCache:
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     def __enter__(self) -> "EmbeddingCache":
         return self

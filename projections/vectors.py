@@ -105,6 +105,27 @@ _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf90
 LEXICAL_DOCUMENT = "text+key+value"
 
 
+#: ``vectors_docs.value_json`` of a fact whose value is its own sentence as a JSON string (every free-text memory:
+#: ``remember``, an ingested observation): the empty string, which is no JSON value, instead of the sentence a second
+#: time in the row (90 bytes of a LoCoMo observation's ~1.1 KB). Readers see ``json.dumps(text)`` (:func:`value_json_of`).
+SAME_AS_TEXT = ""
+
+
+def stored_value_json(value_json: str | None, text: str | None) -> str | None:
+    """What ``vectors_docs`` stores for a fact's value: :data:`SAME_AS_TEXT` when the value is exactly its text as
+    a JSON string, else the value as it is."""
+    if text is not None and value_json is not None and value_json == json.dumps(text, ensure_ascii=False):
+        return SAME_AS_TEXT
+    return value_json
+
+
+def value_json_of(value_json: str | None, text: str | None) -> str | None:
+    """A stored value read back (the inverse of :func:`stored_value_json`; rows written before store the value)."""
+    if value_json == SAME_AS_TEXT and text is not None:
+        return json.dumps(text, ensure_ascii=False)
+    return value_json
+
+
 def _value_words(value_json: str | None) -> list[str]:
     """The strings and numbers inside a fact's JSON value, in order (keys of an object included)."""
     if value_json is None:
@@ -377,9 +398,12 @@ class VectorsProjection(Projection):
         if short != "docs":
             return None
         idx = {DOC_COLS.index("vector"): self._dim_of("vector"), DOC_COLS.index("cjk_vector"): self._dim_of("cjk")}
+        text_at, value_at = DOC_COLS.index("text"), DOC_COLS.index("value_json")
 
         def shape_only(row: tuple) -> tuple:
             out = list(row)
+            if len(out) > value_at:  # a value stored as SAME_AS_TEXT equals one written out (rows written before)
+                out[value_at] = value_json_of(out[value_at], out[text_at])
             for i, dim in idx.items():
                 if i < len(out) and out[i] is not None:
                     n = len(bytes(out[i]))
@@ -990,7 +1014,8 @@ class VectorsProjection(Projection):
                 vec = self.embed_texts([e.text])[0]
                 self._note_dim(cur, int(vec.shape[0]))
             row = (
-                e.user_id, doc_id, e.key, e.originator_version, 1, e.text, e.value_json, e.source, e.source_ref,
+                e.user_id, doc_id, e.key, e.originator_version, 1, e.text, stored_value_json(e.value_json, e.text),
+                e.source, e.source_ref,
                 e.session_id, e.confidence, None if e.role is None else json.dumps(e.role, sort_keys=True),
                 "current", le.recorded_at, to_micros(e.observed_at), to_micros(e.valid_from),
                 to_micros(e.valid_to, OPEN), encode_vector(vec), le.position,
@@ -1116,8 +1141,10 @@ class VectorsProjection(Projection):
             u.cjk.add(doc_id, cvec)
         elif u.cjk is not None:
             u.cjk.remove(doc_id)  # the new version's text has no CJK: its old companion vector goes
-        u.lexical.add(doc_id, lexical_document(row["key"], row["text"], row["value_json"]))
-        u.meta[doc_id] = {c: row[c] for c in META_COLS}
+        meta = {c: row[c] for c in META_COLS}
+        meta["value_json"] = value_json_of(meta["value_json"], meta["text"])
+        u.lexical.add(doc_id, lexical_document(row["key"], row["text"], meta["value_json"]))
+        u.meta[doc_id] = meta
         mem.dirty.add(user_id)
 
     def _load(self, cur: Cursor, generation: int, position: int, dim: int | None,
@@ -1163,10 +1190,13 @@ class VectorsProjection(Projection):
                     if u.cjk is None:
                         u.cjk = UserVectorIndex(cdim)
                     u.cjk.add_many([r[1] for r in cjk], _stack(cjk, cvec, cdim))
+                metas = [(r[1], {c: r[i] for c, i in zip(META_COLS, meta_at)}) for r in part]
+                for _, m in metas:
+                    m["value_json"] = value_json_of(m["value_json"], m["text"])
                 if not lexical_from_files:
-                    for r in part:
-                        u.lexical.add(r[1], lexical_document(r[at["key"]], r[at["text"]], r[at["value_json"]]))
-                u.meta.update((r[1], {c: r[i] for c, i in zip(META_COLS, meta_at)}) for r in part)
+                    for doc_id, m in metas:
+                        u.lexical.add(doc_id, lexical_document(m["key"], m["text"], m["value_json"]))
+                u.meta.update(metas)
         return not lexical_from_files or all(len(u.meta) == len(u.lexical) for u in mem.users.values())
 
     # -- index files -----------------------------------------------------------------------------------------

@@ -19,9 +19,16 @@ MODEL = "hash:v2:64"
 
 def cached(ml: MemoryLedger, model: str = MODEL) -> set[bytes]:
     """The text keys the embedding cache holds for ``model``."""
-    cache = ml.vectors_projection._embedding_cache()
-    with cache._lock:
-        rows = cache._conn.execute("SELECT text_key FROM embeddings WHERE model_id = ?", (model,)).fetchall()
+    import sqlite3
+
+    path = Path(ml.vectors_projection._embedding_cache().path)
+    if not path.exists():
+        return set()  # the file is made by the first vector cached
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT text_key FROM embeddings WHERE model_id = ?", (model,)).fetchall()
+    finally:
+        conn.close()
     return {bytes(r[0]) for r in rows}
 
 
@@ -49,6 +56,7 @@ def test_a_vector_moves_between_its_row_and_the_cache_and_the_model_runs_once_pe
     ml.assert_fact("u1", "preference.food", "ramen", text="eats ramen")
     ml.search("u1", "tea", k=1)
     assert set(live(ml)) == {"likes tea", "eats ramen"} and cached(ml) == set()
+    assert not Path(ml.vectors_projection._embedding_cache().path).exists()  # nothing to cache: no file
 
     ml.correct_fact("u1", "preference.drink", "coffee", text="likes coffee")
     ml.retract_fact("u1", "preference.food")
@@ -170,3 +178,25 @@ def test_vectors_are_stored_as_float16_and_float32_rows_of_older_stores_still_re
     assert np.array_equal(decode_vector(encode_vector(big), 4), big)
     with pytest.raises(ValueError, match="6 bytes, not 4-d"):
         decode_vector(b"\x00" * 6, 4)
+
+
+def test_a_value_that_is_its_own_sentence_is_not_stored_twice_in_the_row(ledger: Any) -> None:
+    import json
+
+    ml, emb = ledger
+    ml.assert_fact("u1", "memory.a1", "I walk the dog at six", text="I walk the dog at six")
+    ml.assert_fact("u1", "pet.name", "Rex", text="my dog is called Rex")
+    ml.search("u1", "dog", k=1)
+    t = ml.vectors_projection.table("docs")
+    with ml.db.read() as cur:
+        cur.execute(f"SELECT key, value_json FROM {t} ORDER BY key")
+        assert cur.fetchall() == [("memory.a1", ""), ("pet.name", '"Rex"')]
+    values = {h.key: h.value for h in ml.search("u1", "dog", k=5)}
+    assert values == {"memory.a1": "I walk the dog at six", "pet.name": "Rex"}
+    # a row written before (the value spelled out) reads the same and verifies against a replay that elides it
+    with ml.db.transaction() as cur:
+        cur.execute(f"UPDATE {t} SET value_json = ? WHERE key = 'memory.a1'", (json.dumps("I walk the dog at six"),))
+    assert all(r.ok for r in ml.verify())
+    with ml.db.transaction() as cur:
+        cur.execute(f"UPDATE {t} SET value_json = ? WHERE key = 'memory.a1'", (json.dumps("I walk the cat"),))
+    assert not {r.projection: r for r in ml.verify()}["vectors"].ok
