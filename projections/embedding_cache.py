@@ -112,8 +112,11 @@ class EmbeddingCache:
 
     def _start(self) -> None:
         p = self.path
+        new = p != ":memory:" and not Path(p).exists()
         try:
             self._open()
+            if new:  # vectors carry information about their texts: owner-only, as every store file (0600)
+                os.chmod(p, 0o600)
         except sqlite3.OperationalError as exc:  # not a file SQLite can open (a directory, no permission), or busy
             from ledger.errors import MemledgerError
 

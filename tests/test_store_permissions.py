@@ -57,11 +57,18 @@ def test_an_empty_existing_folder_becomes_private_and_so_does_the_index(tmp_path
     cli = CLI({"home": home})
     assert cli("assert", "u1", "profile.city", "Paris")[0] == 0
     assert mode(home) == 0o700
-    assert cli("search", "u1", "Paris")[0] == 0  # creates the semantic index's folder and cache
-    assert cli("profile", "u1")[0] == 0  # the next open makes them private too
+    assert cli("search", "u1", "Paris")[0] == 0  # creates the semantic index's folder
+    old = os.umask(0o000)  # the embedding cache's file is made owner-only whatever the umask
+    try:
+        assert cli("assert", "u1", "profile.city", "Lyon")[0] == 0
+        assert cli("search", "u1", "Lyon")[0] == 0  # Paris left its row: its vector is the cache's first
+    finally:
+        os.umask(old)
     vectors = home / "vectors"
-    assert vectors.is_dir() and mode(vectors) == 0o700
+    assert [p.name for p in vectors.glob("*.db")] == ["embeddings.db"]
     assert {mode(p) for p in vectors.glob("*.db")} == {0o600}
+    assert cli("profile", "u1")[0] == 0  # the next open makes the folder private too
+    assert vectors.is_dir() and mode(vectors) == 0o700
     assert {mode(d) for d in vectors.rglob("*") if d.is_dir()} == {0o700}  # vectors/<model>/<copy>
     assert cli("remember", "u1", "I like tea")[0] == 0  # makes locks/
     assert cli("profile", "u1")[0] == 0
