@@ -416,7 +416,7 @@ def embed_with_cache(embedder, texts: list[str], cache: EmbeddingCache, store: b
             import logging
 
             logging.getLogger("memledger").warning(
-                "memledger: embedding %d texts with %s (once per text and model; later calls read the cache)",
+                "memledger: embedding %d texts with %s (once per text and model; later calls find them stored)",
                 len(miss_texts), embedder.model_id)
         vecs = np.asarray(embedder.embed_passages(miss_texts), dtype=np.float32)
         if vecs.shape != (len(miss_texts), dim):

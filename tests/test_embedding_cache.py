@@ -177,7 +177,7 @@ def test_a_large_embedding_call_says_so_once_and_a_cached_one_says_nothing(caplo
         embed_with_cache(emb, [t + "!" for t in texts], cache)
         assert [r.getMessage() for r in caplog.records] == [
             f"memledger: embedding {NOTICE_MISSES} texts with {emb.model_id} (once per text and model; later calls "
-            "read the cache)"]
+            "find them stored)"]
         embed_with_cache(emb, [t + "!" for t in texts], cache)  # all cached now
         assert len(caplog.records) == 1
 
