@@ -126,6 +126,13 @@ def value_json_of(value_json: str | None, text: str | None) -> str | None:
     return value_json
 
 
+def _doc_meta(values: Any) -> dict[str, Any]:
+    """A row's in-memory metadata (:data:`META_COLS`, from ``values`` in that order), its value read back."""
+    meta = dict(zip(META_COLS, values))
+    meta["value_json"] = value_json_of(meta["value_json"], meta["text"])
+    return meta
+
+
 def _value_words(value_json: str | None) -> list[str]:
     """The strings and numbers inside a fact's JSON value, in order (keys of an object included)."""
     if value_json is None:
@@ -1141,8 +1148,7 @@ class VectorsProjection(Projection):
             u.cjk.add(doc_id, cvec)
         elif u.cjk is not None:
             u.cjk.remove(doc_id)  # the new version's text has no CJK: its old companion vector goes
-        meta = {c: row[c] for c in META_COLS}
-        meta["value_json"] = value_json_of(meta["value_json"], meta["text"])
+        meta = _doc_meta(row[c] for c in META_COLS)
         u.lexical.add(doc_id, lexical_document(row["key"], row["text"], meta["value_json"]))
         u.meta[doc_id] = meta
         mem.dirty.add(user_id)
@@ -1175,7 +1181,7 @@ class VectorsProjection(Projection):
         while rows := cur.fetchmany(_LOAD_CHUNK):
             for user_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):
                 part = list(group)
-                if mem.dim is None:  # the meta row notes it with the first vector; else the vectors' own length
+                if mem.dim is None:  # the meta row notes it with the first vector; else the embedder's
                     mem.dim = self._dim_of("vector")
                 u = mem.users.get(user_id)
                 if lexical_from_files:
@@ -1190,9 +1196,7 @@ class VectorsProjection(Projection):
                     if u.cjk is None:
                         u.cjk = UserVectorIndex(cdim)
                     u.cjk.add_many([r[1] for r in cjk], _stack(cjk, cvec, cdim))
-                metas = [(r[1], {c: r[i] for c, i in zip(META_COLS, meta_at)}) for r in part]
-                for _, m in metas:
-                    m["value_json"] = value_json_of(m["value_json"], m["text"])
+                metas = [(r[1], _doc_meta(r[i] for i in meta_at)) for r in part]
                 if not lexical_from_files:
                     for doc_id, m in metas:
                         u.lexical.add(doc_id, lexical_document(m["key"], m["text"], m["value_json"]))
