@@ -7,6 +7,9 @@ What is timed (each ``--repeat`` times on a fresh store, the median reported):
 
 * ``ledger, 1 per save`` — ``LedgerApplication.execute([cmd])`` per command: validate -> load the fact's stream ->
   decide -> one ``save()`` (one transaction) per event. New facts, so each load finds an empty stream.
+* ``ledger, 1 per save, users known`` — the same on the same store right after, with new facts of the same 10 users:
+  their data keys and per-fact key reserves already exist, as for a running agent's users; the row above also pays
+  each user's first write (a data key and a key reserve stored, ~1-3 ms each).
 * ``ledger, N per save`` — ``execute(batch)`` with ``--batch`` commands per save (one agent turn = one save).
 * ``ledger record(), inline projections`` — ``MemoryLedger.record(batch)``: the above plus catching every
   projection up in process before returning (what an embedded agent pays per turn); a batch of at least
@@ -15,7 +18,10 @@ What is timed (each ``--repeat`` times on a fresh store, the median reported):
   from the log``: the shipped catch-up, but with the command's events read back from the log and decoded as before
   issue 16 instead of projected from memory (``replay.bulk.from_memory`` disabled for that row only).
 * ``eventsourcing alone`` — the library saving minimal one-event aggregates, ``--batch`` per save: its ceiling here;
-  and one per save (``--single`` saves), the ceiling of the ``1 per save`` row.
+  and one per save (``--single`` saves), the ceiling of the ``1 per save`` row. ``..., the ledger's events``: the
+  library saving the very events the ledger wrote (decoded from its log, plaintext) with its own mapper and
+  transcoder, ``--batch`` per save: what the library alone pays for the ledger's event shape, so the gap between it
+  and the ledger rows is the ledger's own work (policy, per-fact keys, encryption, projections).
 * ``--profile PATH``: afterwards, one more ``record()`` of ``--events`` commands in batches of ``--batch`` on a fresh
   store under pyinstrument (the test extra installs it); its text report goes to PATH (docs/performance.md).
 * baselines, the same rows (the stored events the ledger wrote: originator_id, originator_version, topic, state
@@ -124,6 +130,9 @@ def bench_ledger(dsn: str | None, n_single: int, n_batch: int, batch: int, run: 
             out = {}
             cmds = commands(n_single, run * 10 + 1)
             out["ledger, 1 per save"] = timed(lambda: [ml.app.execute([c]) for c in cmds]) / n_single
+            # the same users again: their data keys and key reserves exist (a running agent's steady state)
+            cmds = commands(n_single, run * 10 + 7)
+            out["ledger, 1 per save, users known"] = timed(lambda: [ml.app.execute([c]) for c in cmds]) / n_single
             cmds = commands(n_batch, run * 10 + 2)
             out[f"ledger, {batch} per save"] = timed(
                 lambda: [ml.app.execute(cmds[i:i + batch]) for i in range(0, n_batch, batch)]) / n_batch
@@ -147,6 +156,7 @@ def bench_ledger(dsn: str | None, n_single: int, n_batch: int, batch: int, run: 
                     catchup.BULK_MIN = shipped
                     replay_bulk.from_memory, catchup.from_memory = served
             rows = stored_rows(ml)[-n_batch:]
+            events = ledger_events(ml, n_batch)
     finally:
         store.drop()
     # The same batched append on a store without per-user encryption: what crypto-shredding costs per event.
@@ -161,16 +171,28 @@ def bench_ledger(dsn: str | None, n_single: int, n_batch: int, batch: int, run: 
         del os.environ["MEMLEDGER_ENCRYPTION"]
         store.drop()
     out[f"eventsourcing alone, {batch} per save (minimal aggregate)"] = bench_library(dsn, n_batch, batch)
+    out[f"eventsourcing alone, {batch} per save, the ledger's events"] = bench_library(dsn, n_batch, batch, events)
     out["eventsourcing alone, 1 per save (minimal aggregate)"] = bench_library(dsn, n_single, 1)
     out.update(bench_raw(dsn, rows))
     return out
 
 
-def bench_library(dsn: str | None, n: int, batch: int) -> Timing:
-    """Per-event seconds of eventsourcing itself: new one-event aggregates with a small payload, ``batch`` per save.
+def ledger_events(ml: MemoryLedger, n: int) -> list[Any]:
+    """The last ``n`` events of the ledger's log as domain events, decoded (and decrypted) by its own mapper: the
+    payload the ``the ledger's events`` row hands the library."""
+    stored = ml.app.recorder.select_notifications(start=max(1, ml.app.recorder.max_notification_id() - n + 1),
+                                                  limit=n)
+    return [ml.app.mapper.to_domain_event(s) for s in stored]
 
-    The library's ceiling on this machine, in this run: the gap between it and the ledger rows is ours (policy,
-    validation, encryption, stream-existence checks); the gap between it and the raw rows is the library's.
+
+def bench_library(dsn: str | None, n: int, batch: int, events: list[Any] | None = None) -> Timing:
+    """Per-event seconds of eventsourcing itself, ``batch`` per save: new one-event aggregates with a small payload
+    (``events`` None), or the ledger's own events saved as they are (``events``: plaintext, the library's mapper and
+    transcoder, none of the ledger's policy, keys or encryption).
+
+    The library's ceiling on this machine, in this run: the gap between the minimal row and the ledger rows is ours
+    (policy, validation, encryption, stream-existence checks) plus what the library itself pays for the ledger's
+    larger events, which the ``events`` row measures alone; the gap between it and the raw rows is the library's.
     """
     from eventsourcing.application import Application
 
@@ -188,7 +210,10 @@ def bench_library(dsn: str | None, n: int, batch: int) -> Timing:
     try:
         def run() -> None:
             for i in range(0, n, batch):
-                app.save(*[Note(f"the user said note {j}") for j in range(i, min(n, i + batch))])
+                if events is None:
+                    app.save(*[Note(f"the user said note {j}") for j in range(i, min(n, i + batch))])
+                else:
+                    app.save(*events[i:i + batch])
 
         return timed(run) / n
     finally:
@@ -296,6 +321,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {k:<{width}} | {1 / per.wall:>10,.0f} | {per.wall * 1e6:>9.1f} | {per.cpu * 1e6:>9.1f} | "
               f"{med[baseline].wall / per.wall:>6.3f} | {med[library].wall / per.wall:>10.2f} |")
     single_lib = med["eventsourcing alone, 1 per save (minimal aggregate)"].wall
+    shaped = med[f"eventsourcing alone, {a.batch} per save, the ledger's events"].wall
+    print(f"the library saving the ledger's own events: {med[library].wall / shaped:.2f} x its minimal-aggregate rate; "
+          f"the ledger's append {shaped / med[f'ledger, {a.batch} per save'].wall:.2f} x, encryption off "
+          f"{shaped / med[f'ledger, {a.batch} per save, encryption off'].wall:.2f} x, record() inline "
+          f"{shaped / med[f'ledger record(), {a.batch} per save, inline projections'].wall:.2f} x that rate")
+    print(f"one command per save, users known: {single_lib / med['ledger, 1 per save, users known'].wall:.2f} x "
+          "eventsourcing alone one event per save")
     print(f"one command per save: {single_lib / med['ledger, 1 per save'].wall:.2f} x eventsourcing alone one event "
           f"per save (target >= 0.6); record() inline: "
           f"{med[library].wall / med[f'ledger record(), {a.batch} per save, inline projections'].wall:.2f} x "

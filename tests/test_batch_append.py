@@ -110,11 +110,16 @@ def test_bench_append_prints_its_table(store_args):
     methods = [line.split("|")[1].strip() for line in lines if line.startswith("| ") and "method" not in line]
     raw = (["raw psycopg executemany, 1 transaction", "raw psycopg COPY, 1 transaction"] if args
            else ["raw sqlite3 executemany, 1 transaction"])
-    assert methods == ["ledger, 1 per save", "ledger, 3 per save", "ledger record(), 3 per save, inline projections",
+    assert methods == ["ledger, 1 per save", "ledger, 1 per save, users known", "ledger, 3 per save", "ledger record(), 3 per save, inline projections",
                        "ledger record(), 3 per save, inline projections, per-event catch-up",
                        "ledger record(), 3 per save, inline projections, read back from the log",
                        "ledger, 3 per save, encryption off", "eventsourcing alone, 3 per save (minimal aggregate)",
+                       "eventsourcing alone, 3 per save, the ledger's events",
                        "eventsourcing alone, 1 per save (minimal aggregate)", *raw]
+    assert re.match(r"^the library saving the ledger's own events: [\d.]+ x its minimal-aggregate rate; the "
+                    r"ledger's append [\d.]+ x, encryption off [\d.]+ x, record\(\) inline [\d.]+ x that rate$",
+                    lines[-4])
+    assert re.match(r"^one command per save, users known: [\d.]+ x eventsourcing alone one event per save$", lines[-3])
     assert re.match(r"^one command per save: [\d.]+ x eventsourcing alone one event per save \(target >= 0.6\); "
                     r"record\(\) inline: [\d.]+ x eventsourcing alone \(target >= 0.6\); ledger append: [\d.]+ x "
                     r"\(target >= 0.9\)$", lines[-2])
