@@ -36,6 +36,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from .attributes import Reading, read_statement, same_attribute
 from .slots import (
     CATALOGUE_VERSION,
     REGISTRY,
@@ -48,6 +49,7 @@ from .slots import (
     says_all,
     type_statement,
 )
+from .values import ValueParts, differing, qualifiers_clash, value_parts
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
 
@@ -87,6 +89,14 @@ class Candidate:
     relation: str = "similar"
     value_overlap: float = 0.0
 
+    @property
+    def values(self) -> ValueParts:
+        return value_parts(self.text)
+
+    @property
+    def reading(self) -> Reading:
+        return read_statement(self.text)
+
 
 @dataclass
 class Resolution:
@@ -106,6 +116,8 @@ class Resolution:
     figures: dict[str, Any] = field(default_factory=dict)
     also_close: list[str] = field(default_factory=list)  # keys of linked slots a cessation ends too (retracted)
     note: str = ""  # why, in words, when the rule name alone does not say it
+    fresh_key: bool = False  # land under a fresh free-text key even though the statement has a slot ("also")
+    parsed: str = ""  # what was read in the statement: attribute, value and value-bearing parts (shown by audit)
 
     def explanation(self) -> str:
         t = self.target
@@ -145,6 +157,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         c.value_overlap = overlap(typing.value_tokens, c.typing.value_tokens if c.typing else set())
     figures = {"catalogue": CATALOGUE_VERSION, "embedder": embedder, "paraphrase": PARAPHRASE,
                "dense_paraphrase": para_cos, "dense_related": rel_cos}
+    mine_vp = value_parts(text)
+    mine_rd = read_statement(text)
+    parsed = f"{mine_rd.describe()}; values {mine_vp.describe()}"
 
     def done(decision: str, key: str | None, rule: str, target: Candidate | None = None, **kw: Any) -> Resolution:
         related = [c for c in candidates if target is None or c.key != target.key]
@@ -153,7 +168,65 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 c.relation = _relation(typing, c)
         if target is not None:
             target.relation = "target"
-        return Resolution(decision, key, rule, typing, target, related=related, figures=figures, **kw)
+        return Resolution(decision, key, rule, typing, target, related=related, figures=figures, parsed=parsed,
+                          **kw)
+
+    def value_changed(c: Candidate) -> list[str]:
+        """What the statement says that ``c`` does not: the value kinds that differ, or "value" when both name a
+        value phrase for the same attribute and the phrases share too little ("the left side" / "my back")."""
+        out = differing(c.values, mine_vp)
+        theirs = c.reading
+        if not out and mine_rd.value and theirs.value and same_attribute(theirs, mine_rd):
+            a, b = content_tokens(mine_rd.value), content_tokens(theirs.value)
+            if a and b and overlap(a, b) < PARAPHRASE:
+                out.append("value")
+        return out
+
+    def same_subject(c: Candidate) -> bool:
+        # "the wifi password is ..." names no one: it is the user's as much as "my wifi password is ..."
+        return c.typing is not None and ({c.typing.subject, typing.subject} <= {"self", "none"}
+                                         or c.typing.subject == typing.subject)
+
+    def beside(c: Candidate | None) -> Resolution | None:
+        """A statement that adds ("also", "too", 也) or speaks of another case (summer / winter, me / my son) is
+        kept beside ``c``: a fresh key, nothing contested, nothing closed."""
+        if typing.correction or typing.cessation:
+            return None
+        if typing.additive and not typing.change:
+            return done("add", None, "additive", None, fresh_key=True,
+                        note="it says also/too/也: it adds to what is known, nothing is contested")
+        clash = qualifiers_clash(c.values, mine_vp) if c is not None else []
+        if clash:
+            return done("add", None, "qualifier_sibling", None, fresh_key=True,
+                        note=f"the same attribute for another {'/'.join(clash)}: a sibling, not a replacement")
+        return None
+
+    def by_attribute() -> Candidate | None:
+        """The current memory of the same subject whose attribute is the statement's (best lemma overlap, then
+        search score), or None."""
+        if not mine_rd.found or typing.mood != "statement":
+            return None
+        found = [c for c in candidates if c.status in ("current", "contested") and same_subject(c)
+                 and same_attribute(c.reading, mine_rd) and nfc(c.text) != mine]
+        if not found:
+            return None
+        return max(found, key=lambda c: (len(c.reading.lemmas & mine_rd.lemmas) / len(c.reading.lemmas | mine_rd.lemmas),
+                                         c.score))
+
+    def on_attribute(c: Candidate, close: str | None = None, key: str | None = None) -> Resolution:
+        """Decide against the memory ``c`` holding the same attribute: correct, retire, supersede, or (every value
+        equal, no change said) reaffirm. ``key``/``close``: where it lands when ``c`` is a legacy key of a slot."""
+        key = c.key if key is None else key
+        if typing.correction:
+            return done("correct", key, "attribute_correction", c, op="correct" if close is None else "assert",
+                        close_key=close, close_as="withdrawn")
+        if typing.cessation:
+            return done("retire", key, "attribute_cessation", c, close_key=close)
+        changed = value_changed(c)
+        if changed or typing.change:
+            return done("supersede", key, "same_attribute", c, close_key=close,
+                        note=f"same attribute, {('/'.join(changed) or 'value')} changed")
+        return done("reaffirm", c.key, "attribute_paraphrase", c, note="same attribute, every value equal")
 
     # duplicate sentence
     for c in candidates:
@@ -237,14 +310,18 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if partial(head):
                 return done("conflict", None, "partial_cessation", head, contest_key=head.key, note=partial_note)
             return done("retire", slot_key, "cessation", head, close_key=close)
+        kept = beside(head)
+        if kept is not None:
+            return kept
+        changed = value_changed(head)
+        if changed and (contained or not typing.change):
+            # no stated value is ever lost: a sentence whose number, time, code or name differs is a new value
+            return done("supersede", slot_key, "value_changed", head, close_key=close,
+                        note=f"{'/'.join(changed)} changed: not a paraphrase")
         if contained or (not new_value and not typing.change and typing.value_tokens):
             return done("reaffirm", head.key, "paraphrase", head)
         if not typing.value_tokens and not typing.change:
             return done("reaffirm", head.key, "paraphrase_no_value", head)
-        if typing.additive and not typing.change:
-            # "I also like green tea": a second value said of a single-valued slot; not silently replaced, kept
-            # beside it and shown "to confirm"
-            return done("conflict", None, "additive_single", head, contest_key=head.key)
         return done("supersede", slot_key, "same_slot", head, close_key=close)
 
     if slot_key is not None:  # multi-valued
@@ -274,10 +351,22 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("supersede", matched.key, "multi_resumed", matched)
         if matched is not None and matched.value_overlap >= PARAPHRASE:
             close = matched.key if not matched.key.startswith(slot_key + ".") else None
+            kept = beside(matched)
+            if kept is not None:
+                return kept
+            changed = value_changed(matched)
+            if changed:
+                if same_attribute(matched.reading, mine_rd) and same_subject(matched):
+                    return done("supersede", matched.key if close is None else None, "value_changed", matched,
+                                close_key=close, note=f"same attribute, {'/'.join(changed)} changed")
+                return done("add", None, "multi_new", note=f"{'/'.join(changed)} differs: another value")
             if typing.change and matched.value_overlap < 1.0:
                 return done("supersede", matched.key if close is None else None, "multi_same_value", matched,
                             close_key=close)
             return done("reaffirm", matched.key, "multi_paraphrase", matched)
+        am = by_attribute()
+        if am is not None and beside(am) is None:
+            return on_attribute(am)
         return done("add", None, "multi_new")
 
     # no slot, but it stops or corrects something it names ("I gave up chess", "Max passed away", "我放弃减肥了"):
@@ -296,6 +385,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if len(found) > 1 and found[0][0] >= 0.5:
             return done("conflict", None, "named_unsure", found[0][2], contest_key=found[0][2].key)
 
+    # no slot: a current memory about the same attribute (read from both sentences) is the one this revises
+    am = by_attribute()
+    if am is not None:
+        return beside(am) or on_attribute(am)
+
     # no slot: compare with the closest free-text memories
     free = [c for c in candidates]
     mine_tokens = content_tokens(text)
@@ -312,8 +406,17 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         near = (best_ov >= PARAPHRASE_FREE and same_len) or (best_c.dense or 0.0) >= para_cos
         similar = best_ov >= RELATED_FREE or (best_c.dense or 0.0) >= rel_cos
         marked = typing.correction or typing.cessation or typing.change
+        strong = [k for k in ("number", "time", "date", "email", "url", "phone", "code") if mine_vp.parts.get(k)]
+        if (not near and similar and not marked and strong and not value_changed(best_c)
+                and not qualifiers_clash(best_c.values, mine_vp) and same_subject(best_c)):
+            # "My rent is 2,200 a month" / "I pay 2.2k in rent every month": the same topic and every value equal
+            return done("reaffirm", best_c.key, "value_paraphrase", best_c, note="every value-bearing part equal")
         if near and not marked:
-            return done("reaffirm", best_c.key, "free_paraphrase", best_c)
+            changed = value_changed(best_c)
+            if not changed:
+                return done("reaffirm", best_c.key, "free_paraphrase", best_c)
+            return done("new", None, "new_memory", note=f"close to {best_c.key}, but its {'/'.join(changed)} "
+                                                         "differs: a memory of its own")
         if similar and marked and best_c.slot_key is None:
             return done("conflict", None, "free_unsure", best_c, contest_key=best_c.key)
     return done("new", None, "new_memory")

@@ -108,7 +108,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("contact.email", "single", (r"e-?mail address|my e-?mail",), ("邮箱|电子邮件",)),
     _slot("profile.name", "single", (r"my name is|call me|i'm called|i am called",), ("我叫|我的名字是|叫我",)),
     _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b|years old|turn(?:ed|s) \d{1,3}|"
-                                    r"\bis \d{1,2}\b(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
+                                    r"\bis \d{1,2}\b(?![,.]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
           (r"我今年?\d{1,3}岁|岁了",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
           ("老家|来自|在.{1,6}长大|家乡",)),
@@ -141,7 +141,9 @@ CATALOGUE: tuple[Slot, ...] = (
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
           ("工作是|职业|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
-                                      r"joined \w+(?: \w+)? as|employer|company i work",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
+                                      r"joined \w+(?: \w+)? as|employer|company i work|"
+                                      r"(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
+                                      r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:bus|train|subway|metro|tube|tram|"
                                 r"ferry)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
                                 r"commute|commuting",), ("坐地铁|坐公交|骑车上班|开车上班|走路上班|通勤|坐.{0,3}上班",),
@@ -418,6 +420,19 @@ _LEAD_ZH = (r"^(?:(?:还有|另外|说错了|不对|更正一下|更正|纠正�
 _REL_EN_RE = _lazy_re(_LEAD_EN + r"(?:my|our) (" + "|".join(
     sorted(_RELATIONS_EN, key=len, reverse=True)) + r")(?:'s|s'|’s)?\b")
 _REL_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:我|我们)(?:的|家)?(" + "|".join(sorted(_RELATIONS_ZH, key=len, reverse=True)) + ")")
+#: Someone known by their role, as the owner of what follows ("my landlord's phone number", 我房东的电话): the
+#: statement is about them, not the user ("my landlord is Mr. Lee" names the role's holder: slot person.landlord).
+_ROLES_EN = {"landlord": "landlord", "landlady": "landlord", "doctor": "doctor", "dentist": "dentist",
+             "therapist": "therapist", "manager": "manager", "accountant": "accountant", "lawyer": "lawyer",
+             "hairdresser": "hairdresser", "barber": "hairdresser", "trainer": "trainer", "coach": "trainer",
+             "vet": "vet", "teacher": "teacher", "mechanic": "mechanic", "tutor": "tutor", "nanny": "nanny",
+             "babysitter": "nanny", "team": "team", "company": "company", "gym": "gym", "school": "school"}
+_ROLES_ZH = {"房东": "landlord", "医生": "doctor", "牙医": "dentist", "律师": "lawyer", "会计": "accountant",
+             "经理": "manager", "领导": "manager", "上司": "manager", "教练": "trainer", "理发师": "hairdresser",
+             "老师": "teacher", "兽医": "vet", "保姆": "nanny", "阿姨": "nanny"}
+_ROLE_EN_RE = _lazy_re(_LEAD_EN + r"(?:my|our) (" + "|".join(sorted(_ROLES_EN, key=len, reverse=True))
+                       + r")(?:'s|s'|’s)\s")
+_ROLE_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:我|我们)(?:的|家)?(" + "|".join(sorted(_ROLES_ZH, key=len, reverse=True)) + ")的")
 
 _CORRECTION = [_lazy_re(p) for p in (
     r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",
@@ -605,10 +620,14 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     subject = "self"
     spans: list[tuple[int, int]] = []
     m = _REL_EN_RE.match(t) or _REL_ZH_RE.match(t)
+    role = None if m else (_ROLE_EN_RE.match(t) or _ROLE_ZH_RE.match(t))
     if m:
         rel = m.group(1)
         subject = _RELATIONS_EN.get(rel) or _RELATIONS_ZH.get(rel) or "other"
         spans.append(m.span())
+    elif role:
+        subject = _ROLES_EN.get(role.group(1)) or _ROLES_ZH.get(role.group(1)) or "other"
+        spans.append(role.span())
     elif not about_self(t, user_name):
         subject = "none"
     body = _strip(t, spans)

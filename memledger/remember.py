@@ -150,7 +150,7 @@ def _mint_key(store: Store, user_id: str, res: Resolution, idempotency_key: str 
     With an ``idempotency_key`` a retry must land where the first call did, even when that memory is no longer
     current: ``memory.r`` + 12 hex of sha256(user, idempotency key) (derived from the idempotency key, not from the
     text), and for a sibling, the sibling whose stream already holds that idempotency key, if any."""
-    slot_key = res.typing.slot_key
+    slot_key = None if res.fresh_key else res.typing.slot_key
     if slot_key is None:
         if idempotency_key is not None:
             return "memory.r" + hashlib.sha256(f"{user_id}\x1f{idempotency_key}".encode()).hexdigest()[:12]
@@ -175,8 +175,24 @@ def _mint_key(store: Store, user_id: str, res: Resolution, idempotency_key: str 
     return f"{slot_key}.{n + 1}"
 
 
+def _prior_key(store: Store, user_id: str, text: str, idempotency_key: str) -> str | None:
+    """The key whose stream already holds ``idempotency_key`` for this sentence, or None: the keys that ever held
+    the sentence are read from the history projection, then their streams are asked."""
+    from ledger.domain import fact_id
+
+    hp = store.history_projection
+    with store.db.read() as cur:
+        cur.execute(f"SELECT DISTINCT key FROM {hp.table('versions')} WHERE user_id = ? AND text = ?", (user_id, text))
+        keys = sorted(r[0] for r in cur.fetchall())
+    for k in keys:
+        if idempotency_key in store.app.load_fact(fact_id(user_id, k)).idempotency:
+            return k
+    return None
+
+
 def _evidence(res: Resolution, key: str, embedder: str | None) -> str:
     parts = [f"remember: {res.decision} -> {key} by rule {res.rule}", res.typing.describe(),
+             *([f"parsed: {res.parsed}"] if res.parsed else []),
              f"catalogue {CATALOGUE_VERSION}", f"embedder {embedder or 'none'}"]
     cands = ([res.target] if res.target else []) + res.related
     if cands:
@@ -203,6 +219,18 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
                                            f"policy effect {receipt.effect})")
     store.check_keys()
     store.refuse_erased([user_id])
+    if template.idempotency_key is not None:
+        prior = _prior_key(store, user_id, text, template.idempotency_key)
+        if prior is not None:
+            # a retry lands where the first call did, whatever was remembered since (a later statement about the
+            # same attribute would otherwise draw it elsewhere): the store answers it as a replay
+            cmd = template.model_copy(update={"key": prior})
+            cmd._fingerprint = fp
+            receipt = store._execute([cmd])[0]
+            decision = EFFECT_DECISION.get(receipt.effect, "new")
+            return RememberReceipt(**receipt.model_dump(), decision=decision, related=[],  # type: ignore[arg-type]
+                                   explanation=f"{decision}: a retry of idempotency key {template.idempotency_key!r},"
+                                               f" recorded before under {prior}")
     typing = type_statement(text, registry, user_name=user_id)
     embedder = getattr(getattr(store, "vectors_projection", None), "model_id", None)
     with user_lock(store, user_id):

@@ -1,4 +1,4 @@
-"""Evaluate free-text slot resolution (issue 13) on a labelled set: tests/data/freetext_dev.jsonl by default.
+"""Evaluate free-text belief revision on a labelled set: tests/data/freetext_attr_dev.jsonl by default.
 
 For each case a fresh user remembers ``old``, three neutral distractors, then ``new`` (a day apart, in that order),
 all through ``MemoryLedger.remember``. Then, from the profile and one search:
@@ -10,14 +10,15 @@ all through ``MemoryLedger.remember``. Then, from the profile and one search:
 * false alarms      keep-cases (multi, other subject, related) decided ``conflict``, and distractors contested
 * paraphrases merged paraphrase cases decided ``reaffirm`` (no second current memory)
 * probe first       change-type cases whose probe question finds the new statement as the first search hit
+* new lost          cases whose new statement is neither current nor contested afterwards, except a paraphrase
+                    merged into the old one (a reaffirmation of anything else drops what the user said)
 
 Data: one JSON object per line, ``{"id", "lang", "kind", "old", "between", "new", "probe"}`` (tests/data/README.md);
-``kind`` is change | correction | cessation | paraphrase | multi | other_subject | related (a few other spellings,
-e.g. change_of_mind, multi_valued, different_subject, are read as these); ``between``, ``probe``, ``id`` and
-``lang`` may be left out.
+``kind`` is change | correction | cessation | paraphrase | multi | also | qualifier | other_subject | related (a
+few other spellings, e.g. change_of_mind, multi_valued, different_subject, are read as these); ``between``,
+``probe``, ``id``, ``lang`` and ``scope`` (common | outside: a catalogue slot or not) may be left out.
 
-Targets (issue 13, held-out data): stale <= 10%, wrong retirements <= 2%, probe first >= 90%, paraphrases merged
->= 75%. ``--embedder`` defaults to $MEMLEDGER_EMBEDDER or minilm (the real model; ``hash`` for a fast check).
+Targets: stale <= 2%, wrong retirements <= 1%, probe first >= 95%, paraphrases merged >= 90%, new lost = 0. ``--embedder`` defaults to $MEMLEDGER_EMBEDDER or minilm (the real model; ``hash`` for a fast check).
 
     .venv/bin/python scripts/eval_freetext.py [--data FILE] [--embedder minilm|hash] [--verbose] [--check]
 """
@@ -42,11 +43,12 @@ CHANGE = ("change", "correction", "cessation")
 KIND_ALIASES = {"change_of_mind": "change", "supersede": "change", "correct": "correction", "retire": "cessation",
                 "cessation_no_value": "cessation", "reaffirm": "paraphrase", "multi_valued": "multi", "add": "multi",
                 "different_subject": "other_subject", "other": "other_subject", "related_slot": "related",
-                "related_but_different": "related"}
-KEEP = ("multi", "other_subject", "related")
+                "related_but_different": "related", "additive": "also",
+                "sibling": "qualifier", "qualified": "qualifier"}
+KEEP = ("multi", "also", "qualifier", "other_subject", "related")
 T0 = datetime(2024, 1, 1, 9, 0, tzinfo=timezone.utc)
-TARGETS = {"stale": ("<=", 0.10), "wrong_retirements": ("<=", 0.02), "probe_first": (">=", 0.90),
-           "paraphrases_merged": (">=", 0.75)}
+TARGETS = {"stale": ("<=", 0.02), "wrong_retirements": ("<=", 0.01), "probe_first": (">=", 0.95),
+           "paraphrases_merged": (">=", 0.90), "new_lost": ("<=", 0.0)}
 
 
 def run(data: Path, embedder: str, verbose: bool = False) -> dict:
@@ -55,7 +57,7 @@ def run(data: Path, embedder: str, verbose: bool = False) -> dict:
     cases = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines() if line.strip()]
     res = {"cases": len(cases), "by_kind": {}, "failures": []}
     n = {k: 0 for k in ("change", "stale", "flagged", "keep_mem", "wrong_ret", "keep_cases", "false_alarm",
-                        "para", "para_merged", "probe_first")}
+                        "para", "para_merged", "probe_first", "new_lost", "cases")}
     times = []
     with tempfile.TemporaryDirectory() as d, MemoryLedger(home=Path(d) / "ledger", embedder=embedder) as ml:
         for i, c in enumerate(cases):
@@ -78,7 +80,13 @@ def run(data: Path, embedder: str, verbose: bool = False) -> dict:
             c.setdefault("id", f"case-{i}")
             k = res["by_kind"].setdefault(f"{c['lang']}:{kind}", {"n": 0, "ok": 0})
             k["n"] += 1
+            sc = res.setdefault("by_scope", {}).setdefault(c.get("scope", "unknown"), {"n": 0, "ok": 0})
+            sc["n"] += 1
             ok = True
+            n["cases"] += 1
+            if c["new"] not in current and not (kind == "paraphrase" and r.decision == "reaffirm"):
+                n["new_lost"] += 1
+                ok = False
             lost = [b for b in c["between"] if b not in current]
             contested = [b for b in c["between"] if current.get(b) == "contested"]
             n["keep_mem"] += len(c["between"])
@@ -118,6 +126,7 @@ def run(data: Path, embedder: str, verbose: bool = False) -> dict:
                     if c["new"] not in current:
                         ok = False
             k["ok"] += ok
+            sc["ok"] += ok
             if not ok:
                 res["failures"].append({"id": c["id"], "decision": r.decision, "key": r.key, "rule": r.explanation,
                                         "old_current": old_cur, "lost": lost})
@@ -133,6 +142,7 @@ def run(data: Path, embedder: str, verbose: bool = False) -> dict:
         "false_alarms": n["false_alarm"] / max(1, n["keep_cases"]),
         "paraphrases_merged": n["para_merged"] / max(1, n["para"]),
         "probe_first": n["probe_first"] / max(1, n["change"]),
+        "new_lost": n["new_lost"] / max(1, n["cases"]),
     }
     res["remember_p50_ms"] = 1000 * times[len(times) // 2] if times else None
     res["embedder"] = ml.vectors_projection.model_id if ml.vectors_projection else None
@@ -142,7 +152,7 @@ def run(data: Path, embedder: str, verbose: bool = False) -> dict:
 def table(res: dict) -> str:
     n, r = res["counts"], res["rates"]
     denominators = {"stale": n["change"], "wrong_retirements": n["keep_mem"], "probe_first": n["change"],
-                    "paraphrases_merged": n["para"]}
+                    "paraphrases_merged": n["para"], "new_lost": n["cases"]}
     rows = [
         ("stale (old still current)", f"{n['stale']}/{n['change']}", r["stale"], "stale"),
         ("flagged (conflict)", f"{n['flagged']}/{n['change']}", r["flagged"], None),
@@ -150,6 +160,7 @@ def table(res: dict) -> str:
         ("false alarms", f"{n['false_alarm']}/{n['keep_cases']}", r["false_alarms"], None),
         ("paraphrases merged", f"{n['para_merged']}/{n['para']}", r["paraphrases_merged"], "paraphrases_merged"),
         ("probe finds new first", f"{n['probe_first']}/{n['change']}", r["probe_first"], "probe_first"),
+        ("new statement lost", f"{n['new_lost']}/{n['cases']}", r["new_lost"], "new_lost"),
     ]
     out = [f"free-text resolution: {res['cases']} cases, embedder {res['embedder']}",
            f"{'measure':<26} {'count':>9} {'rate':>7}  target"]
@@ -163,12 +174,14 @@ def table(res: dict) -> str:
             target = f"{op} {v:.0%}  {'met' if met else 'NOT MET'}"
         out.append(f"{name:<26} {count:>9} {rate:>7.1%}  {target}")
     out.append("by kind: " + ", ".join(f"{k} {v['ok']}/{v['n']}" for k, v in sorted(res["by_kind"].items())))
+    out.append("by scope: " + ", ".join(f"{k} {v['ok']}/{v['n']}" for k, v in sorted(res.get("by_scope", {}).items())))
+    out.append(f"remember p50 {res['remember_p50_ms']:.1f} ms (the second statement of each case)")
     return "\n".join(out)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(ROOT / "tests" / "data" / "freetext_dev.jsonl"))
+    ap.add_argument("--data", default=str(ROOT / "tests" / "data" / "freetext_attr_dev.jsonl"))
     ap.add_argument("--embedder", default=os.environ.get("MEMLEDGER_EMBEDDER") or "minilm")
     ap.add_argument("--verbose", action="store_true", help="print every failing case on stderr")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -180,7 +193,7 @@ def main() -> int:
         r = res["rates"]
         n = res["counts"]
         measured = {"stale": n["change"], "wrong_retirements": n["keep_mem"], "probe_first": n["change"],
-                    "paraphrases_merged": n["para"]}
+                    "paraphrases_merged": n["para"], "new_lost": n["cases"]}
         return 0 if all((r[k] <= v if op == "<=" else r[k] >= v) for k, (op, v) in TARGETS.items()
                         if measured[k]) else 1
     return 0

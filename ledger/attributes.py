@@ -1,0 +1,239 @@
+"""What a statement is *about* (its attribute) and what it *says* about it (its value), read from the sentence's
+form in English and Chinese — not from a list of cues per slot. No I/O, no model.
+
+Forms read, in this order (the first that fits wins):
+
+* a change of value: "my rent went up from 2,000 to 2,200", "they lowered my rent to 1,900", "renamed the
+  group chat to Hikers", 房租从三千涨到三千五, 房租降到两千八, 车牌换成了粤B88888 — attribute: what changed
+  (rent, group chat, 房租, 车牌), value: what it is now;
+* a copula or possessive: "my gym locker number is 245", "the wifi password is now tulip88", 我的车牌是沪A12345,
+  我家WiFi密码是… — attribute: the noun phrase before the copula, value: after it;
+* a verb that carries the attribute: "I shop at Aldi", "I sleep on the left side", "we bank with Chase",
+  我在永辉买菜 — attribute: the verb with its preposition (shop at, sleep on, 在…买菜), value: its object.
+  Verbs that say little by themselves (be, have, like, love, go, do, get, want, visit, ...) make no attribute:
+  "I like jazz" and "I like hiking" are two likes, not one like changing.
+
+The attribute is kept as a phrase and as *lemmas* (content words crudely stemmed, or CJK characters), compared
+by overlap: two statements are about the same attribute when their subjects agree and their attribute lemmas
+mostly coincide (:func:`same_attribute`). The slot catalogue (ledger/slots.py) stays the authority for the slots
+it knows; this reading is what lets two statements outside it meet.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from .slots import _REL_EN_RE, _REL_ZH_RE, _ROLE_EN_RE, _ROLE_ZH_RE, content_tokens, has_cjk, nfc_lower
+from .values import value_parts
+
+#: verbs that name no attribute by themselves (a statement made with them is an episode or a taste, not a value)
+WEAK_VERBS = set("""
+be am is are was were been being have has had having like likes liked love loves loved enjoy enjoys enjoyed
+go goes went going do does did doing get gets got make makes made want wants wanted need needs needed think
+thinks thought feel feels felt know knows knew see sees saw seen hate hates hated visit visits visited watch
+watches watched read reads try tries tried buy buys bought take takes took meet met find found keep keeps kept
+say says said tell told start started finish finished learn learned learnt miss missed remember remembered
+prefer prefers preferred play plays played listen listens listened cook cooks cooked collect collects collected
+eat eats ate drink drinks drank speak speaks spoke write writes wrote study studies studied practise practice
+practises practices
+""".split())
+#: verbs whose object is a single value even without a preposition ("I drive a Tesla", "I pay 1,900 in rent"):
+#: any other verb names an attribute only with its preposition ("shop at", "sleep on")
+VALUE_VERBS = set("""
+drive drives weigh weighs earn earns pay pays rent rents owe owes wear wears charge charges
+""".split())
+#: words that mark a change or a discourse move, not the attribute ("now", "btw", "actually")
+_NOISE = set("""
+now currently these days nowadays anymore still actually btw oh and also too so well just recently finally
+sorry meant mean correction wait no yes ok okay then again newly already officially
+""".split()) | {"day"}
+_ZH_NOISE = set("现在目前最近如今已经刚刚刚才终于对了话说其实说错了不对我是说另外还有也又还就都了的吗呢吧啊呀哦嗯")
+
+_LEAD = re.compile(r"^(?:(?:btw|by the way|oh|and|also|so|well|actually|sorry|oops|wait|no|ok|okay|update|fyi|"
+                   r"heads up|correction|i meant|i mean|quick update|just so you know)\b[\s,:;.!-]*)+", re.I)
+_ZH_LEAD = re.compile(r"^(?:(?:对了|话说|另外|还有|更新一下|说错了|不对|我是说|其实|哦|嗯|刚才说错了|记错了|纠正一下|更正一下)"
+                      r"[，,。：:！!\s]*)+")
+
+_CHANGE_EN = re.compile(
+    r"^(?P<attr>.+?)\s+(?:(?:has|have|just)\s+)?(?:went|go(?:es)?|changed?|moved|increased|decreased|dropped|rose|"
+    r"jumped|fell|climbed|grew|shrank|was (?:raised|lowered|increased|reduced|cut|changed|moved|bumped|updated)|"
+    r"got (?:raised|lowered|bumped|cut|moved|changed)|is going)\s+(?:up\s+|down\s+)?"
+    r"(?:from\s+(?P<old>.+?)\s+)?to\s+(?P<val>.+)$", re.I)
+_SET_EN = re.compile(
+    r"^(?:(?:i|we|they|he|she|the \w+)\s+(?:have\s+|just\s+|finally\s+)*)?(?:renamed|lowered|raised|changed|moved|"
+    r"increased|reduced|set|switched|updated|upgraded|bumped|cut|upped|reset|rescheduled|pushed|shifted|"
+    r"extended|shortened)\s+(?:up\s+|down\s+)?(?P<attr>.+?)\s+(?:from\s+(?P<old>.+?)\s+)?to\s+(?P<val>.+)$", re.I)
+_COPULA_EN = re.compile(
+    r"^(?P<attr>(?:my|our|the|his|her|their|[a-z]+'s)\s.+?|[a-z][\w' -]+?)\s*(?:'s|\s(?:is|are|was|were|has become|"
+    r"became|becomes|will be|stays?|remains?))\s+(?:now\s+|currently\s+|still\s+|actually\s+|officially\s+)?"
+    r"(?P<val>.+)$", re.I)
+_NOUN_VERB_EN = re.compile(
+    r"^(?P<attr>(?:the\s+|my\s+|our\s+)?[a-z][a-z' -]*?)\s+(?P<verb>[a-z]+s)\s+(?P<prep>at|on|in|with|to|for|from|by|"
+    r"around|after|before|until|every)\s+(?P<val>.+)$", re.I)
+_VERB_EN = re.compile(
+    r"^(?:i|we)(?:'ve|'d)?\s+(?:(?:now|currently|usually|always|still|mostly|normally|just|mainly|also|only|"
+    r"generally|typically|often)\s+)*(?P<verb>[a-z]+)(?:\s+(?P<prep>at|on|in|with|to|for|from|by|into|via|through|"
+    r"under|near|around|off|up|out))?\s+(?P<val>.+)$", re.I)
+_ZH_CHANGE = re.compile(r"^(?P<attr>.+?)(?:已经|刚刚|刚|又)?(?:从(?P<old>.+?))?(?:变成了?|改成了?|换成了?|降到了?|涨到了?|升到了?|"
+                        r"调到了?|调整为|调整到|改为|变为|提高到|降低到|增加到|减少到|减到|加到|涨了?到|挪到|搬到|推迟到|提前到)"
+                        r"(?P<val>.+)$")
+_ZH_COPULA = re.compile(r"^(?P<attr>.+?)(?:现在|目前|其实|已经|还)?(?:是|为|叫|在)(?P<val>.+)$")
+_ZH_AT = re.compile(r"^(?:我|我们)(?:现在|平时|一般|通常|都|也|还|一直|经常|常常)*在(?P<val>.{1,10}?)(?P<verb>买|吃|办|看|存|租|剪|修|"
+                    r"练|学|上|停|住|健身|打|游|做|存钱|理发|锻炼|加油|洗|寄|取|充)(?P<rest>.*)$")
+
+_SELF_EN = re.compile(r"^(?:my|our|i|we|i'm|we're)\b", re.I)
+_POSSESSIVE = re.compile(r"^(?:my|our)\s+", re.I)
+_ZH_POSSESSIVE = re.compile(r"^(?:我们?(?:的|家)?)")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What :func:`read_statement` found: ``form`` (change | set | copula | verb | at | none), the attribute
+    phrase and its lemmas, the value phrase (as written), and, for a change form, the old value named."""
+
+    form: str
+    attribute: str | None
+    lemmas: frozenset[str]
+    value: str | None
+    old_value: str | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.attribute is not None and bool(self.lemmas)
+
+    def describe(self) -> str:
+        if not self.found:
+            return "attribute none"
+        return f"attribute {self.attribute!r} ({self.form}), value {self.value!r}" + (
+            f", was {self.old_value!r}" if self.old_value else "")
+
+
+def _lemmas(phrase: str) -> frozenset[str]:
+    toks = content_tokens(phrase)
+    return frozenset(t for t in toks if t not in _NOISE and t not in _ZH_NOISE and not t.isdigit())
+
+
+def _clean_attr(attr: str) -> str:
+    a = attr.strip(" ,.;:!?，。；：！？")
+    a = re.sub(r"\b(?:now|currently|still|actually|finally|just|officially|these days|nowadays|anymore)\b", " ", a,
+               flags=re.I)
+    return re.sub(r"\s+", " ", a).strip()
+
+
+def _clean_val(val: str) -> str:
+    v = val.strip(" ,.;:!?，。；：！？")
+    v = re.sub(r"\s*(?:now|these days|nowadays|from now on|anymore|instead|as well|too|also)\s*$", "", v, flags=re.I)
+    v = re.sub(r"(?:了|啦|呢|吧|啊)+$", "", v)
+    return v.strip(" ,.;:!?，。；：！？")
+
+
+@functools.lru_cache(maxsize=8192)
+def read_statement(text: str) -> Reading:
+    """Read the attribute and value of one statement (see the module docstring). Pure; cached."""
+    t = unicodedata.normalize("NFC", text).strip()
+    # the subject ("my sister's ...", 我女儿的...) is read by the slot typing; the attribute is what follows it
+    m = (_REL_EN_RE.match(nfc_lower(t)) or _REL_ZH_RE.match(t) or _ROLE_EN_RE.match(nfc_lower(t))
+         or _ROLE_ZH_RE.match(t))
+    if m:
+        t = t[m.end():].lstrip(" 的,，")
+    found = _read_zh(t) if has_cjk(t) else _read_en(t)
+    if found.found:
+        return found
+    vp = value_parts(t)
+    if any(vp.parts.get(k) for k in ("number", "time", "date", "email", "url", "phone", "code")):
+        # no form fits, but the sentence holds a value (a number, a time, a code, a name): what surrounds the value
+        # is its attribute ("我女儿的学校八点上课" / "...九点上课")
+        residue = re.sub(r"\s+", " ", vp.residue).strip(" ,.;:!?，。；：！？")
+        lem = _lemmas(residue)
+        episode = re.match(r"^(?:i|we)\s+(?P<v>[a-z]+)(?:\s+(?P<w>[a-z]+))?", residue.lower())
+        if episode and any(v and (v in WEAK_VERBS or v.endswith("ed")) for v in episode.group("v", "w")):
+            return found  # "I visited museum number 5": an episode, each its own memory, not a value changing
+        if len(lem) >= 2:
+            return Reading("template", residue, lem, None)
+    return found
+
+
+def _read_en(text: str) -> Reading:
+    t = _LEAD.sub("", nfc_lower(text)).strip().rstrip(".!")
+    t = re.sub(r"^(?:(?:as of|since)\s+\w+(?:\s+\w+)?|these days|nowadays|from now on|now|currently|lately)\s*,?\s+",
+               "", t)
+    t = re.sub(r"\s+(?:last|this|next)\s+(?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|"
+               r"sunday)$", "", t)
+    for form, pattern in (("change", _CHANGE_EN), ("set", _SET_EN)):
+        m = pattern.match(t)
+        if m:
+            attr = _clean_attr(_POSSESSIVE.sub("", m.group("attr")))
+            lem = _lemmas(attr)
+            if lem:
+                return Reading(form, attr, lem, _clean_val(m.group("val")),
+                               _clean_val(m.group("old")) if m.group("old") else None)
+    m = _COPULA_EN.match(t)
+    if m and not re.match(r"^(?:i|we|you|he|she|it|they|this|that|there|here|what|who)\b", m.group("attr")):
+        attr = _clean_attr(_POSSESSIVE.sub("", m.group("attr")))
+        lem = _lemmas(attr)
+        if lem:
+            return Reading("copula", attr, lem, _clean_val(m.group("val")))
+    m = _NOUN_VERB_EN.match(t)
+    if m and not re.match(r"^(?:i|we|you|he|she|it|they|this|that|there)\b", m.group("attr")):
+        attr = _clean_attr(_POSSESSIVE.sub("", m.group("attr"))) + f" {m.group('verb')} {m.group('prep')}"
+        lem = _lemmas(attr) | {m.group("prep")}
+        return Reading("verb", attr, frozenset(lem), _clean_val(m.group("val")))
+    m = _VERB_EN.match(t)
+    if m:
+        verb = m.group("verb")
+        if (verb not in WEAK_VERBS and verb not in ("'m", "am", "don't", "do", "never", "no", "not")
+                and (m.group("prep") or verb in VALUE_VERBS)):
+            attr = verb + (" " + m.group("prep") if m.group("prep") else "")
+            # lemmas of the verb itself (content_tokens drops prepositions: keep them, "sleep on" != "sleep in")
+            lem = frozenset({*(_lemmas(verb) or {verb}), *([m.group("prep")] if m.group("prep") else [])})
+            return Reading("verb", attr, lem, _clean_val(m.group("val")))
+    return Reading("none", None, frozenset(), None)
+
+
+def _read_zh(text: str) -> Reading:
+    t = _ZH_LEAD.sub("", text).strip().rstrip("。！!")
+    m = _ZH_CHANGE.match(t)
+    if m:
+        attr = _ZH_POSSESSIVE.sub("", m.group("attr")).strip("，, ")
+        lem = _lemmas(attr)
+        if lem:
+            return Reading("change", attr, lem, _clean_val(m.group("val")),
+                           _clean_val(m.group("old")) if m.group("old") else None)
+    m = _ZH_AT.match(t)
+    if m:
+        attr = "在…" + m.group("verb") + m.group("rest")
+        return Reading("at", attr, _lemmas(m.group("verb") + m.group("rest")) | {"在"}, _clean_val(m.group("val")))
+    m = _ZH_COPULA.match(t)
+    if m:
+        raw = m.group("attr")
+        attr = _ZH_POSSESSIVE.sub("", raw).strip("，, ")
+        if attr and attr not in ("我", "我们", "他", "她", "这", "那", "它") and not re.fullmatch(r"我们?|[他她它]们?", attr):
+            lem = _lemmas(attr)
+            if lem:
+                return Reading("copula", attr, lem, _clean_val(m.group("val")))
+    return Reading("none", None, frozenset(), None)
+
+
+def attribute_overlap(a: Reading, b: Reading) -> float:
+    """How far two attributes coincide: |a & b| / |a | b| of their lemmas (0 when either has none)."""
+    if not a.found or not b.found:
+        return 0.0
+    return len(a.lemmas & b.lemmas) / len(a.lemmas | b.lemmas)
+
+
+#: attribute-lemma overlap at or above which two statements are about the same attribute
+SAME_ATTRIBUTE = 0.5
+
+
+def same_attribute(a: Reading, b: Reading) -> bool:
+    """Whether two readings are about the same attribute (lemma overlap >= :data:`SAME_ATTRIBUTE`, or one
+    attribute's lemmas contained in the other's when it has at least two: "gym locker" in "gym locker number")."""
+    if not a.found or not b.found:
+        return False
+    if attribute_overlap(a, b) >= SAME_ATTRIBUTE:
+        return True
+    small, big = (a.lemmas, b.lemmas) if len(a.lemmas) <= len(b.lemmas) else (b.lemmas, a.lemmas)
+    return len(small) >= 2 and small <= big

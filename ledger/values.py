@@ -1,0 +1,405 @@
+"""The value-bearing parts of a statement, normalised so that a reworded value compares equal and a changed one
+does not. No I/O, no model.
+
+Slot resolution may record *nothing new* for a statement (``reaffirm``: a paraphrase of what is current) only when
+every value-bearing part of the two statements is equal (docs/resolution.md, "No value is ever lost"). The parts:
+
+* ``number``  amounts with their magnitude: ``2,200`` = ``2.2k`` = ``two thousand two hundred`` = ``两千二`` =
+  ``2200``; a currency sign or unit word is kept apart (``unit``) and compared only when both sides name one.
+* ``time``    clock times as ``HH:MM``: ``8am`` = ``8 o'clock in the morning`` = ``早上八点`` = ``08:00``;
+  ``8:30`` = ``八点半``.
+* ``date``    calendar dates as ``MM-DD`` or ``YYYY-MM-DD``: ``March 3`` = ``3月3日``.
+* ``email``, ``url``, ``phone`` (its digits), ``code`` (a token mixing letters and digits: plates, passwords,
+  locker and account numbers, lower-cased without separators).
+* ``name``    capitalised words inside an English sentence (Aldi, Dr. Patel, Meta), lower-cased.
+* ``negated`` whether the statement is negated ("I don't ...", 不, 没).
+* qualifiers: ``tod`` (morning, evening, 早上, 晚上), ``day`` (weekdays, Mondays, 周末), ``season`` (summer, 冬天),
+  ``place`` (at home, at work, 在家, 在公司) and ``whom`` (for my son, 给儿子). Two statements under different
+  qualifiers of one kind are about different things (siblings), not one replacing the other.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+#: the part kinds that carry a value (a difference in any of them is new information)
+VALUE_KINDS = ("number", "time", "date", "email", "url", "phone", "code", "name")
+#: the qualifier kinds (a difference makes a sibling, not a replacement)
+QUALIFIER_KINDS = ("tod", "day", "season", "place", "whom")
+
+_EN_UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+             "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+             "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+             "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "dozen": 12}
+_EN_SCALES = {"hundred": 100, "thousand": 1000, "grand": 1000, "million": 1_000_000, "k": 1000, "m": 1_000_000}
+_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
+              "九": 9}
+_ZH_SCALES = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
+_MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+                                           "nov", "dec"))}
+_UNIT_WORDS = {
+    "$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "bucks": "usd", "€": "eur", "eur": "eur",
+    "euro": "eur", "euros": "eur", "£": "gbp", "gbp": "gbp", "pound": "gbp", "pounds": "gbp", "¥": "cny", "元": "cny",
+    "块": "cny", "rmb": "cny", "yuan": "cny", "kg": "kg", "kilo": "kg", "kilos": "kg", "公斤": "kg", "km": "km",
+    "公里": "km", "mile": "mi", "miles": "mi", "minute": "min", "minutes": "min", "mins": "min", "分钟": "min",
+    "hour": "h", "hours": "h", "小时": "h", "year": "y", "years": "y", "岁": "y", "percent": "%", "%": "%",
+}
+
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_URL = re.compile(r"\b(?:https?://|www\.)[^\s，。,]+|\b[\w-]+\.(?:com|org|net|io|cn|de|co\.uk|dev)(?:/[^\s，。,]*)?\b")
+_PHONE = re.compile(r"(?<![\w.])\+?\d[\d\s\-()]{6,}\d(?![\w.])")
+#: a token mixing letters and digits (plates, passwords, flight and locker codes): 沪A12345, tulip88, B-12
+_CODE = re.compile(r"(?<![A-Za-z0-9@])[\u4e00-\u9fff]?(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])"
+                   r"[A-Za-z0-9][A-Za-z0-9-]*(?![A-Za-z0-9@])")
+_PROVINCES = set("京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼")
+#: an amount with a scale suffix ("2.2k", "1.5m"), read before codes so that it is not one
+_SCALED = re.compile(r"(?<![\w.])([$€£¥])?(\d+(?:\.\d+)?)\s?([km])\b", re.I)
+_TIME_EN = re.compile(
+    r"(?<![A-Za-z0-9.:])(\d{1,2})(?::(\d{2}))?\s*(a\.?m\.?|p\.?m\.?|o'?clock)?(?:\s+(?:in the|at)\s+(morning|afternoon|evening|night))?"
+    r"(?![A-Za-z0-9])", re.I)
+_HALF_PAST = re.compile(r"\b(half|quarter) (past|to) (\w+)\b", re.I)
+_TIME_ZH = re.compile(r"(早上|早晨|上午|中午|下午|傍晚|晚上|夜里|凌晨)?\s*([零〇一二两三四五六七八九十\d]{1,3})\s*[点點]"
+                      r"\s*(半|一刻|三刻|[零〇一二两三四五六七八九十\d]{1,3}\s*分?)?")
+_DATE_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_DATE_ZH = re.compile(r"(?:(\d{4}|[零〇一二两三四五六七八九]{4})年)?([\d一二三四五六七八九十]{1,3})月([\d一二三四五六七八九十]{1,3})[日号]")
+_DATE_EN = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? (\d{1,2})(?:st|nd|rd|th)?\b|"
+                      r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b",
+                      re.I)
+_NUM = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s?(thousand|grand|million|hundred)?"
+                  r"(?![A-Za-z0-9])\s?(%|percent|dollars?|bucks|euros?|pounds?|usd|eur|gbp|rmb|yuan|元|块|kg|kilos?|公斤|km|公里|"
+                  r"miles?|minutes?|mins|分钟|hours?|小时|years?|岁)?", re.I)
+_NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_EN_SCALES), key=len, reverse=True))
+                        + r"|and|a)[\s-]+)*(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True))
+                        + r"|hundred|thousand|million)\b(?:[\s-]+(?:" + "|".join(sorted((*_EN_UNITS, *_EN_SCALES),
+                                                                                         key=len, reverse=True))
+                        + r"|and)\b)*", re.I)
+_ZH_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?")
+#: measure words after which a lone Chinese digit is a count (两只猫), not part of a word (一起, 一直)
+_ZH_MEASURE = "元块岁个只条位次号层楼分米斤天年月周张本辆台件套间家门双部首杯瓶"
+_NAME = re.compile(r"(?<=[\w,;:)] )(?:[A-Z][\w'&.-]*)(?: (?:[A-Z][\w'&.-]*|of|de|van|von))*")
+_NEGATION = re.compile(r"\b(?:not|no|never|don'?t|doesn'?t|didn'?t|isn'?t|aren'?t|wasn'?t|won'?t|can'?t|cannot|"
+                       r"nobody|nothing)\b|n't\b|[不没别未勿]")
+
+_QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
+    "tod": ((r"\b(?:in the )?mornings?\b|\bbreakfast\b|早上|早晨|上午|早饭|早餐", "morning"),
+            (r"\b(?:in the )?afternoons?\b|\blunch\b|下午|午饭|午餐|中午", "afternoon"),
+            (r"\b(?:in the )?evenings?\b|\bat night\b|\btonight\b|\bdinner\b|\bnights\b|晚上|夜里|晚饭|晚餐|睡前", "evening")),
+    "day": ((r"\bweekdays?\b|\bworkdays?\b|\bmonday(?:s)? to friday\b|工作日|平时|平日", "weekday"),
+            (r"\bweekends?\b|\bsaturdays?\b|\bsundays?\b|周末|周六|周日|星期六|星期天|星期日|礼拜天", "weekend"),
+            *((rf"\b{d}s?\b|{z}", d) for d, z in (("monday", "周一|星期一"), ("tuesday", "周二|星期二"),
+                                                   ("wednesday", "周三|星期三"), ("thursday", "周四|星期四"),
+                                                   ("friday", "周五|星期五")))),
+    "season": ((r"\bsummers?\b|夏天|夏季", "summer"), (r"\bwinters?\b|冬天|冬季", "winter"),
+               (r"\bspring\b|春天|春季", "spring"), (r"\bautumn\b|\bfall\b(?= |$)|秋天|秋季", "autumn")),
+    "place": ((r"\bat home\b|\bhome office\b|在家", "home"),
+              (r"\bat (?:work|the office|my office)\b|\bin the office\b|在公司|在单位|上班时", "work"),
+              (r"\bat school\b|在学校", "school"), (r"\bwhen travell?ing\b|\bon trips?\b|出差|旅行时|旅游时", "travel")),
+    "whom": ((r"\bfor (?:my |the )?(son|daughter|kids?|children|wife|husband|partner|mom|mum|dad|mother|father|"
+              r"baby|family|boss|team)\b", "\\1"),
+             (r"给(?:我)?(儿子|女儿|孩子|老婆|老公|妈妈|爸爸|家人|宝宝)", "\\1")),
+}
+_WHOM_ALIASES = {"kids": "kid", "children": "kid", "孩子": "kid", "宝宝": "baby", "儿子": "son", "女儿": "daughter",
+                 "老婆": "wife", "老公": "husband", "妈妈": "mother", "mom": "mother", "mum": "mother",
+                 "爸爸": "father", "dad": "father", "家人": "family"}
+
+
+@dataclass(frozen=True)
+class ValueParts:
+    """The value-bearing parts of one statement (see the module docstring): ``parts`` maps a kind to the frozenset
+    of its normalised values; ``qualifiers`` maps a qualifier kind to its values; ``negated`` is a bool."""
+
+    parts: dict[str, frozenset[str]] = field(default_factory=dict)
+    qualifiers: dict[str, frozenset[str]] = field(default_factory=dict)
+    negated: bool = False
+    residue: str = ""  # the statement with its value-bearing spans blanked: what it says *about* its values
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.parts.get(k) for k in VALUE_KINDS)
+
+    def describe(self) -> str:
+        out = [f"{k}={'/'.join(sorted(v))}" for k, v in sorted(self.parts.items()) if v]
+        out += [f"{k}:{'/'.join(sorted(v))}" for k, v in sorted(self.qualifiers.items()) if v]
+        if self.negated:
+            out.append("negated")
+        return ", ".join(out) or "none"
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def zh_number(s: str) -> float | None:
+    """A Chinese numeral as a number: 三千五 = 3500, 两千二 = 2200 (a bare digit after a scale is the next scale
+    down, as spoken), 一万二 = 12000, 十五 = 15, 二零二四 = 2024, 三点五 = 3.5. None when it is not one."""
+    if not s:
+        return None
+    if "点" in s:
+        whole, _, frac = s.partition("点")
+        w = zh_number(whole)
+        if w is None or not frac or any(c not in _ZH_DIGITS for c in frac):
+            return None
+        return float(f"{_fmt(w)}.{''.join(str(_ZH_DIGITS[c]) for c in frac)}")
+    if all(c in _ZH_DIGITS for c in s):
+        return float("".join(str(_ZH_DIGITS[c]) for c in s)) if len(s) > 1 else float(_ZH_DIGITS[s])
+    total, section, digit, last_scale = 0.0, 0.0, None, 1
+    for c in s:
+        if c in _ZH_DIGITS:
+            digit = _ZH_DIGITS[c]
+        elif c in _ZH_SCALES:
+            scale = _ZH_SCALES[c]
+            if scale >= 10_000:
+                section = (section + (digit or 0)) * scale
+                total += section
+                section, digit = 0.0, None
+            else:
+                section += (1 if digit is None else digit) * scale
+                digit = None
+            last_scale = scale
+        else:
+            return None
+    if digit is not None:
+        # 两千二 = 2200, 一万二 = 12000: a trailing digit counts in the scale below the last one
+        section += digit * (last_scale // 10 if last_scale >= 10 and s[-2] in _ZH_SCALES else 1)
+    return total + section
+
+
+def en_number_words(s: str) -> float | None:
+    """English number words as a number ("two thousand two hundred" = 2200, "a dozen" = 12); None if none."""
+    words = [w for w in re.split(r"[\s-]+", s.lower()) if w and w != "and"]
+    total, current, seen = 0.0, 0.0, False
+    for w in words:
+        if w == "a":
+            current = max(current, 1)
+            continue
+        if w in _EN_UNITS:
+            current += _EN_UNITS[w]
+            seen = True
+        elif w in _EN_SCALES:
+            current = max(current, 1) * _EN_SCALES[w]
+            if _EN_SCALES[w] >= 1000:
+                total += current
+                current = 0.0
+            seen = True
+        else:
+            return None
+    return total + current if seen else None
+
+
+def _clock(h: int, m: int, mer: str | None) -> str | None:
+    mer = (mer or "").lower().replace(".", "")
+    if mer in ("pm", "afternoon", "evening", "night", "下午", "傍晚", "晚上", "夜里") and h < 12:
+        h += 12
+    if mer in ("am", "morning", "凌晨", "早上", "早晨", "上午") and h == 12:
+        h = 0
+    if not (0 <= h <= 24 and 0 <= m < 60):
+        return None
+    return f"{h:02d}:{m:02d}"
+
+
+def _blank(text: str, span: tuple[int, int]) -> str:
+    return text[: span[0]] + " " * (span[1] - span[0]) + text[span[1]:]
+
+
+@functools.lru_cache(maxsize=8192)
+def value_parts(text: str) -> ValueParts:
+    """Read the value-bearing parts of ``text`` (see the module docstring). Pure; cached."""
+    t = unicodedata.normalize("NFKC", text)
+    parts: dict[str, set[str]] = {k: set() for k in (*VALUE_KINDS, "unit")}
+
+    def take(kind: str, pattern: re.Pattern[str], norm) -> None:  # noqa: ANN001
+        nonlocal t
+        for m in list(pattern.finditer(t)):
+            v = norm(m)
+            if v:
+                parts[kind].add(v)
+                t = _blank(t, m.span())
+
+    take("email", _EMAIL, lambda m: m.group(0).lower())
+    take("url", _URL, lambda m: re.sub(r"^(?:https?://)?(?:www\.)?", "", m.group(0).lower()).rstrip("/"))
+    take("date", _DATE_ISO, lambda m: f"{int(m.group(1)):04d}-{int(m.group(2)):02d}-{int(m.group(3)):02d}")
+
+    def zh_date(m: re.Match[str]) -> str | None:
+        mo, d = zh_number(m.group(2)) if not m.group(2).isdigit() else int(m.group(2)), (
+            zh_number(m.group(3)) if not m.group(3).isdigit() else int(m.group(3)))
+        if mo is None or d is None:
+            return None
+        return f"{int(mo):02d}-{int(d):02d}"
+
+    take("date", _DATE_ZH, zh_date)
+
+    def en_date(m: re.Match[str]) -> str:
+        if m.group(1):
+            return f"{_MONTHS[m.group(1).lower()[:3]]:02d}-{int(m.group(2)):02d}"
+        return f"{_MONTHS[m.group(4).lower()[:3]]:02d}-{int(m.group(3)):02d}"
+
+    take("date", _DATE_EN, en_date)
+
+    def zh_time(m: re.Match[str]) -> str | None:
+        hs = m.group(2)
+        h = int(hs) if hs.isdigit() else zh_number(hs)
+        if h is None:
+            return None
+        mins = m.group(3) or ""
+        if mins == "半":
+            mm = 30
+        elif mins == "一刻":
+            mm = 15
+        elif mins == "三刻":
+            mm = 45
+        elif mins:
+            raw = mins.replace("分", "").strip()
+            mm = int(raw) if raw.isdigit() else zh_number(raw)
+            if mm is None:
+                return None
+        else:
+            mm = 0
+        # a bare number before 点 with no minutes and no part of day is a clock time only when it is small
+        return _clock(int(h), int(mm), m.group(1))
+
+    take("time", _TIME_ZH, zh_time)
+
+    def half_past(m: re.Match[str]) -> str | None:
+        h = en_number_words(m.group(3)) if not m.group(3).isdigit() else int(m.group(3))
+        if h is None:
+            return None
+        mm = 30 if m.group(1).lower() == "half" else 15
+        if m.group(2).lower() == "to":
+            h, mm = h - 1, 60 - mm
+        return _clock(int(h), mm, None)
+
+    take("time", _HALF_PAST, half_past)
+    for word, hhmm in (("noon", "12:00"), ("midday", "12:00"), ("midnight", "00:00")):
+        if re.search(rf"\b{word}\b", t, re.I):
+            parts["time"].add(hhmm)
+            t = re.sub(rf"\b{word}\b", " ", t, flags=re.I)
+
+    def en_time(m: re.Match[str]) -> str | None:
+        if not (m.group(2) or m.group(3) or m.group(4)):
+            before = t[max(0, m.start() - 12):m.start()].lower()
+            if not (re.search(r"\b(?:at|by|until|till|before|after|around|from)\s*$", before)
+                    and int(m.group(1)) <= 12 and not re.match(r"\s*(?:%|percent|years?|kg|km|miles?|minutes?|hours?|"
+                                                                  r"people|kids|times|days|weeks|months)", t[m.end():], re.I)):
+                return None  # a bare number is a time only after "at", "by", "until", ...
+        h = int(m.group(1))
+        mer = m.group(3) or m.group(4)
+        if (mer or "").lower().startswith("o"):
+            mer = m.group(4)
+        return _clock(h, int(m.group(2) or 0), mer)
+
+    for m in list(_TIME_EN.finditer(t)):
+        v = en_time(m)
+        if v:
+            parts["time"].add(v)
+            t = _blank(t, m.span())
+    # number words in English ("seven o'clock", "two thousand two hundred")
+    for m in list(re.finditer(r"\b(\w+(?:[\s-]\w+)?) o'?clock(?:\s+(?:in the|at)\s+(morning|afternoon|evening|night))?",
+                              t, re.I)):
+        h = en_number_words(m.group(1).split()[-1])
+        if h is not None:
+            v = _clock(int(h), 0, m.group(2))
+            if v:
+                parts["time"].add(v)
+                t = _blank(t, m.span())
+    def scaled(m: re.Match[str]) -> str:
+        if m.group(1):
+            parts["unit"].add(_UNIT_WORDS[m.group(1)])
+        return _fmt(float(m.group(2)) * _EN_SCALES[m.group(3).lower()])
+
+    take("number", _SCALED, scaled)
+    take("phone", _PHONE, lambda m: re.sub(r"\D", "", m.group(0)) if len(re.sub(r"\D", "", m.group(0))) >= 7 else None)
+    def code(m: re.Match[str]) -> str:
+        c = m.group(0)
+        if c and not c[0].isascii() and c[0] not in _PROVINCES:
+            c = c[1:]  # a CJK character glued to a code is part of it only as a plate's province
+        return re.sub(r"[-\s]", "", c.lower())
+
+    take("code", _CODE, code)
+
+    def num(m: re.Match[str]) -> str | None:
+        digits = m.group(2).replace(",", "")
+        x = float(digits + ("." + m.group(3) if m.group(3) else ""))
+        scale = (m.group(4) or "").lower()
+        if scale:
+            x *= _EN_SCALES[scale]
+        unit = (m.group(1) or m.group(5) or "").lower()
+        if unit in _UNIT_WORDS:
+            parts["unit"].add(_UNIT_WORDS[unit])
+        return _fmt(x)
+
+    take("number", _NUM, num)
+
+    def words(m: re.Match[str]) -> str | None:
+        if m.group(0).strip().lower() in ("a", "an", "and"):
+            return None
+        x = en_number_words(m.group(0))
+        return None if x is None else _fmt(x)
+
+    take("number", _NUM_WORDS, words)
+
+    def zh(m: re.Match[str]) -> str | None:
+        s = m.group(0)
+        after = t[m.end():m.end() + 1]
+        if len(s) == 1 and s not in _ZH_SCALES and (after not in _ZH_MEASURE or not after):
+            return None  # a lone digit inside a word (一起, 一直, 万一) is no number
+        if s == "一" and after not in "元块岁号层楼":
+            return None  # 一个 / 一只 is the article "a", as in English; 两只 / 三只 are counts
+        if s in _ZH_SCALES and len(s) == 1:
+            return None  # 十分 (very), 万 alone
+        x = zh_number(s)
+        return None if x is None else _fmt(x)
+
+    take("number", _ZH_NUM, zh)
+    for u in ("元", "块", "公斤", "公里", "分钟", "小时", "岁"):
+        if u in text:
+            parts["unit"].add(_UNIT_WORDS[u])
+    parts["name"] = {m.group(0).lower().rstrip(".") for m in _NAME.finditer(unicodedata.normalize("NFC", text))
+                     if not any(ch.isdigit() for ch in m.group(0)) and m.group(0) not in ("I", "I'm", "I've", "I'd", "I'll", "OK")
+                     and m.group(0).lower()[:3] not in _MONTHS}
+    low = unicodedata.normalize("NFC", text).lower()
+    quals: dict[str, set[str]] = {}
+    for kind, table in _QUALIFIERS.items():
+        for pattern, label in table:
+            for m in re.finditer(pattern, low):
+                value = m.expand(label) if "\\" in label else label
+                value = _WHOM_ALIASES.get(value, value)
+                if kind == "tod" and parts["time"]:
+                    continue  # "8 in the morning": part of the time, not a qualifier of its own
+                quals.setdefault(kind, set()).add(value)
+    return ValueParts(parts={k: frozenset(v) for k, v in parts.items() if v},
+                      qualifiers={k: frozenset(v) for k, v in quals.items()},
+                      negated=bool(_NEGATION.search(low)), residue=t)
+
+
+def differing(a: ValueParts, b: ValueParts) -> list[str]:
+    """The value kinds on which two statements differ (empty: every value-bearing part is equal). A unit counts
+    only when both name one; a name counts when both name one (a paraphrase may drop a name the other repeats)."""
+    out = [k for k in ("number", "time", "date", "email", "url", "phone", "code")
+           if a.parts.get(k, frozenset()) != b.parts.get(k, frozenset())]
+    if a.parts.get("unit") and b.parts.get("unit") and a.parts["unit"] != b.parts["unit"]:
+        out.append("unit")
+    na, nb = a.parts.get("name", frozenset()), b.parts.get("name", frozenset())
+    if na and nb and not (na <= nb or nb <= na):
+        out.append("name")
+    elif na - nb and not nb:
+        pass  # the name is only in the older sentence: the rewording dropped it, nothing new was said
+    elif nb - na and not na:
+        out.append("name")  # the new statement names something the old one did not: new information
+    if a.negated != b.negated:
+        out.append("negation")
+    return out
+
+
+def qualifiers_clash(old: ValueParts, new: ValueParts) -> list[str]:
+    """The qualifier kinds on which ``new`` is about another case than ``old`` (summer vs winter, me vs my son):
+    a kind both name with different values, or one only ``new`` names ("in winter I take the bus" after "I cycle
+    to work")."""
+    out = []
+    for kind in QUALIFIER_KINDS:
+        qa, qb = old.qualifiers.get(kind, frozenset()), new.qualifiers.get(kind, frozenset())
+        if qb and qa != qb and not (qa and qb <= qa):
+            out.append(kind)
+    return out
