@@ -21,6 +21,7 @@ it knows; this reading is what lets two statements outside it meet.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 import unicodedata
@@ -50,7 +51,7 @@ _NOISE = set("""
 now currently these days nowadays anymore still actually btw oh and also too so well just recently finally
 sorry meant mean correction wait no yes ok okay then again newly already officially
 """.split()) | {"day"}
-_ZH_NOISE = set("现在目前最近如今已经刚刚刚才终于对了话说其实说错了不对我是说另外还有也又还就都了的吗呢吧啊呀哦嗯")
+_ZH_NOISE = set("现在目前最近如今已经刚刚刚才终于对了话说其实说错了不对我是说另外还有也又还就都了的吗呢吧啊呀哦嗯每个月天周年号")
 
 _LEAD = re.compile(r"^(?:(?:btw|by the way|oh|and|also|so|well|actually|sorry|oops|wait|no|ok|okay|update|fyi|"
                    r"heads up|correction|i meant|i mean|quick update|just so you know)\b[\s,:;.!-]*)+", re.I)
@@ -80,7 +81,12 @@ _VERB_EN = re.compile(
 _ZH_CHANGE = re.compile(r"^(?P<attr>.+?)(?:已经|刚刚|刚|又)?(?:从(?P<old>.+?))?(?:变成了?|改成了?|换成了?|降到了?|涨到了?|升到了?|"
                         r"调到了?|调整为|调整到|改为|变为|提高到|降低到|增加到|减少到|减到|加到|涨了?到|挪到|搬到|推迟到|提前到)"
                         r"(?P<val>.+)$")
-_ZH_COPULA = re.compile(r"^(?P<attr>.+?)(?:现在|目前|其实|已经|还)?(?:是|为|叫|在)(?P<val>.+)$")
+_ZH_COPULA = re.compile(r"^(?P<attr>.+?)(?:现在|目前|其实|已经|还)?(?:是|为|叫)(?P<val>.+)$")
+#: a predicate word that opens a copula's complement and belongs to the attribute: "rent is *due on* the 1st" is
+#: about when rent is due, not what rent is; "the network is *called* Casa" names the network
+_PREDICATE = re.compile(r"^(?P<p>called|named|due|located|based|open|opens|closed|closes|held|scheduled|paid|valid|"
+                        r"available|renewed|renews|booked|picked up|delivered|collected|parked|stored|kept|run|managed)"
+                        r"\b(?:\s+(?P<prep>on|in|at|by|until|till|from|to|with|for|every))?\s*", re.I)
 _ZH_AT = re.compile(r"^(?:我|我们)(?:现在|平时|一般|通常|都|也|还|一直|经常|常常)*在(?P<val>.{1,10}?)(?P<verb>买|吃|办|看|存|租|剪|修|"
                     r"练|学|上|停|住|健身|打|游|做|存钱|理发|锻炼|加油|洗|寄|取|充)(?P<rest>.*)$")
 
@@ -173,9 +179,14 @@ def _read_en(text: str) -> Reading:
     m = _COPULA_EN.match(t)
     if m and not re.match(r"^(?:i|we|you|he|she|it|they|this|that|there|here|what|who)\b", m.group("attr")):
         attr = _clean_attr(_POSSESSIVE.sub("", m.group("attr")))
-        lem = _lemmas(attr)
+        val = m.group("val")
+        pm = _PREDICATE.match(val)
+        if pm:
+            attr = f"{attr} {pm.group(0).strip()}"
+            val = val[pm.end():]
+        lem = _lemmas(attr) | ({pm.group("p").lower()} if pm else set())
         if lem:
-            return Reading("copula", attr, lem, _clean_val(m.group("val")))
+            return Reading("copula", attr, frozenset(lem), _clean_val(val))
     m = _NOUN_VERB_EN.match(t)
     if m and not re.match(r"^(?:i|we|you|he|she|it|they|this|that|there)\b", m.group("attr")):
         attr = _clean_attr(_POSSESSIVE.sub("", m.group("attr"))) + f" {m.group('verb')} {m.group('prep')}"
@@ -228,12 +239,74 @@ def attribute_overlap(a: Reading, b: Reading) -> float:
 SAME_ATTRIBUTE = 0.5
 
 
+#: the same for two template readings (no form fitted: the attribute is all the sentence but its values)
+SAME_TEMPLATE = 0.75
+
+
+def _head(r: Reading) -> str | None:
+    """The head noun of an English copula attribute: its last word, stemmed ("password" of "home wifi password")."""
+    if r.form != "copula" or has_cjk(r.attribute or ""):
+        return None
+    words = [w for w in re.findall(r"[a-z0-9][a-z0-9'\-]*", (r.attribute or "").lower()) if w not in _NOISE]
+    if not words:
+        return None
+    toks = content_tokens(words[-1])
+    return next(iter(toks)) if toks else None
+
+
 def same_attribute(a: Reading, b: Reading) -> bool:
-    """Whether two readings are about the same attribute (lemma overlap >= :data:`SAME_ATTRIBUTE`, or one
-    attribute's lemmas contained in the other's when it has at least two: "gym locker" in "gym locker number")."""
+    """Whether two readings are about the same attribute: their lemmas overlap by :data:`SAME_ATTRIBUTE` (two
+    templates by :data:`SAME_TEMPLATE`), or one attribute's lemmas, at least two, are within the other's ("gym
+    locker" in "gym locker number"); two English noun phrases must also end in the same noun ("home wifi password"
+    is not "home wifi network")."""
     if not a.found or not b.found:
         return False
+    ha, hb = _head(a), _head(b)
+    if ha and hb and ha != hb and not (ha in b.lemmas or hb in a.lemmas):
+        return False
+    if "template" in (a.form, b.form):
+        return attribute_overlap(a, b) >= SAME_TEMPLATE
     if attribute_overlap(a, b) >= SAME_ATTRIBUTE:
         return True
     small, big = (a.lemmas, b.lemmas) if len(a.lemmas) <= len(b.lemmas) else (b.lemmas, a.lemmas)
     return len(small) >= 2 and small <= big
+
+
+_MARKERS_EN = re.compile(r"\b(?:now|currently|these days|nowadays|from now on|anymore|instead|actually|still|just|"
+                         r"already|recently|finally|also|btw|by the way|oh|and|so|well|usually|often|always|normally|"
+                         r"generally|typically|mostly|regularly|really|pretty much|basically)\b", re.I)
+_MARKERS_ZH = re.compile(r"现在|目前|最近|如今|已经|刚刚|终于|对了|话说|其实|平时|平常|常常|经常|一般|通常|总是|往往|基本上|"
+                         r"了|啦|呢|吧|啊|呀|哦|嗯|都|很|挺")
+
+
+def _units(text: str) -> list[str]:
+    """A sentence as comparable units: lower-cased words for English, characters for Chinese (punctuation and
+    change or discourse markers left out, so "now" or 现在 never makes a difference by itself)."""
+    t = unicodedata.normalize("NFC", text).lower().replace("’", "'")
+    if has_cjk(t):
+        t = _MARKERS_ZH.sub("", _ZH_LEAD.sub("", t))
+        return [c for c in re.findall(r"[a-z0-9]+|[^\sa-z0-9]", t) if c.isalnum()]
+    t = _MARKERS_EN.sub(" ", _LEAD.sub("", t))
+    return re.findall(r"[a-z0-9][a-z0-9'+@.\-]*[a-z0-9+]|[a-z0-9]", t)
+
+
+def substitution(old: str, new: str) -> tuple[str, str] | None:
+    """Where two sentences differ in one place only, the two differing spans (old's, new's); None otherwise.
+
+    "快递寄到小区东门的菜鸟驿站" / "...西门...": ("东", "西"); "our book club meets on the first Monday" / "...
+    last Monday": ("first", "last"). What the two sentences share (at least 60% of the longer one) says what the
+    value is about; the spans are the values. Both spans must be non-empty (an added word is a qualifier or a
+    detail, not a replaced value)."""
+    a, b = _units(old), _units(new)
+    if not a or not b or a == b:
+        return None
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    ops = [op for op in sm.get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    shared = len(a) - (i2 - i1)
+    if shared < 0.6 * max(len(a), len(b)) or shared < 2:
+        return None
+    sep = "" if has_cjk(old + new) else " "
+    return sep.join(a[i1:i2]), sep.join(b[j1:j2])

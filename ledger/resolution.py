@@ -36,9 +36,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from .attributes import Reading, read_statement, same_attribute
+from .attributes import Reading, read_statement, same_attribute, substitution
 from .slots import (
+    _GENERIC_STEMS,
     CATALOGUE_VERSION,
+    GENERIC,
     REGISTRY,
     KeyRegistry,
     Typing,
@@ -175,6 +177,14 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         """What the statement says that ``c`` does not: the value kinds that differ, or "value" when both name a
         value phrase for the same attribute and the phrases share too little ("the left side" / "my back")."""
         out = differing(c.values, mine_vp)
+        sub = substitution(c.text, text)
+        if sub is not None and not out:
+            # one place differs: unless both spans are the same amount reworded, the value there changed
+            va, vb = value_parts(sub[0]), value_parts(sub[1])
+            wa = content_tokens(sub[0]) - GENERIC - _GENERIC_STEMS
+            wb = content_tokens(sub[1]) - GENERIC - _GENERIC_STEMS
+            if (va.empty or vb.empty or differing(va, vb)) and (wa or wb or not (va.empty and vb.empty)):
+                out.append("value")  # not a verb form or a slot word reworded ("work as" / "am working as")
         theirs = c.reading
         if not out and mine_rd.value and theirs.value and same_attribute(theirs, mine_rd):
             a, b = content_tokens(mine_rd.value), content_tokens(theirs.value)
@@ -196,6 +206,15 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("add", None, "additive", None, fresh_key=True,
                         note="it says also/too/也: it adds to what is known, nothing is contested")
         clash = qualifiers_clash(c.values, mine_vp) if c is not None else []
+        if c is not None and substitution(c.text, text) is not None:
+            clash = []  # only the qualifier's words changed ("every Wednesday" -> "every Friday"): its value moved
+        if typing.change and c is not None:
+            # "we moved to Bristol in the spring": a change may add a qualifier; only a changed one is another case
+            clash = [k for k in clash if c.values.qualifiers.get(k)]
+        if clash and mine_rd.value and c is not None and same_attribute(c.reading, mine_rd):
+            # "the piano lesson is on Tuesdays" -> "... on Thursdays": the qualifier is the value said of the attribute
+            clash = [k for k in clash if not any(q in nfc(mine_rd.value).lower() or q in mine_rd.value
+                                                 for q in mine_vp.qualifiers[k])]
         if clash:
             return done("add", None, "qualifier_sibling", None, fresh_key=True,
                         note=f"the same attribute for another {'/'.join(clash)}: a sibling, not a replacement")
@@ -204,10 +223,17 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     def by_attribute() -> Candidate | None:
         """The current memory of the same subject whose attribute is the statement's (best lemma overlap, then
         search score), or None."""
-        if not mine_rd.found or typing.mood != "statement":
+        if typing.mood != "statement":
             return None
-        found = [c for c in candidates if c.status in ("current", "contested") and same_subject(c)
-                 and same_attribute(c.reading, mine_rd) and nfc(c.text) != mine]
+        live = [c for c in candidates if c.status in ("current", "contested") and same_subject(c)
+                and nfc(c.text) != mine]
+        # one place differs between the two sentences: the rest is the attribute, the place its value
+        subs = [c for c in live if substitution(c.text, text) is not None]
+        if subs:
+            return max(subs, key=lambda c: c.score)
+        if not mine_rd.found:
+            return None
+        found = [c for c in live if same_attribute(c.reading, mine_rd)]
         if not found:
             return None
         return max(found, key=lambda c: (len(c.reading.lemmas & mine_rd.lemmas) / len(c.reading.lemmas | mine_rd.lemmas),
@@ -294,8 +320,15 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("retire", slot_key, "cessation", head, close_key=head.key if head.key != slot_key else None,
                             also_close=keys, note=note)
         if head is None:
-            return stop_elsewhere(f"nothing current in {slot_key}; the memory holding its words is in another slot") \
-                or done("new", slot_key, "new_slot")
+            elsewhere = stop_elsewhere(f"nothing current in {slot_key}; the memory holding its words is in another "
+                                       "slot")
+            if elsewhere is not None:
+                return elsewhere
+            am = by_attribute()
+            if am is not None and not registry.slot_of(am.key):
+                # the slot holds nothing, but a free-text memory is about the same attribute: it is revised
+                return beside(am) or on_attribute(am)
+            return done("new", slot_key, "new_slot")
         close = head.key if head.key != slot_key else None
         if typing.correction:
             return done("correct", slot_key, "correction", head, op="correct" if close is None else "assert",
@@ -385,6 +418,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if len(found) > 1 and found[0][0] >= 0.5:
             return done("conflict", None, "named_unsure", found[0][2], contest_key=found[0][2].key)
 
+    # no slot: "also" adds, whatever it resembles
+    if typing.additive and not typing.change and not typing.correction and not typing.cessation:
+        return done("add", None, "additive", None, fresh_key=True,
+                    note="it says also/too/也: it adds to what is known, nothing is contested")
     # no slot: a current memory about the same attribute (read from both sentences) is the one this revises
     am = by_attribute()
     if am is not None:

@@ -407,7 +407,9 @@ _RELATIONS_ZH = {
     "丈夫": "husband", "儿子": "son", "女儿": "daughter", "男朋友": "partner", "女朋友": "partner",
     "朋友": "friend", "同事": "colleague", "老板": "boss", "奶奶": "grandmother", "外婆": "grandmother",
     "爷爷": "grandfather", "外公": "grandfather", "室友": "roommate", "邻居": "neighbour", "表哥": "cousin",
-    "表姐": "cousin", "孩子": "children",
+    "表姐": "cousin", "孩子": "children", "爸": "father", "老爸": "father", "妈": "mother", "老妈": "mother",
+    "哥": "brother", "姐": "sister", "弟": "brother", "妹": "sister", "闺女": "daughter", "媳妇": "wife",
+    "对象": "partner", "婆婆": "mother_in_law", "岳母": "mother_in_law", "公公": "father_in_law", "岳父": "father_in_law",
 }
 #: Discourse and correction markers a sentence may open with before naming its subject: "Sorry, I meant my brother
 #: lives in Portland" is about the brother, "说错了，我哥哥住在天津" about 哥哥, "不是我哥哥而是我姐姐..." about 姐姐.
@@ -437,9 +439,12 @@ _ROLE_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:我|我们)(?:的|家)?(" + "|".join(sort
 _CORRECTION = [_lazy_re(p) for p in (
     r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",
     r"\bi was wrong\b", r"\bto correct\b", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
-    r"\bmisremembered\b", r"\bnot \w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b",
+    r"\bmisremembered\b", r"\bnot \w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b", r"\bscratch that\b",
+    r"^oops\b", r"\bno wait\b", r"^wait,? no\b", r"\bi mixed (?:it|them|that) up\b", r"\bgot (?:it|that) wrong\b",
+    r"\bmeant to say\b", r"\bwrong (?:number|date|time|day|name)\b", r"\bi misread\b", r"^no,? it'?s\b",
     r"\bactually\b.*\bnot\b", r", not [\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
+    r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"，不是.{1,10}$",
 )]
 #: A question states nothing about the user ("Do you think I should drink more water?", "我该不该换工作？").
 _QUESTION = _lazy_re(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|could|would|can|will|is|are|am|was|were|have|"
@@ -459,7 +464,8 @@ _TENTATIVE = _lazy_re(r"\b(?:might|(?:maybe|perhaps)(?! (?:\d|one|two|three|four
 _PLANNING = _lazy_re(r"\bplan(?:s|ning)? (?:to|on)\b|\bgoing to\b(?! the| a )|打算|计划|准备|想去|想搬|想换|想学|想买")
 _PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计划|计划(?:取消|泡汤|搁置|作废|放弃|没了)|"
                         r"(?:放弃|取消|不再)了?.{0,8}计划")
-_ADDITIVE = _lazy_re(r"\b(?:also|too|as well|in addition|besides|as much as)\b|也|还有|另外|又")
+_ADDITIVE = _lazy_re(r"\b(?:also|too|as well|in addition|besides|as much as|another|one more|a second|"
+                      r"on top of that)\b|也|还有|另外|又|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
 _NEGATED = [_lazy_re(p) for p in (r"不是(.{1,12}?)而是", r"\bnot ([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
 _CESSATION = [_lazy_re(p) for p in (
     r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b(?! (?:at|by|in|for)\b)", r"\bquit\b", r"\bgave up\b",
@@ -472,6 +478,10 @@ _CESSATION = [_lazy_re(p) for p in (
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
     r"取消", r"搬离", r"停了", r"不.{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
+    r"\blet (?:\w+ )*(?:lapse|expire|go)\b", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
+    r"\bwon'?t (?:be )?renew", r"\btook (?:me|him|her) off\b", r"\bfinished (?:with )?\w+", r"\bunsubscribed\b",
+    r"\bclosed (?:my|the|our)\b", r"\bshut down\b", r"\bmoved on from\b", r"\bstepped down\b",
+    r"退掉|退了|停订|停掉|没续|不续|辞掉|没再|关掉|注销|卖掉|退出|停办|拆了|扔了|不去了|停用",
 )]
 _CHANGE = [_lazy_re(p) for p in (
     r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",

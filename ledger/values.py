@@ -94,8 +94,11 @@ _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
                                                    ("friday", "周五|星期五")))),
     "season": ((r"\bsummers?\b|夏天|夏季", "summer"), (r"\bwinters?\b|冬天|冬季", "winter"),
                (r"\bspring\b|春天|春季", "spring"), (r"\bautumn\b|\bfall\b(?= |$)|秋天|秋季", "autumn")),
-    "place": ((r"\bat home\b|\bhome office\b|在家", "home"),
-              (r"\bat (?:work|the office|my office)\b|\bin the office\b|在公司|在单位|上班时", "work"),
+    "place": ((r"\bat home\b|\bhome office\b|\b(?:home|personal|private) (?:phone|laptop|e-?mail|computer|number|"
+               r"account|wifi|wi-fi|network|address|car)\b|在家|家里的?|家用|私人|个人的?", "home"),
+              (r"\bat (?:work|the office|my office)\b|\bin the office\b|\b(?:work|office|company|business) (?:phone|"
+               r"laptop|e-?mail|computer|number|account|wifi|wi-fi|network|address|car)\b|在公司|在单位|上班时|公司的|"
+               r"单位的|工作用的?|办公室的?", "work"),
               (r"\bat school\b|在学校", "school"), (r"\bwhen travell?ing\b|\bon trips?\b|出差|旅行时|旅游时", "travel")),
     "whom": ((r"\bfor (?:my |the )?(son|daughter|kids?|children|wife|husband|partner|mom|mum|dad|mother|father|"
               r"baby|family|boss|team)\b", "\\1"),
