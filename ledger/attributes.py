@@ -78,7 +78,7 @@ _VERB_EN = re.compile(
     r"^(?:i|we)(?:'ve|'d)?\s+(?:(?:now|currently|usually|always|still|mostly|normally|just|mainly|also|only|"
     r"generally|typically|often)\s+)*(?P<verb>[a-z]+)(?:\s+(?P<prep>at|on|in|with|to|for|from|by|into|via|through|"
     r"under|near|around|off|up|out))?\s+(?P<val>.+)$", re.I)
-_ZH_CHANGE = re.compile(r"^(?P<attr>.+?)(?:已经|刚刚|刚|又)?(?:从(?P<old>.+?))?(?:变成了?|改成了?|换成了?|降到了?|涨到了?|升到了?|"
+_ZH_CHANGE = re.compile(r"^(?:[^，,把]{0,8}把)?(?P<attr>.+?)(?:已经|刚刚|刚|又)?(?:从(?P<old>.+?))?(?:变成了?|改成了?|换成了?|降到了?|涨到了?|升到了?|"
                         r"调到了?|调整为|调整到|改为|变为|提高到|降低到|增加到|减少到|减到|加到|涨了?到|挪到|搬到|推迟到|提前到)"
                         r"(?P<val>.+)$")
 _ZH_COPULA = re.compile(r"^(?P<attr>.+?)(?:现在|目前|其实|已经|还)?(?:是|为|叫)(?P<val>.+)$")
@@ -146,6 +146,16 @@ def read_statement(text: str) -> Reading:
     if m:
         t = t[m.end():].lstrip(" 的,，")
     found = _read_zh(t) if has_cjk(t) else _read_en(t)
+    if found.found and not re.search(r"[，,;；]", found.attribute or ""):
+        return found
+    # a sentence of several clauses ("提前还了一部分，房贷降到每月5200了", "they closed it, so I bank at ..."): the
+    # clause that says what changed carries the attribute; a change form first, then any form
+    clauses = [c.strip() for c in re.split(r"[，,;；]|\s+(?:and|so|but|because)\s+", t) if c.strip()]
+    if len(clauses) > 1:
+        readings = [_read_zh(c) if has_cjk(c) else _read_en(c) for c in clauses]
+        readings = [r for r in readings if r.found]
+        for r in sorted(readings, key=lambda r: r.form not in ("change", "set")):
+            return r
     if found.found:
         return found
     vp = value_parts(t)

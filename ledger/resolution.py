@@ -239,6 +239,25 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         return max(found, key=lambda c: (len(c.reading.lemmas & mine_rd.lemmas) / len(c.reading.lemmas | mine_rd.lemmas),
                                          c.score))
 
+    def value_paraphrase() -> Candidate | None:
+        """The current memory saying the very values of the statement about the same topic, or None."""
+        strong = ("number", "time", "date", "email", "url", "phone", "code")
+        if (typing.correction or typing.cessation or typing.change or typing.additive
+                or not any(mine_vp.parts.get(k) for k in strong)):
+            return None
+        words = content_tokens(mine_vp.residue) - GENERIC - _GENERIC_STEMS
+        best = None
+        for c in candidates:
+            if c.status not in ("current", "contested") or not same_subject(c) or value_changed(c):
+                continue
+            if not any(c.values.parts.get(k) for k in strong) or qualifiers_clash(c.values, mine_vp):
+                continue
+            theirs = content_tokens(c.values.residue) - GENERIC - _GENERIC_STEMS
+            shared = overlap(words, theirs)
+            if (shared >= 0.25 or (c.dense or 0.0) >= rel_cos) and (best is None or shared > best[0]):
+                best = (shared, c)
+        return None if best is None else best[1]
+
     def on_attribute(c: Candidate, close: str | None = None, key: str | None = None) -> Resolution:
         """Decide against the memory ``c`` holding the same attribute: correct, retire, supersede, or (every value
         equal, no change said) reaffirm. ``key``/``close``: where it lands when ``c`` is a legacy key of a slot."""
@@ -427,6 +446,12 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     if am is not None:
         return beside(am) or on_attribute(am)
 
+    # no slot: the same values said of the same topic ("My rent is 2,200 a month" / "I pay 2.2k in rent every
+    # month"): every value-bearing part equal and non-empty, a shared content word besides them, no marker
+    para = value_paraphrase()
+    if para is not None:
+        return done("reaffirm", para.key, "value_paraphrase", para, note="every value-bearing part equal")
+
     # no slot: compare with the closest free-text memories
     free = [c for c in candidates]
     mine_tokens = content_tokens(text)
@@ -443,11 +468,6 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         near = (best_ov >= PARAPHRASE_FREE and same_len) or (best_c.dense or 0.0) >= para_cos
         similar = best_ov >= RELATED_FREE or (best_c.dense or 0.0) >= rel_cos
         marked = typing.correction or typing.cessation or typing.change
-        strong = [k for k in ("number", "time", "date", "email", "url", "phone", "code") if mine_vp.parts.get(k)]
-        if (not near and similar and not marked and strong and not value_changed(best_c)
-                and not qualifiers_clash(best_c.values, mine_vp) and same_subject(best_c)):
-            # "My rent is 2,200 a month" / "I pay 2.2k in rent every month": the same topic and every value equal
-            return done("reaffirm", best_c.key, "value_paraphrase", best_c, note="every value-bearing part equal")
         if near and not marked:
             changed = value_changed(best_c)
             if not changed:

@@ -432,9 +432,9 @@ _ROLES_EN = {"landlord": "landlord", "landlady": "landlord", "doctor": "doctor",
 _ROLES_ZH = {"房东": "landlord", "医生": "doctor", "牙医": "dentist", "律师": "lawyer", "会计": "accountant",
              "经理": "manager", "领导": "manager", "上司": "manager", "教练": "trainer", "理发师": "hairdresser",
              "老师": "teacher", "兽医": "vet", "保姆": "nanny", "阿姨": "nanny"}
-_ROLE_EN_RE = _lazy_re(_LEAD_EN + r"(?:my|our) (" + "|".join(sorted(_ROLES_EN, key=len, reverse=True))
+_ROLE_EN_RE = _lazy_re(_LEAD_EN + r"(?:my|our|the) (" + "|".join(sorted(_ROLES_EN, key=len, reverse=True))
                        + r")(?:'s|s'|’s)\s")
-_ROLE_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:我|我们)(?:的|家)?(" + "|".join(sorted(_ROLES_ZH, key=len, reverse=True)) + ")的")
+_ROLE_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:我|我们)?(?:的|家)?(" + "|".join(sorted(_ROLES_ZH, key=len, reverse=True)) + ")的")
 
 _CORRECTION = [_lazy_re(p) for p in (
     r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",

@@ -40,6 +40,7 @@ _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四":
 _ZH_SCALES = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
 _MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
                                            "nov", "dec"))}
+_DAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "weekday", "weekend"}
 _UNIT_WORDS = {
     "$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "bucks": "usd", "€": "eur", "eur": "eur",
     "euro": "eur", "euros": "eur", "£": "gbp", "gbp": "gbp", "pound": "gbp", "pounds": "gbp", "¥": "cny", "元": "cny",
@@ -61,6 +62,12 @@ _TIME_EN = re.compile(
     r"(?<![A-Za-z0-9.:])(\d{1,2})(?::(\d{2}))?\s*(a\.?m\.?|p\.?m\.?|o'?clock)?(?:\s+(?:in the|at)\s+(morning|afternoon|evening|night))?"
     r"(?![A-Za-z0-9])", re.I)
 _HALF_PAST = re.compile(r"\b(half|quarter) (past|to) (\w+)\b", re.I)
+_HOURS = r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+_MIN_PAST = re.compile(r"\b(five|ten|twenty|twenty[- ]five|\d{1,2})(?: minutes)? (past|to|after) (" + _HOURS + r"|\d{1,2})\b"
+                       r"(?:\s+(?:in the|at)\s+(morning|afternoon|evening|night))?", re.I)
+#: "six in the morning", "seven thirty pm", "eleven at night"
+_WORD_CLOCK = re.compile(r"\b(" + _HOURS + r")(?:[ -](fifteen|thirty|forty[- ]five|oh[- ]five|ten|twenty|forty|fifty))?"
+                         r"\s+(?:(a\.?m\.?|p\.?m\.?)|(?:in the|at)\s+(morning|afternoon|evening|night)|o'?clock)", re.I)
 _TIME_ZH = re.compile(r"(早上|早晨|上午|中午|下午|傍晚|晚上|夜里|凌晨)?\s*([零〇一二两三四五六七八九十\d]{1,3})\s*[点點]"
                       r"\s*(半|一刻|三刻|[零〇一二两三四五六七八九十\d]{1,3}\s*分?)?")
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
@@ -75,7 +82,8 @@ _NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_EN_SCALES),
                         + r"|and|a)[\s-]+)*(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True))
                         + r"|hundred|thousand|million)\b(?:[\s-]+(?:" + "|".join(sorted((*_EN_UNITS, *_EN_SCALES),
                                                                                          key=len, reverse=True))
-                        + r"|and)\b)*", re.I)
+                        + r"|and(?=[\s-]+(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True)) + r")\b))\b)*"
+                        r"(?:\s+and a half\b)?", re.I)
 _ZH_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?")
 #: measure words after which a lone Chinese digit is a count (两只猫), not part of a word (一起, 一直)
 _ZH_MEASURE = "元块岁个只条位次号层楼分米斤天年月周张本辆台件套间家门双部首杯瓶"
@@ -174,6 +182,11 @@ def en_number_words(s: str) -> float | None:
     """English number words as a number ("two thousand two hundred" = 2200, "a dozen" = 12); None if none."""
     words = [w for w in re.split(r"[\s-]+", s.lower()) if w and w != "and"]
     total, current, seen = 0.0, 0.0, False
+    if words[-2:] == ["a", "half"] and len(words) > 2:
+        rest = en_number_words(" ".join(words[:-2]))
+        return None if rest is None else rest + 0.5
+    if words and words[0] == "oh":
+        words = words[1:]
     for w in words:
         if w == "a":
             current = max(current, 1)
@@ -275,6 +288,26 @@ def value_parts(text: str) -> ValueParts:
         return _clock(int(h), mm, None)
 
     take("time", _HALF_PAST, half_past)
+
+    def to_past(m: re.Match[str]) -> str | None:
+        mm = en_number_words(m.group(1)) if not m.group(1).isdigit() else int(m.group(1))
+        h = en_number_words(m.group(3)) if not m.group(3).isdigit() else int(m.group(3))
+        if mm is None or h is None or not (0 < mm < 60):
+            return None
+        if m.group(2).lower() == "to":
+            h, mm = h - 1, 60 - mm
+        return _clock(int(h), int(mm), m.group(4))
+
+    take("time", _MIN_PAST, to_past)
+
+    def word_clock(m: re.Match[str]) -> str | None:
+        h = en_number_words(m.group(1))
+        mm = en_number_words(m.group(2)) if m.group(2) else 0
+        if h is None or mm is None or not (1 <= h <= 12):
+            return None
+        return _clock(int(h), int(mm), m.group(3) or m.group(4))
+
+    take("time", _WORD_CLOCK, word_clock)
     for word, hhmm in (("noon", "12:00"), ("midday", "12:00"), ("midnight", "00:00")):
         if re.search(rf"\b{word}\b", t, re.I):
             parts["time"].add(hhmm)
@@ -361,7 +394,7 @@ def value_parts(text: str) -> ValueParts:
             parts["unit"].add(_UNIT_WORDS[u])
     parts["name"] = {m.group(0).lower().rstrip(".") for m in _NAME.finditer(unicodedata.normalize("NFC", text))
                      if not any(ch.isdigit() for ch in m.group(0)) and m.group(0) not in ("I", "I'm", "I've", "I'd", "I'll", "OK")
-                     and m.group(0).lower()[:3] not in _MONTHS}
+                     and m.group(0).lower()[:3] not in _MONTHS and m.group(0).lower().rstrip("s") not in _DAYS}
     low = unicodedata.normalize("NFC", text).lower()
     quals: dict[str, set[str]] = {}
     for kind, table in _QUALIFIERS.items():

@@ -108,6 +108,11 @@ class SearchHit(BaseModel):
     speaker: str | None = None
 
 
+#: the freshness factor of a contested version: the newer of two live versions of one attribute ranks first unless
+#: the older is clearly the better match (relevance more than 1 / 0.6 = 1.67 times the newer's)
+CONTESTED_FRESHNESS = 0.6
+
+
 def freshness(key: str, valid_from_us: int | None, at_us: int, half_lives: dict[str, float]) -> float:
     """``0.5 ** (age / half_life)`` for the longest prefix of ``key`` in ``half_lives`` (seconds); else 1.0.
 
@@ -274,6 +279,10 @@ def _score(cands: list[Any], k: int, at_us: int, source: str | None, role: str |
         if not _keep(m, source, flt) or m["valid_from"] > max(at_us, m["observed_at"]):  # scheduled: not current yet
             continue
         fr = freshness(m["key"], m["valid_from"], at_us, half_lives) if half_lives else 1.0
+        if m["status"] == "contested":
+            # a version awaiting confirmation ("to confirm": a newer statement may replace it) weighs less, so that
+            # a question about the attribute finds the newer answer first while both are live
+            fr *= CONTESTED_FRESHNESS
         bonus = 0.0
         if role is not None and m["role"] is not None and json.loads(m["role"]).get("role") == role:
             bonus = role_bonus
