@@ -289,6 +289,11 @@ _MARKERS_ZH = re.compile(r"现在|目前|最近|如今|已经|刚刚|终于|对�
                          r"了|啦|呢|吧|啊|呀|哦|嗯|都|很|挺")
 
 
+#: words that say a value changed without saying the new one
+_NO_VALUE = set("changed change changes different new updated moved cancelled canceled off over gone 变换改新别不同取消没".split()) | set(
+    "变换改新别不同取消没")
+
+
 def _units(text: str) -> list[str]:
     """A sentence as comparable units: lower-cased words for English, characters for Chinese (punctuation and
     change or discourse markers left out, so "now" or 现在 never makes a difference by itself)."""
@@ -319,4 +324,7 @@ def substitution(old: str, new: str) -> tuple[str, str] | None:
     if shared < 0.6 * max(len(a), len(b)) or shared < 2:
         return None
     sep = "" if has_cjk(old + new) else " "
-    return sep.join(a[i1:i2]), sep.join(b[j1:j2])
+    said = sep.join(b[j1:j2])
+    if not (content_tokens(said) - _NO_VALUE):
+        return None  # "... has changed", "...变了": it says something changed, not what it is now
+    return sep.join(a[i1:i2]), said
