@@ -27,7 +27,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from .slots import _REL_EN_RE, _REL_ZH_RE, _ROLE_EN_RE, _ROLE_ZH_RE, content_tokens, has_cjk, nfc_lower
+from .slots import (_REL_EN_RE, _REL_ZH_RE, _ROLE_EN_RE, _ROLE_ZH_RE, REGISTRY, SLOT_LABELS, KeyRegistry,
+                    content_tokens, has_cjk, nfc_lower, type_statement)
 from .values import value_parts
 
 #: verbs that name no attribute by themselves (a statement made with them is an episode or a taste, not a value)
@@ -61,7 +62,8 @@ _ZH_LEAD = re.compile(r"^(?:(?:对了|话说|另外|还有|更新一下|说错�
 _CHANGE_EN = re.compile(
     r"^(?P<attr>.+?)\s+(?:(?:has|have|just)\s+)?(?:went|go(?:es)?|changed?|moved|increased|decreased|dropped|rose|"
     r"jumped|fell|climbed|grew|shrank|was (?:raised|lowered|increased|reduced|cut|changed|moved|bumped|updated)|"
-    r"got (?:raised|lowered|bumped|cut|moved|changed)|is going)\s+(?:up\s+|down\s+)?"
+    r"(?:got|was|been|has been) (?:raised|lowered|bumped|cut|moved|changed|pushed|renamed|switched|rescheduled|"
+    r"updated|upgraded|reduced|increased|shifted|reset)|is going)\s+(?:up\s+|down\s+|back\s+)?"
     r"(?:from\s+(?P<old>.+?)\s+)?to\s+(?P<val>.+)$", re.I)
 _SET_EN = re.compile(
     r"^(?:(?:i|we|they|he|she|the \w+)\s+(?:have\s+|just\s+|finally\s+)*)?(?:renamed|lowered|raised|changed|moved|"
@@ -75,12 +77,15 @@ _NOUN_VERB_EN = re.compile(
     r"^(?P<attr>(?:the\s+|my\s+|our\s+)?[a-z][a-z' -]*?)\s+(?P<verb>[a-z]+s)\s+(?P<prep>at|on|in|with|to|for|from|by|"
     r"around|after|before|until|every)\s+(?P<val>.+)$", re.I)
 _VERB_EN = re.compile(
-    r"^(?:i|we)(?:'ve|'d)?\s+(?:(?:now|currently|usually|always|still|mostly|normally|just|mainly|also|only|"
+    r"^(?:(?:i|we)(?:'ve|'d)?\s+|(?=[a-z]+s\s))(?:(?:now|currently|usually|always|still|mostly|normally|just|mainly|also|only|"
     r"generally|typically|often)\s+)*(?P<verb>[a-z]+)(?:\s+(?P<prep>at|on|in|with|to|for|from|by|into|via|through|"
     r"under|near|around|off|up|out))?\s+(?P<val>.+)$", re.I)
 _ZH_CHANGE = re.compile(r"^(?:[^，,把]{0,8}把)?(?P<attr>.+?)(?:已经|刚刚|刚|又)?(?:从(?P<old>.+?))?(?:变成了?|改成了?|换成了?|降到了?|涨到了?|升到了?|"
                         r"调到了?|调整为|调整到|改为|变为|提高到|降低到|增加到|减少到|减到|加到|涨了?到|挪到|搬到|推迟到|提前到)"
                         r"(?P<val>.+)$")
+#: a verb with its preposition: 我住在杭州, 我们搬到了苏州, 我在腾讯上班 is read by _ZH_AT
+_ZH_VERB = re.compile(r"^(?:我|我们)(?:现在|目前|一直|已经|还|都)*(?P<verb>住|搬|工作|上班|上学|读书|定居|生活)了?"
+                      r"(?P<prep>在|到|去|进)了?(?P<val>.+)$")
 _ZH_COPULA = re.compile(r"^(?P<attr>.+?)(?:现在|目前|其实|已经|还)?(?:是|为|叫)(?P<val>.+)$")
 #: a predicate word that opens a copula's complement and belongs to the attribute: "rent is *due on* the 1st" is
 #: about when rent is due, not what rent is; "the network is *called* Casa" names the network
@@ -105,6 +110,7 @@ class Reading:
     lemmas: frozenset[str]
     value: str | None
     old_value: str | None = None
+    head: str | None = None  # an English noun attribute's head noun, stemmed ("password"), or its predicate ("due")
 
     @property
     def found(self) -> bool:
@@ -131,6 +137,7 @@ def _clean_attr(attr: str) -> str:
 
 def _clean_val(val: str) -> str:
     v = val.strip(" ,.;:!?，。；：！？")
+    v = re.sub(r",?\s+not\s+[^,]+$|[，,]\s*(?:而)?不是.+$", "", v)  # "Portland, Oregon, not Maine": the value said
     v = re.sub(r"\s*(?:now|these days|nowadays|from now on|anymore|instead|as well|too|also)\s*$", "", v, flags=re.I)
     v = re.sub(r"(?:了|啦|呢|吧|啊)+$", "", v)
     return v.strip(" ,.;:!?，。；：！？")
@@ -150,7 +157,8 @@ def read_statement(text: str) -> Reading:
         return found
     # a sentence of several clauses ("提前还了一部分，房贷降到每月5200了", "they closed it, so I bank at ..."): the
     # clause that says what changed carries the attribute; a change form first, then any form
-    clauses = [c.strip() for c in re.split(r"[，,;；]|\s+(?:and|so|but|because)\s+", t) if c.strip()]
+    clauses = [c.strip() for c in re.split(r"(?<!\d)[，,;；]|[，,;；](?!\d)|\s+(?:and|so|but|because)\s+", t)
+               if c.strip()]
     if len(clauses) > 1:
         readings = [_read_zh(c) if has_cjk(c) else _read_en(c) for c in clauses]
         readings = [r for r in readings if r.found]
@@ -172,6 +180,25 @@ def read_statement(text: str) -> Reading:
     return found
 
 
+#: a correction that names the wrong value and the right one: "不是杭州，是苏州", "it's Oregon, not Maine"
+_CORRECTED_ZH = re.compile(r"不是(?P<old>[^，,。]+?)[，,]?\s*(?:而|应该|其实)?是(?P<val>[^，,。]+)")
+_CORRECTED_EN = re.compile(r"(?:it'?s|is|was|are|i'?m|meant)\s+(?P<val>[^,.;]+?),?\s+not\s+(?P<old>[^,.;]+)|"
+                           r"\bnot\s+(?P<old2>[^,.;]+?),?\s+(?:but|it'?s|rather)\s+(?P<val2>[^,.;]+)", re.I)
+
+
+def corrected(text: str) -> tuple[str, str] | None:
+    """The (right, wrong) values a correction names, or None: "说错了，不是杭州，是苏州" gives ("苏州", "杭州")."""
+    t = unicodedata.normalize("NFC", text)
+    m = _CORRECTED_ZH.search(t)
+    if m:
+        return _clean_val(m.group("val")), _clean_val(m.group("old"))
+    m = _CORRECTED_EN.search(t)
+    if m:
+        val, old = (m.group("val"), m.group("old")) if m.group("val") else (m.group("val2"), m.group("old2"))
+        return _clean_val(val), _clean_val(old)
+    return None
+
+
 def _read_en(text: str) -> Reading:
     t = _LEAD.sub("", nfc_lower(text)).strip().rstrip(".!")
     t = re.sub(r"^(?:(?:as of|since)\s+\w+(?:\s+\w+)?|these days|nowadays|from now on|now|currently|lately)\s*,?\s+",
@@ -185,7 +212,7 @@ def _read_en(text: str) -> Reading:
             lem = _lemmas(attr)
             if lem:
                 return Reading(form, attr, lem, _clean_val(m.group("val")),
-                               _clean_val(m.group("old")) if m.group("old") else None)
+                               _clean_val(m.group("old")) if m.group("old") else None, _last_noun(attr))
     m = _COPULA_EN.match(t)
     if m and not re.match(r"^(?:i|we|you|he|she|it|they|this|that|there|here|what|who)\b", m.group("attr")):
         attr = _clean_attr(_POSSESSIVE.sub("", m.group("attr")))
@@ -196,12 +223,14 @@ def _read_en(text: str) -> Reading:
             val = val[pm.end():]
         lem = _lemmas(attr) | ({pm.group("p").lower()} if pm else set())
         if lem:
-            return Reading("copula", attr, frozenset(lem), _clean_val(val))
+            head = pm.group("p").lower() if pm else _last_noun(attr)
+            return Reading("copula", attr, frozenset(lem), _clean_val(val), head=head)
     m = _NOUN_VERB_EN.match(t)
     if m and not re.match(r"^(?:i|we|you|he|she|it|they|this|that|there)\b", m.group("attr")):
-        attr = _clean_attr(_POSSESSIVE.sub("", m.group("attr"))) + f" {m.group('verb')} {m.group('prep')}"
+        noun = _clean_attr(_POSSESSIVE.sub("", m.group("attr")))
+        attr = noun + f" {m.group('verb')} {m.group('prep')}"
         lem = _lemmas(attr) | {m.group("prep")}
-        return Reading("verb", attr, frozenset(lem), _clean_val(m.group("val")))
+        return Reading("verb", attr, frozenset(lem), _clean_val(m.group("val")), head=_last_noun(noun))
     m = _VERB_EN.match(t)
     if m:
         verb = m.group("verb")
@@ -223,6 +252,10 @@ def _read_zh(text: str) -> Reading:
         if lem:
             return Reading("change", attr, lem, _clean_val(m.group("val")),
                            _clean_val(m.group("old")) if m.group("old") else None)
+    m = _ZH_VERB.match(t)
+    if m:
+        verb = "住" if m.group("verb") in ("搬", "定居", "生活") else m.group("verb")
+        return Reading("verb", verb + "在", frozenset({*verb, "在"}), _clean_val(m.group("val")))
     m = _ZH_AT.match(t)
     if m:
         attr = "在…" + m.group("verb") + m.group("rest")
@@ -253,15 +286,20 @@ SAME_ATTRIBUTE = 0.5
 SAME_TEMPLATE = 0.75
 
 
+def _last_noun(phrase: str) -> str | None:
+    """The head noun of an English noun phrase: its last content word, stemmed ("password" of "home wifi
+    password"); None for Chinese or when there is none."""
+    if has_cjk(phrase):
+        return None
+    for w in reversed(re.findall(r"[a-z0-9][a-z0-9'\-]*", phrase.lower())):
+        toks = content_tokens(w) - _NOISE
+        if toks:
+            return next(iter(toks))
+    return None
+
+
 def _head(r: Reading) -> str | None:
-    """The head noun of an English copula attribute: its last word, stemmed ("password" of "home wifi password")."""
-    if r.form != "copula" or has_cjk(r.attribute or ""):
-        return None
-    words = [w for w in re.findall(r"[a-z0-9][a-z0-9'\-]*", (r.attribute or "").lower()) if w not in _NOISE]
-    if not words:
-        return None
-    toks = content_tokens(words[-1])
-    return next(iter(toks)) if toks else None
+    return r.head
 
 
 def same_attribute(a: Reading, b: Reading) -> bool:
@@ -290,8 +328,8 @@ _MARKERS_ZH = re.compile(r"现在|目前|最近|如今|已经|刚刚|终于|对�
 
 
 #: words that say a value changed without saying the new one
-_NO_VALUE = set("changed change changes different new updated moved cancelled canceled off over gone 变换改新别不同取消没".split()) | set(
-    "变换改新别不同取消没")
+_NO_VALUE = set("changed change changes different new updated moved cancelled canceled off over gone has have is was "
+                "been the a an it".split()) | set("变换改新别不同取消没了")
 
 
 def _units(text: str) -> list[str]:
@@ -325,6 +363,61 @@ def substitution(old: str, new: str) -> tuple[str, str] | None:
         return None
     sep = "" if has_cjk(old + new) else " "
     said = sep.join(b[j1:j2])
-    if not (content_tokens(said) - _NO_VALUE):
+    if not (set(re.findall(r"\w", said) if sep == "" else re.findall(r"[\w'+-]+", said)) - _NO_VALUE):
         return None  # "... has changed", "...变了": it says something changed, not what it is now
     return sep.join(a[i1:i2]), said
+
+
+@dataclass(frozen=True)
+class Said:
+    """What a fact's sentence says, for the reader: the ``attribute`` it is about (the catalogue slot's label, or
+    the phrase read from the sentence), the ``value`` found for it (as written; None when none was found), and
+    whether the sentence says the attribute ``ended`` ("咪咪去世了", "I cancelled my gym membership")."""
+
+    attribute: str | None
+    value: str | None
+    ended: bool = False
+
+
+def _label(key: str, registry: KeyRegistry) -> str | None:
+    owner = ""
+    k = key
+    if key.startswith("family."):
+        parts = key.split(".")
+        owner, k = f"{parts[1]}'s ", ".".join(parts[2:])
+    slot = registry.slot_of(k)
+    if slot is None:
+        return None
+    label = SLOT_LABELS.get(slot, slot.replace("_", " ").replace(".", " "))
+    return owner + label
+
+
+@functools.lru_cache(maxsize=8192)
+def said(key: str, text: str | None, registry: KeyRegistry = REGISTRY) -> Said:
+    """Read a fact's sentence for display (see :class:`Said`). Pure; cached. The sentence itself is unchanged:
+    this is a reading of it, made again at every read from the same rules that resolved it."""
+    label = _label(key, registry)
+    if not text:
+        return Said(label, None)
+    typing = type_statement(text, registry)
+    fix = corrected(text) if typing.correction else None
+    r = read_statement(text)
+    own = re.sub(r"^(?:the|my|our)\s+", "", r.attribute, flags=re.I) if r.found else None
+    # a noun phrase the sentence names ("my gym locker number is 245") says more than the slot a cue word chose
+    # ("gym": hobby); a verb's attribute ("I switched to ...") says less than the slot's label ("drink")
+    attribute = own if own and r.form in ("copula", "change", "set") and not fix else (label or own)
+    if attribute and r.form == "template":
+        attribute = re.sub(r"\s+", " ", attribute).strip()
+    value = fix[0] if fix else (r.value if r.found and r.value else None)
+    if value is None and r.found and r.form == "template":
+        vp = value_parts(text)
+        value = ", ".join(sorted(v for k in ("number", "time", "date", "email", "url", "phone", "code")
+                                 for v in vp.parts.get(k, ()))) or None
+    ended = typing.cessation and typing.mood == "statement" and not typing.change
+    return Said(attribute, None if ended or value is None else _as_written(text, value), ended)
+
+
+def _as_written(text: str, value: str) -> str:
+    """``value`` (read from the lower-cased sentence) in the sentence's own letters: "Berlin", not "berlin"."""
+    i = unicodedata.normalize("NFC", text).lower().replace("’", "'").find(value)
+    return text[i:i + len(value)] if i >= 0 and len(text) == len(text.lower()) else value

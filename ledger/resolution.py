@@ -32,6 +32,7 @@ Every other candidate is reported as ``related`` with its relation (``same_slot`
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,7 +52,7 @@ from .slots import (
     says_all,
     type_statement,
 )
-from .values import ValueParts, differing, qualifiers_clash, value_parts
+from .values import ValueParts, differing, qualifier_kinds, qualifiers_clash, value_parts
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
 
@@ -186,10 +187,12 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if (va.empty or vb.empty or differing(va, vb)) and (wa or wb or not (va.empty and vb.empty)):
                 out.append("value")  # not a verb form or a slot word reworded ("work as" / "am working as")
         theirs = c.reading
-        if not out and mine_rd.value and theirs.value and same_attribute(theirs, mine_rd):
+        if not out and mine_rd.old_value:
+            out.append("value")  # "went from a medium to a large": it says the value changed
+        elif not out and mine_rd.value and theirs.value and same_attribute(theirs, mine_rd):
             a, b = content_tokens(mine_rd.value), content_tokens(theirs.value)
-            if a and b and overlap(a, b) < PARAPHRASE:
-                out.append("value")
+            if a and b and (overlap(a, b) < PARAPHRASE or (a - b and b - a)):
+                out.append("value")  # "a medium flat white" / "a large flat white": a word replaced by another
         return out
 
     def same_subject(c: Candidate) -> bool:
@@ -202,7 +205,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         kept beside ``c``: a fresh key, nothing contested, nothing closed."""
         if typing.correction or typing.cessation:
             return None
-        if typing.additive and not typing.change:
+        same_value = c is not None and bool(typing.value_tokens) and c.typing is not None and (
+            typing.value_tokens <= c.typing.value_tokens)
+        if typing.additive and not _replaces(text) and not same_value:
             return done("add", None, "additive", None, fresh_key=True,
                         note="it says also/too/也: it adds to what is known, nothing is contested")
         clash = qualifiers_clash(c.values, mine_vp) if c is not None else []
@@ -213,8 +218,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             clash = [k for k in clash if c.values.qualifiers.get(k)]
         if clash and mine_rd.value and c is not None and same_attribute(c.reading, mine_rd):
             # "the piano lesson is on Tuesdays" -> "... on Thursdays": the qualifier is the value said of the attribute
-            clash = [k for k in clash if not any(q in nfc(mine_rd.value).lower() or q in mine_rd.value
-                                                 for q in mine_vp.qualifiers[k])]
+            clash = [k for k in clash if k not in qualifier_kinds(mine_rd.value)]
         if clash:
             return done("add", None, "qualifier_sibling", None, fresh_key=True,
                         note=f"the same attribute for another {'/'.join(clash)}: a sibling, not a replacement")
@@ -366,6 +370,15 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if kept is not None:
             return kept
         changed = value_changed(head)
+        hr = head.reading
+        if (mine_rd.head and hr.head and mine_rd.head != hr.head and mine_rd.head not in hr.lemmas
+                and hr.head not in mine_rd.lemmas and not (typing.correction or typing.cessation)
+                and mine_rd.head not in content_tokens(hr.value or "")
+                and hr.head not in content_tokens(mine_rd.value or "")):  # "sushi is my favourite food": inverted
+            # the slot's words, but another attribute of its topic ("my car is a Tesla" / "my car insurance renews
+            # in October"): kept beside it
+            return done("add", None, "other_attribute", None, fresh_key=True,
+                        note=f"about {mine_rd.attribute!r}, not {hr.attribute!r}: both kept")
         if changed and (contained or not typing.change):
             # no stated value is ever lost: a sentence whose number, time, code or name differs is a new value
             return done("supersede", slot_key, "value_changed", head, close_key=close,
@@ -386,6 +399,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                                        "another slot") if target is None else None
             if elsewhere is not None:
                 return elsewhere
+            if target is None:
+                am = by_attribute()
+                if am is not None:
+                    return on_attribute(am)
             if target is None and siblings:
                 return done("conflict", None, "multi_unsure", best, contest_key=best.key if best else None)
             if target is None:
@@ -408,7 +425,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return kept
             changed = value_changed(matched)
             if changed:
-                if same_attribute(matched.reading, mine_rd) and same_subject(matched):
+                if same_subject(matched) and (same_attribute(matched.reading, mine_rd)
+                                              or substitution(matched.text, text) is not None):
                     return done("supersede", matched.key if close is None else None, "value_changed", matched,
                                 close_key=close, note=f"same attribute, {'/'.join(changed)} changed")
                 return done("add", None, "multi_new", note=f"{'/'.join(changed)} differs: another value")
@@ -437,8 +455,18 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if len(found) > 1 and found[0][0] >= 0.5:
             return done("conflict", None, "named_unsure", found[0][2], contest_key=found[0][2].key)
 
+    # no slot: "... instead of the 42 bus", "不再坐地铁，改骑车": the memory holding what it names is replaced
+    instead = _INSTEAD.search(text)
+    if instead is not None and typing.subject in ("self", "none"):
+        named_words = content_tokens(next(g for g in instead.groups() if g)) - GENERIC - _GENERIC_STEMS
+        found = sorted(((overlap(named_words, content_tokens(c.text)), c.score, c) for c in candidates
+                        if c.status in ("current", "contested") and same_subject(c)), key=lambda t: (-t[0], -t[1]))
+        if found and found[0][0] >= 0.5 and (len(found) == 1 or found[1][0] < found[0][0]):
+            target = found[0][2]
+            return done("supersede", target.key, "instead_of", target, note="it names what it replaces")
+
     # no slot: "also" adds, whatever it resembles
-    if typing.additive and not typing.change and not typing.correction and not typing.cessation:
+    if typing.additive and not _replaces(text) and not typing.correction and not typing.cessation:
         return done("add", None, "additive", None, fresh_key=True,
                     note="it says also/too/也: it adds to what is known, nothing is contested")
     # no slot: a current memory about the same attribute (read from both sentences) is the one this revises
@@ -477,6 +505,17 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if similar and marked and best_c.slot_key is None:
             return done("conflict", None, "free_unsure", best_c, contest_key=best_c.key)
     return done("new", None, "new_memory")
+
+
+#: a statement that names what it replaces: "instead of the 42 bus", "rather than tea", 不再X / 不X了，改Y
+_INSTEAD = re.compile(r"\b(?:instead of|rather than|in place of|replac(?:ed|ing) (?:my |the )?)\s*([^,.;]+)|"
+                      r"不再([^，,。]{1,10})[，,]?\s*(?:改|换|而是)|不([^，,。]{1,8})了[，,]\s*(?:改|换)", re.I)
+#: words that make "also" part of a replacement, not an addition ("I now also ..." still adds)
+_REPLACING = re.compile(r"\b(?:instead|switched|switch(?:ing)? to|no longer|replaced|moved to)\b|改成|换成|不再", re.I)
+
+
+def _replaces(text: str) -> bool:
+    return bool(_REPLACING.search(text))
 
 
 def _relation(typing: Typing, c: Candidate) -> str:

@@ -525,11 +525,19 @@ class FactFields(BaseModel):
 class FactView(FactFields):
     """One current fact in a profile (``memledger profile --json``: the value under ``facts[KEY]``).
 
-    ``hedged``: the statement hedged ("I think", "maybe", 可能 ...; seed 003 §5.6): recorded with confidence at most
-    0.6, shown as uncertain in ``context`` until an unhedged statement of the same value (docs/hygiene.md)."""
+    ``hedged``: the statement hedged ("I think", "maybe", 可能 ...): recorded with confidence at most 0.6, shown as
+    uncertain in ``context`` until an unhedged statement of the same value (docs/hygiene.md). ``attribute``,
+    ``extracted_value`` and ``ended``: what a free-text fact's sentence is about and says (docs/resolution.md,
+    "What an agent reads"); None / False where nothing was read."""
 
     status: Literal["current", "contested"]
     hedged: bool = False
+    # what the sentence says, read again at each read (ledger/attributes.py): the attribute the fact is about (a
+    # catalogue slot's label, or the phrase read from the sentence), the value found for it as written, and whether
+    # the sentence says the attribute ended (a cessation: "咪咪去世了"); ``text`` stays the sentence as said
+    attribute: str | None = None
+    extracted_value: str | None = None
+    ended: bool = False
 
 
 class ErasedMark(BaseModel):

@@ -108,6 +108,8 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("contact.email", "single", (r"e-?mail address|my e-?mail",), ("邮箱|电子邮件",)),
     _slot("profile.name", "single", (r"my name is|call me|i'm called|i am called",), ("我叫|我的名字是|叫我",)),
     _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b|years old|turn(?:ed|s) \d{1,3}|"
+                                    r"(?<!size )(?<!number )(?<!code )(?<!floor )(?<!room )(?<!gate )(?<!locker )(?<!level )(?<!grade )(?<!score )"
+                                    r"(?<!bus )(?<!route )(?<!seat )(?<!spot )(?<!row )(?<!platform )(?<!line )(?<!table )"
                                     r"\bis \d{1,2}\b(?![,.]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
           (r"我今年?\d{1,3}岁|岁了",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
@@ -131,7 +133,8 @@ CATALOGUE: tuple[Slot, ...] = (
            r"in a relationship|got married|separated",),
           ("单身|结婚|离婚|订婚|恋爱|女朋友|男朋友|分手|对象",)),
     _slot("work.occupation", "single",
-          (r"work as|works as|working as|job as|(?:my|his|her) job is|occupation|profession|career|"
+          (r"work as|works as|working as|job as|(?:my|his|her) job is|occupation|profession|career|job title|"
+           r"(?:my|his|her) (?:title|position|role) (?:is|was|changed)|promoted to|got promoted|"
            r"(?:i'm|i am|became|become|becoming|now an?) an? (?:\w+ )?(?:teacher|nurse|doctor|engineer|developer|programmer|banker|designer|"
            r"lawyer|accountant|chef|writer|student|manager|consultant|artist|architect|scientist|driver|"
            r"pharmacist|journalist)|unemployed|laid (?:\w+ )?off|lost (?:my|his|her) job|quit (?:my|his|her) job|"
@@ -139,7 +142,7 @@ CATALOGUE: tuple[Slot, ...] = (
            r"made redundant|out of work|"
            r"between jobs|jobless|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
-          ("工作是|职业|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
+          ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|company i work|"
                                       r"(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
@@ -157,7 +160,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("residence.city", "single",
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown",),
-          ("住在|在.{1,6}住|搬到|搬去|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
+          ("住在|在.{1,6}住|搬到|搬去|搬来|搬回|搬过来|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|"
            r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),
@@ -359,6 +362,22 @@ def _blood_type(value: Any) -> Any:
     return value.strip().upper().replace(" ", "") if isinstance(value, str) else value
 
 
+#: What each catalogue slot is about, in words: the attribute ``profile`` and ``context`` name for a fact of the slot.
+SLOT_LABELS: dict[str, str] = {
+    "health.allergy": "allergy", "health.condition": "health condition", "religion": "religion",
+    "politics": "politics", "union": "union membership", "orientation": "orientation",
+    **{f"person.{role}": role for role, _en, _zh in _ROLES},
+    "contact.phone": "phone number", "contact.email": "e-mail address", "profile.name": "name", "profile.age": "age",
+    "profile.hometown": "hometown", "education": "education", "preference.sport_team": "favourite team",
+    "preference.movie": "films and shows", "preference.book": "favourite book", "preference.color": "favourite colour",
+    "profile.birth_date": "birthday", "profile.languages": "language", "pet": "pet",
+    "relationship.status": "relationship status", "work.occupation": "occupation", "work.employer": "employer",
+    "commute": "commute", "work.shift": "work shift", "residence.housing": "housing", "residence.city": "home city",
+    "diet": "diet", "preference.drink": "drink", "preference.food": "favourite food", "preference.music": "music",
+    "device.phone": "phone", "device.computer": "computer", "vehicle": "car", "schedule": "schedule", "plan": "plan",
+    "hobby": "hobby",
+}
+
 REGISTRY = KeyRegistry()
 # The shipped validators (seed 003 §5.1: outliers such as "I am 120 years old" are sandboxed, not believed).
 REGISTRY.register_validator("profile.age", Annotated[int, pydantic.Field(ge=0, le=120)],
@@ -415,7 +434,8 @@ _RELATIONS_ZH = {
 #: lives in Portland" is about the brother, "说错了，我哥哥住在天津" about 哥哥, "不是我哥哥而是我姐姐..." about 姐姐.
 _LEAD_EN = (r"^(?:(?:and|also|oh|btw|by the way|sorry|oops|wait|no|nope|actually|correction|well|so|"
             r"(?:what )?i (?:mean|meant)(?: to say| was| is)?|sorry,? i meant|to correct(?: myself| that)?|my mistake|"
-            r"my bad|i misspoke|let me correct(?: that)?|i was wrong|that'?s wrong|scratch that|rather|in fact)\b"
+            r"my bad|i misspoke|let me correct(?: that)?|i was wrong|that'?s wrong|scratch that|rather|in fact|typo|"
+            r"no wait|quick correction|update|fyi|heads up)\b"
             r"\s*[,:;.!\-\u2013\u2014]*\s*)*(?:that |it'?s |it is )?")
 _LEAD_ZH = (r"^(?:(?:还有|另外|说错了|不对|更正一下|更正|纠正一下|纠正|我是说|我的意思是|其实|搞错了|记错了|口误|抱歉|"
             r"不好意思|对不起|哦|嗯|刚才)[，,。：:！!\s]*)*(?:不是.{1,16}?[，,]?而是|应该是|是)?")
@@ -444,7 +464,7 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"\bmeant to say\b", r"\bwrong (?:number|date|time|day|name)\b", r"\bi misread\b", r"^no,? it'?s\b",
     r"\bactually\b.*\bnot\b", r", not [\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
-    r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"，不是.{1,10}$",
+    r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"[，,]不是[^，,是]{1,10}$",
 )]
 #: A question states nothing about the user ("Do you think I should drink more water?", "我该不该换工作？").
 _QUESTION = _lazy_re(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|could|would|can|will|is|are|am|was|were|have|"
@@ -466,7 +486,8 @@ _PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计�
                         r"(?:放弃|取消|不再)了?.{0,8}计划")
 _ADDITIVE = _lazy_re(r"\b(?:also|too|as well|in addition|besides|as much as|another|one more|a second|"
                       r"on top of that)\b|也|还有|另外|又|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
-_NEGATED = [_lazy_re(p) for p in (r"不是(.{1,12}?)而是", r"\bnot ([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
+_NEGATED = [_lazy_re(p) for p in (r"不是(.{1,12}?)而是", r"不是([^，,]{1,12}?)[，,]\s*(?:应该|其实)?是",
+                                   r"[，,]不是([^，,是]{1,10})$", r"\bnot ([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
 _CESSATION = [_lazy_re(p) for p in (
     r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b(?! (?:at|by|in|for)\b)", r"\bquit\b", r"\bgave up\b",
     r"\bgiven up\b", r"\bdropped\b", r"\blost (?:my|his|her|their) job\b", r"\bleft (?:my|his|her) job\b",
@@ -478,7 +499,7 @@ _CESSATION = [_lazy_re(p) for p in (
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
     r"取消", r"搬离", r"停了", r"不.{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
-    r"\blet (?:\w+ )*(?:lapse|expire|go)\b", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
+    r"\blet (?:\S+ ){0,4}(?:lapse|expire|go)\b", r"戒(?:烟|酒|糖|掉|了)", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
     r"\bwon'?t (?:be )?renew", r"\btook (?:me|him|her) off\b", r"\bfinished (?:with )?\w+", r"\bunsubscribed\b",
     r"\bclosed (?:my|the|our)\b", r"\bshut down\b", r"\bmoved on from\b", r"\bstepped down\b",
     r"退掉|退了|停订|停掉|没续|不续|辞掉|没再|关掉|注销|卖掉|退出|停办|拆了|扔了|不去了|停用",
@@ -488,6 +509,7 @@ _CHANGE = [_lazy_re(p) for p in (
     r"\bmoved to\b", r"\bstarted\b", r"\bnew\b", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",
     r"\bgot (?:a|an)\b", r"\bturned\b", r"\bfrom now on\b", r"\bmoving to\b", r"\brelocated\b", r"\bjoined\b",
     r"现在", r"改", r"换", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
+    r"升职|升为|晋升|当上|升到|涨到|降到|调到", r"\bpromoted\b", r"\brenamed\b", r"\bgot (?:pushed|moved|bumped)\b",
 )]
 # "now" in "I don't ... anymore, I now drink tea" marks a new value after a cessation: then it is a change.
 
@@ -531,9 +553,17 @@ def has_cjk(text: str) -> bool:
 
 
 def _stem(w: str) -> str:
+    """A crude stem: plural and verb endings off, so "smoke", "smokes", "smoking" and "smoked" meet ("smok")."""
     for suf in ("ies", "es", "s"):
         if len(w) > 4 and w.endswith(suf) and not w.endswith("ss"):
-            return w[: -len(suf)] + ("y" if suf == "ies" else "")
+            w = w[: -len(suf)] + ("y" if suf == "ies" else "")
+            break
+    if len(w) > 5 and w.endswith("ing"):
+        w = w[:-3]
+    elif len(w) > 4 and w.endswith("ed") and not w.endswith("eed"):
+        w = w[:-2]
+    if len(w) > 4 and w.endswith("e") and not w.endswith("ee"):
+        w = w[:-1]
     return w
 
 

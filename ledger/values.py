@@ -383,8 +383,8 @@ def value_parts(text: str) -> ValueParts:
             return None  # a lone digit inside a word (一起, 一直, 万一) is no number
         if s == "一" and after not in "元块岁号层楼":
             return None  # 一个 / 一只 is the article "a", as in English; 两只 / 三只 are counts
-        if s in _ZH_SCALES and len(s) == 1:
-            return None  # 十分 (very), 万 alone
+        if s in _ZH_SCALES and len(s) == 1 and not (after and after in "兆块元米"):
+            return None  # 十分 (very), 万 alone; but 千兆 is a thousand
         x = zh_number(s)
         return None if x is None else _fmt(x)
 
@@ -439,3 +439,9 @@ def qualifiers_clash(old: ValueParts, new: ValueParts) -> list[str]:
         if qb and qa != qb and not (qa and qb <= qa):
             out.append(kind)
     return out
+
+
+def qualifier_kinds(text: str) -> set[str]:
+    """The qualifier kinds named in ``text`` (a value phrase: "Saturday mornings" names day and time of day)."""
+    low = unicodedata.normalize("NFC", text).lower()
+    return {kind for kind, table in _QUALIFIERS.items() if any(re.search(p, low) for p, _ in table)}

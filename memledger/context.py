@@ -165,6 +165,34 @@ def _fact_line(text: str, when: datetime | None, source: str | None, status: str
     return f"- {_annotate(text, when, tz)} ({label}){ask}"
 
 
+def _said_text(rows_of: Any, key: str, f: Any) -> str:
+    """The words a fact is shown with: ``ATTRIBUTE: VALUE (changed|corrected from OLD; said: "SENTENCE")`` where the
+    sentence was read for an attribute and a value (``ATTRIBUTE: ended (said: "...")`` for a cessation), else the
+    sentence itself. ``rows_of(key)``: the key's history rows (to name what the value replaced)."""
+    text = f.text or f"{key}: {f.value}"
+    attribute, value, ended = getattr(f, "attribute", None), getattr(f, "extracted_value", None), getattr(f, "ended", False)
+    if not attribute or not (value or ended) or not f.text:
+        return text
+    before = ""
+    if f.version > 1:
+        from ledger.attributes import said
+
+        rows = rows_of(key)
+        mine = next((r for r in reversed(rows) if r["version"] == f.version), None)
+        prev = next((r for r in reversed(rows) if r["version"] < f.version and r.get("text")
+                     and r["effect"] in ("new", "supersede", "correct")), None)
+        if mine is not None and prev is not None:
+            old = said(key, prev["text"])
+            old_value = old.value or prev["text"]
+            if ended:
+                before = f"; was: {old_value}"
+            elif old_value != value:
+                before = f"{'corrected' if mine['effect'] == 'correct' else 'changed'} from {old_value}; "
+    if ended:
+        return f'{attribute}: ended (said: "{f.text}"{before})'
+    return f'{attribute}: {value} ({before}said: "{f.text}")'
+
+
 def _upcoming_line(f: Any, tz: str) -> str:
     """A scheduled fact (seed 003 §5.8): ``- TEXT (scheduled for D, not yet happened; provenance)``."""
     text = _annotate(f.text or f"{f.key}: {f.value}", f.valid_from, tz)
@@ -322,12 +350,20 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     def unconfirmed(key: str) -> datetime | None:
         return due[key].confirmed_at if key in due else None
 
+    history_rows: dict[str, list[dict[str, Any]]] = {}
+
+    def rows_of(key: str) -> list[dict[str, Any]]:
+        if key not in history_rows:
+            with db.read() as cur:
+                history_rows[key] = ml.history_projection.versions(cur, user_id, key)
+        return history_rows[key]
+
     # 1. profile: stable facts
     for key, f in sorted(profile.facts.items()):
         if key.startswith("memory."):
             continue
         rank = (0 if f.status == "contested" else 1e12) + f.valid_from.timestamp()
-        cand["profile"].append((_fact_line(f.text or f"{key}: {f.value}", f.valid_from, f.source, f.status, tz,
+        cand["profile"].append((_fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz,
                                            f.valid_to, now_dt, hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key)),
                                 rank))
     for f in upcoming:  # seed 003 §5.8: listed apart from current facts, never as having happened
@@ -438,7 +474,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
             if min_confidence is not None and _hit_confidence(h, f) < min_confidence:
                 continue
             if f is not None:
-                line = _fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz, f.valid_to, now_dt,
+                line = _fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz, f.valid_to, now_dt,
                                   hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key))
             else:
                 text = _hit_value(h, "text") or ""
@@ -452,7 +488,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         recent = sorted(((k, f) for k, f in profile.facts.items() if k.startswith("memory.")),
                         key=lambda kf: (kf[1].valid_from, kf[1].recorded_at), reverse=True)[:memories]
         for i, (key, f) in enumerate(recent):
-            cand["memories"].append((_fact_line(f.text or str(f.value), f.valid_from, f.source, f.status, tz,
+            cand["memories"].append((_fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz,
                                                 f.valid_to, now_dt, hedged=getattr(f, "hedged", False),
                                                 unconfirmed_since=unconfirmed(key)),
                                      -float(i)))
@@ -525,6 +561,8 @@ def _to_confirm(ml: Any, user_id: str, profile: Any) -> list[str]:
     contested = [k for k, f in profile.facts.items() if f.status == "contested"]
     if not contested:
         return []
+    from ledger.attributes import said
+
     out = []
     with ml.db.read() as cur:
         for key in sorted(contested):
@@ -532,5 +570,10 @@ def _to_confirm(ml: Any, user_id: str, profile: Any) -> list[str]:
             last = next((r for r in reversed(rows) if r.get("effect") == "contest"), None)
             if last is not None and (last.get("reason") or "").startswith("to confirm:") and last.get("text"):
                 f = profile.facts[key]
-                out.append(f"- to confirm: {last['text']} (may replace: {f.text or f.value})")
+                old, new = said(key, f.text), said(key, last["text"])
+                if old.value and new.value and old.value != new.value and (old.attribute or new.attribute):
+                    out.append(f"- to confirm: {old.attribute or new.attribute}: changed from {old.value} to "
+                               f"{new.value}? (said: \"{last['text']}\"; before: \"{f.text or f.value}\")")
+                else:
+                    out.append(f"- to confirm: {last['text']} (may replace: {f.text or f.value})")
     return out

@@ -68,15 +68,18 @@ def profile(store: Store, user_id: str, *, after: int | Receipt | Iterable[Recei
         # read the facts as said by then
         rows = split_scheduled(store, cur, user_id, store.profile_projection.rows(cur, user_id),
                                   to_micros(now if now is not None else now_utc()))
-    facts = {
-        r["key"]: FactView(
+    from ledger.attributes import said
+
+    facts = {}
+    for r in rows:
+        s = said(r["key"], r["text"])
+        facts[r["key"]] = FactView(
             value=_value(r["value_json"]), text=r["text"], version=r["version"],
             recorded_at=from_micros(r["recorded_at"]), valid_from=from_micros(r["valid_from"]),
             valid_to=from_micros(r["valid_to"]), source=r["source"], confidence=r["confidence"],
             status=r["status"], hedged=bool(json.loads(r.get("hygiene") or "{}").get("hedged")),
+            attribute=s.attribute, extracted_value=s.value, ended=s.ended,
         )
-        for r in rows
-    }
     return Profile(user_id=user_id, facts=facts)
 
 def history(store: Store, user_id: str, key: str | None = None, *,

@@ -84,7 +84,8 @@ def run(data: Path, embedder: str, verbose: bool = False) -> dict:
             sc["n"] += 1
             ok = True
             n["cases"] += 1
-            if c["new"] not in current and not (kind == "paraphrase" and r.decision == "reaffirm"):
+            new_lost = c["new"] not in current and not (kind == "paraphrase" and r.decision == "reaffirm")
+            if new_lost:
                 n["new_lost"] += 1
                 ok = False
             lost = [b for b in c["between"] if b not in current]
@@ -131,7 +132,8 @@ def run(data: Path, embedder: str, verbose: bool = False) -> dict:
                 res["failures"].append({"id": c["id"], "decision": r.decision, "key": r.key, "rule": r.explanation,
                                         "old_current": old_cur, "lost": lost})
                 if verbose:
-                    print(f"FAIL {c['id']}: {c['old']!r} -> {c['new']!r}: {r.decision} {r.key} | {r.explanation}",
+                    print(f"FAIL {c['id']}{' (NEW LOST)' if new_lost else ''}: {c['old']!r} -> {c['new']!r}: "
+                          f"{r.decision} {r.key} | {r.explanation}",
                           file=sys.stderr)
     times.sort()
     res["counts"] = n
