@@ -383,6 +383,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # no stated value is ever lost: a sentence whose number, time, code or name differs is a new value
             return done("supersede", slot_key, "value_changed", head, close_key=close,
                         note=f"{'/'.join(changed)} changed: not a paraphrase")
+        extra = typing.value_tokens - (head.typing.value_tokens if head.typing is not None else set())
+        if not contained and extra and _cue_words(slot_key, extra, registry):
+            # "I am dating Alex" / "Alex and I got engaged": the word it adds is one of the slot's own values
+            return done("supersede", slot_key, "value_changed", head, close_key=close,
+                        note=f"it adds {', '.join(sorted(_cue_words(slot_key, extra, registry)))}: a new value")
         if contained or (not new_value and not typing.change and typing.value_tokens):
             return done("reaffirm", head.key, "paraphrase", head)
         if not typing.value_tokens and not typing.change:
@@ -512,6 +517,19 @@ _INSTEAD = re.compile(r"\b(?:instead of|rather than|in place of|replac(?:ed|ing)
                       r"不再([^，,。]{1,10})[，,]?\s*(?:改|换|而是)|不([^，,。]{1,8})了[，,]\s*(?:改|换)", re.I)
 #: words that make "also" part of a replacement, not an addition ("I now also ..." still adds)
 _REPLACING = re.compile(r"\b(?:instead|switched|switch(?:ing)? to|no longer|replaced|moved to)\b|改成|换成|不再", re.I)
+
+
+def _cue_words(slot_key: str, words: set[str], registry: KeyRegistry) -> set[str]:
+    """The ``words`` (value tokens) that are cues of the slot ``slot_key`` names ("engag" of "engaged" in
+    relationship.status): values of the slot, not rewording."""
+    from .slots import CATALOGUE
+
+    base = slot_key.split(".", 2)[2] if slot_key.startswith("family.") else slot_key
+    slot = next((s for s in CATALOGUE if s.key == base), None)
+    if slot is None:
+        return set()
+    return {w for w in words if any(p.search(w) or any(p.search(w + suf) for suf in ("e", "ed", "ing", "s"))
+                                    for p in slot.patterns)}
 
 
 def _replaces(text: str) -> bool:

@@ -160,7 +160,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("residence.city", "single",
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown",),
-          ("住在|在.{1,6}住|搬到|搬去|搬来|搬回|搬过来|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
+          ("住在|在.{1,6}住|我在.{1,6}生活|搬到|搬去|搬来|搬回|搬过来|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|"
            r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),
@@ -478,7 +478,7 @@ _TENTATIVE = _lazy_re(r"\b(?:might|(?:maybe|perhaps)(?! (?:\d|one|two|three|four
                         r"contemplating|hoping to|hope to|would like to|i'?d like to|not sure (?:if|whether)|"
                         r"wondering (?:if|whether)|someday|some day|(?:i|we) may|"
                         r"may (?:move|switch|start|quit|get|go|take)|could (?:move|switch|start|quit|get)|"
-                        r"in the future|whether to)\b|^if\b|可能|也许|或许|大概|说不定|考虑|如果|要是|将来|有机会")
+                        r"in the future|whether to)\b|^if\b|可能|也许|或许|大概(?![\d一二两三四五六七八九十百千万])|说不定|考虑|如果|要是|将来|有机会")
 #: Plan words make a statement tentative too ("I'm planning to switch to tea", 我打算换工作), except when the plan
 #: itself is what stops ("We cancelled the plan to move to Canada", 去加拿大的计划取消了: a cessation of the plan).
 _PLANNING = _lazy_re(r"\bplan(?:s|ning)? (?:to|on)\b|\bgoing to\b(?! the| a )|打算|计划|准备|想去|想搬|想换|想学|想买")
@@ -562,7 +562,7 @@ def _stem(w: str) -> str:
         w = w[:-3]
     elif len(w) > 4 and w.endswith("ed") and not w.endswith("eed"):
         w = w[:-2]
-    if len(w) > 4 and w.endswith("e") and not w.endswith("ee"):
+    if len(w) > 3 and w.endswith("e") and not w.endswith("ee"):
         w = w[:-1]
     return w
 

@@ -68,6 +68,17 @@ _MIN_PAST = re.compile(r"\b(five|ten|twenty|twenty[- ]five|\d{1,2})(?: minutes)?
 #: "six in the morning", "seven thirty pm", "eleven at night"
 _WORD_CLOCK = re.compile(r"\b(" + _HOURS + r")(?:[ -](fifteen|thirty|forty[- ]five|oh[- ]five|ten|twenty|forty|fifty))?"
                          r"\s+(?:(a\.?m\.?|p\.?m\.?)|(?:in the|at)\s+(morning|afternoon|evening|night)|o'?clock)", re.I)
+#: durations said in words, in minutes ("three quarters of an hour" = 45, 一个半小时 = 90)
+_DURATION_PHRASES = {"half an hour": 30, "half hour": 30, "an hour and a half": 90, "one and a half hours": 90,
+                     "an hour and a quarter": 75, "three quarters of an hour": 45, "a quarter of an hour": 15,
+                     "quarter of an hour": 15, "an hour": 60, "one hour": 60, "a couple of hours": 120,
+                     "一个半小时": 90, "半个小时": 30, "半小时": 30, "一个小时": 60, "一小时": 60, "两个小时": 120,
+                     "一刻钟": 15, "三刻钟": 45, "两个半小时": 150}
+_DURATION = re.compile("|".join(re.escape(k) for k in sorted(_DURATION_PHRASES, key=len, reverse=True)), re.I)
+#: an amount of hours or minutes, in minutes ("1.5 hours" = 90, "90 mins", 90分钟)
+_HOURS_MINUTES = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?|[零一二两三四五六七八九十百]+|(?:one|two|three|four|five|six|"
+                            r"seven|eight|nine|ten|fifteen|twenty|thirty|forty|forty-five|fifty|sixty|ninety)"
+                            r"(?:[ -](?:five))?)\s?(hours?|hrs?|minutes?|mins?|小时|个小时|分钟)(?![A-Za-z])", re.I)
 _TIME_ZH = re.compile(r"(早上|早晨|上午|中午|下午|傍晚|晚上|夜里|凌晨)?\s*([零〇一二两三四五六七八九十\d]{1,3})\s*[点點]"
                       r"\s*(半|一刻|三刻|[零〇一二两三四五六七八九十\d]{1,3}\s*分?)?")
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
@@ -84,12 +95,16 @@ _NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_EN_SCALES),
                                                                                          key=len, reverse=True))
                         + r"|and(?=[\s-]+(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True)) + r")\b))\b)*"
                         r"(?:\s+and a half\b)?", re.I)
+_TIMES_A = re.compile(r"\b(once|twice|thrice)\b(?= (?:a|an|per|every|each)\b)", re.I)
 _ZH_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?")
 #: measure words after which a lone Chinese digit is a count (两只猫), not part of a word (一起, 一直)
 _ZH_MEASURE = "元块岁个只条位次号层楼分米斤天年月周张本辆台件套间家门双部首杯瓶"
 _NAME = re.compile(r"(?<=[\w,;:)] )(?:[A-Z][\w'&.-]*)(?: (?:[A-Z][\w'&.-]*|of|de|van|von))*")
 _NEGATION = re.compile(r"\b(?:not|no|never|don'?t|doesn'?t|didn'?t|isn'?t|aren'?t|wasn'?t|won'?t|can'?t|cannot|"
-                       r"nobody|nothing)\b|n't\b|[不没别未勿]")
+                       r"nobody|nothing)\b|n't\b|"
+                       # 不 and 没 negate, but not inside 差不多, 不错, 不少, 不过, 没关系, 别的 ...
+                       r"(?<!差)不(?!多|错|少|过|仅|但|久|然|同|如|断|停|管|论|止|好意思)|没有?(?!关系|事儿?|错)|"
+                       r"别(?=[吃喝买去做用忘])|未(?!来)|勿")
 
 _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
     "tod": ((r"\b(?:in the )?mornings?\b|\bbreakfast\b|早上|早晨|上午|早饭|早餐", "morning"),
@@ -137,6 +152,10 @@ class ValueParts:
         if self.negated:
             out.append("negated")
         return ", ".join(out) or "none"
+
+
+def has_zh(s: str) -> bool:
+    return any("\u4e00" <= c <= "\u9fff" for c in s)
 
 
 def _fmt(x: float) -> str:
@@ -346,6 +365,21 @@ def value_parts(text: str) -> ValueParts:
         return _fmt(float(m.group(2)) * _EN_SCALES[m.group(3).lower()])
 
     take("number", _SCALED, scaled)
+    def duration(m: re.Match[str]) -> str:
+        parts["unit"].add("min")
+        return _fmt(_DURATION_PHRASES[m.group(0).lower().replace("  ", " ")])
+
+    take("number", _DURATION, duration)
+
+    def hours(m: re.Match[str]) -> str | None:
+        raw = m.group(1)
+        x = float(raw) if re.fullmatch(r"\d+(?:\.\d+)?", raw) else (zh_number(raw) if has_zh(raw) else en_number_words(raw))
+        if x is None:
+            return None
+        parts["unit"].add("min")
+        return _fmt(x * 60 if m.group(2).lower().startswith(("h", "小")) else x)
+
+    take("number", _HOURS_MINUTES, hours)
     take("phone", _PHONE, lambda m: re.sub(r"\D", "", m.group(0)) if len(re.sub(r"\D", "", m.group(0))) >= 7 else None)
     def code(m: re.Match[str]) -> str:
         c = m.group(0)
@@ -375,6 +409,7 @@ def value_parts(text: str) -> ValueParts:
         return None if x is None else _fmt(x)
 
     take("number", _NUM_WORDS, words)
+    take("number", _TIMES_A, lambda m: {"once": "1", "twice": "2", "thrice": "3"}[m.group(1).lower()])
 
     def zh(m: re.Match[str]) -> str | None:
         s = m.group(0)
@@ -389,7 +424,7 @@ def value_parts(text: str) -> ValueParts:
         return None if x is None else _fmt(x)
 
     take("number", _ZH_NUM, zh)
-    for u in ("元", "块", "公斤", "公里", "分钟", "小时", "岁"):
+    for u in ("元", "块", "公斤", "公里", "岁"):
         if u in text:
             parts["unit"].add(_UNIT_WORDS[u])
     parts["name"] = {m.group(0).lower().rstrip(".") for m in _NAME.finditer(unicodedata.normalize("NFC", text))
