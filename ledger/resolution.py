@@ -384,7 +384,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("supersede", slot_key, "value_changed", head, close_key=close,
                         note=f"{'/'.join(changed)} changed: not a paraphrase")
         extra = typing.value_tokens - (head.typing.value_tokens if head.typing is not None else set())
-        if not contained and extra and _cue_words(slot_key, extra, registry):
+        would_reaffirm = contained or (not new_value and not typing.change and bool(typing.value_tokens))
+        if would_reaffirm and not contained and extra and _cue_words(slot_key, extra, registry):
             # "I am dating Alex" / "Alex and I got engaged": the word it adds is one of the slot's own values
             return done("supersede", slot_key, "value_changed", head, close_key=close,
                         note=f"it adds {', '.join(sorted(_cue_words(slot_key, extra, registry)))}: a new value")
