@@ -52,7 +52,7 @@ _NOISE = set("""
 now currently these days nowadays anymore still actually btw oh and also too so well just recently finally
 sorry meant mean correction wait no yes ok okay then again newly already officially
 """.split()) | {"day"}
-_ZH_NOISE = set("现在目前最近如今已经刚刚刚才终于对了话说其实说错了不对我是说另外还有也又还就都了的吗呢吧啊呀哦嗯每个月天周年号")
+_ZH_NOISE = set("现在目前最近如今已经刚刚刚才终于对了话说其实说错了不对我是说另外还有也又还就都了的吗呢吧啊呀哦嗯每个月天周年号才")
 
 _LEAD = re.compile(r"^(?:(?:btw|by the way|oh|and|also|so|well|actually|sorry|oops|wait|no|ok|okay|update|fyi|"
                    r"heads up|correction|i meant|i mean|quick update|just so you know)\b[\s,:;.!-]*)+", re.I)
@@ -313,7 +313,12 @@ def same_attribute(a: Reading, b: Reading) -> bool:
     if ha and hb and ha != hb and not (ha in b.lemmas or hb in a.lemmas):
         return False
     if "template" in (a.form, b.form):
-        return attribute_overlap(a, b) >= SAME_TEMPLATE
+        if attribute_overlap(a, b) >= SAME_TEMPLATE:
+            return True
+        # "物业费从2块5涨到了3块" (attribute 物业费) and "物业费每平米2块5" (no form: all but its values): the named
+        # attribute, two lemmas or more, within the other sentence
+        named, whole = (a, b) if b.form == "template" else (b, a)
+        return named.form != "template" and len(named.lemmas) >= 2 and named.lemmas <= whole.lemmas
     if attribute_overlap(a, b) >= SAME_ATTRIBUTE:
         return True
     small, big = (a.lemmas, b.lemmas) if len(a.lemmas) <= len(b.lemmas) else (b.lemmas, a.lemmas)

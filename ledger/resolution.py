@@ -178,6 +178,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         """What the statement says that ``c`` does not: the value kinds that differ, or "value" when both name a
         value phrase for the same attribute and the phrases share too little ("the left side" / "my back")."""
         out = differing(c.values, mine_vp)
+        if (not out and not any(vp.parts.get(k) for vp in (c.values, mine_vp) for k in ("number", "time", "date"))
+                and _zh_numerals(c.text) != _zh_numerals(text)):
+            out.append("number")  # 研一 / 研二: a numeral inside a word, which value_parts leaves alone
         sub = substitution(c.text, text)
         if sub is not None and not out:
             # one place differs: unless both spans are the same amount reworded, the value there changed
@@ -243,22 +246,23 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         return max(found, key=lambda c: (len(c.reading.lemmas & mine_rd.lemmas) / len(c.reading.lemmas | mine_rd.lemmas),
                                          c.score))
 
-    def value_paraphrase() -> Candidate | None:
-        """The current memory saying the very values of the statement about the same topic, or None."""
+    def value_paraphrase(pool: list[Candidate] | None = None, min_shared: float = 0.25) -> Candidate | None:
+        """The current memory (of ``pool``, default every candidate) saying the very values of the statement about
+        the same topic (a content word shared besides the values, or a close cosine), or None."""
         strong = ("number", "time", "date", "email", "url", "phone", "code")
         if (typing.correction or typing.cessation or typing.change or typing.additive
                 or not any(mine_vp.parts.get(k) for k in strong)):
             return None
         words = content_tokens(mine_vp.residue) - GENERIC - _GENERIC_STEMS
         best = None
-        for c in candidates:
+        for c in (candidates if pool is None else pool):
             if c.status not in ("current", "contested") or not same_subject(c) or value_changed(c):
                 continue
             if not any(c.values.parts.get(k) for k in strong) or qualifiers_clash(c.values, mine_vp):
                 continue
             theirs = content_tokens(c.values.residue) - GENERIC - _GENERIC_STEMS
             shared = overlap(words, theirs)
-            if (shared >= 0.25 or (c.dense or 0.0) >= rel_cos) and (best is None or shared > best[0]):
+            if (shared >= min_shared or (c.dense or 0.0) >= rel_cos) and (best is None or shared > best[0]):
                 best = (shared, c)
         return None if best is None else best[1]
 
@@ -299,8 +303,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         first, and whether the best is the only best (a share >= 0.5, strictly ahead of the second)."""
         found = []
         for c in pool:
-            if c.typing is None or c.typing.subject not in ("self", "none"):
-                continue
+            if c.typing is None or not (c.typing.subject in ("self", "none") if typing.subject in ("self", "none")
+                                        else c.typing.subject == typing.subject):
+                continue  # "my son quit the football league" names what of the son's it ends
             theirs = c.typing.value_tokens
             # the share of its value words the memory holds, or of the words it says were wrong ("not Maine")
             frac = max(len(typing.value_tokens & theirs) / max(1, len(typing.value_tokens)),
@@ -351,6 +356,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if am is not None and not registry.slot_of(am.key):
                 # the slot holds nothing, but a free-text memory is about the same attribute: it is revised
                 return beside(am) or on_attribute(am)
+            para = value_paraphrase()
+            if para is not None:
+                return done("reaffirm", para.key, "value_paraphrase", para, note="every value-bearing part equal")
             return done("new", slot_key, "new_slot")
         close = head.key if head.key != slot_key else None
         if typing.correction:
@@ -393,6 +401,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("reaffirm", head.key, "paraphrase", head)
         if not typing.value_tokens and not typing.change:
             return done("reaffirm", head.key, "paraphrase_no_value", head)
+        if value_paraphrase([head], 0.0) is not None:
+            # "my birthday is on the 3rd of May" / "my birthday falls on May 3": the same slot, every value equal
+            return done("reaffirm", head.key, "value_paraphrase", head, note="every value-bearing part equal")
         return done("supersede", slot_key, "same_slot", head, close_key=close)
 
     if slot_key is not None:  # multi-valued
@@ -440,6 +451,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("supersede", matched.key if close is None else None, "multi_same_value", matched,
                             close_key=close)
             return done("reaffirm", matched.key, "multi_paraphrase", matched)
+        para = value_paraphrase(siblings, 0.0) or value_paraphrase()
+        if para is not None:
+            return done("reaffirm", para.key, "value_paraphrase", para, note="every value-bearing part equal")
         am = by_attribute()
         if am is not None and beside(am) is None:
             return on_attribute(am)
@@ -447,7 +461,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
 
     # no slot, but it stops or corrects something it names ("I gave up chess", "Max passed away", "我放弃减肥了"):
     # the one current memory sharing its value words is the target
-    if ((typing.cessation or typing.correction) and typing.subject in ("self", "none")
+    if ((typing.cessation or typing.correction)
             and (typing.value_tokens or typing.negated_tokens)):
         found, unique = named(candidates)
         if unique:
@@ -515,6 +529,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
 
 #: a statement that names what it replaces: "instead of the 42 bus", "rather than tea", 不再X / 不X了，改Y
 _INSTEAD = re.compile(r"\b(?:instead of|rather than|in place of|replac(?:ed|ing) (?:my |the )?)\s*([^,.;]+)|"
+                      r"\b(?:traded|swapped|exchanged)(?: in)? (?:my |the |our )?([^,.;]+?) for\b|"
                       r"不再([^，,。]{1,10})[，,]?\s*(?:改|换|而是)|不([^，,。]{1,8})了[，,]\s*(?:改|换)", re.I)
 #: words that make "also" part of a replacement, not an addition ("I now also ..." still adds)
 _REPLACING = re.compile(r"\b(?:instead|switched|switch(?:ing)? to|no longer|replaced|moved to)\b|改成|换成|不再", re.I)
@@ -531,6 +546,11 @@ def _cue_words(slot_key: str, words: set[str], registry: KeyRegistry) -> set[str
         return set()
     return {w for w in words if any(p.search(w) or any(p.search(w + suf) for suf in ("e", "ed", "ing", "s"))
                                     for p in slot.patterns)}
+
+
+def _zh_numerals(text: str) -> set[str]:
+    """The Chinese numeral characters of a text, with 两 read as 二 (一 left out: it is also "a")."""
+    return {"二" if c == "两" else c for c in text if c in "二两三四五六七八九十百千万"}
 
 
 def _replaces(text: str) -> bool:

@@ -115,9 +115,9 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
           ("老家|来自|在.{1,6}长大|家乡",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
-                                  r"grad school|phd|master's|bachelor's",), ("专业|大学|读研|读博|在读|学位|毕业于",)),
+                                  r"grad school|phd|master's|bachelor's",), ("专业|大学|读研|读博|在读|学位|毕业于|研[一二三]|大[一二三四](?:学生|了)?|高[一二三](?:学生|了)|博[一二三四五]",)),
     _slot("preference.sport_team", "single", (r"supporter of|(?:i|we) support|fan of|favou?rite (?:team|club|player)|"
-                                              r"root for",), ("球队|球星|最喜欢的球员|支持.{1,6}队|粉丝",), weight=0.5),
+                                              r"root for",), ("球队|球星|最喜欢的球员|支持.{1,6}队|粉丝|(?:改|开始|转而|现在)支持",), weight=0.5),
     _slot("preference.movie", "single", (r"favou?rite (?:movie|film|tv show|show|series|director)|"
                                          r"watch(?:ing)? (?:\w+ )?(?:movies|films|documentaries|series|anime|dramas)",),
           ("最喜欢的电影|最爱的电影|最喜欢的电视剧|最爱看的剧|看.{0,4}(?:电影|纪录片|电视剧|动漫|片)|纪录片|电影",)),
@@ -144,12 +144,12 @@ CATALOGUE: tuple[Slot, ...] = (
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
           ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
-                                      r"joined \w+(?: \w+)? as|employer|company i work|"
+                                      r"joined \w+(?: \w+)? as|employer|company i work|started (?:a new job |working )?at|"
                                       r"(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:bus|train|subway|metro|tube|tram|"
                                 r"ferry)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
-                                r"commute|commuting",), ("坐地铁|坐公交|骑车上班|开车上班|走路上班|通勤|坐.{0,3}上班",),
+                                r"commute|commuting",), ("坐地铁|坐公交|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班",),
           weight=1.5),
     _slot("work.shift", "single", (r"(?:night|day|early|late|morning|evening|weekend) shifts?",),
           ("夜班|白班|早班|晚班|倒班",), weight=1.5),
@@ -174,7 +174,8 @@ CATALOGUE: tuple[Slot, ...] = (
            r"playlist|album",), ("音乐|听歌|歌手|乐队|爵士|摇滚|古典乐|流行歌|说唱",)),
     _slot("device.phone", "single", (r"iphone|android phone|pixel phone|galaxy phone|my phone is|new phone|"
                                      r"phone is an?|switched to (?:an? )?(?:iphone|android)",),
-          ("苹果手机|安卓|华为手机|小米手机|换了?手机|新手机|手机是",)),
+          ("苹果手机|安卓|华为手机|小米手机|换了?手机|新手机|手机是|手机换|华为(?:mate|p\\d)|mate ?\\d{2}|iphone ?\\d*|"
+           "小米\\d+|荣耀\\d+|三星galaxy|pixel ?\\d",)),
     _slot("device.computer", "single", (r"laptop|macbook|thinkpad|desktop pc|my computer|new computer",),
           ("笔记本电脑|电脑|台式机",)),
     _slot("vehicle", "single", (r"drive an?|my car|new car|bought an? (?:\w+ )?car|electric car|tesla|"
@@ -499,7 +500,8 @@ _CESSATION = [_lazy_re(p) for p in (
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
     r"取消", r"搬离", r"停了", r"不.{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
-    r"\blet (?:\S+ ){0,4}(?:lapse|expire|go)\b", r"戒(?:烟|酒|糖|掉|了)", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
+    r"\blet .{1,40}?(?:lapse|expire)\b", r"戒(?=烟|酒|糖|掉|了)", r"放下了|先放一放|搁置了|暂停了|停掉了",
+    r"\band left\b", r"\bleft (?:the )?\w+ (?:club|gym|team|group|choir|band|company|firm|school|church|league|class)\b", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
     r"\bwon'?t (?:be )?renew", r"\btook (?:me|him|her) off\b", r"\bfinished (?:with )?\w+", r"\bunsubscribed\b",
     r"\bclosed (?:my|the|our)\b", r"\bshut down\b", r"\bmoved on from\b", r"\bstepped down\b",
     r"退掉|退了|停订|停掉|没续|不续|辞掉|没再|关掉|注销|卖掉|退出|停办|拆了|扔了|不去了|停用",

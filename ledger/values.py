@@ -95,6 +95,7 @@ _NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_EN_SCALES),
                                                                                          key=len, reverse=True))
                         + r"|and(?=[\s-]+(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True)) + r")\b))\b)*"
                         r"(?:\s+and a half\b)?", re.I)
+_KUAI = re.compile(r"(?<![0-9.])(\d+)块(\d)(?![0-9])")
 _TIMES_A = re.compile(r"\b(once|twice|thrice)\b(?= (?:a|an|per|every|each)\b)", re.I)
 _ZH_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?")
 #: measure words after which a lone Chinese digit is a count (两只猫), not part of a word (一起, 一直)
@@ -365,6 +366,8 @@ def value_parts(text: str) -> ValueParts:
         return _fmt(float(m.group(2)) * _EN_SCALES[m.group(3).lower()])
 
     take("number", _SCALED, scaled)
+    # 2块5 = 2.5 (yuan), 3毛5 in 块 too: the digit after 块 is tenths, as spoken
+    take("number", _KUAI, lambda m: (parts["unit"].add("cny"), _fmt(float(f"{m.group(1)}.{m.group(2)}")))[1])
     def duration(m: re.Match[str]) -> str:
         parts["unit"].add("min")
         return _fmt(_DURATION_PHRASES[m.group(0).lower().replace("  ", " ")])
