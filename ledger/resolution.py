@@ -46,6 +46,7 @@ from .slots import (
     KeyRegistry,
     Typing,
     content_tokens,
+    has_cjk,
     linked_slot_keys,
     names_several,
     overlap,
@@ -156,8 +157,13 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     prepare(candidates, registry, user_name)
     para_cos, rel_cos = dense_thresholds(embedder)
     mine = nfc(text)
+    cjk_statement = has_cjk(text)
     for c in candidates:
         c.value_overlap = overlap(typing.value_tokens, c.typing.value_tokens if c.typing else set())
+        if cjk_statement or has_cjk(c.text):
+            # MiniLM reads Chinese characters as unknown tokens: any two Chinese sentences have a high cosine, which
+            # says nothing about whether one paraphrases the other
+            c.dense = None
     figures = {"catalogue": CATALOGUE_VERSION, "embedder": embedder, "paraphrase": PARAPHRASE,
                "dense_paraphrase": para_cos, "dense_related": rel_cos}
     mine_vp = value_parts(text)
@@ -193,7 +199,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if not out and mine_rd.old_value:
             out.append("value")  # "went from a medium to a large": it says the value changed
         elif not out and mine_rd.value and theirs.value and same_attribute(theirs, mine_rd):
-            a, b = content_tokens(mine_rd.value), content_tokens(theirs.value)
+            # the value phrases' words besides their values ("$2,500" / "2.5k" are equal amounts, no words)
+            a, b = content_tokens(value_parts(mine_rd.value).residue), content_tokens(value_parts(theirs.value).residue)
             if a and b and (overlap(a, b) < PARAPHRASE or (a - b and b - a)):
                 out.append("value")  # "a medium flat white" / "a large flat white": a word replaced by another
         return out
@@ -265,6 +272,43 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if (shared >= min_shared or (c.dense or 0.0) >= rel_cos) and (best is None or shared > best[0]):
                 best = (shared, c)
         return None if best is None else best[1]
+
+    def value_replacement(pool: list[Candidate] | None = None) -> Resolution | None:
+        """A statement that says something changed or was wrong and gives a value of the kind a current memory of
+        the same topic holds ("they reset the lockers, my code is 9025 now" / "my gym locker code is 4471";
+        物业把门禁密码换了，现在是7126): that memory is revised (superseded, or corrected). Only the best such
+        memory, strictly ahead of any other, with a content word shared besides the values."""
+        if not (typing.change or typing.correction) or typing.mood != "statement" or (
+                typing.additive and not _replaces(text)):
+            return None
+        kinds = {k for k in (*_STRONG, "name") if mine_vp.parts.get(k)}
+        if not kinds:
+            return None
+        every = content_tokens(mine_vp.residue) - _CHANGE_STEMS
+        words = every - GENERIC - _GENERIC_STEMS
+        found = []
+        for c in (candidates if pool is None else pool):
+            if c.status not in ("current", "contested") or not (same_subject(c) or _names_subject(text, c)):
+                continue
+            theirs = {k for k in (*_STRONG, "name") if c.values.parts.get(k)}
+            shared_kinds = kinds & theirs
+            if not shared_kinds or not any(c.values.parts[k] != mine_vp.parts[k] for k in shared_kinds):
+                continue
+            their_every = content_tokens(c.values.residue) - _CHANGE_STEMS
+            # a topic word shared besides the values; the slot's own words ("phone number", 手机) count when the
+            # sentences have no other
+            share = overlap(words, their_every - GENERIC - _GENERIC_STEMS)
+            if share >= 0.3 or overlap(every, their_every) >= 0.5:
+                found.append((share, c.score, c))
+        found.sort(key=lambda t: (-t[0], -t[1]))
+        if not found or (len(found) > 1 and found[1][0] >= found[0][0]):
+            return None
+        target = found[0][2]
+        if typing.correction:
+            return done("correct", target.key, "value_correction", target, op="correct",
+                        note="it says the value was wrong and gives one of the same kind")
+        return done("supersede", target.key, "value_replaced", target,
+                    note="it says the value changed and gives one of the same kind")
 
     def on_attribute(c: Candidate, close: str | None = None, key: str | None = None) -> Resolution:
         """Decide against the memory ``c`` holding the same attribute: correct, retire, supersede, or (every value
@@ -359,6 +403,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             para = value_paraphrase()
             if para is not None:
                 return done("reaffirm", para.key, "value_paraphrase", para, note="every value-bearing part equal")
+            replaced = value_replacement([c for c in candidates if not registry.slot_of(c.key)])
+            if replaced is not None:
+                return replaced
             return done("new", slot_key, "new_slot")
         close = head.key if head.key != slot_key else None
         if typing.correction:
@@ -446,6 +493,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                                               or substitution(matched.text, text) is not None):
                     return done("supersede", matched.key if close is None else None, "value_changed", matched,
                                 close_key=close, note=f"same attribute, {'/'.join(changed)} changed")
+                replaced = value_replacement([matched])
+                if replaced is not None:
+                    return replaced
                 return done("add", None, "multi_new", note=f"{'/'.join(changed)} differs: another value")
             if typing.change and matched.value_overlap < 1.0:
                 return done("supersede", matched.key if close is None else None, "multi_same_value", matched,
@@ -457,6 +507,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         am = by_attribute()
         if am is not None and beside(am) is None:
             return on_attribute(am)
+        replaced = value_replacement()
+        if replaced is not None:
+            return replaced
         return done("add", None, "multi_new")
 
     # no slot, but it stops or corrects something it names ("I gave up chess", "Max passed away", "我放弃减肥了"):
@@ -493,6 +546,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     am = by_attribute()
     if am is not None:
         return beside(am) or on_attribute(am)
+
+    # no slot: it says a value changed (or was wrong) and gives one of the kind a memory of the same topic holds
+    replaced = value_replacement()
+    if replaced is not None:
+        return replaced
 
     # no slot: the same values said of the same topic ("My rent is 2,200 a month" / "I pay 2.2k in rent every
     # month"): every value-bearing part equal and non-empty, a shared content word besides them, no marker
@@ -546,6 +604,25 @@ def _cue_words(slot_key: str, words: set[str], registry: KeyRegistry) -> set[str
         return set()
     return {w for w in words if any(p.search(w) or any(p.search(w + suf) for suf in ("e", "ed", "ing", "s"))
                                     for p in slot.patterns)}
+
+
+#: the value kinds that name one value exactly (a name or a qualifier may be one of several)
+_STRONG = ("number", "time", "date", "email", "url", "phone", "code")
+#: words that say a change happened, not what it is about
+_CHANGE_WORDS = set("now new changed change reset raised raise bumped moved switched got started starting updated "
+                    "again reshuffled these days".split()) | set("换改变新现在成了")
+_CHANGE_STEMS = {t for w in _CHANGE_WORDS for t in content_tokens(w)} | _CHANGE_WORDS
+
+
+def _names_subject(text: str, c: Candidate) -> bool:
+    """Whether ``text`` names the person ``c`` is about ("swim practice for my daughter" of a daughter's memory)."""
+    if c.typing is None or c.typing.subject in ("self", "none"):
+        return False
+    from .slots import _RELATIONS_EN, _RELATIONS_ZH
+
+    words = [w for w, rel in {**_RELATIONS_EN, **_RELATIONS_ZH}.items() if rel == c.typing.subject]
+    low = text.lower()
+    return any((w in low) if has_cjk(w) else re.search(rf"\b{re.escape(w)}\b", low) for w in words)
 
 
 def _zh_numerals(text: str) -> set[str]:

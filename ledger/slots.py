@@ -130,6 +130,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("pet", "multi", (_PETS,), ("狗|猫|宠物|仓鼠|鹦鹉|兔子|金鱼|乌龟",)),
     _slot("relationship.status", "single",
           (r"single|married|divorced|engaged|dating|girlfriend|boyfriend|fianc[eé]e?|broke up|widowed|"
+           r"seeing (?:someone|somebody|a guy|a girl|a woman|a man|each other)|"
            r"in a relationship|got married|separated",),
           ("单身|结婚|离婚|订婚|恋爱|女朋友|男朋友|分手|对象",)),
     _slot("work.occupation", "single",
@@ -144,7 +145,7 @@ CATALOGUE: tuple[Slot, ...] = (
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
           ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
-                                      r"joined \w+(?: \w+)? as|employer|company i work|started (?:a new job |working )?at|"
+                                      r"joined \w+(?: \w+)? as|employer|company i work|started (?:a new job |working )?at|new job at|"
                                       r"(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:bus|train|subway|metro|tube|tram|"
@@ -504,7 +505,8 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\band left\b", r"\bleft (?:the )?\w+ (?:club|gym|team|group|choir|band|company|firm|school|church|league|class)\b", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
     r"\bwon'?t (?:be )?renew", r"\btook (?:me|him|her) off\b", r"\bfinished (?:with )?\w+", r"\bunsubscribed\b",
     r"\bclosed (?:my|the|our)\b", r"\bshut down\b", r"\bmoved on from\b", r"\bstepped down\b",
-    r"退掉|退了|停订|停掉|没续|不续|辞掉|没再|关掉|注销|卖掉|退出|停办|拆了|扔了|不去了|停用",
+    r"退掉|退了|退订|停订|停掉|没续|不续|辞掉|没再|关掉|注销|卖掉|退出|停办|拆了|扔了|不去了|停用|不用再|不再需要",
+    r"\bis over\b", r"\bended the\b", r"\bcleared out\b",
 )]
 _CHANGE = [_lazy_re(p) for p in (
     r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",
@@ -512,6 +514,8 @@ _CHANGE = [_lazy_re(p) for p in (
     r"\bgot (?:a|an)\b", r"\bturned\b", r"\bfrom now on\b", r"\bmoving to\b", r"\brelocated\b", r"\bjoined\b",
     r"现在", r"改", r"换", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
     r"升职|升为|晋升|当上|升到|涨到|降到|调到", r"\bpromoted\b", r"\brenamed\b", r"\bgot (?:pushed|moved|bumped)\b",
+    r"\b(?:raised|reset|bumped|reshuffled|relocated|rescheduled|re-?registered|upped|hiked|lowered)\b",
+    r"\bgot new\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
 )]
 # "now" in "I don't ... anymore, I now drink tea" marks a new value after a cessation: then it is a change.
 

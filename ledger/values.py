@@ -50,7 +50,9 @@ _UNIT_WORDS = {
 }
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_URL = re.compile(r"\b(?:https?://|www\.)[^\s，。,]+|\b[\w-]+\.(?:com|org|net|io|cn|de|co\.uk|dev)(?:/[^\s，。,]*)?\b")
+_URL = re.compile(r"\b(?:https?://|www\.)[^\s，。,]+|\b[a-z0-9][\w-]{2,}(?:\.[\w-]+)*\.(?:com|org|net|io|cn|de|uk|dev|"
+                  r"app|art|studio|me|co|info|blog|site|xyz|ai|tv|fm|page|shop|design|photo|online)(?:/[^\s，。,]*)?\b",
+                  re.I)
 _PHONE = re.compile(r"(?<![\w.])\+?\d[\d\s\-()]{6,}\d(?![\w.])")
 #: a token mixing letters and digits (plates, passwords, flight and locker codes): 沪A12345, tulip88, B-12
 _CODE = re.compile(r"(?<![A-Za-z0-9@])[\u4e00-\u9fff]?(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])"
