@@ -292,8 +292,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 continue
             theirs = {k for k in (*_STRONG, "name") if c.values.parts.get(k)}
             shared_kinds = kinds & theirs
-            if not shared_kinds or not any(c.values.parts[k] != mine_vp.parts[k] for k in shared_kinds):
-                continue
+            if not shared_kinds or not any(mine_vp.parts[k] - c.values.parts[k] for k in shared_kinds):
+                continue  # it must give a value the memory does not hold ("... with Dana has changed" gives none)
             their_every = content_tokens(c.values.residue) - _CHANGE_STEMS
             # a topic word shared besides the values; the slot's own words ("phone number", 手机) count when the
             # sentences have no other
