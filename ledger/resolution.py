@@ -56,6 +56,9 @@ from .slots import (
 from .values import ValueParts, differing, qualifier_kinds, qualifiers_clash, value_parts
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
+#: the rules whose conflict an adjudicator may settle (unsure which memory, or whether it replaces it); a partial
+#: cessation is never settled by one: retiring the memory would lose its other values
+ADJUDICABLE = ("free_unsure", "named_unsure", "multi_unsure")
 
 #: value-token overlap at or above which a same-slot statement is the same value (a paraphrase)
 PARAPHRASE = 0.6
@@ -122,13 +125,15 @@ class Resolution:
     note: str = ""  # why, in words, when the rule name alone does not say it
     fresh_key: bool = False  # land under a fresh free-text key even though the statement has a slot ("also")
     parsed: str = ""  # what was read in the statement: attribute, value and value-bearing parts (shown by audit)
+    adjudication: str = ""  # the optional adjudicator's question and answer, when one was asked (memledger)
 
     def explanation(self) -> str:
         t = self.target
         target = f"; acts on {t.key} v{t.version} (score {t.score:.2f}, value overlap {t.value_overlap:.2f})" if t else ""
         also = f"; also ends {', '.join(self.also_close)}" if self.also_close else ""
         note = f" ({self.note})" if self.note else ""
-        return f"{self.decision} by rule {self.rule}: {self.typing.describe()}{target}{also}{note}"
+        adjudicated = f"; {self.adjudication}" if self.adjudication else ""
+        return f"{self.decision} by rule {self.rule}: {self.typing.describe()}{target}{also}{note}{adjudicated}"
 
 
 def nfc(text: str) -> str:

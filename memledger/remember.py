@@ -22,7 +22,7 @@ from typing import Any
 
 from ledger.domain import NON_USER_SOURCES
 from ledger.errors import BadInput
-from ledger.resolution import Candidate, Resolution, resolve
+from ledger.resolution import ADJUDICABLE, Candidate, Resolution, resolve
 from ledger.schemas import (MAX_TEXT, FactCommand, Receipt, RelatedMemory, RememberReceipt, canonical_json,
                             check_key, check_user_id, validate_command)
 from ledger.slots import CATALOGUE_VERSION, REGISTRY, KeyRegistry, linked_slot_keys, type_statement
@@ -190,9 +190,32 @@ def _prior_key(store: Store, user_id: str, text: str, idempotency_key: str) -> s
     return None
 
 
+def _adjudicate(res: Resolution, text: str) -> None:
+    """Settle a rules' ``conflict`` with the optional adjudicator (memledger/adjudicator.py), in place: its verdict
+    turns the conflict into a supersede, a correction or an addition; no verdict leaves it. A no-op unless
+    ``MEMLEDGER_ADJUDICATOR_URL`` is set."""
+    from . import adjudicator
+
+    if not adjudicator.configured():
+        return
+    target = res.target
+    v = adjudicator.ask(target.text, text)
+    res.adjudication = v.evidence
+    if v.verdict is None:
+        return
+    res.contest_key = None
+    if v.verdict == "both_true":
+        res.decision, res.key, res.fresh_key, res.rule = "add", None, True, res.rule + "+adjudicated"
+    else:
+        res.decision = "supersede" if v.verdict == "replaces" else "correct"
+        res.op = "assert" if v.verdict == "replaces" else "correct"
+        res.key, res.rule = target.key, res.rule + "+adjudicated"
+
+
 def _evidence(res: Resolution, key: str, embedder: str | None) -> str:
     parts = [f"remember: {res.decision} -> {key} by rule {res.rule}", res.typing.describe(),
              *([f"parsed: {res.parsed}"] if res.parsed else []),
+             *([res.adjudication] if res.adjudication else []),
              f"catalogue {CATALOGUE_VERSION}", f"embedder {embedder or 'none'}"]
     cands = ([res.target] if res.target else []) + res.related
     if cands:
@@ -237,6 +260,8 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         store.before_read(deferred=True)
         cands, rows = _candidates(store, user_id, text, typing.slot_key, embedder)
         res = resolve(text, typing, cands, embedder=embedder, registry=registry, user_name=user_id)
+        if res.decision == "conflict" and res.rule in ADJUDICABLE and res.target is not None:
+            _adjudicate(res, text)
         key = res.key or _mint_key(store, user_id, res, template.idempotency_key)
         evidence = _evidence(res, key, embedder)
         value: Any = text
