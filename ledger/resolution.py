@@ -173,6 +173,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                "dense_paraphrase": para_cos, "dense_related": rel_cos}
     mine_vp = value_parts(text)
     mine_rd = read_statement(text)
+    # third-person narrative about the user ("Caroline is researching adoption agencies", an agent's or an import's
+    # observation): its sentences share a subject and a copula without sharing an attribute, and most are episodes,
+    # so the readings that revise across keys (attribute, value replacement) are not applied to it
+    narrative = _narrative(text, user_name)
     parsed = f"{mine_rd.describe()}; values {mine_vp.describe()}"
 
     def done(decision: str, key: str | None, rule: str, target: Candidate | None = None, **kw: Any) -> Resolution:
@@ -242,7 +246,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     def by_attribute() -> Candidate | None:
         """The current memory of the same subject whose attribute is the statement's (best lemma overlap, then
         search score), or None."""
-        if typing.mood != "statement":
+        if typing.mood != "statement" or narrative:
             return None
         live = [c for c in candidates if c.status in ("current", "contested") and same_subject(c)
                 and nfc(c.text) != mine]
@@ -262,7 +266,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         """The current memory (of ``pool``, default every candidate) saying the very values of the statement about
         the same topic (a content word shared besides the values, or a close cosine), or None."""
         strong = ("number", "time", "date", "email", "url", "phone", "code")
-        if (typing.correction or typing.cessation or typing.change or typing.additive
+        if (typing.correction or typing.cessation or typing.change or typing.additive or narrative
                 or not any(mine_vp.parts.get(k) for k in strong)):
             return None
         words = content_tokens(mine_vp.residue) - GENERIC - _GENERIC_STEMS
@@ -283,9 +287,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         the same topic holds ("they reset the lockers, my code is 9025 now" / "my gym locker code is 4471";
         物业把门禁密码换了，现在是7126): that memory is revised (superseded, or corrected). Only the best such
         memory, strictly ahead of any other, with a content word shared besides the values."""
-        if not (typing.change or typing.correction) or typing.mood != "statement" or (
-                typing.additive and not _replaces(text)):
-            return None
+        if not (typing.change or typing.correction) or typing.mood != "statement" or narrative or (
+                typing.additive and not _replaces(text)) or _PAST_EVENT.search(text):
+            return None  # "... started playing guitar five years ago": an episode, not a value replaced
         kinds = {k for k in (*_STRONG, "name") if mine_vp.parts.get(k)}
         if not kinds:
             return None
@@ -585,7 +589,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("reaffirm", best_c.key, "free_paraphrase", best_c)
             return done("new", None, "new_memory", note=f"close to {best_c.key}, but its {'/'.join(changed)} "
                                                          "differs: a memory of its own")
-        if similar and marked and best_c.slot_key is None:
+        if similar and marked and best_c.slot_key is None and not narrative:
             return done("conflict", None, "free_unsure", best_c, contest_key=best_c.key)
     return done("new", None, "new_memory")
 
@@ -617,6 +621,24 @@ _STRONG = ("number", "time", "date", "email", "url", "phone", "code")
 _CHANGE_WORDS = set("now new changed change reset raised raise bumped moved switched got started starting updated "
                     "again reshuffled these days".split()) | set("换改变新现在成了")
 _CHANGE_STEMS = {t for w in _CHANGE_WORDS for t in content_tokens(w)} | _CHANGE_WORDS
+
+
+#: a sentence dated in the past ("five years ago", "last week", 三年前) tells an episode
+_PAST_EVENT = re.compile(r"\b(?:ago|yesterday|last (?:week|month|year|night|friday|saturday|sunday|monday|tuesday|"
+                         r"wednesday|thursday)|the day before)\b|\d+\s*年前|昨天|上周|去年|前天", re.I)
+_NARRATIVE_STARTS = set("The My Our I We It This That There These Those His Her Their A An On In At For When After "
+                        "Before Btw Oh So And But Also Now Sorry Actually Oops Hmm Well Yes No Ok Okay Just Got Started "
+                        "Traded Cleared Swim Rent Landlord Netflix Parking Our Every Movie Wednesdays".split())
+
+
+def _narrative(text: str, user_name: str | None) -> bool:
+    """Whether ``text`` is third-person narrative: it opens with a name (the user's, or another capitalised word
+    followed by a verb or a possessive) rather than with I / my / a noun phrase."""
+    t = unicodedata.normalize("NFC", text).strip()
+    if user_name and re.match(rf"{re.escape(user_name)}(?:'s|’s)?\b", t, re.I):
+        return True
+    m = re.match(r"([A-Z][a-z]+)(?:'s|’s)?\s+(?:is|was|has|had|and|'s|[a-z]+(?:s|ed))\b", t)
+    return bool(m) and m.group(1) not in _NARRATIVE_STARTS
 
 
 def _names_subject(text: str, c: Candidate) -> bool:

@@ -88,7 +88,9 @@ class PlainCosine:
         import numpy as np
 
         proj = ml.vectors_projection
-        self.refs = [turn_ids(c.source_ref or "") for c in commands]
+        # a fact command carries source_ref itself; a remember line (--resolve) in its fields
+        self.refs = [turn_ids(getattr(c, "source_ref", None) or getattr(c, "fields", {}).get("source_ref") or "")
+                     for c in commands]
         texts = [c.text for c in commands]
         self.matrix = np.asarray(proj.embed_texts(texts), dtype=np.float32)
         self.proj = proj
