@@ -270,7 +270,7 @@ def due_keys(store: Store, user_id: str, now: datetime) -> dict[str, DueFact]:
 
 class StatsCounts(BaseModel):
     """The counts :class:`Stats` is computed from (:func:`stats_counts`): stores merge by adding them (a shard map's
-    ``stats``, memledger/sharded.py), then :meth:`stats` gives the rates of the sum, not a mean of rates."""
+    ``stats``, memledger/sharding/sharded.py), then :meth:`stats` gives the rates of the sum, not a mean of rates."""
 
     user_id: str | None
     users: int

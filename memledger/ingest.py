@@ -298,7 +298,7 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
     each) and remember lines one by one, in file order. Returns the ingest report (see ``MemoryLedger.ingest``).
 
     ``keep``: a predicate on user ids; only the lines of users it keeps are written (a sharded ledger ingests each
-    shard's users into that shard, memledger/sharded.py). The whole file is still validated first."""
+    shard's users into that shard, memledger/sharding/sharded.py). The whole file is still validated first."""
     commands = load_commands(path, fmt, resolve=resolve)
     messages = load_session_commands(path, fmt)  # conversation turns as messages, validated before writing
     if keep is not None:

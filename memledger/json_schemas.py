@@ -24,10 +24,10 @@ from .withdrawal import SourceRetraction
 from .message_search import MessageHit
 from .forget import ForgetReceipt
 from .privacy import ErasureReceipt, UserExport, _audit_models
-from .rebalance import RebalanceReport
+from .sharding.rebalance import RebalanceReport
 from .search import SearchHit
 from .sessions import Resume, SessionReceipt, SummaryGaps
-from .sharded import ShardsStatus
+from .sharding.sharded import ShardsStatus
 from .timetravel import Beliefs, Diff
 
 

@@ -186,7 +186,7 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bo
     (the tombstone) *and* directly afterwards, for events a concurrent writer slipped in before the key went.
 
     ``compact=False`` leaves the compaction to the caller (:func:`compact_store`): a shard rebalance erases many
-    moved users' old copies and compacts once (memledger/rebalance.py).
+    moved users' old copies and compacts once (memledger/sharding/rebalance.py).
 
     Raises:
         BadInput: ``user_id`` invalid.

@@ -35,7 +35,7 @@ def project_cmd(ctx: typer.Context,
         raise BadInput("--shard", "given without a shard map", "pass --shards FILE before the verb, or leave "
                                                                "--shard out")
     with open_ledger(ctx) as ml:
-        from memledger.sharded import is_sharded
+        from memledger.sharding.sharded import is_sharded
 
         if is_sharded(ml):
             _project_shards(ml, shard, follow, interval, as_json)
@@ -153,7 +153,7 @@ def rebuild_cmd(
     """Rebuild projections from position 0 of the log, with a progress bar (events/s, ETA). See docs/rebuild.md."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from memledger.sharded import is_sharded
+    from memledger.sharding.sharded import is_sharded
 
     reports = {}
     with open_ledger(ctx) as ml:

@@ -83,7 +83,7 @@ def timeline_cmd(
     if now is not None:
         parse_instant(now, "--now")
     with open_ledger(ctx, embedder="none") as opened:
-        from memledger.sharded import is_sharded
+        from memledger.sharding.sharded import is_sharded
 
         ml = opened.shard(opened.shard_of(user)) if is_sharded(opened) else opened  # the user's shard on a map
         view = user_view(ml, user, allow_sensitive=labels, now=now)

@@ -140,8 +140,8 @@ def _problem_of(exc: BaseException) -> JSONResponse | None:
                                 fix="nothing of an erased user can be read or written")
     if isinstance(exc, NotImplementedError):
         return problem_response(501, "Not implemented", str(exc))
-    from ..directory import UserMoving
-    from ..sharded import UnknownShard, UserMoved
+    from ..sharding.directory import UserMoving
+    from ..sharding.sharded import UnknownShard, UserMoved
 
     if isinstance(exc, UnknownShard):  # this server's map file is older than the directory's ring
         return problem_response(503, "Shard map out of date", str(exc), headers={"Retry-After": "30"},

@@ -60,7 +60,7 @@ class Service:
     # -- state -------------------------------------------------------------------------------------------------
     def store_of(self, user_id: str) -> Any:
         """The opened store holding ``user_id``'s reads: the ledger itself, or on a shard map the user's shard."""
-        from ..sharded import is_sharded
+        from ..sharding.sharded import is_sharded
 
         if is_sharded(self.ml):
             return self.ml.shard(self.ml.shard_of(user_id))
@@ -68,7 +68,7 @@ class Service:
 
     def shard_of(self, user_id: str) -> str | None:
         """The shard serving ``user_id`` on a shard map, else None."""
-        from ..sharded import is_sharded
+        from ..sharding.sharded import is_sharded
 
         return self.ml.shard_of(user_id) if is_sharded(self.ml) else None
 
@@ -218,7 +218,7 @@ class Service:
     # -- change feed -------------------------------------------------------------------------------------------
     def heads(self) -> dict[str, int] | None:
         """On a shard map, each shard's log head; else None."""
-        from ..sharded import is_sharded
+        from ..sharding.sharded import is_sharded
 
         with self.lock:
             return self.ml.heads() if is_sharded(self.ml) else None
