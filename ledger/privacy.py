@@ -1,6 +1,7 @@
 """Privacy in the domain: which fields are encrypted, the key store of a store, and the privacy events.
 
-The verbs that use them (erase, export, the sensitivity filter on context) are in memledger/privacy.py.
+The verbs that use them are in memledger/erasure.py (erase, export) and memledger/sensitivity.py (the sensitivity
+filter on search and context).
 
 See docs/erasure.md for the why. In short (crypto-shredding):
 

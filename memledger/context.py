@@ -259,7 +259,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         recent_messages / memories: how many candidate lines those sections start from (before the budget).
         profile_fn / search_fn: ``(user_id) -> Profile`` and ``(user_id, query, k=) -> hits``; default
             :func:`memledger.reads.profile` and :func:`memledger.search.search` on ``ml``. The sensitivity filter
-            (memledger/privacy.py) passes filtering ones.
+            (memledger/sensitivity.py) passes filtering ones.
         as_of / axis: the knowledge cut-off (an aware instant; ``axis`` "system": recorded by then, "observed":
             said by then): only what the ledger knew at ``as_of`` is shown — the profile as believed then
             (:func:`memledger.timetravel.profile_as_of`, valid at ``now``), memories searched as of then, and the
@@ -312,7 +312,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
 
     # hygiene (docs/hygiene.md): what is due for re-confirming, what is scheduled, below what confidence to hide
     due = hygiene.due_keys(ml, user_id, now_dt) if as_of_dt is None else {}
-    # a labelled scheduled fact stays out, as the sensitivity filter (memledger/privacy.py) keeps labelled facts out
+    # a labelled scheduled fact stays out, as the sensitivity filter (memledger/sensitivity.py) keeps labelled facts out
     upcoming = [f for f in hygiene.scheduled(ml, user_id, now_dt) if f.sensitivity is None] if as_of_dt is None else []
     if min_confidence is not None:
         profile = profile.model_copy(update={"facts": {k: f for k, f in profile.facts.items()

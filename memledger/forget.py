@@ -36,7 +36,7 @@ from ledger.privacy import ENCRYPTED_FIELDS, ENCRYPTION_ENV
 from ledger.schemas import check_key, check_text, check_user_id
 from ledger.timeutil import now_utc
 
-from .privacy import _delete_snapshots, _vacuum_postgres, compact_sqlite, reload_user_index
+from .erasure import _delete_snapshots, _vacuum_postgres, compact_sqlite, reload_user_index
 from .remember import user_lock
 from .store import Store
 

@@ -316,7 +316,7 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
 
 def _load_search() -> None:
     """Import the search path (its pydantic models: ~20 ms), run while ``ingest`` waits for the model anyway."""
-    from . import privacy, search  # noqa: F401
+    from . import search, sensitivity  # noqa: F401
 
 
 def _warm_vectors(ml: Any, commands: list[Any]) -> Any:

@@ -3,7 +3,7 @@
 A store is the event log (eventsourcing ``LedgerApplication``), the projection database with its projections, the
 key store, and the catch-up rule that makes every read answer from projections that include every write it must
 see (read-your-writes). The capabilities in this package (``reads``, ``search``, ``sessions``, ``context``,
-``timetravel``, ``optout``, ``privacy``) are functions that take a ``Store``; they never import
+``timetravel``, ``optout``, ``erasure``, ``sensitivity``) are functions that take a ``Store``; they never import
 :class:`memledger.api.MemoryLedger` and never call back into it. ``MemoryLedger`` is a ``Store`` with the verbs.
 """
 
@@ -69,7 +69,7 @@ class Store:
         self.profile_projection = ProfileProjection()
         self.history_projection = HistoryProjection()
         self.projections = [self.profile_projection, self.history_projection]
-        # Privacy (memledger/privacy.py): the audit of sensitive facts let into context.
+        # The sensitivity filter (memledger/sensitivity.py): the audit of sensitive facts let into context.
         from projections.disclosures import DisclosuresProjection
 
         self.disclosures_projection = DisclosuresProjection()

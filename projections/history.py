@@ -319,7 +319,7 @@ class HistoryProjection(Projection):
     indexes = [
         "CREATE INDEX IF NOT EXISTS {t_versions}_pos ON {t_versions} (user_id, position)",
         "CREATE UNIQUE INDEX IF NOT EXISTS {t_versions}_event ON {t_versions} (event_id)",
-        # search and context ask for a user's labelled versions on every call (memledger/privacy.py): a partial
+        # search and context ask for a user's labelled versions on every call (memledger/sensitivity.py): a partial
         # index makes that a lookup of the few labelled rows, not a scan of the user's versions (10 ms at 10k)
         "CREATE INDEX IF NOT EXISTS {t_versions}_labelled ON {t_versions} (user_id) WHERE sensitivity IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS {t_timeline}_sys ON {t_timeline} (user_id, recorded_from, recorded_to)",

@@ -72,7 +72,7 @@ def timeline_cmd(
     audit of every version, sessions, messages and disclosures)."""
     from ledger.schemas import check_user_id
     from ledger.timeutil import parse_instant
-    from memledger.privacy import check_allow_sensitive
+    from memledger.sensitivity import check_allow_sensitive
     from memledger.ui.model import PURPOSE_EXPORT, record_shown, user_view
     from memledger.ui.render import user_page
 

@@ -375,7 +375,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
 
     def labels_ok(p: Principal, labels: list[str] | None) -> None:
         if labels:
-            from ..privacy import check_allow_sensitive
+            from ..sensitivity import check_allow_sensitive
 
             missing = sorted(check_allow_sensitive(labels) - p.allow_sensitive)  # a malformed label: 422
             if missing:

@@ -37,7 +37,7 @@ from pydantic import ConfigDict, Field, ValidationError
 from ledger.errors import BadInput, MemledgerError
 from ledger.schemas import HistoryRow, Profile, Receipt, check_key, check_user_id
 
-from .. import privacy
+from .. import erasure, sensitivity
 from ..context import Context as LedgerContext
 from ..sessions import Resume, SessionReceipt
 from ..timetravel import Beliefs, Diff
@@ -177,7 +177,7 @@ class UserPolicy:
     def check_labels(labels: list[str] | None, principal: Principal | None) -> None:
         if principal is None or not labels:
             return
-        allowed = privacy.check_allow_sensitive(labels)
+        allowed = sensitivity.check_allow_sensitive(labels)
         missing = sorted(allowed - principal.allow_sensitive)
         if missing:
             raise PermissionError(f"allow_sensitive: this API key may not let in {', '.join(missing)} (fix: create a "
@@ -339,7 +339,7 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
     reg("believed", BelievedArgs, Beliefs, lambda u, a, p: s.believed(u, a), ro)
     reg("true_at", TrueAtArgs, Beliefs, lambda u, a, p: s.true_at(u, a), ro)
     reg("diff", DiffArgs, Diff, lambda u, a, p: s.diff(u, a), ro)
-    reg("audit", AuditArgs, privacy._audit_models()[0], lambda u, a, p: s.audit(u, a), ro)
+    reg("audit", AuditArgs, sensitivity._audit_models()[0], lambda u, a, p: s.audit(u, a), ro)
     reg("correct", CorrectArgs, Receipt, lambda u, a, p: s.correct(u, a.key, a), write)
     reg("retract", RetractArgs, Receipt, lambda u, a, p: s.retract(u, a.key, a), write)
     if callable(getattr(service.ml, "unlink", None)):
@@ -360,7 +360,7 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
                 raise PermissionError("erase needs an admin API key (fix: memledger keys create --admin)")
             return s.erase(u)
 
-        reg("erase", EraseArgs, privacy.ErasureReceipt, erase, destructive)
+        reg("erase", EraseArgs, erasure.ErasureReceipt, erase, destructive)
         if service.has_forget():
             from .models import ForgetArgs
 

@@ -152,7 +152,7 @@ class Service:
     def recall(self, user_id: str, a: SearchBody) -> RecallResult:
         """Hybrid search over the user's *current* memories (``MemoryLedger.search``): facts whose sensitivity
         label is not in ``allow_sensitive`` are left out, and each labelled fact let through is recorded as a
-        disclosure with ``purpose`` (:func:`memledger.privacy.search_with_sensitivity`)."""
+        disclosure with ``purpose`` (:func:`memledger.sensitivity.search_with_sensitivity`)."""
         with self.lock:
             hits = self.ml.search(user_id, a.query, k=a.k, as_of=a.as_of, source=a.source, role=a.role,
                                   after=a.after, allow_sensitive=a.allow_sensitive or None, purpose=a.purpose,

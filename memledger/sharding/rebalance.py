@@ -189,7 +189,7 @@ def _run(sharded: ShardedLedger, moves: list[Move], grace: float, chunk: int) ->
         scan = _user_events(src, {m.user_id for m in group})
         for i in range(0, len(group), chunk):
             out += _move_chunk(sharded, src, group[i:i + chunk], grace, scan)
-        from ..privacy import compact_store
+        from ..erasure import compact_store
 
         compact_store(src)  # once per source shard, not once per moved user (VACUUM FULL is heavy)
     return out
@@ -337,7 +337,7 @@ def _move(sharded: ShardedLedger, m: Move, stored: list[Any]) -> int:
 
 def _finish(sharded: ShardedLedger, m: Move) -> None:
     """Step 5: erase the old copy on ``m.source`` (idempotent); the row stays ``placed`` until the ring switches."""
-    from ..privacy import erase_user
+    from ..erasure import erase_user
 
     erase_user(sharded.shard(m.source), m.user_id, actor=ACTOR, compact=False)
     _kill_point("erase")
