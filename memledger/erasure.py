@@ -272,7 +272,7 @@ def reload_user_index(ml: Store, proj: Any, user_id: str) -> None:
     """After the vectors table changed for ``user_id`` (erase, forget) and its generation was bumped: reload this
     process's mirror from the rows, delete the user's ``.lex`` files (and ``.faiss`` files of an older layout) in
     every model/copy directory, and rewrite the manifest and files from the mirror."""
-    from projections.vectors import user_file_stem
+    from projections.retrieval.documents import user_file_stem
 
     with ml.db.read() as cur:
         # a table built with another model (this process was opened with another embedder): its rows were purged

@@ -237,7 +237,7 @@ def _purge_vectors(ml: Store, user_id: str, key: str, versions: list[int], texts
     proj = getattr(ml, "vectors_projection", None)
     if proj is None:
         return 0
-    from projections.vectors import fact_doc_id
+    from projections.retrieval.documents import fact_doc_id
 
     with ml.db.transaction() as cur:
         t = proj.table("docs")

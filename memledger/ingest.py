@@ -324,7 +324,7 @@ def _warm_vectors(ml: Any, commands: list[Any]) -> Any:
 
     The vectors projection is deferred (the first search embeds what the writes left), so an ingest followed by a
     search ran the model after every event was written; the texts are known once the file is validated, and the
-    model releases the GIL, so embedding them now overlaps the recording (projections/vectors.py
+    model releases the GIL, so embedding them now overlaps the recording (projections/retrieval/embedding.py
     ``warm_in_background``). Texts already in the embedding cache cost one lookup; remember lines are left out
     (``remember`` embeds its sentence as its search query and keeps that vector)."""
     vp = getattr(ml, "vectors_projection", None)

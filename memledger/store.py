@@ -145,7 +145,7 @@ class Store:
             self.vectors_projection = None
             return
         if isinstance(spec, str):
-            from projections.embedders import get_embedder
+            from projections.retrieval.embedders import get_embedder
 
             try:  # resolves names and paths now (no model load), so a bad spec fails at open, as bad input
                 spec = get_embedder(spec)
@@ -166,7 +166,7 @@ class Store:
 
     def close(self) -> None:
         if getattr(self, "vectors_projection", None) is not None:
-            self.vectors_projection.close()  # persists the index files (a speed-up only; see projections/vectors.py)
+            self.vectors_projection.close()  # persists the index files (a speed-up only; see projections/retrieval/index_files.py)
         self.db.close()
         self.app.close()
         if getattr(self, "keystore", None) is not None:
@@ -518,7 +518,7 @@ def resolve_cjk_embedder(spec: Any, main: Any) -> Any:
         return spec
     if spec.strip().lower() == "none":
         return None
-    from projections.embedders import get_embedder
+    from projections.retrieval.embedders import get_embedder
 
     try:
         return get_embedder(spec)

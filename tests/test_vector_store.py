@@ -1,11 +1,11 @@
-"""UserVectorIndex (projections.vector_store) with the HashingEmbedder test double."""
+"""UserVectorIndex (projections.retrieval.vector_store) with the HashingEmbedder test double."""
 
 import faiss
 import numpy as np
 import pytest
 
-from projections.embedders import HashingEmbedder
-from projections.vector_store import UserVectorIndex
+from projections.retrieval.embedders import HashingEmbedder
+from projections.retrieval.vector_store import UserVectorIndex
 
 DOCS = {
     "f1": "I drink green tea every morning",

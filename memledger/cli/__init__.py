@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     verb = _verb(args)
     if verb in _QUERY_VERBS and "--help" not in args:
         # the query encoder's session loads on a thread while the ledger is imported and opened (issue 16)
-        from projections.embedders import prewarm_default_onnx
+        from projections.retrieval.embedders import prewarm_default_onnx
 
         prewarm_default_onnx()
     # A one-shot call stores exactly the per-fact keys it uses (ledger/crypto.py FIRST_RESERVE); servers and workers

@@ -553,7 +553,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
             if service.erased(u):
                 raise Problem(410, "Subject erased", f"also: user {u!r} was erased")
             merged += [{**h.model_dump(mode="json"), "user_id": u} for h in service.recall(u, plain).hits]
-        merged.sort(key=lambda h: -h["score"])  # scores are absolute (projections/relevance.py): they compare
+        merged.sort(key=lambda h: -h["score"])  # scores are absolute (projections/retrieval/relevance.py): they compare
         return [{**h, "rank": i} for i, h in enumerate(merged[:body.k], 1)]
 
     @app.get("/v1/users/{user_id}/context", tags=["reads"])

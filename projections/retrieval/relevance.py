@@ -92,7 +92,7 @@ def dense_z(cosine: float | None, model_id: str | None, cjk: bool = False) -> fl
 
 def lexical_bound(index: Any, query: str) -> float:
     """The BM25 score a memory of average length holding each distinct query term once would get in ``index`` (a
-    :class:`~projections.lexical.LexicalIndex`): ``sum over distinct terms t of idf(t)``, where a term no memory holds
+    :class:`~projections.retrieval.lexical.LexicalIndex`): ``sum over distinct terms t of idf(t)``, where a term no memory holds
     has ``df = 0``. 0.0 for a query with no tokens (all stop words) or an empty index."""
     from .lexical import tokenize
 
@@ -115,7 +115,7 @@ def relevance(dense: float | None, model_id: str | None, lexical: float | None, 
         dense: cosine of the query and the memory by ``model_id`` (None: not judged by a dense model).
         lexical: the memory's BM25 score for the query (None or 0: no shared term). bound: :func:`lexical_bound`.
         dense_weight: the weight of ``dense_z`` (below 1 for a model that cannot read the query's script, e.g.
-            MiniLM, which maps Chinese to [UNK]: projections/vectors.py ``dense_weight_for``).
+            MiniLM, which maps Chinese to [UNK]: projections/retrieval/ranking.py ``dense_weight_for``).
     """
     return relevance_function(model_id, bound, lexical_weight, dense_weight, cjk)(dense, lexical)
 

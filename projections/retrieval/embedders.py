@@ -7,10 +7,10 @@ Shapes and units, for every embedder here:
 * ``embed_query(text)`` -> float32 ``(dim,)``.
 * When ``normalized`` is True every non-zero row has L2 norm 1 (within float32 rounding), so the inner
   product IS the cosine similarity, in [-1, 1]. That is what the FAISS ``IndexFlatIP`` in
-  :mod:`projections.vector_store` assumes.
+  :mod:`projections.retrieval.vector_store` assumes.
 * Input text is Unicode-NFC normalised and otherwise passed byte-exact (never translated, trimmed or
   lower-cased here), so the same memory always gets the same vector and the same cache key
-  (:mod:`projections.embedding_cache`).
+  (:mod:`projections.retrieval.embedding_cache`).
 
 ``model_id`` names the model AND everything that changes its vectors (weights config, prefixes, variant).
 It keys the embedding cache and tells a projection when it must rebuild: two embedders with the same
@@ -30,7 +30,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .lazy import lazy_module
+from ..lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
 
@@ -742,7 +742,7 @@ class HashingEmbedder:
     """Deterministic bag-of-tokens hashing embedder. A TEST DOUBLE for fast unit tests: no model, no
     semantics beyond shared tokens. Never a default, never for production retrieval.
 
-    Each token of :func:`projections.lexical.tokenize` (so CJK text yields unigrams and bigrams) is hashed
+    Each token of :func:`projections.retrieval.lexical.tokenize` (so CJK text yields unigrams and bigrams) is hashed
     with BLAKE2b (stable across processes, unlike ``hash()``) into one of ``dim`` buckets with a +-1 sign
     (the signed "hashing trick"), then the vector is L2-normalised. A text with no tokens (empty, only
     punctuation or stop words) gives the zero vector.
@@ -751,7 +751,7 @@ class HashingEmbedder:
         dim: output dimension, >= 1.
 
     ``model_id`` is ``"hash:v2:<dim>"``. The vectors depend on the tokenizer, so the version moves with
-    :data:`projections.lexical.TOKENIZER_VERSION` (``TOKENIZER`` records which one; tests/test_embedders.py fails
+    :data:`projections.retrieval.lexical.TOKENIZER_VERSION` (``TOKENIZER`` records which one; tests/test_embedders.py fails
     when they part): otherwise the embedding cache would serve vectors made with the old tokens.
     """
 
@@ -759,7 +759,7 @@ class HashingEmbedder:
     symmetric = True
 
     normalized = True
-    #: the :data:`projections.lexical.TOKENIZER_VERSION` this model id was minted for (v2: English stemming)
+    #: the :data:`projections.retrieval.lexical.TOKENIZER_VERSION` this model id was minted for (v2: English stemming)
     TOKENIZER = "cjk-uni-bi-v2+en-snowball"
 
     def __init__(self, dim: int = 64) -> None:
@@ -769,7 +769,7 @@ class HashingEmbedder:
         self.model_id = f"hash:v2:{dim}"
 
     def _vec(self, text: str) -> np.ndarray:
-        from projections.lexical import tokenize  # local import: lexical is pure Python, no cycle risk
+        from .lexical import tokenize  # local import: lexical is pure Python, no cycle risk
 
         v = np.zeros(self.dim, dtype=np.float32)
         for tok in tokenize(text):

@@ -28,7 +28,7 @@ import unicodedata
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from .lazy import lazy_module
+from ..lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
 
@@ -383,7 +383,7 @@ def embed_with_cache(embedder, texts: list[str], cache: EmbeddingCache, store: b
     stored, so a second call with the same texts runs the model zero times.
 
     Args:
-        embedder: any :class:`projections.embedders.Embedder`.
+        embedder: any :class:`projections.retrieval.embedders.Embedder`.
         texts: list of str.
         cache: the cache to read and fill.
         store: False leaves the misses out of the cache (the caller keeps them elsewhere: the ``vectors``

@@ -8,7 +8,7 @@ gives exact results and supports real deletion. ``IndexIDMap2`` adds our own int
 Per-user by construction: the caller keeps ``dict[user_id, UserVectorIndex]``; nothing here can return a
 document of another user because no other user's vectors are in the index.
 
-Scores are inner products; with normalised embedders (all of :mod:`projections.embedders`) they are
+Scores are inner products; with normalised embedders (all of :mod:`projections.retrieval.embedders`) they are
 cosine similarities in [-1, 1].
 """
 
@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 import faiss
 import numpy as np
 
-from .files import atomic_write
+from ..files import atomic_write
 
 __all__ = ["UserVectorIndex"]
 
@@ -154,7 +154,7 @@ class UserVectorIndex:
 
     def similarities(self, vector: object, doc_ids: Sequence[str]) -> np.ndarray:
         """Inner products of ``vector`` with the stored vectors of ``doc_ids`` (float32 ``(len(doc_ids),)``), in one
-        FAISS call: the cosine of candidates another ranking found (projections/vectors.py). Raises KeyError if a
+        FAISS call: the cosine of candidates another ranking found (projections/retrieval/ranking.py). Raises KeyError if a
         doc id is absent, ValueError on a dim mismatch."""
         q = _as_row(vector, self.dim, "query vector")[0]
         if not doc_ids:
