@@ -280,9 +280,6 @@ class KeyRegistry:
         """Seconds after which a fact under ``key`` needs re-confirming (longest registered prefix), or None."""
         return self._longest(getattr(self, "_verify_after", {}), key)
 
-    def verify_after_items(self) -> list[tuple[str, float]]:
-        return sorted(getattr(self, "_verify_after", {}).items())
-
     def check_value(self, key: str, value: Any, recorded_at: Any) -> str | None:
         """None if ``value`` passes the validator of ``key`` (or it has none), else what is wrong with it.
 

@@ -55,16 +55,8 @@ def annotation_namespace() -> dict[str, Any]:
     from .search import SearchHit
 
     return {**globals(), "SessionCommand": SessionCommand, "forgetting": forgetting, "hygiene": hygiene,
-            "message_search": message_search, "erasure": erasure, "sensitivity": sensitivity, "sessions": sessions, "timetravel": timetravel,
-            "Context": Context, "SearchHit": SearchHit}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "history_row":  # re-exported lazily: callers of the old facade module used it
-        from .reads import history_row
-
-        return history_row
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            "message_search": message_search, "erasure": erasure, "sensitivity": sensitivity, "sessions": sessions,
+            "timetravel": timetravel, "Context": Context, "SearchHit": SearchHit}
 
 
 class MemoryLedger(Store):

@@ -273,8 +273,14 @@ class Store:
         with self.db.read() as cur:
             return {p.name: position_of(cur, p.tracking_name)[0] for p in self.projections}
 
-    def _before_read(self, after: int | Receipt | Iterable[Receipt] | None, timeout: float, *,
-                     deferred: bool = False) -> None:
+    def _head(self) -> int:
+        from replay.catchup import max_position
+
+        return max_position(self.app)
+
+    def before_read(self, after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0, *,
+                    deferred: bool = False) -> None:
+        """Make the projections fit to answer a read (see :meth:`wait_for`; inline mode catches up first)."""
         # Inline: catch up to the head (a read never answers from a projection behind the log). Worker: wait for
         # the caller's position only; without one, answer from the projections as the worker left them.
         # ``deferred``: the read needs the deferred projections too (search needs the vectors).
@@ -282,17 +288,6 @@ class Store:
             self.wait_for(after, timeout)
         if self.projection_mode == "inline":
             self.catch_up(deferred=deferred)
-
-    def _head(self) -> int:
-        from replay.catchup import max_position
-
-        return max_position(self.app)
-
-    # Public names for the capabilities (memledger/*.py); the underscored ones stay for existing callers.
-    def before_read(self, after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0, *,
-                    deferred: bool = False) -> None:
-        """Make the projections fit to answer a read (see :meth:`wait_for`; inline mode catches up first)."""
-        self._before_read(after, timeout, deferred=deferred)
 
     def head(self) -> int:
         """The log position of the newest event (0 for an empty log)."""
@@ -305,8 +300,8 @@ class Store:
         ``check`` runs after the key and erased-user checks, before anything is written (its refusal writes
         nothing); MemoryLedger passes the opt-out session check.
         """
-        self._check_keys()
-        self._refuse_erased({c.user_id for c in commands})
+        self.check_keys()
+        self.refuse_erased({c.user_id for c in commands})
         if check is not None:
             check()
         outcomes = self.app.execute(commands)
@@ -329,13 +324,13 @@ class Store:
                        position=position or 0, kind=o.kind, effect=o.effect, replayed=o.replayed)  # type: ignore[arg-type]
 
     # -- keys (ledger/crypto.py, docs/erasure.md) ----------------------------------------------------------------
-    def _check_keys(self) -> None:
+    def check_keys(self) -> None:
         """Before a write: this process's master-key configuration must open the store's keys (ledger/crypto.py
         ``check_configuration``; KeyStoreError, exit 1, nothing written)."""
         if getattr(self, "keystore", None) is not None:
             self.keystore.check_configuration()
 
-    def _refuse_erased(self, user_ids: Iterable[str]) -> None:
+    def refuse_erased(self, user_ids: Iterable[str]) -> None:
         """Raises BadInput (nothing written) if any of ``user_ids`` was erased: an erased id stays burned."""
         if getattr(self, "keystore", None) is None:
             return
@@ -366,14 +361,6 @@ class Store:
         """``result`` (a read model with :class:`ledger.schemas.ErasedMark`) marked ``erased`` if ``user_id`` was."""
         at = self.erased_at(user_id) if isinstance(user_id, str) else None
         return result if at is None else result.model_copy(update={"erased": True, "erased_at": at})
-
-    def check_keys(self) -> None:
-        """Public name of :meth:`_check_keys` (KeyStoreError, exit 1, nothing written)."""
-        self._check_keys()
-
-    def refuse_erased(self, user_ids: Iterable[str]) -> None:
-        """Public name of :meth:`_refuse_erased` (BadInput naming ``user_id``)."""
-        self._refuse_erased(user_ids)
 
     @property
     def timetravel_queries(self) -> Any:

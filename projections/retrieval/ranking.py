@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..db import Cursor
 from ..lazy import lazy_module
 from .documents import has_cjk
 
@@ -144,18 +143,3 @@ class Ranking:
             out.append(c)
         out.sort(key=lambda c: (-c.relevance, -c.rrf, c.doc_id))
         return out
-
-    def search_current(self, cur: Cursor, user_id: str, query: str, query_vector: np.ndarray | None,
-                       pool: int) -> tuple[list[Candidate], int]:
-        """Candidates among ``user_id``'s current memories (only that user's indexes are touched).
-
-        Returns (candidates best first, number of documents the user has).
-        """
-        mem = self.refresh(cur)
-        with mem.lock:
-            u = mem.users.get(user_id)
-            if u is None or not u.meta:
-                return [], 0
-            cvec = self.embed_cjk_query(query) if self.uses_companion(query, u.cjk) else None
-            return (self.rank(u.vectors, u.lexical, u.meta, query, query_vector, pool, companion=u.cjk,
-                              companion_vector=cvec), len(u.meta))
