@@ -42,8 +42,8 @@ from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 from replay.cutoff import sessions_at_cutoff
 
 from . import hygiene, reads, search, timetravel
-from .sessions import ago_text
 from .store import Store
+from .timefmt import ago_text
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("profile", "## Profile (stable facts)"),
@@ -125,7 +125,7 @@ def _annotate(text: str, at: datetime | None, tz: str) -> str:
 
 
 def _date(dt: datetime | None, tz: str) -> str:
-    from .relative_time import format_local
+    from .timefmt import format_local
 
     return "undated" if dt is None else format_local(dt, tz)[:10]
 
@@ -275,7 +275,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     from ledger.schemas import check_user_id
     from ledger.sessions import check_session_id
 
-    from .relative_time import format_local
+    from .timefmt import format_local
 
     user_id = check_user_id(user_id)
     if session_id is not None:
@@ -478,7 +478,7 @@ def fit_budget(user_id: str, now_dt: datetime, tz: str, session_id: str | None, 
                memories_from: str, header: list[str], cand: dict[str, list[tuple[str, float]]]) -> Context:
     """Drop whole lines, least relevant first (:data:`TIER`, then rank), until the text fits ``budget`` tokens; in
     each tier a line of more than half the budget is dropped before the others."""
-    from .relative_time import format_local
+    from .timefmt import format_local
 
     header_tokens = sum(count_tokens(h) for h in header)
     titles = dict(SECTIONS)
