@@ -71,7 +71,7 @@ def ranked_messages(ml: Store, user_id: str, query: str, k: int, session_id: str
     from projections.retrieval.fusion import rrf
     from projections.retrieval.lexical import LexicalIndex
     from projections.retrieval.relevance import lexical_bound, relevance_function
-    from projections.retrieval.documents import has_cjk
+    from ledger.text import has_cjk
 
     with ml.db.read() as cur:
         if session_id is not None and ml.state_cards_projection.session(cur, user_id, session_id) is None:

@@ -401,7 +401,8 @@ def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: i
                   flt: SearchFilters) -> list[SearchHit]:
     from projections.retrieval.lexical import LexicalIndex
     from projections.retrieval.vector_store import UserVectorIndex
-    from projections.retrieval.documents import fact_doc_id, has_cjk, lexical_document
+    from ledger.text import has_cjk
+    from projections.retrieval.documents import fact_doc_id, lexical_document
 
     hp = ml.history_projection
     with ml.db.read() as cur:

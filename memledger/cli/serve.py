@@ -125,7 +125,7 @@ def serve_mcp(ctx: typer.Context,
         from starlette.applications import Starlette
 
         from memledger.servers.http import KeyMiddleware
-        from memledger.servers.keys import KeyStore
+        from memledger.servers.keys import APIKeyStore
 
         server = build_mcp(service, user=user, allow_destructive=allow_destructive, require_key=True)
         inner = server.streamable_http_app(streamable_http_path="/mcp", host=host, json_response=True)
@@ -145,7 +145,7 @@ def serve_mcp(ctx: typer.Context,
 
         asgi = Starlette(routes=list(inner.routes), lifespan=lifespan,
                          exception_handlers={404: not_routed, 405: not_routed})
-        asgi.add_middleware(KeyMiddleware, keys=KeyStore(ml), service=service, routes=inner.routes)
+        asgi.add_middleware(KeyMiddleware, keys=APIKeyStore(ml), service=service, routes=inner.routes)
         _check_port_free(host, port)
         err.print(f"memledger MCP on http://{host}:{port}/mcp (Authorization: Bearer <key>)")
         _uvicorn(asgi, host, port)

@@ -46,7 +46,7 @@ from ledger.errors import (
 )
 from ledger.schemas import check_key, check_user_id
 
-from .keys import KeyStore, Principal
+from .keys import APIKeyStore, Principal
 from .mcp import PRINCIPAL_STATE, build_mcp
 from .models import (
     AssertBody,
@@ -203,7 +203,7 @@ class KeyMiddleware:
     one access-log line: method, route template (never the raw path: it holds user ids and keys; never the query
     string), status, milliseconds, every field with its control characters escaped (:func:`log_safe`)."""
 
-    def __init__(self, app: ASGIApp, keys: KeyStore, service: Service, routes: Any = None) -> None:
+    def __init__(self, app: ASGIApp, keys: APIKeyStore, service: Service, routes: Any = None) -> None:
         self.app, self.keys, self.service, self.routes = app, keys, service, routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -259,12 +259,12 @@ def principal(request: Request) -> Principal:
 def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = False,
                host: str = "127.0.0.1") -> FastAPI:
     """The FastAPI app on ``service``'s ledger (the MCP server mounted at ``/mcp`` unless ``mcp=False``)."""
-    keys = KeyStore(service.ml)
+    keys = APIKeyStore(service.ml)
     mcp_server = build_mcp(service, allow_destructive=allow_destructive, require_key=True) if mcp else None
     mcp_routes: list[Any] = []
     if mcp_server is not None:
         # the MCP endpoint as a route of this app (not a sub-mount: no /mcp -> /mcp/ redirect), behind KeyMiddleware
-        # json_response: a tool answers with one JSON body instead of an SSE stream per POST (~1 ms less per call;
+        # json_response: a tool answers with one JSON body instead of an SSE stream per POST (less work per call;
         # the tools send no progress or server-to-client requests)
         mcp_routes = list(mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host,
                                                          json_response=True).routes)

@@ -36,8 +36,6 @@ STORED_DTYPE = "<f2"
 #: ``vectors_meta.cjk_model_id`` of a table without a companion index (and of tables built before it existed)
 NO_COMPANION = "none"
 
-_CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-
 
 #: What a fact's BM25 document holds, recorded in the index manifest beside the tokenizer version: ``text+key+value``
 #: = its sentence, the words of its key and its value's words when the sentence does not hold them (see
@@ -125,11 +123,6 @@ def lexical_version(tokenizer: str) -> str:
 def fact_doc_id(key: str) -> str:
     """The document id of a fact's current version: ``"fact:<key>"`` (one live document per (user, key))."""
     return f"fact:{key}"
-
-
-def has_cjk(text: str) -> bool:
-    """True if ``text`` contains a Han, kana or Hangul character."""
-    return bool(_CJK_RE.search(text))
 
 
 def current_texts(events: list[LogEvent]) -> list[str]:

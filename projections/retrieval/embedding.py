@@ -10,11 +10,13 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from ledger.text import has_cjk
+
 from ..base import LogEvent
 from ..db import Cursor
 from ..lazy import lazy_module
-from .documents import (NO_COMPANION, batch_outcome, current_texts, as_f32, forgotten_texts, decode_vector,
-                        encode_vector, fact_doc_id, has_cjk)
+from .documents import (NO_COMPANION, as_f32, batch_outcome, current_texts, decode_vector, encode_vector,
+                        fact_doc_id, forgotten_texts)
 from .mirror import LOAD_CHUNK
 
 np = lazy_module("numpy")

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.text import has_cjk
+
 from ..lazy import lazy_module
-from .documents import has_cjk
 
 np = lazy_module("numpy")
 
