@@ -58,7 +58,7 @@ __all__ = [
 ENCRYPTED_FIELDS: frozenset[str] = DEFAULT_ENCRYPTED_FIELDS | {
     "command_fingerprint", "speaker", "fingerprint", "ops", "task", "inherited_card",
     # a disclosure's purpose is the caller's free text ("review dave's leukemia plan"): content, not metadata
-    # (fresh-user run: it survived erasure in plaintext). Earlier disclosures keep theirs in plaintext.
+    # (in plaintext it would survive erasure). Earlier disclosures keep theirs in plaintext.
     "purpose",
 }
 

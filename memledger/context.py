@@ -5,7 +5,7 @@ Sections, always in this order (docs/sessions.md):
 1. **profile** — the stable facts (current facts whose key is not a free-text ``memory.*`` key), each with its
    provenance ("the user said", "the agent inferred", "imported from ..."), ``uncertain`` when the statement hedged
    and "(unconfirmed since D; ask?)" when it is due for re-confirming (docs/hygiene.md);
-   then **upcoming** — facts scheduled for later (seed 003 §5.8), listed apart and never as having happened (last
+   then **upcoming** — facts scheduled for later, listed apart and never as having happened (last
    in ``sections``, second in ``text``);
 2. **summaries** — the summary pyramid: session summaries for the ``RECENT_DETAIL`` newest sessions, older sessions
    merged (the span summary covering most of them, then an ``all`` summary), falling back to the finest available;
@@ -150,8 +150,8 @@ def _fact_line(text: str, when: datetime | None, source: str | None, status: str
     , ended D])[ (unconfirmed since D; ask?)]``.
 
     A closed valid range is always shown: a fact whose range ended before ``now`` ("in Rome 1-10 January") is not a
-    present truth, and printing it bare made an agent read it as one (fresh-user run). A hedged statement is
-    ``uncertain`` (seed 003 §5.6); a fact due for re-confirming says since when it is unconfirmed (seed 003 §4.3)."""
+    present truth, and printed bare, an agent would read it as one. A hedged statement is
+    ``uncertain``; a fact due for re-confirming says since when it is unconfirmed."""
     label = f"{_date(when, tz)}, {provenance(source, source_ref)}"
     if hedged:
         label += ", uncertain"
@@ -166,7 +166,7 @@ def _fact_line(text: str, when: datetime | None, source: str | None, status: str
 
 
 def _upcoming_line(f: Any, tz: str) -> str:
-    """A scheduled fact (seed 003 §5.8): ``- TEXT (scheduled for D, not yet happened; provenance)``."""
+    """A scheduled fact: ``- TEXT (scheduled for D, not yet happened; provenance)``."""
     text = _annotate(f.text or f"{f.key}: {f.value}", f.valid_from, tz)
     return f"- {text} (scheduled for {_date(f.valid_from, tz)}, not yet happened; {provenance(f.source)})"
 
@@ -330,9 +330,9 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         cand["profile"].append((_fact_line(f.text or f"{key}: {f.value}", f.valid_from, f.source, f.status, tz,
                                            f.valid_to, now_dt, hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key)),
                                 rank))
-    for f in upcoming:  # seed 003 §5.8: listed apart from current facts, never as having happened
+    for f in upcoming:  # listed apart from current facts, never as having happened
         cand["upcoming"].append((_upcoming_line(f, tz), -f.valid_from.timestamp()))
-    # remember's "conflict" (issue 13): a statement that may replace a memory is shown as "to confirm", never merged
+    # remember's "conflict": a statement that may replace a memory is shown as "to confirm", never merged
     for line in _to_confirm(ml, user_id, profile):
         cand["profile"].append((line, -1.0))
 
@@ -360,7 +360,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
                 if msg_session and not optout else [])
     if as_of_dt is not None:
         db.close()  # the scratch replay
-    if optout:  # the agent reads its no-memory session back until it ends (a fresh-user run found it refused)
+    if optout:  # the agent reads its no-memory session back until it ends
         from .optout import messages as kept_messages
 
         kept = kept_messages(ml, user_id, session_id)[-recent_messages:] if recent_messages > 0 else []

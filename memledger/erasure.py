@@ -195,7 +195,7 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bo
     already = ml.keystore.is_destroyed(user_id)
     if not already and not rows and ml.keystore.get(user_id) is None and not open_sessions(ml, user_id):
         # Nothing was ever recorded for this id (every write creates the user's key): erasing it would only burn
-        # the id for good, and a typo in an erase then blocks a real user (fresh-user run).
+        # the id for good, and a typo in an erase would then block a real user.
         raise BadInput("user_id", f"nothing is held about {user_id!r}",
                        "check the user id: erasing burns it for good")
     plaintext = _plaintext_events(ml.app, stream_ids) if not already else 0
@@ -255,7 +255,7 @@ def compact_store(ml: Store) -> list[str]:
 
 
 def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:
-    """The semantic index (issue 4, projections/vectors.py) keeps more than its table: an in-memory mirror, per-user
+    """The semantic index (projections/vectors.py) keeps more than its table: an in-memory mirror, per-user
     BM25 files (``.lex``, which hold the words; a store written before kept FAISS ``.faiss`` files too), and an
     embedding cache keyed by a hash of each text. The table was purged with the other projections (its generation bump tells every process to
     reload); here the mirror is reloaded now, the user's index files are deleted in every model/copy directory,

@@ -8,7 +8,7 @@ guessed anywhere else). Each command carries an idempotency key derived from (sa
 ingesting the same file twice records nothing new.
 
 JSONL: one command object per line (``op`` defaults to ``assert``); blank lines are skipped. A line with ``text``
-and no ``key`` (and no ``op``) is a ``remember``: slot resolution decides its key (issue 13, docs/resolution.md).
+and no ``key`` (and no ``op``) is a ``remember``: slot resolution decides its key (docs/resolution.md).
 A remember line without ``idempotency_key`` gets one derived from (user_id, text, observed_at, source_ref) as
 written in the line (:func:`remember_idempotency_key`): re-ingesting the file records nothing new. Two lines of one
 user with the same text, observed_at and source_ref are therefore one statement (the second is a replay); give them
@@ -18,7 +18,7 @@ distinct ``idempotency_key``s (or source_refs) to record both.
 its idempotency key is derived from the source (conversation, session, speaker, observation index and evidence turn
 ids), never from the text, so re-ingesting records nothing new either way.
 
-Sessions (issue 5): LoCoMo turns are also logged as messages of their session (:func:`locomo_messages`), and
+Sessions: LoCoMo turns are also logged as messages of their session (:func:`locomo_messages`), and
 ``--format memorybank`` ingests MemoryBank histories as sessions of messages (:func:`memorybank_messages`).
 """
 
@@ -96,8 +96,8 @@ def parse_locomo_time(text: str, field: str) -> str:
     absolute English dates naming a month and a four-digit year ("8 May 2023, 1:56 pm", "... PST" converts).
 
     Refused (BadInput naming ``field``): dates relative to the clock ("yesterday", "Monday", "2 days ago"), which
-    would date a re-ingest of the same file differently and so break its idempotency (a fresh-user run saw the second
-    ingest refused); numeric-only dates ("01/02/2023": which is the month?); LoCoMo's own shape with an impossible
+    would date a re-ingest of the same file differently and so break its idempotency (the second
+    ingest would be refused); numeric-only dates ("01/02/2023": which is the month?); LoCoMo's own shape with an impossible
     time or day ("13:04 pm", "31 February")."""
     if not isinstance(text, str):
         raise BadInput(field, f"is a {type(text).__name__}, not a date string", "e.g. '1:56 pm on 8 May, 2023'")
@@ -119,10 +119,9 @@ _YEAR = re.compile(r"(?<!\d)\d{4}(?!\d)")
 
 @functools.lru_cache(maxsize=4096)
 def _locomo_instant(text: str) -> str | None:
-    # Every observation and turn of a session carries the session's date string: parsed once each (dateparser takes
-    # ~3 ms a call, 2 s of a 353-observation LoCoMo ingest before; issue 16, scripts/bench_query.py). LoCoMo's own
-    # format is read by strptime first: dateparser's first call alone costs ~0.5 s (its language data), a quarter of
-    # an ingest's time beside the embedding. Only absolute dates reach dateparser (see parse_locomo_time).
+    # Every observation and turn of a session carries the session's date string: parsed once each (dateparser is
+    # slow per call). LoCoMo's own format is read by strptime first: dateparser's first call also loads its language
+    # data. Only absolute dates reach dateparser (see parse_locomo_time).
     s = text.strip()
     try:
         return datetime.strptime(s, _LOCOMO_FORMAT).replace(tzinfo=timezone.utc).isoformat()
@@ -315,7 +314,7 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
 
 
 def _load_search() -> None:
-    """Import the search path (its pydantic models: ~20 ms), run while ``ingest`` waits for the model anyway."""
+    """Import the search path (its pydantic models), run while ``ingest`` waits for the model anyway."""
     from . import search, sensitivity  # noqa: F401
 
 
@@ -337,8 +336,8 @@ def _warm_vectors(ml: Any, commands: list[Any]) -> Any:
 def _batches(items: list[Any], batch_size: int) -> list[list[Any]]:
     """``items`` cut into batches of at most ``batch_size`` that each pass :func:`check_batch_size` (a batch closes
     early when the next item would carry it past :data:`MAX_BATCH_BYTES`). Raises BadInput for an item that alone
-    is too large (found before anything is written: a fresh-user run saw an ingest refuse its 500-message batch
-    holding one 2 MB turn after the file's facts were recorded)."""
+    is too large (found before anything is written, not once the file's facts are recorded: a 500-message batch
+    holding one 2 MB turn)."""
     out: list[list[Any]] = []
     batch: list[Any] = []
     size = 0
@@ -411,7 +410,7 @@ def _write(ml: Any, commands: list[Any], message_batches: list[list[Any]], n_mes
     return report
 
 
-# -- sessions (issue 5): conversation turns as logged messages ---------------------------------------------------
+# -- sessions: conversation turns as logged messages -------------------------------------------------------------
 def _read_json(path: Path, what: str) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8-sig"))

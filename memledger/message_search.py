@@ -3,7 +3,7 @@
 ``MemoryLedger.search_messages(user, query, k)`` ranks one user's messages (optionally one session's) for a query:
 
 * lexical: :class:`projections.retrieval.lexical.LexicalIndex` (BM25 over CJK-aware tokens) of the user's messages;
-* dense: the embedder of the ledger's ``vectors`` projection (issue 4: ``embed_texts`` goes through its persistent
+* dense: the embedder of the ledger's ``vectors`` projection (``embed_texts`` goes through its persistent
   embedding cache, so a message is embedded once per model), cosine similarity — skipped when the ledger was
   opened without the vectors projection (``MEMLEDGER_EMBEDDER=none``), leaving BM25 alone;
 * score: the absolute relevance of projections/retrieval/relevance.py (standardised cosine plus BM25 over the query's bound,

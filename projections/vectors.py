@@ -136,8 +136,8 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
     indexes = ["CREATE INDEX IF NOT EXISTS {t_docs}_pos ON {t_docs} (position)"]
     # ``generation`` counts reloads (erasure, model change) to tell other processes to drop their in-memory copy, and
     # ``dim``/``cjk_dim`` are noted when a first vector is embedded (an erased user's may be the only ones ever):
-    # bookkeeping a scratch replay cannot reproduce, so verify compares every other row (a fresh-user run saw verify
-    # fail after every erase because of it). The vectors themselves are compared row by row in ``docs``.
+    # bookkeeping a scratch replay cannot reproduce, so verify compares every other row (else verify
+    # would fail after every erase). The vectors themselves are compared row by row in ``docs``.
     verify_exclude = {"meta": "name IN ('generation', 'dim', 'cjk_dim')"}
 
     def verify_row(self, short: str) -> Any:
@@ -146,8 +146,8 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
 
         Why: a transformer's output for a text depends in its last digits on the batch it was embedded in (padding
         to the batch's longest text). A rebuild killed and resumed, or a store without a persistent embedding cache
-        (PostgreSQL: the cache lives in ``<home>``), embeds in other batches than verify's scratch replay; the second
-        fresh-user run saw verify fail on exactly that (differences ~1e-7). Rounding cannot fix it (noise straddles
+        (PostgreSQL: the cache lives in ``<home>``), embeds in other batches than verify's scratch replay, and the
+        vectors then differ in their last digits (~1e-7). Rounding cannot fix it (noise straddles
         rounding boundaries); a tolerance can."""
         if short != "docs":
             return None

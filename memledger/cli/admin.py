@@ -47,7 +47,7 @@ def project_cmd(ctx: typer.Context,
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: stop.set())
             # Catch up (the vectors projection loads its model) before announcing: a reader started on this line
-            # with `--after` must not time out behind a first catch-up it cannot see (fresh-user run: 15 s).
+            # with `--after` must not time out behind a first catch-up it cannot see.
             ml.catch_up()
             err.print(f"following the log (projections at {ml.reached()}); stop with SIGTERM or Ctrl-C")
             reached = follow_log(ml, stop, interval=interval)

@@ -105,7 +105,7 @@ def open_store(obj: dict[str, Any], *, embedder: str | None = None) -> Any:
 
 def clip(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters for a table cell, the cut marked with "…" (``--json`` has it whole).
-    A fresh-user run found values cut at 80 with no mark, reading as a shorter value."""
+    A value cut with no mark would read as a shorter value."""
     return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 

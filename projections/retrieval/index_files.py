@@ -97,8 +97,8 @@ class IndexFiles:
                 mem.digests[stem] = hashlib.sha256(data).hexdigest()
             mem.digests = {stem: h for stem, h in mem.digests.items() if stem in keep}
             # The digest of each file: an open trusts a file only if it is the very one this manifest was written
-            # with (a fresh-user run copied an older file back, and swapped two users' files of the same document
-            # ids; both were trusted and ranked by stale or foreign words).
+            # with (an older file copied back, or two users' files of the same document ids swapped, would otherwise
+            # be trusted and rank by stale or foreign words).
             manifest["digests"] = dict(sorted(mem.digests.items()))
             for p in d.iterdir():
                 # an erased user's files go, and FAISS files a store written before kept (vectors are read from
@@ -113,8 +113,8 @@ class IndexFiles:
     def try_save_files(self) -> bool:
         """:meth:`save_files`, best effort: a file that cannot be written (a read-only or full disk, a directory in
         its place) is reported on logger ``memledger`` and False returned. Why: the files only make the next open
-        faster, and the command saving them has done its work (a fresh-user run saw ``remember`` exit 1 after
-        recording, and every user's search fail, for one unwritable ``.lex`` file). The manifest, written first with
+        faster, and the command saving them has done its work (one unwritable ``.lex`` file must not make
+        ``remember`` exit 1 after recording, or every user's search fail). The manifest, written first with
         position -1, keeps whatever was left half-written untrusted."""
         try:
             self.save_files()

@@ -28,7 +28,7 @@ A memory no dense model judges (an English memory when a CJK query is ranked by 
 only CJK texts; every memory of a ledger without an embedder) is judged by its words alone: ``dense_z`` stands in as
 ``RAW_MIDPOINT * lexical_n``, so a memory holding every query term scores as a strong dense match would, and one
 sharing no term as an unrelated one ("他喜欢 hiking 吗" must find "I love hiking in the Alps" before unrelated Chinese
-memories: a fresh-user report).
+memories).
 
 Reading the score (documented in docs/retrieval.md): below :data:`WEAK_MATCH` (0.3) a memory is unlikely to be about
 the query; above :data:`STRONG_MATCH` (0.7) it very likely is. ``search(..., min_score=WEAK_MATCH)`` drops the weak.
@@ -54,7 +54,7 @@ ANCHORS: dict[str, tuple[float, float]] = {
 }
 #: the same for a query containing CJK (Han, kana, Hangul): a model's cosines between *unrelated* Chinese texts sit
 #: far higher than between English ones, so English anchors made an unrelated Chinese query look like a match
-#: (e5: "我明天要去北京出差" scored 0.56 against "我周末喜欢弹吉他", a fresh-user report). Measured on the MemoryBank
+#: (e5: "我明天要去北京出差" scored 0.56 against "我周末喜欢弹吉他"). Measured on the MemoryBank
 #: users of tests/data/cjk_pairs.jsonl (their probing questions against the other users' memories, 17,808 pairs):
 #: e5 0.845 / 0.019, MiniLM 0.616 / 0.080 (it reads Chinese as [UNK]), the hash double 0.040 / 0.134.
 ANCHORS_CJK: dict[str, tuple[float, float]] = {
