@@ -86,8 +86,8 @@ class LedgerApplication(Application):
     def load_fact(self, stream_id: uuid.UUID) -> Fact:
         """The fact's aggregate from its stream, or a new :meth:`Fact.shell` if the stream has no events.
 
-        On SQLite a stream with no events is told by one autocommit SELECT on the library's own connection (~15 us)
-        before the library's ``repository.get`` (~80 us after a commit: its read transaction's BEGIN and ROLLBACK
+        On SQLite a stream with no events is told by one autocommit SELECT on the library's own connection
+        before the library's ``repository.get`` (dearer after a commit: its read transaction's BEGIN and ROLLBACK
         and context managers around the same lookup), which then runs only for streams that exist. Why: most
         single-command saves of an agent create a fact, and this lookup was a sixth of such a save
         (scripts/bench_append.py, one per save). Like :meth:`existing_streams` it is only a shortcut: a writer that
@@ -123,7 +123,7 @@ class LedgerApplication(Application):
         """
         rec = self.recorder
         # Look the recorder classes up only in modules already loaded: importing eventsourcing.postgres (psycopg)
-        # just to learn that a SQLite recorder is not a PostgreSQL one would cost ~0.3 s per process.
+        # just to learn that a SQLite recorder is not a PostgreSQL one would slow every process's start.
         pg_module, sqlite_module = sys.modules.get("eventsourcing.postgres"), sys.modules.get("eventsourcing.sqlite")
         ids = list(stream_ids)
         found: set[uuid.UUID] = set()
@@ -175,7 +175,7 @@ class LedgerApplication(Application):
             BadInput: a command was refused by the policy (nothing of the batch is saved).
             ConflictError: optimistic-concurrency conflicts persisted after ``max_retries`` re-runs.
         """
-        stream_ids = [fact_id(c.user_id, c.key) for c in commands]  # uuid5: ~3 us each, so once per command
+        stream_ids = [fact_id(c.user_id, c.key) for c in commands]  # uuid5, so once per command
         for attempt in range(self.max_retries + 1):
             recorded_at = now_utc()
             facts: dict[uuid.UUID, Fact] = {}
@@ -190,7 +190,7 @@ class LedgerApplication(Application):
                     event, first = fact.record(cmd, recorded_at)
                 except BadInput as exc:
                     # Say which command of a batch the policy refused: its file line when it has one (ingest),
-                    # else its 1-based index (second fresh-user run: a JSONL refusal named no line).
+                    # else its 1-based index.
                     where = cmd._where or (f"command {i + 1}: " if len(commands) > 1 else "")
                     if not where:
                         raise

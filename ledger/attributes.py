@@ -70,7 +70,7 @@ _SET_EN = re.compile(
     r"increased|reduced|set|switched|updated|upgraded|bumped|cut|upped|reset|rescheduled|pushed|shifted|"
     r"extended|shortened)\s+(?:up\s+|down\s+)?(?P<attr>.+?)\s+(?:from\s+(?P<old>.+?)\s+)?to\s+(?P<val>.+)$", re.I)
 _COPULA_EN = re.compile(
-    r"^(?P<attr>(?:my|our|the|his|her|their|[a-z]+'s)\s.+?|[a-z][\w' -]+?)\s*(?:'s|\s(?:is|are|was|were|has become|"
+    r"^(?P<attr>(?:my|our|the|his|her|their|[a-z]+'s)\s.+?|[a-z][\w' -]+?)\s*(?:\s(?:is|are|was|were|has become|"
     r"became|becomes|will be|stays?|remains?))\s+(?:now\s+|currently\s+|still\s+|actually\s+|officially\s+)?"
     r"(?P<val>.+)$", re.I)
 _NOUN_VERB_EN = re.compile(
@@ -152,6 +152,13 @@ def read_statement(text: str) -> Reading:
          or _ROLE_ZH_RE.match(t))
     if m:
         t = t[m.end():].lstrip(" 的,，")
+    else:
+        named = _NAMED_SUBJECT.match(t)
+        if named and named.group(1) not in _NOT_NAMES:
+            if not named.group(2):
+                # "Caroline is researching adoption agencies": a person's state or doings, not an attribute
+                return Reading("none", None, frozenset(), None)
+            t = t[named.end():]  # "Jon's dance studio is ...": the attribute is the dance studio (of Jon)
     found = _read_zh(t) if has_cjk(t) else _read_en(t)
     if found.found and not re.search(r"[，,;；]", found.attribute or ""):
         return found
@@ -373,6 +380,17 @@ def substitution(old: str, new: str) -> tuple[str, str] | None:
     return sep.join(a[i1:i2]), said
 
 
+#: a sentence that opens with a person's name, possessive or not ("Jon's dance studio ...", "Caroline is ...")
+_NAMED_SUBJECT = re.compile(r"([A-Z][a-z]+)(?:('s|’s)\s+|\s+(?=(?:is|was|has|had|and|[a-z]+(?:s|ed))\b))")
+#: capitalised words that open sentences without naming anyone
+_NOT_NAMES = set("The My Our I We It This That There These Those His Her Their A An On In At For When After Before "
+                 "Btw Oh So And But Also Now Sorry Actually Oops Hmm Well Yes No Ok Okay Just Got Started Every Each "
+                 "Some Most Rent Parking Movie Swim Landlord Traded Cleared Netflix Monday Tuesday Wednesday Thursday "
+                 "Friday Saturday Sunday Wednesdays Today Tomorrow Yesterday Last Next Since Until If".split())
+#: a value longer than this (in characters) is a description, not a value: it is not shown as one
+MAX_SHOWN_VALUE = 48
+
+
 @dataclass(frozen=True)
 class Said:
     """What a fact's sentence says, for the reader: the ``attribute`` it is about (the catalogue slot's label, or
@@ -411,6 +429,9 @@ def said(key: str, text: str | None, registry: KeyRegistry = REGISTRY) -> Said:
     # a noun phrase the sentence names ("my gym locker number is 245") says more than the slot a cue word chose
     # ("gym": hobby); a verb's attribute ("I switched to ...") says less than the slot's label ("drink")
     attribute = own if own and r.form in ("copula", "change", "set") and not fix else (label or own)
+    named = _NAMED_SUBJECT.match(unicodedata.normalize("NFC", text).strip())
+    if attribute and attribute == own and named and named.group(2) and named.group(1) not in _NOT_NAMES:
+        attribute = f"{named.group(1)}'s {attribute}"  # whose it is: "Jon's dance studio"
     if attribute and r.form == "template":
         attribute = re.sub(r"\s+", " ", attribute).strip()
     value = fix[0] if fix else (r.value if r.found and r.value else None)
@@ -419,6 +440,11 @@ def said(key: str, text: str | None, registry: KeyRegistry = REGISTRY) -> Said:
         value = ", ".join(sorted(v for k in ("number", "time", "date", "email", "url", "phone", "code")
                                  for v in vp.parts.get(k, ()))) or None
     ended = typing.cessation and typing.mood == "statement" and not typing.change
+    if value is not None:
+        # the value ends where the clause does: "on tenuous grounds, but he is staying positive"
+        value = re.split(r",\s*(?:but|and|so|because|which|though)\b|[;；]|，\s*(?:但|不过|因为|所以)", value)[0].strip()
+    if value is not None and len(value) > MAX_SHOWN_VALUE:
+        return Said(label, None, ended)  # "working on a business plan and looking for investors ...": not a value
     return Said(attribute, None if ended or value is None else _as_written(text, value), ended)
 
 

@@ -154,7 +154,7 @@ if TYPE_CHECKING:
 
 
 class _Cryptography:
-    """``cryptography``'s ``AESGCM`` and ``InvalidTag``, imported on first use: the package costs ~8 ms to import,
+    """``cryptography``'s ``AESGCM`` and ``InvalidTag``, imported on first use: the package is slow to import,
     which a cold command that seals and opens nothing (``memledger profile``: projections hold plaintext) need not
     pay. After the first access they are plain attributes (no lookup cost on the hot path)."""
 
@@ -206,15 +206,15 @@ _FORMAT_WRAPPED = "aesgcm-v1"
 _WRAP_AAD_PREFIX = b"memledger:user-key:v1|"
 _FACT_WRAP_AAD_PREFIX = b"memledger:fact-key:v1|"
 _FRESH_LIMIT = 100_000  # per-fact keys prepared but not used yet (a failed save's) kept at most
-# Reserve of the second refill of a user's pool (a process writing for the user again). A key-store commit costs
-# ~1 ms on SQLite (rollback journal, fsync): with 8, a user's first 30 single-command saves paid 4 of them (133 us
-# a save, scripts/bench_append.py); with 32, a user's first 97 saves paid 3; with 64, 2. The reserve is handed
+# Reserve of the second refill of a user's pool (a process writing for the user again). A key-store commit is a
+# rollback-journal write and an fsync on SQLite: the larger the reserve, the fewer of them a user's first
+# single-command saves pay (scripts/bench_append.py measures it). The reserve is handed
 # back when the application closes (EncryptingMapper.release_unused_fact_keys), so its size costs no disk after a
 # clean exit; after a crash at most _POOL_MAX spare rows a user remain.
 _POOL_MIN = 64
 _POOL_MAX = 64  # largest reserve of stored per-fact keys a process keeps per user (EncryptingMapper.prepare_fact_keys)
 #: Spare keys reserved at a process's FIRST write for a user. A long-lived process (the Python API in an agent, the
-#: servers) reserves at once, which saves its second write for the user a key-store commit (~1 ms); the reserve is
+#: servers) reserves at once, which saves its second write for the user a key-store commit; the reserve is
 #: handed back at close, so a short script pays one more commit, at close. The CLI's one-shot verbs set it to 0
 #: (memledger/cli ``main``): a one-shot call stores exactly the keys it uses.
 FIRST_RESERVE = _POOL_MIN
@@ -392,7 +392,7 @@ class EncryptingMapper(Mapper[Any]):
         self.keystore = keystore
         self.fields: frozenset[str] = frozenset(fields)
         self.user_id_field = user_id_field
-        # AESGCM objects by data key: building one costs ~2 us (as much as sealing a field), and a batch seals
+        # AESGCM objects by data key: building one costs as much as sealing a field, and a batch seals
         # and opens several fields per event under a handful of users' keys. The key itself is still fetched from
         # the key store for every event (so a destroyed key is never used again); bounded, cleared when full.
         self._aeads: dict[bytes, AESGCM] = {}
@@ -434,7 +434,7 @@ class EncryptingMapper(Mapper[Any]):
         that is already stored, and set the event's ``fact_key_id`` to that key's id; :meth:`to_stored_event` then
         uses it. Returns how many keys were stored now (0 when the process's pool had enough).
 
-        Why a pool: a key-store commit per event (a journal write and fsync on SQLite, ~1 ms) would more than double
+        Why a pool: a key-store commit per event (a journal write and fsync on SQLite) would more than double
         the cost of a one-event save (scripts/bench_append.py: 1,226 -> 513 events/s one per save). Keys are made per
         user, for the events that need one plus a reserve: :data:`FIRST_RESERVE` at a process's first write for a user
         (none in a one-shot CLI call, which stores exactly what it uses), then :data:`_POOL_MIN`, doubling per refill
@@ -555,7 +555,7 @@ class EncryptingMapper(Mapper[Any]):
         # a per-fact key serves one event: built directly, not cached (it would evict the users' keys)
         aesgcm = self._aead(user_key) if not key_id else _lib.AESGCM(
             self._fact_key_for_write(user_id, str(key_id), user_key))
-        oid = str(originator_id)  # once per event, not per field (str(UUID) is ~1 us)
+        oid = str(originator_id)  # once per event, not per field
         nonces = os.urandom(_NONCE_BYTES * len(todo))  # one read of the OS's CSPRNG for the event's fields
         for i, name in enumerate(todo):
             plaintext = self.transcoder.encode(state[name])

@@ -52,7 +52,7 @@ from .errors import BadInput, IdempotencyMismatch
 from .schemas import FactCommand
 from .slots import REGISTRY
 
-#: Sources that never displace a ``user_statement`` head (they contest it): issue 13, item 4.
+#: Sources that never displace a ``user_statement`` head (they contest it).
 NON_USER_SOURCES = ("agent_inference", "external_import")
 
 #: Namespace of the deterministic stream ids: uuid5(NAMESPACE, "fact\x1f<user_id>\x1f<key>").
@@ -70,7 +70,7 @@ def new_event_id() -> str:
     Why not uuid4: the history projection's unique index on ``event_id`` then takes every new id at its right
     edge, instead of at a random leaf of a B-tree that outgrows SQLite's page cache (a random id dirtied one index
     page per event and made appends slow down as the store grew; scripts/bench_growth.py). ``uuid_utils`` makes
-    it in ~0.3 us (uuid4: ~2 us); ids stay unique (74 random bits per millisecond) and parse as ``uuid.UUID``.
+    it faster than ``uuid.uuid4``; ids stay unique (74 random bits per millisecond) and parse as ``uuid.UUID``.
     """
     return str(uuid7())
 
@@ -310,21 +310,21 @@ class Fact(Aggregate):
                 raise BadInput("key", f"{cmd.key!r} has no current value to retract", "assert it first")
             if cmd.source in NON_USER_SOURCES and head.source == "user_statement":
                 # What the user said is withdrawn only by the user (or system feedback): an agent that disagrees
-                # records its view, which contests (fresh-user run: an agent_inference retract emptied the profile).
+                # records its view, which contests (an agent_inference retract would empty the profile).
                 raise BadInput("source", f"an {cmd.source} cannot retract what the user said ({cmd.key!r} "
                                          f"v{head.version} is a user_statement)",
                                "ask the user, or record the agent's view with assert --source agent_inference "
                                "(it is kept as contested)")
             if cmd.valid_to is not None and cmd.valid_to <= head.valid_from:
                 # "It stopped being true before it started" is a typo more often than a withdrawal; it used to be
-                # taken silently as a full withdrawal (fresh-user run). Refused: nothing is written.
+                # taken silently as a full withdrawal. Refused: nothing is written.
                 raise BadInput("valid_to", f"{cmd.valid_to.isoformat()} is not after the value's valid_from "
                                            f"{head.valid_from.isoformat()}",
                                "give an instant after valid_from, or leave valid_to out to withdraw the value entirely")
             if cmd.valid_to is None and head.valid_from > observed and len(self.versions) > 1:
                 # A scheduled head (valid from a date still to come) ended the value before it on that date; withdrawing
-                # it left no value at all, now or later (a fresh-user run: retracting "moving to Berlin in 2099"
-                # emptied the profile while Paris still held). Refused until a retraction can reopen the earlier range.
+                # it left no value at all, now or later (retracting "moving to Berlin in 2099" would empty the
+                # profile while Paris still holds). Refused until a retraction can reopen the earlier range.
                 raise BadInput("key", f"{cmd.key!r} v{head.version} is scheduled for {head.valid_from.isoformat()} "
                                       "and has not happened; retracting it would leave no value, not even the one "
                                       "that holds until then",
@@ -339,7 +339,7 @@ class Fact(Aggregate):
 
         marks: dict[str, Any] = {}
         derived: list[str] = []
-        # Quarantine (seed 003 §5.1, and memory poisoning): a value failing its key's validator, or a text that
+        # Quarantine (also against memory poisoning): a value failing its key's validator, or a text that
         # reads as an instruction to the agent, is recorded but not believed, unless it is the independent second
         # statement of a value quarantined within the last 72 hours, which releases it (ledger/hygiene.py).
         said = cmd.text if cmd.text is not None else (cmd.value if isinstance(cmd.value, str) else None)
@@ -359,11 +359,11 @@ class Fact(Aggregate):
             marks["releases"] = q
             derived.append(self.quarantined[q]["event_id"])
         confidence = cmd.effective_confidence()
-        if hygiene.is_hedged(said):  # seed 003 §5.6
+        if hygiene.is_hedged(said):
             confidence = min(confidence, hygiene.HEDGED_CONFIDENCE)
             marks["hedged"] = True
         d = self._decide_value(cmd, recorded_at, observed, head, bool(marks.get("hedged")))
-        if d.effect == "correct" and cmd.source != "system_feedback":  # seed 003 §4.3: correction decay
+        if d.effect == "correct" and cmd.source != "system_feedback":  # correction decay
             n = self.corrections + 1
             confidence = hygiene.decayed(confidence, n)
             marks["corrections"] = n
@@ -410,7 +410,7 @@ class Fact(Aggregate):
             and value_json != head.value_json
             and (cmd.op == "correct" or (cmd.valid_from or observed) >= head.valid_from)
         ):
-            # Issue 13, item 4: what the agent inferred or a document imported never displaces what the user said,
+            # What the agent inferred or a document imported never displaces what the user said,
             # whatever its confidence: it is recorded and contests (the user reaffirming clears the contest, a new
             # user statement supersedes as usual). An import of earlier history still backfills below.
             changes = [] if head.status == "contested" else [

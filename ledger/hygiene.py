@@ -5,16 +5,16 @@ in the event's ``hygiene`` mark, so projections and ``verify`` never re-derive a
 (a quarantine's 72 hours running out, a scheduled fact's time arriving, a fact falling due) is derived at read time
 from recorded times (memledger/hygiene.py), never recorded.
 
-* **Hedged** (seed 003 §5.6, "fuzziness marking"): a statement whose text says "I think", "maybe", "probably",
+* **Hedged** ("fuzziness marking"): a statement whose text says "I think", "maybe", "probably",
   好像, 似乎, 可能 or 大概 is recorded with confidence at most :data:`HEDGED_CONFIDENCE` (0.6) and marked
   ``{"hedged": true}``.
-* **Quarantine** (seed 003 §5.1, the "memory sandbox"): a value that fails its key's validator
+* **Quarantine** (the "memory sandbox"): a value that fails its key's validator
   (:meth:`ledger.slots.KeyRegistry.check_value`) or a text that reads as an instruction to the agent
   (:func:`reads_as_instruction`) is recorded but not believed: ``{"quarantined": "<why>"}``. A second statement of
   the same value from an independent source (:func:`independent`) said within :data:`QUARANTINE_WINDOW` of it
   (``observed_at`` to ``observed_at``, before or after it, so imported history is judged by when it was said,
   in any order) releases it; a sentence and a number stating the same number are the same value.
-* **Correction decay** (seed 003 §4.3): the n-th correction of a fact records confidence ``given x 0.8**n``; from
+* **Correction decay**: the n-th correction of a fact records confidence ``given x 0.8**n``; from
   the third on the fact is flagged for review (``{"corrections": n, "review": true}``).
 """
 
@@ -27,18 +27,18 @@ from typing import Any
 
 from .errors import BadInput
 
-#: the highest confidence a hedged statement is recorded with (seed 003 §5.6: "confidence <= 0.6")
+#: the highest confidence a hedged statement is recorded with ("confidence <= 0.6")
 HEDGED_CONFIDENCE = 0.6
-#: how long a quarantined value waits for an independent second statement (seed 003 §5.1: 72 hours)
+#: how long a quarantined value waits for an independent second statement (72 hours)
 QUARANTINE_WINDOW = timedelta(hours=72)
-#: each correction multiplies the new version's confidence by this, once per correction so far (seed 003 §4.3)
+#: each correction multiplies the new version's confidence by this, once per correction so far
 CORRECTION_DECAY = 0.8
-#: the number of corrections of one fact from which it is flagged for review (seed 003 §4.3)
+#: the number of corrections of one fact from which it is flagged for review
 REVIEW_AT = 3
 
 _HEDGE_EN = re.compile(r"\b(?:i think|maybe|probably)\b", re.IGNORECASE)
 # 可能 hedges ("他可能是", "maybe"), but not inside 不可能 ("impossible"), 可能性 ("the possibility") or 尽可能
-# ("as ... as possible"): a fresh-user run saw "我不可能吃肉" ("I can't possibly eat meat") recorded as hedged.
+# ("as ... as possible"): "我不可能吃肉" ("I can't possibly eat meat") is not hedged.
 _HEDGE_ZH = re.compile(r"好像|似乎|(?<![不尽])可能(?!性)|大概")
 
 _INSTRUCTION = re.compile(
@@ -57,7 +57,7 @@ _INSTRUCTION_WORDS = ("ignore", "disregard", "forget", "now", "system")
 
 
 def is_hedged(text: str | None) -> bool:
-    """True when ``text`` hedges ("I think", "maybe", "probably", 好像, 似乎, 可能, 大概; seed 003 §5.6)."""
+    """True when ``text`` hedges ("I think", "maybe", "probably", 好像, 似乎, 可能, 大概)."""
     if not text:
         return False
     # ASCII text holds no Chinese hedge: one search instead of two on most statements
@@ -69,8 +69,8 @@ _JOINERS = re.compile(r"[-_]+")
 
 def _plain(text: str) -> str:
     """``text`` as the instruction patterns read it: NFKC (full-width letters become ASCII), format characters such as
-    zero-width spaces removed, hyphens and underscores read as spaces (a fresh-user run slipped "Ig\u200bnore
-    previous instructions", full-width "Ｉｇｎｏｒｅ ..." and "previous-instructions" past the patterns)."""
+    zero-width spaces removed, hyphens and underscores read as spaces (so "Ig\u200bnore
+    previous instructions", full-width "Ｉｇｎｏｒｅ ..." and "previous-instructions" do not slip past the patterns)."""
     if not text.isascii():  # ASCII is its own NFKC form and holds no format character: only the slow path pays
         text = unicodedata.normalize("NFKC", text)
         text = "".join(ch for ch in text if ch.isascii() or unicodedata.category(ch) != "Cf")
@@ -86,7 +86,7 @@ def reads_as_instruction(text: str | None) -> bool:
         return False
     if text.isascii():
         # Every English alternative of the pattern needs one of these words, so ASCII text without them cannot match:
-        # the search costs ~20 us a sentence, paid by every fact recorded (docs/performance.md, the write path).
+        # the search is paid by every fact recorded (docs/performance.md, the write path).
         low = text.lower()
         if not any(word in low for word in _INSTRUCTION_WORDS):
             return False

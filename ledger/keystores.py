@@ -273,7 +273,7 @@ class _KeyStoreBase:
         """Refuse (KeyStoreError) if this process's master-key configuration cannot open the store's existing keys.
 
         The facade calls it before every write, so a wrongly configured process writes nothing, not even an event
-        that needs no key (second fresh-user run: ``session start`` without a task was recorded under a wrong key).
+        that needs no key (``session start`` without a task).
         Checked once per process; one row read."""
         self._check_config_before_new_key(None)
 
@@ -281,7 +281,7 @@ class _KeyStoreBase:
         """Before sealing a *new* user's key: an existing live key must unseal with this store's configuration.
 
         Why: a process with a wrong (or no) ``MEMLEDGER_MASTER_KEY`` used to create keys in the wrong format, so the
-        store ended up mixing formats and no configuration could rebuild or verify it any more (fresh-user run).
+        store ended up mixing formats and no configuration could rebuild or verify it any more.
         Checked once per process (reads one row). Raises KeyStoreError naming the mismatch; nothing is written.
         """
         if self._config_checked:
@@ -534,7 +534,7 @@ class SQLiteKeyStore(_KeyStoreBase):
     def store_fact_keys(self, made: dict[str, list[tuple[str, bytes]]],
                         wrap: Callable[[bytes, str, str, bytes], bytes]) -> None:
         """As the base class, in ONE transaction: the keys of users new to the store and their first fact keys are
-        committed together. Why: a key-store commit costs ~1 ms here (rollback journal, fsync), and a process's first
+        committed together. Why: a key-store commit is a rollback-journal write and an fsync here, and a process's first
         write for a new user paid two of them (its data key, then its fact key; scripts/bench_append.py).
 
         The new user's key is inserted with ``INSERT OR IGNORE`` under ``BEGIN IMMEDIATE`` and read back, so when

@@ -1,6 +1,6 @@
 """A user's arrival on a shard: the marker a shard move saves in front of the user's copied events (docs/scale.md).
 
-When memledger/rebalance.py copies a user's events from one shard's log to another's, they land after events the
+When memledger/sharding/rebalance.py copies a user's events from one shard's log to another's, they land after events the
 target recorded later; the catch-up's monotonic system time (replay/events.py ``decode``: an event's system time is
 raised to the previous event's, for writers with skewed clocks) would then restamp every copied event with the
 target's latest time, and time travel on the moved user would change. So the copy is saved, in one transaction, as

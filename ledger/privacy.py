@@ -1,6 +1,7 @@
 """Privacy in the domain: which fields are encrypted, the key store of a store, and the privacy events.
 
-The verbs that use them (erase, export, the sensitivity filter on context) are in memledger/privacy.py.
+The verbs that use them are in memledger/erasure.py (erase, export) and memledger/sensitivity.py (the sensitivity
+filter on search and context).
 
 See docs/erasure.md for the why. In short (crypto-shredding):
 
@@ -57,7 +58,7 @@ __all__ = [
 ENCRYPTED_FIELDS: frozenset[str] = DEFAULT_ENCRYPTED_FIELDS | {
     "command_fingerprint", "speaker", "fingerprint", "ops", "task", "inherited_card",
     # a disclosure's purpose is the caller's free text ("review dave's leukemia plan"): content, not metadata
-    # (fresh-user run: it survived erasure in plaintext). Earlier disclosures keep theirs in plaintext.
+    # (in plaintext it would survive erasure). Earlier disclosures keep theirs in plaintext.
     "purpose",
 }
 

@@ -69,12 +69,12 @@ def check_batch_size(commands: list[Any], field: str = "commands") -> None:
                        "split it into smaller batches (each batch is saved all or nothing)")
 MAX_TEXT = 100_000  # characters of a fact's sentence or reason
 #: characters of an identifier-like field (idempotency_key, source_ref, session_id, actor, trace_id, sensitivity):
-#: they are stored in plaintext in the log (docs/erasure.md), so content must not hide in them (fresh-user run: a
-#: 100,000-character actor was accepted)
+#: they are stored in plaintext in the log (docs/erasure.md), so content must not hide in them (a
+#: 100,000-character actor is refused)
 MAX_ID = 512
 #: a sensitivity label (``health``, ``finance``, ``special-category``): a lowercase identifier. A label sticks to the
 #: later versions of a fact and a caller must name it exactly to let the fact in, so a typo ("Bogus Label") would
-#: hide a fact for good (fresh-user run): labels are refused unless they have this form.
+#: hide a fact for good: labels are refused unless they have this form.
 LABEL_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 MAX_LABEL = 64
 
@@ -143,7 +143,7 @@ def check_key(key: Any, field: str = "key") -> str:
 
 #: Deepest nesting of lists and objects a value may have. Why a bound below Python's recursion limit: pydantic
 #: refuses to serialise much past ~255 levels ("Maximum serialization depth exceeded"), so a value of 300 levels was
-#: stored (201) and then every read of the user's profile or history failed with a 500 (a fresh-user run).
+#: stored (201) and then every read of the user's profile or history would fail with a 500.
 MAX_VALUE_DEPTH = 64
 
 
@@ -226,7 +226,7 @@ class RoleContext(BaseModel):
 
     Each is a name matched exactly by ``search --role`` / ``--role-filter``: non-empty, at most 200 characters, no
     surrounding spaces and no control characters (tab and newline included), so a stored role can always be named
-    again (a fresh-user run stored " coach" and "coach\n", which no filter could then match)."""
+    again (" coach" and "coach\n" are refused: no filter could match them)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     role: str | None = None
@@ -359,7 +359,7 @@ class FactCommand(BaseModel):
             raise BadInput("op", "withdraw is recorded by retract-source only",
                            "use memledger retract-source USER SOURCE_REF (Python: ml.retract_source)")
         # A retraction's valid_to closes the *head's* range (the policy checks it against the head's valid_from),
-        # so it may well be earlier than when it was said: "on 1 June: I moved away on 1 May" (issue 3).
+        # so it may well be earlier than when it was said: "on 1 June: I moved away on 1 May".
         # With neither valid_from nor observed_at the range starts when the command is recorded: now.
         start = self.valid_from or (self.observed_at or now_utc() if self.op not in ("retract", "withdraw") else None)
         if self.valid_to is not None and start is not None and self.valid_to <= start:

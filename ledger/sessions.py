@@ -15,8 +15,8 @@ Rules (docs/sessions.md):
   duplicate finds the stream already written, records nothing and returns the first receipt (``replayed=True``);
   the same id with different content is refused (:class:`~ledger.errors.IdempotencyMismatch`, exit 2). Two writers
   racing on one message id collide on version 1 (optimistic concurrency) and the loser replays. Why not keep the
-  ids in the session aggregate: logging would then re-read every earlier message of the session (measured: 12.7 ms
-  per message at the start of a session, 68.6 ms at message 300 — quadratic in session length); a stream per
+  ids in the session aggregate: logging would then re-read every earlier message of the session (a cost per
+  message that grows with the session: quadratic in session length); a stream per
   message keeps it constant. The session stream holds start, card, summaries and end.
 * Logging to a session that was never started starts it implicitly (one ``SessionStarted`` with
   ``implicit=True`` in the same save). Starting a started session again with the same (or no) task is a retry:
@@ -510,7 +510,7 @@ def execute_session_commands(app: Any, commands: list[SessionCommand], max_retri
         ConflictError: conflicts persisted after the retries.
     """
     # Which message streams exist, in one query: a batch of new messages (an ingest, a turn) otherwise paid one
-    # repository.get each that found nothing (0.13 s of a 1,400-turn LoCoMo ingest). As for facts
+    # repository.get each that found nothing. As for facts
     # (LedgerApplication.existing_streams), a stream another writer creates meanwhile makes the save conflict and
     # the batch is decided again, loading it.
     lister = getattr(app, "existing_streams", None)

@@ -29,6 +29,8 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
+from .text import has_cjk
+
 Cardinality = Literal["single", "multi"]
 
 #: Bumped whenever a cue, slot or marker changes: recorded in each resolution's evidence.
@@ -286,9 +288,6 @@ class KeyRegistry:
     def verify_after(self, key: str) -> float | None:
         """Seconds after which a fact under ``key`` needs re-confirming (longest registered prefix), or None."""
         return self._longest(getattr(self, "_verify_after", {}), key)
-
-    def verify_after_items(self) -> list[tuple[str, float]]:
-        return sorted(getattr(self, "_verify_after", {}).items())
 
     def check_value(self, key: str, value: Any, recorded_at: Any) -> str | None:
         """None if ``value`` passes the validator of ``key`` (or it has none), else what is wrong with it.
@@ -555,8 +554,6 @@ def nfc_lower(text: str) -> str:
     return unicodedata.normalize("NFC", text).lower().replace("’", "'")
 
 
-def has_cjk(text: str) -> bool:
-    return any("\u4e00" <= c <= "\u9fff" or "\u3400" <= c <= "\u4dbf" for c in text)
 
 
 def _stem(w: str) -> str:

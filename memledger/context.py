@@ -5,7 +5,7 @@ Sections, always in this order (docs/sessions.md):
 1. **profile** — the stable facts (current facts whose key is not a free-text ``memory.*`` key), each with its
    provenance ("the user said", "the agent inferred", "imported from ..."), ``uncertain`` when the statement hedged
    and "(unconfirmed since D; ask?)" when it is due for re-confirming (docs/hygiene.md);
-   then **upcoming** — facts scheduled for later (seed 003 §5.8), listed apart and never as having happened (last
+   then **upcoming** — facts scheduled for later, listed apart and never as having happened (last
    in ``sections``, second in ``text``);
 2. **summaries** — the summary pyramid: session summaries for the ``RECENT_DETAIL`` newest sessions, older sessions
    merged (the span summary covering most of them, then an ``all`` summary), falling back to the finest available;
@@ -42,8 +42,8 @@ from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 from replay.cutoff import sessions_at_cutoff
 
 from . import hygiene, reads, search, timetravel
-from .sessions import ago_text
 from .store import Store
+from .timefmt import ago_text
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("profile", "## Profile (stable facts)"),
@@ -125,7 +125,7 @@ def _annotate(text: str, at: datetime | None, tz: str) -> str:
 
 
 def _date(dt: datetime | None, tz: str) -> str:
-    from .relative_time import format_local
+    from .timefmt import format_local
 
     return "undated" if dt is None else format_local(dt, tz)[:10]
 
@@ -150,8 +150,8 @@ def _fact_line(text: str, when: datetime | None, source: str | None, status: str
     , ended D])[ (unconfirmed since D; ask?)]``.
 
     A closed valid range is always shown: a fact whose range ended before ``now`` ("in Rome 1-10 January") is not a
-    present truth, and printing it bare made an agent read it as one (fresh-user run). A hedged statement is
-    ``uncertain`` (seed 003 §5.6); a fact due for re-confirming says since when it is unconfirmed (seed 003 §4.3)."""
+    present truth, and printed bare, an agent would read it as one. A hedged statement is
+    ``uncertain``; a fact due for re-confirming says since when it is unconfirmed."""
     label = f"{_date(when, tz)}, {provenance(source, source_ref)}"
     if hedged:
         label += ", uncertain"
@@ -194,7 +194,7 @@ def _said_text(rows_of: Any, key: str, f: Any) -> str:
 
 
 def _upcoming_line(f: Any, tz: str) -> str:
-    """A scheduled fact (seed 003 §5.8): ``- TEXT (scheduled for D, not yet happened; provenance)``."""
+    """A scheduled fact: ``- TEXT (scheduled for D, not yet happened; provenance)``."""
     text = _annotate(f.text or f"{f.key}: {f.value}", f.valid_from, tz)
     return f"- {text} (scheduled for {_date(f.valid_from, tz)}, not yet happened; {provenance(f.source)})"
 
@@ -287,7 +287,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         recent_messages / memories: how many candidate lines those sections start from (before the budget).
         profile_fn / search_fn: ``(user_id) -> Profile`` and ``(user_id, query, k=) -> hits``; default
             :func:`memledger.reads.profile` and :func:`memledger.search.search` on ``ml``. The sensitivity filter
-            (memledger/privacy.py) passes filtering ones.
+            (memledger/sensitivity.py) passes filtering ones.
         as_of / axis: the knowledge cut-off (an aware instant; ``axis`` "system": recorded by then, "observed":
             said by then): only what the ledger knew at ``as_of`` is shown — the profile as believed then
             (:func:`memledger.timetravel.profile_as_of`, valid at ``now``), memories searched as of then, and the
@@ -303,7 +303,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     from ledger.schemas import check_user_id
     from ledger.sessions import check_session_id
 
-    from .relative_time import format_local
+    from .timefmt import format_local
 
     user_id = check_user_id(user_id)
     if session_id is not None:
@@ -340,7 +340,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
 
     # hygiene (docs/hygiene.md): what is due for re-confirming, what is scheduled, below what confidence to hide
     due = hygiene.due_keys(ml, user_id, now_dt) if as_of_dt is None else {}
-    # a labelled scheduled fact stays out, as the sensitivity filter (memledger/privacy.py) keeps labelled facts out
+    # a labelled scheduled fact stays out, as the sensitivity filter (memledger/sensitivity.py) keeps labelled facts out
     upcoming = [f for f in hygiene.scheduled(ml, user_id, now_dt) if f.sensitivity is None] if as_of_dt is None else []
     if min_confidence is not None:
         profile = profile.model_copy(update={"facts": {k: f for k, f in profile.facts.items()
@@ -366,9 +366,9 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         cand["profile"].append((_fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz,
                                            f.valid_to, now_dt, hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key)),
                                 rank))
-    for f in upcoming:  # seed 003 §5.8: listed apart from current facts, never as having happened
+    for f in upcoming:  # listed apart from current facts, never as having happened
         cand["upcoming"].append((_upcoming_line(f, tz), -f.valid_from.timestamp()))
-    # remember's "conflict" (issue 13): a statement that may replace a memory is shown as "to confirm", never merged
+    # remember's "conflict": a statement that may replace a memory is shown as "to confirm", never merged
     for line in _to_confirm(ml, user_id, profile):
         cand["profile"].append((line, -1.0))
 
@@ -396,7 +396,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
                 if msg_session and not optout else [])
     if as_of_dt is not None:
         db.close()  # the scratch replay
-    if optout:  # the agent reads its no-memory session back until it ends (a fresh-user run found it refused)
+    if optout:  # the agent reads its no-memory session back until it ends
         from .optout import messages as kept_messages
 
         kept = kept_messages(ml, user_id, session_id)[-recent_messages:] if recent_messages > 0 else []
@@ -514,7 +514,7 @@ def fit_budget(user_id: str, now_dt: datetime, tz: str, session_id: str | None, 
                memories_from: str, header: list[str], cand: dict[str, list[tuple[str, float]]]) -> Context:
     """Drop whole lines, least relevant first (:data:`TIER`, then rank), until the text fits ``budget`` tokens; in
     each tier a line of more than half the budget is dropped before the others."""
-    from .relative_time import format_local
+    from .timefmt import format_local
 
     header_tokens = sum(count_tokens(h) for h in header)
     titles = dict(SECTIONS)

@@ -36,7 +36,7 @@ from ledger.privacy import ENCRYPTED_FIELDS, ENCRYPTION_ENV
 from ledger.schemas import check_key, check_text, check_user_id
 from ledger.timeutil import now_utc
 
-from .privacy import _delete_snapshots, _vacuum_postgres, compact_sqlite, reload_user_index
+from .erasure import _delete_snapshots, _vacuum_postgres, compact_sqlite, reload_user_index
 from .remember import user_lock
 from .store import Store
 
@@ -100,8 +100,8 @@ def _stored_fields(app: Any, stream_id: uuid.UUID) -> dict[int, dict[str, Any]]:
 
 def _refuse_a_scheduled_head_alone(fact: Fact, targets: set[int], user_id: str, key: str) -> None:
     """Refuse to forget a scheduled head ("moves to Berlin on 1 June") while a version it will replace is kept: its
-    placeholder would leave the fact with no current value, not even the one that holds until then (a fresh-user run
-    lost Paris this way), as ``retract`` refuses for the same reason (ledger/domain.py). Forgetting every version
+    placeholder would leave the fact with no current value, not even the one that holds until then (Paris
+    would be lost before the move), as ``retract`` refuses for the same reason (ledger/domain.py). Forgetting every version
     of the key is allowed: nothing is meant to remain."""
     head = fact.versions.get(fact.head) if fact.head is not None else None
     if head is None or fact.head not in targets or head.valid_from <= now_utc():
@@ -237,7 +237,7 @@ def _purge_vectors(ml: Store, user_id: str, key: str, versions: list[int], texts
     proj = getattr(ml, "vectors_projection", None)
     if proj is None:
         return 0
-    from projections.vectors import fact_doc_id
+    from projections.retrieval.documents import fact_doc_id
 
     with ml.db.transaction() as cur:
         t = proj.table("docs")

@@ -4,11 +4,11 @@ What a person or a source causes is an event, decided by the policy (ledger/doma
 ledger/hygiene.py: hedged, quarantined, released, corrected n times). What only time causes is derived here, at read
 time, from recorded times, so ``verify`` stays deterministic:
 
-* a fact whose ``valid_from`` is after ``now`` and after when it was said is **scheduled** (seed 003 §5.8): not
+* a fact whose ``valid_from`` is after ``now`` and after when it was said is **scheduled**: not
   current; while it waits, the version whose valid range covers ``now`` (if any) is the current one;
-* a quarantined statement (seed 003 §5.1) is **pending** until 72 hours after it was said (``observed_at``), then
+* a quarantined statement is **pending** until 72 hours after it was said (``observed_at``), then
   **expired**, unless a later event released it (**released**);
-* a current fact is **due** (seed 003 §4.3) once ``verify_after`` seconds of its key prefix (the key registry,
+* a current fact is **due** once ``verify_after`` seconds of its key prefix (the key registry,
   ``ledger.slots.REGISTRY``; ``health.*``: 30 days) have passed since it was last stated or confirmed (the latest
   ``observed_at`` of its version and of reaffirmations of it), or when it was corrected three times or more.
 
@@ -33,7 +33,7 @@ from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 from .reads import split_scheduled
 from .store import Store
 
-#: the window of ``freshness_7d`` (seed 003 §5.12: share of facts stated or confirmed in the last 7 days)
+#: the window of ``freshness_7d`` (share of facts stated or confirmed in the last 7 days)
 FRESH_WINDOW = timedelta(days=7)
 
 
@@ -96,7 +96,7 @@ class DueList(BaseModel):
 
 
 class ScheduledFact(BaseModel):
-    """A fact whose valid time starts after ``now`` (seed 003 §5.8): upcoming, not current, never "has happened"."""
+    """A fact whose valid time starts after ``now``: upcoming, not current, never "has happened"."""
 
     key: str
     version: int
@@ -109,7 +109,7 @@ class ScheduledFact(BaseModel):
 
 
 class Stats(BaseModel):
-    """``memledger stats [USER] --json``: memory health (seed 003 §5.12), for one user or the whole store.
+    """``memledger stats [USER] --json``: memory health, for one user or the whole store.
 
     * ``user_id``: the user, or null for the whole store; ``users``: how many users hold a current or scheduled
       fact; ``facts``: current facts (scheduled ones excluded);
@@ -270,7 +270,7 @@ def due_keys(store: Store, user_id: str, now: datetime) -> dict[str, DueFact]:
 
 class StatsCounts(BaseModel):
     """The counts :class:`Stats` is computed from (:func:`stats_counts`): stores merge by adding them (a shard map's
-    ``stats``, memledger/sharded.py), then :meth:`stats` gives the rates of the sum, not a mean of rates."""
+    ``stats``, memledger/sharding/sharded.py), then :meth:`stats` gives the rates of the sum, not a mean of rates."""
 
     user_id: str | None
     users: int

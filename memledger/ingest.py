@@ -8,7 +8,7 @@ guessed anywhere else). Each command carries an idempotency key derived from (sa
 ingesting the same file twice records nothing new.
 
 JSONL: one command object per line (``op`` defaults to ``assert``); blank lines are skipped. A line with ``text``
-and no ``key`` (and no ``op``) is a ``remember``: slot resolution decides its key (issue 13, docs/resolution.md).
+and no ``key`` (and no ``op``) is a ``remember``: slot resolution decides its key (docs/resolution.md).
 A remember line without ``idempotency_key`` gets one derived from (user_id, text, observed_at, source_ref) as
 written in the line (:func:`remember_idempotency_key`): re-ingesting the file records nothing new. Two lines of one
 user with the same text, observed_at and source_ref are therefore one statement (the second is a replay); give them
@@ -18,7 +18,7 @@ distinct ``idempotency_key``s (or source_refs) to record both.
 its idempotency key is derived from the source (conversation, session, speaker, observation index and evidence turn
 ids), never from the text, so re-ingesting records nothing new either way.
 
-Sessions (issue 5): LoCoMo turns are also logged as messages of their session (:func:`locomo_messages`), and
+Sessions: LoCoMo turns are also logged as messages of their session (:func:`locomo_messages`), and
 ``--format memorybank`` ingests MemoryBank histories as sessions of messages (:func:`memorybank_messages`).
 """
 
@@ -96,8 +96,8 @@ def parse_locomo_time(text: str, field: str) -> str:
     absolute English dates naming a month and a four-digit year ("8 May 2023, 1:56 pm", "... PST" converts).
 
     Refused (BadInput naming ``field``): dates relative to the clock ("yesterday", "Monday", "2 days ago"), which
-    would date a re-ingest of the same file differently and so break its idempotency (a fresh-user run saw the second
-    ingest refused); numeric-only dates ("01/02/2023": which is the month?); LoCoMo's own shape with an impossible
+    would date a re-ingest of the same file differently and so break its idempotency (the second
+    ingest would be refused); numeric-only dates ("01/02/2023": which is the month?); LoCoMo's own shape with an impossible
     time or day ("13:04 pm", "31 February")."""
     if not isinstance(text, str):
         raise BadInput(field, f"is a {type(text).__name__}, not a date string", "e.g. '1:56 pm on 8 May, 2023'")
@@ -119,10 +119,9 @@ _YEAR = re.compile(r"(?<!\d)\d{4}(?!\d)")
 
 @functools.lru_cache(maxsize=4096)
 def _locomo_instant(text: str) -> str | None:
-    # Every observation and turn of a session carries the session's date string: parsed once each (dateparser takes
-    # ~3 ms a call, 2 s of a 353-observation LoCoMo ingest before; issue 16, scripts/bench_query.py). LoCoMo's own
-    # format is read by strptime first: dateparser's first call alone costs ~0.5 s (its language data), a quarter of
-    # an ingest's time beside the embedding. Only absolute dates reach dateparser (see parse_locomo_time).
+    # Every observation and turn of a session carries the session's date string: parsed once each (dateparser is
+    # slow per call). LoCoMo's own format is read by strptime first: dateparser's first call also loads its language
+    # data. Only absolute dates reach dateparser (see parse_locomo_time).
     s = text.strip()
     try:
         return datetime.strptime(s, _LOCOMO_FORMAT).replace(tzinfo=timezone.utc).isoformat()
@@ -298,7 +297,7 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
     each) and remember lines one by one, in file order. Returns the ingest report (see ``MemoryLedger.ingest``).
 
     ``keep``: a predicate on user ids; only the lines of users it keeps are written (a sharded ledger ingests each
-    shard's users into that shard, memledger/sharded.py). The whole file is still validated first."""
+    shard's users into that shard, memledger/sharding/sharded.py). The whole file is still validated first."""
     commands = load_commands(path, fmt, resolve=resolve)
     messages = load_session_commands(path, fmt)  # conversation turns as messages, validated before writing
     if keep is not None:
@@ -315,8 +314,8 @@ def ingest(ml: Any, path: Path, fmt: str, *, on_progress: Any = None, batch_size
 
 
 def _load_search() -> None:
-    """Import the search path (its pydantic models: ~20 ms), run while ``ingest`` waits for the model anyway."""
-    from . import privacy, search  # noqa: F401
+    """Import the search path (its pydantic models), run while ``ingest`` waits for the model anyway."""
+    from . import search, sensitivity  # noqa: F401
 
 
 def _warm_vectors(ml: Any, commands: list[Any]) -> Any:
@@ -324,7 +323,7 @@ def _warm_vectors(ml: Any, commands: list[Any]) -> Any:
 
     The vectors projection is deferred (the first search embeds what the writes left), so an ingest followed by a
     search ran the model after every event was written; the texts are known once the file is validated, and the
-    model releases the GIL, so embedding them now overlaps the recording (projections/vectors.py
+    model releases the GIL, so embedding them now overlaps the recording (projections/retrieval/embedding.py
     ``warm_in_background``). Texts already in the embedding cache cost one lookup; remember lines are left out
     (``remember`` embeds its sentence as its search query and keeps that vector)."""
     vp = getattr(ml, "vectors_projection", None)
@@ -337,8 +336,8 @@ def _warm_vectors(ml: Any, commands: list[Any]) -> Any:
 def _batches(items: list[Any], batch_size: int) -> list[list[Any]]:
     """``items`` cut into batches of at most ``batch_size`` that each pass :func:`check_batch_size` (a batch closes
     early when the next item would carry it past :data:`MAX_BATCH_BYTES`). Raises BadInput for an item that alone
-    is too large (found before anything is written: a fresh-user run saw an ingest refuse its 500-message batch
-    holding one 2 MB turn after the file's facts were recorded)."""
+    is too large (found before anything is written, not once the file's facts are recorded: a 500-message batch
+    holding one 2 MB turn)."""
     out: list[list[Any]] = []
     batch: list[Any] = []
     size = 0
@@ -411,7 +410,7 @@ def _write(ml: Any, commands: list[Any], message_batches: list[list[Any]], n_mes
     return report
 
 
-# -- sessions (issue 5): conversation turns as logged messages ---------------------------------------------------
+# -- sessions: conversation turns as logged messages -------------------------------------------------------------
 def _read_json(path: Path, what: str) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8-sig"))

@@ -23,11 +23,12 @@ from .hygiene import DueList, QuarantineList, Stats
 from .withdrawal import SourceRetraction
 from .message_search import MessageHit
 from .forget import ForgetReceipt
-from .privacy import ErasureReceipt, UserExport, _audit_models
-from .rebalance import RebalanceReport
+from .erasure import ErasureReceipt, UserExport
+from .sensitivity import _audit_models
+from .sharding.rebalance import RebalanceReport
 from .search import SearchHit
 from .sessions import Resume, SessionReceipt, SummaryGaps
-from .sharded import ShardsStatus
+from .sharding.sharded import ShardsStatus
 from .timetravel import Beliefs, Diff
 
 

@@ -2,11 +2,11 @@
 
 ``MemoryLedger.search_messages(user, query, k)`` ranks one user's messages (optionally one session's) for a query:
 
-* lexical: :class:`projections.lexical.LexicalIndex` (BM25 over CJK-aware tokens) of the user's messages;
-* dense: the embedder of the ledger's ``vectors`` projection (issue 4: ``embed_texts`` goes through its persistent
+* lexical: :class:`projections.retrieval.lexical.LexicalIndex` (BM25 over CJK-aware tokens) of the user's messages;
+* dense: the embedder of the ledger's ``vectors`` projection (``embed_texts`` goes through its persistent
   embedding cache, so a message is embedded once per model), cosine similarity — skipped when the ledger was
   opened without the vectors projection (``MEMLEDGER_EMBEDDER=none``), leaving BM25 alone;
-* score: the absolute relevance of projections/relevance.py (standardised cosine plus BM25 over the query's bound,
+* score: the absolute relevance of projections/retrieval/relevance.py (standardised cosine plus BM25 over the query's bound,
   through a logistic), the same scale as fact search's ``parts.relevance``; RRF only breaks ties.
 
 Indexes are built in process from the ``messages`` projection and kept per (user, session filter) until a new
@@ -32,7 +32,7 @@ _CACHE_SIZE = 8
 class MessageHit(BaseModel):
     """One message found by :func:`search_messages`, best first (``rank`` from 1).
 
-    ``score`` is the absolute relevance (projections/relevance.py); ``dense_rank`` / ``lexical_rank`` are the message's ranks in each ranking (None if
+    ``score`` is the absolute relevance (projections/retrieval/relevance.py); ``dense_rank`` / ``lexical_rank`` are the message's ranks in each ranking (None if
     not in that ranking's pool).
     """
 
@@ -64,14 +64,14 @@ def _check(user_id: Any, query: Any, k: Any, session_id: Any) -> tuple[str, str,
 
 def ranked_messages(ml: Store, user_id: str, query: str, k: int, session_id: str | None) -> list[dict[str, Any]]:
     """The user's messages (or one session's) scored for ``query``, best first, at most ``max(k, 50)``: dicts with
-    the message row and ``relevance`` (absolute, projections/relevance.py), ``dense``, ``dense_z``, ``lexical``,
+    the message row and ``relevance`` (absolute, projections/retrieval/relevance.py), ``dense``, ``dense_z``, ``lexical``,
     ``lexical_n``, ``rrf``, ``dense_rank``, ``lexical_rank``. Reads only (the caller validated the arguments)."""
     import numpy as np  # here, not at import: `memledger profile` in a fresh process never needs it
 
-    from projections.fusion import rrf
-    from projections.lexical import LexicalIndex
-    from projections.relevance import lexical_bound, relevance_function
-    from projections.vectors import has_cjk
+    from projections.retrieval.fusion import rrf
+    from projections.retrieval.lexical import LexicalIndex
+    from projections.retrieval.relevance import lexical_bound, relevance_function
+    from ledger.text import has_cjk
 
     with ml.db.read() as cur:
         if session_id is not None and ml.state_cards_projection.session(cur, user_id, session_id) is None:
@@ -121,7 +121,7 @@ def ranked_messages(ml: Store, user_id: str, query: str, k: int, session_id: str
     d_rank = {d: i + 1 for i, d in enumerate(dense)}
     l_rank = {d: i + 1 for i, d in enumerate(lexical)}
     lex_score = dict(lex)
-    # scored as facts are (projections/vectors.py rank): the same weights, anchors and CJK rule
+    # scored as facts are (projections/retrieval/ranking.py rank): the same weights, anchors and CJK rule
     score_of = relevance_function(model, lexical_bound(index, query),
                                   *(() if vp is None else (vp.lexical_weight_abs, vp.dense_z_weight(query))),
                                   cjk=has_cjk(query))
@@ -140,7 +140,7 @@ def ranked_messages(ml: Store, user_id: str, query: str, k: int, session_id: str
 def search_messages(ml: Store, user_id: str, query: str, k: int = 10,
                     session_id: str | None = None) -> list[MessageHit]:
     """Rank ``user_id``'s messages (or one session's) for ``query``; see the module docstring. ``score`` is the
-    absolute relevance of projections/relevance.py (comparable with fact search's ``parts.relevance``).
+    absolute relevance of projections/retrieval/relevance.py (comparable with fact search's ``parts.relevance``).
 
     Raises:
         BadInput: empty query, k outside 1..1000, malformed user or session id, or a ``session_id`` that is not a

@@ -1,4 +1,4 @@
-"""Opt-out sessions: ``memledger session start USER SESSION --no-memory`` (issue 8, docs/erasure.md).
+"""Opt-out sessions: ``memledger session start USER SESSION --no-memory`` (docs/erasure.md).
 
 A session started with ``--no-memory`` never enters the append-only log while it runs. Its messages live in two
 side tables of the projections database (``optout_sessions``, ``optout_messages``: working storage, not a

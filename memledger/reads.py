@@ -102,7 +102,7 @@ def history(store: Store, user_id: str, key: str | None = None, *,
 
 def user_timezone(store: Store, user_id: str) -> str:
     """The user's IANA zone from their profile (first of :data:`TZ_KEYS` that names a valid zone), else "UTC"."""
-    from .relative_time import to_local
+    from .timefmt import to_local
 
     facts = profile(store, user_id).facts
     for key in TZ_KEYS:

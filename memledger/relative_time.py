@@ -79,12 +79,14 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from functools import lru_cache
 from typing import Callable, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dateparser
 from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.errors import BadInput
+
+# to_local and format_local are re-exported: they belong to this module's documented names (__all__)
+from .timefmt import format_local, require_aware, to_local, user_zone  # noqa: F401
 
 __all__ = [
     "TimeMention",
@@ -139,58 +141,6 @@ class TimeMention(BaseModel):
     def annotation(self) -> str:
         """The exact string :func:`render_annotated` inserts after the phrase, e.g. ``" [= 2023-05-19]"``."""
         return f"{ANNOTATION_OPEN}{self.label}]"
-
-
-# --------------------------------------------------------------------------------------------------------------
-# time zones and local rendering
-
-
-def _zone(tz: str | tzinfo | None, field: str = "tz") -> tzinfo:
-    """Resolve the user's zone: an IANA name, a tzinfo, or ``None`` (UTC)."""
-    if tz is None:
-        return timezone.utc
-    if isinstance(tz, tzinfo):
-        return tz
-    if not isinstance(tz, str):
-        raise BadInput(field, f"expected an IANA time-zone name, got {type(tz).__name__}",
-                       'give an IANA name such as "Asia/Shanghai" or "Europe/Paris"')
-    name = tz.strip()
-    try:
-        if not name:
-            raise ValueError("empty")
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise BadInput(field, f"unknown time zone {tz!r}",
-                       'give an IANA name such as "Asia/Shanghai" or "Europe/Paris"') from None
-
-
-def _require_aware(value: object, field: str) -> datetime:
-    if not isinstance(value, datetime):
-        raise BadInput(field, f"expected a timezone-aware datetime, got {type(value).__name__}")
-    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
-        raise BadInput(field, f"{value.isoformat()} is naive (no UTC offset; naive times are refused, never guessed)",
-                       "pass a timezone-aware datetime, e.g. with tzinfo=timezone.utc")
-    return value
-
-
-def to_local(dt: datetime, tz: str | tzinfo | None = None) -> datetime:
-    """The same instant expressed in the user's zone (aware). ``tz=None`` means UTC.
-
-    Raises ``BadInput`` (a ``ValueError``) naming ``dt`` if it is naive, or ``tz`` if the name is unknown.
-    """
-    return _require_aware(dt, "dt").astimezone(_zone(tz))
-
-
-def format_local(dt: datetime, tz: str | tzinfo | None = None) -> str:
-    """Render a stored (UTC) instant for the user: ``YYYY-MM-DD HH:MM ±HH:MM`` in their zone.
-
-    2023-05-12T04:45Z with ``tz="Asia/Shanghai"`` renders ``"2023-05-12 12:45 +08:00"``.
-    """
-    local = to_local(dt, tz)
-    offset = local.utcoffset() or timedelta(0)
-    sign = "-" if offset < timedelta(0) else "+"
-    minutes = abs(int(offset.total_seconds())) // 60
-    return f"{local:%Y-%m-%d %H:%M} {sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -471,8 +421,8 @@ def _resolve(intent: _Intent, base: date) -> tuple[date, Granularity, Literal["d
 
 
 def _local_date(observed_at: datetime, tz: str | tzinfo | None) -> date:
-    aware = _require_aware(observed_at, "observed_at")
-    zone = _zone(tz)
+    aware = require_aware(observed_at, "observed_at")
+    zone = user_zone(tz)
     try:
         return aware.astimezone(zone).date()
     except OverflowError:

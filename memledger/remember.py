@@ -1,4 +1,4 @@
-"""``remember``: a free-text statement lands in a slot (issue 13). Orchestration only; the rules are in ledger/.
+"""``remember``: a free-text statement lands in a slot. Orchestration only; the rules are in ledger/.
 
 For one statement: validate everything (nothing is written on bad input), take the user's remember lock (two
 ``remember`` calls for one user never open the same slot twice: a thread lock in the process, plus a file lock in
@@ -277,7 +277,7 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         commands = [main]
         if (res.close_key is not None and template.source in NON_USER_SOURCES
                 and (rows.get(res.close_key) or {}).get("source") == "user_statement"):
-            # what the agent inferred never closes what the user said (issue 13, item 4): it contests instead
+            # what the agent inferred never closes what the user said: it contests instead
             res.contest_key, res.close_key, res.decision = res.close_key, None, "conflict"
         if res.close_key is not None:
             commands.append(_close(template, rows.get(res.close_key), res, key))

@@ -5,11 +5,11 @@
     score = relevance * confidence * freshness + role_bonus
 
 * ``relevance`` — absolute, in (0, 1): a logistic of the memory's cosine with the query, standardised per model,
-  plus BM25 over the query's bound (projections/relevance.py). It depends only on the query, the memory and the
+  plus BM25 over the query's bound (projections/retrieval/relevance.py). It depends only on the query, the memory and the
   model, never on the other hits, so scores compare across users, queries and calls: below 0.3 (``WEAK_MATCH``) a
   memory is unlikely to be about the query, above 0.7 it very likely is. A query containing CJK, for a user with
   CJK memories, is judged by the multilingual CJK companion's cosine instead of the main embedder's
-  (``parts.fusion == "companion"``, ``parts.dense_model`` names it; projections/vectors.py).
+  (``parts.fusion == "companion"``, ``parts.dense_model`` names it; projections/retrieval/ranking.py).
 * ``confidence`` — the version's confidence in [0, 1] (ledger/schemas.py defaults it by source).
 * ``freshness`` — ``0.5 ** (age / half_life)``, ``age`` = seconds from the memory's ``valid_from`` to the query
   instant (``as_of``, else now); ``half_life`` is the longest matching key prefix in ``half_lives`` (seconds); a
@@ -58,7 +58,7 @@ MAX_USERS = 50
 class ScoreParts(BaseModel):
     """Why a hit scored what it did: ``score = relevance * confidence * freshness + role_bonus``.
 
-    ``relevance = 1 / (1 + exp(-(dense_z + w * lexical_n - 2)))`` (projections/relevance.py): ``dense_z`` is the
+    ``relevance = 1 / (1 + exp(-(dense_z + w * lexical_n - 2)))`` (projections/retrieval/relevance.py): ``dense_z`` is the
     cosine standardised for ``dense_model``, ``lexical_n`` the BM25 score over the query's bound, ``w`` 3."""
 
     model_config = ConfigDict(frozen=True)
@@ -351,7 +351,7 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any 
             if u is None or not u.meta:
                 return []
             # A CJK query over a user with CJK memories is judged by the companion: the main model is not asked.
-            # Query vectors are cached per model (projections/vectors.py), so a widened pool does not re-embed.
+            # Query vectors are cached per model (projections/retrieval/embedding.py), so a widened pool does not re-embed.
             if proj.uses_companion(query, u.cjk):
                 qvec, cvec = None, proj.embed_cjk_query(query)
             else:
@@ -408,9 +408,10 @@ def merge_users(per_user: list[list[SearchHit]], k: int) -> list[SearchHit]:
 def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: int, source: str | None,
                   role: str | None, half_lives: dict[str, float], role_bonus: float,
                   flt: SearchFilters) -> list[SearchHit]:
-    from projections.lexical import LexicalIndex
-    from projections.vector_store import UserVectorIndex
-    from projections.vectors import fact_doc_id, has_cjk, lexical_document
+    from projections.retrieval.lexical import LexicalIndex
+    from projections.retrieval.vector_store import UserVectorIndex
+    from ledger.text import has_cjk
+    from projections.retrieval.documents import fact_doc_id, lexical_document
 
     hp = ml.history_projection
     with ml.db.read() as cur:

@@ -30,6 +30,7 @@ from ledger.timeutil import from_micros, now_utc, parse_instant
 
 from .reads import TZ_KEYS, user_timezone  # noqa: F401 (TZ_KEYS re-exported)
 from .store import Store
+from .timefmt import ago_text
 
 
 #: Default age after which ``resume`` flags a task as stale (ask before carrying on), in hours.
@@ -103,17 +104,6 @@ class SummaryGaps(ErasedMark):
     without_session_summary: list[str]
     not_merged: list[str]
     recent: int
-
-
-def ago_text(seconds: int) -> str:
-    """A coarse human duration: ``"just now"``, ``"5 minutes"``, ``"3 hours"``, ``"3 days"``, ``"2 weeks"``."""
-    units = [(365 * 86400, "year"), (30 * 86400, "month"), (7 * 86400, "week"), (86400, "day"), (3600, "hour"),
-             (60, "minute")]
-    for size, name in units:
-        n = seconds // size
-        if n >= 1:
-            return f"{n} {name}{'s' if n > 1 else ''}"
-    return "just now"
 
 
 # -- writes ------------------------------------------------------------------------------------------------
@@ -252,7 +242,7 @@ def resume(store: Store, user_id: str, *, now: Any = None, expiry_hours: float =
         ``as_of`` (with ``axis``: "system" recorded by then, "observed" said by then): only what the ledger knew at
     that instant — the sessions and cards replayed from the log up to it (:func:`replay.cutoff.sessions_at_cutoff`).
     """
-    from .relative_time import format_local
+    from .timefmt import format_local
     from ledger.schemas import check_user_id
 
     user_id = check_user_id(user_id)
@@ -310,7 +300,7 @@ def resume(store: Store, user_id: str, *, now: Any = None, expiry_hours: float =
         subject = f"our conversation (session {session_row['session_id']})"
     progress = state.progress if state else None
     if done is not None and done["status"] == "done" and done["task"]:
-        # A finished task is reported as finished, never offered for continuing (fresh-user run).
+        # A finished task is reported as finished, never offered for continuing.
         opening = f"Last time we finished {done['task']} ({ago_phrase}, {when})"
         opening += f"; {done['progress']}" if done["progress"] else ""
         opening += ". What shall we do next?"

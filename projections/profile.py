@@ -185,15 +185,6 @@ class ProfileProjection(Projection):
                 "confidence", "status", "source_ref", "session_id", "sensitivity", "position", "hygiene"]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
-    def store_rows(self, cur: Cursor, user_id: str | None = None) -> list[dict[str, Any]]:
-        """The current facts of one user, or of every user (``user_id`` None), with ``user_id`` in each dict
-        (``memledger stats``)."""
-        cols = ["user_id", "key", "version", "valid_from", "recorded_at", "status", "hygiene"]
-        sql = f"SELECT {', '.join(cols)} FROM {self.table('facts')}"
-        cur.execute(sql + (" WHERE user_id = ?" if user_id is not None else ""),
-                    (user_id,) if user_id is not None else ())
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
-
     def slot_rows(self, cur: Cursor, user_id: str, slot_key: str) -> list[dict[str, Any]]:
         """The user's current facts under ``slot_key`` itself or its siblings (``slot_key.*``), ordered by key
         (slot resolution, memledger/remember.py)."""

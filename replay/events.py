@@ -124,7 +124,7 @@ def max_position(app: Any) -> int:
 
 
 def apply_one(cur: Any, projection: Projection, le: LogEvent, action: str | None = None) -> None:
-    """Apply one event to one projection, honouring erasure (issue 8, docs/erasure.md).
+    """Apply one event to one projection, honouring erasure (docs/erasure.md).
 
     * An event whose user was erased decodes with its personal fields ``None`` (ledger/crypto.py): it is skipped,
       so a rebuild after erasure never brings the user's rows back.

@@ -121,7 +121,7 @@ def adopt_config(p: Projection, config_text: str | None) -> None:
     config = json.loads(config_text)
     spec = config.get("embedder")
     if spec is not None and hasattr(p, "use_embedder") and getattr(p, "model_id", None) != config.get("model_id"):
-        from projections.embedders import get_embedder
+        from projections.retrieval.embedders import get_embedder
 
         p.use_embedder(get_embedder(spec))  # type: ignore[attr-defined]
 
@@ -314,7 +314,7 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
         batch: events per transaction of the bulk pass (>= 1; see :data:`BATCH`); the per-event loop after it
             uses at most :data:`PER_EVENT_BATCH`.
         on_progress: ``on_progress(position_reached, head)`` after each batch (progress bars; head may grow).
-        embedder: an embedder spec (``projections.embedders.get_embedder``) for the new ``vectors`` copy: an
+        embedder: an embedder spec (``projections.retrieval.embedders.get_embedder``) for the new ``vectors`` copy: an
             embedding-model switch. Needs ``blue_green`` and ``vectors`` among ``projections``. The embedding
             cache is shared, so texts already embedded by that model are not embedded again. Recorded in
             ``projection_versions.config`` at the switch; every process adopts it (:func:`adopt_config`).
@@ -464,7 +464,7 @@ def _check_embedder(embedder: Any, names: list[str], blue_green: bool) -> Any:
     if "vectors" not in names:
         raise BadInput("--embedder", "the vectors projection is not being rebuilt (or this ledger has none)",
                        "rebuild vectors, e.g. memledger rebuild vectors --blue-green --embedder hash")
-    from projections.embedders import get_embedder
+    from projections.retrieval.embedders import get_embedder
 
     try:
         return get_embedder(embedder)

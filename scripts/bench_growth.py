@@ -359,7 +359,7 @@ def serve(home: str, user: str, probes: int, minilm: bool) -> None:
     out["warm"] = proc_status("VmRSS")
     out["warm_ms"] = ms
     if minilm:
-        from projections.embedders import SentenceTransformerEmbedder
+        from projections.retrieval.embedders import SentenceTransformerEmbedder
 
         e = SentenceTransformerEmbedder()
         e.embed_query("what did the user mention in passing")

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from memledger import MemoryLedger
     from memledger.ingest import locomo_commands
-    from projections import embedders
+    from projections.retrieval import embedders
 
     logging.getLogger("mem0").setLevel(logging.ERROR)  # its notices (no BM25 on faiss, spaCy absent) are not results
     data = json.loads(a.data.read_text(encoding="utf-8"))

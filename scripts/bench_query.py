@@ -14,7 +14,7 @@ processes, as an agent's tool call pays them). Each table row has its baseline m
   against ``python -c pass`` (the interpreter alone) and ``memledger search`` on the torch path; bytecode written
   and reused as in a user's shell (one untimed run per row first, ``$PYTHONDONTWRITEBYTECODE`` dropped).
 
-The one-time ONNX export (first use of the model on a machine; projections/embedders.py ``export_onnx``) is timed
+The one-time ONNX export (first use of the model on a machine; projections/retrieval/embedders.py ``export_onnx``) is timed
 too when ``--export`` is given (the export goes to a scratch directory, not the machine's cache).
 
 Usage: python scripts/bench_query.py [--queries 100] [--cold 5] [--ingest-runs 3] [--export] [--data PATH]
@@ -91,7 +91,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from memledger import MemoryLedger
-    from projections import embedders
+    from projections.retrieval import embedders
 
     data = json.loads(args.data.read_text(encoding="utf-8"))
     texts = observations(data)

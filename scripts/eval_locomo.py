@@ -5,7 +5,7 @@ Protocol (the one an agent uses): one fresh ledger per conversation; every obser
 as ``memledger ingest`` does (memledger/ingest.py: user = speaker, ``source_ref`` = the evidence turn id(s) the
 observation cites); for every QA item, ONE ``MemoryLedger.search(speaker_a, question, k, also=[speaker_b])`` with
 the question as asked (no name rewriting, no routing): both speakers' memories, hits merged by the returned
-``score`` (absolute: projections/relevance.py). recall@k = the fraction of the item's evidence turn ids found among
+``score`` (absolute: projections/retrieval/relevance.py). recall@k = the fraction of the item's evidence turn ids found among
 the ``source_ref`` of the top k hits, averaged over the questions of categories 1-4.
 
 Beside it, in the same run: **plain cosine** — the same observations of both speakers ranked by the cosine of the

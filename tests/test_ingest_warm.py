@@ -1,5 +1,5 @@
 """``ingest`` embeds the observations it records on a worker thread while it records them (memledger/ingest.py
-``_warm_vectors``, projections/vectors.py ``warm_in_background``), so the first search finds every vector cached."""
+``_warm_vectors``, projections/retrieval/embedding.py ``warm_in_background``), so the first search finds every vector cached."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from memledger import MemoryLedger
-from projections.embedders import HashingEmbedder
+from projections.retrieval.embedders import HashingEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "locomo_conv30.json"

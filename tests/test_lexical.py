@@ -1,4 +1,4 @@
-"""Tokeniser and BM25 index (projections.lexical)."""
+"""Tokeniser and BM25 index (projections.retrieval.lexical)."""
 
 import math
 
@@ -7,8 +7,8 @@ import pytest
 import json
 from pathlib import Path
 
-import projections.lexical as lexical
-from projections.lexical import (CJK_INTERROGATIVE_CHARS, CJK_STOP_BIGRAMS, STOP_WORDS, TOKENIZER_VERSION,
+import projections.retrieval.lexical as lexical
+from projections.retrieval.lexical import (CJK_INTERROGATIVE_CHARS, CJK_STOP_BIGRAMS, STOP_WORDS, TOKENIZER_VERSION,
                                  LexicalIndex, stem, tokenize)
 
 DATA = Path(__file__).parent / "data"

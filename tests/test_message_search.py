@@ -44,7 +44,7 @@ def test_bm25_only_when_the_ledger_has_no_embedder(ledger_with):
 
 
 def test_dense_and_lexical_fused(ledger_with):
-    with ledger_with("hash") as ml:  # the deterministic test double of projections/embedders.py
+    with ledger_with("hash") as ml:  # the deterministic test double of projections/retrieval/embedders.py
         _log(ml)
         hits = ml.search_messages("u", "I opened an online clothing store.", k=2)
         assert hits[0].message_id == "m3" and (hits[0].dense_rank, hits[0].lexical_rank) == (1, 1)

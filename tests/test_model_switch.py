@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memledger import MemoryLedger
-from projections.embedders import HashingEmbedder
+from projections.retrieval.embedders import HashingEmbedder
 
 FACTS = {
     "preference.drink": "green tea in the morning",

@@ -210,7 +210,7 @@ def test_rebuild_loads_the_model_before_its_clock_starts(store_args):
     """The rebuild's rate is the replay's: a model load is reported apart as model_seconds."""
     import time as _time
 
-    from projections.embedders import HashingEmbedder
+    from projections.retrieval.embedders import HashingEmbedder
 
     class SlowLoading(HashingEmbedder):
         loads = 0

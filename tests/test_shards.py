@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from memledger.shardmap import ShardMap, rendezvous
+from memledger.sharding.shardmap import ShardMap, rendezvous
 
 ROOT = Path(__file__).resolve().parent.parent
 DSNS = (os.environ.get("MEMLEDGER_TEST_SHARD_DSNS") or ",".join(
@@ -74,7 +74,7 @@ def cli_json(shards: Path, *args: str) -> Any:
 
 
 def opened(path: Path) -> Any:
-    from memledger.sharded import ShardedLedger
+    from memledger.sharding.sharded import ShardedLedger
 
     return ShardedLedger(path, embedder="hash", cjk_embedder="none")
 
@@ -122,7 +122,7 @@ def test_rendezvous_is_stable_and_moves_only_to_the_new_shard() -> None:
 
 
 def three_of(user: str) -> str:
-    from memledger.shardmap import score
+    from memledger.sharding.shardmap import score
 
     return max("abc", key=lambda s: score(s, user))
 
@@ -130,7 +130,7 @@ def three_of(user: str) -> str:
 def test_score_is_blake2b_of_name_and_user() -> None:
     import hashlib
 
-    from memledger.shardmap import score
+    from memledger.sharding.shardmap import score
 
     want = int.from_bytes(hashlib.blake2b(b"a\x00alice", digest_size=8).digest(), "big")
     assert score("a", "alice") == want
@@ -277,7 +277,7 @@ def test_rebalance_under_concurrent_writes_loses_nothing(maps: Any) -> None:
     stop = threading.Event()
 
     def writer(mine: list[str], map_path: Path) -> None:
-        from memledger.directory import UserMoving
+        from memledger.sharding.directory import UserMoving
 
         with opened(map_path) as ml:
             ml.directory.move_wait = 30.0
@@ -351,7 +351,7 @@ def test_a_rebalance_killed_at_any_step_finishes_on_rerun(maps: Any, step: str) 
 
 def test_a_write_during_a_move_waits_then_fails_clearly(maps: Any) -> None:
     two, _ = maps
-    from memledger.directory import UserMoving
+    from memledger.sharding.directory import UserMoving
 
     with opened(two) as ml:
         ml.assert_fact("mover", "k.a", 1)
@@ -369,7 +369,7 @@ def test_a_write_during_a_move_waits_then_fails_clearly(maps: Any) -> None:
 
 def test_a_receipt_from_the_old_shard_is_told_the_user_moved(maps: Any) -> None:
     two, three = maps
-    from memledger.sharded import UserMoved
+    from memledger.sharding.sharded import UserMoved
 
     user = next(f"m{i}" for i in range(100) if rendezvous(f"m{i}", ["a", "b"]) != rendezvous(f"m{i}", ["a", "b", "c"]))
     with opened(two) as ml:
@@ -484,7 +484,7 @@ def test_project_follow_runs_one_worker_per_shard(maps: Any) -> None:
                                "--interval", "0.1", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, cwd=ROOT, env={**os.environ, "MEMLEDGER_CJK_EMBEDDER": "none"})
     try:
-        from memledger.sharded import ShardedLedger
+        from memledger.sharding.sharded import ShardedLedger
 
         time.sleep(1.0)
         with ShardedLedger(two, embedder="hash", cjk_embedder="none", projection_mode="worker") as ml:
@@ -616,9 +616,9 @@ def test_an_unreachable_shard_is_named_with_its_table(maps: Any, tmp_path: Path)
 
 
 def test_shard_errors_map_to_retryable_http_problems() -> None:
-    from memledger.directory import UserMoving
+    from memledger.sharding.directory import UserMoving
     from memledger.servers.http import _problem_of
-    from memledger.sharded import UnknownShard, UserMoved
+    from memledger.sharding.sharded import UnknownShard, UserMoved
 
     for exc, status, title in [(UserMoving("u", "a", "c", 10.0), 503, "User moving"),
                                (UnknownShard("c", "two.toml", ["a", "b"], "u"), 503, "Shard map out of date"),
@@ -633,7 +633,7 @@ def test_every_verb_about_a_user_is_routed() -> None:
     import inspect
 
     from memledger import MemoryLedger
-    from memledger.sharded import USER_READS, USER_WRITES, ShardedLedger
+    from memledger.sharding.sharded import USER_READS, USER_WRITES, ShardedLedger
 
     verbs = {name for name, fn in inspect.getmembers(MemoryLedger, inspect.isfunction)
              if not name.startswith("_") and list(inspect.signature(fn).parameters)[1:2] == ["user_id"]}

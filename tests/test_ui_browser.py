@@ -19,7 +19,7 @@ import pytest
 
 from ledger.timeutil import from_micros, parse_instant, to_micros
 from memledger import MemoryLedger
-from memledger.servers.keys import KeyStore
+from memledger.servers.keys import APIKeyStore
 from memledger.ui.model import iso, user_view
 from memledger.ui.render import value_text
 from tests.serve_util import ROOT, Server, env
@@ -67,7 +67,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     home = tmp_path_factory.mktemp("ui-browser") / "h"
     with MemoryLedger(home=home, embedder="none") as ml:
         receipts = seed(ml)
-        keys = KeyStore(ml)
+        keys = APIKeyStore(ml)
         secret = keys.create([USER]).secret
         admin = keys.create([], admin=True).secret
     server = Server(home, "http")

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from memledger import MemoryLedger
 from memledger.servers.http import create_app
-from memledger.servers.keys import KeyStore
+from memledger.servers.keys import APIKeyStore
 from memledger.servers.ops import Service
 from tests.ui_seed import USER, XSS_SCRIPT, seed
 
@@ -37,7 +37,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Any:
         ml.assert_fact(uid, "diet.type", "vegetarian")
         ml.assert_fact(uid, "diet.type", "omnivore", source="agent_inference")
     ml.assert_fact(SLASHED, "preference.drink", "juice")
-    keys = KeyStore(ml)
+    keys = APIKeyStore(ml)
     secrets = {
         "ana": keys.create([USER]).secret,
         "ana_health": keys.create([USER], allow_sensitive=["health"]).secret,

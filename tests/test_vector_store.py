@@ -1,11 +1,11 @@
-"""UserVectorIndex (projections.vector_store) with the HashingEmbedder test double."""
+"""UserVectorIndex (projections.retrieval.vector_store) with the HashingEmbedder test double."""
 
 import faiss
 import numpy as np
 import pytest
 
-from projections.embedders import HashingEmbedder
-from projections.vector_store import UserVectorIndex
+from projections.retrieval.embedders import HashingEmbedder
+from projections.retrieval.vector_store import UserVectorIndex
 
 DOCS = {
     "f1": "I drink green tea every morning",
@@ -88,23 +88,6 @@ def test_bad_input_changes_nothing(index):
     with pytest.raises(ValueError):
         UserVectorIndex(0)
     assert len(index) == 4
-
-
-def test_save_load_round_trip(index, emb, tmp_path):
-    path = tmp_path / "u" / "vectors.npz"
-    index.remove("f4")
-    index.save(path)
-    back = UserVectorIndex.load(path, expected_dim=64)
-    assert back.doc_ids() == index.doc_ids() == ["f1", "f2", "f3"]
-    q = emb.embed_query("tea")
-    assert back.search(q, k=3) == index.search(q, k=3)
-    # ids keep counting after load: a new doc never reuses a removed doc's internal id
-    back.add("f5", emb.embed_query("new fact"))
-    assert back._to_int["f5"] == 4
-    with pytest.raises(ValueError, match="dim 64.*dim 32"):
-        UserVectorIndex.load(path, expected_dim=32)
-    with pytest.raises(ValueError):
-        UserVectorIndex.from_bytes(b"garbage")
 
 
 def test_search_restores_the_process_wide_thread_count(index, emb):

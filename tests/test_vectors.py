@@ -15,7 +15,7 @@ import pytest
 from ledger.errors import MemledgerError
 
 from memledger import MemoryLedger
-from projections.embedders import HashingEmbedder
+from projections.retrieval.embedders import HashingEmbedder
 
 DRINKS = ["I drink green tea every morning", "I drink black coffee every morning now",
           "I drink espresso every morning, not black coffee"]
@@ -181,7 +181,7 @@ def test_an_index_file_of_another_state_is_not_trusted(tmp_path: Any) -> None:
         ml.assert_fact("u2", "preference.drink", "coffee", text="I drink black coffee")
         ml.search("u1", "drink", k=1)
     d = home / "vectors" / "hash_v2_64" / "serving"
-    from projections.vectors import user_file_stem
+    from projections.retrieval.documents import user_file_stem
 
     f1, f2 = (d / f"{user_file_stem(u)}.lex" for u in ("u1", "u2"))
     old1 = f1.read_bytes()
@@ -215,7 +215,7 @@ def test_index_files_that_cannot_be_written_never_fail_the_command(tmp_path: Any
         ml.assert_fact("u1", "preference.drink", "tea", text="I drink green tea every morning")
         ml.assert_fact("u2", "hobby.sport", "tennis", text="I play tennis on Sundays")
         ml.search("u1", "drink", k=1)
-    from projections.vectors import user_file_stem
+    from projections.retrieval.documents import user_file_stem
 
     f1 = home / "vectors" / "hash_v2_64" / "serving" / f"{user_file_stem('u1')}.lex"
     f1.unlink()
@@ -232,9 +232,9 @@ def test_index_files_that_cannot_be_written_never_fail_the_command(tmp_path: Any
 
 
 def test_a_user_whose_rows_span_several_reads_is_loaded_whole(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import projections.vectors as pv
+    import projections.retrieval.mirror as mirror_module
 
-    monkeypatch.setattr(pv, "_LOAD_CHUNK", 3)  # rows are read 3 at a time: every user's rows cross a boundary
+    monkeypatch.setattr(mirror_module, "LOAD_CHUNK", 3)  # rows are read 3 at a time: every user's rows cross a boundary
     home = tmp_path / "l"
     users = {"u1": 5, "u2": 1, "u3": 7}
     with MemoryLedger(home=home) as ml:
@@ -331,7 +331,7 @@ def test_the_key_words_are_part_of_the_lexical_document(fresh_ledger):
     BM25 indexes the key's words with the sentence (projections/vectors.py ``lexical_document``), so a query naming
     the slot matches it lexically; with the sentence alone the seed-001 re-ask ranked it first for 0 of 24 queries
     (scripts/bench_stale.py)."""
-    from projections.vectors import lexical_document
+    from projections.retrieval.documents import lexical_document
 
     assert lexical_document("preference.drink", "I'd rather have a hot latte now") == \
         "I'd rather have a hot latte now preference drink"

@@ -1,5 +1,5 @@
 """Each vector is kept once: a live row of the ``vectors`` projection holds the vectors of current texts, the embedding
-cache only those of texts that are not current (projections/embedding_cache.py, projections/vectors.py ``prepare``),
+cache only those of texts that are not current (projections/retrieval/embedding_cache.py, projections/retrieval/embedding.py ``prepare``),
 and still no replay, rebuild or switch back runs the model on a text it has embedded before."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memledger import MemoryLedger
-from projections.embedding_cache import text_key
+from projections.retrieval.embedding_cache import text_key
 from tests.test_ingest_warm import RecordingEmbedder
 
 MODEL = "hash:v2:64"
@@ -149,7 +149,7 @@ def test_ingest_run_again_embeds_nothing(tmp_path: Path) -> None:
 
 
 def test_vectors_are_stored_as_float16_and_float32_rows_of_older_stores_still_read(tmp_path: Path) -> None:
-    from projections.vectors import decode_vector, encode_vector
+    from projections.retrieval.documents import decode_vector, encode_vector
 
     emb = RecordingEmbedder()
     ml = MemoryLedger(home=tmp_path / "l", embedder=emb)

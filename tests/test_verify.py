@@ -79,7 +79,8 @@ def test_verify_tolerates_batch_noise_in_vectors_but_not_a_real_difference(fresh
     VERIFY_ATOL the vectors agree; a real change (here +0.01 on one component) still fails, naming the row."""
     import numpy as np
 
-    from projections.vectors import VERIFY_ATOL, decode_vector
+    from projections.retrieval.documents import decode_vector
+    from projections.vectors import VERIFY_ATOL
 
     ml = fresh_ledger
     ml.assert_fact("u1", "preference.drink", "tea", text="likes tea")

@@ -6,7 +6,7 @@ One module per group of verbs, each registering on the ``app`` of ``common``: ``
 printed for either; set ``MEMLEDGER_DEBUG=1`` to see one.
 
 A command imports only the module of its own verb (:data:`VERB_MODULES`), so typer builds a handful of commands
-instead of all of them and ``memledger assert`` never imports the servers, time travel or session verbs (issue 16:
+instead of all of them and ``memledger assert`` never imports the servers, time travel or session verbs (the
 cold start). ``--help``, no verb, or a verb missing from the map imports every module of this package, as does
 reading ``memledger.cli.app``.
 """
@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 # pydantic looks for plugins (the ``pydantic`` entry-point group) when it builds its first model, by reading the
-# metadata of every installed distribution: ~10-15 ms of every cold command in a venv holding torch and
+# metadata of every installed distribution: a cost on every cold command in a venv holding torch and
 # transformers. The CLI uses none; set before any model is built (``import memledger`` builds none), and a value
 # the user set is kept. The Python API leaves pydantic as it finds it.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
@@ -119,8 +119,8 @@ def _json_error(field: str | None, problem: str, fix: str, code: int) -> None:
 
 def _damaged_store(exc: BaseException) -> tuple[str, str] | None:
     """(problem, fix) for SQLite reporting a damaged file after the open's checks passed (a malformed page met by a
-    read), else None. SQLite does not say which file, so the fix says how to find it (a fresh-user run: "error:
-    DatabaseError: database disk image is malformed", nothing more)."""
+    read), else None. SQLite does not say which file, so the fix says how to find it (rather than a bare "error:
+    DatabaseError: database disk image is malformed")."""
     from ledger.errors import is_store_damage
 
     if not is_store_damage(exc):
@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> None:
     as_json = "--json" in args
     verb = _verb(args)
     if verb in _QUERY_VERBS and "--help" not in args:
-        # the query encoder's session loads on a thread while the ledger is imported and opened (issue 16)
-        from projections.embedders import prewarm_default_onnx
+        # the query encoder's session loads on a thread while the ledger is imported and opened
+        from projections.retrieval.embedders import prewarm_default_onnx
 
         prewarm_default_onnx()
     # A one-shot call stores exactly the per-fact keys it uses (ledger/crypto.py FIRST_RESERVE); servers and workers

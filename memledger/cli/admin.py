@@ -35,7 +35,7 @@ def project_cmd(ctx: typer.Context,
         raise BadInput("--shard", "given without a shard map", "pass --shards FILE before the verb, or leave "
                                                                "--shard out")
     with open_ledger(ctx) as ml:
-        from memledger.sharded import is_sharded
+        from memledger.sharding.sharded import is_sharded
 
         if is_sharded(ml):
             _project_shards(ml, shard, follow, interval, as_json)
@@ -47,7 +47,7 @@ def project_cmd(ctx: typer.Context,
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: stop.set())
             # Catch up (the vectors projection loads its model) before announcing: a reader started on this line
-            # with `--after` must not time out behind a first catch-up it cannot see (fresh-user run: 15 s).
+            # with `--after` must not time out behind a first catch-up it cannot see.
             ml.catch_up()
             err.print(f"following the log (projections at {ml.reached()}); stop with SIGTERM or Ctrl-C")
             reached = follow_log(ml, stop, interval=interval)
@@ -153,7 +153,7 @@ def rebuild_cmd(
     """Rebuild projections from position 0 of the log, with a progress bar (events/s, ETA). See docs/rebuild.md."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from memledger.sharded import is_sharded
+    from memledger.sharding.sharded import is_sharded
 
     reports = {}
     with open_ledger(ctx) as ml:

@@ -85,7 +85,7 @@ def open_store(obj: dict[str, Any], *, embedder: str | None = None) -> Any:
     (given together with --home or --dsn: bad input)."""
     # only a shard map pays for importing the sharding modules (a cold CLI call opens here: docs/performance.md)
     if shard_map_given(obj):
-        from memledger.sharded import shard_map_from_env
+        from memledger.sharding.sharded import shard_map_from_env
 
         shard_map = shard_map_from_env(obj.get("shards"))
     else:
@@ -94,7 +94,7 @@ def open_store(obj: dict[str, Any], *, embedder: str | None = None) -> Any:
         if obj.get("home") is not None or obj.get("dsn") is not None:
             raise BadInput("--shards", "given together with --home or --dsn",
                            "a shard map names every store: leave --home and --dsn out (or unset $MEMLEDGER_SHARDS)")
-        from memledger.sharded import ShardedLedger
+        from memledger.sharding.sharded import ShardedLedger
 
         return ShardedLedger(shard_map, projection_mode=obj.get("projection_mode"), embedder=embedder)
     from memledger.api import MemoryLedger
@@ -105,7 +105,7 @@ def open_store(obj: dict[str, Any], *, embedder: str | None = None) -> Any:
 
 def clip(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters for a table cell, the cut marked with "…" (``--json`` has it whole).
-    A fresh-user run found values cut at 80 with no mark, reading as a shorter value."""
+    A value cut with no mark would read as a shorter value."""
     return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 

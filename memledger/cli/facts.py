@@ -201,7 +201,7 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
                as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
     """USER's memories most relevant to QUERY, with absolute scores, score parts and provenance (only current
     versions; facts labelled sensitive only with --allow-sensitive)."""
-    from memledger.privacy import check_allow_sensitive
+    from memledger.sensitivity import check_allow_sensitive
     from memledger.search import check_filters, check_search_args
 
     check_search_args(user, query, k, as_of, source, role)  # refuse bad input before opening the store

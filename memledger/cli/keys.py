@@ -26,10 +26,10 @@ def create_cmd(ctx: typer.Context,
                note: Optional[str] = typer.Option(None, "--note", help="What the key is for."),
                as_json: bool = JsonOpt) -> None:
     """Create a key; its secret is printed once and only its hash is stored."""
-    from memledger.servers.keys import KeyStore
+    from memledger.servers.keys import APIKeyStore
 
     with open_ledger(ctx, embedder="none") as ml:
-        created = KeyStore(ml).create(user, admin=admin, expires=expires, allow_sensitive=allow_sensitive,
+        created = APIKeyStore(ml).create(user, admin=admin, expires=expires, allow_sensitive=allow_sensitive,
                                       note=note)
     if as_json:
         emit_json(created.model_dump(mode="json"))
@@ -42,10 +42,10 @@ def create_cmd(ctx: typer.Context,
 @keys_app.command("list")
 def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Every key of this store (never the secrets)."""
-    from memledger.servers.keys import KeyStore
+    from memledger.servers.keys import APIKeyStore
 
     with open_ledger(ctx, embedder="none") as ml:
-        keys = KeyStore(ml).list()
+        keys = APIKeyStore(ml).list()
     if as_json:
         emit_json([k.model_dump(mode="json") for k in keys])
         return
@@ -62,10 +62,10 @@ def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
 @keys_app.command("revoke")
 def revoke_cmd(ctx: typer.Context, key_id: str, as_json: bool = JsonOpt) -> None:
     """Revoke KEY_ID: every later request with it gets 401."""
-    from memledger.servers.keys import KeyStore
+    from memledger.servers.keys import APIKeyStore
 
     with open_ledger(ctx, embedder="none") as ml:
-        info = KeyStore(ml).revoke(key_id)
+        info = APIKeyStore(ml).revoke(key_id)
     if as_json:
         emit_json(info.model_dump(mode="json"))
         return

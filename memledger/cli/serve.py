@@ -1,4 +1,4 @@
-"""``memledger serve mcp|http``: the agent faces (issue 14, docs/interfaces.md).
+"""``memledger serve mcp|http``: the agent faces (docs/interfaces.md).
 
 ``serve mcp`` speaks MCP over stdio (default: a trusted local process, only protocol messages on stdout) or over
 streamable HTTP (``--transport http``: every request needs an API key, as for ``serve http``). ``serve http`` is the
@@ -71,7 +71,7 @@ def _close_on_sigterm() -> Iterator[None]:
     ``with open_ledger(...)`` around a server closes the ledger: its index files are saved and the per-fact keys it
     reserved are handed back (ledger/crypto.py). Without it the default action killed the process: uvicorn shuts
     down gracefully on SIGTERM, then re-raises the signal it captured (uvicorn >= 0.29, ``capture_signals``), and
-    nothing after ``uvicorn.run`` ran (a fresh-user run: exit 143, the reserve left in keys.db). The exit status
+    nothing after ``uvicorn.run`` would run (exit 143, the reserve left in keys.db). The exit status
     stays 143 (128 + SIGTERM), as service managers expect. Main thread only (Python's rule for signal handlers)."""
     import signal
     import threading
@@ -125,7 +125,7 @@ def serve_mcp(ctx: typer.Context,
         from starlette.applications import Starlette
 
         from memledger.servers.http import KeyMiddleware
-        from memledger.servers.keys import KeyStore
+        from memledger.servers.keys import APIKeyStore
 
         server = build_mcp(service, user=user, allow_destructive=allow_destructive, require_key=True)
         inner = server.streamable_http_app(streamable_http_path="/mcp", host=host, json_response=True)
@@ -145,7 +145,7 @@ def serve_mcp(ctx: typer.Context,
 
         asgi = Starlette(routes=list(inner.routes), lifespan=lifespan,
                          exception_handlers={404: not_routed, 405: not_routed})
-        asgi.add_middleware(KeyMiddleware, keys=KeyStore(ml), service=service, routes=inner.routes)
+        asgi.add_middleware(KeyMiddleware, keys=APIKeyStore(ml), service=service, routes=inner.routes)
         _check_port_free(host, port)
         err.print(f"memledger MCP on http://{host}:{port}/mcp (Authorization: Bearer <key>)")
         _uvicorn(asgi, host, port)

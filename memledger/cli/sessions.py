@@ -1,4 +1,4 @@
-"""CLI verbs of sessions (issue 5): ``memledger session start|log|card|summarize|end|gaps``, ``resume``, ``context``.
+"""CLI verbs of sessions: ``memledger session start|log|card|summarize|end|gaps``, ``resume``, ``context``.
 
 Registered on :data:`memledger.cli.common.app` when memledger/cli/__init__.py imports this module. Same conventions as the rest of the
 CLI: ``--json`` prints the pydantic model's JSON (a contract), bad input exits 2 naming the flag, nothing written.
@@ -48,7 +48,7 @@ def start_cmd(ctx: typer.Context, user: str, session: str,
                                              "it ends; nothing but a tombstone in the log (docs/erasure.md).")) -> None:
     """Start SESSION for USER; with --task, inherit that task's latest open state card."""
     with open_ledger(ctx) as ml:
-        extra = {"no_memory": True} if no_memory else {}  # issue 8 (memledger/optout.py)
+        extra = {"no_memory": True} if no_memory else {}  # an opt-out session (memledger/optout.py)
         _emit(ml.session_start(user, session, task=task, observed_at=observed_at, **extra), as_json)
 
 

@@ -57,7 +57,7 @@ def rebalance_cmd(ctx: typer.Context,
     run it again to finish."""
     if not grace >= 0 or grace > 3600:
         raise BadInput("--grace", f"{grace} is not between 0 and 3600 seconds", "e.g. --grace 0.5")
-    from memledger.rebalance import rebalance
+    from memledger.sharding.rebalance import rebalance
 
     _require_map(ctx)
     with open_ledger(ctx) as ml:

@@ -29,7 +29,7 @@ def _target(path: Optional[str]) -> Path:
     if target.is_dir():
         raise BadInput("--html", f"{path!r} is a directory", "name a file in it, e.g. --html DIR/timeline.html")
     # the file is renamed into place: over a symlink, a device (/dev/null) or a FIFO that would replace the thing
-    # itself, not write through it (a fresh-user run as root turned /dev/null into a regular file)
+    # itself, not write through it (run as root, /dev/null would become a regular file)
     if target.is_symlink() or (target.exists() and not target.is_file()):
         raise BadInput("--html", f"{path!r} is a symlink or a special file, not a regular file",
                        "name a regular file (or a new one) to write the timeline to")
@@ -72,7 +72,7 @@ def timeline_cmd(
     audit of every version, sessions, messages and disclosures)."""
     from ledger.schemas import check_user_id
     from ledger.timeutil import parse_instant
-    from memledger.privacy import check_allow_sensitive
+    from memledger.sensitivity import check_allow_sensitive
     from memledger.ui.model import PURPOSE_EXPORT, record_shown, user_view
     from memledger.ui.render import user_page
 
@@ -83,7 +83,7 @@ def timeline_cmd(
     if now is not None:
         parse_instant(now, "--now")
     with open_ledger(ctx, embedder="none") as opened:
-        from memledger.sharded import is_sharded
+        from memledger.sharding.sharded import is_sharded
 
         ml = opened.shard(opened.shard_of(user)) if is_sharded(opened) else opened  # the user's shard on a map
         view = user_view(ml, user, allow_sensitive=labels, now=now)

@@ -1,4 +1,4 @@
-"""CLI verbs of time travel and audit: ``believed``, ``true-at``, ``diff``, ``audit`` (issue 3; docs/time-travel.md).
+"""CLI verbs of time travel and audit: ``believed``, ``true-at``, ``diff``, ``audit`` (docs/time-travel.md).
 
 Registered on :data:`memledger.cli.common.app` when ``memledger.cli`` imports this module. ``--json`` prints
 ``model_dump(mode="json")`` of the :mod:`memledger.timetravel` models (a contract); ``--tz ZONE`` renders every

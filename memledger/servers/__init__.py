@@ -1,4 +1,4 @@
-"""The agent faces of memledger (issue 14, docs/interfaces.md): an MCP server, an HTTP API with per-user keys, a
+"""The agent faces of memledger (docs/interfaces.md): an MCP server, an HTTP API with per-user keys, a
 change feed.
 
 - ``models`` — the pydantic argument models shared by the MCP tools and the HTTP routes (one per verb).

@@ -46,7 +46,7 @@ from ledger.errors import (
 )
 from ledger.schemas import check_key, check_user_id
 
-from .keys import KeyStore, Principal
+from .keys import APIKeyStore, Principal
 from .mcp import PRINCIPAL_STATE, build_mcp
 from .models import (
     AssertBody,
@@ -140,8 +140,8 @@ def _problem_of(exc: BaseException) -> JSONResponse | None:
                                 fix="nothing of an erased user can be read or written")
     if isinstance(exc, NotImplementedError):
         return problem_response(501, "Not implemented", str(exc))
-    from ..directory import UserMoving
-    from ..sharded import UnknownShard, UserMoved
+    from ..sharding.directory import UserMoving
+    from ..sharding.sharded import UnknownShard, UserMoved
 
     if isinstance(exc, UnknownShard):  # this server's map file is older than the directory's ring
         return problem_response(503, "Shard map out of date", str(exc), headers={"Retry-After": "30"},
@@ -203,7 +203,7 @@ class KeyMiddleware:
     one access-log line: method, route template (never the raw path: it holds user ids and keys; never the query
     string), status, milliseconds, every field with its control characters escaped (:func:`log_safe`)."""
 
-    def __init__(self, app: ASGIApp, keys: KeyStore, service: Service, routes: Any = None) -> None:
+    def __init__(self, app: ASGIApp, keys: APIKeyStore, service: Service, routes: Any = None) -> None:
         self.app, self.keys, self.service, self.routes = app, keys, service, routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -259,12 +259,12 @@ def principal(request: Request) -> Principal:
 def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = False,
                host: str = "127.0.0.1") -> FastAPI:
     """The FastAPI app on ``service``'s ledger (the MCP server mounted at ``/mcp`` unless ``mcp=False``)."""
-    keys = KeyStore(service.ml)
+    keys = APIKeyStore(service.ml)
     mcp_server = build_mcp(service, allow_destructive=allow_destructive, require_key=True) if mcp else None
     mcp_routes: list[Any] = []
     if mcp_server is not None:
         # the MCP endpoint as a route of this app (not a sub-mount: no /mcp -> /mcp/ redirect), behind KeyMiddleware
-        # json_response: a tool answers with one JSON body instead of an SSE stream per POST (~1 ms less per call;
+        # json_response: a tool answers with one JSON body instead of an SSE stream per POST (less work per call;
         # the tools send no progress or server-to-client requests)
         mcp_routes = list(mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host,
                                                          json_response=True).routes)
@@ -375,7 +375,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
 
     def labels_ok(p: Principal, labels: list[str] | None) -> None:
         if labels:
-            from ..privacy import check_allow_sensitive
+            from ..sensitivity import check_allow_sensitive
 
             missing = sorted(check_allow_sensitive(labels) - p.allow_sensitive)  # a malformed label: 422
             if missing:
@@ -553,7 +553,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
             if service.erased(u):
                 raise Problem(410, "Subject erased", f"also: user {u!r} was erased")
             merged += [{**h.model_dump(mode="json"), "user_id": u} for h in service.recall(u, plain).hits]
-        merged.sort(key=lambda h: -h["score"])  # scores are absolute (projections/relevance.py): they compare
+        merged.sort(key=lambda h: -h["score"])  # scores are absolute (projections/retrieval/relevance.py): they compare
         return [{**h, "rank": i} for i, h in enumerate(merged[:body.k], 1)]
 
     @app.get("/v1/users/{user_id}/context", tags=["reads"])

@@ -82,7 +82,7 @@ def _sha(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-class KeyStore:
+class APIKeyStore:
     """The ``api_keys`` table of one opened store (``ml.db``: SQLite or PostgreSQL, ``?`` placeholders)."""
 
     COLUMNS = "key_id, users, admin, allow_sensitive, note, created_at, expires_at, revoked_at"
@@ -174,3 +174,7 @@ class KeyStore:
         users_set = frozenset(json.loads(users))
         return Principal(key_id=m.group(1), users=users_set, admin=bool(admin),
                          all_users=bool(admin) and not users_set, allow_sensitive=frozenset(json.loads(allow)))
+
+
+#: The name this class had before ``ledger.crypto.KeyStore`` (the per-user data keys) and it were told apart.
+KeyStore = APIKeyStore

@@ -37,7 +37,7 @@ from pydantic import ConfigDict, Field, ValidationError
 from ledger.errors import BadInput, MemledgerError
 from ledger.schemas import HistoryRow, Profile, Receipt, check_key, check_user_id
 
-from .. import privacy
+from .. import erasure, sensitivity
 from ..context import Context as LedgerContext
 from ..sessions import Resume, SessionReceipt
 from ..timetravel import Beliefs, Diff
@@ -177,7 +177,7 @@ class UserPolicy:
     def check_labels(labels: list[str] | None, principal: Principal | None) -> None:
         if principal is None or not labels:
             return
-        allowed = privacy.check_allow_sensitive(labels)
+        allowed = sensitivity.check_allow_sensitive(labels)
         missing = sorted(allowed - principal.allow_sensitive)
         if missing:
             raise PermissionError(f"allow_sensitive: this API key may not let in {', '.join(missing)} (fix: create a "
@@ -339,7 +339,7 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
     reg("believed", BelievedArgs, Beliefs, lambda u, a, p: s.believed(u, a), ro)
     reg("true_at", TrueAtArgs, Beliefs, lambda u, a, p: s.true_at(u, a), ro)
     reg("diff", DiffArgs, Diff, lambda u, a, p: s.diff(u, a), ro)
-    reg("audit", AuditArgs, privacy._audit_models()[0], lambda u, a, p: s.audit(u, a), ro)
+    reg("audit", AuditArgs, sensitivity._audit_models()[0], lambda u, a, p: s.audit(u, a), ro)
     reg("correct", CorrectArgs, Receipt, lambda u, a, p: s.correct(u, a.key, a), write)
     reg("retract", RetractArgs, Receipt, lambda u, a, p: s.retract(u, a.key, a), write)
     if callable(getattr(service.ml, "unlink", None)):
@@ -360,7 +360,7 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
                 raise PermissionError("erase needs an admin API key (fix: memledger keys create --admin)")
             return s.erase(u)
 
-        reg("erase", EraseArgs, privacy.ErasureReceipt, erase, destructive)
+        reg("erase", EraseArgs, erasure.ErasureReceipt, erase, destructive)
         if service.has_forget():
             from .models import ForgetArgs
 
@@ -439,7 +439,7 @@ def unreadable_reply(exc: Exception) -> Any:
 
     The SDK's stdio reader hands such lines to the server as exceptions, which it only logs: a client that sent
     a JSON-escaped lone surrogate (``"\\ud800"``, valid JSON the SDK's parser refuses) or a line that is not JSON
-    waited for an answer forever (fresh-user run). Codes are JSON-RPC 2.0's: -32700 (not JSON; id null), -32602
+    would wait for an answer forever. Codes are JSON-RPC 2.0's: -32700 (not JSON; id null), -32602
     (a lone surrogate in the request; its id), -32600 (JSON, but not a JSON-RPC message; its id when it has one)."""
     from mcp import types
 

@@ -60,7 +60,7 @@ class Service:
     # -- state -------------------------------------------------------------------------------------------------
     def store_of(self, user_id: str) -> Any:
         """The opened store holding ``user_id``'s reads: the ledger itself, or on a shard map the user's shard."""
-        from ..sharded import is_sharded
+        from ..sharding.sharded import is_sharded
 
         if is_sharded(self.ml):
             return self.ml.shard(self.ml.shard_of(user_id))
@@ -68,7 +68,7 @@ class Service:
 
     def shard_of(self, user_id: str) -> str | None:
         """The shard serving ``user_id`` on a shard map, else None."""
-        from ..sharded import is_sharded
+        from ..sharding.sharded import is_sharded
 
         return self.ml.shard_of(user_id) if is_sharded(self.ml) else None
 
@@ -152,7 +152,7 @@ class Service:
     def recall(self, user_id: str, a: SearchBody) -> RecallResult:
         """Hybrid search over the user's *current* memories (``MemoryLedger.search``): facts whose sensitivity
         label is not in ``allow_sensitive`` are left out, and each labelled fact let through is recorded as a
-        disclosure with ``purpose`` (:func:`memledger.privacy.search_with_sensitivity`)."""
+        disclosure with ``purpose`` (:func:`memledger.sensitivity.search_with_sensitivity`)."""
         with self.lock:
             hits = self.ml.search(user_id, a.query, k=a.k, as_of=a.as_of, source=a.source, role=a.role,
                                   after=a.after, allow_sensitive=a.allow_sensitive or None, purpose=a.purpose,
@@ -218,7 +218,7 @@ class Service:
     # -- change feed -------------------------------------------------------------------------------------------
     def heads(self) -> dict[str, int] | None:
         """On a shard map, each shard's log head; else None."""
-        from ..sharded import is_sharded
+        from ..sharding.sharded import is_sharded
 
         with self.lock:
             return self.ml.heads() if is_sharded(self.ml) else None

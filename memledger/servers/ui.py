@@ -24,7 +24,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from ledger.errors import BadInput
 from ledger.schemas import check_user_id
 
-from .keys import KeyStore, Principal
+from .keys import APIKeyStore, Principal
 from .ops import Service
 
 COOKIE = "memledger_ui"
@@ -86,7 +86,7 @@ def _cross_site(request: Request) -> bool:
     return urllib.parse.urlsplit(origin).netloc != request.headers.get("host", "")
 
 
-def build_ui_router(service: Service, keys: KeyStore) -> APIRouter:
+def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
     """The ``/ui`` routes over ``service``'s ledger, authenticating with ``keys`` (left out of the OpenAPI
     document: they are pages, not API)."""
     from ..ui import health_html, user_html
@@ -185,5 +185,5 @@ def build_ui_router(service: Service, keys: KeyStore) -> APIRouter:
     return router
 
 
-def _authenticate_sync(keys: KeyStore, secret: Any) -> Principal | None:
+def _authenticate_sync(keys: APIKeyStore, secret: Any) -> Principal | None:
     return keys.authenticate(secret) if secret else None

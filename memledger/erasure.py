@@ -1,6 +1,6 @@
-"""Privacy and user control, the verbs: erasure, export, the sensitivity filter on context and its disclosures.
+"""Erasure and export, the user-control verbs over a whole user (docs/erasure.md).
 
-See docs/erasure.md for the why. In short (crypto-shredding):
+In short (crypto-shredding):
 
 * Every personal payload field of every event (:data:`ledger.privacy.ENCRYPTED_FIELDS`) is encrypted with the
   user's own AES-256-GCM data key by :class:`ledger.crypto.EncryptingMapper`; keys live in their own store
@@ -9,9 +9,8 @@ See docs/erasure.md for the why. In short (crypto-shredding):
   projection (``Projection.purge_user``) and any snapshot, then compacts the SQLite files so deleted bytes leave
   the disk. From then on the user's old events decode with ``None`` content and are skipped by the catch-up loop
   (replay/catchup.py), and a replay meeting ``SubjectErased`` purges again, so a full rebuild brings nothing back.
-* :func:`export_user` gathers everything held about a user into one :class:`UserExport` (right of access).
-* ``SensitiveFactIncluded`` records, in the log, each time a fact carrying a sensitivity label was let into
-  an agent's context (``projections/disclosures.py`` keeps them queryable, ``memledger export`` shows them).
+* :func:`export_user` gathers everything held about a user into one :class:`UserExport` (right of access),
+  the disclosures of labelled facts (memledger/sensitivity.py) included.
 """
 
 from __future__ import annotations
@@ -19,38 +18,25 @@ from __future__ import annotations
 import os
 import uuid
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ledger.domain import fact_id
 from ledger.errors import BadInput, MemledgerError
-from ledger.privacy import (
-    ENCRYPTED_FIELDS,
-    ENCRYPTION_ENV,
-    Disclosure,
-    SensitiveFactIncluded,
-    SubjectErased,
-    SubjectErasure,
-    subject_id,
-)
-from ledger.schemas import HistoryRow, Profile, check_label, check_user_id
+from ledger.privacy import ENCRYPTED_FIELDS, ENCRYPTION_ENV, SubjectErasure, subject_id
+from ledger.schemas import HistoryRow, Profile, check_user_id
 from ledger.timeutil import now_utc
 
-from . import reads, search, timetravel
-from .context import assemble_context
+from . import reads
 from .optout import open_sessions
 from .store import Store
-from .timetravel import Audit, AuditEntry
 
 __all__ = [
-    "Disclosure",
     "DisclosureRow",
     "ErasureReceipt",
-    "SensitiveFactIncluded",
-    "SubjectErased",
     "UserExport",
+    "compact_store",
     "erase_user",
     "export_user",
 ]
@@ -186,7 +172,7 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bo
     (the tombstone) *and* directly afterwards, for events a concurrent writer slipped in before the key went.
 
     ``compact=False`` leaves the compaction to the caller (:func:`compact_store`): a shard rebalance erases many
-    moved users' old copies and compacts once (memledger/rebalance.py).
+    moved users' old copies and compacts once (memledger/sharding/rebalance.py).
 
     Raises:
         BadInput: ``user_id`` invalid.
@@ -209,7 +195,7 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bo
     already = ml.keystore.is_destroyed(user_id)
     if not already and not rows and ml.keystore.get(user_id) is None and not open_sessions(ml, user_id):
         # Nothing was ever recorded for this id (every write creates the user's key): erasing it would only burn
-        # the id for good, and a typo in an erase then blocks a real user (fresh-user run).
+        # the id for good, and a typo in an erase would then block a real user.
         raise BadInput("user_id", f"nothing is held about {user_id!r}",
                        "check the user id: erasing burns it for good")
     plaintext = _plaintext_events(ml.app, stream_ids) if not already else 0
@@ -269,7 +255,7 @@ def compact_store(ml: Store) -> list[str]:
 
 
 def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:
-    """The semantic index (issue 4, projections/vectors.py) keeps more than its table: an in-memory mirror, per-user
+    """The semantic index (projections/vectors.py) keeps more than its table: an in-memory mirror, per-user
     BM25 files (``.lex``, which hold the words; a store written before kept FAISS ``.faiss`` files too), and an
     embedding cache keyed by a hash of each text. The table was purged with the other projections (its generation bump tells every process to
     reload); here the mirror is reloaded now, the user's index files are deleted in every model/copy directory,
@@ -286,7 +272,7 @@ def reload_user_index(ml: Store, proj: Any, user_id: str) -> None:
     """After the vectors table changed for ``user_id`` (erase, forget) and its generation was bumped: reload this
     process's mirror from the rows, delete the user's ``.lex`` files (and ``.faiss`` files of an older layout) in
     every model/copy directory, and rewrite the manifest and files from the mirror."""
-    from projections.vectors import user_file_stem
+    from projections.retrieval.documents import user_file_stem
 
     with ml.db.read() as cur:
         # a table built with another model (this process was opened with another embedder): its rows were purged
@@ -378,239 +364,3 @@ def _export_sessions(ml: Store, user_id: str) -> list[dict[str, Any]]:
     from pydantic_core import to_jsonable_python
 
     return to_jsonable_python(out)
-
-
-# ----------------------------------------------------------------------------------------------------- sensitivity
-
-
-def check_allow_sensitive(labels: Any, field: str = "allow_sensitive") -> frozenset[str]:
-    """Validate the labels a caller lets into context: a list of labels (``["health"]``; each a lowercase identifier,
-    :func:`ledger.schemas.check_label`), a comma-separated string, or None.
-
-    Raises:
-        BadInput: naming ``field``.
-    """
-    if labels is None:
-        return frozenset()
-    if isinstance(labels, str):
-        labels = [x for x in labels.split(",")]
-    out = set()
-    for x in labels:
-        if not isinstance(x, str) or not x.strip():
-            raise BadInput(field, f"{x!r} is not a label", "give labels such as health,finance (comma-separated)")
-        out.add(check_label(x.strip(), field))  # a lowercase identifier, as recorded labels are
-    return frozenset(out)
-
-
-def check_purpose(purpose: Any, field: str = "purpose") -> str | None:
-    """Validate why a caller lets labelled facts out (kept, encrypted, with each disclosure): None, or non-blank text
-    without control characters, at most ``MAX_TEXT`` characters. Raises BadInput naming ``field``."""
-    from ledger.schemas import MAX_TEXT, check_text
-
-    if purpose is None:
-        return None
-    if not isinstance(purpose, str) or not purpose.strip():
-        raise BadInput(field, "is empty", "say why the labelled facts are needed, or leave it out")
-    if len(purpose) > MAX_TEXT:
-        raise BadInput(field, f"is {len(purpose)} characters long", f"use at most {MAX_TEXT}")
-    return check_text(purpose, field)
-
-
-def record_disclosures(ml: Store, user_id: str, included: list[tuple[str, int, str]], *,
-                       session_id: str | None = None, purpose: str | None = None,
-                       trace_id: str | None = None) -> list[int]:
-    """Record one ``SensitiveFactIncluded`` per (key, version, label) let into context; one save for all.
-
-    Returns the log positions. Called by context assembly whenever a labelled fact is included.
-    """
-    if not included:
-        return []
-    records = [Disclosure(user_id=user_id, key=k, version=v, sensitivity=label, session_id=session_id,
-                          purpose=purpose, trace_id=trace_id) for k, v, label in included]
-    recordings = ml.app.save(*records)
-    positions = [r.notification.id for r in recordings]
-    ml.catch_up(until=max(positions), deferred=False)
-    return positions
-
-
-def sensitivity_labels(ml: Store, user_id: str) -> dict[tuple[str, int], str]:
-    """``{(key, version): label}`` of every labelled version of ``user_id``'s facts (history projection)."""
-    hp = ml.history_projection
-    with ml.db.read() as cur:
-        cur.execute(f"SELECT key, version, sensitivity FROM {hp.table('versions')} "
-                    "WHERE user_id = ? AND sensitivity IS NOT NULL", (user_id,))
-        return {(k, v): label for k, v, label in cur.fetchall()}
-
-
-def withhold_related(ml: Store, receipt: Any) -> Any:
-    """A ``remember`` receipt whose ``related`` memories carrying a sensitivity label show the label, not their text:
-    the statement's caller asked for no disclosure, and a receipt is not a context (a fresh-user run saw "I am HIV
-    positive" listed as a related memory). The decision itself is unchanged; ``audit`` keeps the evidence."""
-    related = getattr(receipt, "related", None)
-    if not related:
-        return receipt
-    labels = sensitivity_labels(ml, receipt.user_id)
-    if not any((r.key, r.version) in labels for r in related):
-        return receipt
-    shown = [r if (r.key, r.version) not in labels else
-             r.model_copy(update={"text": f"(withheld: labelled {labels[(r.key, r.version)]})"}) for r in related]
-    return receipt.model_copy(update={"related": shown})
-
-
-def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as_of: Any = None,
-                            source: str | None = None, role: str | None = None, *, allow_sensitive: Any = None,
-                            purpose: str | None = None, trace_id: str | None = None, also: Any = None,
-                            min_score: Any = None, role_filter: Any = None, exclude_source: Any = None,
-                            within: Any = "facts", min_confidence: Any = None, **kwargs: Any) -> list[search.SearchHit]:
-    """:func:`memledger.search.search` under the same rule as context: a hit whose version carries a sensitivity
-    label (health, finance, ...) is left out unless ``allow_sensitive`` names the label, and each labelled hit
-    returned is recorded as a disclosure (``SensitiveFactIncluded`` with ``purpose``/``trace_id``) on the user whose
-    fact it is, so ``audit`` and ``export`` show it. Withheld hits do not shorten the page: each user's search asks
-    for ``k`` plus the number of their labelled versions, then the users' hits are merged by score, cut to ``k`` and
-    renumbered. ``also`` and the other filters: :class:`memledger.search.SearchFilters`.
-
-    Raises:
-        BadInput: a malformed ``allow_sensitive`` or search argument (nothing read, nothing recorded).
-    """
-    allow = check_allow_sensitive(allow_sensitive)
-    purpose = check_purpose(purpose)
-    search.check_search_args(user_id, query, k, as_of, source, role)
-    user_id = check_user_id(user_id)
-    flt = search.check_filters(user_id, also, min_score, role_filter, exclude_source, within, as_of, min_confidence,
-                               source=source)
-    search.check_role_bonus(kwargs.get("role_bonus", search.DEFAULT_ROLE_BONUS))
-    ml.before_read(kwargs.pop("after", None), kwargs.pop("timeout", 10.0), deferred=True)
-    per_user, labels_of = [], {}
-    for u in (user_id, *flt.also):
-        labels = labels_of[u] = sensitivity_labels(ml, u)
-        ask = min(k + len(labels), search.MAX_K) if labels else k
-        hits = search.search_caught_up(ml, u, query, ask, as_of, source, role, filters=flt, **kwargs)
-        per_user.append([h for h in hits if h.kind != "fact" or labels.get((h.key, h.version)) in (None, *allow)])
-    kept = search.merge_users(per_user, k)
-    for u, labels in labels_of.items():
-        included = sorted({(h.key, h.version, labels[(h.key, h.version)]) for h in kept
-                           if h.user_id == u and h.kind == "fact" and (h.key, h.version) in labels})
-        record_disclosures(ml, u, included, purpose=purpose, trace_id=trace_id)
-    return kept
-
-
-class _SensitivityView:
-    """What context assembly (memledger/context.py) sees of a ledger when labels are filtered: ``profile`` and
-    ``search`` leave out fact versions whose label is not allowed, and remember the labelled ones they let through.
-
-    ``labels``: ``{(key, version): label}`` of every labelled version (:func:`sensitivity_labels`), so a profile as
-    of a past instant (``base_profile``) is judged by the versions it shows."""
-
-    def __init__(self, ml: Store, allow: frozenset[str], labels: dict[tuple[str, int], str],
-                 base_profile: Any = None) -> None:
-        self._ml = ml
-        self._allow = allow
-        self._labels = labels
-        self._base_profile = base_profile or partial(reads.profile, ml)
-        self.offered: dict[str, tuple[int, str, str]] = {}  # key -> (version, label, text) let through
-        self.withheld: set[str] = set()
-
-    def _keep(self, key: str | None, version: int | None, text: str | None) -> bool:
-        label = self._labels.get((key, version)) if key is not None else None
-        if label is None:
-            return True
-        if label not in self._allow:
-            self.withheld.add(key)  # type: ignore[arg-type]
-            return False
-        self.offered[key] = (version, label, text or "")  # type: ignore[index,assignment]
-        return True
-
-    def profile(self, user_id: str, *args: Any, **kwargs: Any) -> Any:
-        prof = self._base_profile(user_id, *args, **kwargs)
-        facts = {k: f for k, f in prof.facts.items() if self._keep(k, f.version, f.text or f"{k}: {f.value}")}
-        return prof.model_copy(update={"facts": facts})
-
-    def search(self, user_id: str, query: str, *args: Any, **kwargs: Any) -> Any:
-        if "as_of" not in kwargs:  # as context's own search: facts and earlier turns (memledger/context.py)
-            kwargs.setdefault("within", "all")
-        hits = search.search(self._ml, user_id, query, *args, **kwargs)
-        items = list(getattr(hits, "hits", hits))
-
-        def field(h: Any, name: str) -> Any:
-            return h.get(name) if isinstance(h, dict) else getattr(h, name, None)
-
-        return [h for h in items if self._keep(field(h, "key"), field(h, "version"), field(h, "text"))]
-
-
-def context_with_sensitivity(ml: Store, user_id: str, *, allow_sensitive: Any = None,
-                             purpose: str | None = None, trace_id: str | None = None, **kwargs: Any) -> Any:
-    """Assemble context (memledger/context.py) leaving out every fact whose sensitivity label is not in
-    ``allow_sensitive`` (unlabelled facts always go in), and record one ``SensitiveFactIncluded`` per labelled
-    fact that made it into the text (after the token budget), with ``purpose``/``trace_id`` and the session.
-
-    Raises:
-        BadInput: a malformed ``allow_sensitive`` (or what context assembly refuses).
-    """
-    allow = check_allow_sensitive(allow_sensitive)
-    purpose = check_purpose(purpose)
-    user_id = check_user_id(user_id)
-    ml.catch_up(deferred=False)  # memories come through ml.search, which catches the vectors up itself
-    labels = sensitivity_labels(ml, user_id)
-    base = None
-    if kwargs.get("as_of") is not None:  # context --as-of: the profile as believed then, judged by its versions
-        from ledger.timeutil import parse_instant
-
-        now = kwargs.get("now")
-        base = partial(timetravel.profile_as_of, ml, as_of=parse_instant(kwargs["as_of"], "as_of"),
-                       axis=kwargs.get("axis", "system"),
-                       valid_at=None if now is None else parse_instant(now, "now"))
-    elif kwargs.get("now") is not None:  # context --now: scheduled facts are judged at that instant
-        from ledger.timeutil import parse_instant
-
-        base = partial(reads.profile, ml, now=parse_instant(kwargs["now"], "now"))
-    view = _SensitivityView(ml, allow, labels, base)
-    ctx = assemble_context(ml, user_id, profile_fn=view.profile, search_fn=view.search, **kwargs)
-    if view.offered:
-        lines = [line for s in ctx.sections if s.name in ("profile", "memories") for line in s.lines]
-        # A line is "- <text, relative dates annotated> (<date>, <source>)": the text's opening survives the
-        # annotation (it is inserted after a relative phrase), so it identifies the fact's line.
-        included = [(k, v, label) for k, (v, label, text) in sorted(view.offered.items())
-                    if any(line.startswith("- " + text[:24]) for line in lines)]
-        record_disclosures(ml, user_id, included, session_id=ctx.session_id, purpose=purpose, trace_id=trace_id)
-    return ctx
-
-
-def _audit_models() -> tuple[type, type]:
-    """``Audit``/``AuditEntry`` of memledger/timetravel.py with each entry's ``disclosures`` added (built once)."""
-    global _AUDIT_MODELS
-    if _AUDIT_MODELS is None:
-        class AuditEntryWithDisclosures(AuditEntry):  # type: ignore[valid-type,misc]
-            """An audit entry plus every time the fact was let into an agent's context (``SensitiveFactIncluded``,
-            only for labelled facts), in log order, up to the audit's ``as_of``."""
-
-            disclosures: list[DisclosureRow] = Field(default_factory=list)
-
-        class AuditWithDisclosures(Audit):  # type: ignore[valid-type,misc]
-            facts: dict[str, AuditEntryWithDisclosures]  # type: ignore[assignment]
-
-        _AUDIT_MODELS = (AuditWithDisclosures, AuditEntryWithDisclosures)
-    return _AUDIT_MODELS
-
-
-_AUDIT_MODELS: tuple[type, type] | None = None
-
-
-def add_disclosures(ml: Store, audit: Any) -> Any:
-    """The audit (``memledger audit --json``) with, per fact, the disclosures of that fact recorded at or before
-    the audit's ``as_of`` (system time)."""
-    from ledger.timeutil import from_micros, to_micros
-
-    audit_cls, entry_cls = _audit_models()
-    cut = None if audit.as_of is None else to_micros(audit.as_of)
-    by_key: dict[str, list[DisclosureRow]] = {}
-    with ml.db.read() as cur:
-        for r in ml.disclosures_projection.rows(cur, audit.user_id):
-            if cut is not None and r["recorded_at"] > cut:
-                continue
-            by_key.setdefault(r["key"], []).append(DisclosureRow(
-                key=r["key"], version=r["version"], sensitivity=r["sensitivity"],
-                recorded_at=from_micros(r["recorded_at"]), position=r["position"], session_id=r["session_id"],
-                purpose=r["purpose"], trace_id=r["trace_id"]))
-    facts = {k: entry_cls(**dict(e), disclosures=by_key.get(k, [])) for k, e in audit.facts.items()}
-    return audit_cls(**{**dict(audit), "facts": facts})
-

@@ -18,7 +18,7 @@ A user is placed by rendezvous (highest-random-weight) hashing of ``user_id`` ov
 Ravishankar, "A Name-Based Mapping Scheme for Rendezvous", 1996/1998): every shard scores the user with a hash of
 (shard name, user id) and the highest score wins. Adding a shard to N moves only the users the new shard now wins,
 about 1/(N+1) of them, and removing one moves only that shard's users; no table of all users is needed. The
-directory (:mod:`memledger.directory`) overrides the hash for users being moved or already moved.
+directory (:mod:`memledger.sharding.directory`) overrides the hash for users being moved or already moved.
 """
 
 from __future__ import annotations

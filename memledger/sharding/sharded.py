@@ -5,7 +5,7 @@ Users never share a fact stream, so every verb about one user runs whole on that
 projections, key store and position. :class:`ShardedLedger` offers the verbs of ``MemoryLedger`` and routes each:
 
 * a verb about one user (its first argument is ``user_id``) goes to the user's shard. Reads go to the shard serving
-  the user (during a move: the old one); writes hold the user's write lease (memledger/directory.py) and wait while
+  the user (during a move: the old one); writes hold the user's write lease (memledger/sharding/directory.py) and wait while
   the user is being moved;
 * a batch (``record``, ``record_session``) runs on one shard, all or nothing; a batch whose users live on different
   shards is refused, naming them per shard. ``ingest`` runs per shard (the file's users on each), so its all-or-
@@ -118,7 +118,7 @@ def shard_map_from_env(path: str | os.PathLike[str] | None) -> ShardMap | None:
 
 
 class ShardedLedger:
-    """The ledger over a :class:`~memledger.shardmap.ShardMap`. Shards are opened on first use (a CLI call about one
+    """The ledger over a :class:`~memledger.sharding.shardmap.ShardMap`. Shards are opened on first use (a CLI call about one
     user opens one shard and the directory).
 
     Args:
@@ -155,7 +155,7 @@ class ShardedLedger:
     def _open_shard(self, name: str) -> Any:
         ml = self._open.get(name)
         if ml is None:
-            from .api import MemoryLedger
+            from ..api import MemoryLedger
 
             if name not in self.map.names:  # the directory routes to a shard this process's map file lacks
                 raise UnknownShard(name, self.map.source, self.map.names)
@@ -206,7 +206,7 @@ class ShardedLedger:
         merged by score (scores are absolute, so comparable across shards: docs/retrieval.md), best ``k``."""
         if not also:
             return self._read("search", user_id, query, k, *args, **kwargs)
-        from .search import check_filters, merge_users
+        from ..search import check_filters, merge_users
 
         user_id = check_user_id(user_id)
         users = [user_id, *check_filters(user_id, also).also]  # the same validation and limits as one store
@@ -293,7 +293,7 @@ class ShardedLedger:
         All-or-nothing holds per shard; re-running finishes an ingest that failed part-way."""
         from pathlib import Path
 
-        from .ingest import ingest
+        from ..ingest import ingest
 
         total: dict[str, Any] = {}
         for name in self.map.names:
@@ -356,7 +356,7 @@ class ShardedLedger:
             return self._read("stats", user_id, now=now)
         from functools import reduce
 
-        from .hygiene import stats_counts
+        from ..hygiene import stats_counts
 
         return reduce(lambda a, b: a + b, (stats_counts(ml, None, now) for _, ml in self.each())).stats()
 

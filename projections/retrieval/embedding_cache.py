@@ -28,7 +28,7 @@ import unicodedata
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from .lazy import lazy_module
+from ..lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
 
@@ -129,7 +129,7 @@ class EmbeddingCache:
                                  "permissions), or delete it.") from exc
         except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
             # Only derived vectors are in it (no text, see the module docstring): start it again rather than leave
-            # every write and search failing until someone deletes it (a fresh-user run, urandom over the file).
+            # every write and search failing until someone deletes it (random bytes over the file, say).
             import logging
 
             self._conn.close()
@@ -153,7 +153,7 @@ class EmbeddingCache:
             # WAL: readers (another process rebuilding) are not blocked by a writer.
             self._conn.execute("PRAGMA journal_mode=WAL")
             # A cache: a commit lost to a power cut is recomputed, never wrong (WAL + NORMAL cannot corrupt the
-            # file). FULL fsynced every put: ~2.8 ms of each remember, which stores its sentence's vector here.
+            # file). FULL fsynced every put, in each remember, which stores its sentence's vector here.
             self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._migrate_without_rowid()
@@ -383,7 +383,7 @@ def embed_with_cache(embedder, texts: list[str], cache: EmbeddingCache, store: b
     stored, so a second call with the same texts runs the model zero times.
 
     Args:
-        embedder: any :class:`projections.embedders.Embedder`.
+        embedder: any :class:`projections.retrieval.embedders.Embedder`.
         texts: list of str.
         cache: the cache to read and fill.
         store: False leaves the misses out of the cache (the caller keeps them elsewhere: the ``vectors``

@@ -3,7 +3,7 @@
 Why lexical at all: the default dense model (all-MiniLM-L6-v2) was trained on English; on Chinese text it
 mostly sees [UNK]-like sub-pieces and ranks poorly. BM25 over character n-grams needs no model, is exact on
 names and titles (《活着》, 鼓浪屿, OneNote), and is cheap. It is meant to be fused with a dense ranking
-(see :mod:`projections.fusion`).
+(see :mod:`projections.retrieval.fusion`).
 
 Per-user by construction: a :class:`LexicalIndex` holds the documents of one user only. The caller keeps a
 ``dict[user_id, LexicalIndex]``; there is no user_id inside, so no query can ever score another user's
@@ -25,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-from .files import atomic_write
+from ..files import atomic_write
 
 __all__ = [
     "TOKENIZER_VERSION",

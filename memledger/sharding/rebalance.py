@@ -2,7 +2,7 @@
 
 A move of one user from shard S to shard T, each step safe to kill:
 
-1. **mark** -- under the user's exclusive write lease (memledger/directory.py), so every write already routed to S
+1. **mark** -- under the user's exclusive write lease (memledger/sharding/directory.py), so every write already routed to S
    has committed, the directory row becomes ``moving`` (S -> T). Reads keep going to S; writes wait.
 2. **copy** -- every event of the user on S (found by one pass over S's notification log, for all users moving out
    of S at once) is decoded with S's keys and saved on T in ONE transaction, re-encrypted under T's keys, with its
@@ -189,7 +189,7 @@ def _run(sharded: ShardedLedger, moves: list[Move], grace: float, chunk: int) ->
         scan = _user_events(src, {m.user_id for m in group})
         for i in range(0, len(group), chunk):
             out += _move_chunk(sharded, src, group[i:i + chunk], grace, scan)
-        from .privacy import compact_store
+        from ..erasure import compact_store
 
         compact_store(src)  # once per source shard, not once per moved user (VACUUM FULL is heavy)
     return out
@@ -337,7 +337,7 @@ def _move(sharded: ShardedLedger, m: Move, stored: list[Any]) -> int:
 
 def _finish(sharded: ShardedLedger, m: Move) -> None:
     """Step 5: erase the old copy on ``m.source`` (idempotent); the row stays ``placed`` until the ring switches."""
-    from .privacy import erase_user
+    from ..erasure import erase_user
 
     erase_user(sharded.shard(m.source), m.user_id, actor=ACTOR, compact=False)
     _kill_point("erase")

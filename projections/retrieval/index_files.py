@@ -1,0 +1,129 @@
+"""The index files of the ``vectors`` projection, under ``<home>/vectors/<model-slug>/<copy>/``: one BM25 ``.lex``
+file per user and ``manifest.json``. They only make opening faster: they are used only when the manifest's model,
+generation, position and digests match the table exactly; otherwise the mirror is rebuilt from the table. The FAISS
+indexes are always built from the table's vectors (no second copy of each vector on disk).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from ..db import Cursor
+from ..files import atomic_write
+from .documents import lexical_version, model_slug, user_file_stem
+from .mirror import Memory, UserIndex
+
+
+class IndexFiles:
+    """The index files' half of :class:`projections.vectors.VectorsProjection` (a mixin)."""
+
+    def _files_dir(self) -> Path | None:
+        if self.home is None:
+            return None
+        return self.home / "vectors" / model_slug(self.model_id) / (self.suffix or "serving")
+
+    def _load_files(self, cur: Cursor, generation: int, position: int, dim: int | None,
+                    cjk_dim: int | None = None) -> Memory | None:
+        """The memory from the BM25 index files and the table's vectors, if the manifest matches this table exactly
+        (companion model and dim included) and every user's file holds exactly the user's live documents; else None
+        (the caller rebuilds everything from the table).
+
+        The FAISS indexes are not kept in files: they are built from the table's ``vector`` / ``cjk_vector``
+        columns, which hold the same float32 bytes. A file per user was a third copy of every vector on disk
+        (1,585 of 9,573 bytes per LoCoMo memory); reading the blobs and one ``add_with_ids`` per user costs about
+        what reading the FAISS file did (docs/performance.md, footprint). The BM25 files stay: rebuilding them means
+        tokenizing every text."""
+        d = self._files_dir()
+        if d is None or dim is None or not (d / "manifest.json").is_file():
+            return None
+        from .lexical import TOKENIZER_VERSION, LexicalIndex
+        from .vector_store import UserVectorIndex
+
+        try:
+            man = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+            if (man.get("model_id"), man.get("dim"), man.get("generation"), man.get("position"),
+                    man.get("tokenizer"), man.get("table"), man.get("cjk_model_id"),
+                    man.get("cjk_dim")) != (self.model_id, dim, generation, position,
+                                            lexical_version(TOKENIZER_VERSION),
+                                            self.table("docs"), self.cjk_model_id, cjk_dim):
+                return None
+            lexical, digests = {}, {}
+            for user_id, stem in man["users"].items():
+                data = (d / f"{stem}.lex").read_bytes()
+                digests[stem] = hashlib.sha256(data).hexdigest()
+                if man["digests"][stem] != digests[stem]:
+                    return None  # a file of another state (copied back, another user's): not this manifest's
+                lexical[user_id] = LexicalIndex.from_bytes(data)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        mem = Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim, digests=digests)
+        for user_id, li in lexical.items():
+            mem.users[user_id] = UserIndex(UserVectorIndex(dim), li)
+        return mem if self._read_rows(cur, mem, lexical_from_files=True) else None
+
+    def save_files(self) -> None:
+        """Write the serving copy's changed per-user index files and the manifest (at close; atomic per file).
+
+        The manifest is first rewritten with position -1, so a crash half-way leaves files that no open trusts.
+        """
+        d = self._files_dir()
+        mem = self._memories.get(self.suffix)
+        if d is None or mem is None or mem.dim is None:
+            return
+        from .lexical import TOKENIZER_VERSION
+
+        with mem.lock:
+            d.mkdir(parents=True, exist_ok=True)
+            manifest = {
+                "model_id": self.model_id, "dim": mem.dim,
+                "normalized": bool(getattr(self.embedder, "normalized", True)),
+                "generation": mem.generation, "tokenizer": lexical_version(TOKENIZER_VERSION),
+                "table": self.table("docs"),
+                "cjk_model_id": self.cjk_model_id, "cjk_dim": mem.cjk_dim,
+                "users": {u: user_file_stem(u) for u in sorted(mem.users)},
+            }
+            atomic_write(d / "manifest.json", json.dumps({**manifest, "position": -1}).encode())
+            keep = set(manifest["users"].values())  # type: ignore[union-attr]
+            for user_id in sorted(mem.dirty):
+                stem = user_file_stem(user_id)
+                u = mem.users.get(user_id)
+                if u is None:
+                    continue
+                data = u.lexical.to_bytes()
+                atomic_write(d / f"{stem}.lex", data)
+                mem.digests[stem] = hashlib.sha256(data).hexdigest()
+            mem.digests = {stem: h for stem, h in mem.digests.items() if stem in keep}
+            # The digest of each file: an open trusts a file only if it is the very one this manifest was written
+            # with (an older file copied back, or two users' files of the same document ids swapped, would otherwise
+            # be trusted and rank by stale or foreign words).
+            manifest["digests"] = dict(sorted(mem.digests.items()))
+            for p in d.iterdir():
+                # an erased user's files go, and FAISS files a store written before kept (vectors are read from
+                # the table now, see _load_files)
+                if p.suffix == ".faiss" or (p.suffix == ".lex" and p.stem not in keep):
+                    p.unlink(missing_ok=True)
+            if (d / "cjk").is_dir():
+                shutil.rmtree(d / "cjk", ignore_errors=True)
+            atomic_write(d / "manifest.json", json.dumps({**manifest, "position": mem.position}).encode())
+            mem.dirty.clear()
+
+    def try_save_files(self) -> bool:
+        """:meth:`save_files`, best effort: a file that cannot be written (a read-only or full disk, a directory in
+        its place) is reported on logger ``memledger`` and False returned. Why: the files only make the next open
+        faster, and the command saving them has done its work (one unwritable ``.lex`` file must not make
+        ``remember`` exit 1 after recording, or every user's search fail). The manifest, written first with
+        position -1, keeps whatever was left half-written untrusted."""
+        try:
+            self.save_files()
+            return True
+        except OSError as exc:
+            import logging
+
+            logging.getLogger("memledger").warning(
+                "memledger: the search index files under %s were not saved (%s); they only make opening faster, "
+                "so nothing is lost, but the next open rebuilds them from the table. Fix: make that directory "
+                "writable, or remove what is in the way.", self._files_dir(), exc)
+            return False
