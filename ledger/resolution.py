@@ -40,6 +40,7 @@ from typing import Any
 from .attributes import Reading, read_statement, same_attribute, substitution
 from .slots import (
     _GENERIC_STEMS,
+    _STOP_ZH,
     CATALOGUE_VERSION,
     GENERIC,
     REGISTRY,
@@ -287,8 +288,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         the same topic holds ("they reset the lockers, my code is 9025 now" / "my gym locker code is 4471";
         物业把门禁密码换了，现在是7126): that memory is revised (superseded, or corrected). Only the best such
         memory, strictly ahead of any other, with a content word shared besides the values."""
-        if not (typing.change or typing.correction) or typing.mood != "statement" or narrative or (
-                typing.additive and not _replaces(text)) or _PAST_EVENT.search(text):
+        if not (typing.change or typing.correction or _REVISION_HINT.search(text)) or typing.mood != "statement" \
+                or narrative or (typing.additive and not _replaces(text)) or _PAST_EVENT.search(text):
             return None  # "... started playing guitar five years ago": an episode, not a value replaced
         kinds = {k for k in (*_STRONG, "name") if mine_vp.parts.get(k)}
         if not kinds:
@@ -307,8 +308,13 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # a topic word shared besides the values; the slot's own words ("phone number", 手机) count when the
             # sentences have no other
             share = overlap(words, their_every - GENERIC - _GENERIC_STEMS)
-            if share >= 0.3 or overlap(every, their_every) >= 0.5:
-                found.append((share, c.score, c))
+            only_holder = any(k in _PERSONAL and sum(1 for o in candidates if o.status in ("current", "contested")
+                                                     and o.values.parts.get(k)) == 1 for k in shared_kinds)
+            topic = (every & their_every) & (GENERIC | _GENERIC_STEMS)  # the slot word both name: birthday, 手机
+            if (share >= 0.2 or overlap(every, their_every) >= 0.5 or (c.dense or 0.0) >= rel_cos or only_holder
+                    or topic):
+                # an e-mail address, a phone number or a URL held by one memory only: it is the one replaced
+                found.append((max(share, 0.5 if only_holder else 0.0), c.score, c))
         found.sort(key=lambda t: (-t[0], -t[1]))
         if not found or (len(found) > 1 and found[1][0] >= found[0][0]):
             return None
@@ -363,6 +369,13 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # the share of its value words the memory holds, or of the words it says were wrong ("not Maine")
             frac = max(len(typing.value_tokens & theirs) / max(1, len(typing.value_tokens)),
                        len(typing.negated_tokens & theirs) / max(1, len(typing.negated_tokens)))
+            shared = typing.value_tokens & theirs
+            if len(shared) >= 2 and frac < 0.5:
+                # a long sentence ("褪黑素我已经停了，医生说长期吃不好...") holds the memory's words among many of its own:
+                # the share of the memory's words it names counts too
+                frac = max(frac, len(shared) / max(1, len(theirs)))
+            if _name_words(mine_vp) & _name_words(c.values) or _shared_cjk_word(text, c.text):
+                frac = max(frac, 0.75)  # "Cancelled Spotify last night": it names what it ends
             if frac > 0:
                 found.append((frac, c.score, c))
         found.sort(key=lambda t: (-t[0], -t[1]))
@@ -623,12 +636,18 @@ _CHANGE_WORDS = set("now new changed change reset raised raise bumped moved swit
 _CHANGE_STEMS = {t for w in _CHANGE_WORDS for t in content_tokens(w)} | _CHANGE_WORDS
 
 
+#: words that say a value was replaced, beside the change markers of the typing ("they reassigned the lockers",
+#: "the landlord hiked it", "from next month", 跳槽走了, 涨租): used only where a value of the same kind is given
+_REVISION_HINT = re.compile(r"\b(?:reassigned|re-?assigned|shuffled|gave me|put me|moved me|hiked|different|"
+                            r"from (?:today|now|next|this)|as of|left|replaced|swapped|instead|no longer)\b|"
+                            r"跳槽|走了|涨租|涨了|降了|下个月开始|从下个月|从今天|以后|换了|新的", re.I)
 #: a sentence dated in the past ("five years ago", "last week", 三年前) tells an episode
 _PAST_EVENT = re.compile(r"\b(?:ago|yesterday|last (?:week|month|year|night|friday|saturday|sunday|monday|tuesday|"
                          r"wednesday|thursday)|the day before)\b|\d+\s*年前|昨天|上周|去年|前天", re.I)
 _NARRATIVE_STARTS = set("The My Our I We It This That There These Those His Her Their A An On In At For When After "
                         "Before Btw Oh So And But Also Now Sorry Actually Oops Hmm Well Yes No Ok Okay Just Got Started "
-                        "Traded Cleared Swim Rent Landlord Netflix Parking Our Every Movie Wednesdays".split())
+                        "Traded Cleared Swim Rent Landlord Netflix Parking Our Every Movie Wednesdays They He She You Someone Everyone "
+                        "Everything Nothing Gym Birthday Home Work".split())
 
 
 def _narrative(text: str, user_name: str | None) -> bool:
@@ -637,8 +656,29 @@ def _narrative(text: str, user_name: str | None) -> bool:
     t = unicodedata.normalize("NFC", text).strip()
     if user_name and re.match(rf"{re.escape(user_name)}(?:'s|’s)?\b", t, re.I):
         return True
-    m = re.match(r"([A-Z][a-z]+)(?:'s|’s)?\s+(?:is|was|has|had|and|'s|[a-z]+(?:s|ed))\b", t)
+    m = re.match(r"([A-Z][a-z]+)(?:'s|’s)?\s+(?:is|was|has|had)\b", t)
     return bool(m) and m.group(1) not in _NARRATIVE_STARTS
+
+
+#: value kinds that are one per person and attribute: a new one replaces the one memory that holds one
+_PERSONAL = ("email", "phone", "url")
+
+
+def _shared_cjk_word(a: str, b: str) -> bool:
+    """Whether two Chinese sentences share a run of three or more characters that are not function words (褪黑素,
+    钟点工): a named thing, as distinctive as a shared name."""
+    if not (has_cjk(a) and has_cjk(b)):
+        return False
+    import difflib
+
+    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
+    run = a[m.a:m.a + m.size]
+    return m.size >= 3 and sum(1 for ch in run if has_cjk(ch) and ch not in _STOP_ZH) >= 3
+
+
+def _name_words(vp: ValueParts) -> set[str]:
+    """The words of a statement's names ("spotify premium family" -> spotify, premium, family)."""
+    return {w for name in vp.parts.get("name", ()) for w in name.split()}
 
 
 def _names_subject(text: str, c: Candidate) -> bool:

@@ -134,7 +134,7 @@ CATALOGUE: tuple[Slot, ...] = (
           (r"single|married|divorced|engaged|dating|girlfriend|boyfriend|fianc[eé]e?|broke up|widowed|"
            r"seeing (?:someone|somebody|a guy|a girl|a woman|a man|each other)|"
            r"in a relationship|got married|separated",),
-          ("单身|结婚|离婚|订婚|恋爱|女朋友|男朋友|分手|对象",)),
+          ("单身|结婚|离婚|订婚|恋爱|女朋友|男朋友|分手|对象|脱单|在一起了|交往|谈恋爱",)),
     _slot("work.occupation", "single",
           (r"work as|works as|working as|job as|(?:my|his|her) job is|occupation|profession|career|job title|"
            r"(?:my|his|her) (?:title|position|role) (?:is|was|changed)|promoted to|got promoted|"
@@ -486,14 +486,14 @@ _PLANNING = _lazy_re(r"\bplan(?:s|ning)? (?:to|on)\b|\bgoing to\b(?! the| a )|�
 _PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计划|计划(?:取消|泡汤|搁置|作废|放弃|没了)|"
                         r"(?:放弃|取消|不再)了?.{0,8}计划")
 _ADDITIVE = _lazy_re(r"\b(?:also|too|as well|in addition|besides|as much as|another|one more|a second|"
-                      r"on top of that)\b|也|还有|另外|又|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
+                      r"on top of that)\b|也|还有|另外|又(?![涨降换改搬调变开始])|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
 _NEGATED = [_lazy_re(p) for p in (r"不是(.{1,12}?)而是", r"不是([^，,]{1,12}?)[，,]\s*(?:应该|其实)?是",
                                    r"[，,]不是([^，,是]{1,10})$", r"\bnot ([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
 _CESSATION = [_lazy_re(p) for p in (
     r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b(?! (?:at|by|in|for)\b)", r"\bquit\b", r"\bgave up\b",
     r"\bgiven up\b", r"\bdropped\b", r"\blost (?:my|his|her|their) job\b", r"\bleft (?:my|his|her) job\b",
     r"\blaid (?:\w+ )?off\b", r"\b(?:was|got|been|get) fired\b", r"\bfired (?:me|him|her)\b",
-    r"\blet (?:me|him|her) go\b", r"\b(?:got|was|been) let go\b", r"\bmade redundant\b", r"\bout of work\b", r"\bbetween jobs\b", r"\bjobless\b",
+    r"\blet (?:me|him|her) go\b", r"\blet \w+ go\b", r"\b(?:got|was|been) let go\b", r"\bmade redundant\b", r"\bout of work\b", r"\bbetween jobs\b", r"\bjobless\b",
     r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our)\b",
     r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
     r"\bno more\b", r"\bcalled off\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
@@ -505,7 +505,7 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\bwon'?t (?:be )?renew", r"\btook (?:me|him|her) off\b", r"\bfinished (?:with )?(?:physio|therapy|treatment|rehab|my course|the course)\b",
     r"\bunsubscribed\b",
     r"\bclosed (?:my|the|our)\b", r"\bshut down\b", r"\bmoved on from\b", r"\bstepped down\b",
-    r"退掉|退了|退订|停订|停掉|没续|不续|辞掉|没再|关掉|注销|卖掉|退出|停办|拆了|扔了|不去了|停用|不用再|不再需要",
+    r"退掉|退了|退订|停订|停掉|没续|不续|辞掉|没再|关掉|关了|注销|卖掉|退出|停办|拆了|扔了|不去了|停用|不用再|不再需要",
     r"\bis over\b", r"\bended the\b", r"\bcleared out\b",
 )]
 _CHANGE = [_lazy_re(p) for p in (
@@ -572,10 +572,11 @@ def _stem(w: str) -> str:
 
 
 def content_tokens(text: str) -> set[str]:
-    """Content tokens of a text: ASCII words (crudely stemmed) not in the stopword list, and CJK characters not in
-    the CJK stopword set."""
+    """Content tokens of a text: ASCII words (crudely stemmed, a possessive 's dropped) not in the stopword list,
+    and CJK characters not in the CJK stopword set."""
     t = nfc_lower(text)
-    out = {_stem(w) for w in re.findall(r"[a-z0-9][a-z0-9'\-]*", t) if w not in _STOP_EN and len(w) > 1}
+    out = {_stem(w.removesuffix("'s")) for w in re.findall(r"[a-z0-9][a-z0-9'\-]*", t)
+           if w not in _STOP_EN and len(w) > 1}
     out |= {c for c in t if has_cjk(c) and c not in _STOP_ZH}
     return out
 

@@ -21,9 +21,12 @@ every value-bearing part of the two statements is equal (docs/resolution.md, "No
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass, field
+
+from .text import has_cjk
 
 #: the part kinds that carry a value (a difference in any of them is new information)
 VALUE_KINDS = ("number", "time", "date", "email", "url", "phone", "code", "name")
@@ -34,7 +37,8 @@ _EN_UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "s
              "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
              "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
              "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "dozen": 12}
-_EN_SCALES = {"hundred": 100, "thousand": 1000, "grand": 1000, "million": 1_000_000, "k": 1000, "m": 1_000_000}
+_EN_SCALES = {"hundred": 100, "thousand": 1000, "grand": 1000, "million": 1_000_000, "k": 1000, "m": 1_000_000,
+              "w": 10_000}  # 15w = 十五万, as written in Chinese chat
 _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
               "九": 9}
 _ZH_SCALES = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
@@ -59,11 +63,16 @@ _CODE = re.compile(r"(?<![A-Za-z0-9@])[\u4e00-\u9fff]?(?=[A-Za-z0-9-]*\d)(?=[A-Z
                    r"[A-Za-z0-9][A-Za-z0-9-]*(?![A-Za-z0-9@])")
 _PROVINCES = set("京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼")
 #: an amount with a scale suffix ("2.2k", "1.5m"), read before codes so that it is not one
-_SCALED = re.compile(r"(?<![\w.])([$€£¥])?(\d+(?:\.\d+)?)\s?([km])\b", re.I)
+_SCALED = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?(\d+(?:\.\d+)?)\s?([kmw])(?![A-Za-z0-9])", re.I)
 _TIME_EN = re.compile(
     r"(?<![A-Za-z0-9.:])(\d{1,2})(?::(\d{2}))?\s*(a\.?m\.?|p\.?m\.?|o'?clock)?(?:\s+(?:in the|at)\s+(morning|afternoon|evening|night))?"
     r"(?![A-Za-z0-9])", re.I)
 _HALF_PAST = re.compile(r"\b(half|quarter) (past|to) (\w+)\b", re.I)
+_ZH_NAME = re.compile(r"[王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈"
+                      r"姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤]"
+                      r"(?:阿姨|老师|师傅|先生|女士|医生|大夫|律师|经理|教练|姐|哥|叔|伯)")
+_HALF_HOUR = re.compile(r"\bhalf (one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b"
+                        r"(?:\s+(?:in the|at)\s+(morning|afternoon|evening|night))?", re.I)
 _HOURS = r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
 _MIN_PAST = re.compile(r"\b(five|ten|twenty|twenty[- ]five|\d{1,2})(?: minutes)? (past|to|after) (" + _HOURS + r"|\d{1,2})\b"
                        r"(?:\s+(?:in the|at)\s+(morning|afternoon|evening|night))?", re.I)
@@ -310,6 +319,8 @@ def value_parts(text: str) -> ValueParts:
         return _clock(int(h), mm, None)
 
     take("time", _HALF_PAST, half_past)
+    # "half nine" = 9:30 (British)
+    take("time", _HALF_HOUR, lambda m: _clock(int(en_number_words(m.group(1)) or 0), 30, m.group(2)))
 
     def to_past(m: re.Match[str]) -> str | None:
         mm = en_number_words(m.group(1)) if not m.group(1).isdigit() else int(m.group(1))
@@ -432,7 +443,12 @@ def value_parts(text: str) -> ValueParts:
     for u in ("元", "块", "公斤", "公里", "岁"):
         if u in text:
             parts["unit"].add(_UNIT_WORDS[u])
-    parts["name"] = {m.group(0).lower().rstrip(".") for m in _NAME.finditer(unicodedata.normalize("NFC", text))
+    names = _NAME.finditer(unicodedata.normalize("NFC", text))
+    if has_cjk(text):  # Chinese has no spaces: a capitalised Latin word inside it is a name (Tony, Kevin, Netflix)
+        names = itertools.chain(names, re.finditer(r"(?<![A-Za-z])[A-Z][a-z]+(?![A-Za-z])", text))
+    if has_cjk(text):  # 王阿姨, 李老师, 张师傅: a surname and a form of address name one person
+        names = itertools.chain(names, _ZH_NAME.finditer(text))
+    parts["name"] = {m.group(0).lower().rstrip(".") for m in names
                      if not any(ch.isdigit() for ch in m.group(0)) and m.group(0) not in ("I", "I'm", "I've", "I'd", "I'll", "OK")
                      and m.group(0).lower()[:3] not in _MONTHS and m.group(0).lower().rstrip("s") not in _DAYS}
     low = unicodedata.normalize("NFC", text).lower()

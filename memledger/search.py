@@ -72,7 +72,8 @@ class ScoreParts(BaseModel):
     freshness: float
     role_bonus: float
     dense_model: str | None = None  # model id behind ``dense``: the main embedder, or the CJK companion
-    fusion: str = "absolute"  # which dense model judged ``relevance``: "absolute" (main embedder) | "companion" (CJK)
+    fusion: str = "absolute"  # which dense model judged ``relevance``: "absolute" (main embedder) | "companion" (CJK
+    # query) | "cross_language" (a CJK memory judged by the companion for an English query)
     dense_z: float = 0.0  # ``dense`` standardised for ``dense_model`` (0: unrelated on average); no ``dense``: 2 x lexical_n
     lexical_n: float = 0.0  # BM25 over the query's bound, in [0, 1] (0: no shared term)
 

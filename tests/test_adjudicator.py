@@ -34,11 +34,14 @@ def server(monkeypatch):
             time.sleep(script.delay)
             content = script.reply if isinstance(script.reply, str) else json.dumps(script.reply)
             out = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+            except BrokenPipeError:  # the client gave up first (the slow case): nothing to answer
+                pass
 
         def log_message(self, *args: object) -> None:
             pass

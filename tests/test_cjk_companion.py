@@ -106,7 +106,20 @@ def test_cjk_query_is_ranked_by_the_companion_and_english_is_unchanged(ml: Memor
     eng = ml.search("u1", "tennis on Sundays", k=1)[0]
     assert eng.key == "hobby.sport" and eng.parts.fusion == "absolute"
     assert eng.parts.dense_model == ml.vectors_projection.model_id
-    assert len(fake.queries) == n  # an English query never asks the companion
+    # an English query over a user with CJK memories asks the companion about those memories (once)
+    assert fake.queries[n:] == ["tennis on Sundays"]
+
+
+def test_an_english_question_finds_a_chinese_memory_through_the_companion(ml: MemoryLedger, fake: ConceptEmbedder):
+    ml.record([{"user_id": "u1", "key": "plan.job", "value": "x", "text": "我打算明年换工作"},
+               {"user_id": "u1", "key": "hobby.music", "value": "x", "text": "我周末在家弹吉他"},
+               {"user_id": "u1", "key": "hobby.sport", "value": "x", "text": "I play tennis on Sundays"}])
+    top = ml.search("u1", "do I want a new job?", k=3)[0]
+    assert (top.key, top.parts.fusion, top.parts.dense_model) == ("plan.job", "cross_language", fake.model_id)
+    assert top.parts.dense == pytest.approx(float(fake._vec("我打算明年换工作") @ fake._vec("do I want a new job?")),
+                                            abs=1e-3)
+    ml.vectors_projection.cross_language = False  # the main model alone reads the Chinese as unknown tokens
+    assert ml.search("u1", "do I want a new job?", k=3)[0].parts.fusion == "absolute"
 
 
 def test_english_only_users_cost_nothing(ml: MemoryLedger, fake: ConceptEmbedder):

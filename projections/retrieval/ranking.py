@@ -77,6 +77,16 @@ class Ranking:
         CJK query (mostly noise) counts ``cjk_dense_weight``."""
         return min(1.0, self.dense_weight_for(query) / (self.dense_weight or 1.0))
 
+    #: an English query over a user with CJK memories also asks the multilingual companion about those memories
+    #: (the main English-only model reads their characters as unknown tokens); False keeps the main path alone
+    cross_language: bool = True
+
+    def crosses_language(self, query: str, companion: Any) -> bool:
+        """True if ``query`` (no CJK) should also be judged by the companion over the user's CJK memories: the
+        projection has a companion, the user's companion index holds a vector, and :attr:`cross_language` is on."""
+        return (self.cross_language and companion is not None and len(companion) > 0
+                and self.cjk_embedder is not None and not has_cjk(query))
+
     def uses_companion(self, query: str, companion: Any) -> bool:
         """True if ``query`` is ranked by the CJK companion: it contains CJK, this projection has a companion, and
         ``companion`` (the user's companion index) holds at least one vector. Otherwise the main path is taken
@@ -130,15 +140,38 @@ class Ranking:
                 c.dense, c.dense_model = sim, model
         rankings.append([d for d, _ in lex])
         weights.append(self.lexical_weight)
+        crossed: set[str] = set()
+        if not routed and self.crosses_language(query, companion):
+            # "where does he live" and 他住在杭州: a CJK memory is judged by the multilingual companion's cosine with
+            # the English query, never by the main model's (noise for CJK text); one more query embedding
+            cvec = companion_vector if companion_vector is not None else self.embed_cjk_query(query)
+            near = companion.search(cvec, pool)
+            for doc, _s in near:
+                if doc not in cands:
+                    cands[doc] = Candidate(doc, meta[doc])
+            cjk_docs = [d for d in cands if d in companion]
+            for doc, sim in zip(cjk_docs, companion.similarities(cvec, cjk_docs).tolist()):
+                c = cands[doc]
+                c.dense, c.dense_model = sim, self.cjk_model_id
+                crossed.add(doc)
+            rankings.append([d for d, _ in near])
+            weights.append(self.dense_weight)
         bound = lexical_bound(lexical, query)
         lw = self.cjk_lexical_weight if routed else self.lexical_weight_abs
         dw = 1.0 if routed else self.dense_z_weight(query)
         fusion = "companion" if routed else "absolute"
         score_of = relevance_function(model, bound, lw, dw, has_cjk(query))
+        score_cross = relevance_function(self.cjk_model_id, bound, self.cjk_lexical_weight, 1.0, False) if crossed \
+            else None
         out = []
         for doc, score in rrf(rankings, k=self.rrf_k, weights=weights):
             c = cands[doc]
             c.rrf = score
+            if doc in crossed:
+                c.relevance, c.dense_z, c.lexical_n = score_cross(c.dense, c.lexical)
+                c.fusion = "cross_language"
+                out.append(c)
+                continue
             c.relevance, c.dense_z, c.lexical_n = score_of(c.dense, c.lexical)
             c.fusion = fusion
             out.append(c)
