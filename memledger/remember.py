@@ -31,6 +31,8 @@ from .store import Store
 
 #: how many search hits are weighed besides the slot's own facts
 CANDIDATES = 8
+#: how many related candidates besides the target the evidence names
+EVIDENCE_CANDIDATES = 10
 #: search hits below this relevance are not reported as related
 RELATED_FLOOR = 0.2
 
@@ -217,7 +219,8 @@ def _evidence(res: Resolution, key: str, embedder: str | None) -> str:
              *([f"parsed: {res.parsed}"] if res.parsed else []),
              *([res.adjudication] if res.adjudication else []),
              f"catalogue {CATALOGUE_VERSION}", f"embedder {embedder or 'none'}"]
-    cands = ([res.target] if res.target else []) + res.related
+    # the target and the best-scored others: a slot of a thousand siblings would make every reason tens of KB
+    cands = ([res.target] if res.target else []) + sorted(res.related, key=lambda c: -c.score)[:EVIDENCE_CANDIDATES]
     if cands:
         parts.append("candidates: " + "; ".join(
             f"{c.key} v{c.version} {c.relation} score {c.score:.3f}"

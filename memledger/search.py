@@ -136,6 +136,9 @@ def check_search_args(user_id: Any, query: Any, k: Any, as_of: Any, source: Any,
     if not isinstance(query, str) or not query.strip(_INVISIBLE):
         raise BadInput("query", "is empty", "give the text to search for, e.g. 'what does the user drink?'")
     check_text(query, "query")
+    if len(query) > MAX_QUERY:
+        # a question, not a document: a long query costs an embedding of the whole of it and a BM25 pass per term
+        raise BadInput("query", f"is {len(query)} characters long", f"ask in at most {MAX_QUERY} characters")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise BadInput("k", f"{k!r} is not a whole number from 1 to {MAX_K}", "e.g. -k 10")
     at = None if as_of is None else parse_instant(as_of, "as_of")
@@ -146,6 +149,9 @@ def check_search_args(user_id: Any, query: Any, k: Any, as_of: Any, source: Any,
         role = check_role_name(role, "role")
     return user_id, query, k, at, source, role
 
+
+#: the longest query accepted, in characters (a question; a sentence to remember may be longer: MAX_TEXT)
+MAX_QUERY = 4000
 
 #: characters that do not make a query non-empty: white space, zero-width spaces and joiners, the BOM
 _INVISIBLE = " \t\n\r\f\v\u200b\u200c\u200d\u2060\ufeff\u00a0\u3000"

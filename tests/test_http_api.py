@@ -178,6 +178,9 @@ def test_problem_json_for_bad_input(api: Any) -> None:
     assert r.status_code == 422 and r.json()["field"] == "query"
     r = http.get("/v1/users/u1/search?query=tea&k=0", headers=h)
     assert r.status_code == 422 and r.json()["field"] == "k"
+    # a question, not a document: an over-long query is refused before anything is embedded
+    r = http.post("/v1/users/u1/search", json={"query": "tea " * 2000}, headers=h)
+    assert r.status_code == 422 and r.json()["field"] == "query" and "4000" in r.json()["fix"]
     r = http.post("/v1/users/u1/search", json={"query": "peanuts", "allow_sensitive": ["health"]}, headers=h)
     assert r.status_code == 403  # the key was not granted the label
     r = http.post("/v1/users/u1/search", json={"query": "allergic peanuts", "allow_sensitive": ["health"]},

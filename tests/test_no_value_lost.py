@@ -144,3 +144,15 @@ def test_a_reworded_value_reads_equal(a, b):
 ])
 def test_a_changed_value_reads_different(a, b, kind):
     assert kind in differing(value_parts(a), value_parts(b))
+
+
+def test_a_remember_reason_names_at_most_the_target_and_ten_others(fresh_ledger):
+    """A slot of many siblings must not make every event's reason grow with it."""
+    from memledger.remember import EVIDENCE_CANDIDATES
+
+    ml = fresh_ledger
+    for i in range(25):
+        ml.remember("u", f"I have a pet hamster called Nibbles{i}", observed_at=T1)
+    r = ml.remember("u", "I have a pet hamster called Nibbles99", observed_at=T2)
+    reason = ml.history("u", r.key)[-1].reason
+    assert reason.count(" score ") <= EVIDENCE_CANDIDATES + 1
