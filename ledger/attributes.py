@@ -237,7 +237,11 @@ def _read_en(text: str) -> Reading:
         noun = _clean_attr(_POSSESSIVE.sub("", m.group("attr")))
         attr = noun + f" {m.group('verb')} {m.group('prep')}"
         lem = _lemmas(attr) | {m.group("prep")}
-        return Reading("verb", attr, frozenset(lem), _clean_val(m.group("val")), head=_last_noun(noun))
+        # the head is the noun with its verb: "the bus leaves at" and "the car insurance renews in" speak of the
+        # bus's departure and the insurance's renewal, not of the bus or the insurance
+        head = _last_noun(noun)
+        verb = next(iter(content_tokens(m.group("verb"))), m.group("verb"))
+        return Reading("verb", attr, frozenset(lem), _clean_val(m.group("val")), head=f"{head}+{verb}" if head else None)
     m = _VERB_EN.match(t)
     if m:
         verb = m.group("verb")
@@ -289,6 +293,9 @@ def attribute_overlap(a: Reading, b: Reading) -> float:
 SAME_ATTRIBUTE = 0.5
 
 
+#: nouns that name how a thing is known rather than another thing: "locker" and "locker number" are one attribute
+VALUE_NOUNS = {"number", "no", "code", "id", "pin", "name", "address", "password", "figure", "amount", "one", "num"}
+
 #: the same for two template readings (no form fitted: the attribute is all the sentence but its values)
 SAME_TEMPLATE = 0.75
 
@@ -317,8 +324,12 @@ def same_attribute(a: Reading, b: Reading) -> bool:
     if not a.found or not b.found:
         return False
     ha, hb = _head(a), _head(b)
-    if ha and hb and ha != hb and not (ha in b.lemmas or hb in a.lemmas):
-        return False
+    if ha and hb and ha != hb:
+        # "gym locker" and "gym locker number" are one attribute (a number is what a locker is known by);
+        # "car insurance" and "car insurance premium" are two
+        small, big = (ha, hb) if ha in b.lemmas else (hb, ha) if hb in a.lemmas else (None, None)
+        if small is None or big not in VALUE_NOUNS:
+            return False
     if "template" in (a.form, b.form):
         if attribute_overlap(a, b) >= SAME_TEMPLATE:
             return True

@@ -335,6 +335,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if typing.cessation:
             return done("retire", key, "attribute_cessation", c, close_key=close)
         changed = value_changed(c)
+        if not typing.change and _aspect(c.values) != _aspect(mine_vp):
+            # the same noun, another aspect of it: "my rent is 1,900 a month" / "rent is due on the 1st",
+            # 宽带是电信的 / 宽带每年九月到期: a value of another kind, kept beside it
+            return done("add", None, "other_aspect", None, fresh_key=True,
+                        note="a value of another kind for the same noun: both kept")
         if changed or typing.change:
             return done("supersede", key, "same_attribute", c, close_key=close,
                         note=f"same attribute, {('/'.join(changed) or 'value')} changed")
@@ -602,7 +607,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("reaffirm", best_c.key, "free_paraphrase", best_c)
             return done("new", None, "new_memory", note=f"close to {best_c.key}, but its {'/'.join(changed)} "
                                                          "differs: a memory of its own")
-        if similar and marked and best_c.slot_key is None and not narrative:
+        if similar and marked and best_c.slot_key is None and not narrative and same_subject(best_c):
             return done("conflict", None, "free_unsure", best_c, contest_key=best_c.key)
     return done("new", None, "new_memory")
 
@@ -674,6 +679,17 @@ def _shared_cjk_word(a: str, b: str) -> bool:
     m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
     run = a[m.a:m.a + m.size]
     return m.size >= 3 and sum(1 for ch in run if has_cjk(ch) and ch not in _STOP_ZH) >= 3
+
+
+def _aspect(vp: ValueParts) -> frozenset[str]:
+    """The kinds of value a statement gives (amount, time, date, code, ...; names and plain words count as one
+    kind, "words"), which tell an aspect of a noun from another: its price from its due date."""
+    family = {"number": "amount", "code": "id", "phone": "id", "email": "id", "url": "id", "time": "time",
+              "date": "date"}
+    kinds = frozenset(family[k] for k in _STRONG if vp.parts.get(k))
+    if kinds == {"amount", "id"}:
+        kinds = frozenset({"id"})  # "B-12" and "12": a code may be all digits
+    return kinds or frozenset({"words"})
 
 
 def _name_words(vp: ValueParts) -> set[str]:

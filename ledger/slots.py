@@ -530,7 +530,8 @@ went get gets got getting make makes made one thing things kind sort pretty well
 tomorrow yesterday morning evening night actually sorry mean meant said say says tell told think thought
 know knew want wants wanted need needs feel feels felt
 """.split())
-_STOP_ZH = set("周天月年昨今早晚号点，。！？、；：,.!?我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已经正在刚才其实")
+_STOP_ZH = set("周天月年昨今早晚号点，。！？、；：,.!?我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已正在刚才其实")
+_ZH_FUNCTION_WORDS = re.compile("已经|曾经|经常|正在|刚才|其实|什么|怎么|非常|特别")
 
 
 #: Words that name a slot rather than a value ("drink", "live", "工作"): left out of a statement's value tokens, so
@@ -577,6 +578,8 @@ def content_tokens(text: str) -> set[str]:
     t = nfc_lower(text)
     out = {_stem(w.removesuffix("'s")) for w in re.findall(r"[a-z0-9][a-z0-9'\-]*", t)
            if w not in _STOP_EN and len(w) > 1}
+    # function words of two characters go whole, so that their characters (经 of 已经) still count in other words
+    t = _ZH_FUNCTION_WORDS.sub(" ", t)
     out |= {c for c in t if has_cjk(c) and c not in _STOP_ZH}
     return out
 
@@ -689,6 +692,9 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     slot = best[2]
     correction = any(p.search(t) for p in _CORRECTION)
     cess = [mm for p in _CESSATION for mm in p.finditer(body)]
+    if slot is not None and slot.key == "diet":
+        # "I don't eat meat or fish", 肉和海鲜都不碰: a diet said by what one does not eat, not a diet that stopped
+        cess = [mm for mm in cess if not re.match(r"don'?t|do not|不", mm.group(0))]
     chg = [mm for p in _CHANGE for mm in p.finditer(body)]
     if subject == "none" or (_PAST.search(t) and not cess and not chg):
         slot = None  # not about the user, or about how things used to be: a memory, not a slot's value

@@ -53,14 +53,14 @@ _UNIT_WORDS = {
     "hour": "h", "hours": "h", "小时": "h", "year": "y", "years": "y", "岁": "y", "percent": "%", "%": "%",
 }
 
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_URL = re.compile(r"\b(?:https?://|www\.)[^\s，。,]+|\b[a-z0-9][\w-]{2,}(?:\.[\w-]+)*\.(?:com|org|net|io|cn|de|uk|dev|"
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+_URL = re.compile(r"(?<![A-Za-z0-9])(?:https?://|www\.)[^\s，。,]+|(?<![A-Za-z0-9_.])[a-z0-9][A-Za-z0-9_-]{2,}(?:\.[A-Za-z0-9_-]+)*\.(?:com|org|net|io|cn|de|uk|dev|"
                   r"app|art|studio|me|co|info|blog|site|xyz|ai|tv|fm|page|shop|design|photo|online)(?:/[^\s，。,]*)?\b",
                   re.I)
 _PHONE = re.compile(r"(?<![\w.])\+?\d[\d\s\-()]{6,}\d(?![\w.])")
 #: a token mixing letters and digits (plates, passwords, flight and locker codes): 沪A12345, tulip88, B-12
-_CODE = re.compile(r"(?<![A-Za-z0-9@])[\u4e00-\u9fff]?(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])"
-                   r"[A-Za-z0-9][A-Za-z0-9-]*(?![A-Za-z0-9@])")
+_CODE = re.compile(r"(?<![A-Za-z0-9@_])[\u4e00-\u9fff]?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])"
+                   r"[A-Za-z0-9][A-Za-z0-9_-]*(?![A-Za-z0-9@_])")
 _PROVINCES = set("京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼")
 #: an amount with a scale suffix ("2.2k", "1.5m"), read before codes so that it is not one
 _SCALED = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?(\d+(?:\.\d+)?)\s?([kmw])(?![A-Za-z0-9])", re.I)
