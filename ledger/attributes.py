@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 from .slots import (_REL_EN_RE, _REL_ZH_RE, _ROLE_EN_RE, _ROLE_ZH_RE, REGISTRY, SLOT_LABELS, KeyRegistry,
                     content_tokens, has_cjk, nfc_lower, type_statement)
@@ -426,10 +428,23 @@ def _label(key: str, registry: KeyRegistry) -> str | None:
     return owner + label
 
 
-@functools.lru_cache(maxsize=8192)
-def said(key: str, text: str | None, registry: KeyRegistry = REGISTRY) -> Said:
+def said(key: str, text: str | None, registry: KeyRegistry = REGISTRY, value: Any = None) -> Said:
     """Read a fact's sentence for display (see :class:`Said`). Pure; cached. The sentence itself is unchanged:
-    this is a reading of it, made again at every read from the same rules that resolved it."""
+    this is a reading of it, made again at every read from the same rules that resolved it.
+
+    A structured fact (``value`` given and not the sentence itself: ``assert u1 preference.drink tea``) is not read:
+    its attribute is the slot's label and its value the value, so a profile of structured facts compiles none of
+    the free-text patterns."""
+    if value is not None and value != text:
+        label = _label(key, registry)
+        shown = value if isinstance(value, str) else (json.dumps(value, ensure_ascii=False)
+                                                      if isinstance(value, (int, float, bool)) else None)
+        return Said(label, shown if shown is None or len(shown) <= MAX_SHOWN_VALUE else None)
+    return _said(key, text, registry)
+
+
+@functools.lru_cache(maxsize=8192)
+def _said(key: str, text: str | None, registry: KeyRegistry = REGISTRY) -> Said:
     label = _label(key, registry)
     if not text:
         return Said(label, None)

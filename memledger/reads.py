@@ -72,9 +72,10 @@ def profile(store: Store, user_id: str, *, after: int | Receipt | Iterable[Recei
 
     facts = {}
     for r in rows:
-        s = said(r["key"], r["text"])
+        value = _value(r["value_json"])
+        s = said(r["key"], r["text"], value=value)
         facts[r["key"]] = FactView(
-            value=_value(r["value_json"]), text=r["text"], version=r["version"],
+            value=value, text=r["text"], version=r["version"],
             recorded_at=from_micros(r["recorded_at"]), valid_from=from_micros(r["valid_from"]),
             valid_to=from_micros(r["valid_to"]), source=r["source"], confidence=r["confidence"],
             status=r["status"], hedged=bool(json.loads(r.get("hygiene") or "{}").get("hedged")),

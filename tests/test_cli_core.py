@@ -7,7 +7,7 @@ import json
 from tests.conftest import ROOT
 
 PROFILE_FIELDS = {"value", "text", "version", "recorded_at", "valid_from", "valid_to", "source", "confidence",
-                  "status", "hedged"}
+                  "status", "hedged", "attribute", "extracted_value", "ended"}
 HISTORY_FIELDS = {"key", "value", "kind", "reason", "version", "recorded_at", "valid_from", "valid_to", "source",
                   "source_ref", "position"}
 
@@ -28,6 +28,8 @@ def test_supersede_correct_retract_reaffirm_contest_through_cli(cli):
     assert set(fact) == PROFILE_FIELDS
     assert (fact["value"], fact["version"], fact["status"], fact["valid_from"], fact["valid_to"]) == (
         "coffee", 2, "contested", "2024-03-01T00:00:00Z", None)
+    # a structured fact is shown by its slot's label and its value, the sentence unread
+    assert (fact["attribute"], fact["extracted_value"], fact["ended"]) == ("drink", "coffee", False)
 
     assert cli.json("assert", "u1", "profile.birth_year", "1990", "--observed-at", "2024-01-02T00:00:00Z")[
         "version"] == 1
