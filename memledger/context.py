@@ -171,8 +171,9 @@ def _said_text(rows_of: Any, key: str, f: Any) -> str:
     sentence itself. ``rows_of(key)``: the key's history rows (to name what the value replaced)."""
     text = f.text or f"{key}: {f.value}"
     attribute, value, ended = getattr(f, "attribute", None), getattr(f, "extracted_value", None), getattr(f, "ended", False)
-    if not attribute or not (value or ended) or not f.text:
-        return text
+    if not attribute or not (value or ended) or not f.text or f.value != f.text:
+        return text  # a structured fact (its value is not its sentence) is shown as it always was
+    quoted = f.text
     before = ""
     if f.version > 1:
         from ledger.attributes import said
@@ -187,10 +188,11 @@ def _said_text(rows_of: Any, key: str, f: Any) -> str:
             if ended:
                 before = f"; was: {old_value}"
             elif old_value != value:
-                before = f"{'corrected' if mine['effect'] == 'correct' else 'changed'} from {old_value}; "
+                before = f"{'corrected' if mine['effect'] == 'correct' else 'changed'} from {old_value}"
+    said_part = "; ".join(p for p in (before.lstrip("; "), f'said: "{quoted}"' if quoted else "") if p)
     if ended:
-        return f'{attribute}: ended (said: "{f.text}"{before})'
-    return f'{attribute}: {value} ({before}said: "{f.text}")'
+        return f"{attribute}: ended ({said_part})" if said_part else f"{attribute}: ended"
+    return f"{attribute}: {value} ({said_part})" if said_part else f"{attribute}: {value}"
 
 
 def _upcoming_line(f: Any, tz: str) -> str:
