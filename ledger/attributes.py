@@ -68,7 +68,7 @@ _CHANGE_EN = re.compile(
     r"updated|upgraded|reduced|increased|shifted|reset)|is going)\s+(?:up\s+|down\s+|back\s+)?"
     r"(?:from\s+(?P<old>.+?)\s+)?to\s+(?P<val>.+)$", re.I)
 _SET_EN = re.compile(
-    r"^(?:(?:i|we|they|he|she|the \w+)\s+(?:have\s+|just\s+|finally\s+)*)?(?:renamed|lowered|raised|changed|moved|"
+    r"^(?:(?:i|we|they|he|she|(?:the|my|our) \w+)\s+(?:have\s+|just\s+|finally\s+|again\s+)*)?(?:renamed|lowered|raised|changed|moved|"
     r"increased|reduced|set|switched|updated|upgraded|bumped|cut|upped|reset|rescheduled|pushed|shifted|"
     r"extended|shortened)\s+(?:up\s+|down\s+)?(?P<attr>.+?)\s+(?:from\s+(?P<old>.+?)\s+)?to\s+(?P<val>.+)$", re.I)
 _COPULA_EN = re.compile(
@@ -292,7 +292,7 @@ def attribute_overlap(a: Reading, b: Reading) -> float:
 
 
 #: attribute-lemma overlap at or above which two statements are about the same attribute
-SAME_ATTRIBUTE = 0.5
+SAME_ATTRIBUTE = 0.6
 
 
 #: nouns that name how a thing is known rather than another thing: "locker" and "locker number" are one attribute
@@ -465,6 +465,10 @@ def _said(key: str, text: str | None, registry: KeyRegistry = REGISTRY) -> Said:
         vp = value_parts(text)
         value = ", ".join(sorted(v for k in ("number", "time", "date", "email", "url", "phone", "code")
                                  for v in vp.parts.get(k, ()))) or None
+    if typing.mood != "statement":
+        return Said(label, None)  # a question or a plan says no value of anything
+    if attribute and typing.subject not in ("self", "none") and not attribute.startswith(f"{typing.subject}'s"):
+        attribute = f"{typing.subject}'s {attribute}"  # "my sister's locker number": the sister's, not the user's
     ended = typing.cessation and typing.mood == "statement" and not typing.change
     if value is not None:
         # the value ends where the clause does: "on tenuous grounds, but he is staying positive"

@@ -220,7 +220,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         return c.typing is not None and ({c.typing.subject, typing.subject} <= {"self", "none"}
                                          or c.typing.subject == typing.subject)
 
-    def beside(c: Candidate | None) -> Resolution | None:
+    def beside(c: Candidate | None, both_named: bool = False) -> Resolution | None:
         """A statement that adds ("also", "too", 也) or speaks of another case (summer / winter, me / my son) is
         kept beside ``c``: a fresh key, nothing contested, nothing closed."""
         if typing.correction or typing.cessation:
@@ -233,8 +233,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         clash = qualifiers_clash(c.values, mine_vp) if c is not None else []
         if c is not None and substitution(c.text, text) is not None:
             clash = []  # only the qualifier's words changed ("every Wednesday" -> "every Friday"): its value moved
-        if typing.change and c is not None:
-            # "we moved to Bristol in the spring": a change may add a qualifier; only a changed one is another case
+        if (typing.change or both_named) and c is not None:
+            # "we moved to Bristol in the spring": a change may add a qualifier; only a changed one is another case.
+            # So too in a catalogue slot: "I drink coffee every morning" after "I drink tea" is the drink changing
             clash = [k for k in clash if c.values.qualifiers.get(k)]
         if clash and mine_rd.value and c is not None and same_attribute(c.reading, mine_rd):
             # "the piano lesson is on Tuesdays" -> "... on Thursdays": the qualifier is the value said of the attribute
@@ -300,6 +301,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         for c in (candidates if pool is None else pool):
             if c.status not in ("current", "contested") or not (same_subject(c) or _names_subject(text, c)):
                 continue
+            theirs_rd = c.reading
+            if (mine_rd.head and theirs_rd.head and "+" not in mine_rd.head + theirs_rd.head
+                    and mine_rd.head != theirs_rd.head and not same_attribute(theirs_rd, mine_rd)):
+                continue  # "the rent on my storage unit" is not "my rent": two nouns read, two attributes
             theirs = {k for k in (*_STRONG, "name") if c.values.parts.get(k)}
             shared_kinds = kinds & theirs
             if not shared_kinds or not any(mine_vp.parts[k] - c.values.parts[k] for k in shared_kinds):
@@ -335,7 +340,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if typing.cessation:
             return done("retire", key, "attribute_cessation", c, close_key=close)
         changed = value_changed(c)
-        if not typing.change and _aspect(c.values) != _aspect(mine_vp):
+        if not typing.change and not mine_rd.old_value and mine_rd.form not in ("change", "set") \
+                and _aspect(c.values) != _aspect(mine_vp):
             # the same noun, another aspect of it: "my rent is 1,900 a month" / "rent is due on the 1st",
             # 宽带是电信的 / 宽带每年九月到期: a value of another kind, kept beside it
             return done("add", None, "other_aspect", None, fresh_key=True,
@@ -448,15 +454,16 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if partial(head):
                 return done("conflict", None, "partial_cessation", head, contest_key=head.key, note=partial_note)
             return done("retire", slot_key, "cessation", head, close_key=close)
-        kept = beside(head)
+        kept = beside(head, both_named=True)
         if kept is not None:
             return kept
         changed = value_changed(head)
         hr = head.reading
-        if (mine_rd.head and hr.head and mine_rd.head != hr.head and mine_rd.head not in hr.lemmas
-                and hr.head not in mine_rd.lemmas and not (typing.correction or typing.cessation)
-                and mine_rd.head not in content_tokens(hr.value or "")
-                and hr.head not in content_tokens(mine_rd.value or "")):  # "sushi is my favourite food": inverted
+        mine_noun, their_noun = (mine_rd.head or "").split("+")[0], (hr.head or "").split("+")[0]
+        if (mine_noun and their_noun and mine_noun != their_noun and not same_attribute(hr, mine_rd)
+                and not (typing.correction or typing.cessation)
+                and mine_noun not in content_tokens(hr.value or "")
+                and their_noun not in content_tokens(mine_rd.value or "")):  # "sushi is my favourite food": inverted
             # the slot's words, but another attribute of its topic ("my car is a Tesla" / "my car insurance renews
             # in October"): kept beside it
             return done("add", None, "other_attribute", None, fresh_key=True,
@@ -684,11 +691,10 @@ def _shared_cjk_word(a: str, b: str) -> bool:
 def _aspect(vp: ValueParts) -> frozenset[str]:
     """The kinds of value a statement gives (amount, time, date, code, ...; names and plain words count as one
     kind, "words"), which tell an aspect of a noun from another: its price from its due date."""
-    family = {"number": "amount", "code": "id", "phone": "id", "email": "id", "url": "id", "time": "time",
+    # an amount and a code are one kind here: a combination may be "0718" or "2264", a locker "B-12" or "112"
+    family = {"number": "id", "code": "id", "phone": "id", "email": "id", "url": "id", "time": "time",
               "date": "date"}
     kinds = frozenset(family[k] for k in _STRONG if vp.parts.get(k))
-    if kinds == {"amount", "id"}:
-        kinds = frozenset({"id"})  # "B-12" and "12": a code may be all digits
     return kinds or frozenset({"words"})
 
 

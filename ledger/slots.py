@@ -146,10 +146,10 @@ CATALOGUE: tuple[Slot, ...] = (
            r"between jobs|jobless|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
           ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
-    _slot("work.employer", "single", (r"work (?:at|for)|works (?:at|for)|working (?:at|for)|employed by|"
+    _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|company i work|started (?:a new job |working )?at|new job at|"
                                       r"(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
-                                      r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|上班",)),
+                                      r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:bus|train|subway|metro|tube|tram|"
                                 r"ferry)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
                                 r"commute|commuting",), ("坐地铁|坐公交|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班",),
@@ -161,7 +161,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                           r"(?:our|my) (?:house|flat|apartment) (?:is|has)",),
           ("租房|租了.{0,4}房|买了?.{0,4}房|房贷|公寓",)),
     _slot("residence.city", "single",
-          (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
+          (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )(?<!got )(?<!get )(?<!be )(?<!were )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown",),
           ("住在|在.{1,6}住|我在.{1,6}生活|搬到|搬去|搬来|搬回|搬过来|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
@@ -396,7 +396,8 @@ _RELATIONS_EN = {
     "brother": "brother", "sister": "sister", "mother": "mother", "mom": "mother", "mum": "mother",
     "father": "father", "dad": "father", "wife": "wife", "husband": "husband", "son": "son", "daughter": "daughter",
     "partner": "partner", "girlfriend": "partner", "boyfriend": "partner", "friend": "friend",
-    "best friend": "friend", "colleague": "colleague", "coworker": "colleague", "boss": "boss",
+    "best friend": "friend", "parents": "parents", "in-laws": "in_laws", "grandparents": "grandparents",
+    "colleague": "colleague", "coworker": "colleague", "boss": "boss",
     "grandmother": "grandmother", "grandma": "grandmother", "grandfather": "grandfather", "grandpa": "grandfather",
     "roommate": "roommate", "neighbour": "neighbour", "neighbor": "neighbour", "cousin": "cousin",
     "aunt": "aunt", "uncle": "uncle", "kids": "children", "children": "children",

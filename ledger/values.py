@@ -44,6 +44,7 @@ _ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四":
 _ZH_SCALES = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
 _MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
                                            "nov", "dec"))}
+CURRENCIES = frozenset({"usd", "eur", "gbp", "cny"})
 _DAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "weekday", "weekend"}
 _UNIT_WORDS = {
     "$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "bucks": "usd", "€": "eur", "eur": "eur",
@@ -66,7 +67,7 @@ _PROVINCES = set("京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋�
 _SCALED = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?(\d+(?:\.\d+)?)\s?([kmw])(?![A-Za-z0-9])", re.I)
 _TIME_EN = re.compile(
     r"(?<![A-Za-z0-9.:])(\d{1,2})(?::(\d{2}))?\s*(a\.?m\.?|p\.?m\.?|o'?clock)?(?:\s+(?:in the|at)\s+(morning|afternoon|evening|night))?"
-    r"(?![A-Za-z0-9])", re.I)
+    r"(?![A-Za-z0-9]|[,.]\d)", re.I)
 _HALF_PAST = re.compile(r"\b(half|quarter) (past|to) (\w+)\b", re.I)
 _ZH_NAME = re.compile(r"[王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈"
                       r"姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤]"
@@ -92,6 +93,7 @@ _HOURS_MINUTES = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?|[零一二两三�
                             r"(?:[ -](?:five))?)\s?(hours?|hrs?|minutes?|mins?|小时|个小时|分钟)(?![A-Za-z])", re.I)
 _TIME_ZH = re.compile(r"(早上|早晨|上午|中午|下午|傍晚|晚上|夜里|凌晨)?\s*([零〇一二两三四五六七八九十\d]{1,3})\s*[点點]"
                       r"\s*(半|一刻|三刻|[零〇一二两三四五六七八九十\d]{1,3}\s*分?)?")
+_DAY_OF_MONTH = re.compile(r"(?<![0-9])(\d{1,2})[号日](?![0-9])|\bthe (\d{1,2})(?:st|nd|rd|th)\b", re.I)
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _DATE_ZH = re.compile(r"(?:(\d{4}|[零〇一二两三四五六七八九]{4})年)?([\d一二三四五六七八九十]{1,3})月([\d一二三四五六七八九十]{1,3})[日号]")
 _DATE_EN = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? (\d{1,2})(?:st|nd|rd|th)?\b|"
@@ -284,6 +286,8 @@ def value_parts(text: str) -> ValueParts:
         return f"{_MONTHS[m.group(4).lower()[:3]]:02d}-{int(m.group(3)):02d}"
 
     take("date", _DATE_EN, en_date)
+    # a day of the month without one: 每月1号, "on the 1st"
+    take("date", _DAY_OF_MONTH, lambda m: f"day-{int(m.group(1) or m.group(2)):02d}")
 
     def zh_time(m: re.Match[str]) -> str | None:
         hs = m.group(2)
@@ -396,17 +400,28 @@ def value_parts(text: str) -> ValueParts:
         return _fmt(x * 60 if m.group(2).lower().startswith(("h", "小")) else x)
 
     take("number", _HOURS_MINUTES, hours)
-    take("phone", _PHONE, lambda m: re.sub(r"\D", "", m.group(0)) if len(re.sub(r"\D", "", m.group(0))) >= 7 else None)
+    def phone(m: re.Match[str]) -> str | None:
+        raw, digits = m.group(0), re.sub(r"\D", "", m.group(0))
+        # a phone number is written with a separator, a + or a leading 0, or is long; "12345678" is an account number
+        if len(digits) >= 7 and (re.search(r"[\s\-()]", raw.strip()) or raw.lstrip().startswith(("+", "0"))
+                                 or len(digits) >= 10):
+            return digits
+        return None
+
+    take("phone", _PHONE, phone)
     def code(m: re.Match[str]) -> str:
         c = m.group(0)
         if c and not c[0].isascii() and c[0] not in _PROVINCES:
             c = c[1:]  # a CJK character glued to a code is part of it only as a plate's province
-        return re.sub(r"[-\s]", "", c.lower())
+        return c  # as written: a password's case and a code's hyphen are part of it (tulip88 is not Tulip-88)
 
     take("code", _CODE, code)
 
     def num(m: re.Match[str]) -> str | None:
         digits = m.group(2).replace(",", "")
+        if len(digits) > 1 and digits.startswith("0") and not m.group(3):
+            parts["code"].add(digits)  # "0420" is a PIN or a code, not the amount 420
+            return None
         x = float(digits + ("." + m.group(3) if m.group(3) else ""))
         scale = (m.group(4) or "").lower()
         if scale:
@@ -467,11 +482,18 @@ def value_parts(text: str) -> ValueParts:
 
 
 def differing(a: ValueParts, b: ValueParts) -> list[str]:
-    """The value kinds on which two statements differ (empty: every value-bearing part is equal). A unit counts
-    only when both name one; a name counts when both name one (a paraphrase may drop a name the other repeats)."""
+    """The value kinds on which ``b`` (the newer statement) differs from ``a`` (empty: every value-bearing part is
+    equal). A unit counts when both name different ones, or ``b`` names a unit of measure ``a`` has none of (a
+    currency said on one side only is the implied one); a name when ``b`` names one ``a`` does not (a paraphrase
+    may drop a name the other repeats, never add one)."""
     out = [k for k in ("number", "time", "date", "email", "url", "phone", "code")
            if a.parts.get(k, frozenset()) != b.parts.get(k, frozenset())]
-    if a.parts.get("unit") and b.parts.get("unit") and a.parts["unit"] != b.parts["unit"]:
+    ua, ub = a.parts.get("unit", frozenset()), b.parts.get("unit", frozenset())
+    if ua and ub and ua != ub:
+        out.append("unit")
+    elif ub - ua - CURRENCIES and not ua:
+        # "45 kg" after "45": a unit of measure is new information; a currency is mostly the implied one
+        # ("两千二" / "2200元"), so one said on one side only is not
         out.append("unit")
     na, nb = a.parts.get("name", frozenset()), b.parts.get("name", frozenset())
     if na and nb and not (na <= nb or nb <= na):

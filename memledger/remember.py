@@ -126,7 +126,10 @@ def _candidates(store: Store, user_id: str, text: str, slot_key: str | None,
             continue
         cands[key] = Candidate(key=key, version=r["version"], text=r["text"], source=r["source"], status=r["status"])
     if getattr(store, "vectors_projection", None) is not None:
-        hits = search_caught_up(store, user_id, text, k=CANDIDATES)
+        from .search import MAX_QUERY
+
+        # a statement may be longer than a question: its beginning finds the candidates
+        hits = search_caught_up(store, user_id, text[:MAX_QUERY], k=CANDIDATES)
         for h in hits:
             c = cands.get(h.key)
             if c is None:

@@ -502,7 +502,7 @@ def test_unlink_route(api: Any) -> None:
     r = http.post("/v1/users/u1/memories", json={"text": "I drink coffee every morning"}, headers=h)
     assert r.status_code == 201, r.text
     got = r.json()
-    assert (got["decision"], got["key"]) == ("supersede", "preference.drink"), got
+    assert (got["decision"], got["key"]) == ("supersede", "preference.drink"), got["explanation"]
     r = http.post(f"/v1/users/u1/facts/{got['key']}/unlinks", json={"version": 99}, headers=h)
     assert r.status_code == 422 and r.json()["field"] == "version" and "memledger" not in r.json()["fix"], r.text
     r = http.post(f"/v1/users/u1/facts/{got['key']}/unlinks", json={"version": got["version"]}, headers=h)

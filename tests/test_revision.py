@@ -1,0 +1,61 @@
+"""Belief revision outside the catalogue, one case per behaviour (docs/resolution.md): what a statement is about and
+what it says decide whether it replaces, adds to or sits beside a current memory. Each case is a fault once seen."""
+
+from __future__ import annotations
+
+import pytest
+
+T1, T2 = "2024-01-01T09:00:00Z", "2024-02-01T09:00:00Z"
+
+
+def two(ml, old: str, new: str):
+    a = ml.remember("u", old, observed_at=T1)
+    r = ml.remember("u", new, observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile("u").facts.values()}
+    return a, r, facts
+
+
+@pytest.mark.parametrize("old,new", [
+    ("My wifi password is tulip88", "My wifi password is Tulip88"),  # a password's case is part of it
+    ("My wifi password is tulip88", "My wifi password is tulip-88"),
+    ("My gym locker number is 112", "My gym locker number is 245"),
+    ("My rent is 2,000 a month", "My rent went up from 2,000 to 2,200"),
+    ("我家WiFi密码是abc123", "WiFi密码改成xyz789了"),
+    ("My bike lock combination is 0718", "My bike lock combination is 2264"),
+])
+def test_a_changed_value_replaces_the_old_one(fresh_ledger, old, new):
+    _, r, facts = two(fresh_ledger, old, new)
+    assert (r.decision, facts.get(new), facts.get(old)) == ("supersede", "current", None), r.explanation
+
+
+@pytest.mark.parametrize("old,new", [
+    ("I live in Boston", "My meeting got moved to Thursday"),  # "moved to" of a meeting is no move of home
+    ("I live in Boston", "My parents live in Chicago"),  # someone else's city
+    ("My car is a Tesla", "My car insurance renews in October"),  # another attribute of the slot's topic
+    ("我的房租是每月三千", "房租每月1号交"),  # the same noun, a value of another kind (a day of the month)
+    ("我在腾讯工作", "我每天九点上班"),  # when work starts is not where
+    ("My bank account number is 12345678", "My savings account number is 87654321"),
+    ("My rent is 1,900 a month", "My landlord raised the rent on my storage unit to 150"),
+    ("My phone number is 555-123-4567", "My landlord's phone number is 555-987-6543"),
+])
+def test_another_attribute_or_person_leaves_the_old_value_current(fresh_ledger, old, new):
+    _, r, facts = two(fresh_ledger, old, new)
+    assert (facts.get(old), facts.get(new)) == ("current", "current"), r.explanation
+
+
+def test_a_statement_longer_than_a_search_query_is_remembered(fresh_ledger):
+    from memledger.search import MAX_QUERY
+
+    text = "I keep a long diary entry: " + "we walked by the river and talked. " * 150
+    assert len(text) > MAX_QUERY
+    r = fresh_ledger.remember("u", text, observed_at=T1)
+    assert r.decision == "new" and fresh_ledger.profile("u").facts[r.key].text == text.strip()
+
+
+def test_what_an_agent_reads_names_the_person_and_the_value(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "My sister's locker number is 245", observed_at=T1)
+    ml.remember("u", "Should I ask for locker 300?", observed_at=T1)
+    said = {f.text: (f.attribute, f.extracted_value) for f in ml.profile("u").facts.values()}
+    assert said["My sister's locker number is 245"] == ("sister's locker number", "245")
+    assert said["Should I ask for locker 300?"][1] is None  # a question says no value
