@@ -12,7 +12,7 @@ asked us not to remember. State cards and summaries of it are refused the same w
 open opt-out sessions too, and ``memledger export`` shows them while they are open.
 
 Why side tables and not a per-session key (crypto-shredding the session's events): shredded events still leave
-their metadata (message ids, roles, counts, times) in the log; the issue asks for nothing beyond a tombstone.
+their metadata (message ids, roles, counts, times) in the log; a no-memory session promises to keep nothing beyond a tombstone.
 """
 
 from __future__ import annotations

@@ -180,6 +180,17 @@ def _mint_key(store: Store, user_id: str, res: Resolution, idempotency_key: str 
     return f"{slot_key}.{n + 1}"
 
 
+def _on_key(store: Store, template: FactCommand, fp: str, key: str, words: str) -> RememberReceipt:
+    """Record the statement on ``key`` without slot resolution (a key the caller gave, or the one a retry's
+    idempotency key was recorded under); ``words`` is the explanation, formatted with decision, key and effect."""
+    cmd = template.model_copy(update={"key": key})
+    cmd._fingerprint = fp
+    receipt = store._execute([cmd])[0]
+    decision = EFFECT_DECISION.get(receipt.effect, "new")
+    return RememberReceipt(**receipt.model_dump(), decision=decision, related=[],  # type: ignore[arg-type]
+                           explanation=words.format(decision=decision, key=key, effect=receipt.effect))
+
+
 def _prior_key(store: Store, user_id: str, text: str, idempotency_key: str) -> str | None:
     """The key whose stream already holds ``idempotency_key`` for this sentence, or None: the keys that ever held
     the sentence are read from the history projection, then their streams are asked."""
@@ -239,13 +250,8 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
     fp = _fingerprint(user_id, text, template)
     explicit = fields.get("key")
     if explicit is not None:
-        cmd = template.model_copy(update={"key": explicit})
-        cmd._fingerprint = fp
-        receipt = store._execute([cmd])[0]
-        decision = EFFECT_DECISION.get(receipt.effect, "new")
-        return RememberReceipt(**receipt.model_dump(), decision=decision, related=[],  # type: ignore[arg-type]
-                               explanation=f"{decision}: key {explicit} given by the caller (no slot resolution; "
-                                           f"policy effect {receipt.effect})")
+        return _on_key(store, template, fp, explicit, "{decision}: key {key} given by the caller (no slot "
+                                                       "resolution; policy effect {effect})")
     store.check_keys()
     store.refuse_erased([user_id])
     if template.idempotency_key is not None:
@@ -253,13 +259,8 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         if prior is not None:
             # a retry lands where the first call did, whatever was remembered since (a later statement about the
             # same attribute would otherwise draw it elsewhere): the store answers it as a replay
-            cmd = template.model_copy(update={"key": prior})
-            cmd._fingerprint = fp
-            receipt = store._execute([cmd])[0]
-            decision = EFFECT_DECISION.get(receipt.effect, "new")
-            return RememberReceipt(**receipt.model_dump(), decision=decision, related=[],  # type: ignore[arg-type]
-                                   explanation=f"{decision}: a retry of idempotency key {template.idempotency_key!r},"
-                                               f" recorded before under {prior}")
+            return _on_key(store, template, fp, prior, f"{{decision}}: a retry of idempotency key "
+                                                       f"{template.idempotency_key!r}, recorded before under {{key}}")
     typing = type_statement(text, registry, user_name=user_id)
     embedder = getattr(getattr(store, "vectors_projection", None), "model_id", None)
     with user_lock(store, user_id):
