@@ -520,6 +520,10 @@ class FactFields(BaseModel):
     valid_to: datetime | None
     source: str
     confidence: float
+    #: the sensitivity label of a version the read did not ask to see (``allow_sensitive``): its ``value`` and
+    #: ``text`` (and what is read from them) are None. Absent from the output unless set (docs/erasure.md, "Labels
+    #: gate every read"); :func:`memledger.sensitivity.gate` sets it.
+    withheld: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class FactView(FactFields):
@@ -593,3 +597,6 @@ class HistoryRow(BaseModel):
     derived_from: list[str]
     role: RoleContext | None
     sensitivity: str | None = None
+    #: the label of a version the read did not ask to see: ``value``, ``text`` and ``reason`` are None (absent
+    #: from the output unless set; see :attr:`FactFields.withheld`)
+    withheld: str | None = Field(default=None, exclude_if=lambda v: v is None)

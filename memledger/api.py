@@ -179,8 +179,10 @@ class MemoryLedger(Store):
         contest is settled (memledger/unlink.py). Returns a RememberReceipt. Raises BadInput (nothing written)."""
         from .unlink import unlink
 
+        from .sensitivity import withhold_related
+
         self.refuse_erased([user_id])  # say why first: an erased user has no memory left to unlink
-        return unlink(self, user_id, key, version)
+        return withhold_related(self, unlink(self, user_id, key, version))
 
     def record(self, commands: Iterable[dict[str, Any] | FactCommand]) -> list[Receipt]:
         """Record many commands in one save (one transaction): all are validated first; any refusal writes nothing.
@@ -204,22 +206,37 @@ class MemoryLedger(Store):
 
     # -- reads (memledger/reads.py) ----------------------------------------------------------------------------
     def profile(self, user_id: str, *, after: int | Receipt | Iterable[Receipt] | None = None,
-                timeout: float = 10.0) -> Profile:
+                timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
+                trace_id: str | None = None) -> Profile:
         """The current facts of ``user_id`` (``memledger profile USER --json``); see :func:`memledger.reads.profile`.
 
         ``after``: a receipt (or its position): answer only once the projections include it (see :meth:`wait_for`;
         raises NotCaughtUp after ``timeout`` seconds).
-        """
-        from . import reads
+        ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
+        its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
+        disclosure with ``purpose``; otherwise it is marked ``withheld`` with its label
+        (:func:`memledger.sensitivity.gate`; docs/erasure.md)."""
+        from . import reads, sensitivity
 
-        return self.mark_erased(reads.profile(self, user_id, after=after, timeout=timeout), user_id)
+        grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
+        return sensitivity.gate(self, user_id, self.mark_erased(
+            reads.profile(self, user_id, after=after, timeout=timeout), user_id), grant)
 
     def history(self, user_id: str, key: str | None = None, *,
-                after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0) -> list[HistoryRow]:
-        """Every event of the user's facts (or one key's), in log order (``memledger history --json``)."""
-        from . import reads
+                after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0,
+                allow_sensitive: Any = None, purpose: str | None = None,
+                trace_id: str | None = None) -> list[HistoryRow]:
+        """Every event of the user's facts (or one key's), in log order (``memledger history --json``).
 
-        return reads.history(self, user_id, key, after=after, timeout=timeout)
+        ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
+        its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
+        disclosure with ``purpose``; otherwise it is marked ``withheld`` with its label
+        (:func:`memledger.sensitivity.gate`; docs/erasure.md)."""
+        from . import reads, sensitivity
+
+        grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
+        return sensitivity.gate(self, user_id, reads.history(self, user_id, key, after=after, timeout=timeout),
+                                grant)
 
     def user_timezone(self, user_id: str) -> str:
         """The user's IANA zone from their profile, else ``"UTC"`` (:func:`memledger.reads.user_timezone`)."""
@@ -271,42 +288,69 @@ class MemoryLedger(Store):
 
     # -- time travel and audit (memledger/timetravel.py, docs/time-travel.md) ----------------------------------
     def believed(self, user_id: str, as_of: Any, valid_at: Any = None, *, axis: str = "system",
-                 after: Any = None, timeout: float = 10.0) -> timetravel.Beliefs:
+                 after: Any = None, timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
+                 trace_id: str | None = None) -> timetravel.Beliefs:
         """What we believed about ``user_id`` at system time ``as_of`` (inclusive), sliced at ``valid_at`` (default
         ``as_of``); ``axis="observed"`` reads ``as_of`` as observed time (``memledger believed --json``).
-        Raises :class:`~ledger.errors.BadInput` for naive or malformed instants."""
-        from . import timetravel
+        Raises :class:`~ledger.errors.BadInput` for naive or malformed instants.
 
-        return self.mark_erased(
-            timetravel.believed(self, user_id, as_of, valid_at, axis, after=after, timeout=timeout), user_id)
+        ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
+        its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
+        disclosure with ``purpose``; otherwise it is marked ``withheld`` with its label
+        (:func:`memledger.sensitivity.gate`; docs/erasure.md)."""
+        from . import sensitivity, timetravel
+
+        grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
+        return sensitivity.gate(self, user_id, self.mark_erased(
+            timetravel.believed(self, user_id, as_of, valid_at, axis, after=after, timeout=timeout), user_id), grant)
 
     def true_at(self, user_id: str, valid_at: Any, *, axis: str = "system", after: Any = None,
-                timeout: float = 10.0) -> timetravel.Beliefs:
-        """What was true of ``user_id`` at ``valid_at``, as known now (``memledger true-at --json``)."""
-        from . import timetravel
+                timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
+                trace_id: str | None = None) -> timetravel.Beliefs:
+        """What was true of ``user_id`` at ``valid_at``, as known now (``memledger true-at --json``).
 
-        return self.mark_erased(timetravel.true_at(self, user_id, valid_at, axis, after=after, timeout=timeout),
-                                user_id)
+        ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
+        its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
+        disclosure with ``purpose``; otherwise it is marked ``withheld`` with its label
+        (:func:`memledger.sensitivity.gate`; docs/erasure.md)."""
+        from . import sensitivity, timetravel
+
+        grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
+        return sensitivity.gate(self, user_id, self.mark_erased(
+            timetravel.true_at(self, user_id, valid_at, axis, after=after, timeout=timeout), user_id), grant)
 
     def diff(self, user_id: str, from_: Any, to: Any, *, valid_at: Any = None, axis: str = "system",
-             after: Any = None, timeout: float = 10.0) -> timetravel.Diff:
+             after: Any = None, timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
+             trace_id: str | None = None) -> timetravel.Diff:
         """Beliefs added, changed and dropped between as-ofs ``from_`` and ``to``, each with the event that did it.
-        Raises BadInput if ``to`` is before ``from_``."""
-        from . import timetravel
+        Raises BadInput if ``to`` is before ``from_``.
 
-        return self.mark_erased(
-            timetravel.diff(self, user_id, from_, to, valid_at, axis, after=after, timeout=timeout), user_id)
+        ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
+        its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
+        disclosure with ``purpose``; otherwise it is marked ``withheld`` with its label
+        (:func:`memledger.sensitivity.gate`; docs/erasure.md)."""
+        from . import sensitivity, timetravel
+
+        grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
+        return sensitivity.gate(self, user_id, self.mark_erased(
+            timetravel.diff(self, user_id, from_, to, valid_at, axis, after=after, timeout=timeout), user_id), grant)
 
     def audit(self, user_id: str, key: str | None = None, *, trace_id: str | None = None,
               source_ref: str | None = None, as_of: Any = None, valid_at: Any = None, axis: str = "system",
-              after: Any = None, timeout: float = 10.0) -> Any:
+              after: Any = None, timeout: float = 10.0, allow_sensitive: Any = None,
+              purpose: str | None = None) -> Any:
         """For each current (or as-of) belief, the chain of events behind it, and each time a labelled fact was
-        let into an agent's context (``memledger audit --json``)."""
+        let into an agent's context (``memledger audit --json``). ``trace_id`` filters (it is not recorded).
+
+        ``allow_sensitive`` / ``purpose``: a version labelled sensitive (health, finance, ...) shows its value and
+        text only when ``allow_sensitive`` names its label, and each one shown is recorded as a disclosure with
+        ``purpose``; otherwise it is marked ``withheld`` with its label (:func:`memledger.sensitivity.gate`)."""
         from . import sensitivity, timetravel
 
-        return self.mark_erased(sensitivity.add_disclosures(self, timetravel.audit(
+        grant = sensitivity.check_grant(allow_sensitive, purpose)
+        return sensitivity.gate(self, user_id, self.mark_erased(sensitivity.add_disclosures(self, timetravel.audit(
             self, user_id, key, trace_id=trace_id, source_ref=source_ref, as_of=as_of, valid_at=valid_at,
-            axis=axis, after=after, timeout=timeout)), user_id)
+            axis=axis, after=after, timeout=timeout)), user_id), grant)
 
     # -- sessions (memledger/sessions.py, memledger/optout.py, docs/sessions.md) --------------------------------
     def record_session(self, commands: Iterable[dict[str, Any] | SessionCommand]) -> list[sessions.SessionReceipt]:
@@ -458,25 +502,43 @@ class MemoryLedger(Store):
         return ctx
 
     # -- hygiene (memledger/hygiene.py, docs/hygiene.md) -------------------------------------------------------
-    def quarantine(self, user_id: str, *, now: Any = None) -> hygiene.QuarantineList:
+    def quarantine(self, user_id: str, *, now: Any = None, allow_sensitive: Any = None,
+                   purpose: str | None = None) -> hygiene.QuarantineList:
         """The user's quarantined statements (``memledger quarantine USER``): values that failed their key's
-        validator and texts that read as instructions, each pending, released or expired (72 h) at ``now``."""
-        from . import hygiene
+        validator and texts that read as instructions, each pending, released or expired (72 h) at ``now``.
 
-        return hygiene.quarantine(self, user_id, now)
+        ``allow_sensitive`` / ``purpose``: a version labelled sensitive (health, finance, ...) shows its value and
+        text only when ``allow_sensitive`` names its label, and each one shown is recorded as a disclosure with
+        ``purpose``; otherwise it is marked ``withheld`` with its label (:func:`memledger.sensitivity.gate`)."""
+        from . import hygiene, sensitivity
 
-    def due(self, user_id: str, *, now: Any = None) -> hygiene.DueList:
+        grant = sensitivity.check_grant(allow_sensitive, purpose)
+        return sensitivity.gate(self, user_id, hygiene.quarantine(self, user_id, now), grant)
+
+    def due(self, user_id: str, *, now: Any = None, allow_sensitive: Any = None,
+            purpose: str | None = None) -> hygiene.DueList:
         """The user's current facts to re-confirm at ``now`` (``memledger due USER``): past their key prefix's
-        ``verify_after``, or corrected three times or more."""
-        from . import hygiene
+        ``verify_after``, or corrected three times or more.
 
-        return hygiene.due(self, user_id, now)
+        ``allow_sensitive`` / ``purpose``: a version labelled sensitive (health, finance, ...) shows its value and
+        text only when ``allow_sensitive`` names its label, and each one shown is recorded as a disclosure with
+        ``purpose``; otherwise it is marked ``withheld`` with its label (:func:`memledger.sensitivity.gate`)."""
+        from . import hygiene, sensitivity
 
-    def scheduled(self, user_id: str, *, now: Any = None) -> list[hygiene.ScheduledFact]:
-        """The user's facts whose valid time starts after ``now`` (not current yet), soonest first."""
-        from . import hygiene
+        grant = sensitivity.check_grant(allow_sensitive, purpose)
+        return sensitivity.gate(self, user_id, hygiene.due(self, user_id, now), grant)
 
-        return hygiene.scheduled(self, user_id, now)
+    def scheduled(self, user_id: str, *, now: Any = None, allow_sensitive: Any = None,
+                  purpose: str | None = None) -> list[hygiene.ScheduledFact]:
+        """The user's facts whose valid time starts after ``now`` (not current yet), soonest first.
+
+        ``allow_sensitive`` / ``purpose``: a version labelled sensitive (health, finance, ...) shows its value and
+        text only when ``allow_sensitive`` names its label, and each one shown is recorded as a disclosure with
+        ``purpose``; otherwise it is marked ``withheld`` with its label (:func:`memledger.sensitivity.gate`)."""
+        from . import hygiene, sensitivity
+
+        grant = sensitivity.check_grant(allow_sensitive, purpose)
+        return sensitivity.gate(self, user_id, hygiene.scheduled(self, user_id, now), grant)
 
     def stats(self, user_id: str | None = None, *, now: Any = None) -> hygiene.Stats:
         """Memory health of one user or the whole store (``memledger stats [USER]``), from projections."""
@@ -520,14 +582,37 @@ class MemoryLedger(Store):
 
         return forgetting.forget_fact(self, user_id, key, version=version, actor=actor)
 
-    def export(self, user_id: str) -> erasure.UserExport:
+    def export(self, user_id: str, *, purpose: str | None = None, complete: bool = True,
+               allow_sensitive: Any = None) -> erasure.UserExport:
         """Everything held about ``user_id`` in one document (``memledger export USER --json``): a UserExport.
 
-        Raises :class:`~ledger.errors.BadInput` for an invalid ``user_id``.
+        Complete (the operator's copy, and the user's right of access): labelled versions are shown, and each is
+        recorded as a disclosure with ``purpose`` (default :data:`memledger.sensitivity.PURPOSE_EXPORT`).
+        ``complete=False`` gates the export as every other read (``allow_sensitive``; an API key that is not an
+        admin's gets that one).
+
+        Raises :class:`~ledger.errors.BadInput` for an invalid ``user_id``, label or purpose.
         """
+        from . import erasure, sensitivity
+
+        grant = sensitivity.check_grant(allow_sensitive, purpose)
+        doc = erasure.export_user(self, user_id)
+        if complete:
+            grant = sensitivity.Grant(sensitivity.export_labels(self, doc.user_id),
+                                      grant.purpose or sensitivity.PURPOSE_EXPORT)
+        return sensitivity.gate(self, doc.user_id, doc, grant)
+
+    def disclosures(self, user_id: str) -> list[erasure.DisclosureRow]:
+        """Every disclosure of ``user_id``'s labelled facts, in log order: key, version, label, when, session,
+        purpose, trace (no value or text). Reading them records nothing (:func:`memledger.erasure.disclosure_rows`).
+        """
+        from ledger.schemas import check_user_id
+
         from . import erasure
 
-        return erasure.export_user(self, user_id)
+        user_id = check_user_id(user_id)
+        self.before_read(None, 10.0)
+        return erasure.disclosure_rows(self, user_id)
 
     def record_disclosures(self, user_id: str, included: list[tuple[str, int, str]], *,
                            session_id: str | None = None, purpose: str | None = None,

@@ -306,25 +306,29 @@ def export_user(ml: Store, user_id: str) -> UserExport:
     Raises:
         BadInput: ``user_id`` invalid.
     """
-    from ledger.timeutil import from_micros
-
     user_id = check_user_id(user_id)
     profile = reads.profile(ml, user_id)
     history = reads.history(ml, user_id)
-    disclosures = []
-    proj = getattr(ml, "disclosures_projection", None)
-    if proj is not None:
-        with ml.db.read() as cur:
-            for r in proj.rows(cur, user_id):
-                disclosures.append(DisclosureRow(
-                    key=r["key"], version=r["version"], sensitivity=r["sensitivity"],
-                    recorded_at=from_micros(r["recorded_at"]), position=r["position"], session_id=r["session_id"],
-                    purpose=r["purpose"], trace_id=r["trace_id"],
-                ))
+    disclosures = disclosure_rows(ml, user_id)
     sessions = _export_sessions(ml, user_id)
     erased_at = ml.erased_at(user_id)
     return UserExport(user_id=user_id, exported_at=now_utc(), erased=erased_at is not None, erased_at=erased_at,
                       profile=profile, history=history, disclosures=disclosures, sessions=sessions)
+
+
+def disclosure_rows(ml: Store, user_id: str) -> list[DisclosureRow]:
+    """Every disclosure of ``user_id``'s labelled facts, in log order (who let which version out, when, why): what
+    ``export`` lists and :meth:`memledger.api.MemoryLedger.disclosures` returns. Reading them records nothing."""
+    from ledger.timeutil import from_micros
+
+    proj = getattr(ml, "disclosures_projection", None)
+    if proj is None:
+        return []
+    with ml.db.read() as cur:
+        return [DisclosureRow(key=r["key"], version=r["version"], sensitivity=r["sensitivity"],
+                              recorded_at=from_micros(r["recorded_at"]), position=r["position"],
+                              session_id=r["session_id"], purpose=r["purpose"], trace_id=r["trace_id"])
+                for r in proj.rows(cur, user_id)]
 
 
 def _export_sessions(ml: Store, user_id: str) -> list[dict[str, Any]]:

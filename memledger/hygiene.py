@@ -23,7 +23,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ledger.hygiene import QUARANTINE_WINDOW, REVIEW_AT
 from ledger.schemas import check_user_id
@@ -60,6 +60,8 @@ class QuarantinedFact(BaseModel):
     state: Literal["pending", "released", "expired"]
     released_by: int | None
     released_at: datetime | None
+    #: the sensitivity label when the read did not ask for it: ``value`` and ``text`` are None (absent otherwise)
+    withheld: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class QuarantineList(BaseModel):
@@ -85,6 +87,8 @@ class DueFact(BaseModel):
     due_at: datetime
     why: Literal["verify_after", "review"]
     corrections: int
+    #: the sensitivity label when the read did not ask for it: ``value`` and ``text`` are None (absent otherwise)
+    withheld: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class DueList(BaseModel):
@@ -106,6 +110,8 @@ class ScheduledFact(BaseModel):
     source: str
     confidence: float
     sensitivity: str | None
+    #: the sensitivity label when the read did not ask for it: ``value`` and ``text`` are None (absent otherwise)
+    withheld: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Stats(BaseModel):

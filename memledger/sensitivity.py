@@ -1,30 +1,46 @@
-"""The sensitivity filter: facts carrying a sensitivity label (health, finance, ...) stay out of search and
-context unless the caller allows the label, and each labelled fact let through is recorded as a disclosure
-(``SensitiveFactIncluded``, ledger/privacy.py; ``projections/disclosures.py`` keeps them queryable, ``audit`` and
-``export`` show them). docs/erasure.md.
+"""The sensitivity gate: a fact version carrying a sensitivity label (health, finance, ...) is shown by a read only
+when the read asks for that label (``allow_sensitive``, with a ``purpose``), and each labelled version shown is
+recorded as a disclosure (``SensitiveFactIncluded``, ledger/privacy.py; ``projections/disclosures.py`` keeps them
+queryable, ``audit`` and ``export`` show them). docs/erasure.md, "Labels gate every read".
+
+Two shapes of the one rule:
+
+- search and context leave a withheld fact out (:func:`search_with_sensitivity`, :func:`context_with_sensitivity`);
+- every other read keeps the item and withholds its content: :func:`gate` sets ``value``, ``text`` and what is read
+  from them to None and ``withheld`` to the label (the timeline page's "withheld (health)"). The faces call the
+  ledger's reads with the request's labels; a server also checks that the API key holds them.
 """
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ledger.errors import BadInput
 from ledger.privacy import Disclosure
 from ledger.schemas import check_label, check_user_id
 
-from . import reads, search, timetravel
-from .context import assemble_context
-from .erasure import DisclosureRow
+from . import reads
 from .store import Store
-from .timetravel import Audit, AuditEntry
+
+# search, context, time travel and erasure are imported by the functions that use them: every read of the Python API
+# passes through :func:`gate`, and a cold ``memledger profile`` must not pay for them (docs/performance.md).
+if typing.TYPE_CHECKING:
+    from . import search
 
 __all__ = [
+    "Grant",
     "add_disclosures",
     "check_allow_sensitive",
+    "check_grant",
     "context_with_sensitivity",
+    "disclose",
+    "gate",
     "record_disclosures",
     "search_with_sensitivity",
 ]
@@ -43,7 +59,11 @@ def check_allow_sensitive(labels: Any, field: str = "allow_sensitive") -> frozen
     if labels is None:
         return frozenset()
     if isinstance(labels, str):
-        labels = [x for x in labels.split(",")]
+        labels = [labels]
+    if not isinstance(labels, (list, tuple, set, frozenset)):
+        raise BadInput(field, f"is a {type(labels).__name__}", "give a list of labels such as [\"health\"]")
+    # each item may itself be comma-separated (a query string's allow_sensitive=health,finance)
+    labels = [part for x in labels for part in (x.split(",") if isinstance(x, str) else [x])]
     out = set()
     for x in labels:
         if not isinstance(x, str) or not x.strip():
@@ -107,6 +127,143 @@ def withhold_related(ml: Store, receipt: Any) -> Any:
     return receipt.model_copy(update={"related": shown})
 
 
+# ------------------------------------------------------------------------------------------------------- the gate
+
+#: what a withheld item loses (the fields of these names it has, when they may be None): the value, the sentence,
+#: the reason (a ``remember`` reason quotes what it parsed from the sentence) and what is read from the sentence
+WITHHELD_FIELDS = ("value", "text", "reason", "extracted_value", "attribute")
+#: the purpose recorded with the disclosures of an export (the user's copy of everything held about them)
+PURPOSE_EXPORT = "export (everything held about the user)"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one read asks to see: the sensitivity ``labels`` it lets out (``allow_sensitive``), why (``purpose``)
+    and the agent turn's ``trace_id``, both kept with each disclosure. ``Grant()`` asks for no label: every labelled
+    version is withheld. Build one with :func:`check_grant`."""
+
+    labels: frozenset[str] = frozenset()
+    purpose: str | None = None
+    trace_id: str | None = None
+
+
+def check_grant(allow_sensitive: Any = None, purpose: Any = None, trace_id: str | None = None, *,
+                field: str = "allow_sensitive", purpose_field: str = "purpose") -> Grant:
+    """Validate what a read asks to see, before anything is read: ``allow_sensitive`` as
+    :func:`check_allow_sensitive` (a list of labels, a comma-separated string, or None), ``purpose`` as
+    :func:`check_purpose`. A :class:`Grant` is returned as it is.
+
+    Raises:
+        BadInput: naming ``field`` (or ``purpose_field``) and the fix.
+    """
+    if isinstance(allow_sensitive, Grant):
+        return allow_sensitive
+    return Grant(check_allow_sensitive(allow_sensitive, field), check_purpose(purpose, purpose_field), trace_id)
+
+
+def disclose(ml: Store, user_id: str, versions: Iterable[tuple[str, int]], grant: Grant, *,
+             record: bool = True) -> dict[tuple[str, int], str]:
+    """The one decision every read takes: of the ``(key, version)`` pairs of ``user_id``'s facts a read is about to
+    show, return those to withhold, ``{(key, version): label}`` (their label is not in ``grant.labels``), and
+    record a disclosure (``SensitiveFactIncluded``, one save) for each labelled pair the grant lets out, with its
+    purpose and trace. Unlabelled pairs are neither. ``record=False``: decide only (a read that returns part of
+    what it decided on calls again, with what it returns)."""
+    labels = sensitivity_labels(ml, user_id)
+    if not labels:
+        return {}
+    withheld: dict[tuple[str, int], str] = {}
+    shown: set[tuple[str, int, str]] = set()
+    for kv in versions:
+        label = labels.get(kv)
+        if label is None:
+            continue
+        if label in grant.labels:
+            shown.add((kv[0], kv[1], label))
+        else:
+            withheld[kv] = label
+    if record:
+        record_disclosures(ml, user_id, sorted(shown), purpose=grant.purpose, trace_id=grant.trace_id)
+    return withheld
+
+
+def _nullable(info: Any) -> bool:
+    return info.annotation is Any or type(None) in typing.get_args(info.annotation)
+
+
+def _walk(x: Any, key: str | None, visit: Callable[[BaseModel, str], BaseModel]) -> Any:
+    """``x`` (a read model, or lists and dicts of them) with every gated item replaced by ``visit(item, key)``.
+
+    A gated item is a model with a ``version`` and a ``withheld`` field (a profile's fact, a belief, a history row,
+    an audit event, a due, scheduled or quarantined fact, a diff's event); its key is its own ``key`` field, else
+    the key of the dict it sits under (``facts[KEY]``, ``added[KEY].before``). Values are data, never walked."""
+    if isinstance(x, BaseModel):
+        fields = type(x).model_fields
+        own = getattr(x, "key", None) if "key" in fields else None
+        k = own if isinstance(own, str) else key
+        updates = {}
+        for name in fields:
+            if name in WITHHELD_FIELDS:
+                continue
+            v = getattr(x, name)
+            if isinstance(v, (BaseModel, list, dict)):
+                nv = _walk(v, k, visit)
+                if nv is not v:
+                    updates[name] = nv
+        if updates:
+            x = x.model_copy(update=updates)
+        if "withheld" in fields and "version" in fields and k is not None:
+            x = visit(x, k)
+        return x
+    if isinstance(x, list):
+        items = [_walk(v, key, visit) for v in x]
+        return x if all(a is b for a, b in zip(items, x)) else items
+    if isinstance(x, dict):
+        entries = {n: _walk(v, n if isinstance(n, str) else key, visit) for n, v in x.items()}
+        return x if all(entries[n] is x[n] for n in x) else entries
+    return x
+
+
+def gate(ml: Store, user_id: str, result: T, grant: Grant | None = None) -> T:
+    """``result`` (a read of ``user_id``'s facts) as the read may show it: each labelled version whose label
+    ``grant`` does not ask for keeps its place, key, version, times and provenance, but its ``value``, ``text``,
+    ``reason`` and what is read from the sentence become None and ``withheld`` names the label; each labelled
+    version shown is recorded as a disclosure (:func:`disclose`). ``grant`` None asks for no label.
+
+    Every read of the Python API that returns fact values goes through here (``profile``, ``history``,
+    ``believed``, ``true_at``, ``diff``, ``audit``, ``due``, ``scheduled``, ``quarantine``, ``export``), so the
+    CLI, HTTP, MCP and LangGraph faces, which call those, stay thin."""
+    grant = grant or Grant()
+    found: list[tuple[str, int]] = []
+
+    def collect(item: Any, key: str) -> Any:
+        found.append((key, item.version))
+        return item
+
+    _walk(result, None, collect)
+    if not found:
+        return result
+    withheld = disclose(ml, user_id, found, grant)
+    if not withheld:
+        return result
+
+    def hide(item: Any, key: str) -> Any:
+        label = withheld.get((key, item.version))
+        if label is None:
+            return item
+        fields = type(item).model_fields
+        return item.model_copy(update={**{f: None for f in WITHHELD_FIELDS if f in fields and _nullable(fields[f])},
+                                       "withheld": label})
+
+    return _walk(result, None, hide)
+
+
+def export_labels(ml: Store, user_id: str) -> frozenset[str]:
+    """Every label among ``user_id``'s fact versions: the grant of a complete export."""
+    return frozenset(sensitivity_labels(ml, user_id).values())
+
+
 def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as_of: Any = None,
                             source: str | None = None, role: str | None = None, *, allow_sensitive: Any = None,
                             purpose: str | None = None, trace_id: str | None = None, also: Any = None,
@@ -122,6 +279,8 @@ def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as
     Raises:
         BadInput: a malformed ``allow_sensitive`` or search argument (nothing read, nothing recorded).
     """
+    from . import search
+
     allow = check_allow_sensitive(allow_sensitive)
     purpose = check_purpose(purpose)
     search.check_search_args(user_id, query, k, as_of, source, role)
@@ -178,6 +337,8 @@ class _SensitivityView:
     def search(self, user_id: str, query: str, *args: Any, **kwargs: Any) -> Any:
         if "as_of" not in kwargs:  # as context's own search: facts and earlier turns (memledger/context.py)
             kwargs.setdefault("within", "all")
+        from . import search
+
         hits = search.search(self._ml, user_id, query, *args, **kwargs)
         items = list(getattr(hits, "hits", hits))
 
@@ -196,6 +357,9 @@ def context_with_sensitivity(ml: Store, user_id: str, *, allow_sensitive: Any = 
     Raises:
         BadInput: a malformed ``allow_sensitive`` (or what context assembly refuses).
     """
+    from . import timetravel
+    from .context import assemble_context
+
     allow = check_allow_sensitive(allow_sensitive)
     purpose = check_purpose(purpose)
     user_id = check_user_id(user_id)
@@ -229,6 +393,9 @@ def _audit_models() -> tuple[type, type]:
     """``Audit``/``AuditEntry`` of memledger/timetravel.py with each entry's ``disclosures`` added (built once)."""
     global _AUDIT_MODELS
     if _AUDIT_MODELS is None:
+        from .erasure import DisclosureRow
+        from .timetravel import Audit, AuditEntry
+
         class AuditEntryWithDisclosures(AuditEntry):  # type: ignore[valid-type,misc]
             """An audit entry plus every time the fact was let into an agent's context (``SensitiveFactIncluded``,
             only for labelled facts), in log order, up to the audit's ``as_of``."""
@@ -249,6 +416,8 @@ def add_disclosures(ml: Store, audit: Any) -> Any:
     """The audit (``memledger audit --json``) with, per fact, the disclosures of that fact recorded at or before
     the audit's ``as_of`` (system time)."""
     from ledger.timeutil import from_micros, to_micros
+
+    from .erasure import DisclosureRow
 
     audit_cls, entry_cls = _audit_models()
     cut = None if audit.as_of is None else to_micros(audit.as_of)

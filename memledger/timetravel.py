@@ -85,6 +85,9 @@ class EventRef(BaseModel):
     actor: str | None
     source_ref: str | None
     trace_id: str | None
+    #: the sensitivity label of the event's version when the read did not ask for it: ``reason`` is None (absent
+    #: from the output unless set)
+    withheld: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class DiffEntry(BaseModel):
@@ -383,8 +386,11 @@ def render_json(model: BaseModel, tz: str | None = None) -> Any:
             # Python-mode fields keep datetimes as datetimes; values (Any) are JSON-decoded, never datetimes.
             data = {}
             for name, field in type(x).model_fields.items():
+                value = getattr(x, name)
+                if field.exclude_if is not None and field.exclude_if(value):
+                    continue  # absent unless set (``erased``, ``withheld``), as in model_dump
                 out_name = field.serialization_alias or field.alias or name
-                data[out_name] = walk(getattr(x, name))
+                data[out_name] = walk(value)
             return data
         if isinstance(x, datetime):
             return x.astimezone(z).isoformat()

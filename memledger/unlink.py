@@ -23,6 +23,7 @@ from ledger.domain import NON_USER_SOURCES
 from ledger.errors import BadInput
 from ledger.schemas import RememberReceipt, check_key, check_user_id, validate_command
 
+from . import reads
 from .remember import user_lock
 
 
@@ -32,7 +33,8 @@ def unlink(ml: Any, user_id: str, key: str, version: Any) -> RememberReceipt:
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise BadInput("version", f"{version!r} is not a version number", "give the VERSION shown by history (1, 2, ...)")
     with user_lock(ml, user_id):
-        rows = ml.history(user_id, key)
+        # the ledger's own reads, not the gated faces: an unlink reads the statement's text to move it
+        rows = reads.history(ml, user_id, key)
         if not rows:
             raise BadInput("key", f"{user_id} has no memory under key {key!r}",
                            f"give a key that `memledger profile {user_id}` or `memledger history {user_id}` lists")
@@ -42,7 +44,7 @@ def unlink(ml: Any, user_id: str, key: str, version: Any) -> RememberReceipt:
         if not (row.reason or "").startswith(("remember: ", "to confirm: ")):
             raise BadInput("version", f"{key} v{version} was not placed by remember (slot resolution)",
                            "use correct or retract for facts recorded with a key")
-        head = ml.profile(user_id).facts.get(key)
+        head = reads.profile(ml, user_id).facts.get(key)
         statement = {k: v for k, v in dict(
             observed_at=row.observed_at, valid_from=row.valid_from if row.status != "contesting" else None,
             source=row.source, source_ref=row.source_ref, session_id=row.session_id, actor=row.actor,

@@ -30,7 +30,7 @@ def profile_lines(ctx: Any) -> list[str]:
 
 
 def disclosures(ml: MemoryLedger, user: str = "alice") -> list[tuple[str, int, str, str | None]]:
-    return [(d.key, d.version, d.sensitivity, d.purpose) for d in ml.export(user).disclosures]
+    return [(d.key, d.version, d.sensitivity, d.purpose) for d in ml.disclosures(user)]
 
 
 def test_labelled_facts_left_out_by_default(fresh_ledger: MemoryLedger) -> None:

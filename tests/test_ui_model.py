@@ -165,15 +165,15 @@ def test_the_export_fetches_nothing(seeded: Any) -> None:
 
 
 def test_sensitive_facts_are_withheld_unless_allowed_and_each_shown_is_a_disclosure(seeded: Any) -> None:
-    before = len(seeded.export(USER).disclosures)
+    before = len(seeded.disclosures(USER))
     page, view = user_html(seeded, USER, inline=True)
     asthma = next(v for k in view["keys"] if k["key"] == "health.condition" for v in k["versions"])
     assert asthma["value"] is None and asthma["text"] is None and asthma["withheld"] == "health"
     assert "asthma" not in page and "withheld (health)" in page
-    assert len(seeded.export(USER).disclosures) == before  # nothing shown, nothing recorded
+    assert len(seeded.disclosures(USER)) == before  # nothing shown, nothing recorded
     page, view = user_html(seeded, USER, allow_sensitive=["health"])
     assert "asthma" in page
-    rows = seeded.export(USER).disclosures
+    rows = seeded.disclosures(USER)
     assert len(rows) == before + 1
     assert (rows[-1].key, rows[-1].version, rows[-1].sensitivity) == ("health.condition", 1, "health")
     assert rows[-1].purpose == "timeline page (memledger serve http /ui)"
@@ -244,7 +244,7 @@ def test_cli_timeline_writes_one_self_contained_file(cli: Any, store_args: dict[
     assert code == 0, err
     assert "1 sensitive facts shown" in out and "asthma" in target.read_text(encoding="utf-8")
     with MemoryLedger(**store_args) as ml:
-        rows = ml.export(USER).disclosures
+        rows = ml.disclosures(USER)
         assert rows[-1].purpose == "timeline export (memledger timeline --html)"
 
 

@@ -252,7 +252,9 @@ def _user_events(ml: Any, users: set[str], scan: _Scan | None = None, page: int 
 def _export(ml: Any, user_id: str) -> dict[str, Any]:
     """The user's export with what legitimately differs between shards left out: log positions (each shard's own)
     and the export's own time."""
-    data = ml.export(user_id).model_dump(mode="json")
+    from ..erasure import export_user  # a copy between shards, not a disclosure: no record
+
+    data = export_user(ml, user_id).model_dump(mode="json")
     data.pop("exported_at", None)
 
     def strip(v: Any) -> Any:

@@ -36,6 +36,7 @@ from .shardmap import SHARDS_ENV, ShardMap, load_shard_map
 USER_READS = frozenset({
     "profile", "history", "user_timezone", "search", "believed", "true_at", "diff", "audit", "sessions", "messages",
     "summary_gaps", "resume", "search_messages", "quarantine", "due", "scheduled", "export", "erased_at",
+    "disclosures",
 })
 #: verbs about one user that write (or may: ``context`` records disclosures of sensitive facts)
 USER_WRITES = frozenset({
