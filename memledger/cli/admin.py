@@ -122,10 +122,16 @@ def erase_cmd(ctx: typer.Context, user: str,
 
 
 @app.command("export")
-def export_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt) -> None:
-    """Everything held about USER in one document: current facts, full history, disclosures, sessions."""
+def export_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt,
+               purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with the disclosure of each "
+                                                     "labelled fact the export holds).")) -> None:
+    """Everything held about USER in one document: current facts, full history, disclosures, sessions. Complete
+    (labelled facts included); each labelled fact in it is recorded as a disclosure."""
+    from memledger.sensitivity import check_purpose
+
+    check_purpose(purpose, "--purpose")
     with open_ledger(ctx) as ml:
-        doc = ml.export(user)
+        doc = ml.export(user, purpose=purpose)
     if as_json:
         emit_json(doc.model_dump(mode="json"))
         return

@@ -152,3 +152,25 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON (a stable contract).")
 
 AfterOpt = typer.Option(None, "--after", help="A receipt's position: answer only once the projections include it.")
 TimeoutOpt = typer.Option(10.0, "--timeout", help="Seconds to wait for --after (then exit 1).")
+
+# Options of every read that shows fact values: the sensitivity grant (docs/erasure.md, "Labels gate every read") ---
+AllowSensitiveOpt = typer.Option(
+    None, "--allow-sensitive", help="Show facts with these sensitivity labels (comma-separated, e.g. health); each "
+    "one shown is recorded as a disclosure. Default: their value and text are withheld.")
+PurposeOpt = typer.Option(None, "--purpose", help="Why the labelled facts are shown (kept with each disclosure).")
+
+
+def grant(allow_sensitive: Optional[str], purpose: Optional[str]) -> Any:
+    """The read's :class:`memledger.sensitivity.Grant` from ``--allow-sensitive`` / ``--purpose``, checked before the
+    store is opened (BadInput naming the flag: exit 2)."""
+    from memledger.sensitivity import check_grant
+
+    return check_grant(allow_sensitive, purpose, field="--allow-sensitive", purpose_field="--purpose")
+
+
+def value_cell(item: Any, width: int) -> str:
+    """A table cell for an item's value: its JSON, or ``withheld (LABEL)`` (the timeline page's words)."""
+    label = getattr(item, "withheld", None)
+    if label:
+        return f"withheld ({label})"
+    return clip(json.dumps(item.value, ensure_ascii=False), width)

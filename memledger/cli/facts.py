@@ -11,9 +11,9 @@ from rich.table import Table
 
 from ledger.errors import BadInput, MemledgerError
 
-from .common import (AfterOpt, ActorOpt, ConfidenceOpt, IdemOpt, JsonOpt, ObservedOpt, ReasonOpt, SessionOpt,
-                     SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app, emit_json, emit_receipt, err,
-                     clip, open_ledger, out, parse_value)
+from .common import (AfterOpt, ActorOpt, AllowSensitiveOpt, ConfidenceOpt, IdemOpt, JsonOpt, ObservedOpt,
+                     PurposeOpt, ReasonOpt, SessionOpt, SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app,
+                     clip, emit_json, emit_receipt, err, grant, open_ledger, out, parse_value, value_cell)
 
 
 #: the role the agent plays when it writes (kept with the version; search's --role gives it a bonus, --role-filter
@@ -137,10 +137,12 @@ def unlink_cmd(ctx: typer.Context, user: str, key: str, version: int, as_json: b
 
 @app.command("profile")
 def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt,
-                timeout: float = TimeoutOpt) -> None:
-    """USER's current facts, by key."""
+                timeout: float = TimeoutOpt, allow_sensitive: Optional[str] = AllowSensitiveOpt,
+                purpose: Optional[str] = PurposeOpt) -> None:
+    """USER's current facts, by key (labelled ones withheld unless --allow-sensitive names their label)."""
+    g = grant(allow_sensitive, purpose)
     with open_ledger(ctx) as ml:
-        prof = ml.profile(user, after=after, timeout=timeout)
+        prof = ml.profile(user, after=after, timeout=timeout, allow_sensitive=g)
     if as_json:
         emit_json(prof.model_dump(mode="json"))
         return
@@ -148,17 +150,20 @@ def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: O
     for col in ("key", "value", "v", "valid from", "source", "status"):
         table.add_column(col)
     for key, f in prof.facts.items():
-        table.add_row(key, clip(json.dumps(f.value, ensure_ascii=False), 80), str(f.version),
+        table.add_row(key, value_cell(f, 80), str(f.version),
                       f.valid_from.isoformat(), f.source, f.status)
     out.print(table)
 
 
 @app.command("history")
 def history_cmd(ctx: typer.Context, user: str, key: Optional[str] = typer.Argument(None),
-                as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
-    """Every event of USER's facts (or of KEY), in log order, with valid ranges as known now."""
+                as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
+                allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt) -> None:
+    """Every event of USER's facts (or of KEY), in log order, with valid ranges as known now (labelled versions
+    withheld unless --allow-sensitive names their label)."""
+    g = grant(allow_sensitive, purpose)
     with open_ledger(ctx) as ml:
-        rows = ml.history(user, key, after=after, timeout=timeout)
+        rows = ml.history(user, key, after=after, timeout=timeout, allow_sensitive=g)
     if as_json:
         emit_json([r.model_dump(mode="json") for r in rows])
         return
@@ -166,7 +171,7 @@ def history_cmd(ctx: typer.Context, user: str, key: Optional[str] = typer.Argume
     for col in ("pos", "key", "v", "kind", "value", "valid from", "valid to", "status", "reason"):
         table.add_column(col)
     for r in rows:
-        table.add_row(str(r.position), r.key, str(r.version), r.kind, clip(json.dumps(r.value, ensure_ascii=False), 60),
+        table.add_row(str(r.position), r.key, str(r.version), r.kind, value_cell(r, 60),
                       r.valid_from.isoformat() if r.valid_from else "", r.valid_to.isoformat() if r.valid_to else "",
                       r.status, r.reason or "")
     out.print(table)

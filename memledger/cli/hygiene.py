@@ -12,7 +12,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from .common import JsonOpt, app, clip, emit_json, open_ledger, out
+from .common import (AllowSensitiveOpt, JsonOpt, PurposeOpt, app, clip, emit_json, grant, open_ledger, out,
+                     value_cell)
 
 NowOpt = typer.Option(None, "--now", help="The instant to judge expiry and due dates at (ISO 8601 with an offset; "
                                           "default: now).")
@@ -33,12 +34,14 @@ def _short(value: object) -> str:
 
 
 @app.command("quarantine")
-def quarantine_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, as_json: bool = JsonOpt) -> None:
+def quarantine_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, as_json: bool = JsonOpt,
+                   allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt) -> None:
     """USER's quarantined statements: values that failed their key's validator and texts that read as instructions
     to the agent; each pending (72 h), released by an independent second statement, or expired."""
     _check(user, now)
+    g = grant(allow_sensitive, purpose)
     with open_ledger(ctx) as ml:
-        q = ml.quarantine(user, now=now)
+        q = ml.quarantine(user, now=now, allow_sensitive=g)
     if as_json:
         emit_json(q.model_dump(mode="json"))
         return
@@ -48,18 +51,20 @@ def quarantine_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, a
     for i in q.items:
         until = i.expires_at.isoformat() if i.state == "pending" else (
             f"released as v{i.released_by}" if i.state == "released" else "")
-        table.add_row(i.key, str(i.version), _short(i.value), i.reason, i.state, until,
+        table.add_row(i.key, str(i.version), value_cell(i, 60), i.reason, i.state, until,
                       i.source + (f" {i.source_ref}" if i.source_ref else ""))
     out.print(table)
 
 
 @app.command("due")
-def due_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, as_json: bool = JsonOpt) -> None:
+def due_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, as_json: bool = JsonOpt,
+            allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt) -> None:
     """USER's current facts to re-confirm: past their key prefix's verify_after (health.*: 30 days since last
     stated or confirmed), or corrected three times or more."""
     _check(user, now)
+    g = grant(allow_sensitive, purpose)
     with open_ledger(ctx) as ml:
-        d = ml.due(user, now=now)
+        d = ml.due(user, now=now, allow_sensitive=g)
     if as_json:
         emit_json(d.model_dump(mode="json"))
         return
@@ -68,7 +73,7 @@ def due_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, as_json:
         table.add_column(col)
     for f in d.items:
         why = f.why if f.why == "verify_after" else f"review ({f.corrections} corrections)"
-        table.add_row(f.key, str(f.version), _short(f.value), why, f.confirmed_at.isoformat(), f.due_at.isoformat())
+        table.add_row(f.key, str(f.version), value_cell(f, 60), why, f.confirmed_at.isoformat(), f.due_at.isoformat())
     out.print(table)
 
 

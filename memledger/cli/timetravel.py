@@ -8,7 +8,6 @@ instant in an IANA zone (the same instants, another offset). Bad input (naive in
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional
 
 import typer
@@ -16,7 +15,8 @@ from rich.table import Table
 
 from memledger.timetravel import render_json, zone
 
-from .common import AfterOpt, JsonOpt, TimeoutOpt, app, clip, emit_json, open_ledger, out
+from .common import (AfterOpt, AllowSensitiveOpt, JsonOpt, PurposeOpt, TimeoutOpt, app, emit_json, grant, open_ledger,
+                     out, value_cell)
 
 AxisOpt = typer.Option("system", "--axis",
                        help="system: --as-of is recorded_at (default); observed: it is observed_at (imported history).")
@@ -37,7 +37,7 @@ def _beliefs_table(title: str, facts: dict[str, Any], z: Any) -> Table:
     for col in ("key", "value", "v", "valid from", "valid to", "status", "source", "since"):
         table.add_column(col)
     for key, b in facts.items():
-        table.add_row(key, clip(json.dumps(b.value, ensure_ascii=False), 60), str(b.version), _when(b.valid_from, z),
+        table.add_row(key, value_cell(b, 60), str(b.version), _when(b.valid_from, z),
                       _when(b.valid_to, z), b.status, b.source, _when(b.believed_since, z))
     return table
 
@@ -55,12 +55,14 @@ def believed_cmd(
     as_of: Optional[str] = typer.Option(None, "--as-of", help="System-time instant, inclusive (ISO 8601 with offset)."),
     valid_at: Optional[str] = ValidAtOpt, axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
     after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
+    allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
 ) -> None:
     """What we believed about USER at --as-of (events recorded at or before it), sliced at --valid-at (default the
     same instant)."""
     zone(tz)  # refuse a bad zone before doing any work
+    g = grant(allow_sensitive, purpose)
     with open_ledger(ctx) as ml:
-        result = ml.believed(user, as_of, valid_at, axis=axis, after=after, timeout=timeout)
+        result = ml.believed(user, as_of, valid_at, axis=axis, after=after, timeout=timeout, allow_sensitive=g)
     _emit_beliefs(result, as_json, tz, f"believed about {result.user_id} as of {_when(result.as_of, zone(tz))}")
 
 
@@ -68,11 +70,13 @@ def believed_cmd(
 def true_at_cmd(
     ctx: typer.Context, user: str, valid_at: Optional[str] = ValidAtOpt, axis: str = NowAxisOpt,
     tz: Optional[str] = TzOpt, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
+    allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
 ) -> None:
     """What was true of USER at --valid-at, as known now."""
     zone(tz)
+    g = grant(allow_sensitive, purpose)
     with open_ledger(ctx) as ml:
-        result = ml.true_at(user, valid_at, axis=axis, after=after, timeout=timeout)
+        result = ml.true_at(user, valid_at, axis=axis, after=after, timeout=timeout, allow_sensitive=g)
     _emit_beliefs(result, as_json, tz, f"true of {result.user_id} at {_when(result.valid_at, zone(tz))}")
 
 
@@ -84,11 +88,14 @@ def diff_cmd(
     valid_at: Optional[str] = typer.Option(None, "--valid-at", help="Valid-time slice of both sides (default --to)."),
     axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
     after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
+    allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
 ) -> None:
     """Beliefs added, changed and dropped between --from and --to, each with the event that did it."""
     z = zone(tz)
+    g = grant(allow_sensitive, purpose)
     with open_ledger(ctx) as ml:
-        result = ml.diff(user, from_, to, valid_at=valid_at, axis=axis, after=after, timeout=timeout)
+        result = ml.diff(user, from_, to, valid_at=valid_at, axis=axis, after=after, timeout=timeout,
+                         allow_sensitive=g)
     if as_json:
         emit_json(render_json(result, tz))
         return
@@ -109,7 +116,7 @@ def _belief_cell(b: Any) -> str:
     table of "tea" -> "tea" hid that it became contested)."""
     if b is None:
         return ""
-    cell = clip(json.dumps(b.value, ensure_ascii=False), 40)
+    cell = value_cell(b, 40)
     return cell if b.status == "believed" else f"{cell} ({b.status})"
 
 
@@ -121,19 +128,21 @@ def audit_cmd(
     as_of: Optional[str] = typer.Option(None, "--as-of", help="Audit the beliefs as of this instant (default now)."),
     valid_at: Optional[str] = ValidAtOpt, axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
     after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
+    allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
 ) -> None:
     """For each current (or --as-of) belief of USER (or KEY), the chain of events behind it: who, when, from what,
     and what it replaced and why."""
     z = zone(tz)
+    g = grant(allow_sensitive, purpose)
     with open_ledger(ctx) as ml:
         result = ml.audit(user, key, trace_id=trace, source_ref=source_ref, as_of=as_of, valid_at=valid_at, axis=axis,
-                          after=after, timeout=timeout)
+                          after=after, timeout=timeout, allow_sensitive=g)
     if as_json:
         emit_json(render_json(result, tz))
         return
     for k, entry in result.facts.items():
         b = entry.belief
-        head = "nothing believed" if b is None else f"believed {json.dumps(b.value, ensure_ascii=False)} (v{b.version})"
+        head = "nothing believed" if b is None else f"believed {value_cell(b, 200)} (v{b.version})"
         table = Table(title=f"{k}: {head}" + (f", replaced v{', v'.join(map(str, entry.replaced))}"
                                                 if entry.replaced else ""))
         for col in ("pos", "v", "kind", "effect", "value", "recorded", "observed", "source", "actor", "source_ref",
@@ -141,7 +150,7 @@ def audit_cmd(
             table.add_column(col)
         for r in entry.chain:
             table.add_row(str(r.position), str(r.version), r.kind, r.effect,
-                          clip(json.dumps(r.value, ensure_ascii=False), 40), _when(r.recorded_at, z),
+                          value_cell(r, 40), _when(r.recorded_at, z),
                           _when(r.observed_at, z), r.source, r.actor or "", r.source_ref or "",
                           "" if r.replaces is None else str(r.replaces), r.reason or "")
         out.print(table)
