@@ -49,6 +49,8 @@ from ledger.schemas import check_key, check_user_id
 from .keys import APIKeyStore, Principal
 from .mcp import PRINCIPAL_STATE, build_mcp
 from .models import (
+    _ALLOW,
+    _PURPOSE,
     AssertBody,
     AuditArgs,
     BelievedArgs,
@@ -57,9 +59,11 @@ from .models import (
     ContextBody,
     CorrectBody,
     DiffArgs,
+    HistoryArgs,
     HttpSearchBody,
     LogMessageBody,
     ObservedBody,
+    ProfileArgs,
     RememberBody,
     RetractBody,
     SearchBody,
@@ -373,6 +377,13 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                                                  "write of a new key refuses capitals).")) -> str:
         return check_key(key)
 
+    def granted(request: Request, model: type, **fields: Any) -> Any:
+        """The request's grant (``allow_sensitive``, ``purpose``) validated with ``model`` (422 naming the field),
+        each label held by the key (403 otherwise)."""
+        g = _validated(model, **fields)
+        labels_ok(principal(request), g.allow_sensitive)
+        return g
+
     def labels_ok(p: Principal, labels: list[str] | None) -> None:
         if labels:
             from ..sensitivity import check_allow_sensitive
@@ -406,6 +417,8 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                         "nothing new and returns the first receipt.")
     After = Query(None, ge=0, description="A log position (X-Ledger-Position of a write): answer only once "
                   "the projections include it.")
+    AllowSensitive = Query(None, description=_ALLOW)
+    Purpose = Query(None, description=_PURPOSE)
 
     # -- health ------------------------------------------------------------------------------------------------
     @app.get("/v1/health", tags=["meta"])
@@ -481,40 +494,60 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                        max((r.position for r in receipts), default=0), 201)
 
     # -- reads -------------------------------------------------------------------------------------------------
+    # Every read below that shows fact values takes allow_sensitive/purpose: a labelled fact is shown only when
+    # asked for and the key holds its label (labels_ok: 403 otherwise); else it is withheld (memledger/sensitivity.py).
     @app.get("/v1/users/{user_id}/profile", tags=["reads"])
-    async def profile(user_id: str = Depends(user_of), after: int | None = After) -> Any:
-        return (await service.call(service.profile, user_id, after, inline=True)).model_dump(mode="json")
+    async def profile(request: Request, user_id: str = Depends(user_of), after: int | None = After,
+                      allow_sensitive: list[str] | None = AllowSensitive, purpose: str | None = Purpose) -> Any:
+        g = granted(request, ProfileArgs, allow_sensitive=allow_sensitive, purpose=purpose)
+        return (await service.call(service.profile, user_id, after, g.allow_sensitive, g.purpose, inline=True)
+                ).model_dump(mode="json")
 
     @app.get("/v1/users/{user_id}/history", tags=["reads"])
-    async def history(user_id: str = Depends(user_of), key: str | None = Query(None, description="One fact's key."),
-                      after: int | None = After) -> Any:
-        rows = (await service.call(service.history, user_id, key, after, inline=True)).rows
+    async def history(request: Request, user_id: str = Depends(user_of),
+                      key: str | None = Query(None, description="One fact's key."), after: int | None = After,
+                      allow_sensitive: list[str] | None = AllowSensitive, purpose: str | None = Purpose) -> Any:
+        g = granted(request, HistoryArgs, allow_sensitive=allow_sensitive, purpose=purpose)
+        rows = (await service.call(service.history, user_id, key, after, g.allow_sensitive, g.purpose,
+                                   inline=True)).rows
         return [r.model_dump(mode="json") for r in rows]
 
     @app.get("/v1/users/{user_id}/history/{key}", tags=["reads"])
-    async def history_key(user_id: str = Depends(user_of), key: str = Depends(key_of),
-                          after: int | None = After) -> Any:
-        rows = (await service.call(service.history, user_id, key, after, inline=True)).rows
+    async def history_key(request: Request, user_id: str = Depends(user_of), key: str = Depends(key_of),
+                          after: int | None = After, allow_sensitive: list[str] | None = AllowSensitive,
+                          purpose: str | None = Purpose) -> Any:
+        g = granted(request, HistoryArgs, allow_sensitive=allow_sensitive, purpose=purpose)
+        rows = (await service.call(service.history, user_id, key, after, g.allow_sensitive, g.purpose,
+                                   inline=True)).rows
         return [r.model_dump(mode="json") for r in rows]
 
     @app.get("/v1/users/{user_id}/believed", tags=["time travel"])
-    async def believed(user_id: str = Depends(user_of), q: BelievedArgs = Depends(_query(BelievedArgs))) -> Any:
+    async def believed(request: Request, user_id: str = Depends(user_of),
+                       q: BelievedArgs = Depends(_query(BelievedArgs))) -> Any:
+        labels_ok(principal(request), q.allow_sensitive)
         return (await service.call(service.believed, user_id, q, inline=True)).model_dump(mode="json")
 
     @app.get("/v1/users/{user_id}/true-at", tags=["time travel"])
-    async def true_at(user_id: str = Depends(user_of), q: TrueAtArgs = Depends(_query(TrueAtArgs))) -> Any:
+    async def true_at(request: Request, user_id: str = Depends(user_of),
+                      q: TrueAtArgs = Depends(_query(TrueAtArgs))) -> Any:
+        labels_ok(principal(request), q.allow_sensitive)
         return (await service.call(service.true_at, user_id, q, inline=True)).model_dump(mode="json")
 
     @app.get("/v1/users/{user_id}/diff", tags=["time travel"])
-    async def diff(user_id: str = Depends(user_of),
+    async def diff(request: Request, user_id: str = Depends(user_of),
                    from_: str = Query(alias="from", description="Earlier as-of instant (ISO 8601 with offset)."),
                    to: str = Query(description="Later as-of instant (ISO 8601 with offset)."),
-                   valid_at: str | None = Query(None), axis: str = Query("system"), after: int | None = After) -> Any:
-        a = _validated(DiffArgs, from_as_of=from_, to_as_of=to, valid_at=valid_at, axis=axis, after=after)
+                   valid_at: str | None = Query(None), axis: str = Query("system"), after: int | None = After,
+                   allow_sensitive: list[str] | None = AllowSensitive, purpose: str | None = Purpose) -> Any:
+        a = _validated(DiffArgs, from_as_of=from_, to_as_of=to, valid_at=valid_at, axis=axis, after=after,
+                       allow_sensitive=allow_sensitive, purpose=purpose)
+        labels_ok(principal(request), a.allow_sensitive)
         return (await service.call(service.diff, user_id, a, inline=True)).model_dump(mode="json")
 
     @app.get("/v1/users/{user_id}/audit", tags=["time travel"])
-    async def audit(user_id: str = Depends(user_of), q: AuditArgs = Depends(_query(AuditArgs))) -> Any:
+    async def audit(request: Request, user_id: str = Depends(user_of),
+                    q: AuditArgs = Depends(_query(AuditArgs))) -> Any:
+        labels_ok(principal(request), q.allow_sensitive)
         return (await service.call(service.audit, user_id, q, inline=True)).model_dump(mode="json")
 
     @app.post("/v1/users/{user_id}/search", tags=["reads"])
@@ -578,9 +611,17 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
             _validated(ObservedBody, observed_at=now)
         return service.resume(user_id, now, expiry_hours).model_dump(mode="json")
 
-    @app.get("/v1/users/{user_id}/export", tags=["privacy"])
-    def export(user_id: str = Depends(user_of)) -> Any:
-        return service.export(user_id).model_dump(mode="json")
+    @app.get("/v1/users/{user_id}/export", tags=["privacy"],
+             description="Everything held about the user. Complete for an admin key (the user's right of access); "
+                         "for any other key gated as every read (allow_sensitive). Each labelled fact it shows is "
+                         "recorded as a disclosure.")
+    def export(request: Request, user_id: str = Depends(user_of), allow_sensitive: list[str] | None = AllowSensitive,
+               purpose: str | None = Purpose) -> Any:
+        p = principal(request)
+        g = granted(request, ProfileArgs, allow_sensitive=None if p.admin else allow_sensitive, purpose=purpose)
+        return service.export(user_id, complete=p.admin, allow_sensitive=g.allow_sensitive,
+                              purpose=g.purpose or (f"export by admin key {p.key_id}" if p.admin else None)
+                              ).model_dump(mode="json")
 
     @app.delete("/v1/users/{user_id}", tags=["privacy"])
     def erase(request: Request, user_id: str = Path(), confirm: str | None = Header(None, alias="Confirm-Erase")
@@ -725,21 +766,23 @@ def _query(model: type) -> Any:
     import inspect
 
     names = [n for n in model.model_fields if n != "user_id"]
+    lists = {n for n in names if "list[" in str(model.model_fields[n].annotation)}  # repeatable: ?a=x&a=y
 
     def dep(request: Request) -> Any:
         qp = request.query_params
         data: dict[str, Any] = {}
         for n in names:
             if n in qp:
-                data[n] = qp[n]
+                data[n] = qp.getlist(n) if n in lists else qp[n]
         return _validated(model, **data)
 
     params = [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request)]
     for n in names:
         f = model.model_fields[n]
+        annotation: Any = list[str] | None if n in lists else str | None if not f.is_required() else str
         params.append(inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY,
                                         default=Query(None if not f.is_required() else ..., description=f.description),
-                                        annotation=str | None if not f.is_required() else str))
+                                        annotation=annotation))
 
     async def wrapper(request: Request, **kwargs: Any) -> Any:  # async: validation only, no thread hop
         return dep(request)

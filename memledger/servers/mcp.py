@@ -6,6 +6,10 @@ Tools (each with a pydantic argument model and a result model, so each has an in
 with ``allow_destructive``, marked destructive. Resources: ``memledger://users/{user_id}/profile``,
 ``memledger://users/{user_id}/history/{key}``, ``memledger://users/{user_id}/context``.
 
+Facts labelled sensitive (health, finance, ...) are withheld by every read (value and text null, ``withheld`` names
+the label) unless the call's ``allow_sensitive`` names the label and, over HTTP, the API key holds it; the resources
+take no arguments, so they always withhold them (docs/erasure.md, "Labels gate every read").
+
 Who a call may touch (every tool takes an optional ``user_id``):
 
 - pinned (``--user U``): an omitted ``user_id`` means U; any other is refused;
@@ -75,6 +79,8 @@ event, so it can say what is believed now, what was believed at any past date, a
 - When the user says a remembered value was wrong, `correct`; when they withdraw it, `retract`; when `remember` filed
   a statement under the wrong fact, `unlink` that version.
 - `believed`/`true_at`/`diff`/`history`/`audit` answer "what did we think then, and why".
+- Facts labelled sensitive (health, finance...) come back withheld (value and text null, `withheld` names the label);
+  pass allow_sensitive=[label] with a purpose only when the task needs them (each one shown is recorded).
 """
 
 DESCRIPTIONS = {
@@ -88,7 +94,9 @@ DESCRIPTIONS = {
               "memory is probably not about the query (min_score=0.3 drops those); within='messages' or 'all' "
               "searches the logged conversation too. Facts labelled sensitive (health, finance...) are left out "
               "unless allow_sensitive names their label.",
-    "profile": "The user's current facts, by dotted key, with value, sentence, version, valid-from and source.",
+    "profile": "The user's current facts, by dotted key, with value, sentence, version, valid-from and source. A fact "
+               "labelled sensitive (health, finance...) is withheld (value and text null, `withheld` names the label) "
+               "unless allow_sensitive names its label.",
     "history": "Every version of the user's facts (or of one key) in log order: asserted, superseded, corrected "
                "(misreported), retracted, with reasons, provenance and valid ranges as known now.",
     "believed": "What the ledger BELIEVED about the user at a past moment of system time `as_of` (when the ledger "
@@ -327,6 +335,16 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
         policy.check_labels(a.allow_sensitive, p)
         return s.context(u, a)
 
+    def granted(read: Callable[[str, Any], Any]) -> Callable[[str, Any, Principal | None], Any]:
+        """A read tool's body: the labels its call asks for (``allow_sensitive``) checked against the API key, then
+        the read, which withholds every label not asked for (memledger/sensitivity.py ``gate``)."""
+
+        def body(u: str, a: Any, p: Principal | None) -> Any:
+            policy.check_labels(a.allow_sensitive, p)
+            return read(u, a)
+
+        return body
+
     def reg(name: str, args_model: type, result_type: Any, body: Callable[[Any, Any, Principal | None], Any],
             annotations: ToolAnnotations) -> None:
         _register(server, name, args_model, result_type, body, policy, annotations, lock=s.lock)
@@ -334,12 +352,14 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
     remember_type = _remember_result_type(service)
     reg("remember", RememberArgs, remember_type, lambda u, a, p: s.remember(u, a), write)
     reg("recall", RecallArgs, RecallResult, recall, ro)
-    reg("profile", ProfileArgs, Profile, lambda u, a, p: s.profile(u, a.after), ro)
-    reg("history", HistoryArgs, HistoryResult, lambda u, a, p: s.history(u, a.key, a.after), ro)
-    reg("believed", BelievedArgs, Beliefs, lambda u, a, p: s.believed(u, a), ro)
-    reg("true_at", TrueAtArgs, Beliefs, lambda u, a, p: s.true_at(u, a), ro)
-    reg("diff", DiffArgs, Diff, lambda u, a, p: s.diff(u, a), ro)
-    reg("audit", AuditArgs, sensitivity._audit_models()[0], lambda u, a, p: s.audit(u, a), ro)
+    # every read showing fact values: labels the call asks for must be the key's; the rest are withheld
+    reg("profile", ProfileArgs, Profile, granted(lambda u, a: s.profile(u, a.after, a.allow_sensitive, a.purpose)), ro)
+    reg("history", HistoryArgs, HistoryResult,
+        granted(lambda u, a: s.history(u, a.key, a.after, a.allow_sensitive, a.purpose)), ro)
+    reg("believed", BelievedArgs, Beliefs, granted(s.believed), ro)
+    reg("true_at", TrueAtArgs, Beliefs, granted(s.true_at), ro)
+    reg("diff", DiffArgs, Diff, granted(s.diff), ro)
+    reg("audit", AuditArgs, sensitivity._audit_models()[0], granted(s.audit), ro)
     reg("correct", CorrectArgs, Receipt, lambda u, a, p: s.correct(u, a.key, a), write)
     reg("retract", RetractArgs, Receipt, lambda u, a, p: s.retract(u, a.key, a), write)
     if callable(getattr(service.ml, "unlink", None)):
@@ -408,13 +428,15 @@ def _register_resources(server: MCPServer, service: Service, policy: UserPolicy)
                 from None
 
     @server.resource("memledger://users/{user_id}/profile", mime_type="application/json",
-                     description="The user's current facts (profile --json).")
+                     description="The user's current facts (profile --json; facts labelled sensitive "
+                                 "withheld: use the profile tool with allow_sensitive to see them).")
     def profile_resource(user_id: str, ctx: ToolContext) -> str:
         u = check(user_id, ctx)
         return json.dumps(service.profile(u).model_dump(mode="json"), ensure_ascii=False)
 
     @server.resource("memledger://users/{user_id}/history/{key}", mime_type="application/json",
-                     description="Every version of one fact, in log order (history --json).")
+                     description="Every version of one fact, in log order (history --json; labelled versions "
+                                 "withheld: use the history tool with allow_sensitive).")
     def history_resource(user_id: str, key: str, ctx: ToolContext) -> str:
         u = check(user_id, ctx)
         try:

@@ -50,6 +50,19 @@ class UserArg(_Model):
     user_id: str | None = Field(None, description=_USER)
 
 
+_ALLOW = ("Sensitivity labels (health, finance, ...) whose facts this read may show; the API key must hold each "
+          "(memledger keys create --allow-sensitive LABEL). A labelled fact not asked for is withheld: value and text "
+          "null, `withheld` names its label. Each one shown is recorded as a disclosure.")
+_PURPOSE = "Why the labelled facts are shown (kept with each disclosure)."
+
+
+class GrantArgs(_Model):
+    """The sensitivity grant every read that shows fact values takes (docs/erasure.md, "Labels gate every read")."""
+
+    allow_sensitive: list[str] | None = Field(None, description=_ALLOW)
+    purpose: str | None = Field(None, description=_PURPOSE)
+
+
 # -- writes ------------------------------------------------------------------------------------------------------
 class Provenance(_Model):
     source: Source | None = Field(None, description="Who said it: user_statement (default) | agent_inference | "
@@ -199,16 +212,16 @@ class RecallArgs(UserArg, SearchBody):
     pass
 
 
-class HistoryArgs(UserArg):
+class HistoryArgs(UserArg, GrantArgs):
     key: str | None = Field(None, description="One fact's dotted key (default: every fact of the user).")
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class ProfileArgs(UserArg):
+class ProfileArgs(UserArg, GrantArgs):
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class BelievedArgs(UserArg):
+class BelievedArgs(UserArg, GrantArgs):
     as_of: Instant = Field(description="System time (when the ledger recorded things), inclusive, ISO 8601 with "
                            "offset.")
     valid_at: Instant | None = Field(None, description="Valid time (when things were true in the world) to slice "
@@ -217,13 +230,13 @@ class BelievedArgs(UserArg):
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class TrueAtArgs(UserArg):
+class TrueAtArgs(UserArg, GrantArgs):
     valid_at: Instant = Field(description="Valid-time instant, ISO 8601 with offset.")
     axis: Axis = "system"
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class DiffArgs(UserArg):
+class DiffArgs(UserArg, GrantArgs):
     from_as_of: Instant = Field(description="Earlier system-time instant (ISO 8601 with offset).")
     to_as_of: Instant = Field(description="Later system-time instant (ISO 8601 with offset).")
     valid_at: Instant | None = Field(None, description="Valid-time slice of both sides (default to_as_of).")
@@ -231,7 +244,7 @@ class DiffArgs(UserArg):
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class AuditArgs(UserArg):
+class AuditArgs(UserArg, GrantArgs):
     key: str | None = Field(None, description="One fact's dotted key (default every belief).")
     trace_id: str | None = Field(None, description="Only facts with an event of this trace id.")
     source_ref: str | None = Field(None, description="Only facts with an event from this source_ref.")

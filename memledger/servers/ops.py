@@ -123,31 +123,40 @@ class Service:
             return self.ml.record(commands)
 
     # -- reads -------------------------------------------------------------------------------------------------
-    def profile(self, user_id: str, after: int | None = None) -> Any:
+    # Every read that shows fact values passes the request's ``allow_sensitive``/``purpose`` to the ledger, which
+    # withholds the labels not asked for and records the rest (memledger/sensitivity.py ``gate``); the faces have
+    # checked that the API key holds the labels asked for.
+    def profile(self, user_id: str, after: int | None = None, allow_sensitive: list[str] | None = None,
+                purpose: str | None = None) -> Any:
         with self.lock:
-            return self.ml.profile(user_id, after=after)
+            return self.ml.profile(user_id, after=after, allow_sensitive=allow_sensitive, purpose=purpose)
 
-    def history(self, user_id: str, key: str | None = None, after: int | None = None) -> HistoryResult:
+    def history(self, user_id: str, key: str | None = None, after: int | None = None,
+                allow_sensitive: list[str] | None = None, purpose: str | None = None) -> HistoryResult:
         with self.lock:
-            rows = self.ml.history(user_id, key, after=after)
+            rows = self.ml.history(user_id, key, after=after, allow_sensitive=allow_sensitive, purpose=purpose)
         return HistoryResult(user_id=user_id, key=key, rows=rows)
 
     def believed(self, user_id: str, a: BelievedArgs) -> Any:
         with self.lock:
-            return self.ml.believed(user_id, a.as_of, a.valid_at, axis=a.axis, after=a.after)
+            return self.ml.believed(user_id, a.as_of, a.valid_at, axis=a.axis, after=a.after,
+                                    allow_sensitive=a.allow_sensitive, purpose=a.purpose)
 
     def true_at(self, user_id: str, a: TrueAtArgs) -> Any:
         with self.lock:
-            return self.ml.true_at(user_id, a.valid_at, axis=a.axis, after=a.after)
+            return self.ml.true_at(user_id, a.valid_at, axis=a.axis, after=a.after, allow_sensitive=a.allow_sensitive,
+                                   purpose=a.purpose)
 
     def diff(self, user_id: str, a: DiffArgs) -> Any:
         with self.lock:
-            return self.ml.diff(user_id, a.from_as_of, a.to_as_of, valid_at=a.valid_at, axis=a.axis, after=a.after)
+            return self.ml.diff(user_id, a.from_as_of, a.to_as_of, valid_at=a.valid_at, axis=a.axis, after=a.after,
+                                allow_sensitive=a.allow_sensitive, purpose=a.purpose)
 
     def audit(self, user_id: str, a: AuditArgs) -> Any:
         with self.lock:
             return self.ml.audit(user_id, a.key, trace_id=a.trace_id, source_ref=a.source_ref, as_of=a.as_of,
-                                 valid_at=a.valid_at, axis=a.axis, after=a.after)
+                                 valid_at=a.valid_at, axis=a.axis, after=a.after, allow_sensitive=a.allow_sensitive,
+                                 purpose=a.purpose)
 
     def recall(self, user_id: str, a: SearchBody) -> RecallResult:
         """Hybrid search over the user's *current* memories (``MemoryLedger.search``): facts whose sensitivity
@@ -173,9 +182,12 @@ class Service:
         with self.lock:
             return self.ml.resume(user_id, now=now, expiry_hours=expiry_hours)
 
-    def export(self, user_id: str) -> Any:
+    def export(self, user_id: str, *, complete: bool = True, allow_sensitive: list[str] | None = None,
+               purpose: str | None = None) -> Any:
+        """``MemoryLedger.export``: complete for an admin key (the user's right of access), else gated as every
+        other read; either way each labelled fact shown is recorded as a disclosure."""
         with self.lock:
-            return self.ml.export(user_id)
+            return self.ml.export(user_id, complete=complete, allow_sensitive=allow_sensitive, purpose=purpose)
 
     def erase(self, user_id: str, actor: str | None = None) -> Any:
         with self.lock:
