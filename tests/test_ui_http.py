@@ -140,10 +140,13 @@ def test_reading_the_page_records_nothing_but_disclosures(ui: Any) -> None:
     page = signed_in(ui, "ana").get(f"/ui/users/{USER}")
     assert "withheld (health)" in page.text and "asthma" not in page.text
     assert ml.head() == head
-    before = len(ml.export(USER).disclosures)
-    page = signed_in(ui, "ana_health").get(f"/ui/users/{USER}")
+    before = len(ml.disclosures(USER))
+    page = signed_in(ui, "ana_health").get(f"/ui/users/{USER}")  # the label not asked for: still withheld
+    assert "withheld (health)" in page.text and "asthma" not in page.text
+    assert len(ml.disclosures(USER)) == before
+    page = signed_in(ui, "ana_health").get(f"/ui/users/{USER}?allow_sensitive=health")
     assert "asthma" in page.text
-    rows = ml.export(USER).disclosures
+    rows = ml.disclosures(USER)
     assert len(rows) == before + 1 and rows[-1].purpose == "timeline page (memledger serve http /ui)"
 
 

@@ -7,7 +7,9 @@ is read by these routes only: ``KeyMiddleware`` authorises ``/v1`` and ``/mcp`` 
 alone, so the cookie never authorises an API call, a write least of all. The pages are read-only: the only
 thing they record is a disclosure for each labelled (sensitive) fact they show, as ``context`` does.
 
-A user's page needs a key holding that user; ``/ui/health`` (every user's figures) needs a key holding every user
+A user's page shows a fact labelled sensitive (health, finance, ...) only when its address asks for the label
+(``?allow_sensitive=health&purpose=...``) and the key holds it (403 otherwise); else the fact is drawn "withheld
+(health)". A user's page needs a key holding that user; ``/ui/health`` (every user's figures) needs a key holding every user
 (an admin key created without ``--user``). Refusals are small HTML pages with the status: 401 (sign in), 403,
 404, 410 (an erased user: the page shows the erasure receipt and nothing else), 422 (a malformed user id).
 """
@@ -24,6 +26,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from ledger.errors import BadInput
 from ledger.schemas import check_user_id
 
+from ..sensitivity import check_grant
 from .keys import APIKeyStore, Principal
 from .ops import Service
 
@@ -156,8 +159,20 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
             return _page(message_page("Bad user id", f"{exc.field}: {exc.problem} (fix: {exc.fix})"), 422)
         if not p.allows(user_id):
             return _page(message_page("Forbidden", f"This key does not hold user {user_id!r}.", here), 403)
+        # labelled facts are shown only when the address asks for their label (?allow_sensitive=health&purpose=...)
+        # and the key holds it, as on every read; each one shown is recorded as a disclosure
+        try:
+            grant = check_grant(request.query_params.getlist("allow_sensitive") or None,
+                                request.query_params.get("purpose"))
+        except BadInput as exc:
+            return _page(message_page("Bad input", f"{exc.field}: {exc.problem} (fix: {exc.fix})", here), 422)
+        missing = sorted(grant.labels - p.allow_sensitive)
+        if missing:
+            return _page(message_page("Forbidden", f"This key may not show facts labelled {', '.join(missing)} "
+                                      f"(create one with memledger keys create --allow-sensitive {missing[0]}).",
+                                      here), 403)
         page, view = service.run(user_html, service.run(service.store_of, user_id), user_id,
-                                 allow_sensitive=sorted(p.allow_sensitive))
+                                 allow_sensitive=sorted(grant.labels), purpose=grant.purpose)
         if not view["erased"] and not view["keys"] and not view["sessions"]:
             # a mistyped id would otherwise look like a user whose memory is empty (timeline --html refuses it too)
             return _page(message_page("Not found", f"The ledger holds nothing about {user_id!r}: no fact, session "
