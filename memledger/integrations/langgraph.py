@@ -16,6 +16,10 @@ Mapping (docs/interfaces.md):
   Without a query, items come sorted by namespace and key.
 - ``created_at`` is when the item was first recorded (since its last deletion), ``updated_at`` when its current
   version was (LangGraph's ``InMemoryStore`` resets ``created_at`` on every put, langmem #180).
+- An item whose fact carries a sensitivity label (health, finance, ...) is returned by ``get`` and ``search`` with
+  the value ``{"withheld": LABEL}`` unless the store was opened with ``allow_sensitive`` naming the label (and a
+  ``purpose``); each labelled item returned with its value is recorded as a disclosure, as every read of the
+  ledger does (docs/erasure.md, "Labels gate every read"). ``filter`` sees only what is returned.
 - ``list_namespaces`` lists the namespaces that hold a current item, per user.
 - A ``search`` or ``list_namespaces`` whose prefix names no user is refused (``ValueError``) unless the store
   was opened with ``cross_user=True``.
@@ -158,19 +162,33 @@ class MemledgerStore(BaseStore):
         ledger: an opened MemoryLedger (the store does not close it).
         cross_user: allow searches and listings whose prefix names no user (all users).
         source: the provenance of the store's writes (default ``agent_inference``: the agent wrote it).
+        allow_sensitive: sensitivity labels whose items ``get`` and ``search`` return with their value (others
+            come back as ``{"withheld": LABEL}``); each one returned is recorded as a disclosure with ``purpose``.
+
+    Raises:
+        BadInput: a malformed ``allow_sensitive`` or ``purpose``.
     """
 
     supports_ttl = False
 
-    def __init__(self, ledger: Any, *, cross_user: bool = False, source: str = "agent_inference") -> None:
+    def __init__(self, ledger: Any, *, cross_user: bool = False, source: str = "agent_inference",
+                 allow_sensitive: Any = None, purpose: str | None = None) -> None:
+        from ..sensitivity import check_grant
+
         self.ledger = ledger
         self.cross_user = cross_user
         self.source = source
+        self.grant = check_grant(allow_sensitive, purpose)
 
     # -- reads -------------------------------------------------------------------------------------------------
-    def _items(self, user_id: str) -> dict[tuple[tuple[str, ...], str], Item]:
-        """Every current item of ``user_id``: (namespace, key) -> Item."""
-        prof = self.ledger.profile(user_id)
+    def _items(self, user_id: str, refs: dict[tuple[tuple[str, ...], str], tuple[str, int]] | None = None
+               ) -> dict[tuple[tuple[str, ...], str], Item]:
+        """Every current item of ``user_id``: (namespace, key) -> Item, a labelled one not granted holding
+        ``{"withheld": LABEL}``. ``refs`` collects each item's ``(fact key, version)`` for :meth:`_shown`."""
+        from ..reads import history, profile
+        from ..sensitivity import disclose
+
+        prof = profile(self.ledger, user_id)  # gated below, item by item (as the ledger's reads are)
         mine = {}
         for fact_key, f in prof.facts.items():
             addr = item_address(fact_key)
@@ -179,7 +197,10 @@ class MemledgerStore(BaseStore):
         if not mine:
             return {}
         created: dict[str, datetime] = {}
-        for row in self.ledger.history(user_id):  # log order: the first recording since the last retraction
+        # which labelled items are withheld (recorded later, for the items returned: _shown)
+        withheld = disclose(self.ledger, user_id, [(fk, f.version) for fk, (_, f) in mine.items()], self.grant,
+                            record=False)
+        for row in history(self.ledger, user_id):  # log order: the first recording since the last retraction
             if row.key not in mine:
                 continue
             if row.kind == "retracted":
@@ -189,9 +210,24 @@ class MemledgerStore(BaseStore):
         out = {}
         for fact_key, ((prefix, key), f) in mine.items():
             ns = (user_id, *prefix)
-            out[(ns, key)] = Item(value=f.value, key=key, namespace=ns,
+            label = withheld.get((fact_key, f.version))
+            out[(ns, key)] = Item(value={"withheld": label} if label else f.value, key=key, namespace=ns,
                                   created_at=created.get(fact_key, f.recorded_at), updated_at=f.recorded_at)
+            if refs is not None:
+                refs[(ns, key)] = (fact_key, f.version)
         return out
+
+    def _shown(self, items: Iterable[Item], refs: dict[tuple[tuple[str, ...], str], tuple[str, int]]) -> None:
+        """Record a disclosure for each labelled item returned with its value (per user, one save each)."""
+        from ..sensitivity import disclose
+
+        by_user: dict[str, list[tuple[str, int]]] = {}
+        for it in items:
+            ref = refs.get((tuple(it.namespace), it.key))
+            if ref is not None:
+                by_user.setdefault(it.namespace[0], []).append(ref)
+        for user, pairs in by_user.items():
+            disclose(self.ledger, user, pairs, self.grant)
 
     def _users(self) -> list[str]:
         table = self.ledger.profile_projection.table("facts")
@@ -207,12 +243,13 @@ class MemledgerStore(BaseStore):
                            "start the namespace with the user id, or open MemledgerStore(..., cross_user=True)")
         return self._users()
 
-    def _search(self, op: SearchOp, cache: dict[str, Any]) -> list[SearchItem]:
+    def _search(self, op: SearchOp, cache: dict[str, Any],
+                refs: dict[tuple[tuple[str, ...], str], tuple[str, int]]) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         users = self._scope(prefix, "search")
         found: list[tuple[float | None, Item]] = []
         for user in users:
-            items = cache.setdefault(user, self._items(user))
+            items = cache[user] if user in cache else cache.setdefault(user, self._items(user, refs))
             def under(ns: tuple[str, ...]) -> bool:
                 return len(ns) >= len(prefix) and all(p == "*" or a == p for a, p in zip(ns, prefix))
 
@@ -236,17 +273,19 @@ class MemledgerStore(BaseStore):
         if op.query:
             found.sort(key=lambda x: -(x[0] if x[0] is not None else float("-inf")))
         page = found[op.offset:op.offset + op.limit]
+        self._shown([it for _, it in page], refs)
         return [SearchItem(namespace=it.namespace, key=it.key, value=it.value, created_at=it.created_at,
                            updated_at=it.updated_at, score=score) for score, it in page]
 
-    def _list(self, op: ListNamespacesOp, cache: dict[str, Any]) -> list[tuple[str, ...]]:
+    def _list(self, op: ListNamespacesOp, cache: dict[str, Any],
+              refs: dict[tuple[tuple[str, ...], str], tuple[str, int]]) -> list[tuple[str, ...]]:
         conditions = tuple(op.match_conditions or ())
         prefixes = [c.path for c in conditions if c.match_type == "prefix"]
         named = next((p for p in prefixes if p and p[0] != "*"), ())
         users = self._scope(tuple(named), "listing")
         spaces = set()
         for user in users:
-            for ns, _ in cache.setdefault(user, self._items(user)):
+            for ns, _ in (cache[user] if user in cache else cache.setdefault(user, self._items(user, refs))):
                 if all(_matches(c, ns) for c in conditions):
                     spaces.add(ns if op.max_depth is None else ns[:op.max_depth])
         return sorted(spaces)[op.offset:op.offset + op.limit]
@@ -256,6 +295,7 @@ class MemledgerStore(BaseStore):
         ops = list(ops)
         results: list[Result] = [None] * len(ops)
         cache: dict[str, Any] = {}
+        refs: dict[tuple[tuple[str, ...], str], tuple[str, int]] = {}
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
@@ -263,11 +303,15 @@ class MemledgerStore(BaseStore):
                 if user is None:
                     raise BadInput("namespace", "is empty", "start the namespace with the user id")
                 ledger_key(tuple(op.namespace[1:]), op.key)  # refuse what could never be stored
-                results[i] = cache.setdefault(user, self._items(user)).get((tuple(op.namespace), op.key))
+                items = cache[user] if user in cache else cache.setdefault(user, self._items(user, refs))
+                item = items.get((tuple(op.namespace), op.key))
+                if item is not None:
+                    self._shown([item], refs)
+                results[i] = item
             elif isinstance(op, SearchOp):
-                results[i] = self._search(op, cache)
+                results[i] = self._search(op, cache, refs)
             elif isinstance(op, ListNamespacesOp):
-                results[i] = self._list(op, cache)
+                results[i] = self._list(op, cache, refs)
             elif isinstance(op, PutOp):
                 if not op.namespace:
                     raise BadInput("namespace", "is empty", "start the namespace with the user id")
