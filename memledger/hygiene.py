@@ -65,13 +65,13 @@ class QuarantinedFact(BaseModel):
 
 class QuarantineList(BaseModel):
     """``memledger quarantine USER --json``: the user's quarantined statements, pending first, then by position;
-    ``withheld``: stored messages, summaries, state-card lines and current facts that ``context`` withholds because
+    ``withheld_texts``: stored messages, summaries, state-card lines and current facts that ``context`` withholds because
     they read as an instruction to the assistant (memledger/poisoning.py), messages first."""
 
     user_id: str
     now: datetime
     items: list[QuarantinedFact]
-    withheld: list[WithheldText] = []
+    withheld_texts: list[WithheldText] = []
 
 
 class DueFact(BaseModel):
@@ -203,7 +203,7 @@ def quarantine(store: Store, user_id: str, now: Any = None) -> QuarantineList:
     from .reads import profile
 
     withheld = withheld_texts(store, user_id, facts=profile(store, user_id).facts)
-    return QuarantineList(user_id=user_id, now=now_dt, items=items, withheld=withheld)
+    return QuarantineList(user_id=user_id, now=now_dt, items=items, withheld_texts=withheld)
 
 
 def _quarantine_at(store: Store, cur: Any, user_id: str | None,

@@ -4,7 +4,7 @@ screen knew a wording) that read as an instruction to the assistant never reach 
 A fact is screened when it is recorded (ledger/domain.py quarantines it, ledger/injection.py decides); messages,
 summaries and cards are screened here, when they are read, so a better screen also covers what was stored before it.
 What is withheld is shown as a notice line (never a heading) and listed by ``memledger quarantine`` under
-``withheld``. Who counts as the user (``from_user``: only the kinds in :data:`ledger.injection.ANY_SOURCE` count):
+``withheld_texts``. Who counts as the user (``from_user``: only the kinds in :data:`ledger.injection.ANY_SOURCE` count):
 a fact whose source is ``user_statement``; a message whose role is ``user``, ``assistant`` or ``system`` (the
 conversation and the operator's own words). A ``tool`` message, an imported or inferred fact, a summary and a state
 card are other sources: any instruction to the assistant in them is withheld. docs/hygiene.md.
@@ -59,7 +59,7 @@ def other_source_kind(text: str | None) -> str | None:
 
 class WithheldText(BaseModel):
     """A stored text withheld from ``context`` because it reads as an instruction to the assistant (``memledger
-    quarantine USER --json``: an item of ``withheld``).
+    quarantine USER --json``: an item of ``withheld_texts``).
 
     ``path``: message | summary | card | fact; ``kind``: override | identity | exfiltration | structure |
     instruction (ledger/injection.py); ``reason``: what that kind means; ``session_id`` / ``message_id`` /
