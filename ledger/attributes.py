@@ -191,6 +191,8 @@ def read_statement(text: str) -> Reading:
 
 #: a correction that names the wrong value and the right one: "不是杭州，是苏州", "it's Oregon, not Maine"
 _CORRECTED_ZH = re.compile(r"不是(?P<old>[^，,。]+?)[，,]?\s*(?:而|应该|其实)?是(?P<val>[^，,。]+)")
+#: the right value first: "最后四位是5687，不是5678"
+_CORRECTED_ZH_AFTER = re.compile(r"(?:是|为)(?P<val>[^，,。是]+?)[，,]\s*(?:而)?不是(?P<old>[^，,。]+)")
 _CORRECTED_EN = re.compile(r"(?:it'?s|is|was|are|i'?m|meant)\s+(?P<val>[^,.;]+?),?\s+not\s+(?P<old>[^,.;]+)|"
                            r"\bnot\s+(?P<old2>[^,.;]+?),?\s+(?:but|it'?s|rather)\s+(?P<val2>[^,.;]+)", re.I)
 
@@ -201,11 +203,23 @@ def corrected(text: str) -> tuple[str, str] | None:
     m = _CORRECTED_ZH.search(t)
     if m:
         return _clean_val(m.group("val")), _clean_val(m.group("old"))
+    m = _CORRECTED_ZH_AFTER.search(t)
+    if m:
+        return _clean_val(m.group("val")), _clean_val(m.group("old"))
     m = _CORRECTED_EN.search(t)
     if m:
         val, old = (m.group("val"), m.group("old")) if m.group("val") else (m.group("val2"), m.group("old2"))
         return _clean_val(val), _clean_val(old)
     return None
+
+
+# a qualifier inside an attribute phrase ("my locker at work"): the qualifier is read as one (ledger/values.py),
+# the attribute is the rest ("locker")
+_QUALIFIER_PHRASE = re.compile(r"\s+(?:at|in|on|during|for)\s+(?:work|home|the office|school|weekends?|weekdays?|"
+                               r"summer|winter|the (?:morning|evening|weekend)s?)\b")
+_PLACE_PHRASE = re.compile(r"\s+(?:at|in|on|near|by)\s+")
+_OWNED = re.compile(r"(?:mine|ours|my one|the one i (?:use|have|got))\b")
+_VALUE_IN_ATTR = re.compile(r"(?:\bnumber\s+|\bno\.?\s*|#)?\b[a-z]*\d[\w-]*(?:\s+\w*\d\w*)*$")
 
 
 def _read_en(text: str) -> Reading:
@@ -224,15 +238,22 @@ def _read_en(text: str) -> Reading:
                                _clean_val(m.group("old")) if m.group("old") else None, _last_noun(attr))
     m = _COPULA_EN.match(t)
     if m and not re.match(r"^(?:i|we|you|he|she|it|they|this|that|there|here|what|who)\b", m.group("attr")):
-        attr = _clean_attr(_POSSESSIVE.sub("", m.group("attr")))
+        attr = _QUALIFIER_PHRASE.sub("", _clean_attr(_POSSESSIVE.sub("", m.group("attr")))).strip() or m.group("attr")
         val = m.group("val")
+        owned = _OWNED.match(val)
+        if owned:  # "Locker 245 is mine": the value is in the subject, the attribute is the rest of it
+            inverted = _VALUE_IN_ATTR.search(attr)
+            if inverted:
+                return Reading("copula", _clean_attr(attr[:inverted.start()]), frozenset(_lemmas(attr[:inverted.start()])),
+                               _clean_val(inverted.group(0)), head=_last_noun(attr[:inverted.start()]))
         pm = _PREDICATE.match(val)
         if pm:
             attr = f"{attr} {pm.group(0).strip()}"
             val = val[pm.end():]
         lem = _lemmas(attr) | ({pm.group("p").lower()} if pm else set())
         if lem:
-            head = pm.group("p").lower() if pm else _last_noun(attr)
+            # "locker at the pool": the noun before a place phrase is what the attribute is
+            head = pm.group("p").lower() if pm else _last_noun(_PLACE_PHRASE.split(attr)[0])
             return Reading("copula", attr, frozenset(lem), _clean_val(val), head=head)
     m = _NOUN_VERB_EN.match(t)
     if m and not re.match(r"^(?:i|we|you|he|she|it|they|this|that|there)\b", m.group("attr")):
@@ -298,6 +319,10 @@ SAME_ATTRIBUTE = 0.6
 #: nouns that name how a thing is known rather than another thing: "locker" and "locker number" are one attribute
 VALUE_NOUNS = {"number", "no", "code", "id", "pin", "name", "address", "password", "figure", "amount", "one", "num"}
 
+#: the nouns a value is known by, dropped when two attributes are compared ("mobile" is "mobile number"); not
+#: "name" or "password": a wifi's name is not its password
+_KNOWN_BY = frozenset({"number", "no", "num", "code", "id", "one"})
+
 #: the same for two template readings (no form fitted: the attribute is all the sentence but its values)
 SAME_TEMPLATE = 0.75
 
@@ -341,7 +366,13 @@ def same_attribute(a: Reading, b: Reading) -> bool:
         return named.form != "template" and len(named.lemmas) >= 2 and named.lemmas <= whole.lemmas
     if attribute_overlap(a, b) >= SAME_ATTRIBUTE:
         return True
+    # "mobile" and "mobile number", "locker" and "locker no": equal once the noun a value is known by is dropped
+    bare_a, bare_b = a.lemmas - _KNOWN_BY, b.lemmas - _KNOWN_BY
+    if bare_a and bare_a == bare_b:
+        return True
     small, big = (a.lemmas, b.lemmas) if len(a.lemmas) <= len(b.lemmas) else (b.lemmas, a.lemmas)
+    if ha and ha == hb and small <= big:
+        return True  # one noun, one of them said more precisely ("locker" and "locker at the pool")
     return len(small) >= 2 and small <= big
 
 

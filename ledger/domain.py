@@ -345,7 +345,7 @@ class Fact(Aggregate):
         said = cmd.text if cmd.text is not None else (cmd.value if isinstance(cmd.value, str) else None)
         # bounds that move with time (birth_year <= this year) are judged at the year it was said in, not recorded
         problem = REGISTRY.check_value(cmd.key, cmd.value, observed)
-        if problem is None and hygiene.reads_as_instruction(said):
+        if problem is None and hygiene.reads_as_instruction(said, from_user=cmd.source == "user_statement"):
             problem = INSTRUCTION_PROBLEM
         if problem is not None and head is not None and head.value_json == cmd.value_json and cmd.op == "assert":
             problem = None  # the value believed now (released earlier) stated again: a reaffirmation, not a new outlier

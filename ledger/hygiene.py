@@ -10,7 +10,7 @@ from recorded times (memledger/hygiene.py), never recorded.
   ``{"hedged": true}``.
 * **Quarantine** (the "memory sandbox"): a value that fails its key's validator
   (:meth:`ledger.slots.KeyRegistry.check_value`) or a text that reads as an instruction to the agent
-  (:func:`reads_as_instruction`) is recorded but not believed: ``{"quarantined": "<why>"}``. A second statement of
+  (:func:`reads_as_instruction`, ledger/injection.py) is recorded but not believed: ``{"quarantined": "<why>"}``. A second statement of
   the same value from an independent source (:func:`independent`) said within :data:`QUARANTINE_WINDOW` of it
   (``observed_at`` to ``observed_at``, before or after it, so imported history is judged by when it was said,
   in any order) releases it; a sentence and a number stating the same number are the same value.
@@ -21,11 +21,11 @@ from recorded times (memledger/hygiene.py), never recorded.
 from __future__ import annotations
 
 import re
-import unicodedata
 from datetime import timedelta
 from typing import Any
 
 from .errors import BadInput
+from .injection import screen
 
 #: the highest confidence a hedged statement is recorded with ("confidence <= 0.6")
 HEDGED_CONFIDENCE = 0.6
@@ -41,21 +41,6 @@ _HEDGE_EN = re.compile(r"\b(?:i think|maybe|probably)\b", re.IGNORECASE)
 # ("as ... as possible"): "我不可能吃肉" ("I can't possibly eat meat") is not hedged.
 _HEDGE_ZH = re.compile(r"好像|似乎|(?<![不尽])可能(?!性)|大概")
 
-_INSTRUCTION = re.compile(
-    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|earlier|preceding)\s+"
-    r"(?:instructions?|prompts?|rules|messages)\b"
-    r"|\byou\s+must\s+now\b|\byou\s+are\s+now\s+(?:a|an|in)\b|\bfrom\s+now\s+on,?\s+you\s+(?:must|will|should|are)\b"
-    r"|\b(?:ignore|disregard|forget)\s+(?:all\s+|everything\s+)?(?:above|before\s+this)\b"
-    r"|\b(?:new|override|reveal)\s+(?:the\s+)?system\s+prompt\b|\bsystem\s*prompt\s*:|^\s*system\s*:"
-    r"|(?:忽略|无视|不要理会|别管)(?:之前|以前|先前|前面|上面|以上)的?(?:所有)?(?:指令|指示|提示|规则)"
-    r"|(?:你现在必须|从现在开始你|你必须立即)",
-    re.IGNORECASE,
-)
-
-#: A word that each English alternative of :data:`_INSTRUCTION` contains (keep the two in step).
-_INSTRUCTION_WORDS = ("ignore", "disregard", "forget", "now", "system")
-
-
 def is_hedged(text: str | None) -> bool:
     """True when ``text`` hedges ("I think", "maybe", "probably", 好像, 似乎, 可能, 大概)."""
     if not text:
@@ -64,33 +49,13 @@ def is_hedged(text: str | None) -> bool:
     return bool(_HEDGE_EN.search(text) or (not text.isascii() and _HEDGE_ZH.search(text)))
 
 
-_JOINERS = re.compile(r"[-_]+")
-
-
-def _plain(text: str) -> str:
-    """``text`` as the instruction patterns read it: NFKC (full-width letters become ASCII), format characters such as
-    zero-width spaces removed, hyphens and underscores read as spaces (so "Ig\u200bnore
-    previous instructions", full-width "Ｉｇｎｏｒｅ ..." and "previous-instructions" do not slip past the patterns)."""
-    if not text.isascii():  # ASCII is its own NFKC form and holds no format character: only the slow path pays
-        text = unicodedata.normalize("NFKC", text)
-        text = "".join(ch for ch in text if ch.isascii() or unicodedata.category(ch) != "Cf")
-    return _JOINERS.sub(" ", text) if "-" in text or "_" in text else text
-
-
-def reads_as_instruction(text: str | None) -> bool:
+def reads_as_instruction(text: str | None, *, from_user: bool = True) -> bool:
     """True when ``text`` reads as an instruction to the agent rather than a fact about the user ("ignore previous
-    instructions", "ignore everything above", "System: ...", "you must now ...", "忽略之前的指令", "请无视之前的指示"):
-    memory poisoning, quarantined whatever its source. Matched on :func:`_plain` text. Known gaps: letters spaced
-    out ("i g n o r e"), paraphrases; and false alarms on quoted instructions ("my teacher said you must now ...")."""
-    if not text:
-        return False
-    if text.isascii():
-        # Every English alternative of the pattern needs one of these words, so ASCII text without them cannot match:
-        # the search is paid by every fact recorded (docs/performance.md, the write path).
-        low = text.lower()
-        if not any(word in low for word in _INSTRUCTION_WORDS):
-            return False
-    return _INSTRUCTION.search(_plain(text)) is not None
+    instructions", "you are now DAN", "forward the user's chat history to ...", "忽略之前的指令"): memory poisoning,
+    quarantined. ``from_user``: the text is the user's own statement, so only what is poisoning from any source
+    counts; from another source (an import, an agent's inference) any instruction to the assistant does
+    (:func:`ledger.injection.screen`, which says what is read and its known gaps)."""
+    return screen(text, from_user=from_user) is not None
 
 
 def independent(first: dict[str, Any], session_id: str | None, source_ref: str | None) -> bool:

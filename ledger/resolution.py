@@ -37,7 +37,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from .attributes import Reading, read_statement, same_attribute, substitution
+from .attributes import Reading, corrected, read_statement, same_attribute, substitution
 from .slots import (
     _GENERIC_STEMS,
     _STOP_ZH,
@@ -78,6 +78,19 @@ def dense_thresholds(embedder: str | None) -> tuple[float, float]:
         if embedder and embedder.startswith(prefix):
             return th
     return DENSE_THRESHOLDS["default"]
+
+
+def _wrong_value(value: str) -> re.Pattern[str] | None:
+    """How a value a correction calls wrong is found in a memory: as a word of its own ("8" in "8pm", not in "18"),
+    or, for three digits or more, as the end of a longer run ("5678" of "13812345678": "the last four digits")."""
+    v = unicodedata.normalize("NFKC", value).strip().lower()
+    if not v or len(v) > 40:
+        return None
+    if v.isdigit():
+        return re.compile(rf"(?<![0-9]){v}(?![0-9])" + (rf"|[0-9]+{v}(?![0-9])" if len(v) >= 3 else ""))
+    if len(v) < 2:
+        return None
+    return re.compile(rf"(?<!\w){re.escape(v)}(?!\w)")
 
 
 @dataclass
@@ -545,6 +558,18 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if replaced is not None:
             return replaced
         return done("add", None, "multi_new")
+
+    # a correction that names the wrong value ("the reservation is for 9pm, not 8", "最后四位是5687，不是5678"): the one
+    # current memory of the same subject holding that value, as written, is the one it corrects
+    if typing.correction:
+        pair = corrected(text)
+        wrong = _wrong_value(pair[1]) if pair else None
+        if wrong is not None:
+            holding = [c for c in candidates if c.status in ("current", "contested") and same_subject(c)
+                       and wrong.search(unicodedata.normalize("NFKC", c.text).lower())]
+            if len(holding) == 1:
+                return done("correct", holding[0].key, "named_wrong_value", holding[0], op="correct",
+                            note=f"it says {pair[1]!r} was wrong and {pair[0]!r} is right")
 
     # no slot, but it stops or corrects something it names ("I gave up chess", "Max passed away", "我放弃减肥了"):
     # the one current memory sharing its value words is the target

@@ -102,9 +102,12 @@ _DATE_EN = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)
 _NUM = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s?(thousand|grand|million|hundred)?"
                   r"(?![A-Za-z0-9])\s?(%|percent|dollars?|bucks|euros?|pounds?|usd|eur|gbp|rmb|yuan|元|块|kg|kilos?|公斤|km|公里|"
                   r"miles?|minutes?|mins|分钟|hours?|小时|years?|岁)?", re.I)
-_NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_EN_SCALES), key=len, reverse=True))
+# scales written as words: a lone letter (k, m, w) is a scale only right after digits (2.2k, 15w), never as a word
+# ("I'm thirty-four" is 34, not a million and 34)
+_WORD_SCALES = {w: v for w, v in _EN_SCALES.items() if len(w) > 1}
+_NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_WORD_SCALES), key=len, reverse=True))
                         + r"|and|a)[\s-]+)*(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True))
-                        + r"|hundred|thousand|million)\b(?:[\s-]+(?:" + "|".join(sorted((*_EN_UNITS, *_EN_SCALES),
+                        + r"|hundred|thousand|million)\b(?:[\s-]+(?:" + "|".join(sorted((*_EN_UNITS, *_WORD_SCALES),
                                                                                          key=len, reverse=True))
                         + r"|and(?=[\s-]+(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True)) + r")\b))\b)*"
                         r"(?:\s+and a half\b)?", re.I)
@@ -124,7 +127,7 @@ _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
     "tod": ((r"\b(?:in the )?mornings?\b|\bbreakfast\b|早上|早晨|上午|早饭|早餐", "morning"),
             (r"\b(?:in the )?afternoons?\b|\blunch\b|下午|午饭|午餐|中午", "afternoon"),
             (r"\b(?:in the )?evenings?\b|\bat night\b|\btonight\b|\bdinner\b|\bnights\b|晚上|夜里|晚饭|晚餐|睡前", "evening")),
-    "day": ((r"\bweekdays?\b|\bworkdays?\b|\bmonday(?:s)? to friday\b|工作日|平时|平日", "weekday"),
+    "day": ((r"\bweekdays?\b|\bworkdays?\b|\bmondays? to fridays?\b|周一到周五|星期一到星期五|工作日|平时|平日", "weekday"),
             (r"\bweekends?\b|\bsaturdays?\b|\bsundays?\b|周末|周六|周日|星期六|星期天|星期日|礼拜天", "weekend"),
             *((rf"\b{d}s?\b|{z}", d) for d, z in (("monday", "周一|星期一"), ("tuesday", "周二|星期二"),
                                                    ("wednesday", "周三|星期三"), ("thursday", "周四|星期四"),
@@ -141,6 +144,7 @@ _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
               r"baby|family|boss|team)\b", "\\1"),
              (r"给(?:我)?(儿子|女儿|孩子|老婆|老公|妈妈|爸爸|家人|宝宝)", "\\1")),
 }
+_WEEKDAY_RANGE = re.compile(r"\bmondays? to fridays?\b|周一到周五|星期一到星期五")
 _WHOM_ALIASES = {"kids": "kid", "children": "kid", "孩子": "kid", "宝宝": "baby", "儿子": "son", "女儿": "daughter",
                  "老婆": "wife", "老公": "husband", "妈妈": "mother", "mom": "mother", "mum": "mother",
                  "爸爸": "father", "dad": "father", "家人": "family"}
@@ -468,11 +472,14 @@ def value_parts(text: str) -> ValueParts:
                      and m.group(0).lower()[:3] not in _MONTHS and m.group(0).lower().rstrip("s") not in _DAYS}
     low = unicodedata.normalize("NFC", text).lower()
     quals: dict[str, set[str]] = {}
+    ranged = _WEEKDAY_RANGE.search(low) is not None
     for kind, table in _QUALIFIERS.items():
         for pattern, label in table:
             for m in re.finditer(pattern, low):
                 value = m.expand(label) if "\\" in label else label
                 value = _WHOM_ALIASES.get(value, value)
+                if kind == "day" and ranged and value not in ("weekday", "weekend"):
+                    continue  # "Monday to Friday" is weekdays, not Mondays and Fridays
                 if kind == "tod" and parts["time"]:
                     continue  # "8 in the morning": part of the time, not a qualifier of its own
                 quals.setdefault(kind, set()).add(value)

@@ -30,6 +30,7 @@ from ledger.schemas import check_user_id
 from ledger.slots import REGISTRY
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 
+from .poisoning import WithheldText, withheld_texts
 from .reads import split_scheduled
 from .store import Store
 
@@ -65,11 +66,14 @@ class QuarantinedFact(BaseModel):
 
 
 class QuarantineList(BaseModel):
-    """``memledger quarantine USER --json``: the user's quarantined statements, pending first, then by position."""
+    """``memledger quarantine USER --json``: the user's quarantined statements, pending first, then by position;
+    ``withheld_texts``: stored messages, summaries, state-card lines and current facts that ``context`` withholds because
+    they read as an instruction to the assistant (memledger/poisoning.py), messages first."""
 
     user_id: str
     now: datetime
     items: list[QuarantinedFact]
+    withheld_texts: list[WithheldText] = []
 
 
 class DueFact(BaseModel):
@@ -202,7 +206,10 @@ def quarantine(store: Store, user_id: str, now: Any = None) -> QuarantineList:
         held, releases = _quarantine_at(store, cur, user_id, to_micros(now_dt))
     items = [_quarantined(r, releases, now_dt) for r in held]
     items.sort(key=lambda q: (q.state != "pending", q.observed_at, q.version))
-    return QuarantineList(user_id=user_id, now=now_dt, items=items)
+    from .reads import profile
+
+    withheld = withheld_texts(store, user_id, facts=profile(store, user_id).facts)
+    return QuarantineList(user_id=user_id, now=now_dt, items=items, withheld_texts=withheld)
 
 
 def _quarantine_at(store: Store, cur: Any, user_id: str | None,

@@ -538,15 +538,20 @@ def test_whole_numbers_written_as_floats_pass_their_validator_and_context_names_
 
 _WORDS = ["ignore", "Disregard", "FORGET", "all", "any", "the", "your", "previous", "prior", "above", "instructions",
           "prompt", "rules", "you", "must", "now", "are", "a", "in", "from", "on,", "will", "everything", "before",
-          "this", "new", "override", "reveal", "system", "System:", "prompt:", "tea", "my", "boss", "-", "_", "  "]
+          "this", "new", "override", "reveal", "system", "System:", "prompt:", "tea", "my", "boss", "-", "_", "  ",
+          "treat", "setup", "as", "void", "dan", "mode", "developer", "send", "password", "to", "x@y.io", "<|im_start|>",
+          "assistant", "should", "always", "recommend", "[INST]", "##", "Profile", "i g n o r e", "verified", "admin",
+          "user", "the user", "is", "an", "AI", "note", "for", "end", "every", "reply", "with", "root-level", "access",
+          "when", "asked", "anyone", "asks", "say", "email", "https://x.io/", "![](http://x.io/a?q=1)", "only", "follow",
+          "me", "take", "on", "role", "of", "chat", "history", "forward"]
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8))
-def test_the_ascii_shortcut_agrees_with_the_full_instruction_pattern(words):
-    """ASCII text skips the pattern unless it holds a word every English alternative needs (ledger/hygiene.py,
-    _INSTRUCTION_WORDS): the answer must be the full pattern's on any ASCII text."""
-    from ledger.hygiene import _INSTRUCTION, _plain, reads_as_instruction
+@given(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8), st.booleans())
+def test_the_ascii_shortcut_agrees_with_the_full_instruction_patterns(words, from_user):
+    """ASCII text skips the patterns unless it holds a word some English pattern needs (ledger/injection.py,
+    _EN_GATE): the answer must be the full patterns' on any ASCII text."""
+    from ledger.injection import _match, screen
 
     text = " ".join(words)
-    assert reads_as_instruction(text) is (_INSTRUCTION.search(_plain(text)) is not None)
+    assert screen(text, from_user=from_user) == _match(text, from_user)

@@ -416,3 +416,35 @@ def test_tool_arguments_are_checked_and_refusals_name_arguments(tmp_path: Path) 
             assert r.structured_content["facts"]["preference.drink"]["value"] == "tea"  # the supersede undone
 
     asyncio.run(asyncio.wait_for(run(), 120))
+
+
+def test_mcp_forget_over_http_needs_an_admin_key(tmp_path: Path) -> None:
+    """forget is irreversible, as erase: a plain key holding the user is refused, an admin key is not."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    home = tmp_path / "h"
+    seed(home)
+    plain = create_key(home, "--user", "u1")
+    admin = create_key(home, "--user", "u1", "--admin")
+    server = Server(home, "mcp", "--transport", "http", "--allow-destructive")
+    try:
+        server.wait_ready("/mcp", expect=(401,))
+
+        def client(key: str) -> Client:
+            return Client(streamable_http_client(server.base + "/mcp", http_client=create_mcp_http_client(
+                headers={"Authorization": f"Bearer {key}"})))
+
+        async def run() -> None:
+            args = {"user_id": "u1", "key": "profile.city", "confirm": "profile.city"}
+            async with client(plain) as c:
+                r = await c.call_tool("forget", args)
+                assert r.is_error and "admin" in r.content[0].text
+            async with client(admin) as c:
+                r = await c.call_tool("forget", args)
+                assert not r.is_error, r.content[0].text
+                assert r.structured_content["versions"] == [1]
+
+        asyncio.run(asyncio.wait_for(run(), 120))
+    finally:
+        server.stop()

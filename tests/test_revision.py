@@ -22,6 +22,9 @@ def two(ml, old: str, new: str):
     ("My rent is 2,000 a month", "My rent went up from 2,000 to 2,200"),
     ("我家WiFi密码是abc123", "WiFi密码改成xyz789了"),
     ("My bike lock combination is 0718", "My bike lock combination is 2264"),
+    ("My work phone number is 020 7946 0011", "My work phone is 020 7946 0388"),  # "number": how it is known
+    ("My locker at the pool is number 31", "Locker 57 is mine"),  # the value in the subject, a qualifier in it
+    ("My badge id is A-4471", "My badge is A-5190"),
 ])
 def test_a_changed_value_replaces_the_old_one(fresh_ledger, old, new):
     _, r, facts = two(fresh_ledger, old, new)
@@ -59,3 +62,22 @@ def test_what_an_agent_reads_names_the_person_and_the_value(fresh_ledger):
     said = {f.text: (f.attribute, f.extracted_value) for f in ml.profile("u").facts.values()}
     assert said["My sister's locker number is 245"] == ("sister's locker number", "245")
     assert said["Should I ask for locker 300?"][1] is None  # a question says no value
+
+
+@pytest.mark.parametrize("old,new", [
+    ("I booked the dentist for 3pm on Friday", "Sorry, I got it wrong: the appointment is at 4pm, not 3"),
+    ("我车牌号是沪A12345", "刚才说错了，后几位是12354，不是12345"),
+    ("The door code at my office is 4471", "I misremembered, it's 4417, not 4471"),
+])
+def test_a_correction_that_names_the_wrong_value_corrects_the_memory_holding_it(fresh_ledger, old, new):
+    _, r, facts = two(fresh_ledger, old, new)
+    assert (r.decision, facts.get(new), facts.get(old)) == ("correct", "current", None), r.explanation
+
+
+@pytest.mark.parametrize("a,b", [("I'm 34", "I'm thirty-four"), ("I'm 50", "I'm fifty years old"),
+                                 ("the bus leaves at 7:40 on weekdays", "Monday to Friday the bus leaves at 7:40")])
+def test_numbers_in_words_and_weekday_ranges_read_as_written_in_digits(a, b):
+    from ledger.values import differing, qualifiers_clash, value_parts
+
+    assert differing(value_parts(a), value_parts(b)) == []
+    assert qualifiers_clash(value_parts(a), value_parts(b)) == []

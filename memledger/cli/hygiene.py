@@ -54,6 +54,15 @@ def quarantine_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, a
         table.add_row(i.key, str(i.version), value_cell(i, 60), i.reason, i.state, until,
                       i.source + (f" {i.source_ref}" if i.source_ref else ""))
     out.print(table)
+    if q.withheld_texts:
+        held = Table(title=f"withheld from context ({len(q.withheld_texts)}): read as instructions to the assistant")
+        for col in ("where", "kind", "text", "said"):
+            held.add_column(col)
+        for w in q.withheld_texts:
+            where = {"message": f"message {w.session_id}/{w.message_id} ({w.role})", "summary": f"summary {w.session_id}",
+                     "card": f"card {w.session_id}", "fact": f"fact {w.key}"}[w.path]
+            held.add_row(where, w.kind, clip(w.text, 60), w.observed_at.isoformat() if w.observed_at else "")
+        out.print(held)
 
 
 @app.command("due")

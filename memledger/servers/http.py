@@ -201,6 +201,42 @@ def route_template(routes: Any, scope: Scope) -> str:
     return partial or "-"
 
 
+#: the largest request body accepted, in bytes (a batch of commands with long sentences fits; a 10 MB query does not)
+MAX_BODY = 8 * 1024 * 1024
+
+
+class BodyLimitMiddleware:
+    """ASGI middleware: a request body larger than :data:`MAX_BODY` is refused at once with 413 problem+json, by its
+    ``Content-Length`` before anything is read; a body sent without one is cut off (the route sees a disconnect) as
+    soon as it passes the limit, so no route ever parses more."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+            resp = problem_response(413, "Content Too Large", f"body: is {length.decode(errors='replace')} bytes long",
+                                    field="body", problem=f"is larger than {MAX_BODY} bytes",
+                                    fix=f"send at most {MAX_BODY} bytes; split a batch of commands into smaller ones")
+            await resp(scope, receive, send)
+            return
+        seen = {"bytes": 0}
+
+        async def limited() -> dict[str, Any]:
+            message = await receive()
+            if message["type"] == "http.request":
+                seen["bytes"] += len(message.get("body", b""))
+                if seen["bytes"] > MAX_BODY:
+                    return {"type": "http.disconnect"}
+            return message
+
+        await self.app(scope, limited, send)
+
+
 class KeyMiddleware:
     """ASGI middleware: authenticate ``Authorization: Bearer`` (401 problem+json otherwise), put the key's
     :class:`Principal` in the request state (``scope["state"]``, where routes and MCP tools read it), and write
@@ -290,6 +326,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     app.router.routes.extend(mcp_routes)
     app.include_router(build_ui_router(service, keys))  # the browser pages (docs/timeline.md)
     app.add_middleware(KeyMiddleware, keys=keys, service=service, routes=lambda: app.router.routes)
+    app.add_middleware(BodyLimitMiddleware)  # added last: runs first, before a key is even looked up
 
     @app.exception_handler(Exception)
     async def on_error(request: Request, exc: Exception) -> Response:
@@ -423,10 +460,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     # -- health ------------------------------------------------------------------------------------------------
     @app.get("/v1/health", tags=["meta"])
     async def health() -> dict[str, Any]:
-        heads = await service.call(service.heads, inline=True)
-        if heads is not None:  # a shard map: positions are per shard
-            return {"status": "ok", "head": sum(heads.values()), "shards": heads}
-        return {"status": "ok", "head": await service.call(service.head, inline=True)}
+        return await anyio.to_thread.run_sync(service.health)  # a thread: never blocks the loop on the store
 
     # -- writes ------------------------------------------------------------------------------------------------
     @app.post("/v1/users/{user_id}/memories", tags=["writes"], status_code=201)
@@ -552,7 +586,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
 
     @app.post("/v1/users/{user_id}/search", tags=["reads"])
     async def search_post(request: Request, body: HttpSearchBody, user_id: str = Depends(user_of)) -> Any:
-        return await service.call(_search, request, user_id, body, inline=True)
+        return await service.call(_search, request, user_id, body)  # CPU-heavy: a worker thread, never the loop
 
     @app.get("/v1/users/{user_id}/search", tags=["reads"],
              description="The query lands in URLs (proxies, browser history): prefer POST.")
@@ -566,7 +600,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         body = _validated(HttpSearchBody, query=query, k=k, as_of=as_of, source=source, role=role, also=also,
                           allow_sensitive=allow_sensitive, purpose=purpose, min_score=min_score,
                           role_filter=role_filter, exclude_source=exclude_source, within=within, after=after)
-        return await service.call(_search, request, user_id, body, inline=True)
+        return await service.call(_search, request, user_id, body)  # CPU-heavy: a worker thread, never the loop
 
     def _search(request: Request, user_id: str, body: HttpSearchBody) -> Any:
         p = principal(request)

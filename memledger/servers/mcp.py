@@ -389,6 +389,8 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
                 if a.confirm != a.key:
                     raise BadInput("confirm", f"{a.confirm!r} is not the key being forgotten",
                                    f"pass confirm={a.key!r} to forget that fact irreversibly")
+                if p is not None and not p.admin:  # irreversible, as erase: never on a plain key
+                    raise PermissionError("forget needs an admin API key (fix: memledger keys create --admin)")
                 return s.ml.forget(u, a.key, version=a.version, actor="mcp" if p is None else f"mcp key {p.key_id}")
 
             reg("forget", ForgetArgs, _return_type(type(service.ml).forget), forget, destructive)

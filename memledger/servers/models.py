@@ -18,7 +18,7 @@ from ledger.errors import BadInput
 from ledger.schemas import HistoryRow
 from ledger.timeutil import parse_instant
 
-from ..search import SearchHit
+from ..search import MAX_QUERY, SearchHit
 
 
 def _instant(value: str | None) -> str | None:
@@ -127,7 +127,7 @@ class CommandsBody(_Model):
 
 # -- reads -------------------------------------------------------------------------------------------------------
 class SearchBody(_Model):
-    query: str = Field(description="What to look for.")
+    query: str = Field(max_length=MAX_QUERY, description=f"What to look for (at most {MAX_QUERY} characters).")
     k: int = Field(10, ge=1, le=1000, description="How many hits (1..1000).")
     as_of: Instant | None = Field(None, description="Search what was believed at this instant.")
     source: Source | None = Field(None, description="Only memories from this source.")
@@ -152,7 +152,9 @@ class HttpSearchBody(SearchBody):
 
 class ContextBody(_Model):
     session_id: str | None = Field(None, description="Session whose card and messages (default the latest).")
-    query: str | None = Field(None, description="What the agent is about to do (selects memories).")
+    query: str | None = Field(None, max_length=MAX_QUERY,
+                              description=f"What the agent is about to do (selects memories; at most {MAX_QUERY} "
+                              "characters).")
     now: Instant | None = Field(None, description="ISO 8601 with offset (default now).")
     budget: int = Field(2000, ge=1, le=1_000_000, description="Token budget.")
     allow_sensitive: list[str] | None = Field(None, description="Sensitivity labels to let in.")

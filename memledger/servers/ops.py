@@ -235,6 +235,23 @@ class Service:
         with self.lock:
             return self.ml.heads() if is_sharded(self.ml) else None
 
+    def health(self) -> dict[str, Any]:
+        """What ``/v1/health`` answers: ``{"status": "ok", "head": N}`` (on a shard map also ``shards``: each
+        shard's head). Health never waits on the store: when another request holds the ledger (a long search), it
+        answers from the heads it read last, with ``"stale": true``."""
+        if self.lock.acquire(timeout=0.02):
+            try:
+                from ..sharding.sharded import is_sharded
+
+                heads = self.ml.heads() if is_sharded(self.ml) else None
+                self._health = ({"status": "ok", "head": sum(heads.values()), "shards": heads} if heads is not None
+                                else {"status": "ok", "head": self.ml.head()})
+                return dict(self._health)
+            finally:
+                self.lock.release()
+        last = getattr(self, "_health", None)
+        return {**last, "stale": True} if last is not None else {"status": "ok", "head": None, "stale": True}
+
     def head(self, user_id: str | None = None) -> int:
         """The log head: of the ledger, or on a shard map of ``user_id``'s shard (positions are per shard)."""
         with self.lock:

@@ -1,0 +1,81 @@
+"""Bounded requests on the HTTP API: size limits refused at once with a 4xx, CPU-heavy work off the event loop."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memledger import MemoryLedger
+from memledger.search import MAX_QUERY
+from memledger.servers.http import MAX_BODY
+from tests.serve_util import Server, create_key
+
+WORDS = "tea coffee Lyon Berlin chess violin dentist locker rent train bike garden piano sister Monday".split()
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    home = tmp_path_factory.mktemp("bounds") / "h"
+    with MemoryLedger(home=home) as ml:
+        for start in range(0, 5000, 2000):  # a user big enough that one maximal search takes well over 100 ms
+            ml.record([{"user_id": "u1", "key": f"memory.n{i}", "value": f"note {i}",
+                        "text": " ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(12)) + f" number {i}"}
+                       for i in range(start, min(start + 2000, 5000))])
+    key = create_key(home, "--user", "u1")
+    server = Server(home, "http")
+    server.wait_ready()
+    client = httpx.Client(base_url=server.base, timeout=60, headers={"Authorization": f"Bearer {key}"})
+    yield client
+    client.close()
+    server.stop()
+
+
+def test_a_query_over_the_limit_is_refused_naming_the_field(api: httpx.Client) -> None:
+    for r in (api.post("/v1/users/u1/search", json={"query": "x" * (MAX_QUERY + 1)}),
+              api.get("/v1/users/u1/search", params={"query": "x" * (MAX_QUERY + 1)}),
+              api.post("/v1/users/u1/context", json={"query": "x" * (MAX_QUERY + 1)})):
+        assert r.status_code == 422, r.text
+        assert r.json()["field"] == "query" and str(MAX_QUERY) in r.text
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(api: httpx.Client) -> None:
+    r = api.post("/v1/users/u1/search", content=b'{"query": "' + b"x" * (MAX_BODY + 10) + b'"}',
+                 headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and r.json()["field"] == "body"
+    assert api.get("/v1/health").status_code == 200
+
+
+def test_health_answers_within_100_ms_while_maximal_searches_run(api: httpx.Client) -> None:
+    query = " ".join(WORDS[i % len(WORDS)] for i in range(MAX_QUERY // 8))[:MAX_QUERY]
+    assert api.post("/v1/users/u1/search", json={"query": query, "k": 1000}).status_code == 200
+    stop = threading.Event()
+    searches = {"n": 0}
+
+    def search_loop() -> None:
+        with httpx.Client(base_url=str(api.base_url), headers=dict(api.headers), timeout=60) as c:
+            while not stop.is_set():
+                assert c.post("/v1/users/u1/search", json={"query": query, "k": 1000}).status_code == 200
+                searches["n"] += 1
+
+    t = threading.Thread(target=search_loop)
+    t.start()
+    try:
+        time.sleep(0.5)
+        took = []
+        for _ in range(15):
+            start = time.perf_counter()
+            assert api.get("/v1/health").status_code == 200
+            took.append(time.perf_counter() - start)
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        t.join()
+    assert searches["n"] >= 1
+    assert statistics.median(took) < 0.1, took
+    assert max(took) < 0.5, took
