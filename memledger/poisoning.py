@@ -101,6 +101,8 @@ def withheld_texts(ml: Any, user_id: str, facts: dict[str, Any] | None = None) -
                 out.append(WithheldText(path="card", kind=kind, reason=REASONS[kind], text=line,
                                         session_id=c["session_id"], observed_at=from_micros(c["updated_at"])))
     for key, f in sorted((facts or {}).items()):
+        if getattr(f, "sensitivity", None):
+            continue  # a labelled fact is withheld from context by its label already; listing it here would show it
         kind = fact_kind(f.text if f.text is not None else (f.value if isinstance(f.value, str) else None), f.source)
         if kind is not None:
             out.append(WithheldText(path="fact", kind=kind, reason=REASONS[kind], text=f.text or str(f.value),
