@@ -345,7 +345,9 @@ class Fact(Aggregate):
         said = cmd.text if cmd.text is not None else (cmd.value if isinstance(cmd.value, str) else None)
         # bounds that move with time (birth_year <= this year) are judged at the year it was said in, not recorded
         problem = REGISTRY.check_value(cmd.key, cmd.value, observed)
-        if problem is None and hygiene.reads_as_instruction(said, from_user=cmd.source == "user_statement"):
+        # the sentence and the value are both screened: a harmless text must not carry a poisoned value past it
+        if problem is None and any(hygiene.reads_as_instruction(x, from_user=cmd.source == "user_statement")
+                                   for x in (cmd.text, cmd.value if isinstance(cmd.value, str) else cmd.value_json)):
             problem = INSTRUCTION_PROBLEM
         if problem is not None and head is not None and head.value_json == cmd.value_json and cmd.op == "assert":
             problem = None  # the value believed now (released earlier) stated again: a reaffirmation, not a new outlier

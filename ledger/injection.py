@@ -126,7 +126,7 @@ def _plain(text: str) -> str:
 _SQUASHED = re.compile(
     r"(?:ignore|disregard|forget|bypass|override)(?:all|any|the|your|of)*(?:previous|prior|earlier|above|preceding|"
     r"original|system)(?:instructions?|prompts?|rules|guidelines|directives)|(?:reveal|print|show|repeat)(?:me)?(?:your|the)"
-    r"systemprompt|developermode|jailbreak")
+    r"systemprompt")
 
 
 def _spaced(run: str) -> str:
@@ -159,9 +159,10 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
     "structure": re.compile(
         r"<\|\s*(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text)"
         r"\s*\|?>|\[/?inst\]|<</?sys>>|</?(?:system|assistant|developer)>"
-        r"|(?:^|\n)\s*#{1,6}\s*(?:system|instructions?|profile|context|assistant|developer|rules|admin|note to)\b"
+        r"|(?:^|[\n\r\u2028\u2029])\s*#{1,6}\s*(?:system|instructions?|profile|context|assistant|developer|rules|admin|"
+        r"note to)\b"
         r"|(?:^|\n)\s*#{1,6}\s*(?:个人资料|用户资料|用户档案|档案|系统|指令|规则|上下文|助手)"
-        r"|(?:^|\n)\s*(?:system|developer)\s*(?:prompt|message)?\s*[:：]"
+        r"|(?:^|[\n\r\u2028\u2029])\s*(?:system|developer)\s*(?:prompt|message)?\s*[:：]"
         r"|(?:^|\n)\s*(?:系统|系统提示|开发者)\s*[:：]"
         r"|\b(?:system|developer|admin|administrator) (?:notice|note|message|update|override|instruction|directive)s?\s*[:：]"
         r"|(?:系统|开发者|管理员)(?:通知|公告|备注|消息|指令|说明)\s*[:：]|政策更新\s*[:：][^。\n]{0,6}?(?:助手|助理|ai|模型)"),
@@ -207,8 +208,10 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"|\b(?:act|behave|respond|operate) as (?:if you (?:are|were) )?(?:an? |the )?(?:unrestricted|uncensored|"
         r"unfiltered|jailbroken|dan\b|evil|different|new)"
         r"|\byour (?:new )?(?:name|identity|role|persona|personality) (?:is now|has changed|will be|is changed)"
-        r"|\b(?:developer|god|debug|admin|maintenance|jailbreak|dan|unrestricted) mode\b|\bjailbr[eo]a?k|\bdo anything now\b"
-        r"|\b(?:the |this )?user (?:is|has been|was) (?:now |already )?(?:an? |the )?(?:verified |authori[sz]ed |"
+        r"|\b(?:enable|enter|activate|switch to|turn on|in|into|now in) (?:the )?(?:developer|god|debug|admin|maintenance|"
+        r"jailbreak|dan|unrestricted) mode\b|\bjailbr[eo]a?k(?:en|ed)? (?:mode|prompt|ai|assistant|model|version)\b"
+        r"|\byou(?:'re| are) (?:now )?jailbr[eo]a?k|\bdo anything now\b"
+        r"|\b(?:the |this )?(?:user|customer|caller|account holder|client) (?:is|has been|was) (?:now |already )?(?:an? |the )?(?:verified |authori[sz]ed |"
         r"trusted )?(?:admin|administrator|root|superuser|sysadmin|owner of this (?:system|assistant)|developer of)"
         r"|\b(?:has|have|with|granted?|gives?|given) (?:full |elevated |unrestricted |special )?(?:admin|administrator|"
         r"root|superuser|elevated|unrestricted) (?:access|privileges?|rights|permissions?)\b"

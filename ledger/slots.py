@@ -487,7 +487,7 @@ _PLANNING = _lazy_re(r"\bplan(?:s|ning)? (?:to|on)\b|\bgoing to\b(?! the| a )|�
 _PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计划|计划(?:取消|泡汤|搁置|作废|放弃|没了)|"
                         r"(?:放弃|取消|不再)了?.{0,8}计划")
 _ADDITIVE = _lazy_re(r"\b(?:also|too|as well|in addition|besides|as much as|another|one more|a second|"
-                      r"on top of that)\b|也|还有|另外|又(?![涨降换改搬调变开始])|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
+                      r"on top of that)\b|也(?![算好罢行是许])|还有|另外|又(?![涨降换改搬调变开始])|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
 _NEGATED = [_lazy_re(p) for p in (r"不是(.{1,12}?)而是", r"不是([^，,]{1,12}?)[，,]\s*(?:应该|其实)?是",
                                    r"[，,]不是([^，,是]{1,10})$", r"\bnot ([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
 _CESSATION = [_lazy_re(p) for p in (

@@ -137,8 +137,8 @@ _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
     "place": ((r"\bat home\b|\bhome office\b|\b(?:home|personal|private) (?:phone|laptop|e-?mail|computer|number|"
                r"account|wifi|wi-fi|network|address|car)\b|在家|家里的?|家用|私人|个人的?", "home"),
               (r"\bat (?:work|the office|my office)\b|\bin the office\b|\b(?:work|office|company|business) (?:phone|"
-               r"laptop|e-?mail|computer|number|account|wifi|wi-fi|network|address|car)\b|在公司|在单位|上班时|公司的|"
-               r"单位的|工作用的?|办公室的?", "work"),
+               r"laptop|e-?mail|computer|number|account|wifi|wi-fi|network|address|car)\b|在公司|在单位|上班时|"
+               r"(?:公司|单位|办公室)的?(?:电话|手机|手机号|邮箱|电脑|笔记本|地址|账号|车|网络|wifi)|工作用的?", "work"),
               (r"\bat school\b|在学校", "school"), (r"\bwhen travell?ing\b|\bon trips?\b|出差|旅行时|旅游时", "travel")),
     "whom": ((r"\bfor (?:my |the )?(son|daughter|kids?|children|wife|husband|partner|mom|mum|dad|mother|father|"
               r"baby|family|boss|team)\b", "\\1"),

@@ -206,7 +206,7 @@ def _said_text(rows_of: Any, key: str, f: Any) -> str:
 
 def _upcoming_line(f: Any, tz: str) -> str:
     """A scheduled fact: ``- TEXT (scheduled for D, not yet happened; provenance)``."""
-    kind = fact_kind(f.text if f.text is not None else (f.value if isinstance(f.value, str) else None), f.source)
+    kind = fact_kind(f.text, f.source, f.value)
     text = notice(kind) if kind is not None else as_data(_annotate(f.text or f"{f.key}: {f.value}", f.valid_from, tz))
     return f"- {text} (scheduled for {_date(f.valid_from, tz)}, not yet happened; {provenance(f.source)})"
 
@@ -375,9 +375,9 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         if key.startswith("memory."):
             continue
         rank = (0 if f.status == "contested" else 1e12) + f.valid_from.timestamp()
-        kind = fact_kind(f.text if f.text is not None else (f.value if isinstance(f.value, str) else None), f.source)
+        kind = fact_kind(f.text, f.source, f.value)
         if kind is not None:
-            cand["profile"].append((_withheld_line(kind, f.valid_from, f.source, tz, f.source_ref), rank))
+            cand["profile"].append((_withheld_line(kind, f.valid_from, f.source, tz, getattr(f, "source_ref", None)), rank))
             continue
         cand["profile"].append((_fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz,
                                            f.valid_to, now_dt, hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key)),
@@ -484,8 +484,8 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
                 who = f"{as_data(_hit_value(h, 'speaker'))} said" if _hit_value(h, "speaker") else "said"
                 when = _as_dt(_hit_value(h, "observed_at"))
                 later = f", {AFTER_NOW}" if when is not None and now_dt is not None and when > now_dt else ""
-                kind = message_kinds([{"role": _hit_value(h, "role") or "tool", "text": _hit_value(h, "text")}])[0]
-                said_text = notice(kind) if kind is not None else as_data(_annotate(_hit_value(h, 'text') or '', when, tz))
+                # search screened the message by its role already (memledger/search.py): its text is data or a notice
+                said_text = as_data(_annotate(_hit_value(h, 'text') or '', when, tz))
                 line = (f"- {said_text} ({_date(when, tz)}, {who} in "
                         f"session {_hit_value(h, 'session_id')}{later})")
                 cand["memories"].append((line, -float(i)))
@@ -497,9 +497,8 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
             if min_confidence is not None and _hit_confidence(h, f) < min_confidence:
                 continue
             if f is not None:
-                kind = fact_kind(f.text if f.text is not None else (f.value if isinstance(f.value, str) else None),
-                                 f.source)
-                line = (_withheld_line(kind, f.valid_from, f.source, tz, f.source_ref) if kind is not None else
+                kind = fact_kind(f.text, f.source, f.value)
+                line = (_withheld_line(kind, f.valid_from, f.source, tz, getattr(f, "source_ref", None)) if kind is not None else
                         _fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz, f.valid_to,
                                    now_dt, hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key)))
             else:
@@ -516,9 +515,9 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         recent = sorted(((k, f) for k, f in profile.facts.items() if k.startswith("memory.")),
                         key=lambda kf: (kf[1].valid_from, kf[1].recorded_at), reverse=True)[:memories]
         for i, (key, f) in enumerate(recent):
-            kind = fact_kind(f.text if f.text is not None else (f.value if isinstance(f.value, str) else None), f.source)
+            kind = fact_kind(f.text, f.source, f.value)
             if kind is not None:
-                cand["memories"].append((_withheld_line(kind, f.valid_from, f.source, tz, f.source_ref), -float(i)))
+                cand["memories"].append((_withheld_line(kind, f.valid_from, f.source, tz, getattr(f, "source_ref", None)), -float(i)))
                 continue
             cand["memories"].append((_fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz,
                                                 f.valid_to, now_dt, hedged=getattr(f, "hedged", False),

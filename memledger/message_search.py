@@ -146,12 +146,14 @@ def search_messages(ml: Store, user_id: str, query: str, k: int = 10,
         BadInput: empty query, k outside 1..1000, malformed user or session id, or a ``session_id`` that is not a
             session of the user (as ``context --session`` refuses it; nothing is read).
     """
+    from .poisoning import message_text
+
     user_id, query, k, session_id = _check(user_id, query, k, session_id)
     ml.before_read(None, 10.0)
     out = []
     for rank, c in enumerate(ranked_messages(ml, user_id, query, k, session_id)[:k], 1):
         r = c["row"]
         out.append(MessageHit(rank=rank, session_id=r["session_id"], message_id=r["message_id"], role=r["role"],
-                              speaker=r["speaker"], text=r["text"], observed_at=from_micros(r["observed_at"]),
+                              speaker=r["speaker"], text=message_text(r), observed_at=from_micros(r["observed_at"]),
                               score=c["relevance"], dense_rank=c["dense_rank"], lexical_rank=c["lexical_rank"]))
     return out

@@ -12,6 +12,7 @@ card are other sources: any instruction to the assistant in them is withheld. do
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime
 from typing import Any, Literal
@@ -30,9 +31,24 @@ def notice(kind: str) -> str:
     return f"[withheld: {REASONS.get(kind, 'reads as an instruction to the assistant')}; see `quarantine`]"
 
 
-def fact_kind(text: str | None, source: str | None) -> str | None:
-    """The poisoning kind of a fact's ``text`` given its ``source``, or None (ledger/injection.py)."""
-    return screen(text, from_user=source == "user_statement")
+def fact_kind(text: Any, source: str | None, value: Any = None) -> str | None:
+    """The poisoning kind of a fact's ``text`` (and of its ``value``, a JSON value read as its JSON text) given its
+    ``source``, or None (ledger/injection.py)."""
+    from_user = source == "user_statement"
+    for said in (text, value):
+        if said is not None and not isinstance(said, str):
+            said = json.dumps(said, ensure_ascii=False)
+        kind = screen(said, from_user=from_user) if said else None
+        if kind is not None:
+            return kind
+    return None
+
+
+def message_text(row: dict[str, Any]) -> str:
+    """A message's text as a search hit carries it: the text, or the withheld notice when it reads as an instruction
+    to the assistant for its role (a search hit is read by the agent as much as ``context`` is)."""
+    kind = screen(row.get("text"), from_user=row.get("role") in TRUSTED_ROLES)
+    return notice(kind) if kind is not None else row.get("text") or ""
 
 
 def message_kinds(msgs: list[dict[str, Any]]) -> list[str | None]:
@@ -103,7 +119,7 @@ def withheld_texts(ml: Any, user_id: str, facts: dict[str, Any] | None = None) -
     for key, f in sorted((facts or {}).items()):
         if getattr(f, "sensitivity", None):
             continue  # a labelled fact is withheld from context by its label already; listing it here would show it
-        kind = fact_kind(f.text if f.text is not None else (f.value if isinstance(f.value, str) else None), f.source)
+        kind = fact_kind(f.text, f.source, f.value)
         if kind is not None:
             out.append(WithheldText(path="fact", kind=kind, reason=REASONS[kind], text=f.text or str(f.value),
                                     key=key, observed_at=getattr(f, "observed_at", None)))

@@ -377,6 +377,7 @@ def _message_hits(ml: Any, user_id: str, query: str, k: int, min_score: float | 
     ``score`` = the absolute relevance (a message has no confidence, freshness or role bonus), at most ``k``, those
     below ``min_score`` dropped (memledger/message_search.py ranks them)."""
     from .message_search import ranked_messages
+    from .poisoning import message_text
 
     out: list[SearchHit] = []
     for c in ranked_messages(ml, user_id, query, k, None):
@@ -389,7 +390,7 @@ def _message_hits(ml: Any, user_id: str, query: str, k: int, min_score: float | 
                            dense_z=c["dense_z"], lexical_n=c["lexical_n"])
         when = from_micros(r["observed_at"])
         out.append(SearchHit(rank=len(out) + 1, doc_id=f"msg:{r['session_id']}:{r['message_id']}", key=None,
-                             version=None, text=r["text"], value=None, score=c["relevance"], parts=parts,
+                             version=None, text=message_text(r), value=None, score=c["relevance"], parts=parts,
                              status="logged", source="message", source_ref=None, session_id=r["session_id"],
                              role=None, recorded_at=None, observed_at=when, valid_from=when, valid_to=None,
                              user_id=user_id, kind="message", message_id=r["message_id"], speaker=r["speaker"]))

@@ -52,6 +52,7 @@ TARGETS = {"stale": ("<=", 0.02), "wrong_retirements": ("<=", 0.01), "probe_firs
 
 
 def run(data: Path, embedder: str, verbose: bool = False) -> dict:
+    from ledger.slots import SPECIAL_CATEGORIES
     from memledger import MemoryLedger
 
     cases = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -72,7 +73,8 @@ def run(data: Path, embedder: str, verbose: bool = False) -> dict:
             start = time.perf_counter()
             r = ml.remember(user, c["new"], observed_at=t.isoformat())
             times.append(time.perf_counter() - start)
-            facts = ml.profile(user).facts
+            # the operator's view: every label allowed (a labelled fact is withheld otherwise, and would read as lost)
+            facts = ml.profile(user, allow_sensitive=list(SPECIAL_CATEGORIES), purpose="evaluation").facts
             current = {f.value: f.status for f in facts.values()}
             old_cur = c["old"] in current
             kind = KIND_ALIASES.get(c["kind"], c["kind"])

@@ -79,3 +79,20 @@ def test_health_answers_within_100_ms_while_maximal_searches_run(api: httpx.Clie
     assert searches["n"] >= 1
     assert statistics.median(took) < 0.1, took
     assert max(took) < 0.5, took
+
+
+def test_a_chunked_body_over_the_limit_is_refused_with_413(api: httpx.Client) -> None:
+    def chunks():
+        yield b'{"query": "'
+        for _ in range(9):
+            yield b"x" * (1024 * 1024)
+        yield b'"}'
+
+    r = api.post("/v1/users/u1/search", content=chunks(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and r.json()["field"] == "body"
+
+    def small():
+        yield b'{"query": "tea"}'
+
+    r = api.post("/v1/users/u1/search", content=small(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 200 and r.json()

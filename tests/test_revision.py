@@ -81,3 +81,21 @@ def test_numbers_in_words_and_weekday_ranges_read_as_written_in_digits(a, b):
 
     assert differing(value_parts(a), value_parts(b)) == []
     assert qualifiers_clash(value_parts(a), value_parts(b)) == []
+
+
+@pytest.mark.parametrize("text,additive", [("我也喜欢喝咖啡", True), ("咪咪上周走了，也算寿终正寝", False),
+                                           ("搬家也好，离公司近", False), ("I also play chess", True)])
+def test_also_adds_but_ye_suan_is_no_also(text, additive):
+    """也 adds ("me too"), but 也算 / 也好 / 也罢 / 也行 / 也是 / 也许 are other words ("can be counted as", "fine")."""
+    from ledger.slots import type_statement
+
+    assert type_statement(text).additive is additive
+
+
+def test_a_companys_shuttle_is_no_work_qualifier():
+    """公司的 names a work qualifier only before what a person has at home and at work (phone, e-mail, laptop, ...):
+    the company's shuttle bus is the same bus whoever says it."""
+    from ledger.values import value_parts
+
+    assert value_parts("公司的班车早上7点40发车").qualifiers == {}
+    assert value_parts("公司的电话是123456").qualifiers == {"place": frozenset({"work"})}

@@ -207,8 +207,8 @@ MAX_BODY = 8 * 1024 * 1024
 
 class BodyLimitMiddleware:
     """ASGI middleware: a request body larger than :data:`MAX_BODY` is refused at once with 413 problem+json, by its
-    ``Content-Length`` before anything is read; a body sent without one is cut off (the route sees a disconnect) as
-    soon as it passes the limit, so no route ever parses more."""
+    ``Content-Length`` before anything is read; a body sent without one (chunked) is read here up to the limit and
+    refused the same way once it passes it, so no route ever parses more."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -219,22 +219,41 @@ class BodyLimitMiddleware:
             return
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-            resp = problem_response(413, "Content Too Large", f"body: is {length.decode(errors='replace')} bytes long",
-                                    field="body", problem=f"is larger than {MAX_BODY} bytes",
-                                    fix=f"send at most {MAX_BODY} bytes; split a batch of commands into smaller ones")
-            await resp(scope, receive, send)
+            await self._too_large(scope, receive, send, length.decode(errors="replace"))
             return
-        seen = {"bytes": 0}
-
-        async def limited() -> dict[str, Any]:
+        if length is not None or scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        # no Content-Length (a chunked body): read it here, up to the limit, then hand it on whole
+        chunks, size = [], 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen["bytes"] += len(message.get("body", b""))
-                if seen["bytes"] > MAX_BODY:
-                    return {"type": "http.disconnect"}
-            return message
+            if message["type"] != "http.request":
+                await self.app(scope, receive, send)  # the client went away: let the route see it
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > MAX_BODY:
+                await self._too_large(scope, receive, send, f"more than {MAX_BODY}")
+                return
+            if not message.get("more_body"):
+                break
+        body, sent = b"".join(chunks), {"done": False}
 
-        await self.app(scope, limited, send)
+        async def replay() -> dict[str, Any]:
+            if not sent["done"]:
+                sent["done"] = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    @staticmethod
+    async def _too_large(scope: Scope, receive: Receive, send: Send, size: str) -> None:
+        resp = problem_response(413, "Content Too Large", f"body: is {size} bytes long", field="body",
+                                problem=f"is larger than {MAX_BODY} bytes",
+                                fix=f"send at most {MAX_BODY} bytes; split a batch of commands into smaller ones")
+        await resp(scope, receive, send)
 
 
 class KeyMiddleware:

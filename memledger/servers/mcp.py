@@ -377,7 +377,7 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
                 raise BadInput("confirm", f"{a.confirm!r} is not the user being erased",
                                f"pass confirm={u!r} to erase that user irreversibly")
             if p is not None and not p.admin:
-                raise PermissionError("erase needs an admin API key (fix: memledger keys create --admin)")
+                raise PermissionError("erase needs an admin API key (fix: call it with a key created as an admin key)")
             return s.erase(u)
 
         reg("erase", EraseArgs, erasure.ErasureReceipt, erase, destructive)
@@ -390,7 +390,7 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
                     raise BadInput("confirm", f"{a.confirm!r} is not the key being forgotten",
                                    f"pass confirm={a.key!r} to forget that fact irreversibly")
                 if p is not None and not p.admin:  # irreversible, as erase: never on a plain key
-                    raise PermissionError("forget needs an admin API key (fix: memledger keys create --admin)")
+                    raise PermissionError("forget needs an admin API key (fix: call it with a key created as an admin key)")
                 return s.ml.forget(u, a.key, version=a.version, actor="mcp" if p is None else f"mcp key {p.key_id}")
 
             reg("forget", ForgetArgs, _return_type(type(service.ml).forget), forget, destructive)
