@@ -80,6 +80,22 @@ def dense_thresholds(embedder: str | None) -> tuple[float, float]:
     return DENSE_THRESHOLDS["default"]
 
 
+_CLAUSES = re.compile(r"[,;，；。!?！？]|\s(?:because|since|so|but|as|and now|which)\s", re.I)
+
+
+def _cue_clause_tokens(text: str, registry: Any, user_name: str | None) -> set[str]:
+    """The value words of the clause that carries a cessation or correction ("I've given up the football, my knee
+    can't take it" -> football), or an empty set when the sentence is one clause or no clause carries the cue."""
+    clauses = [c for c in _CLAUSES.split(text) if c and c.strip()]
+    if len(clauses) < 2:
+        return set()
+    for clause in clauses:
+        t = type_statement(clause, registry, user_name)
+        if t.cessation or t.correction:
+            return {w for w in t.value_tokens if "'" not in w}
+    return set()
+
+
 def _wrong_value(value: str) -> re.Pattern[str] | None:
     """How a value a correction calls wrong is found in a memory: as a word of its own ("8" in "8pm", not in "18"),
     or, for three digits or more, as the end of a longer run ("5678" of "13812345678": "the last four digits")."""
@@ -381,6 +397,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
 
     partial_note = "the memory names several values and this stops one of them: both kept, to confirm"
 
+    cue_tokens = _cue_clause_tokens(text, registry, user_name) if (typing.cessation or typing.correction) else set()
+
     def named(pool: list[Candidate]) -> tuple[list[tuple[float, float, Candidate]], bool]:
         """The memories of ``pool`` holding the statement's value words (or the words it says were wrong), best
         first, and whether the best is the only best (a share >= 0.5, strictly ahead of the second)."""
@@ -398,8 +416,13 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 # a long sentence ("褪黑素我已经停了，医生说长期吃不好...") holds the memory's words among many of its own:
                 # the share of the memory's words it names counts too
                 frac = max(frac, len(shared) / max(1, len(theirs)))
-            if _name_words(mine_vp) & _name_words(c.values) or _shared_cjk_word(text, c.text):
-                frac = max(frac, 0.75)  # "Cancelled Spotify last night": it names what it ends
+            if cue_tokens:
+                # the clause that says what stopped ("I've given up the football", not the reason after it)
+                frac = max(frac, len(cue_tokens & theirs) / len(cue_tokens))
+            if (_name_words(mine_vp) & _name_words(c.values) or _shared_cjk_word(text, c.text)
+                    or any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text) for w in _name_words(c.values)
+                           if w[:1].isupper() and len(w) > 2)):
+                frac = max(frac, 0.75)  # "Cancelled Spotify last night", "Biscuit passed away": it names what it ends
             if frac > 0:
                 found.append((frac, c.score, c))
         found.sort(key=lambda t: (-t[0], -t[1]))

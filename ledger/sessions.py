@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .domain import NAMESPACE
 from .errors import BadInput, ConflictError, IdempotencyMismatch
-from .schemas import MAX_ID, check_text, check_user_id, pydantic_problem
+from .schemas import MAX_ID, MAX_TEXT, check_text, check_user_id, pydantic_problem
 from .timeutil import check_observed, now_utc, parse_instant
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
@@ -167,6 +167,8 @@ class SessionCommand(BaseModel):
             raise BadInput(flag, "is empty", f"give {flag} a non-blank value" if info.field_name in ("text", "message_id")
                            else "give a non-blank value, or leave it out")
         check_text(v, flag)
+        if len(v) > MAX_TEXT:  # as a fact's sentence: a message, a summary or a card line is no document store
+            raise BadInput(flag, f"is {len(v)} characters long", f"use at most {MAX_TEXT}")
         if info.field_name.endswith("message_id") and len(v) > MAX_ID:
             # ids stay plaintext in the log (docs/erasure.md): capped like the fact commands' identifiers
             raise BadInput(_FLAG.get(info.field_name, info.field_name), f"is {len(v)} characters long",

@@ -746,7 +746,8 @@ _GENERIC_STEMS |= _generic_stems()  # "lives" stems to "liv": a slot word too
 
 #: A statement naming several values of one slot: "I have two cats, Luna and Mochi", "I speak French, German and
 #: Dutch", "我养了两只猫". A cessation naming one of them must not retire the whole memory (ledger/resolution.py).
-_SEVERAL_CI = _lazy_re(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|both|several|a couple of|a few)\b|"
+_SEVERAL_CI = _lazy_re(r"(?<!-)(?<!'s )(?<!is )(?<!aged )(?<!age )(?<!turned )\b(?:two|three|four|five|six|seven|eight|nine|ten|both|several|a couple of|a few)\b"
+                         r"(?!-)(?! (?:times|days|hours|minutes|weeks|months|years|o'clock|am|pm)\b)|"
                          r"\ban? \w+(?: \w+){0,3} and (?:an?|the) \w+|[两二三四五六七八九几]\s*[只个条位种门辆台本]|、|"
                          r"[一两二三四五六七八九几]\s*[只个条位种门辆台本].{1,8}和.{0,2}[一两二三四五六七八九几]?\s*[只个条位种门辆台本]")
 _SEVERAL_CS = _lazy_re(r"\b[A-Z][\w'-]+,? (?:and|&) [A-Z][\w'-]+\b|\b[A-Z][\w'-]+, [A-Z][\w'-]+\b")

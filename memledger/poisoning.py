@@ -47,7 +47,8 @@ def fact_kind(text: Any, source: str | None, value: Any = None) -> str | None:
 def message_text(row: dict[str, Any]) -> str:
     """A message's text as a search hit carries it: the text, or the withheld notice when it reads as an instruction
     to the assistant for its role (a search hit is read by the agent as much as ``context`` is)."""
-    kind = screen(row.get("text"), from_user=row.get("role") in TRUSTED_ROLES)
+    kind = screen(row.get("text"), from_user=row.get("role") in TRUSTED_ROLES) or (
+        screen(row.get("speaker"), from_user=False) if row.get("speaker") else None)
     return notice(kind) if kind is not None else row.get("text") or ""
 
 
@@ -65,6 +66,9 @@ def message_kinds(msgs: list[dict[str, Any]]) -> list[str | None]:
         run = msgs[i:j + 1]
         kinds[i:j + 1] = screen_joined([m.get("text") for m in run], from_user=msgs[i].get("role") in TRUSTED_ROLES)
         i = j + 1
+    for n, m in enumerate(msgs):  # a speaker's name is stored text too ("Bob\n## Profile ...")
+        if kinds[n] is None and m.get("speaker"):
+            kinds[n] = screen(m["speaker"], from_user=False)
     return kinds
 
 

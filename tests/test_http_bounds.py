@@ -41,7 +41,7 @@ def test_a_query_over_the_limit_is_refused_naming_the_field(api: httpx.Client) -
               api.get("/v1/users/u1/search", params={"query": "x" * (MAX_QUERY + 1)}),
               api.post("/v1/users/u1/context", json={"query": "x" * (MAX_QUERY + 1)})):
         assert r.status_code == 422, r.text
-        assert r.json()["field"] == "query" and str(MAX_QUERY) in r.text
+        assert r.json()["field"] == "query" and r.json()["fix"] == f"shorten it to at most {MAX_QUERY} characters"
 
 
 def test_a_body_over_the_limit_is_refused_before_it_is_read(api: httpx.Client) -> None:
@@ -96,3 +96,13 @@ def test_a_chunked_body_over_the_limit_is_refused_with_413(api: httpx.Client) ->
 
     r = api.post("/v1/users/u1/search", content=small(), headers={"Content-Type": "application/json"})
     assert r.status_code == 200 and r.json()
+
+
+def test_a_message_or_summary_over_the_text_limit_is_refused_naming_text(api: httpx.Client) -> None:
+    from ledger.schemas import MAX_TEXT
+
+    long = "x" * (MAX_TEXT + 1)
+    r = api.post("/v1/users/u1/sessions/s1/messages", json={"role": "user", "message_id": "m1", "text": long})
+    assert r.status_code == 422 and r.json()["field"] == "text", r.text
+    r = api.post("/v1/users/u1/sessions/s1/summaries", json={"text": long})
+    assert r.status_code == 422 and r.json()["field"] == "text", r.text

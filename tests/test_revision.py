@@ -99,3 +99,14 @@ def test_a_companys_shuttle_is_no_work_qualifier():
 
     assert value_parts("公司的班车早上7点40发车").qualifiers == {}
     assert value_parts("公司的电话是123456").qualifiers == {"place": frozenset({"work"})}
+
+
+@pytest.mark.parametrize("old,new", [
+    ("I have a tabby cat called Pickles, he's nine", "Pickles died last month, the house is so quiet now"),
+    ("I play five-a-side football every Wednesday night", "I've given up the football, my knee can't take it"),
+])
+def test_a_cessation_naming_what_stops_retires_it(fresh_ledger, old, new):
+    """A name at the start of the sentence is still a name; the clause that says what stopped counts, not the reason
+    after it; "five-a-side" names one thing, not five."""
+    _, r, facts = two(fresh_ledger, old, new)
+    assert r.decision == "retire" and facts.get(old) is None, r.explanation

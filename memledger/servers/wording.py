@@ -150,8 +150,14 @@ def fix_of(err: dict[str, Any], field: str, face: Face, model: Any = None) -> st
         return "send a JSON object"
     if msg.startswith("Input should be "):
         return "give a value that is " + msg[len("Input should be "):].split(", unable to")[0]
-    if kind.startswith(("string_too", "too_")):
-        return msg.replace("should have", "give") if msg else "shorten it"
+    if kind == "string_too_long":
+        return f"shorten it to at most {ctx.get('max_length', '?')} characters"
+    if kind == "string_too_short":
+        return f"give at least {ctx.get('min_length', '?')} characters"
+    if kind == "too_long":
+        return f"give at most {ctx.get('max_length', '?')} items"
+    if kind == "too_short":
+        return f"give at least {ctx.get('min_length', '?')} items"
     return _default_fix(face)
 
 
