@@ -383,3 +383,25 @@ def test_no_read_route_tool_or_resource_shows_a_labelled_value_to_a_key_lacking_
         r = http.get("/v1/users/u1/profile?allow_sensitive=health&purpose=check", headers=bearer(keys["health"]))
         assert SECRET in r.text
     assert {p for *_, p in disclosed(ml)} == {"check"}  # the sweep itself disclosed nothing
+
+
+def test_export_refuses_an_empty_purpose_for_any_key(served: Any) -> None:
+    ml, new_app, keys = served
+    with TestClient(new_app(), base_url=BASE) as http:
+        for who in ("health", "admin"):
+            r = http.get("/v1/users/u1/export?allow_sensitive=health&purpose=", headers=bearer(keys[who]))
+            assert r.status_code == 422 and r.json()["field"] == "purpose", (who, r.text)
+    assert disclosed(ml) == []
+
+
+def test_the_timeline_withholds_a_labelled_versions_reason(fresh_ledger: MemoryLedger) -> None:
+    """A correction's or a retraction's reason can say the value ("type 1, not type 2"): it goes with the value."""
+    from memledger.ui.model import user_view
+
+    ml = fresh_ledger
+    ml.assert_fact("u1", "health.condition", "diabetes", text="I have diabetes", sensitivity="health")
+    ml.correct_fact("u1", "health.condition", "type 1 diabetes", reason=f"she said {SECRET}, not type 2")
+    page = json.dumps(user_view(ml, "u1"), default=str)
+    assert SECRET not in page and "type 2" not in page and '"withheld": "health"' in page
+    shown = json.dumps(user_view(ml, "u1", allow_sensitive={"health"}), default=str)
+    assert "type 2" in shown

@@ -670,7 +670,11 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                          "recorded as a disclosure.")
     def export(request: Request, user_id: str = Depends(user_of), allow_sensitive: list[str] | None = AllowSensitive,
                purpose: str | None = Purpose) -> Any:
+        from ..sensitivity import check_allow_sensitive, check_purpose
+
         p = principal(request)
+        check_purpose(purpose)  # refused (422) whoever asks: an admin's export records its purpose as well
+        check_allow_sensitive(allow_sensitive)
         g = granted(request, ProfileArgs, allow_sensitive=None if p.admin else allow_sensitive, purpose=purpose)
         return service.export(user_id, complete=p.admin, allow_sensitive=g.allow_sensitive,
                               purpose=g.purpose or (f"export by admin key {p.key_id}" if p.admin else None)

@@ -162,7 +162,7 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
         event = {
             "version": r["version"], "kind": r["kind"], "effect": r["effect"], "status": r["status"],
             "value": None if withheld else _value(r["value_json"]), "text": None if withheld else r["text"],
-            "withheld": withheld, "sensitivity": label, "reason": r["reason"],
+            "withheld": withheld, "sensitivity": label, "reason": None if withheld else r["reason"],
             "recorded_at": iso(r["recorded_at"]), "observed_at": iso(r["observed_at"]),
             "valid_from": iso(r["valid_from"]), "valid_to": iso(r["valid_to"]),
             "source": r["source"], "source_ref": r["source_ref"], "session_id": r["session_id"],
