@@ -17,7 +17,7 @@ already does).
 Baseline, in the same process: ``profile()`` (a key lookup on the profile projection, no embedding) after the same
 writes: the search's cost is reported as a ratio of it.
 
-Free-text mode (``--free-text``, issue 13): the same protocol with no keys: every statement, the preference, its
+Free-text mode (``--free-text``): the same protocol with no keys: every statement, the preference, its
 update and the distractors, goes through ``remember``, half the users in English and half in Chinese; slot
 resolution must put the update in the preference's slot (supersede) and leave the distractors (a brother's drink,
 a cafe's latte, what we used to drink) alone. Part 2's writers ``remember`` a new drink each time.
@@ -64,7 +64,7 @@ DISTRACTORS = [
 ]
 
 
-# free-text mode (issue 13): EN and ZH, no keys
+# free-text mode: EN and ZH, no keys
 FREE = {
     "en": {"old": "I like to drink iced americano, no sugar", "new": "I'd rather have a hot latte now",
            "paraphrases": PARAPHRASES, "distractors": [t for _, t in DISTRACTORS],
@@ -240,7 +240,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--home", type=Path, help="store directory (default: a temporary one)")
     ap.add_argument("--free-text", action="store_true", help="no keys: every statement goes through remember "
-                    "(issue 13), half the users in English, half in Chinese")
+                    "half the users in English, half in Chinese")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     store = {"home": args.home or Path(tmp.name) / "ledger"}

@@ -1,4 +1,4 @@
-"""Writes tests/data/freetext_dev.jsonl: the labelled dev set of free-text resolution (issue 13).
+"""Writes tests/data/freetext_dev.jsonl: the labelled dev set of free-text resolution.
 
 Each case: a fresh user says ``old``, then neutral ``between`` memories (distractors, 3 per case from a fixed pool),
 then ``new``. ``kind`` says what should happen:
@@ -88,7 +88,7 @@ EN = [
      "Am I training for a marathon?"),
     ("related", "I have a cat called Miso", "I bought a scratching post for the living room", "What pets do I have?"),
     ("related", "I work as a nurse", "The hospital cafeteria closes at 8 pm", "What is my job?"),
-    # slots/5: the failure kinds of the fresh-user run (other-subject corrections, questions and plans, a lost job,
+    # slots/5: the failure kinds seen by a new user (other-subject corrections, questions and plans, a lost job,
     # one of several values, people by role), each with the usual three distractors
     ("other_subject", "I live in Boston", "Sorry, I meant my brother lives in Portland", "Where do I live?"),
     ("other_subject", "I drink black coffee", "Actually my wife is the one who drinks green tea", "What do I drink?"),
