@@ -240,7 +240,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--home", type=Path, help="store directory (default: a temporary one)")
     ap.add_argument("--free-text", action="store_true", help="no keys: every statement goes through remember "
-                    "half the users in English, half in Chinese")
+                    "(half the users in English, half in Chinese)")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     store = {"home": args.home or Path(tmp.name) / "ledger"}
