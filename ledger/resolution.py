@@ -331,6 +331,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if c.status not in ("current", "contested") or not (same_subject(c) or _names_subject(text, c)):
                 continue
             theirs_rd = c.reading
+            if (typing.slot_key is not None and (c.typing is None or c.typing.slot_key != typing.slot_key)
+                    and c.slot_key != typing.slot_key and not same_attribute(theirs_rd, mine_rd)):
+                continue  # "call me Sam from now on" (a name) replaces no wish about the language of answers
             if (mine_rd.head and theirs_rd.head and "+" not in mine_rd.head + theirs_rd.head
                     and mine_rd.head != theirs_rd.head and not same_attribute(theirs_rd, mine_rd)):
                 continue  # "the rent on my storage unit" is not "my rent": two nouns read, two attributes

@@ -93,6 +93,9 @@ _HOURS_MINUTES = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?|[零一二两三�
                             r"(?:[ -](?:five))?)\s?(hours?|hrs?|minutes?|mins?|小时|个小时|分钟)(?![A-Za-z])", re.I)
 _TIME_ZH = re.compile(r"(早上|早晨|上午|中午|下午|傍晚|晚上|夜里|凌晨)?\s*([零〇一二两三四五六七八九十\d]{1,3})\s*[点點]"
                       r"\s*(半|一刻|三刻|[零〇一二两三四五六七八九十\d]{1,3}\s*分?)?")
+_CLOCK_AFTER = re.compile(r"\s*(?:钟|整|左右|前|以前|之前|以后|之后|开|出发|发车|起床|上课|下班|上班|见|的)")
+#: a character before 一点 that makes it "a bit more so" (早一点, 便宜一点): never a clock time
+_COMPARATIVE = set("早晚快慢多少好大小高低短长近远轻重简宜贵有")
 _DAY_OF_MONTH = re.compile(r"(?<![0-9])(\d{1,2})[号日](?![0-9])|\bthe (\d{1,2})(?:st|nd|rd|th)\b", re.I)
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _DATE_ZH = re.compile(r"(?:(\d{4}|[零〇一二两三四五六七八九]{4})年)?([\d一二三四五六七八九十]{1,3})月([\d一二三四五六七八九十]{1,3})[日号]")
@@ -295,6 +298,9 @@ def value_parts(text: str) -> ValueParts:
 
     def zh_time(m: re.Match[str]) -> str | None:
         hs = m.group(2)
+        if hs == "一" and not m.group(1) and not m.group(3) and (
+                not _CLOCK_AFTER.match(t, m.end()) or (m.start() > 0 and t[m.start() - 1] in _COMPARATIVE)):
+            return None  # 一点 alone is "a bit" (简短一点, 早一点), not one o'clock: 一点钟, 凌晨一点, 一点半 are
         h = int(hs) if hs.isdigit() else zh_number(hs)
         if h is None:
             return None

@@ -110,3 +110,21 @@ def test_a_cessation_naming_what_stops_retires_it(fresh_ledger, old, new):
     after it; "five-a-side" names one thing, not five."""
     _, r, facts = two(fresh_ledger, old, new)
     assert r.decision == "retire" and facts.get(old) is None, r.explanation
+
+
+@pytest.mark.parametrize("old,new", [
+    ("please always answer me in French", "Please call me Sam from now on"),
+    ("以后回答简短一点", "以后叫我小王"),
+])
+def test_one_wish_about_how_to_be_served_does_not_replace_another(fresh_ledger, old, new):
+    """How to answer and what to call the user are two wishes: the second is added, the first stays."""
+    _, r, facts = two(fresh_ledger, old, new)
+    assert (facts.get(old), facts.get(new)) == ("current", "current"), r.explanation
+
+
+@pytest.mark.parametrize("text,time", [("以后回答简短一点", None), ("早一点到", None), ("我一点钟下班", "01:00"),
+                                       ("凌晨一点睡", "01:00"), ("一点半开会", "01:30")])
+def test_yidian_is_a_bit_unless_it_is_a_time(text, time):
+    from ledger.values import value_parts
+
+    assert value_parts(text).parts.get("time") == (frozenset({time}) if time else None)
