@@ -159,6 +159,11 @@ def test_cli_reads_withhold_unless_asked(cli: Any, store_args: dict[str, Any]) -
     assert code == 2 and "--purpose" in err
     with MemoryLedger(**store_args) as ml:
         assert disclosed(ml) == [("health.condition", 1, "health", "care")]
+    # --allow-sensitive given twice: both labels count, neither replaces the other
+    cli.json("assert", "u1", "finance.salary", "5000", "--sensitivity", "finance")
+    for argv in (["profile", "u1"], ["context", "u1"], ["search", "u1", "salary"]):
+        code, out, err = cli(*argv, "--allow-sensitive", "health", "--allow-sensitive", "finance", "--purpose", "both")
+        assert code == 0 and "5000" in out and (argv[0] == "search" or SECRET in out), (argv, err)
 
 
 # -- HTTP and MCP, in process ----------------------------------------------------------------------------------------

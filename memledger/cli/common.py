@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, List, Optional
 
 import typer
 from rich.console import Console
@@ -160,12 +160,18 @@ AllowSensitiveOpt = typer.Option(
 PurposeOpt = typer.Option(None, "--purpose", help="Why the labelled facts are shown (kept with each disclosure).")
 
 
-def grant(allow_sensitive: Optional[str], purpose: Optional[str]) -> Any:
-    """The read's :class:`memledger.sensitivity.Grant` from ``--allow-sensitive`` / ``--purpose``, checked before the
-    store is opened (BadInput naming the flag: exit 2)."""
+def labels_given(allow_sensitive: Optional[List[str]]) -> Optional[str]:
+    """``--allow-sensitive`` given once or more (``--allow-sensitive health --allow-sensitive finance``, or
+    ``health,finance``) as one comma-separated list: every label given counts, none silently replaces another."""
+    return None if not allow_sensitive else ",".join(allow_sensitive)
+
+
+def grant(allow_sensitive: Optional[List[str]], purpose: Optional[str]) -> Any:
+    """The read's :class:`memledger.sensitivity.Grant` from ``--allow-sensitive`` (repeatable) / ``--purpose``,
+    checked before the store is opened (BadInput naming the flag: exit 2)."""
     from memledger.sensitivity import check_grant
 
-    return check_grant(allow_sensitive, purpose, field="--allow-sensitive", purpose_field="--purpose")
+    return check_grant(labels_given(allow_sensitive), purpose, field="--allow-sensitive", purpose_field="--purpose")
 
 
 def value_cell(item: Any, width: int) -> str:

