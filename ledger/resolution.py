@@ -331,9 +331,6 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if c.status not in ("current", "contested") or not (same_subject(c) or _names_subject(text, c)):
                 continue
             theirs_rd = c.reading
-            if (typing.slot_key is not None and (c.typing is None or c.typing.slot_key != typing.slot_key)
-                    and c.slot_key != typing.slot_key and not same_attribute(theirs_rd, mine_rd)):
-                continue  # "call me Sam from now on" (a name) replaces no wish about the language of answers
             if (mine_rd.head and theirs_rd.head and "+" not in mine_rd.head + theirs_rd.head
                     and mine_rd.head != theirs_rd.head and not same_attribute(theirs_rd, mine_rd)):
                 continue  # "the rent on my storage unit" is not "my rent": two nouns read, two attributes
@@ -341,6 +338,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             shared_kinds = kinds & theirs
             if not shared_kinds or not any(mine_vp.parts[k] - c.values.parts[k] for k in shared_kinds):
                 continue  # it must give a value the memory does not hold ("... with Dana has changed" gives none)
+            if (shared_kinds == {"name"} and typing.slot_key is not None and c.slot_key != typing.slot_key
+                    and (c.typing is None or c.typing.slot_key != typing.slot_key)
+                    and not same_attribute(theirs_rd, mine_rd)):
+                continue  # a name in a slot of its own ("call me Sam") replaces no name said of another thing (French)
             their_every = content_tokens(c.values.residue) - _CHANGE_STEMS
             # a topic word shared besides the values; the slot's own words ("phone number", 手机) count when the
             # sentences have no other
