@@ -340,8 +340,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 continue  # it must give a value the memory does not hold ("... with Dana has changed" gives none)
             if (shared_kinds == {"name"} and typing.slot_key is not None and c.slot_key != typing.slot_key
                     and (c.typing is None or c.typing.slot_key != typing.slot_key)
-                    and not same_attribute(theirs_rd, mine_rd)):
-                continue  # a name in a slot of its own ("call me Sam") replaces no name said of another thing (French)
+                    and not same_attribute(theirs_rd, mine_rd) and not _name_words(mine_vp) & _name_words(c.values)):
+                # a name in a slot of its own ("call me Sam") replaces no name said of another thing (French), unless
+                # it names the old one too ("Tony跳槽走了，我现在都找Kevin剪")
+                continue
             their_every = content_tokens(c.values.residue) - _CHANGE_STEMS
             # a topic word shared besides the values; the slot's own words ("phone number", 手机) count when the
             # sentences have no other
