@@ -25,7 +25,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from ledger.injection import screen  # noqa: E402
 
 USER_PATHS = {"fact", "user_message"}
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+# the real data beside the checkout (../shared/data), or where this machine keeps it
+SHARED = next((p for p in (os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"), "/work/shared/data")
+               if os.path.isdir(p)), "/work/shared/data")
 
 
 def corpus() -> dict[str, list[str]]:
