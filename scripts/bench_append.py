@@ -16,7 +16,7 @@ What is timed (each ``--repeat`` times on a fresh store, the median reported):
   ``replay.catchup.BULK_MIN`` events is caught up by the bulk writers. ``..., per-event catch-up``: the same with
   the per-event catch-up forced (the two alternate in order from run to run, on the same store). ``..., read back
   from the log``: the shipped catch-up, but with the command's events read back from the log and decoded as before
-  issue 16 instead of projected from memory (``replay.bulk.from_memory`` disabled for that row only).
+  instead of projected from memory (``replay.bulk.from_memory`` disabled for that row only).
 * ``eventsourcing alone`` — the library saving minimal one-event aggregates, ``--batch`` per save: its ceiling here;
   and one per save (``--single`` saves), the ceiling of the ``1 per save`` row. ``..., the ledger's events``: the
   library saving the very events the ledger wrote (decoded from its log, plaintext) with its own mapper and

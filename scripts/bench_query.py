@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Query-side speed (issue 16, items 3-5): embedding ingest, warm search end to end, and the cold CLI.
+"""Query-side speed: embedding ingest, warm search end to end, and the cold CLI.
 
 Everything on the LoCoMo observations (``/work/shared/data/locomo/locomo_sample.json`` when present, else the shipped
 ``samples/locomo_conv30.json``), the real all-MiniLM-L6-v2, all in this process except the cold-CLI rows (fresh

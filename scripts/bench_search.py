@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Search latency: one user with 10k memories in a ledger of 200k memories across users (issue 4).
+"""Search latency: one user with 10k memories in a ledger of 200k memories across users.
 
 The ledger is built through the public API (``MemoryLedger.record``: the log, every projection, the vectors
 projection). Its passages are embedded with the 384-d hashing embedder, because MiniLM would need ~10 minutes for

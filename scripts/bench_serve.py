@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""What the agent faces cost (issue 14): warm ``recall`` through MCP (stdio and streamable HTTP) and through the
+"""What the agent faces cost: warm ``recall`` through MCP (stdio and streamable HTTP) and through the
 HTTP API, beside the in-process ``MemoryLedger.search`` on the same store, in the same run; and writes per second
 with 8 concurrent clients.
 

@@ -1,4 +1,4 @@
-"""Benchmark of sessions (issue 5): logging messages, and reading resume / context, against baselines in-process.
+"""Benchmark of sessions: logging messages, and reading resume / context, against baselines in-process.
 
 Writes: N messages logged one per save and in batches (``record_session``), against N fact assertions in the same
 batches (``record``) as the baseline — both are one aggregate event per command through the same Application and

@@ -1,4 +1,4 @@
-"""How fast ``believed`` answers from the index, beside the naive replay-to-cutoff, in the same run (issue 3).
+"""How fast ``believed`` answers from the index, beside the naive replay-to-cutoff, in the same run.
 
 Builds a ledger of ``--events`` fact events over ``--users`` users (default 1,000,000 over 10,000: ~100 events a
 user over 8 keys — changes of mind, reaffirmations, corrections, retractions, backfills and contests, observed
@@ -16,7 +16,7 @@ kept in memory so nothing is re-loaded), then catches the projections up once; b
 semantic index is off (``MEMLEDGER_EMBEDDER=none``): embedding a million texts is another benchmark.
 
 Usage: ``python scripts/bench_timetravel.py [--events 1000000] [--users 10000] [--queries 300] [--replays 5]
-[--home DIR] [--keep]``. Target (issue 3): believed p50 <= 5 ms and >= 1000x faster than replay.
+[--home DIR] [--keep]``. Target: believed p50 <= 5 ms and >= 1000x faster than replay.
 """
 
 from __future__ import annotations

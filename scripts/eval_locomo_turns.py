@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""LoCoMo turn-level retrieval: recall@k of the evidence turns when searching the logged *messages* (issue 5).
+"""LoCoMo turn-level retrieval: recall@k of the evidence turns when searching the logged *messages*.
 
 Protocol: one fresh ledger per conversation; every turn logged as a message exactly as ``memledger ingest`` does
 (memledger/ingest.py ``locomo_messages``; message id = turn id). Both speakers' ledgers hold the whole conversation,

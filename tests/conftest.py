@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# The semantic index embeds with the hashing test double unless a test asks for a real model (issue 4): loading
+# The semantic index embeds with the hashing test double unless a test asks for a real model: loading
 # MiniLM costs seconds per process, and CLI tests start a process per call.
 os.environ.setdefault("MEMLEDGER_EMBEDDER", "hash")
 

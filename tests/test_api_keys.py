@@ -1,4 +1,4 @@
-"""API keys of the servers (issue 14): only hashes stored, in the store (SQLite home or PostgreSQL schema);
+"""API keys of the servers: only hashes stored, in the store (SQLite home or PostgreSQL schema);
 create/list/revoke, expiry, admin keys; ``memledger keys`` prints the secret once and exits 2 on bad input."""
 
 from __future__ import annotations

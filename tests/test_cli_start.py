@@ -1,4 +1,4 @@
-"""The CLI's cold start (issue 16): a verb imports only its own module, and the lazy pieces stay correct."""
+"""The CLI's cold start: a verb imports only its own module, and the lazy pieces stay correct."""
 
 import json
 import os

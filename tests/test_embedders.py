@@ -147,7 +147,7 @@ def test_minilm_semantics_and_process_cache():
     np.testing.assert_allclose(a.embed_passages(["The cat sits on the mat"])[0], q, atol=1e-6)
 
 
-# --- the ONNX path of the same MiniLM (issue 16) ---------------------------------------------------------------
+# --- the ONNX path of the same MiniLM ---------------------------------------------------------------
 
 _ONNX_TEXTS = ["", "Hello", "what job did he lose", "  Jon lost his job as a banker the day before.  ",
                "我喜欢喝咖啡", "Caroline went to an LGBTQ support group on 7 May 2023 and found it powerful.",

@@ -1,4 +1,4 @@
-"""Erasure that really erases (issue 8): crypto-shredding wired into the ledger, on SQLite and PostgreSQL.
+"""Erasure that really erases: crypto-shredding wired into the ledger, on SQLite and PostgreSQL.
 
 The central test writes distinctive Latin and Chinese strings for two users, erases one, and greps every byte the
 store holds -- every file of the home directory (SQLite) or a pg_dump of the schema (PostgreSQL) -- for the erased

@@ -1,4 +1,4 @@
-"""``memledger export USER [--json]`` (issue 8): everything held about a user in one document (right of access)."""
+"""``memledger export USER [--json]``: everything held about a user in one document (right of access)."""
 
 from __future__ import annotations
 

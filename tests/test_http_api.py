@@ -1,4 +1,4 @@
-"""The HTTP API (issue 14) under a real uvicorn on 127.0.0.1 (``memledger serve http`` as a subprocess): every
+"""The HTTP API under a real uvicorn on 127.0.0.1 (``memledger serve http`` as a subprocess): every
 route refused with another user's key (403) and with none (401), bodies equal to the CLI's ``--json``,
 problem+json errors, Idempotency-Key, X-Ledger-Position and ``after=``, erase (admin + Confirm-Erase, then 410),
 ``also=``, logs without memory text or queries, MCP at ``/mcp`` behind the same keys, the SSE change feed."""

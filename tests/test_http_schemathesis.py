@@ -1,5 +1,5 @@
 """Bounded property-based run of schemathesis against the HTTP API's OpenAPI under a real uvicorn: bad input never
-gives a 5xx (issue 14). Bounded by ``--max-examples`` (and a 240 s timeout); erase (DELETE), the SSE feed and /mcp
+gives a 5xx. Bounded by ``--max-examples`` (and a 240 s timeout); erase (DELETE), the SSE feed and /mcp
 are left out (a stream has no end; erase is covered in test_http_api.py)."""
 
 from __future__ import annotations

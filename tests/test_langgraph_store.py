@@ -1,4 +1,4 @@
-"""The LangGraph store (issue 14): reversible key escaping, a differential test against LangGraph's own
+"""The LangGraph store: reversible key escaping, a differential test against LangGraph's own
 ``InMemoryStore`` on generated operation sequences, user scoping, history and ``created_at``, and a real
 ``StateGraph`` (no LLM) whose nodes read and write through the store."""
 

@@ -1,4 +1,4 @@
-"""The MCP server (issue 14) through real clients: ``memledger serve mcp`` as a stdio subprocess driven by the
+"""The MCP server through real clients: ``memledger serve mcp`` as a stdio subprocess driven by the
 ``mcp`` client, raw JSON-RPC on its stdout (protocol only), two stdio servers writing one SQLite home at once, and
 ``serve mcp --transport http`` on 127.0.0.1 with API keys."""
 

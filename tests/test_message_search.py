@@ -1,4 +1,4 @@
-"""Search over logged messages (issue 5: "search covers messages too"): BM25 alone, dense + BM25 fused, filters."""
+"""Search over logged messages: BM25 alone, dense + BM25 fused, filters."""
 
 from __future__ import annotations
 

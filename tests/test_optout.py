@@ -1,4 +1,4 @@
-"""Opt-out sessions (issue 8): ``session start --no-memory`` keeps messages only until the session ends; the log
+"""Opt-out sessions: ``session start --no-memory`` keeps messages only until the session ends; the log
 holds nothing of it but the ``NoMemorySessionEnded`` tombstone; facts asserted in it are refused."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A command's events are projected from memory, not read back from the log (issue 16), with the same rows."""
+"""A command's events are projected from memory, not read back from the log, with the same rows."""
 
 from __future__ import annotations
 

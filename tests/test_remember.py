@@ -1,4 +1,4 @@
-"""``remember`` (issue 13): free text lands in a slot; the decision, key, related memories and evidence are exact.
+"""``remember``: free text lands in a slot; the decision, key, related memories and evidence are exact.
 
 Hash embedder (conftest): no model loads. The rules themselves are in ledger/resolution.py and ledger/slots.py.
 """

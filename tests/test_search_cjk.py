@@ -1,4 +1,4 @@
-"""Chinese queries over Chinese memories through ``MemoryLedger.search`` (issue 4), on the shipped set
+"""Chinese queries over Chinese memories through ``MemoryLedger.search``, on the shipped set
 tests/data/cjk_pairs.jsonl (37 questions over 9 MemoryBank users' memories; see tests/data/README.md).
 
 MiniLM + BM25 (RRF) without the CJK companion (``cjk_embedder="none"``; the default with it is measured in

@@ -1,4 +1,4 @@
-"""Sensitivity labels (issue 8): context leaves labelled facts out unless the caller allows the label, and every
+"""Sensitivity labels: context leaves labelled facts out unless the caller allows the label, and every
 inclusion of one is recorded (``SensitiveFactIncluded``) and shown by ``export``."""
 
 from __future__ import annotations

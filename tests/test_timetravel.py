@@ -1,4 +1,4 @@
-"""Time travel and audit (issue 3): believed / true_at / diff / audit with exact answers, both axes, the CLI
+"""Time travel and audit: believed / true_at / diff / audit with exact answers, both axes, the CLI
 contract, bad input refused, and a hypothesis property test holding the indexed answers equal to a replay of the
 log to the same cutoff (replay/cutoff.py)."""
 
