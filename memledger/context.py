@@ -370,18 +370,20 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
                 history_rows[key] = ml.history_projection.versions(cur, user_id, key)
         return history_rows[key]
 
+    def fact_line(key: str, f: Any) -> str:
+        """A current fact as its context line, or the withheld notice in its place when it reads as poisoning."""
+        kind = fact_kind(f.text, f.source, f.value)
+        if kind is not None:
+            return _withheld_line(kind, f.valid_from, f.source, tz, getattr(f, "source_ref", None))
+        return _fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz, f.valid_to, now_dt,
+                          hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key))
+
     # 1. profile: stable facts
     for key, f in sorted(profile.facts.items()):
         if key.startswith("memory."):
             continue
         rank = (0 if f.status == "contested" else 1e12) + f.valid_from.timestamp()
-        kind = fact_kind(f.text, f.source, f.value)
-        if kind is not None:
-            cand["profile"].append((_withheld_line(kind, f.valid_from, f.source, tz, getattr(f, "source_ref", None)), rank))
-            continue
-        cand["profile"].append((_fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz,
-                                           f.valid_to, now_dt, hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key)),
-                                rank))
+        cand["profile"].append((fact_line(key, f), rank))
     for f in upcoming:  # listed apart from current facts, never as having happened
         cand["upcoming"].append((_upcoming_line(f, tz), -f.valid_from.timestamp()))
     # remember's "conflict": a statement that may replace a memory is shown as "to confirm", never merged
@@ -497,10 +499,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
             if min_confidence is not None and _hit_confidence(h, f) < min_confidence:
                 continue
             if f is not None:
-                kind = fact_kind(f.text, f.source, f.value)
-                line = (_withheld_line(kind, f.valid_from, f.source, tz, getattr(f, "source_ref", None)) if kind is not None else
-                        _fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz, f.valid_to,
-                                   now_dt, hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key)))
+                line = fact_line(key, f)
             else:
                 text = _hit_value(h, "text") or ""
                 when = next((_as_dt(_hit_value(h, n)) for n in ("valid_from", "observed_at", "recorded_at")
@@ -515,14 +514,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         recent = sorted(((k, f) for k, f in profile.facts.items() if k.startswith("memory.")),
                         key=lambda kf: (kf[1].valid_from, kf[1].recorded_at), reverse=True)[:memories]
         for i, (key, f) in enumerate(recent):
-            kind = fact_kind(f.text, f.source, f.value)
-            if kind is not None:
-                cand["memories"].append((_withheld_line(kind, f.valid_from, f.source, tz, getattr(f, "source_ref", None)), -float(i)))
-                continue
-            cand["memories"].append((_fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz,
-                                                f.valid_to, now_dt, hedged=getattr(f, "hedged", False),
-                                                unconfirmed_since=unconfirmed(key)),
-                                     -float(i)))
+            cand["memories"].append((fact_line(key, f), -float(i)))
 
     # 5. recent messages
     for m, kind in zip(msgs, message_kinds(msgs)):
