@@ -322,6 +322,10 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         session_id = check_session_id(session_id)
     if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
         raise BadInput("budget", f"{budget!r} is not a positive number of tokens", "e.g. --budget 2000")
+    for name, n in (("recent_messages", recent_messages), ("memories", memories)):
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= search.MAX_K:
+            raise BadInput(name, f"{n!r} is not a whole number from 0 to {search.MAX_K}",
+                           f"e.g. {name}=20 (0 leaves the section out)")
     now_dt = parse_instant(now, "now") if now is not None else now_utc()
     if query is not None and not query.strip():
         raise BadInput("query", "is empty", "leave it out, or say what the agent is about to do")
@@ -469,7 +473,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     shown_keys = {k for k in profile.facts if not k.startswith("memory.")} | {f.key for f in upcoming}
     memories_from = "recent_facts"
     hits = None
-    if query is not None:
+    if query is not None and memories > 0:
         try:
             hits = search_fn(user_id, query, k=memories)
             memories_from = "search"

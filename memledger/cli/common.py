@@ -166,6 +166,22 @@ def labels_given(allow_sensitive: Optional[List[str]]) -> Optional[str]:
     return None if not allow_sensitive else ",".join(allow_sensitive)
 
 
+def half_lives_given(pairs: List[str]) -> dict[str, Any]:
+    """``--half-life PREFIX=SECONDS`` given once or more as ``{prefix: seconds}`` (checked by the ledger's
+    ``check_half_lives``). Raises BadInput naming ``--half-life`` for a pair without ``=`` or a number."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        prefix, sep, seconds = pair.partition("=")
+        try:
+            out[prefix] = float(seconds) if sep else None
+        except ValueError:
+            out[prefix] = None
+        if out[prefix] is None:
+            raise BadInput("--half-life", f"{pair!r} is not PREFIX=SECONDS",
+                           "e.g. --half-life preference.=7776000 (90 days)")
+    return out
+
+
 def grant(allow_sensitive: Optional[List[str]], purpose: Optional[str]) -> Any:
     """The read's :class:`memledger.sensitivity.Grant` from ``--allow-sensitive`` (repeatable) / ``--purpose``,
     checked before the store is opened (BadInput naming the flag: exit 2)."""

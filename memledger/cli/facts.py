@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 from rich.table import Table
 
 from ledger.errors import BadInput, MemledgerError
 
-from .common import (AfterOpt, ActorOpt, AllowSensitiveOpt, labels_given, ConfidenceOpt, IdemOpt, JsonOpt, ObservedOpt,
-                     PurposeOpt, ReasonOpt, SessionOpt, SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app,
+from .common import (AfterOpt, ActorOpt, AllowSensitiveOpt, ConfidenceOpt, IdemOpt, JsonOpt, ObservedOpt,
+                     PurposeOpt, half_lives_given, labels_given, ReasonOpt, SessionOpt, SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app,
                      clip, emit_json, emit_receipt, err, grant, open_ledger, out, parse_value, value_cell)
 
 
@@ -203,21 +203,34 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
                min_confidence: Optional[float] = typer.Option(
                    None, "--min-confidence", help="Leave out memories recorded with a lower confidence (0..1; "
                    "hedged statements are recorded at 0.6 at most)."),
+               role_bonus: Optional[float] = typer.Option(
+                   None, "--role-bonus", help="Score added to memories recorded under --role (0..1; default 0.1)."),
+               half_life: Optional[list[str]] = typer.Option(
+                   None, "--half-life", help="PREFIX=SECONDS: freshness half-life of keys under PREFIX (repeatable, "
+                   "e.g. --half-life session.=86400). Default: the ledger's."),
+               trace: Optional[str] = TraceOpt,
                as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
     """USER's memories most relevant to QUERY, with absolute scores, score parts and provenance (only current
     versions; facts labelled sensitive only with --allow-sensitive)."""
     from memledger.sensitivity import check_allow_sensitive
     from memledger.search import check_filters, check_search_args
 
+    from memledger.search import check_half_lives, check_role_bonus
+
     check_search_args(user, query, k, as_of, source, role)  # refuse bad input before opening the store
     check_filters(user, also, min_score, role_filter, exclude_source, within, as_of, min_confidence, source=source)
     allow_sensitive = labels_given(allow_sensitive)
     check_allow_sensitive(allow_sensitive, "--allow-sensitive")
+    tuning: dict[str, Any] = {}
+    if role_bonus is not None:
+        tuning["role_bonus"] = check_role_bonus(role_bonus)
+    if half_life:
+        tuning["half_lives"] = check_half_lives(half_lives_given(half_life))
     with open_ledger(ctx) as ml:
         hits = ml.search(user, query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
                          allow_sensitive=allow_sensitive, purpose=purpose, also=also, min_score=min_score,
                          role_filter=role_filter, exclude_source=exclude_source, within=within,
-                         min_confidence=min_confidence)
+                         min_confidence=min_confidence, trace_id=trace, **tuning)
     if as_json:
         emit_json([h.model_dump(mode="json") for h in hits])
         return

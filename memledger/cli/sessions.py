@@ -191,7 +191,12 @@ def context_cmd(ctx: typer.Context, user: str,
                 after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
                 min_confidence: Optional[float] = typer.Option(
                     None, "--min-confidence", help="Leave out facts and memories recorded with a lower confidence "
-                    "(0..1; hedged statements are recorded at 0.6 at most).")) -> None:
+                    "(0..1; hedged statements are recorded at 0.6 at most)."),
+                recent_messages: int = typer.Option(20, "--recent-messages", help="How many recent messages of the "
+                                                    "session to start from (before the budget)."),
+                memories: int = typer.Option(30, "--memories", help="How many memories the query selects at most."),
+                trace: Optional[str] = typer.Option(None, "--trace", help="Trace id of the agent turn (kept with "
+                                                    "each disclosure).")) -> None:
     """The prompt-ready context of USER: profile, upcoming, summaries, state card, memories, recent messages."""
     from ledger.hygiene import check_min_confidence
 
@@ -206,7 +211,10 @@ def context_cmd(ctx: typer.Context, user: str,
             extra.update(after=after, timeout=timeout)
         if as_of is not None or axis != "system":
             extra.update(as_of=as_of, axis=axis)
-        c = ml.context(user, session_id=session, query=query, now=now, budget=budget, **extra)
+        if trace is not None:
+            extra["trace_id"] = trace
+        c = ml.context(user, session_id=session, query=query, now=now, budget=budget,
+                       recent_messages=recent_messages, memories=memories, **extra)
     if as_json:
         emit_json(c.model_dump(mode="json"))
         return

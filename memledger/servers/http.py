@@ -554,47 +554,44 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         return await service.call(_search, request, user_id, body)  # CPU-heavy: a worker thread, never the loop
 
     @app.get("/v1/users/{user_id}/search", tags=["reads"],
-             description="The query lands in URLs (proxies, browser history): prefer POST.")
+             description="The query lands in URLs (proxies, browser history): prefer POST, which also takes "
+                         "half_lives.")
     async def search_get(request: Request, user_id: str = Depends(user_of), query: str = Query(),
                          k: int = Query(10), as_of: str | None = Query(None), source: str | None = Query(None),
                          role: str | None = Query(None), also: list[str] | None = Query(None),
                          allow_sensitive: list[str] | None = Query(None), purpose: str | None = Query(None),
                          min_score: float | None = Query(None), role_filter: str | None = Query(None),
                          exclude_source: list[str] | None = Query(None), within: str = Query("facts"),
-                         after: int | None = After) -> Any:
+                         min_confidence: float | None = Query(None), role_bonus: float | None = Query(None),
+                         trace_id: str | None = Query(None), after: int | None = After) -> Any:
         body = _validated(HttpSearchBody, query=query, k=k, as_of=as_of, source=source, role=role, also=also,
                           allow_sensitive=allow_sensitive, purpose=purpose, min_score=min_score,
-                          role_filter=role_filter, exclude_source=exclude_source, within=within, after=after)
+                          role_filter=role_filter, exclude_source=exclude_source, within=within,
+                          min_confidence=min_confidence, role_bonus=role_bonus, trace_id=trace_id, after=after)
         return await service.call(_search, request, user_id, body)  # CPU-heavy: a worker thread, never the loop
 
     def _search(request: Request, user_id: str, body: HttpSearchBody) -> Any:
         p = principal(request)
         labels_ok(p, body.allow_sensitive)
-        users = [user_id]
-        for other in body.also or []:
+        for other in body.also or []:  # the ledger merges the users' hits; the key must hold each of them
             other = check_user_id(other, "also")
             if not p.allows(other):
                 raise Problem(403, "Forbidden", f"also: this API key does not hold user {other!r}")
-            if other not in users:
-                users.append(other)
-        plain = SearchBody(**body.model_dump(exclude={"also"}))
-        if len(users) == 1:
-            return [h.model_dump(mode="json") for h in service.recall(user_id, plain).hits]
-        merged = []
-        for u in users:
-            if service.erased(u):
-                raise Problem(410, "Subject erased", f"also: user {u!r} was erased")
-            merged += [{**h.model_dump(mode="json"), "user_id": u} for h in service.recall(u, plain).hits]
-        merged.sort(key=lambda h: -h["score"])  # scores are absolute (projections/retrieval/relevance.py): they compare
-        return [{**h, "rank": i} for i, h in enumerate(merged[:body.k], 1)]
+            if service.erased(other):
+                raise Problem(410, "Subject erased", f"also: user {other!r} was erased")
+        return [h.model_dump(mode="json") for h in service.recall(user_id, body).hits]
 
     @app.get("/v1/users/{user_id}/context", tags=["reads"])
     def context_get(request: Request, user_id: str = Depends(user_of), session_id: str | None = Query(None),
                     query: str | None = Query(None), now: str | None = Query(None), budget: int = Query(2000),
                     allow_sensitive: list[str] | None = Query(None), purpose: str | None = Query(None),
-                    after: int | None = After) -> Any:
+                    trace_id: str | None = Query(None), recent_messages: int = Query(20), memories: int = Query(30),
+                    as_of: str | None = Query(None), axis: str = Query("system"),
+                    min_confidence: float | None = Query(None), after: int | None = After) -> Any:
         body = _validated(ContextBody, session_id=session_id, query=query, now=now, budget=budget,
-                          allow_sensitive=allow_sensitive, purpose=purpose, after=after)
+                          allow_sensitive=allow_sensitive, purpose=purpose, trace_id=trace_id,
+                          recent_messages=recent_messages, memories=memories, as_of=as_of, axis=axis,
+                          min_confidence=min_confidence, after=after)
         labels_ok(principal(request), body.allow_sensitive)
         return service.context(user_id, body).model_dump(mode="json")
 

@@ -329,6 +329,8 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
 
     def recall(u: str, a: RecallArgs, p: Principal | None) -> RecallResult:
         policy.check_labels(a.allow_sensitive, p)
+        for other in a.also or []:  # the same rule as user_id: the pin and the key must hold each user searched
+            policy.resolve(other, p)
         return s.recall(u, a)
 
     def context(u: str, a: ContextArgs, p: Principal | None) -> LedgerContext:

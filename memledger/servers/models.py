@@ -38,6 +38,8 @@ Source = Literal["user_statement", "agent_inference", "external_import", "system
 
 _USER = ("Whose memory. Optional when the server is pinned to one user (--user) or the API key holds exactly one "
          "user; otherwise required.")
+_MIN_CONFIDENCE = ("Leave out memories recorded with a lower confidence (0..1; hedged statements are recorded at "
+                   "0.6 at most).")
 _AFTER = ("A log position from an earlier receipt: answer only once every projection includes it "
           "(read-your-writes across processes).")
 
@@ -142,12 +144,19 @@ class SearchBody(_Model):
     exclude_source: list[Source] | None = Field(None, description="Leave out memories from these sources.")
     within: Literal["facts", "messages", "all"] = Field("facts", description="What to search: facts, messages "
                                                         "(logged turns) or all.")
+    min_confidence: float | None = Field(None, ge=0, le=1, description=_MIN_CONFIDENCE)
+    also: list[str] | None = Field(None, description="Other users to search too (the key must hold each); hits "
+                                   "then carry user_id and are merged by score.")
+    role_bonus: float | None = Field(None, ge=0, le=1, description="Score added to a memory recorded under `role` "
+                                     "(0..1; default the ledger's).")
+    half_lives: dict[str, float] | None = Field(None, description="Freshness half-life in seconds per key prefix, "
+                                                "e.g. {\"session.\": 86400} (default the ledger's).")
+    trace_id: str | None = Field(None, description="Kept with each disclosure this search records.")
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
 class HttpSearchBody(SearchBody):
-    also: list[str] | None = Field(None, description="Other users to search too (the key must hold each); hits "
-                                   "then carry user_id.")
+    """The search route's body: :class:`SearchBody` (the name is kept for clients that import it)."""
 
 
 class ContextBody(_Model):
@@ -159,6 +168,13 @@ class ContextBody(_Model):
     budget: int = Field(2000, ge=1, le=1_000_000, description="Token budget.")
     allow_sensitive: list[str] | None = Field(None, description="Sensitivity labels to let in.")
     purpose: str | None = Field(None, description="Why (kept with each disclosure).")
+    trace_id: str | None = Field(None, description="Kept with each disclosure this context records.")
+    recent_messages: int = Field(20, ge=0, le=1000, description="How many recent messages of the session.")
+    memories: int = Field(30, ge=0, le=1000, description="How many memories the query selects at most.")
+    as_of: Instant | None = Field(None, description="Knowledge cut-off: only what the ledger knew at this instant.")
+    axis: Axis = Field("system", description="system: as_of is recorded time; observed: it is when things were "
+                       "said.")
+    min_confidence: float | None = Field(None, ge=0, le=1, description=_MIN_CONFIDENCE)
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 

@@ -159,22 +159,19 @@ class Service:
                                  purpose=a.purpose)
 
     def recall(self, user_id: str, a: SearchBody) -> RecallResult:
-        """Hybrid search over the user's *current* memories (``MemoryLedger.search``): facts whose sensitivity
-        label is not in ``allow_sensitive`` are left out, and each labelled fact let through is recorded as a
-        disclosure with ``purpose`` (:func:`memledger.sensitivity.search_with_sensitivity`)."""
+        """Hybrid search over the user's *current* memories (``MemoryLedger.search``), every option of the verb
+        passed on as given (the body's fields are the verb's keywords): facts whose sensitivity label is not in
+        ``allow_sensitive`` are left out, and each labelled fact let through is recorded as a disclosure with
+        ``purpose`` (:func:`memledger.sensitivity.search_with_sensitivity`). ``also``: the caller has checked that
+        the key holds each of those users."""
+        kw = _fields(a, "user_id", "query")
         with self.lock:
-            hits = self.ml.search(user_id, a.query, k=a.k, as_of=a.as_of, source=a.source, role=a.role,
-                                  after=a.after, allow_sensitive=a.allow_sensitive or None, purpose=a.purpose,
-                                  min_score=a.min_score, role_filter=a.role_filter, exclude_source=a.exclude_source,
-                                  within=a.within)
+            hits = self.ml.search(user_id, a.query, **kw)
         return RecallResult(user_id=user_id, hits=hits)
 
     def context(self, user_id: str, a: ContextBody) -> Any:
-        kw: dict[str, Any] = dict(session_id=a.session_id, query=a.query, now=a.now, budget=a.budget)
-        if a.allow_sensitive or a.purpose:
-            kw.update(allow_sensitive=a.allow_sensitive, purpose=a.purpose)
-        if a.after is not None:
-            kw.update(after=a.after)
+        """``MemoryLedger.context`` with every option of the verb as given in the body."""
+        kw = _fields(a, "user_id")
         with self.lock:
             return self.ml.context(user_id, **kw)
 

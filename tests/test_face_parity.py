@@ -1,0 +1,157 @@
+"""Every face offers every option of the Python verb: the parameters of ``MemoryLedger.search`` and
+``MemoryLedger.context`` against the HTTP routes' OpenAPI document, the MCP tools' input schemas (through a real MCP
+client) and the CLI commands' options, so an option added to the verb and forgotten on a face fails here.
+
+Names differ only where a face has its own convention, listed below with the reason; ``timeout`` (how long a read
+waits for ``after``) is the server's to bound, so only the CLI takes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+import typer
+from fastapi.testclient import TestClient
+
+from memledger import MemoryLedger
+from memledger.cli import app as cli_app
+from memledger.servers.http import create_app
+from memledger.servers.mcp import build_mcp
+from memledger.servers.keys import APIKeyStore
+from memledger.servers.ops import Service
+
+#: Python keyword -> CLI option, where the CLI's name is its own (positional USER/QUERY, flags named for humans)
+CLI_NAMES = {"search": {"user_id": "user", "within": "in", "trace_id": "trace", "half_lives": "half_life"},
+             "context": {"user_id": "user", "session_id": "session", "trace_id": "trace"}}
+SERVER_ONLY_IN_PROCESS = {"timeout"}  # a server bounds its own waits
+
+
+def verb_params(name: str) -> set[str]:
+    return set(inspect.signature(getattr(MemoryLedger, name)).parameters) - {"self"}
+
+
+def cli_params(command: str) -> set[str]:
+    cmd = typer.main.get_command(cli_app).commands[command]  # type: ignore[attr-defined]
+    out = set()
+    for p in cmd.params:
+        if p.param_type_name == "option":
+            out.add(max(p.opts, key=len).lstrip("-").replace("-", "_"))
+        else:
+            out.add(p.name)
+    return out
+
+
+def http_params(spec: dict[str, Any], path: str, method: str) -> set[str]:
+    op = spec["paths"][path][method]
+    names = {p["name"] for p in op.get("parameters", [])}
+    if "requestBody" in op:
+        ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
+        names |= set(spec["components"]["schemas"][ref]["properties"])
+    return names
+
+
+def test_http_mcp_and_cli_offer_every_option_of_search_and_context(fresh_ledger: MemoryLedger) -> None:
+    service = Service(fresh_ledger)
+    with TestClient(create_app(service)) as http:
+        spec = http.get("/openapi.json").json()
+
+    async def tools() -> dict[str, set[str]]:
+        from mcp import Client
+
+        async with Client(build_mcp(service)) as c:
+            return {t.name: set(t.input_schema["properties"]) for t in (await c.list_tools()).tools}
+
+    mcp_tools = asyncio.run(tools())
+    faces = {"search": ("/v1/users/{user_id}/search", "recall"), "context": ("/v1/users/{user_id}/context", "context")}
+    for verb, (path, tool) in faces.items():
+        want = verb_params(verb) - SERVER_ONLY_IN_PROCESS
+        assert want - http_params(spec, path, "post") == set(), f"POST {path} lacks options of {verb}"
+        assert want - mcp_tools[tool] == set(), f"MCP tool {tool} lacks options of {verb}"
+        cli_want = {CLI_NAMES[verb].get(p, p) for p in verb_params(verb)}
+        assert cli_want - cli_params(verb) - {"user_id"} == set(), f"memledger {verb} lacks options"
+    # the GET forms carry every option a query string can hold (half_lives is a mapping: POST only)
+    assert verb_params("search") - SERVER_ONLY_IN_PROCESS - {"half_lives"} - http_params(
+        spec, "/v1/users/{user_id}/search", "get") == set()
+    assert verb_params("context") - SERVER_ONLY_IN_PROCESS - http_params(
+        spec, "/v1/users/{user_id}/context", "get") == set()
+    # the OpenAPI document's search and context bodies carry min_confidence with its bounds
+    for path in faces.values():
+        ref = spec["paths"][path[0]]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        prop = spec["components"]["schemas"][ref.split("/")[-1]]["properties"]["min_confidence"]
+        assert any(x.get("maximum") == 1 for x in prop.get("anyOf", [prop])), prop
+
+
+def test_min_confidence_and_also_through_http_and_mcp(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("u1", "preference.drink", "tea", text="I drink green tea every morning")
+    ml.assert_fact("u1", "preference.snack", "nuts", text="I guess I snack on nuts with my tea",
+                   source="agent_inference", confidence=0.3)
+    ml.assert_fact("u2", "preference.drink", "coffee", text="I drink black coffee with my breakfast tea")
+    service = Service(ml)
+    keys = APIKeyStore(ml)
+    admin, only_u1 = keys.create([], admin=True).secret, keys.create(["u1"]).secret
+    with TestClient(create_app(service), headers={"Authorization": f"Bearer {admin}"}) as http:
+        refused = http.post("/v1/users/u1/search", json={"query": "tea", "also": ["u2"]},
+                            headers={"Authorization": f"Bearer {only_u1}"})
+        all_hits = http.post("/v1/users/u1/search", json={"query": "tea"}).json()
+        sure = http.post("/v1/users/u1/search", json={"query": "tea", "min_confidence": 0.5}).json()
+        got = http.get("/v1/users/u1/search", params={"query": "tea", "min_confidence": 0.5}).json()
+        both = http.post("/v1/users/u1/search", json={"query": "tea", "also": ["u2"]}).json()
+        bad = http.post("/v1/users/u1/search", json={"query": "tea", "min_confidence": 2})
+        ctx = http.post("/v1/users/u1/context", json={"query": "tea", "min_confidence": 0.5}).json()
+        ctx_all = http.get("/v1/users/u1/context", params={"query": "tea"}).json()
+        bad_ctx = http.get("/v1/users/u1/context", params={"memories": -1})
+    assert refused.status_code == 403 and "u2" in refused.text
+    assert {h["key"] for h in all_hits} == {"preference.drink", "preference.snack"}
+    assert [h["key"] for h in sure] == [h["key"] for h in got] == ["preference.drink"]
+    # the ledger's own merge: each hit names its user, ranks renumbered in score order
+    assert {(h["user_id"], h["key"]) for h in both} == {("u1", "preference.drink"), ("u1", "preference.snack"),
+                                                       ("u2", "preference.drink")}
+    assert [h["rank"] for h in both] == [1, 2, 3] and [h["score"] for h in both] == sorted(
+        (h["score"] for h in both), reverse=True)
+    assert bad.status_code == 422 and "min_confidence" in bad.text
+    assert "nuts" not in ctx["text"] and "nuts" in ctx_all["text"]
+    assert bad_ctx.status_code == 422 and "memories" in bad_ctx.text
+
+    async def mcp_calls() -> tuple[Any, Any]:
+        from mcp import Client
+
+        async with Client(build_mcp(service)) as c:
+            r = await c.call_tool("recall", {"user_id": "u1", "query": "tea", "min_confidence": 0.5,
+                                             "also": ["u2"]})
+            return r.structured_content, (await c.call_tool("context", {"user_id": "u1", "query": "tea",
+                                                                        "min_confidence": 0.5})).structured_content
+
+    hits, ctx_mcp = asyncio.run(mcp_calls())
+    assert {(h["user_id"], h["key"]) for h in hits["hits"]} == {("u1", "preference.drink"), ("u2", "preference.drink")}
+    assert "nuts" not in ctx_mcp["text"]
+
+
+def test_mcp_pinned_server_refuses_also_for_another_user(fresh_ledger: MemoryLedger) -> None:
+    fresh_ledger.assert_fact("u2", "preference.drink", "coffee", text="I drink coffee")
+
+    async def call() -> Any:
+        from mcp import Client
+
+        async with Client(build_mcp(Service(fresh_ledger), user="u1")) as c:
+            return await c.call_tool("recall", {"query": "coffee", "also": ["u2"]})
+
+    r = asyncio.run(call())
+    assert r.is_error and "pinned to user 'u1'" in r.content[0].text
+
+
+def test_cli_search_and_context_take_the_new_options(cli) -> None:
+    cli("assert", "u1", "session.topic", "taxes", "--text", "We talked about taxes")
+    hits = cli.json("search", "u1", "taxes", "--half-life", "session.=60", "--role-bonus", "0.2", "--trace", "t-1")
+    assert [h["key"] for h in hits] == ["session.topic"]
+    code, _, err = cli("search", "u1", "taxes", "--half-life", "session.")
+    assert code == 2 and "--half-life" in err and "PREFIX=SECONDS" in err
+    code, _, err = cli("search", "u1", "taxes", "--role-bonus", "3")
+    assert code == 2 and "role" in err and "0 to 1" in err
+    ctx = cli.json("context", "u1", "--query", "taxes", "--memories", "0", "--recent-messages", "0")
+    assert "taxes" in ctx["text"]  # the profile still shows it; no memories section
+    assert all(s["name"] != "memories" or not s["lines"] for s in ctx["sections"])
+    code, _, err = cli("context", "u1", "--memories", "-3")
+    assert code == 2 and "memories" in err
