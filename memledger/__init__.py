@@ -1,6 +1,7 @@
 """memledger: an event-sourced memory ledger for long-running LLM agents.
 
-``from memledger import MemoryLedger`` is the documented import (memledger/api.py). The packages, arrows one way:
+``from memledger import MemoryLedger`` is the documented import (memledger/api.py); ``AsyncMemoryLedger``
+(memledger/aio.py) has the same verbs as coroutines. The packages, arrows one way:
 ``memledger`` (the faces: Python API, CLI, servers) -> ``replay`` -> ``projections`` -> ``ledger`` (the domain and
 the write side); docs/ARCHITECTURE.md.
 """
@@ -12,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 from ledger.errors import BadInput, ConflictError, MemledgerError, NotCaughtUp
 
 if TYPE_CHECKING:
+    from .aio import AsyncMemoryLedger
     from .api import MemoryLedger
 
-__all__ = ["MemoryLedger", "BadInput", "ConflictError", "MemledgerError", "NotCaughtUp"]
+__all__ = ["MemoryLedger", "AsyncMemoryLedger", "BadInput", "ConflictError", "MemledgerError", "NotCaughtUp"]
 
 _resolving = threading.local()
 
@@ -40,6 +42,11 @@ def __getattr__(name: str) -> Any:
 
         globals()["MemoryLedger"] = MemoryLedger
         return MemoryLedger
+    if name == "AsyncMemoryLedger":  # imported on first use, as MemoryLedger (it imports memledger/api.py)
+        from .aio import AsyncMemoryLedger
+
+        globals()["AsyncMemoryLedger"] = AsyncMemoryLedger
+        return AsyncMemoryLedger
     # Topics name classes (capitalised); anything else, a submodule the import system looks for (``memledger.cli``)
     # included, is an ordinary missing attribute and must not import the event modules.
     if not name[:1].isupper() or getattr(_resolving, "active", False):
