@@ -16,7 +16,7 @@ import hashlib
 import json
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -243,9 +243,15 @@ def _evidence(res: Resolution, key: str, embedder: str | None) -> str:
     return " | ".join(parts)
 
 
-def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REGISTRY, **fields: Any) -> RememberReceipt:
+def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REGISTRY,
+             value_of: Callable[[str], Any] | None = None, **fields: Any) -> RememberReceipt:
     """Record a free-text statement where slot resolution puts it; see the module docstring and
-    :meth:`memledger.api.MemoryLedger.remember`. Raises BadInput (nothing written)."""
+    :meth:`memledger.api.MemoryLedger.remember`. Raises BadInput (nothing written).
+
+    ``value_of``: the value recorded for the (stripped) statement when it makes a new version, instead of the
+    statement itself (the statement stays the ``text`` that is resolved and searched; a reaffirmation keeps the
+    current value; with ``key=`` or on an idempotent retry the statement itself is recorded). memledger.compat.mem0
+    keeps a memory's metadata beside its text this way."""
     user_id, text, template = validate_remember(user_id, text, fields)
     fp = _fingerprint(user_id, text, template)
     explicit = fields.get("key")
@@ -271,7 +277,7 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
             _adjudicate(res, text)
         key = res.key or _mint_key(store, user_id, res, template.idempotency_key)
         evidence = _evidence(res, key, embedder)
-        value: Any = text
+        value: Any = text if value_of is None else value_of(text)
         if res.decision == "reaffirm" and res.target is not None:
             vj = rows.get(res.target.key, {}).get("value_json")
             value = text if vj is None else json.loads(vj)
