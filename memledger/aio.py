@@ -57,8 +57,16 @@ class Serialised:
         self._open = open
         self._target: Any = None
         self._thread_lock = threading.RLock()
-        self._task_lock: asyncio.Lock | None = None
+        self._task_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._closed = False
+
+    def _queue(self) -> asyncio.Lock:
+        """The lock queueing this event loop's tasks (a new one under another loop: a script may call
+        ``asyncio.run`` several times on one object; the thread lock still keeps loops from overlapping)."""
+        loop = asyncio.get_running_loop()
+        if self._task_lock is None or self._task_lock[0] is not loop:
+            self._task_lock = (loop, asyncio.Lock())
+        return self._task_lock[1]
 
     def _locked(self, fn: Callable[[Any], T]) -> T:
         """In the worker thread: open the target if needed and call ``fn(target)`` under the thread lock."""
@@ -71,9 +79,7 @@ class Serialised:
 
     async def run(self, fn: Callable[[Any], T]) -> T:
         """``fn(target)`` in a worker thread, after every call started before it has finished."""
-        if self._task_lock is None:
-            self._task_lock = asyncio.Lock()
-        async with self._task_lock:
+        async with self._queue():
             return await asyncio.to_thread(self._locked, fn)
 
     async def close(self, close: Callable[[Any], None]) -> None:
@@ -85,9 +91,7 @@ class Serialised:
                     close(self._target)
                 self._closed = True
 
-        if self._task_lock is None:
-            self._task_lock = asyncio.Lock()
-        async with self._task_lock:
+        async with self._queue():
             await asyncio.to_thread(shut)
 
 

@@ -161,3 +161,21 @@ def test_the_event_loop_is_free_while_a_call_runs(tmp_path):
         return ticks
 
     assert asyncio.run(main()) >= 5
+
+
+def test_one_object_serves_several_event_loops(tmp_path):
+    """A script may call asyncio.run more than once on the same object, with contention each time."""
+    ml = AsyncMemoryLedger(home=tmp_path / "s", embedder="hash")
+
+    async def burst(start: int) -> None:
+        await asyncio.gather(*[ml.assert_fact("u1", f"k.n{i}", i) for i in range(start, start + 5)])
+
+    asyncio.run(burst(0))
+    asyncio.run(burst(5))
+
+    async def finish() -> Any:
+        prof = await ml.profile("u1")
+        await ml.close()
+        return prof
+
+    assert sorted(asyncio.run(finish()).facts) == sorted(f"k.n{i}" for i in range(10))

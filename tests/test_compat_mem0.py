@@ -319,6 +319,16 @@ def test_config_maps_the_store_and_warns_about_what_it_ignores(tmp_path: Path, m
         Memory.from_config({"memledger": {"path": "/x"}})
     with pytest.raises(BadInput, match="home: is given both in config and as an argument"):
         Memory({"memledger": {"home": str(tmp_path / "a")}}, home=tmp_path / "b")
+    from pydantic import BaseModel
+
+    class MemoryConfig(BaseModel):  # mem0's config object: only the fields the caller set are read
+        vector_store: dict[str, Any] = {"provider": "qdrant"}
+        memledger: dict[str, Any] | None = None
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with Memory(MemoryConfig(memledger={"home": str(tmp_path / "t")})) as from_object:
+            assert from_object.ledger.settings.home == tmp_path / "t"
     monkeypatch.setenv("MEMLEDGER_HOME", str(tmp_path / "cli-default"))
     monkeypatch.delenv("MEMLEDGER_DSN", raising=False)
     with warnings.catch_warnings():

@@ -368,7 +368,8 @@ class Memory:
 
         The scope is ``filters={"user_id": ..., "agent_id": ..., "run_id": ...}`` (mem0 2.x) or the same as
         arguments (mem0 1.x; ``limit`` is 1.x's ``top_k``); user_id is required. Other ``filters`` keys filter on
-        metadata with mem0's operators (:func:`memledger.compat.mem0_shapes.matches`). Raises BadInput.
+        metadata with mem0's operators (:func:`memledger.compat.mem0_shapes.matches`). ``show_expired`` is accepted
+        and changes nothing (no memory expires here). Raises BadInput.
         """
         user, agent, run, rest = self._read_scope(filters, user_id, agent_id, run_id)
         k = _top_k(top_k if limit is None else limit, "top_k" if limit is None else "limit")
@@ -387,7 +388,8 @@ class Memory:
         ``score`` is the ledger's absolute relevance (0..1, below 0.3 a weak match; docs/retrieval.md);
         ``threshold`` drops hits below it (mem0's default 0.1; None keeps all). Scope and ``filters`` as for
         :meth:`get_all`. ``rerank`` is accepted and does nothing (no reranker); ``explain=True`` adds
-        ``score_details`` (the ledger's score parts). Raises BadInput naming the argument.
+        ``score_details`` (the ledger's score parts); ``show_expired`` changes nothing. Raises BadInput naming the
+        argument.
         """
         user, agent, run, rest = self._read_scope(filters, user_id, agent_id, run_id)
         k = _top_k(top_k if limit is None else limit, "top_k" if limit is None else "limit")
