@@ -129,8 +129,13 @@ def test_remember_decisions_map_to_mem0_events(fresh_ledger: Any):
     assert add("Sorry, I meant my locker number is 246") == [  # said again: nothing changed
         ("NONE", "Sorry, I meant my locker number is 246", None)]
     assert add("I am 250 years old") == [("NONE", "I am 250 years old", None)]  # quarantined, not a memory
+    assert add("I have two cats, Luna and Mochi") == [("ADD", "I have two cats, Luna and Mochi", None)]
+    # a conflict: kept beside the memory it may replace, which the ledger marks contested ("to confirm")
+    assert add("Luna passed away") == [("ADD", "Luna passed away", None)]
+    assert fresh_ledger.profile("bo").facts["pet.1"].status == "contested"
     listed = {it["memory"] for it in m.get_all(filters={"user_id": "bo"})["results"]}
-    assert listed == {"I lost my job", "Sorry, I meant my locker number is 246"}
+    assert listed == {"I lost my job", "Sorry, I meant my locker number is 246", "I have two cats, Luna and Mochi",
+                      "Luna passed away"}
     employer = memory_id("bo", "work.employer")
     assert [r["event"] for r in m.history(employer)] == ["ADD", "DELETE"] and m.get(employer) is None
     # the ledger's own view is unchanged by the face: the misreport stays in its history

@@ -209,9 +209,11 @@ class Memory:
         recorded as the facts' actor / session id; ``metadata`` is kept with the memory.
 
         Returns ``{"results": [...]}``, one entry per memory touched: ``{"id", "memory", "event"}`` with event ADD
-        (a new memory), UPDATE (a supersede or correction; plus ``previous_memory``), DELETE (a memory the statement
-        closed) or NONE (nothing changed: said before, recorded as earlier history, or quarantined by the hygiene
-        checks); with ``infer=False`` also ``actor_id`` (the message's name) and ``role``.
+        (a new memory; also a conflict, kept beside the memory it may replace, which the ledger marks contested),
+        UPDATE (a supersede, correction or cessation; plus ``previous_memory``), DELETE (a memory the statement
+        closed, as "I lost my job" closes the employer) or NONE (nothing changed: said before, recorded as earlier
+        history, or quarantined by the hygiene checks); with ``infer=False`` also ``actor_id`` (the message's
+        name) and ``role``.
 
         Raises:
             BadInput: naming the argument (``user_id``, ``messages[1].content``, ``metadata``, ...); nothing is
