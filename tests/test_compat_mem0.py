@@ -185,6 +185,7 @@ def test_infer_false_stores_every_message_as_given_in_one_save(fresh_ledger: Any
     (lambda m: m.update(memory_id("u", "a.b"), "x"), "memory_id: .* names no current memory"),
     (lambda m: m.delete(memory_id("u", "a.b")), "memory_id: .* names no current memory"),
     (lambda m: m.update(memory_id("u", "a.b")), "text: is missing"),
+    (lambda m: m.update(memory_id("u", "a.b"), "x", expiration_date="2030-01-01"), "expiration_date: is not supp"),
     (lambda m: m.search("tea", filters={"user_id": "u", "n": {"between": [1, 2]}}), "filters.n: 'between'"),
     (lambda m: m.search("tea", filters={"user_id": "u", "OR": {"a": 1}}), "filters.OR: must be a non-empty list"),
     (lambda m: m.search("tea", filters={"user_id": "u"}, top_k=-1), "top_k: -1"),

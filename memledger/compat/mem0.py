@@ -453,14 +453,17 @@ class Memory:
         return user, key, fact, walk(self._rows(user, key).get(key, []))[1]
 
     def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None, *,
-               data: str | None = None) -> dict[str, str]:
+               data: str | None = None, expiration_date: Any = None) -> dict[str, str]:
         """Change a memory: a new version of the same fact (a change of mind, a supersede), so ``history`` keeps the
         old text. ``text`` (mem0 2.x; ``data`` is its older name) replaces the memory; ``metadata`` is merged into
         its metadata (identity keys dropped, as mem0 does). The memory keeps its id, agent_id, run_id and
         sensitivity label. The same text and metadata again is a reaffirmation (no new version).
 
         Returns ``{"message": "Memory updated successfully!"}``. Raises BadInput: a malformed id or one with no
-        current memory, neither text nor metadata, an empty text (nothing written)."""
+        current memory, neither text nor metadata, an empty text, an ``expiration_date`` (nothing written)."""
+        if expiration_date is not None:
+            raise BadInput("expiration_date", "is not supported by memledger.compat.mem0",
+                           _NOT_SUPPORTED["expiration_date"])
         if text is not None and data is not None and text != data:
             raise BadInput("data", "is given together with text, differently", "give the new text once, as text")
         new_text = text if text is not None else data
@@ -504,8 +507,11 @@ class Memory:
             keys = []
             for key in sorted(self._ml.profile(user).facts):  # withheld ones too: no content is read
                 life = walk(rows.get(key, []))[1]
-                if (agent is None or (life and life.agent_id == agent)) and (run is None or (life and life.run_id == run)):
-                    keys.append(key)
+                if agent is not None and (life is None or life.agent_id != agent):
+                    continue
+                if run is not None and (life is None or life.run_id != run):
+                    continue
+                keys.append(key)
             commands = [{"op": "retract", "user_id": user, "key": k, "reason": REASON.format("delete_all")}
                         for k in keys]
             for i in range(0, len(commands), DELETE_BATCH):

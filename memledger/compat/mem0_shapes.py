@@ -83,7 +83,8 @@ def entity_id(value: Any, name: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise BadInput(name, f"must be a string, got {type(value).__name__}", f"pass {name} as a string such as 'alice'")
+        raise BadInput(name, f"must be a string, got {type(value).__name__}",
+                       f"pass {name} as a string such as 'alice'")
     value = str(value).strip()
     if not value:
         raise BadInput(name, "is empty", f"give {name} as a non-empty string, or leave it out")
@@ -115,7 +116,8 @@ def check_metadata(metadata: Any, field: str = "metadata") -> dict[str, Any] | N
     if metadata is None:
         return None
     if not isinstance(metadata, dict):
-        raise BadInput(field, f"is a {type(metadata).__name__}", "pass a dict of JSON values, e.g. {'category': 'food'}")
+        raise BadInput(field, f"is a {type(metadata).__name__}",
+                       "pass a dict of JSON values, e.g. {'category': 'food'}")
     clean = {}
     for k, v in metadata.items():
         if not isinstance(k, str):
@@ -213,7 +215,8 @@ def check_filters(filters: dict[str, Any], field: str = "filters") -> None:
         where = f"{field}.{k}"
         if k in LOGICAL:
             if not isinstance(v, list) or not v or not all(isinstance(c, dict) for c in v):
-                raise BadInput(where, "must be a non-empty list of conditions", f"e.g. {{'{k}': [{{'category': 'food'}}]}}")
+                raise BadInput(where, "must be a non-empty list of conditions",
+                               f"e.g. {{'{k}': [{{'category': 'food'}}]}}")
             for i, c in enumerate(v):
                 check_filters(c, f"{where}[{i}]")
         elif isinstance(v, dict):
@@ -240,7 +243,8 @@ def _compare(have: Any, op: str, want: Any) -> bool:
     numbers = (int, float)
     if isinstance(have, bool) or isinstance(want, bool):
         return False
-    if not ((isinstance(have, numbers) and isinstance(want, numbers)) or (isinstance(have, str) and isinstance(want, str))):
+    both_numbers = isinstance(have, numbers) and isinstance(want, numbers)
+    if not (both_numbers or (isinstance(have, str) and isinstance(want, str))):
         return False
     return {"gt": have > want, "gte": have >= want, "lt": have < want, "lte": have <= want}[op]
 
