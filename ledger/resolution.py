@@ -66,6 +66,10 @@ PARAPHRASE = 0.6
 #: content-token overlap for statements without a slot
 PARAPHRASE_FREE = 0.8
 RELATED_FREE = 0.4
+#: content overlap at or above which a free memory, well ahead of any other (by CLEAR_MARGIN), is the one a change
+#: or correction revises; below it, a conflict to confirm
+CHANGE_FREE = 0.5
+CLEAR_MARGIN = 0.2
 #: dense cosine thresholds by embedder family (model id prefix); (paraphrase, related)
 DENSE_THRESHOLDS: dict[str, tuple[float, float]] = {
     "hash:": (0.95, 0.6),
@@ -328,8 +332,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         words = every - GENERIC - _GENERIC_STEMS
         found = []
         for c in (candidates if pool is None else pool):
-            if c.status not in ("current", "contested") or not (same_subject(c) or _names_subject(text, c)):
-                continue
+            if c.status not in ("current", "contested") or not (same_subject(c) or _names_subject(text, c)
+                                                                or typing.subject == "none"):
+                continue  # a sentence naming no one ("幼儿园改了作息，八点就得到") may revise what was said of a child
             theirs_rd = c.reading
             if (mine_rd.head and theirs_rd.head and "+" not in mine_rd.head + theirs_rd.head
                     and mine_rd.head != theirs_rd.head and not same_attribute(theirs_rd, mine_rd)):
@@ -410,9 +415,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         first, and whether the best is the only best (a share >= 0.5, strictly ahead of the second)."""
         found = []
         for c in pool:
-            if c.typing is None or not (c.typing.subject in ("self", "none") if typing.subject in ("self", "none")
-                                        else c.typing.subject == typing.subject):
-                continue  # "my son quit the football league" names what of the son's it ends
+            if c.typing is None or not (c.typing.subject in ("self", "none") if typing.subject == "self"
+                                        else typing.subject == "none" or c.typing.subject == typing.subject):
+                # "my son quit the football league" names what of the son's it ends; a sentence naming no one
+                # ("钢琴课停了") may end what was said of anyone, when it names it
+                continue
             theirs = c.typing.value_tokens
             # the share of its value words the memory holds, or of the words it says were wrong ("not Maine")
             frac = max(len(typing.value_tokens & theirs) / max(1, len(typing.value_tokens)),
@@ -669,6 +676,20 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("new", None, "new_memory", note=f"close to {best_c.key}, but its {'/'.join(changed)} "
                                                          "differs: a memory of its own")
         if similar and marked and best_c.slot_key is None and not narrative and same_subject(best_c):
+            clear = _clearly_closest(best_c, [c for c in free if c.status in ("current", "contested")
+                                              and c.slot_key is None and same_subject(c)])
+            changed = value_changed(best_c)
+            # it must say what the value is now: "the offsite with Dana has changed" gives none (a conflict)
+            says_new = bool(mine_tokens - content_tokens(best_c.text) - _CHANGE_STEMS - GENERIC - _GENERIC_STEMS)
+            if clear and says_new and not typing.cessation and (best_ov >= CHANGE_FREE or changed) \
+                    and not (typing.additive and not _replaces(text)):
+                # "Our Slack workspace got renamed to brightco-hq" / "... is called brightco-team": one memory
+                # holds most of its words, well ahead of any other, and it says the value changed or was wrong
+                if typing.correction:
+                    return done("correct", best_c.key, "free_correction", best_c, op="correct",
+                                note="one memory holds most of its words and it says that was wrong")
+                return done("supersede", best_c.key, "free_change", best_c,
+                            note="one memory holds most of its words and it says that changed")
             return done("conflict", None, "free_unsure", best_c, contest_key=best_c.key)
     return done("new", None, "new_memory")
 
@@ -679,6 +700,13 @@ _INSTEAD = re.compile(r"\b(?:instead of|rather than|in place of|replac(?:ed|ing)
                       r"不再([^，,。]{1,10})[，,]?\s*(?:改|换|而是)|不([^，,。]{1,8})了[，,]\s*(?:改|换)", re.I)
 #: words that make "also" part of a replacement, not an addition ("I now also ..." still adds)
 _REPLACING = re.compile(r"\b(?:instead|switched|switch(?:ing)? to|no longer|replaced|moved to)\b|改成|换成|不再", re.I)
+
+
+def _clearly_closest(best: Candidate, pool: list[Candidate]) -> bool:
+    """``best`` holds the statement's content words well ahead of every other memory of ``pool`` (its overlap beats
+    the next by CLEAR_MARGIN; ``value_overlap`` was set by the caller for each)."""
+    others = [c.value_overlap for c in pool if c is not best]
+    return best.value_overlap - max(others, default=0.0) >= CLEAR_MARGIN
 
 
 def _cue_words(slot_key: str, words: set[str], registry: KeyRegistry) -> set[str]:

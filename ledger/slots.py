@@ -379,6 +379,29 @@ SLOT_LABELS: dict[str, str] = {
     "hobby": "hobby",
 }
 
+#: The same in Chinese, for the slots people ask about most: a Chinese question finds the fact by its slot's words
+#: (我的手机号是多少 finds "换号了：13912345678", which says neither 手机 nor 号码).
+SLOT_LABELS_ZH: dict[str, str] = {
+    "contact.phone": "手机号码 电话", "contact.email": "邮箱", "profile.name": "名字", "profile.age": "年龄 岁",
+    "profile.hometown": "老家", "residence.city": "住在 城市", "work.employer": "公司 单位", "work.occupation": "职业 工作",
+    "preference.drink": "喝 饮料", "preference.food": "吃 食物", "preference.music": "音乐", "pet": "宠物",
+    "profile.birth_date": "生日", "health.allergy": "过敏", "health.condition": "病 健康", "vehicle": "车",
+    "profile.languages": "语言", "relationship.status": "感情", "schedule": "时间安排", "hobby": "爱好",
+}
+
+
+def slot_words(key: str) -> str:
+    """The words of the catalogue slot a key is in (its label, in English and Chinese), or ``""``: a relative's key
+    (``family.sister.residence.city``) counts as its slot. Search adds them to a fact's lexical document, so a
+    question in other words ("what number do I ring") finds the fact ("my mobile is 07700 900 587")."""
+    best = ""
+    for slot in SLOT_LABELS:
+        if (key == slot or key.startswith(slot + ".") or key.endswith("." + slot) or f".{slot}." in key) \
+                and len(slot) > len(best):
+            best = slot
+    return " ".join(w for w in (SLOT_LABELS.get(best, ""), SLOT_LABELS_ZH.get(best, "")) if w)
+
+
 REGISTRY = KeyRegistry()
 # The shipped validators (seed 003 §5.1: outliers such as "I am 120 years old" are sandboxed, not believed).
 REGISTRY.register_validator("profile.age", Annotated[int, pydantic.Field(ge=0, le=120)],
@@ -458,13 +481,17 @@ _ROLE_EN_RE = _lazy_re(_LEAD_EN + r"(?:my|our|the) (" + "|".join(sorted(_ROLES_E
                        + r")(?:'s|s'|’s)\s")
 _ROLE_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:我|我们)?(?:的|家)?(" + "|".join(sorted(_ROLES_ZH, key=len, reverse=True)) + ")的")
 
+#: "not" before a word of degree or manner negates how, not what ("I speak Portuguese too, not perfectly but enough",
+#: "not very often"): no value said to be wrong
+_NOT_DEGREE = (r"(?!(?:\w+ly|very|quite|that|too|so|much|always|often|sure|great|bad|fluent|fluently|perfect|"
+               r"a lot|at all|yet)\b)")
 _CORRECTION = [_lazy_re(p) for p in (
     r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",
     r"\bi was wrong\b", r"\bto correct\b", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
-    r"\bmisremembered\b", r"\bnot \w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b", r"\bscratch that\b",
+    r"\bmisremembered\b", r"\bnot " + _NOT_DEGREE + r"\w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b", r"\bscratch that\b",
     r"^oops\b", r"\bno wait\b", r"^wait,? no\b", r"\bi mixed (?:it|them|that) up\b", r"\bgot (?:it|that) wrong\b",
     r"\bmeant to say\b", r"\bwrong (?:number|date|time|day|name)\b", r"\bi misread\b", r"^no,? it'?s\b",
-    r"\bactually\b.*\bnot\b", r", not [\w ]+[.!]?$",
+    r"\bactually\b.*\bnot\b(?! " + _NOT_DEGREE[3:-1] + r")", r", not " + _NOT_DEGREE + r"[\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
     r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"[，,]不是[^，,是]{1,10}$",
 )]
@@ -483,13 +510,13 @@ _TENTATIVE = _lazy_re(r"\b(?:might|(?:maybe|perhaps)(?! (?:\d|one|two|three|four
                         r"in the future|whether to)\b|^if\b|可能|也许|或许|大概(?![\d一二两三四五六七八九十百千万])|说不定|考虑|如果|要是|将来|有机会")
 #: Plan words make a statement tentative too ("I'm planning to switch to tea", 我打算换工作), except when the plan
 #: itself is what stops ("We cancelled the plan to move to Canada", 去加拿大的计划取消了: a cessation of the plan).
-_PLANNING = _lazy_re(r"\bplan(?:s|ning)? (?:to|on)\b|\bgoing to\b(?! the| a )|打算|计划|准备|想去|想搬|想换|想学|想买")
+_PLANNING = _lazy_re(r"\bplan(?:s|ning)? (?:to|on)\b|\bgoing to\b(?! the| a )|打算|计划|准备|(?<![不没])想(?:去|搬|换|学|买)")
 _PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计划|计划(?:取消|泡汤|搁置|作废|放弃|没了)|"
                         r"(?:放弃|取消|不再)了?.{0,8}计划")
 _ADDITIVE = _lazy_re(r"\b(?:also|too|as well|in addition|besides|as much as|another|one more|a second|"
                       r"on top of that)\b|也(?![算好罢行是许])|还有|另外|又(?![涨降换改搬调变开始])|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
 _NEGATED = [_lazy_re(p) for p in (r"不是(.{1,12}?)而是", r"不是([^，,]{1,12}?)[，,]\s*(?:应该|其实)?是",
-                                   r"[，,]不是([^，,是]{1,10})$", r"\bnot ([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
+                                   r"[，,]不是([^，,是]{1,10})$", r"\bnot " + _NOT_DEGREE + r"([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
 _CESSATION = [_lazy_re(p) for p in (
     r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b(?! (?:at|by|in|for)\b)", r"\bquit\b", r"\bgave up\b",
     r"\bgiven up\b", r"\bdropped\b", r"\blost (?:my|his|her|their) job\b", r"\bleft (?:my|his|her) job\b",
@@ -508,6 +535,8 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\bclosed (?:my|the|our)\b", r"\bshut down\b", r"\bmoved on from\b", r"\bstepped down\b",
     r"退掉|退了|退订|停订|停掉|没续|不续|辞掉|没再|关掉|关了|注销|卖掉|退出|停办|拆了|扔了|不去了|停用|不用再|不再需要",
     r"\bis over\b", r"\bended the\b", r"\bcleared out\b",
+    # 走了 / 没了 ending a clause: gone (a pet or a person died, or left); 走了一万步 is a walk
+    r"(?:走|没)了(?=[，,。！!；;…\s]|$)",
 )]
 _CHANGE = [_lazy_re(p) for p in (
     r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",

@@ -119,6 +119,9 @@ _TIMES_A = re.compile(r"\b(once|twice|thrice)\b(?= (?:a|an|per|every|each)\b)", 
 _ZH_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?")
 #: measure words after which a lone Chinese digit is a count (两只猫), not part of a word (一起, 一直)
 _ZH_MEASURE = "元块岁个只条位次号层楼分米斤天年月周张本辆台件套间家门双部首杯瓶"
+#: two or more capitalised words opening a sentence ("Eagle Ridge is ...", "Tony Stark fixed ..."); one alone is
+#: only the sentence's first word
+_LEAD_NAME = re.compile(r"^[A-Z][\w'&.-]*(?: (?:[A-Z][\w'&.-]*|of|de|van|von))* [A-Z][\w'&.-]*(?= |[,.;:!?]|$)")
 _NAME = re.compile(r"(?<=[\w,;:)] )(?:[A-Z][\w'&.-]*)(?: (?:[A-Z][\w'&.-]*|of|de|van|von))*")
 _NEGATION = re.compile(r"\b(?:not|no|never|don'?t|doesn'?t|didn'?t|isn'?t|aren'?t|wasn'?t|won'?t|can'?t|cannot|"
                        r"nobody|nothing)\b|n't\b|"
@@ -227,9 +230,11 @@ def en_number_words(s: str) -> float | None:
         return None if rest is None else rest + 0.5
     if words and words[0] == "oh":
         words = words[1:]
-    for w in words:
+    for i, w in enumerate(words):
         if w == "a":
-            current = max(current, 1)
+            # "a hundred" is 100, but "a five kilometre run" and "a dozen" hold no extra one
+            if i + 1 < len(words) and words[i + 1] in _EN_SCALES:
+                current = max(current, 1)
             continue
         if w in _EN_UNITS:
             current += _EN_UNITS[w]
@@ -468,14 +473,15 @@ def value_parts(text: str) -> ValueParts:
     for u in ("元", "块", "公斤", "公里", "岁"):
         if u in text:
             parts["unit"].add(_UNIT_WORDS[u])
-    names = _NAME.finditer(unicodedata.normalize("NFC", text))
+    nfc_text = unicodedata.normalize("NFC", text)
+    lead = _LEAD_NAME.match(nfc_text)  # "Eagle Ridge is the trail ...": a name may open the sentence too
+    names = itertools.chain([lead] if lead else [],
+                            (m for m in _NAME.finditer(nfc_text) if not lead or m.start() >= lead.end()))
     if has_cjk(text):  # Chinese has no spaces: a capitalised Latin word inside it is a name (Tony, Kevin, Netflix)
         names = itertools.chain(names, re.finditer(r"(?<![A-Za-z])[A-Z][a-z]+(?![A-Za-z])", text))
     if has_cjk(text):  # 王阿姨, 李老师, 张师傅: a surname and a form of address name one person
         names = itertools.chain(names, _ZH_NAME.finditer(text))
-    parts["name"] = {m.group(0).lower().rstrip(".") for m in names
-                     if not any(ch.isdigit() for ch in m.group(0)) and m.group(0) not in ("I", "I'm", "I've", "I'd", "I'll", "OK")
-                     and m.group(0).lower()[:3] not in _MONTHS and m.group(0).lower().rstrip("s") not in _DAYS}
+    parts["name"] = {n for n in (_name_of(m.group(0)) for m in names) if n}
     low = unicodedata.normalize("NFC", text).lower()
     quals: dict[str, set[str]] = {}
     ranged = _WEEKDAY_RANGE.search(low) is not None
@@ -492,6 +498,25 @@ def value_parts(text: str) -> ValueParts:
     return ValueParts(parts={k: frozenset(v) for k, v in parts.items() if v},
                       qualifiers={k: frozenset(v) for k, v in quals.items()},
                       negated=bool(_NEGATION.search(low)), residue=t)
+
+
+def _not_name(word: str) -> bool:
+    w = word.lower().rstrip(".")
+    return (word in ("I", "I'm", "I've", "I'd", "I'll", "OK") or w[:3] in _MONTHS or w.rstrip("s") in _DAYS
+            or w in ("the", "my", "our", "a", "an", "this", "that", "every", "on", "in", "at", "last", "next"))
+
+
+def _name_of(span: str) -> str | None:
+    """A run of capitalised words as a name, lower-cased, without the pronoun, weekday or month at either end
+    ("Sunday I" names no one; "Eagle Ridge" stays); None when nothing is left or it holds a digit."""
+    if any(ch.isdigit() for ch in span):
+        return None
+    words = span.split(" ")
+    while words and _not_name(words[0]):
+        words.pop(0)
+    while words and _not_name(words[-1]):
+        words.pop()
+    return " ".join(words).lower().rstrip(".") or None
 
 
 def differing(a: ValueParts, b: ValueParts) -> list[str]:

@@ -134,9 +134,15 @@ def run(data: Path, embedder: str, verbose: bool = False) -> dict:
                 res["failures"].append({"id": c["id"], "decision": r.decision, "key": r.key, "rule": r.explanation,
                                         "old_current": old_cur, "lost": lost})
                 if verbose:
-                    print(f"FAIL {c['id']}{' (NEW LOST)' if new_lost else ''}: {c['old']!r} -> {c['new']!r}: "
-                          f"{r.decision} {r.key} | {r.explanation}",
-                          file=sys.stderr)
+                    why = [w for w, bad in (("old current", old_cur and kind in CHANGE),
+                                            ("old retired", not old_cur and kind not in CHANGE),
+                                            ("a neutral memory retired or contested", lost or contested),
+                                            ("probe misses the new statement", kind in CHANGE and not (
+                                                hits and hits[0].text == c["new"])),
+                                            ("not merged", kind == "paraphrase" and r.decision != "reaffirm"))
+                           if bad]
+                    print(f"FAIL {c['id']}{' (NEW LOST)' if new_lost else ''} [{'; '.join(why)}]: {c['old']!r} -> "
+                          f"{c['new']!r}: {r.decision} {r.key} | {r.explanation}", file=sys.stderr)
     times.sort()
     res["counts"] = n
     res["rates"] = {

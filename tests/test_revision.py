@@ -128,3 +128,71 @@ def test_yidian_is_a_bit_unless_it_is_a_time(text, time):
     from ledger.values import value_parts
 
     assert value_parts(text).parts.get("time") == (frozenset({time}) if time else None)
+
+
+@pytest.mark.parametrize("text,numbers,names", [
+    ("Every Sunday I go for a five kilometre run", {"5"}, set()),  # "a five" holds no extra one
+    ("I bought a dozen eggs", {"12"}, set()),
+    ("I paid a hundred dollars", {"100"}, set()),
+    ("Eagle Ridge is the trail I love hiking most", set(), {"eagle ridge"}),  # a name may open the sentence
+    ("On Monday Tony from QuickFix called", set(), {"tony", "quickfix"}),  # a weekday is no name
+])
+def test_numbers_and_names_read_as_said(text, numbers, names):
+    from ledger.values import value_parts
+
+    vp = value_parts(text)
+    assert (set(vp.parts.get("number", ())), set(vp.parts.get("name", ()))) == (numbers, names)
+
+
+@pytest.mark.parametrize("text,correction", [
+    ("I speak Portuguese too, not perfectly but enough to get by on holiday", False),  # how, not what
+    ("I go running, though not very often", False),
+    ("It is Lisbon, not Porto", True),
+    ("Actually it's Tuesday, not Wednesday", True),
+])
+def test_not_before_a_word_of_degree_says_nothing_was_wrong(text, correction):
+    from ledger.slots import type_statement
+
+    assert type_statement(text).correction is correction
+
+
+@pytest.mark.parametrize("text,mood,cessation", [
+    ("钢琴课停了，孩子实在不想学", "statement", True),  # 不想学 is no plan to learn
+    ("咪咪上周走了，十四岁", "statement", True),  # 走了 ending a clause: gone
+    ("我今天走了一万步", "statement", False),  # a walk
+    ("我想学日语", "tentative", False),
+])
+def test_chinese_wishes_and_departures(text, mood, cessation):
+    from ledger.slots import type_statement
+
+    t = type_statement(text)
+    assert (t.mood, t.cessation) == (mood, cessation)
+
+
+@pytest.mark.parametrize("old,new,decision", [
+    ("Our Slack workspace is called brightco-team", "Our Slack workspace got renamed to brightco-hq", "supersede"),
+    ("坐高铁我喜欢靠窗的A座", "坐高铁我现在都选过道的C座了", "supersede"),
+    ("The team offsite with Dana is in Lisbon", "The team offsite with Dana has changed", "conflict"),  # no new value
+])
+def test_a_change_to_the_one_memory_holding_its_words_replaces_it(fresh_ledger, old, new, decision):
+    fresh_ledger.remember("u", "I fixed the squeaky hinge on the bathroom cabinet", observed_at=T1)
+    _, r, facts = two(fresh_ledger, old, new)
+    assert r.decision == decision, r.explanation
+    if decision == "supersede":
+        assert (facts.get(new), facts.get(old)) == ("current", None)
+    assert facts["I fixed the squeaky hinge on the bathroom cabinet"] == "current"
+
+
+def test_a_sentence_naming_no_one_revises_what_was_said_of_a_child(fresh_ledger):
+    _, r, facts = two(fresh_ledger, "我儿子幼儿园早上八点半入园", "幼儿园改了作息，八点就得到")
+    assert (r.decision, facts.get("幼儿园改了作息，八点就得到"), facts.get("我儿子幼儿园早上八点半入园")) == (
+        "supersede", "current", None), r.explanation
+
+
+def test_a_question_in_the_slots_words_finds_the_fact(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "My mobile number is 07700 900 412", observed_at=T1)
+    ml.remember("u", "I got a letter from an old pen pal I haven't heard from in fifteen years", observed_at=T1)
+    ml.remember("u", "My mobile is 07700 900 587.", observed_at=T2)
+    hits = ml.search("u", "What number should people ring to get hold of me?", k=2)
+    assert hits[0].text == "My mobile is 07700 900 587."

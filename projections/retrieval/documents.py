@@ -40,7 +40,7 @@ NO_COMPANION = "none"
 #: What a fact's BM25 document holds, recorded in the index manifest beside the tokenizer version: ``text+key+value``
 #: = its sentence, the words of its key and its value's words when the sentence does not hold them (see
 #: :func:`lexical_document`). Changing it invalidates saved ``.lex`` files (the indexes are rebuilt from the table).
-LEXICAL_DOCUMENT = "text+key+value"
+LEXICAL_DOCUMENT = "text+key+slot+value"
 
 
 #: ``vectors_docs.value_json`` of a fact whose value is its own sentence as a JSON string (every free-text memory:
@@ -104,6 +104,9 @@ def lexical_document(key: str, text: str, value_json: str | None = None) -> str:
     ranked first for none of 24 re-asks. Derived keys (``memory.<sha256 prefix>``) add "memory" (in every such
     document, so BM25's IDF discounts it) and a hash that no query contains.
 
+    Why the slot's words (:func:`ledger.slots.slot_words`): a question asks in the slot's words ("what number do
+    people ring") what the sentence says in others ("my mobile is 07700 900 587").
+
     Why the value: a fact asserted with ``--value sushi --text "she told me about lunch"`` was not found by
     "sushi" (a new user's report): the value is what the fact says. Only the lexical ranking sees key and value; the
     dense vector embeds the sentence alone.
@@ -111,7 +114,10 @@ def lexical_document(key: str, text: str, value_json: str | None = None) -> str:
     words = " ".join(w for w in re.split(r"[._-]+", key) if w)
     low = text.lower()
     extra = [v for v in _value_words(value_json) if v.lower() not in low]
-    return " ".join([text, words, *extra])
+    from ledger.slots import slot_words  # the catalogue loads its patterns: only when documents are made
+
+    label = slot_words(key)  # the slot's own words: "phone number" for contact.phone, in English and Chinese
+    return " ".join([text, words, *([label] if label else []), *extra])
 
 
 def lexical_version(tokenizer: str) -> str:
