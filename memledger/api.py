@@ -252,9 +252,9 @@ class MemoryLedger(Store):
 
     def entities(self, user_id: str, *, allow_sensitive: Any = None, purpose: str | None = None,
                  trace_id: str | None = None, after: int | Receipt | Iterable[Receipt] | None = None,
-                 timeout: float = 10.0) -> list[relations.EntityView]:
-        """The user's entities (``memledger entities USER --json``), by name: id, kind, name, aliases, when first
-        recorded. An entity tied to the user only by relations labelled outside ``allow_sensitive`` is
+                 timeout: float = 10.0) -> relations.Entities:
+        """The user's entities (``memledger entities USER --json``): ``.entities``, by name, each with id, kind,
+        name, aliases and when first recorded. An entity tied to the user only by relations labelled outside ``allow_sensitive`` is
         ``withheld`` (name and aliases None); one shown because of its label is recorded as a disclosure."""
         from ledger.schemas import check_user_id
 

@@ -52,6 +52,14 @@ class EntityView(BaseModel):
     withheld: str | None = None
 
 
+class Entities(BaseModel):
+    """The answer of ``entities``: the user's entities, by name (withheld ones last)."""
+
+    model_config = ConfigDict(defer_build=True)
+    user_id: str
+    entities: list[EntityView]
+
+
 class RelationEdge(BaseModel):
     """One relation reached by a walk (``memledger relations USER --json``): ``hops`` from the start, the ``path``
     of names that led to it (``["user", "Anna", "Berlin"]``), its ends (``subject_id`` is ``self`` for the user),
@@ -372,36 +380,50 @@ def _receipt(r: Receipt, subject: str, relation_type: str, obj: str, name: str, 
 # ------------------------------------------------------------------------------------------------------------ reads
 
 
-def entities(ml: Store, user_id: str, grant: Any) -> list[EntityView]:
-    """The user's entities by name. One tied to the user only by labelled relations the ``grant`` does not allow
-    is withheld (name and aliases null); one shown because of a label is recorded as a disclosure."""
+def entities(ml: Store, user_id: str, grant: Any) -> Entities:
+    """The user's entities by name. One the user reaches only through a labelled relation the ``grant`` does not
+    allow (Dr. Lee behind ``doctor_of``, and the clinic Dr. Lee works at) is withheld: name and aliases null,
+    ``withheld`` the label. One shown because the grant allows such a relation is recorded as a disclosure of the
+    labelled relations that tie it (any version, any time: an entity has no valid time of its own)."""
     from .sensitivity import record_disclosures
 
     with ml.db.read() as cur:
         rows = ml.relations_projection.entities(cur, user_id)
         cur.execute(f"SELECT key, version, subject, object, sensitivity FROM {ml.relations_projection.table('versions')} "
                     "WHERE user_id = ? AND effect IN ('new', 'supersede', 'backfill', 'correct')", (user_id,))
-        versions = cur.fetchall()
-    plain: set[str] = set()
-    labelled: dict[str, list[tuple[str, int, str]]] = {}
-    for key, version, subj, obj, label in versions:
-        for node in (subj, obj):
-            if label is None:
-                plain.add(node)
-            else:
-                labelled.setdefault(node, []).append((key, int(version), label))
+        edges = [(k, int(v), s, o, lab) for k, v, s, o, lab in cur.fetchall()]
+    free = _reach(edges, lambda lab: lab is None)
+    allowed = _reach(edges, lambda lab: lab is None or lab in grant.labels)
+    behind = _reach(edges, lambda lab: True)
     out, shown = [], set()
     for r in rows:
         eid = r["entity_id"]
-        marks = [] if eid in plain else labelled.get(eid, [])
-        hidden = next((lab for _, _, lab in marks if lab not in grant.labels), None)
-        if hidden is None:
-            shown.update(marks)
+        hidden = None
+        if eid in behind and eid not in allowed:
+            hidden = next((lab for _, _, s, o, lab in edges if lab is not None and lab not in grant.labels
+                           and (s == eid or o == eid or s in behind - allowed or o in behind - allowed)), "withheld")
+        elif eid in allowed and eid not in free:
+            shown.update((k, v, lab) for k, v, s, o, lab in edges if lab is not None and eid in (s, o))
         out.append(EntityView(entity_id=eid, kind=r["kind"], name=None if hidden else r["name"],
                               aliases=None if hidden else r["aliases"], recorded_at=from_micros(r["recorded_at"]),
                               withheld=hidden))
     record_disclosures(ml, user_id, sorted(shown), purpose=grant.purpose, trace_id=grant.trace_id)
-    return out
+    out.sort(key=lambda v: (v.name is None, v.name or "", v.entity_id))  # a withheld name's place tells nothing
+    return Entities(user_id=user_id, entities=out)
+
+
+def _reach(edges: list[tuple[str, int, str, str, str | None]], passes: Any) -> set[str]:
+    """The nodes reached from the user along ``edges`` (either direction) whose label ``passes``."""
+    seen, todo = {SELF}, [SELF]
+    while todo:
+        node = todo.pop()
+        for _, _, s, o, lab in edges:
+            if node in (s, o) and passes(lab):
+                other = o if s == node else s
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+    return seen
 
 
 def relations(ml: Store, user_id: str, entity: str | None, hops: int, as_of: Any, valid_at: Any,
