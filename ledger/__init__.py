@@ -15,7 +15,7 @@ __all__ = ["MemoryLedger", "BadInput", "ConflictError", "MemledgerError", "NotCa
 #: Every module that defines stored event or aggregate classes. Their explicit topics (``"memledger:SessionStarted"``)
 #: are registered with eventsourcing when a module is imported; ``memledger.__getattr__`` imports these so that a
 #: process that has not (a cold CLI imports only its verb's modules) can still decode every event in the log.
-EVENT_MODULES = ("ledger.domain", "ledger.sessions", "ledger.privacy", "ledger.moves")
+EVENT_MODULES = ("ledger.domain", "ledger.sessions", "ledger.privacy", "ledger.moves", "ledger.relations")
 
 
 def __getattr__(name: str) -> Any:

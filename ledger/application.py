@@ -13,7 +13,9 @@ import random
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
@@ -83,7 +85,7 @@ class LedgerApplication(Application):
                 logging.getLogger("memledger").debug("spare per-fact keys not handed back: %s", exc)
         super().close()
 
-    def load_fact(self, stream_id: uuid.UUID) -> Fact:
+    def load_fact(self, stream_id: uuid.UUID, cls: type[Fact] = Fact) -> Fact:
         """The fact's aggregate from its stream, or a new :meth:`Fact.shell` if the stream has no events.
 
         On SQLite a stream with no events is told by one autocommit SELECT on the library's own connection
@@ -94,11 +96,11 @@ class LedgerApplication(Application):
         creates the stream meanwhile makes the save conflict, and the command is re-run on a full load.
         """
         if self._stream_absent(stream_id):
-            return Fact.shell(stream_id, now_utc())
+            return cls.shell(stream_id, now_utc())
         try:
             return self.repository.get(stream_id)
         except AggregateNotFoundError:
-            return Fact.shell(stream_id, now_utc())
+            return cls.shell(stream_id, now_utc())
 
     def _stream_absent(self, stream_id: uuid.UUID) -> bool:
         """True if the SQLite log holds no event of ``stream_id``; False if it does, or on another backend (unknown).
@@ -168,24 +170,34 @@ class LedgerApplication(Application):
         self.notify(processing_event.events)  # the library's deprecated hook, as save() calls it
         return recordings
 
-    def execute(self, commands: list[FactCommand]) -> list[Outcome]:
+    def execute(self, commands: list[FactCommand],
+                prelude: Callable[[LedgerApplication, datetime], list[Any]] | None = None) -> list[Outcome]:
         """Decide and save ``commands`` atomically (one save); returns one :class:`Outcome` per command, in order.
+
+        A :class:`ledger.relations.RelationCommand` is decided by its :class:`ledger.relations.Relation` stream, any
+        other command by its :class:`Fact`. ``prelude(app, recorded_at)``, called on every attempt, returns events to
+        save first in the same save (the entities a relation names: memledger/relations.py).
 
         Raises:
             BadInput: a command was refused by the policy (nothing of the batch is saved).
             ConflictError: optimistic-concurrency conflicts persisted after ``max_retries`` re-runs.
         """
-        stream_ids = [fact_id(c.user_id, c.key) for c in commands]  # uuid5, so once per command
+        from .relations import Relation, RelationCommand, relation_stream_id
+
+        kinds: list[type[Fact]] = [Relation if isinstance(c, RelationCommand) else Fact for c in commands]
+        stream_ids = [relation_stream_id(c.user_id, c.key) if k is Relation else fact_id(c.user_id, c.key)
+                      for c, k in zip(commands, kinds)]  # uuid5, so once per command
         for attempt in range(self.max_retries + 1):
             recorded_at = now_utc()
             facts: dict[uuid.UUID, Fact] = {}
             existing = self.existing_streams(set(stream_ids)) if len(commands) > 1 else None
             pending: list[tuple[FactCommand, Any, tuple | None]] = []
-            for i, (cmd, sid) in enumerate(zip(commands, stream_ids)):
+            first_events = prelude(self, recorded_at) if prelude is not None else []
+            for i, (cmd, sid, kind) in enumerate(zip(commands, stream_ids, kinds)):
                 fact = facts.get(sid)
                 if fact is None:
                     new = existing is not None and sid not in existing
-                    fact = facts[sid] = Fact.shell(sid, now_utc()) if new else self.load_fact(sid)
+                    fact = facts[sid] = kind.shell(sid, now_utc()) if new else self.load_fact(sid, kind)
                 try:
                     event, first = fact.record(cmd, recorded_at)
                 except BadInput as exc:
@@ -199,7 +211,7 @@ class LedgerApplication(Application):
             try:
                 # Events are saved in command order (not grouped by stream), so log order is the order the
                 # caller gave: a batch reads in the log exactly as it was written.
-                events = [e for _, e, _ in pending if e is not None]
+                events = first_events + [e for _, e, _ in pending if e is not None]
                 recordings = self.save_events(events) if events else []
             except RecordConflictError:
                 # Another writer took a version we wanted. Back off exponentially with full jitter (AWS

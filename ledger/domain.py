@@ -500,11 +500,7 @@ class Fact(Aggregate):
             raise BadInput("key", f"{cmd.key!r} has capital letters, and new keys are lowercase",
                            f"use {cmd.key.lower()!r}")
         d = self.decide(cmd, recorded_at)
-        event_class = {"assert": Fact.FactAsserted, "correct": Fact.FactCorrected, "retract": Fact.FactRetracted,
-                       "withdraw": Fact.FactRetracted,
-                       "contest": Fact.FactAsserted}[
-            cmd.op
-        ]
+        event_class = self.event_class(cmd.op)
         event_id = new_event_id()
         self.trigger_event(
             event_class,
@@ -536,8 +532,19 @@ class Fact(Aggregate):
             hygiene=d.hygiene,
             fact_key_id=event_id,  # a per-fact key of its own (the mapper may name a pooled one): forget
             timestamp=recorded_at,
+            **self.event_extra(cmd),
         )
         return self.pending_events[-1], None  # type: ignore[return-value]
+
+    def event_class(self, op: str) -> type:
+        """The event class recording a command ``op`` (a subclass with its own events overrides it:
+        ledger/relations.py)."""
+        return {"assert": Fact.FactAsserted, "correct": Fact.FactCorrected, "retract": Fact.FactRetracted,
+                "withdraw": Fact.FactRetracted, "contest": Fact.FactAsserted}[op]
+
+    def event_extra(self, cmd: FactCommand) -> dict[str, Any]:
+        """Fields a subclass's events carry beyond a fact event's (none for a fact)."""
+        return {}
 
     def forget(self, versions: list[int], forgotten_ids: list[str], actor: str | None,
                recorded_at: datetime) -> Fact.FactForgotten:
@@ -565,6 +572,13 @@ class Fact(Aggregate):
     @property
     def pending_events(self) -> list[Any]:
         return self._pending_events
+
+
+def fact_effect(event: Any) -> str | None:
+    """The policy's ``effect`` of a fact event, None for any other event. Relation events (ledger/relations.py)
+    carry an ``effect`` too, decided by the same policy, but are no fact: the fact projections and the replay to a
+    cutoff ask this rather than for the attribute."""
+    return event.effect if isinstance(event, Fact.Event) else None
 
 
 def fingerprint_digest(fingerprint: str) -> str:

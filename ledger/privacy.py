@@ -60,6 +60,8 @@ ENCRYPTED_FIELDS: frozenset[str] = DEFAULT_ENCRYPTED_FIELDS | {
     # a disclosure's purpose is the caller's free text ("review dave's leukemia plan"): content, not metadata
     # (in plaintext it would survive erasure). Earlier disclosures keep theirs in plaintext.
     "purpose",
+    # an entity's name and aliases (ledger/relations.py): "Anna", "my sister"
+    "name", "aliases",
 }
 
 #: Seconds a live data key stays cached in a process (scripts/bench_encryption.py: decoding pays a key-store

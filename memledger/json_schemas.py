@@ -24,6 +24,7 @@ from .withdrawal import SourceRetraction
 from .message_search import MessageHit
 from .forget import ForgetReceipt
 from .erasure import ErasureReceipt, UserExport
+from .relations import Entities, RelationReceipt, Relations
 from .sensitivity import _audit_models
 from .sharding.rebalance import RebalanceReport
 from .search import SearchHit
@@ -134,6 +135,9 @@ def _outputs() -> dict[str, tuple[Any, str, str]]:
         "ingest-jsonl-fact": (FactCommand, "validation", "ingest --format jsonl: a fact command line"),
         "shards-status": (ShardsStatus, "serialization", "shards status"),
         "shards-rebalance": (RebalanceReport, "serialization", "shards rebalance"),
+        "relation-receipt": (RelationReceipt, "serialization", "relate, correct-relation, unrelate"),
+        "relations": (Relations, "serialization", "relations"),
+        "entities": (Entities, "serialization", "entities"),
     }
     try:  # the free-text verb's receipt, where it exists
         from ledger.schemas import RememberReceipt  # type: ignore[attr-defined]

@@ -74,6 +74,11 @@ class Store:
 
         self.disclosures_projection = DisclosuresProjection()
         self.projections.append(self.disclosures_projection)
+        # People, places and organisations in a user's life, and their relations (memledger/relations.py).
+        from projections.relations import RelationsProjection
+
+        self.relations_projection = RelationsProjection()
+        self.projections.append(self.relations_projection)
         # Sessions (memledger/sessions.py): state_cards, messages and summaries projections.
         self._init_sessions()
         # Semantic search (memledger/search.py): the vectors projection; the model loads on first use.
@@ -294,19 +299,24 @@ class Store:
         return self._head()
 
     # -- commands ----------------------------------------------------------------------------------------------
-    def _execute(self, commands: list[FactCommand], check: Callable[[], None] | None = None) -> list[Receipt]:
+    def _execute(self, commands: list[FactCommand], check: Callable[[], None] | None = None, *,
+                 prelude: Callable[..., list[Any]] | None = None) -> list[Receipt]:
         """Save fact commands in one save and return their receipts (inline mode: once projected).
 
         ``check`` runs after the key and erased-user checks, before anything is written (its refusal writes
-        nothing); MemoryLedger passes the opt-out session check.
+        nothing); MemoryLedger passes the opt-out session check. ``prelude``: events saved first in the same save
+        (``LedgerApplication.execute``; the entities a relation names).
         """
         self.check_keys()
         self.refuse_erased({c.user_id for c in commands})
         if check is not None:
             check()
-        outcomes = self.app.execute(commands)
+        outcomes = self.app.execute(commands, prelude)
         positions = [o.position for o in outcomes if o.position is not None]
-        if self.projection_mode == "inline":
+        if prelude is not None and self.projection_mode == "inline":
+            # the prelude's events precede the commands' in the log: read the span back rather than from memory
+            self.catch_up(until=max(positions) if positions else None, deferred=False)
+        elif self.projection_mode == "inline":
             # the events just saved are projected from memory, not read back from the log
             recent = [(o.position, o.event) for o in outcomes if o.position is not None and o.event is not None]
             self.catch_up(until=max(positions) if positions else None, deferred=False, recent=recent)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ledger.domain import Fact
+from ledger.domain import Fact, fact_effect
 from ledger.timeutil import OPEN, to_micros
 
 from .base import LogEvent, Projection, insert_rows, iso_micros
@@ -93,7 +93,7 @@ def project(le: LogEvent, w: Any) -> None:
       with no content, so live rows and a rebuild agree).
     """
     e = le.event
-    effect = getattr(e, "effect", None)
+    effect = fact_effect(e)
     if effect is None:
         return
     user_id, key, version = e.user_id, e.key, e.originator_version

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.domain import Fact
+from ledger.domain import Fact, fact_effect
 from ledger.timeutil import OPEN, to_micros
 
 from .base import LogEvent, Projection, iso_micros
@@ -33,7 +33,7 @@ def project(le: LogEvent, w: Any) -> None:
     and ``set_head(user_id, key, version, status, valid_to)`` (only if the row's version is ``version``).
     """
     e = le.event
-    effect = getattr(e, "effect", None)
+    effect = fact_effect(e)
     if effect is None:
         return
     if effect in ("new", "supersede", "correct"):

@@ -57,7 +57,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ledger.domain import Fact
+from ledger.domain import Fact, fact_effect
 from ledger.timeutil import OPEN, to_micros
 
 from .base import LogEvent, Projection
@@ -383,7 +383,7 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
     def apply(self, cur: Cursor, le: LogEvent) -> None:
         """Make the table hold exactly the current version of the event's fact (or no document after a retract)."""
         e = le.event
-        effect = getattr(e, "effect", None)
+        effect = fact_effect(e)
         if effect is None:
             return
         t = self.table("docs")

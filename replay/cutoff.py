@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.domain import Fact
+from ledger.domain import Fact, fact_effect
 from ledger.timeutil import OPEN, to_micros
 from projections.base import LogEvent
 
@@ -79,7 +79,7 @@ def fold_to_cutoff(app: Any, user_id: str | None, as_of: int | None, axis: str =
     closed: set[str] = set()  # observed axis: streams that met an event observed after the cutoff
     for le in _log_until(app, as_of if axis == "system" else None, page):
         e = le.event
-        if getattr(e, "effect", None) is None:
+        if fact_effect(e) is None:
             if type(e).__name__ == "SubjectErased":
                 # Erasure (docs/erasure.md): the projections purge the user at the tombstone; so does the fold.
                 prefix = "" if user_id is not None else f"{e.user_id}\x1f"

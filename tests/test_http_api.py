@@ -70,6 +70,8 @@ def user_routes(user: str) -> list[tuple[str, str, Any]]:
         ("POST", f"{u}/facts/preference.drink/corrections", {"value": "intruder"}),
         ("POST", f"{u}/facts/preference.drink/retractions", {}),
         ("GET", f"{u}/changes?after=0&limit=1", None),
+        ("POST", f"{u}/relations", {"relation_type": "sister", "entity": "Anna"}),
+        ("GET", f"{u}/relations?hops=2", None), ("GET", f"{u}/entities", None),
         ("DELETE", u, None),
         ("POST", "/v1/commands", {"commands": [{"user_id": user, "key": "x.y", "value": 1}]}),
     ]

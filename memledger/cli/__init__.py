@@ -43,6 +43,8 @@ VERB_MODULES = {
     "believed": "timetravel", "true-at": "timetravel", "diff": "timetravel", "audit": "timetravel",
     "quarantine": "hygiene", "due": "hygiene", "stats": "hygiene", "retract-source": "hygiene",
     "forget": "forget", "timeline": "timeline", "shards": "shards",
+    "relate": "relations", "correct-relation": "relations", "unrelate": "relations", "relations": "relations",
+    "entities": "relations",
 }
 #: Verbs that embed a query in a fresh process: the ONNX session is prewarmed for them (:func:`main`).
 _QUERY_VERBS = ("search", "context", "remember")

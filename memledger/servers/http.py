@@ -461,6 +461,12 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         r = service.unlink(user_id, key, body.version)
         return written(r.model_dump(mode="json"), _position(r), 201)
 
+    # people, places and organisations (docs/relations.md): their routes are in relation_routes.py
+    from .relation_routes import add_relation_routes
+
+    add_relation_routes(app, service, user_of=user_of, written=written, labels_ok=labels_ok, principal=principal,
+                        query=_query)
+
     @app.post("/v1/commands", tags=["writes"], status_code=201)
     def commands(request: Request, body: CommandsBody, idempotency_key: str | None = IdemHeader) -> Response:
         p = principal(request)

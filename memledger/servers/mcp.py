@@ -123,6 +123,15 @@ DESCRIPTIONS = {
     "unlink": "Undo a wrong `remember` decision: version `version` of `key` (from the remember receipt) does not "
               "belong there. Recorded as events, never an edit: the value it replaced comes back, the statement "
               "moves to a key of its own, or a conflict is settled. Returns the new decision.",
+    "relate": "Record who or what is in the user's life and how: `entity` is the `relation_type` of the user (or of "
+              "`of`, another entity): sister, wife, friend, manager_of, doctor_of, works_at, lives_in, ... A new name "
+              "creates the entity (aliases like \"my sister\" name it too). For a single-valued type (manager_of, "
+              "wife, lives_in) a new entity replaces the old one from valid_from, and the old one stays in history.",
+    "relations": "The user's relations walked 1-3 `hops` from the user (or `entity`): each with its path "
+                 "(user -> Anna -> Berlin), type, valid range and status. `valid_at` asks who it was at a date "
+                 "(\"who was my manager on 2024-03-01\"), `as_of` as the ledger believed then. Relations labelled "
+                 "sensitive (doctor_of: health) are withheld unless allow_sensitive names the label.",
+    "entities": "The people, pets, places and organisations known in the user's life: id, kind, name, aliases.",
     "erase": "DESTRUCTIVE and irreversible: erase everything about the user (their key is destroyed, every "
              "projection purged). `confirm` must repeat the user id.",
     "forget": "DESTRUCTIVE and irreversible: shred one fact's text and value (every version of `key`, or `version` "
@@ -367,6 +376,13 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
     if callable(getattr(service.ml, "unlink", None)):
         reg("unlink", UnlinkArgs, remember_type, lambda u, a, p: s.unlink(u, check_key(a.key), a.version), write)
     reg("context", ContextArgs, LedgerContext, context, write)
+    if callable(getattr(service.ml, "relate", None)):
+        from ..relations import Entities, RelationReceipt, Relations
+        from .models import EntitiesArgs, RelateArgs, RelationsArgs
+
+        reg("relate", RelateArgs, RelationReceipt, lambda u, a, p: s.relate(u, a), write)
+        reg("relations", RelationsArgs, Relations, granted(s.relations), ro)
+        reg("entities", EntitiesArgs, Entities, granted(s.entities), ro)
     reg("resume", ResumeArgs, Resume, lambda u, a, p: s.resume(u, now=a.now, expiry_hours=a.expiry_hours), ro)
     reg("log_message", LogMessageArgs, SessionReceipt, lambda u, a, p: s.log_message(u, a.session_id, a), write)
     reg("update_card", UpdateCardArgs, SessionReceipt, lambda u, a, p: s.update_card(u, a.session_id, a), write)

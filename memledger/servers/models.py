@@ -313,6 +313,51 @@ class ForgetArgs(UserArg):
     confirm: str = Field(description="The key again: forgetting is irreversible.")
 
 
+# -- entities and relations (docs/relations.md) ---------------------------------------------------------------
+class RelateBody(_Model):
+    """``relate``: ENTITY is the RELATION_TYPE of the user (or of ``of``)."""
+
+    relation_type: str = Field(description="sister, wife, friend, manager_of, doctor_of, works_at, lives_in, "
+                               "member_of, owns, ... or a free type (a lowercase identifier).")
+    entity: str = Field(description="The entity's name (a new one is created), alias or id.")
+    of: str | None = Field(None, description="Whose relation: an entity's name, alias or id (default: the user).")
+    aliases: list[str] | None = Field(None, description="Other names of the entity (\"my sister\", 我姐姐).")
+    kind: Literal["person", "pet", "place", "organisation", "other"] | None = Field(
+        None, description="Kind of a new entity (default by relation type).")
+    text: str | None = Field(None, description="The human sentence of the relation.")
+    observed_at: Instant | None = Field(None, description="When the source said it (ISO 8601 with offset).")
+    valid_from: Instant | None = Field(None, description="Start of validity (default observed_at); for a "
+                                       "single-valued type the previous entity's validity ends here.")
+    valid_to: Instant | None = Field(None, description="End of validity, exclusive (default open).")
+    source: Source | None = Field(None, description="Who said it: user_statement (default) | agent_inference | "
+                                  "external_import | system_feedback.")
+    source_ref: str | None = Field(None, description="Message or document id it came from.")
+    session_id: str | None = Field(None, description="Session it was said in.")
+    actor: str | None = Field(None, description="Who or what recorded it.")
+    trace_id: str | None = Field(None, description="Trace id of the agent turn.")
+    confidence: float | None = Field(None, ge=0, le=1, description="0..1 (default by source).")
+    reason: str | None = Field(None, description="Why (kept in history).")
+    sensitivity: str | None = Field(None, description="Label such as health (default: the type's; doctor_of is "
+                                    "health).")
+
+
+class RelateArgs(UserArg, RelateBody):
+    pass
+
+
+class RelationsArgs(UserArg, GrantArgs):
+    entity: str | None = Field(None, description="Start from this entity (name, alias or id) instead of the user.")
+    hops: int = Field(1, ge=1, le=3, description="How far to walk: 1, 2 or 3.")
+    as_of: Instant | None = Field(None, description="As the ledger believed at this system time (default now).")
+    valid_at: Instant | None = Field(None, description="True at this instant (default now): who was the manager "
+                                     "on 2024-03-01.")
+    after: int | None = Field(None, ge=0, description=_AFTER)
+
+
+class EntitiesArgs(UserArg, GrantArgs):
+    after: int | None = Field(None, ge=0, description=_AFTER)
+
+
 # -- result wrappers ---------------------------------------------------------------------------------------------
 class RecallResult(BaseModel):
     """``recall``: the user's current memories most relevant to the query, best first (``hits`` is the CLI's

@@ -111,6 +111,23 @@ class Service:
         with self.lock:
             return self.ml.retract_fact(user_id, key, **kw)
 
+    def relate(self, user_id: str, body: Any) -> Any:
+        """``MemoryLedger.relate`` from a :class:`~memledger.servers.models.RelateBody`: a RelationReceipt."""
+        kw = _fields(body, "relation_type", "entity", "user_id")
+        with self.lock:
+            return self.ml.relate(user_id, body.relation_type, body.entity, **kw)
+
+    def relations(self, user_id: str, a: Any) -> Any:
+        """``MemoryLedger.relations`` from a :class:`~memledger.servers.models.RelationsArgs`."""
+        with self.lock:
+            return self.ml.relations(user_id, a.entity, a.hops, a.as_of, a.valid_at, allow_sensitive=a.allow_sensitive,
+                                     purpose=a.purpose, after=a.after)
+
+    def entities(self, user_id: str, a: Any) -> Any:
+        """``MemoryLedger.entities`` from an :class:`~memledger.servers.models.EntitiesArgs`."""
+        with self.lock:
+            return self.ml.entities(user_id, allow_sensitive=a.allow_sensitive, purpose=a.purpose, after=a.after)
+
     def unlink(self, user_id: str, key: str, version: int) -> Any:
         """Undo a wrong ``remember`` decision (``MemoryLedger.unlink``): a RememberReceipt."""
         if not callable(getattr(self.ml, "unlink", None)):

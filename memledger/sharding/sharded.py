@@ -36,12 +36,13 @@ from .shardmap import SHARDS_ENV, ShardMap, load_shard_map
 USER_READS = frozenset({
     "profile", "history", "user_timezone", "search", "believed", "true_at", "diff", "audit", "sessions", "messages",
     "summary_gaps", "resume", "search_messages", "quarantine", "due", "scheduled", "export", "erased_at",
-    "disclosures",
+    "disclosures", "entities", "relations",
 })
 #: verbs about one user that write (or may: ``context`` records disclosures of sensitive facts)
 USER_WRITES = frozenset({
     "assert_fact", "correct_fact", "retract_fact", "remember", "unlink", "session_start", "log_message",
     "update_card", "summarize", "end_session", "retract_source", "forget", "record_disclosures", "context",
+    "relate", "correct_relation", "unrelate",
 })
 
 

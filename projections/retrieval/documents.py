@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from ledger.domain import fact_effect
 from ledger.timeutil import OPEN, parse_instant, to_micros
 
 from ..base import LogEvent
@@ -134,7 +135,7 @@ def fact_doc_id(key: str) -> str:
 def current_texts(events: list[LogEvent]) -> list[str]:
     """The distinct texts the events make current (new, supersede, correct), in order."""
     return list(dict.fromkeys(le.event.text for le in events
-                              if getattr(le.event, "effect", None) in CURRENT_EFFECTS
+                              if fact_effect(le.event) in CURRENT_EFFECTS
                               and getattr(le.event, "text", None) is not None))
 
 
@@ -146,7 +147,7 @@ def batch_outcome(events: list[LogEvent]) -> tuple[dict[tuple[str, str], str | N
     forgotten: set[tuple[str, str]] = set()
     for le in events:
         e = le.event
-        effect = getattr(e, "effect", None)
+        effect = fact_effect(e)
         if effect is None:
             continue
         doc = (e.user_id, fact_doc_id(e.key))

@@ -1,0 +1,42 @@
+"""The HTTP routes of entities and relations (docs/relations.md), behind the same API keys as every route:
+``POST /v1/users/{user_id}/relations`` (relate), ``GET /v1/users/{user_id}/relations`` (walk, with ``hops``,
+``as_of``, ``valid_at``, ``entity``) and ``GET /v1/users/{user_id}/entities``. Labelled relations are shown only
+when ``allow_sensitive`` asks for the label and the key holds it (403 otherwise), each one shown recorded as a
+disclosure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request, Response
+
+from .models import EntitiesArgs, RelateBody, RelationsArgs
+from .ops import Service
+
+
+def add_relation_routes(app: FastAPI, service: Service, *, user_of: Callable[..., str],
+                        written: Callable[..., Response], labels_ok: Callable[[Any, Any], None],
+                        principal: Callable[[Request], Any], query: Callable[[type], Any]) -> None:
+    """Add the three routes to ``app``; the callables are the HTTP module's (``user_of`` checks the key holds the
+    path's user, ``written`` sets ``X-Ledger-Position``, ``labels_ok`` checks the key's labels, ``query`` reads a
+    model from the query string)."""
+
+    @app.post("/v1/users/{user_id}/relations", tags=["relations"], status_code=201,
+              description="ENTITY is the RELATION_TYPE of the user (or of `of`): a new name creates the entity; "
+                          "a single-valued type supersedes the previous entity (docs/relations.md).")
+    def relate(body: RelateBody, user_id: str = Depends(user_of)) -> Response:
+        r = service.relate(user_id, body)
+        return written(r.model_dump(mode="json"), r.position, 201)
+
+    @app.get("/v1/users/{user_id}/relations", tags=["relations"])
+    async def relations(request: Request, user_id: str = Depends(user_of),
+                        q: RelationsArgs = Depends(query(RelationsArgs))) -> Any:
+        labels_ok(principal(request), q.allow_sensitive)
+        return (await service.call(service.relations, user_id, q, inline=True)).model_dump(mode="json")
+
+    @app.get("/v1/users/{user_id}/entities", tags=["relations"])
+    async def entities(request: Request, user_id: str = Depends(user_of),
+                       q: EntitiesArgs = Depends(query(EntitiesArgs))) -> Any:
+        labels_ok(principal(request), q.allow_sensitive)
+        return (await service.call(service.entities, user_id, q, inline=True)).model_dump(mode="json")
