@@ -29,8 +29,9 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from .slots import (_REL_EN_RE, _REL_ZH_RE, _ROLE_EN_RE, _ROLE_ZH_RE, REGISTRY, SLOT_LABELS, KeyRegistry,
+from .slots import (_REL_EN_RE, _REL_ZH_RE, _ROLE_EN_RE, _ROLE_ZH_RE, REGISTRY, KeyRegistry,
                     content_tokens, has_cjk, nfc_lower, type_statement)
+from .slot_labels import SLOT_LABELS
 from .values import value_parts
 
 #: verbs that name no attribute by themselves (a statement made with them is an episode or a taste, not a value)

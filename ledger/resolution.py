@@ -41,6 +41,7 @@ from .attributes import Reading, corrected, read_statement, same_attribute, subs
 from .slots import (
     _GENERIC_STEMS,
     _STOP_ZH,
+    shared_cjk_word,
     CATALOGUE_VERSION,
     GENERIC,
     REGISTRY,
@@ -54,7 +55,8 @@ from .slots import (
     says_all,
     type_statement,
 )
-from .values import ValueParts, differing, qualifier_kinds, qualifiers_clash, value_parts
+from .values import (_STRONG_KINDS, ValueParts, aspect_of, differing, name_words, qualifier_kinds, qualifiers_clash,
+                     value_parts, zh_numerals)
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
 #: the rules whose conflict an adjudicator may settle (unsure which memory, or whether it replaces it); a partial
@@ -228,7 +230,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         value phrase for the same attribute and the phrases share too little ("the left side" / "my back")."""
         out = differing(c.values, mine_vp)
         if (not out and not any(vp.parts.get(k) for vp in (c.values, mine_vp) for k in ("number", "time", "date"))
-                and _zh_numerals(c.text) != _zh_numerals(text)):
+                and zh_numerals(c.text) != zh_numerals(text)):
             out.append("number")  # 研一 / 研二: a numeral inside a word, which value_parts leaves alone
         sub = substitution(c.text, text)
         if sub is not None and not out:
@@ -345,7 +347,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 continue  # it must give a value the memory does not hold ("... with Dana has changed" gives none)
             if (shared_kinds == {"name"} and typing.slot_key is not None and c.slot_key != typing.slot_key
                     and (c.typing is None or c.typing.slot_key != typing.slot_key)
-                    and not same_attribute(theirs_rd, mine_rd) and not _name_words(mine_vp) & _name_words(c.values)):
+                    and not same_attribute(theirs_rd, mine_rd) and not name_words(mine_vp) & name_words(c.values)):
                 # a name in a slot of its own ("call me Sam") replaces no name said of another thing (French), unless
                 # it names the old one too ("Tony跳槽走了，我现在都找Kevin剪")
                 continue
@@ -381,7 +383,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("retire", key, "attribute_cessation", c, close_key=close)
         changed = value_changed(c)
         if not typing.change and not mine_rd.old_value and mine_rd.form not in ("change", "set") \
-                and _aspect(c.values) != _aspect(mine_vp):
+                and aspect_of(c.values) != aspect_of(mine_vp):
             # the same noun, another aspect of it: "my rent is 1,900 a month" / "rent is due on the 1st",
             # 宽带是电信的 / 宽带每年九月到期: a value of another kind, kept beside it
             return done("add", None, "other_aspect", None, fresh_key=True,
@@ -432,8 +434,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if cue_tokens:
                 # the clause that says what stopped ("I've given up the football", not the reason after it)
                 frac = max(frac, len(cue_tokens & theirs) / len(cue_tokens))
-            if (_name_words(mine_vp) & _name_words(c.values) or _shared_cjk_word(text, c.text)
-                    or any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text) for w in _name_words(c.values)
+            if (name_words(mine_vp) & name_words(c.values) or shared_cjk_word(text, c.text)
+                    or any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text) for w in name_words(c.values)
                            if w[:1].isupper() and len(w) > 2)):
                 frac = max(frac, 0.75)  # "Cancelled Spotify last night", "Biscuit passed away": it names what it ends
             if frac > 0:
@@ -723,7 +725,7 @@ def _cue_words(slot_key: str, words: set[str], registry: KeyRegistry) -> set[str
 
 
 #: the value kinds that name one value exactly (a name or a qualifier may be one of several)
-_STRONG = ("number", "time", "date", "email", "url", "phone", "code")
+_STRONG = _STRONG_KINDS
 #: words that say a change happened, not what it is about
 _CHANGE_WORDS = set("now new changed change reset raised raise bumped moved switched got started starting updated "
                     "again reshuffled these days".split()) | set("换改变新现在成了")
@@ -758,33 +760,6 @@ def _narrative(text: str, user_name: str | None) -> bool:
 _PERSONAL = ("email", "phone", "url")
 
 
-def _shared_cjk_word(a: str, b: str) -> bool:
-    """Whether two Chinese sentences share a run of three or more characters that are not function words (褪黑素,
-    钟点工): a named thing, as distinctive as a shared name."""
-    if not (has_cjk(a) and has_cjk(b)):
-        return False
-    import difflib
-
-    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
-    run = a[m.a:m.a + m.size]
-    return m.size >= 3 and sum(1 for ch in run if has_cjk(ch) and ch not in _STOP_ZH) >= 3
-
-
-def _aspect(vp: ValueParts) -> frozenset[str]:
-    """The kinds of value a statement gives (amount, time, date, code, ...; names and plain words count as one
-    kind, "words"), which tell an aspect of a noun from another: its price from its due date."""
-    # an amount and a code are one kind here: a combination may be "0718" or "2264", a locker "B-12" or "112"
-    family = {"number": "id", "code": "id", "phone": "id", "email": "id", "url": "id", "time": "time",
-              "date": "date"}
-    kinds = frozenset(family[k] for k in _STRONG if vp.parts.get(k))
-    return kinds or frozenset({"words"})
-
-
-def _name_words(vp: ValueParts) -> set[str]:
-    """The words of a statement's names ("spotify premium family" -> spotify, premium, family)."""
-    return {w for name in vp.parts.get("name", ()) for w in name.split()}
-
-
 def _names_subject(text: str, c: Candidate) -> bool:
     """Whether ``text`` names the person ``c`` is about ("swim practice for my daughter" of a daughter's memory)."""
     if c.typing is None or c.typing.subject in ("self", "none"):
@@ -794,11 +769,6 @@ def _names_subject(text: str, c: Candidate) -> bool:
     words = [w for w, rel in {**_RELATIONS_EN, **_RELATIONS_ZH}.items() if rel == c.typing.subject]
     low = text.lower()
     return any((w in low) if has_cjk(w) else re.search(rf"\b{re.escape(w)}\b", low) for w in words)
-
-
-def _zh_numerals(text: str) -> set[str]:
-    """The Chinese numeral characters of a text, with 两 read as 二 (一 left out: it is also "a")."""
-    return {"二" if c == "两" else c for c in text if c in "二两三四五六七八九十百千万"}
 
 
 def _replaces(text: str) -> bool:

@@ -561,3 +561,27 @@ def qualifier_kinds(text: str) -> set[str]:
     """The qualifier kinds named in ``text`` (a value phrase: "Saturday mornings" names day and time of day)."""
     low = unicodedata.normalize("NFC", text).lower()
     return {kind for kind, table in _QUALIFIERS.items() if any(re.search(p, low) for p, _ in table)}
+
+
+#: the value kinds that tell an aspect of a noun apart (its price from its due date)
+_STRONG_KINDS = ("number", "time", "date", "email", "url", "phone", "code")
+
+
+def aspect_of(vp: ValueParts) -> frozenset[str]:
+    """The kinds of value a statement gives (amount, time, date, code, ...; names and plain words count as one
+    kind, "words"), which tell an aspect of a noun from another: its price from its due date."""
+    # an amount and a code are one kind here: a combination may be "0718" or "2264", a locker "B-12" or "112"
+    family = {"number": "id", "code": "id", "phone": "id", "email": "id", "url": "id", "time": "time",
+              "date": "date"}
+    kinds = frozenset(family[k] for k in _STRONG_KINDS if vp.parts.get(k))
+    return kinds or frozenset({"words"})
+
+
+def name_words(vp: ValueParts) -> set[str]:
+    """The words of a statement's names ("spotify premium family" -> spotify, premium, family)."""
+    return {w for name in vp.parts.get("name", ()) for w in name.split()}
+
+
+def zh_numerals(text: str) -> set[str]:
+    """The Chinese numeral characters of a text, with 两 read as 二 (一 left out: it is also "a")."""
+    return {"二" if c == "两" else c for c in text if c in "二两三四五六七八九十百千万"}

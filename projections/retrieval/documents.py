@@ -105,7 +105,7 @@ def lexical_document(key: str, text: str, value_json: str | None = None) -> str:
     ranked first for none of 24 re-asks. Derived keys (``memory.<sha256 prefix>``) add "memory" (in every such
     document, so BM25's IDF discounts it) and a hash that no query contains.
 
-    Why the slot's words (:func:`ledger.slots.slot_words`): a question asks in the slot's words ("what number do
+    Why the slot's words (:func:`ledger.slot_labels.slot_words`): a question asks in the slot's words ("what number do
     people ring") what the sentence says in others ("my mobile is 07700 900 587").
 
     Why the value: a fact asserted with ``--value sushi --text "she told me about lunch"`` was not found by
@@ -115,7 +115,7 @@ def lexical_document(key: str, text: str, value_json: str | None = None) -> str:
     words = " ".join(w for w in re.split(r"[._-]+", key) if w)
     low = text.lower()
     extra = [v for v in _value_words(value_json) if v.lower() not in low]
-    from ledger.slots import slot_words  # the catalogue loads its patterns: only when documents are made
+    from ledger.slot_labels import slot_words  # the catalogue loads its patterns: only when documents are made
 
     label = slot_words(key)  # the slot's own words: "phone number" for contact.phone, in English and Chinese
     return " ".join([text, words, *([label] if label else []), *extra])
