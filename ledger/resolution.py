@@ -307,15 +307,21 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 or not any(mine_vp.parts.get(k) for k in strong)):
             return None
         words = content_tokens(mine_vp.residue) - GENERIC - _GENERIC_STEMS
+        live = [c for c in candidates if c.status in ("current", "contested")]
         best = None
         for c in (candidates if pool is None else pool):
-            if c.status not in ("current", "contested") or not same_subject(c) or value_changed(c):
-                continue
+            if c.status not in ("current", "contested") or not (same_subject(c) or _names_subject(text, c)) \
+                    or value_changed(c):
+                continue  # "the school bus picks my son up at twenty to eight" names the son of "my son's bus ..."
             if not any(c.values.parts.get(k) for k in strong) or qualifiers_clash(c.values, mine_vp):
                 continue
             theirs = content_tokens(c.values.residue) - GENERIC - _GENERIC_STEMS
             shared = overlap(words, theirs)
-            if (shared >= min_shared or (c.dense or 0.0) >= rel_cos) and (best is None or shared > best[0]):
+            # a statement that is its values alone ("我二十八了", "thirty-four") says again what the one memory
+            # holding them says
+            bare = not words and sum(1 for o in live if all(mine_vp.parts[k] <= o.values.parts.get(k, frozenset())
+                                                            for k in strong if mine_vp.parts.get(k))) == 1
+            if (shared >= min_shared or (c.dense or 0.0) >= rel_cos or bare) and (best is None or shared > best[0]):
                 best = (shared, c)
         return None if best is None else best[1]
 

@@ -114,11 +114,15 @@ _NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_WORD_SCALES
                                                                                          key=len, reverse=True))
                         + r"|and(?=[\s-]+(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True)) + r")\b))\b)*"
                         r"(?:\s+and a half\b)?", re.I)
+#: "one" as a pronoun: after a determiner ("the one", "this one", "no one") or before "of" ("one of my ...")
+_ONE_PRONOUN_BEFORE = re.compile(r"\b(?:the|this|that|which|no|every|any|some|each|another|a|new|old|little|big)\s+$",
+                                 re.I)
+_ONE_PRONOUN_AFTER = re.compile(r"\s+(?:of|another)\b", re.I)
 _KUAI = re.compile(r"(?<![0-9.])(\d+)块(\d)(?![0-9])")
 _TIMES_A = re.compile(r"\b(once|twice|thrice)\b(?= (?:a|an|per|every|each)\b)", re.I)
 _ZH_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?")
 #: measure words after which a lone Chinese digit is a count (两只猫), not part of a word (一起, 一直)
-_ZH_MEASURE = "元块岁个只条位次号层楼分米斤天年月周张本辆台件套间家门双部首杯瓶"
+_ZH_MEASURE = "元块岁个只条位次回遍趟号层楼分米斤天年月周张本辆台件套间家门双部首杯瓶"
 #: two or more capitalised words opening a sentence ("Eagle Ridge is ...", "Tony Stark fixed ..."); one alone is
 #: only the sentence's first word
 _LEAD_NAME = re.compile(r"^[A-Z][\w'&.-]*(?: (?:[A-Z][\w'&.-]*|of|de|van|von))* [A-Z][\w'&.-]*(?= |[,.;:!?]|$)")
@@ -451,6 +455,9 @@ def value_parts(text: str) -> ValueParts:
     def words(m: re.Match[str]) -> str | None:
         if m.group(0).strip().lower() in ("a", "an", "and"):
             return None
+        if m.group(0).strip().lower() == "one" and (
+                _ONE_PRONOUN_BEFORE.search(t[:m.start()]) or _ONE_PRONOUN_AFTER.match(t, m.end())):
+            return None  # "the one who fixes my car", "one of my friends": a pronoun, no number
         x = en_number_words(m.group(0))
         return None if x is None else _fmt(x)
 
