@@ -86,7 +86,7 @@ def dense_thresholds(embedder: str | None) -> tuple[float, float]:
     return DENSE_THRESHOLDS["default"]
 
 
-_CLAUSES = re.compile(r"[,;，；。!?！？]|\s(?:because|since|so|but|as|and now|which)\s", re.I)
+_CLAUSES = re.compile(r"[,;，；。!?！？—]|\.(?=\s|$)|\s(?:because|since|so|but|as|and now|which)\s", re.I)
 
 
 def _cue_clause_tokens(text: str, registry: Any, user_name: str | None) -> set[str]:
@@ -344,6 +344,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                                                                 or typing.subject == "none"):
                 continue  # a sentence naming no one ("幼儿园改了作息，八点就得到") may revise what was said of a child
             theirs_rd = c.reading
+            if qualifiers_clash(c.values, mine_vp):
+                continue  # summer's setting is not replaced by winter's ("冬天开空调…我调到22度")
             if (mine_rd.head and theirs_rd.head and "+" not in mine_rd.head + theirs_rd.head
                     and mine_rd.head != theirs_rd.head and not same_attribute(theirs_rd, mine_rd)):
                 continue  # "the rent on my storage unit" is not "my rent": two nouns read, two attributes
@@ -441,8 +443,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 # the clause that says what stopped ("I've given up the football", not the reason after it)
                 frac = max(frac, len(cue_tokens & theirs) / len(cue_tokens))
             if (name_words(mine_vp) & name_words(c.values) or shared_cjk_word(text, c.text)
-                    or any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text) for w in name_words(c.values)
-                           if w[:1].isupper() and len(w) > 2)):
+                    or any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text, re.I) for w in name_words(c.values)
+                           if len(w) > 2)):
                 frac = max(frac, 0.75)  # "Cancelled Spotify last night", "Biscuit passed away": it names what it ends
             if frac > 0:
                 found.append((frac, c.score, c))
@@ -690,6 +692,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # it must say what the value is now: "the offsite with Dana has changed" gives none (a conflict)
             says_new = bool(mine_tokens - content_tokens(best_c.text) - _CHANGE_STEMS - GENERIC - _GENERIC_STEMS)
             if clear and says_new and not typing.cessation and (best_ov >= CHANGE_FREE or changed) \
+                    and not qualifiers_clash(best_c.values, mine_vp) \
                     and not (typing.additive and not _replaces(text)):
                 # "Our Slack workspace got renamed to brightco-hq" / "... is called brightco-team": one memory
                 # holds most of its words, well ahead of any other, and it says the value changed or was wrong

@@ -451,7 +451,7 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"\bi was wrong\b", r"\bto correct\b", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
     r"\bmisremembered\b", r"\bnot " + _NOT_DEGREE + r"\w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b", r"\bscratch that\b",
     r"^oops\b", r"\bno wait\b", r"^wait,? no\b", r"\bi mixed (?:it|them|that) up\b", r"\bgot (?:it|that) wrong\b",
-    r"\bmeant to say\b", r"\bwrong (?:number|date|time|day|name)\b", r"\bi misread\b", r"^no,? it'?s\b",
+    r"\bmeant to say\b", r"\b(?:it|that) (?:was|is) never\b", r"\b(?:read|looked at|saw|gave you|had) the wrong\b", r"\bwrong (?:number|date|time|day|name)\b", r"\bi misread\b", r"^no,? it'?s\b",
     r"\bactually\b.*\bnot\b(?! " + _NOT_DEGREE[3:-1] + r")", r", not " + _NOT_DEGREE + r"[\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
     r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"[，,]不是[^，,是]{1,10}$",
@@ -471,7 +471,8 @@ _TENTATIVE = _lazy_re(r"\b(?:might|(?:maybe|perhaps)(?! (?:\d|one|two|three|four
                         r"in the future|whether to)\b|^if\b|可能|也许|或许|大概(?![\d一二两三四五六七八九十百千万])|说不定|考虑|如果|要是|将来|有机会")
 #: Plan words make a statement tentative too ("I'm planning to switch to tea", 我打算换工作), except when the plan
 #: itself is what stops ("We cancelled the plan to move to Canada", 去加拿大的计划取消了: a cessation of the plan).
-_PLANNING = _lazy_re(r"\bplan(?:s|ning)? (?:to|on)\b|\bgoing to\b(?! the| a )|打算|计划|准备|(?<![不没])想(?:去|搬|换|学|买)")
+_PLANNING = _lazy_re(r"(?<!not )(?<!n't )(?<!no )\bplan(?:s|ning)? (?:to|on)\b|(?<!not )(?<!n't )\bgoing to\b(?! the| a )|"
+                     r"(?<![不没])(?:打算|计划|准备)|(?<![不没])想(?:去|搬|换|学|买)")
 _PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计划|计划(?:取消|泡汤|搁置|作废|放弃|没了)|"
                         r"(?:放弃|取消|不再)了?.{0,8}计划")
 _ADDITIVE = _lazy_re(r"\b(?:also|too|as well|in addition|besides|as much as|another|one more|a second|"
@@ -506,6 +507,7 @@ _CHANGE = [_lazy_re(p) for p in (
     r"现在", r"改", r"换", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
     r"升职|升为|晋升|当上|升到|涨到|降到|调到", r"\bpromoted\b", r"\brenamed\b", r"\bgot (?:pushed|moved|bumped)\b",
     r"\b(?:raised|reset|bumped|reshuffled|relocated|rescheduled|re-?registered|upped|hiked|lowered)\b",
+    r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced|hiking)\b",
     r"\bgot new\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
 )]
 # "now" in "I don't ... anymore, I now drink tea" marks a new value after a cessation: then it is a change.
@@ -720,8 +722,22 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     return Typing(slot=None if slot is None else slot.key, cardinality=card, subject=subject,
                   correction=correction, cessation=bool(cess), change=bool(chg), value_tokens=value,
                   cue_weight=best[0], sensitivity=sensitivity,
-                  negated_tokens=negated, additive=bool(_ADDITIVE.search(body)), mood=mood,
+                  negated_tokens=negated, additive=_adds(body, chg), mood=mood,
                   tentative_of=tentative_of)
+
+
+def _adds(body: str, changes: list[re.Match[str]]) -> bool:
+    """Whether the statement adds ("also", 也) rather than replaces: an additive word in a clause after the one that
+    says what changed speaks of something else (最近都喝燕麦拿铁了，美式太苦，胃也受不了: the stomach "also")."""
+    add = _ADDITIVE.search(body)
+    if add is None:
+        return False
+    first_change = min((m.start() for m in changes), default=None)
+    return first_change is None or first_change > add.start() or not _CLAUSE_BREAK.search(
+        body, first_change, add.start())
+
+
+_CLAUSE_BREAK = re.compile(r"[，,。.;；!！?？]")
 
 
 def overlap(a: set[str], b: set[str]) -> float:

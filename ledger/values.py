@@ -102,6 +102,15 @@ _DATE_ZH = re.compile(r"(?:(\d{4}|[零〇一二两三四五六七八九]{4})年)
 _DATE_EN = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? (\d{1,2})(?:st|nd|rd|th)?\b|"
                       r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b",
                       re.I)
+_ORDINAL_UNITS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+                  "ninth": 9}
+_ORDINALS = {**_ORDINAL_UNITS, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13, "fourteenth": 14,
+             "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18, "nineteenth": 19, "twentieth": 20,
+             "thirtieth": 30, **{f"twenty-{w}": 20 + n for w, n in _ORDINAL_UNITS.items()}, "thirty-first": 31}
+_ORDINAL_RE = "|".join(sorted((w.replace("-", "[ -]") for w in _ORDINALS), key=len, reverse=True))
+_MONTH_RE = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
+_DATE_EN_WORDS = re.compile(rf"\b(?:the )?({_ORDINAL_RE}) (?:of )?{_MONTH_RE}\b|\b{_MONTH_RE} (?:the )?({_ORDINAL_RE})\b",
+                            re.I)
 _NUM = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s?(thousand|grand|million|hundred)?"
                   r"(?![A-Za-z0-9])\s?(%|percent|dollars?|bucks|euros?|pounds?|usd|eur|gbp|rmb|yuan|元|块|kg|kilos?|公斤|km|公里|"
                   r"miles?|minutes?|mins|分钟|hours?|小时|years?|岁)?", re.I)
@@ -148,7 +157,8 @@ _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
                r"account|wifi|wi-fi|network|address|car)\b|在家|家里的?|家用|私人|个人的?", "home"),
               (r"\bat (?:work|the office|my office)\b|\bin the office\b|\b(?:work|office|company|business) (?:phone|"
                r"laptop|e-?mail|computer|number|account|wifi|wi-fi|network|address|car)\b|在公司|在单位|上班时|"
-               r"(?:公司|单位|办公室)的?(?:电话|手机|手机号|邮箱|电脑|笔记本|地址|账号|车|网络|wifi)|工作用的?", "work"),
+               r"(?:公司|单位|办公室)的?(?:电话|手机|手机号|邮箱|电脑|笔记本|地址|账号|车|网络|wifi)|工作用的?|"
+               r"工作(?:邮箱|电话|手机|电脑|号码?)", "work"),
               (r"\bat school\b|在学校", "school"), (r"\bwhen travell?ing\b|\bon trips?\b|出差|旅行时|旅游时", "travel")),
     "whom": ((r"\bfor (?:my |the )?(son|daughter|kids?|children|wife|husband|partner|mom|mum|dad|mother|father|"
               r"baby|family|boss|team)\b", "\\1"),
@@ -302,6 +312,9 @@ def value_parts(text: str) -> ValueParts:
         return f"{_MONTHS[m.group(4).lower()[:3]]:02d}-{int(m.group(3)):02d}"
 
     take("date", _DATE_EN, en_date)
+    # "the twelfth of March", "March the twelfth": ordinals in words
+    take("date", _DATE_EN_WORDS, lambda m: f"{_MONTHS[(m.group(2) or m.group(3)).lower()[:3]]:02d}-"
+                                           f"{_ORDINALS[(m.group(1) or m.group(4)).lower().replace(' ', '-')]:02d}")
     # a day of the month without one: 每月1号, "on the 1st"
     take("date", _DAY_OF_MONTH, lambda m: f"day-{int(m.group(1) or m.group(2)):02d}")
 

@@ -196,3 +196,43 @@ def test_a_question_in_the_slots_words_finds_the_fact(fresh_ledger):
     ml.remember("u", "My mobile is 07700 900 587.", observed_at=T2)
     hits = ml.search("u", "What number should people ring to get hold of me?", k=2)
     assert hits[0].text == "My mobile is 07700 900 587."
+
+
+@pytest.mark.parametrize("old,new", [
+    ("I sing in a community choir on Wednesday evenings.",
+     "I've quit the choir. Couldn't keep up with the Wednesday nights on top of everything."),  # a sentence per clause
+    ("We've got a tabby cat called Biscuit, she's eleven.", "Biscuit died over the weekend. The house is so quiet."),
+])
+def test_a_cessation_in_its_own_sentence_retires_what_it_names(fresh_ledger, old, new):
+    _, r, facts = two(fresh_ledger, old, new)
+    assert (r.decision, facts.get(old)) == ("retire", None), r.explanation
+
+
+@pytest.mark.parametrize("old,new", [
+    ("夏天空调我一般开26度。", "冬天开空调制热的话，我调到22度。"),  # summer and winter: both kept
+    ("我工作邮箱是 li.na@huaxin.com。", "私人的事发我163邮箱：lina_1988@163.com。"),  # work and private
+])
+def test_a_value_under_another_qualifier_replaces_nothing(fresh_ledger, old, new):
+    _, r, facts = two(fresh_ledger, old, new)
+    assert (facts.get(old), facts.get(new)) == ("current", "current"), r.explanation
+
+
+@pytest.mark.parametrize("text,slot,mood,correction,change,additive", [
+    ("最近都喝燕麦拿铁了，美式太苦，胃也受不了。", "preference.drink", "statement", False, True, False),  # 胃也
+    ("我也喜欢喝咖啡", "preference.drink", "statement", False, False, True),
+    ("Actually it was never B12, I read the wrong sign. My bay's D12.", None, "statement", True, False, False),
+    ("I'm not planning to move", "plan", "statement", False, False, False),
+    ("Bumping the food shop budget up to £475 a month", None, "statement", False, True, False),
+])
+def test_markers_read_in_their_clause(text, slot, mood, correction, change, additive):
+    from ledger.slots import type_statement
+
+    t = type_statement(text)
+    assert (t.slot_key, t.mood, t.correction, t.change, t.additive) == (slot, mood, correction, change, additive)
+
+
+def test_ordinal_dates_in_words():
+    from ledger.values import value_parts
+
+    assert value_parts("I was born on the twelfth of March").parts["date"] == {"03-12"}
+    assert value_parts("March the twenty-first").parts["date"] == {"03-21"}
