@@ -686,6 +686,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("new", None, "new_memory", note=f"close to {best_c.key}, but its {'/'.join(changed)} "
                                                          "differs: a memory of its own")
         if similar and marked and best_c.slot_key is None and not narrative and same_subject(best_c):
+            kept = beside(best_c)  # summer / winter, also: both kept, nothing contested
+            if kept is not None:
+                return kept
             clear = _clearly_closest(best_c, [c for c in free if c.status in ("current", "contested")
                                               and c.slot_key is None and same_subject(c)])
             changed = value_changed(best_c)
