@@ -560,10 +560,13 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 am = by_attribute()
                 if am is not None:
                     return on_attribute(am)
-            if target is None and siblings:
+            if target is None and siblings and not typing.value_tokens:
+                # "I stopped that" among several: which one is for the user to say
                 return done("conflict", None, "multi_unsure", best, contest_key=best.key if best else None)
             if target is None:
-                return done("add", None, "multi_new")
+                # "I no longer play tennis" beside a locker filed under the same slot: it names nothing held, so it
+                # is kept as said and contests nothing
+                return done("add", None, "multi_new", note="it names no value of the slot held now")
             close = target.key if not target.key.startswith(slot_key + ".") else None
             key = target.key if close is None else None
             if typing.correction:

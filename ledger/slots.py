@@ -34,7 +34,7 @@ from .text import has_cjk
 Cardinality = Literal["single", "multi"]
 
 #: Bumped whenever a cue, slot or marker changes: recorded in each resolution's evidence.
-CATALOGUE_VERSION = "slots/6"
+CATALOGUE_VERSION = "slots/7"
 
 #: Labels of the special categories of personal data; nothing else gets a default label.
 SPECIAL_CATEGORIES = ("health", "religion", "politics", "sex_life", "ethnicity", "biometrics", "union_membership")
@@ -86,6 +86,10 @@ _ROLES = (("landlord", "landlord|landlady", "我(?:们)?(?:的|家)?房东|房�
           ("hairdresser", "hairdresser|barber|stylist", "我的理发师"),
           ("trainer", "personal trainer|trainer|coach", "我的(?:私人)?教练"), ("vet", "vet|veterinarian", "兽医"))
 
+#: Who treats the user says something of their health: labelled as the relation types doctor_of, dentist_of and
+#: therapist_of are (docs/relations.md), so every read withholds them unless asked for.
+_HEALTH_ROLES = {"doctor": "health", "dentist": "health", "therapist": "health"}
+
 #: The shipped catalogue, in priority order (the first slot wins a tie of cue weights).
 CATALOGUE: tuple[Slot, ...] = (
     _slot("health.allergy", "multi", (r"allergic|allergy|allergies",), ("过敏",), "health"),
@@ -103,7 +107,7 @@ CATALOGUE: tuple[Slot, ...] = (
                               r"unionised|unionized|teamsters|shop steward",), ("工会",), "union_membership"),
     _slot("orientation", "single", (r"\bgay\b|lesbian|bisexual|queer|straight",), ("同性恋|双性恋",), "sex_life"),
     *(_slot(f"person.{role}", "single", (r"(?:my|our|new|switched|changed|changing|switching) (?:" + en + r")s?\b",),
-            (zh,),
+            (zh,), _HEALTH_ROLES.get(role),
             weight=0.6) for role, en, zh in _ROLES),
     _slot("contact.phone", "single", (r"phone number|my number|mobile number|cell number|reach me at",),
           ("电话号码|手机号|电话是",)),

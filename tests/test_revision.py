@@ -236,3 +236,14 @@ def test_ordinal_dates_in_words():
 
     assert value_parts("I was born on the twelfth of March").parts["date"] == {"03-12"}
     assert value_parts("March the twenty-first").parts["date"] == {"03-21"}
+
+
+def test_a_cessation_naming_nothing_held_contests_nothing(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "My gym locker number is 112.", observed_at=T1)
+    ml.remember("u", "They gave me a new locker, it's 307 now.", observed_at=T1)
+    r = ml.remember("u", "I no longer play tennis.", observed_at=T2)
+    statuses = {f.text: f.status for f in ml.profile("u").facts.values()}
+    assert r.decision != "conflict", r.explanation
+    assert statuses["They gave me a new locker, it's 307 now."] == "current"
+    assert statuses["I no longer play tennis."] == "current"
