@@ -373,3 +373,21 @@ def test_memory_from_env_default_home_is_relative_to_the_working_directory(tmp_p
     with Memory() as m:
         assert Path(m.ledger.settings.home).resolve() == (tmp_path / ".memledger").resolve()
     assert os.path.isdir(tmp_path / ".memledger")
+
+
+def test_a_message_of_several_statements_keeps_each_one(fresh_ledger: Any):
+    m = Memory(ledger=fresh_ledger)
+    first = m.add("Hi, I'm Alex. I love iced americano and I live in Lisbon.", user_id="alex")["results"]
+    assert [r["memory"] for r in first] == ["Hi, I'm Alex.", "I love iced americano", "I live in Lisbon."]
+    changed = m.add("I switched to hot lattes", user_id="alex")["results"]
+    assert [(r["event"], r.get("previous_memory")) for r in changed] == [("UPDATE", "I love iced americano")]
+    assert sorted(r["memory"] for r in m.get_all(user_id="alex")["results"]) == [
+        "Hi, I'm Alex.", "I live in Lisbon.", "I switched to hot lattes"]
+
+
+def test_statements_split_at_sentences_and_clauses_not_abbreviations():
+    from memledger.compat.mem0 import statements
+
+    assert statements("Dr. Lee is my doctor") == ["Dr. Lee is my doctor"]
+    assert statements("I moved to St. Louis and my wife loves it") == ["I moved to St. Louis", "my wife loves it"]
+    assert statements("我喜欢喝咖啡，我住在杭州。我有一只猫") == ["我喜欢喝咖啡", "我住在杭州。", "我有一只猫"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 import shutil
 import threading
@@ -114,6 +115,27 @@ def _fresh(settings: Any) -> tuple[bool, set[str] | None]:
         row = conn.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s",
                            (settings.schema,)).fetchone()
     return row is None, None
+
+
+#: where a message holds another statement: after a sentence's end, and before "and I" / "and my" / "but I" (EN);
+#: after 。！？； and before a clause that starts again with 我 (ZH)
+_STATEMENT_BREAK = re.compile(r"(?<=[.!?])(?<!Dr\.)(?<!Mr\.)(?<!Mrs\.)(?<!Ms\.)(?<!St\.)(?<!Mt\.)(?<!Jr\.)(?<!Sr\.)"
+                              r"\s+(?=[A-Z0-9\"“'‘\u4e00-\u9fff])|(?<=[。！？；;])|,?\s+(?:and|but) (?=(?:I|I'm|I've|my|we|our)\b)|"
+                              r"[，,](?:而且|还有|另外)?(?=我(?!们))")
+
+
+def statements(text: str) -> list[str]:
+    """The statements of one message, in order (at least one; nothing dropped but the joining words and spaces):
+    "Hi, I'm Alex. I love iced americano and I live in Lisbon." -> "Hi, I'm Alex.", "I love iced americano",
+    "I live in Lisbon." A part too short to say anything (fewer than 2 characters) stays with the one before."""
+    parts: list[str] = []
+    for piece in _STATEMENT_BREAK.split(text.strip()):
+        piece = (piece or "").strip()
+        if len(piece) < 2 and parts:
+            parts[-1] += piece
+        elif piece:
+            parts.append(piece)
+    return parts or [text.strip()]
 
 
 class Memory:
@@ -246,16 +268,18 @@ class Memory:
         for m in msgs:
             if m["role"] != "user":
                 continue
-            try:
-                receipt = remember(self._ml, user, m["content"], actor=agent, session_id=run, value_of=value_of)
-            except BadInput as exc:
-                raise rename_fields(exc, {"text": f"{m['where']}.content", "actor": "agent_id",
-                                          "session_id": "run_id", "value": "metadata"}) from None
-            said = m["content"].strip()
-            for i, r in enumerate([receipt, *receipt.extra]):
-                entry = _event(user, r, said if i == 0 else None, current, main=i == 0)
-                if entry is not None:
-                    results.append(entry)
+            # one statement at a time, as mem0 distils a message into facts: "I love iced americano and I live in
+            # Lisbon" kept whole under the drink would lose Lisbon when the drink changes
+            for said in statements(m["content"]):
+                try:
+                    receipt = remember(self._ml, user, said, actor=agent, session_id=run, value_of=value_of)
+                except BadInput as exc:
+                    raise rename_fields(exc, {"text": f"{m['where']}.content", "actor": "agent_id",
+                                              "session_id": "run_id", "value": "metadata"}) from None
+                for i, r in enumerate([receipt, *receipt.extra]):
+                    entry = _event(user, r, said if i == 0 else None, current, main=i == 0)
+                    if entry is not None:
+                        results.append(entry)
         return results
 
     def _add_raw(self, user: str, agent: str | None, run: str | None, meta: dict[str, Any] | None,
