@@ -139,7 +139,8 @@ def test_mcp_pinned_server_refuses_also_for_another_user(fresh_ledger: MemoryLed
             return await c.call_tool("recall", {"query": "coffee", "also": ["u2"]})
 
     r = asyncio.run(call())
-    assert r.is_error and "pinned to user 'u1'" in r.content[0].text
+    assert r.is_error and "also: this server is pinned to user 'u1' (fix: search the pinned user only" in (
+        r.content[0].text)
 
 
 def test_cli_search_and_context_take_the_new_options(cli) -> None:
@@ -155,3 +156,21 @@ def test_cli_search_and_context_take_the_new_options(cli) -> None:
     assert all(s["name"] != "memories" or not s["lines"] for s in ctx["sections"])
     code, _, err = cli("context", "u1", "--memories", "-3")
     assert code == 2 and "memories" in err
+
+
+def test_http_refuses_a_query_parameter_the_route_does_not_take(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("u1", "preference.drink", "tea", text="I drink tea")
+    admin = APIKeyStore(ml).create([], admin=True).secret
+    with TestClient(create_app(Service(ml)), headers={"Authorization": f"Bearer {admin}"}) as http:
+        kk = http.get("/v1/users/u1/search", params={"query": "tea", "kk": 5})
+        recent = http.get("/v1/users/u1/context", params={"recent": 2})
+        bogus = http.get("/v1/users/u1/profile", params={"bogus": 1})
+        fine = http.get("/v1/users/u1/search", params={"query": "tea", "k": 1})
+        also = http.post("/v1/users/u1/context", json={"also": ["u2"]})
+    assert (kk.status_code, kk.json()["field"]) == (422, "kk") and "did you mean k?" in kk.json()["fix"]
+    assert recent.status_code == 422 and "did you mean recent_messages?" in recent.json()["fix"]
+    assert bogus.status_code == 422 and bogus.json()["fix"].endswith("after, allow_sensitive, purpose")
+    assert fine.status_code == 200 and [h["key"] for h in fine.json()] == ["preference.drink"]
+    # an unknown body field is answered with this route's fields only, never suggesting the same name
+    assert also.status_code == 422 and "also" not in also.json()["fix"] and "recent_messages" in also.json()["fix"]

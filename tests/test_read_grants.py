@@ -314,6 +314,7 @@ HTTP_WRITES = {
     ("POST", "/v1/users/{user_id}/sessions/{session_id}/card"): "state card patch: a session receipt",
     ("POST", "/v1/users/{user_id}/sessions/{session_id}/summaries"): "summary: a session receipt",
     ("POST", "/v1/users/{user_id}/sessions/{session_id}/end"): "end session: a session receipt",
+    ("POST", "/v1/users/{user_id}/relations"): "relate: a relation receipt (what the caller sent, ids, version)",
 }
 #: reads sent as POST (their query in the body): called like the GETs
 HTTP_POST_READS = {"/v1/users/{user_id}/search", "/v1/users/{user_id}/context"}
@@ -323,6 +324,7 @@ MCP_WRITES = {
     "correct": "a receipt", "retract": "a receipt", "unlink": "a remember receipt; related memories withheld",
     "log_message": "a session receipt", "update_card": "a session receipt",
     "erase": "an erasure receipt (counts)", "forget": "a forget receipt (counts)",
+    "relate": "a relation receipt (what the caller sent, ids, version)",
 }
 #: a value for each parameter a read may require, by name (a new required parameter must be added here)
 SAMPLE = {"user_id": "u1", "key": "health.condition", "session_id": "s1", "as_of": LATER, "valid_at": LATER,

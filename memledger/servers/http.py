@@ -80,6 +80,7 @@ BODY_FIELDS = frozenset().union(*(m.model_fields for m in (
     AssertBody, AuditArgs, BelievedArgs, CardBody, CommandsBody, ContextBody, CorrectBody, DiffArgs, HttpSearchBody,
     LogMessageBody, ObservedBody, RememberBody, RetractBody, SessionStartBody, SummaryBody, TrueAtArgs, UnlinkBody)))
 from .ops import Service
+from .params import no_unknown_query, route_fields
 from .ui import build_ui_router, is_ui_path
 from .wording import for_face, from_validation, text_of
 
@@ -284,7 +285,8 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
 
     # documents the bearer scheme in /openapi.json (the Authorize button of /docs); KeyMiddleware enforces it
     bearer = Security(HTTPBearer(auto_error=False, description="An API key: memledger keys create --user U"))
-    app = FastAPI(title="memledger", version="0.1.0", lifespan=lifespan, dependencies=[bearer],
+    app = FastAPI(title="memledger", version="0.1.0", lifespan=lifespan,
+                  dependencies=[bearer, Depends(no_unknown_query)],
                   description="An event-sourced memory ledger for LLM agents. Every route but /v1/health needs "
                               "Authorization: Bearer <key> (memledger keys create). Errors are RFC 9457 "
                               "problem+json. See docs/interfaces.md.")
@@ -322,7 +324,8 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
             w = BadInput("Content-Type", f"the body was sent as {shown}, so it was not read as JSON",
                          "send the JSON body with Content-Type: application/json")
         else:
-            w = from_validation(errors, "http", BODY_FIELDS, located=True)
+            # an unknown field is told with this route's fields, never every route's
+            w = from_validation(errors, "http", route_fields(request) or BODY_FIELDS, located=True)
         details = [{"field": ".".join(str(p) for p in e.get("loc", ())), "problem": str(e.get("msg"))}
                    for e in errors]
         return problem_response(422, "Bad input", text_of(w), field=w.field, problem=w.problem, fix=w.fix,

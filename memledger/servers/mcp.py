@@ -339,7 +339,13 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
     def recall(u: str, a: RecallArgs, p: Principal | None) -> RecallResult:
         policy.check_labels(a.allow_sensitive, p)
         for other in a.also or []:  # the same rule as user_id: the pin and the key must hold each user searched
-            policy.resolve(other, p)
+            try:
+                policy.resolve(other, p)
+            except BadInput as exc:
+                raise BadInput("also", exc.problem, "search the pinned user only (leave also out)"
+                               if "pinned" in exc.problem else exc.fix) from None
+            except PermissionError as exc:
+                raise PermissionError(str(exc).replace("user_id:", "also:", 1)) from None
         return s.recall(u, a)
 
     def context(u: str, a: ContextArgs, p: Principal | None) -> LedgerContext:
