@@ -41,7 +41,6 @@ from .attributes import Reading, corrected, read_statement, same_attribute, subs
 from .slots import (
     _GENERIC_STEMS,
     _STOP_ZH,
-    shared_cjk_word,
     CATALOGUE_VERSION,
     GENERIC,
     REGISTRY,
@@ -56,7 +55,7 @@ from .slots import (
     type_statement,
 )
 from .values import (_STRONG_KINDS, ValueParts, aspect_of, differing, name_words, qualifier_kinds, qualifiers_clash,
-                     value_parts, zh_numerals)
+                     shared_cjk_word, value_parts, zh_numerals)
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
 #: the rules whose conflict an adjudicator may settle (unsure which memory, or whether it replaces it); a partial

@@ -790,15 +790,3 @@ def linked_slot_keys(slot_key: str | None) -> tuple[str, ...]:
         parts = slot_key.split(".")
         prefix, base = ".".join(parts[:2]) + ".", ".".join(parts[2:])
     return tuple(prefix + k for k in CESSATION_LINKS.get(base, ()))
-
-
-def shared_cjk_word(a: str, b: str) -> bool:
-    """Whether two Chinese sentences share a run of three or more characters that are not function words (褪黑素,
-    钟点工): a named thing, as distinctive as a shared name."""
-    if not (has_cjk(a) and has_cjk(b)):
-        return False
-    import difflib
-
-    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
-    run = a[m.a:m.a + m.size]
-    return m.size >= 3 and sum(1 for ch in run if has_cjk(ch) and ch not in _STOP_ZH) >= 3

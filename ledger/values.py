@@ -605,3 +605,17 @@ def name_words(vp: ValueParts) -> set[str]:
 def zh_numerals(text: str) -> set[str]:
     """The Chinese numeral characters of a text, with 两 read as 二 (一 left out: it is also "a")."""
     return {"二" if c == "两" else c for c in text if c in "二两三四五六七八九十百千万"}
+
+
+def shared_cjk_word(a: str, b: str) -> bool:
+    """Whether two Chinese sentences share a run of three or more characters that are not function words (褪黑素,
+    钟点工): a named thing, as distinctive as a shared name."""
+    if not (has_cjk(a) and has_cjk(b)):
+        return False
+    import difflib
+
+    from .slots import _STOP_ZH
+
+    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
+    run = a[m.a:m.a + m.size]
+    return m.size >= 3 and sum(1 for ch in run if has_cjk(ch) and ch not in _STOP_ZH) >= 3
