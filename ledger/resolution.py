@@ -70,6 +70,7 @@ RELATED_FREE = 0.4
 #: content overlap at or above which a free memory, well ahead of any other (by CLEAR_MARGIN), is the one a change
 #: or correction revises; below it, a conflict to confirm
 CHANGE_FREE = 0.5
+WEAK_MATCH = 0.3  #: a search score below it is a weak match (docs/retrieval.md): not what a statement is about
 CLEAR_MARGIN = 0.2
 #: dense cosine thresholds by embedder family (model id prefix); (paraphrase, related)
 DENSE_THRESHOLDS: dict[str, tuple[float, float]] = {
@@ -332,7 +333,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if not (typing.change or typing.correction or _REVISION_HINT.search(text)) or typing.mood != "statement" \
                 or narrative or (typing.additive and not _replaces(text)) or _PAST_EVENT.search(text):
             return None  # "... started playing guitar five years ago": an episode, not a value replaced
-        kinds = {k for k in (*_STRONG, "name") if mine_vp.parts.get(k)}
+        kinds = {k for k in (*_STRONG_KINDS, "name") if mine_vp.parts.get(k)}
         if not kinds:
             return None
         every = content_tokens(mine_vp.residue) - _CHANGE_STEMS
@@ -348,7 +349,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if (mine_rd.head and theirs_rd.head and "+" not in mine_rd.head + theirs_rd.head
                     and mine_rd.head != theirs_rd.head and not same_attribute(theirs_rd, mine_rd)):
                 continue  # "the rent on my storage unit" is not "my rent": two nouns read, two attributes
-            theirs = {k for k in (*_STRONG, "name") if c.values.parts.get(k)}
+            theirs = {k for k in (*_STRONG_KINDS, "name") if c.values.parts.get(k)}
             shared_kinds = kinds & theirs
             if not shared_kinds or not any(mine_vp.parts[k] - c.values.parts[k] for k in shared_kinds):
                 continue  # it must give a value the memory does not hold ("... with Dana has changed" gives none)
@@ -559,8 +560,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 am = by_attribute()
                 if am is not None:
                     return on_attribute(am)
-            if target is None and siblings and not typing.value_tokens:
-                # "I stopped that" among several: which one is for the user to say
+            if target is None and siblings and (not typing.value_tokens or best.score >= WEAK_MATCH):
+                # "I stopped that" among several, or a sibling close to it ("日语先放下了，我开始学韩语" of "我在学日语"):
+                # which one it ends is for the user to say
                 return done("conflict", None, "multi_unsure", best, contest_key=best.key if best else None)
             if target is None:
                 # "I no longer play tennis" beside a locker filed under the same slot: it names nothing held, so it
@@ -739,7 +741,6 @@ def _cue_words(slot_key: str, words: set[str], registry: KeyRegistry) -> set[str
 
 
 #: the value kinds that name one value exactly (a name or a qualifier may be one of several)
-_STRONG = _STRONG_KINDS
 #: words that say a change happened, not what it is about
 _CHANGE_WORDS = set("now new changed change reset raised raise bumped moved switched got started starting updated "
                     "again reshuffled these days".split()) | set("换改变新现在成了")

@@ -105,7 +105,8 @@ def run(data: Path, embedder: str, verbose: bool = False) -> dict:
                 elif old_cur:
                     n["stale"] += 1
                     ok = False
-                hits = ml.search(user, c["probe"], k=1) if c.get("probe") else []
+                hits = ml.search(user, c["probe"], k=1, allow_sensitive=list(SPECIAL_CATEGORIES),
+                                 purpose="evaluation") if c.get("probe") else []
                 if hits and hits[0].text == c["new"]:
                     n["probe_first"] += 1
                 else:
