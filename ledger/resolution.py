@@ -55,7 +55,7 @@ from .slots import (
     type_statement,
 )
 from .values import (_STRONG_KINDS, ValueParts, aspect_of, differing, name_words, qualifier_kinds, qualifiers_clash,
-                     shared_cjk_word, value_parts, zh_numerals)
+                     names_relative, shared_cjk_word, value_parts, zh_numerals)
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
 #: the rules whose conflict an adjudicator may settle (unsure which memory, or whether it replaces it); a partial
@@ -250,6 +250,14 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 out.append("value")  # "a medium flat white" / "a large flat white": a word replaced by another
         return out
 
+    def names_theirs(c: Candidate) -> bool:  # "swim practice for my daughter" of a daughter's memory
+        return c.typing is not None and names_relative(text, c.typing.subject)
+
+    def moved_clash(c: Candidate) -> list[str]:
+        # another weekday said as a change ("from this term Leo swims on Thursdays") moves the value; another
+        # season, place or person is another case, kept beside it
+        return [k for k in qualifiers_clash(c.values, mine_vp) if not (typing.change and k == "day")]
+
     def same_subject(c: Candidate) -> bool:
         # "the wifi password is ..." names no one: it is the user's as much as "my wifi password is ..."
         return c.typing is not None and ({c.typing.subject, typing.subject} <= {"self", "none"}
@@ -310,7 +318,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         live = [c for c in candidates if c.status in ("current", "contested")]
         best = None
         for c in (candidates if pool is None else pool):
-            if c.status not in ("current", "contested") or not (same_subject(c) or _names_subject(text, c)) \
+            if c.status not in ("current", "contested") or not (same_subject(c) or names_theirs(c)) \
                     or value_changed(c):
                 continue  # "the school bus picks my son up at twenty to eight" names the son of "my son's bus ..."
             if not any(c.values.parts.get(k) for k in strong) or qualifiers_clash(c.values, mine_vp):
@@ -340,11 +348,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         words = every - GENERIC - _GENERIC_STEMS
         found = []
         for c in (candidates if pool is None else pool):
-            if c.status not in ("current", "contested") or not (same_subject(c) or _names_subject(text, c)
+            if c.status not in ("current", "contested") or not (same_subject(c) or names_theirs(c)
                                                                 or typing.subject == "none"):
                 continue  # a sentence naming no one ("幼儿园改了作息，八点就得到") may revise what was said of a child
             theirs_rd = c.reading
-            if qualifiers_clash(c.values, mine_vp):
+            if moved_clash(c):
                 continue  # summer's setting is not replaced by winter's ("冬天开空调…我调到22度")
             if (mine_rd.head and theirs_rd.head and "+" not in mine_rd.head + theirs_rd.head
                     and mine_rd.head != theirs_rd.head and not same_attribute(theirs_rd, mine_rd)):
@@ -690,8 +698,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("new", None, "new_memory", note=f"close to {best_c.key}, but its {'/'.join(changed)} "
                                                          "differs: a memory of its own")
         if similar and marked and best_c.slot_key is None and not narrative and same_subject(best_c):
-            kept = beside(best_c)  # summer / winter, also: both kept, nothing contested
-            if kept is not None:
+            kept = beside(best_c) if moved_clash(best_c) or not qualifiers_clash(best_c.values, mine_vp) else None
+            if kept is not None:  # summer / winter, also: both kept, nothing contested
                 return kept
             clear = _clearly_closest(best_c, [c for c in free if c.status in ("current", "contested")
                                               and c.slot_key is None and same_subject(c)])
@@ -699,7 +707,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # it must say what the value is now: "the offsite with Dana has changed" gives none (a conflict)
             says_new = bool(mine_tokens - content_tokens(best_c.text) - _CHANGE_STEMS - GENERIC - _GENERIC_STEMS)
             if clear and says_new and not typing.cessation and (best_ov >= CHANGE_FREE or changed) \
-                    and not qualifiers_clash(best_c.values, mine_vp) \
+                    and not moved_clash(best_c) \
                     and not (typing.additive and not _replaces(text)):
                 # "Our Slack workspace got renamed to brightco-hq" / "... is called brightco-team": one memory
                 # holds most of its words, well ahead of any other, and it says the value changed or was wrong
@@ -773,17 +781,6 @@ def _narrative(text: str, user_name: str | None) -> bool:
 
 #: value kinds that are one per person and attribute: a new one replaces the one memory that holds one
 _PERSONAL = ("email", "phone", "url")
-
-
-def _names_subject(text: str, c: Candidate) -> bool:
-    """Whether ``text`` names the person ``c`` is about ("swim practice for my daughter" of a daughter's memory)."""
-    if c.typing is None or c.typing.subject in ("self", "none"):
-        return False
-    from .slots import _RELATIONS_EN, _RELATIONS_ZH
-
-    words = [w for w, rel in {**_RELATIONS_EN, **_RELATIONS_ZH}.items() if rel == c.typing.subject]
-    low = text.lower()
-    return any((w in low) if has_cjk(w) else re.search(rf"\b{re.escape(w)}\b", low) for w in words)
 
 
 def _replaces(text: str) -> bool:

@@ -619,3 +619,15 @@ def shared_cjk_word(a: str, b: str) -> bool:
     m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
     run = a[m.a:m.a + m.size]
     return m.size >= 3 and sum(1 for ch in run if has_cjk(ch) and ch not in _STOP_ZH) >= 3
+
+
+def names_relative(text: str, subject: str) -> bool:
+    """Whether ``text`` names the relative ``subject`` ("brother", "daughter", ...; "swim practice for my daughter"
+    names the daughter); never for the user ("self") or no one ("none")."""
+    if subject in ("self", "none"):
+        return False
+    from .slots import _RELATIONS_EN, _RELATIONS_ZH
+
+    words = [w for w, rel in {**_RELATIONS_EN, **_RELATIONS_ZH}.items() if rel == subject]
+    low = text.lower()
+    return any((w in low) if has_cjk(w) else re.search(rf"\b{re.escape(w)}\b", low) for w in words)

@@ -247,3 +247,10 @@ def test_a_cessation_naming_nothing_held_contests_nothing(fresh_ledger):
     assert r.decision != "conflict", r.explanation
     assert statuses["They gave me a new locker, it's 307 now."] == "current"
     assert statuses["I no longer play tennis."] == "current"
+
+
+def test_another_weekday_said_as_a_change_moves_the_value(fresh_ledger):
+    old = "Leo's swimming lessons are Tuesdays at 4:30 at the leisure centre"
+    new = "The leisure centre reshuffled its timetable, so from this term Leo swims on Thursdays at 5:15"
+    _, r, facts = two(fresh_ledger, old, new)
+    assert (facts.get(new), facts.get(old)) == ("current", None), r.explanation
