@@ -169,7 +169,7 @@ def rebuild_cmd(
             names = ", ".join(projections or [p.name for p in store.projections])
             columns = (TextColumn(f"rebuild {names}" + (f" on {shard}" if shard else "")), BarColumn(),
                        MofNCompleteColumn(), TextColumn("{task.fields[rate]:>9,.0f} events/s"), TimeRemainingColumn())
-            with Progress(*columns, console=err, transient=True) as bar:
+            with Progress(*columns, console=err.current(), transient=True) as bar:
                 task = bar.add_task("rebuild", total=None, rate=0.0)
 
                 def progress(position: int, head: int) -> None:

@@ -1,0 +1,49 @@
+"""The CLI run inside another program's process (``memledger.cli.main([...])``, as the test suite runs it): each call
+prints to the streams of that call and leaves the process as it found it."""
+
+from __future__ import annotations
+
+import io
+import re
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from memledger.cli import main
+
+
+def call(argv: list[str], stdout: io.StringIO | None = None) -> tuple[int, str, str]:
+    out, err = stdout or io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err), pytest.raises(SystemExit) as exit_:
+        main(argv)
+    return exit_.value.code, out.getvalue(), err.getvalue()
+
+
+def width(printed: str) -> int:
+    """Columns of the widest line, colour codes left out."""
+    return max(len(re.sub(r"\x1b\[[0-9;]*m", "", line)) for line in printed.splitlines())
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_each_call_prints_as_its_own_stdout_asks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The consoles were built once, at import, for the stdout of that moment: a call on a terminal after an import
+    under a pipe got no colours and a piped width, and a piped call after an import on a terminal got colour codes
+    and the terminal's width."""
+    for name in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("COLUMNS", "70")  # the terminal's width
+    home = ["--home", str(tmp_path / "h")]
+    assert call([*home, "assert", "u1", "preference.drink", "tea"])[0] == 0
+    for _ in range(2):  # terminal, pipe, terminal, pipe
+        code, on_terminal, _ = call([*home, "profile", "u1"], stdout=Terminal())
+        assert code == 0 and "tea" in on_terminal
+        assert "\x1b[1m" in on_terminal and width(on_terminal) <= 70  # a bold header
+        code, piped, _ = call([*home, "profile", "u1"])
+        assert code == 0 and "tea" in piped
+        assert "\x1b[" not in piped and width(piped) > 70  # wide: cells are not cut
