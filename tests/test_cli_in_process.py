@@ -47,3 +47,23 @@ def test_each_call_prints_as_its_own_stdout_asks(tmp_path: Path, monkeypatch: py
         code, piped, _ = call([*home, "profile", "u1"])
         assert code == 0 and "tea" in piped
         assert "\x1b[" not in piped and width(piped) > 70  # wide: cells are not cut
+
+
+def test_the_ledgers_warnings_reach_the_commands_stderr_when_logging_is_configured(tmp_path: Path) -> None:
+    """A warning of the ledger (here: a home others can read) reached stderr through Python's last-resort handler
+    only, which a program that has configured logging replaces (pytest's own handlers do): it left the command."""
+    import logging
+    import os
+
+    home = tmp_path / "h"
+    assert call(["--home", str(home), "assert", "u1", "preference.drink", "tea"])[0] == 0
+    os.chmod(home, 0o755)
+    os.chmod(home / "projections.db", 0o644)
+    host = logging.StreamHandler(io.StringIO())  # the host program's logging
+    logging.getLogger().addHandler(host)
+    try:
+        code, _, err = call(["--home", str(home), "profile", "u1"])
+    finally:
+        logging.getLogger().removeHandler(host)
+    assert code == 0 and "can be read by other local accounts" in err and f"chmod -R go-rwx {home}" in err
+    assert logging.getLogger("memledger").handlers == []  # the command's handler went with it
