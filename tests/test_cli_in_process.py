@@ -4,6 +4,7 @@ prints to the streams of that call and leaves the process as it found it."""
 from __future__ import annotations
 
 import io
+import json
 import re
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -67,3 +68,36 @@ def test_the_ledgers_warnings_reach_the_commands_stderr_when_logging_is_configur
         logging.getLogger().removeHandler(host)
     assert code == 0 and "can be read by other local accounts" in err and f"chmod -R go-rwx {home}" in err
     assert logging.getLogger("memledger").handlers == []  # the command's handler went with it
+
+
+def test_project_follow_puts_back_the_signal_handlers_it_found(tmp_path: Path) -> None:
+    """``project --follow`` stops on SIGTERM or SIGINT; the handlers it set for that stayed after it returned, so
+    the host program's Ctrl-C (KeyboardInterrupt) and SIGTERM handling were gone for good."""
+    import os
+    import signal
+    import threading
+
+    home = ["--home", str(tmp_path / "h")]
+    assert call([*home, "assert", "u1", "preference.drink", "tea"])[0] == 0
+    found = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    returned = threading.Event()
+
+    def stop_when_following() -> None:  # SIGTERM only once the command's handler is in place
+        while signal.getsignal(signal.SIGTERM) is found[signal.SIGTERM]:
+            if returned.wait(0.01):
+                return
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    stopper = threading.Thread(target=stop_when_following)
+    stopper.start()
+    try:
+        code, out, err = call([*home, "project", "--follow", "--json"])
+    finally:
+        returned.set()
+        stopper.join()
+        now = {sig: signal.getsignal(sig) for sig in found}
+        for sig, handler in found.items():
+            signal.signal(sig, handler)
+    assert (code, json.loads(out)) == (0, {"position": 1}), err
+    assert now == found
