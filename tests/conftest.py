@@ -2,7 +2,7 @@
 
 Backends: every test that takes ``fresh_ledger`` (or ``store_args``) runs once per backend in ``BACKENDS`` — the
 embedded SQLite default always, PostgreSQL when a server answers (see tests/pg.py). Tests that need PostgreSQL and
-find no server skip with the reason.
+find no server skip with the reason, or fail under ``MEMLEDGER_REQUIRE_POSTGRES=1`` (CI).
 """
 
 from __future__ import annotations
@@ -30,12 +30,17 @@ def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "postgres":
         from tests import pg
 
-        if not pg.available():
-            # CI sets MEMLEDGER_REQUIRE_POSTGRES=1 (.ci/run): there, a missing server is a failure, not a skip.
-            if os.environ.get("MEMLEDGER_REQUIRE_POSTGRES") == "1":
-                pytest.fail(f"MEMLEDGER_REQUIRE_POSTGRES=1 but {pg.unreachable_reason()}", pytrace=False)
-            pytest.skip(pg.unreachable_reason() or "")
+        pg.require()  # skips, or fails under MEMLEDGER_REQUIRE_POSTGRES=1 (CI), when no server answers
     return request.param
+
+
+@pytest.fixture
+def postgres_server() -> None:
+    """For a test that talks to the PostgreSQL server itself (not through ``backend``): the same rule, a skip
+    with the reason, or a failure under ``MEMLEDGER_REQUIRE_POSTGRES=1``."""
+    from tests import pg
+
+    pg.require()
 
 
 @pytest.fixture

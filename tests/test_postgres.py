@@ -14,7 +14,11 @@ from ledger.config import Settings
 from ledger.errors import BadInput, MemledgerError
 from tests import pg
 
-needs_pg = pytest.mark.skipif(not pg.available(), reason=pg.unreachable_reason() or "")
+
+def needs_pg(test):
+    """A test on the server itself: no server is a skip with the reason, or a failure under
+    ``MEMLEDGER_REQUIRE_POSTGRES=1`` (tests/pg.py ``require``)."""
+    return pytest.mark.postgres(pytest.mark.usefixtures("postgres_server")(test))
 
 
 def test_dsn_maps_to_eventsourcing_postgres_env():
