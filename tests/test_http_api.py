@@ -240,7 +240,6 @@ def test_sessions_and_context_routes(api: Any) -> None:
     assert exported["user_id"] == "u1" and exported["profile"]["facts"]["preference.drink"]["value"] == "tea"
 
 
-@pytest.mark.skipif(not callable(getattr(MemoryLedger, "remember", None)), reason="MemoryLedger.remember not here")
 def test_remember_route(api: Any) -> None:
     http, h = api["http"], auth(api, "u1")
     r = http.post("/v1/users/u1/memories", json={"text": "I switched to hot lattes"},
