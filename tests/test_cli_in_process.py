@@ -1,5 +1,6 @@
 """The CLI run inside another program's process (``memledger.cli.main([...])``, as the test suite runs it): each call
-prints to the streams of that call and leaves the process as it found it."""
+prints to the streams of that call and leaves the process as it found it; and the suite's in-process runner
+(tests/conftest.py ``run_cli``) answers as a ``python -m memledger`` process does."""
 
 from __future__ import annotations
 
@@ -101,3 +102,39 @@ def test_project_follow_puts_back_the_signal_handlers_it_found(tmp_path: Path) -
             signal.signal(sig, handler)
     assert (code, json.loads(out)) == (0, {"position": 1}), err
     assert now == found
+
+
+def test_a_call_in_the_test_process_answers_as_a_memledger_process_does(tmp_path: Path) -> None:
+    """The suite runs the CLI in its own process (tests/conftest.py ``run_cli``); here the same calls go to
+    ``python -m memledger`` processes too, and exit code, stdout and stderr must be the same: a usage error, bad
+    input with its JSON error line, a --json read, --help, stdin that is no terminal, and a failure (exit 1)."""
+    from tests.conftest import CLI
+
+    store = {"home": tmp_path / "h"}
+    in_process, process = CLI(store), CLI(store, subprocess=True)
+    assert in_process("assert", "u1", "preference.drink", "tea")[0] == 0
+    for args in (["profile"], ["assert", "u1", "Bad Key", "x", "--json"], ["history", "u1", "--json"],
+                 ["profile", "--help"], ["erase", "u1"]):
+        assert in_process(*args, input="y\n") == process(*args, input="y\n"), args
+    nowhere = {"home": "/proc/nowhere/h"}
+    failed = CLI(nowhere)("profile", "u1")
+    assert failed[0] == 1 and failed == CLI(nowhere, subprocess=True)("profile", "u1")
+
+
+def test_an_exception_escaping_main_comes_back_as_a_traceback_and_exit_1() -> None:
+    """What a process would die of (here: MEMLEDGER_DEBUG=1 lets an unexpected error through) is, in the test
+    process, exit 1 with the traceback on stderr, so ``"Traceback" not in err`` still sees it."""
+    from memledger import cli
+    from tests.conftest import run_cli
+
+    @cli.app.command("zz-raise-probe", hidden=True)
+    def _probe() -> None:
+        raise RuntimeError("an unexpected failure")
+
+    try:
+        assert run_cli(["zz-raise-probe"]) == (1, "", "error: RuntimeError: an unexpected failure\n")
+        code, out, err = run_cli(["zz-raise-probe"], env={"MEMLEDGER_DEBUG": "1"})
+        assert (code, out) == (1, "") and err.startswith("Traceback (most recent call last):")
+        assert err.rstrip().endswith("RuntimeError: an unexpected failure")
+    finally:
+        cli.app.registered_commands = [c for c in cli.app.registered_commands if c.name != "zz-raise-probe"]
