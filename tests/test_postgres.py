@@ -76,17 +76,9 @@ def test_cli_unreachable_server_is_a_clear_failure(cli_any):
 @pytest.fixture
 def cli_any():
     """The CLI without store flags (each test passes its own)."""
-    import subprocess
-    import sys
+    from tests.conftest import run_cli
 
-    from tests.conftest import ROOT
-
-    def run(*args: str) -> tuple[int, str, str]:
-        p = subprocess.run([sys.executable, "-m", "memledger", *args], capture_output=True, text=True, cwd=ROOT,
-                           timeout=120)
-        return p.returncode, p.stdout, p.stderr
-
-    return run
+    return lambda *args: run_cli(args)
 
 
 @needs_pg
