@@ -109,25 +109,32 @@ def mask(data: Any) -> Any:
     return data
 
 
-def run_scenario(home: Path, module: str = "memledger") -> dict[str, Any]:
-    """Run SCRIPT through ``python -m <module> --home HOME``; return ``{name: masked JSON}``.
+def run_scenario(home: Path, module: str | None = None) -> dict[str, Any]:
+    """Run SCRIPT on ``--home HOME``; return ``{name: masked JSON}``. The CLI runs in this process
+    (tests/conftest.py ``run_cli``), or as ``python -m <module>`` processes when a module is named.
 
     Raises AssertionError naming the step when a command exits non-zero or prints no JSON.
     """
-    env = dict(os.environ, HF_HUB_OFFLINE="1", MEMLEDGER_EMBEDDER="hash", MEMLEDGER_CJK_EMBEDDER="none")
+    overrides = {"HF_HUB_OFFLINE": "1", "MEMLEDGER_EMBEDDER": "hash", "MEMLEDGER_CJK_EMBEDDER": "none"}
     outputs: dict[str, Any] = {}
     for name, argv in SCRIPT:
-        proc = subprocess.run([sys.executable, "-m", module, "--home", str(home), *argv], capture_output=True,
-                              text=True, cwd=ROOT, env=env, timeout=300)
-        assert proc.returncode == 0, f"{name}: exit {proc.returncode}: {proc.stderr}"
-        outputs[name] = mask(json.loads(proc.stdout))
+        if module is None:
+            from tests.conftest import run_cli
+
+            code, out, err = run_cli(["--home", str(home), *argv], env=overrides)
+        else:
+            proc = subprocess.run([sys.executable, "-m", module, "--home", str(home), *argv], capture_output=True,
+                                  text=True, cwd=ROOT, env={**os.environ, **overrides}, timeout=300)
+            code, out, err = proc.returncode, proc.stdout, proc.stderr
+        assert code == 0, f"{name}: exit {code}: {err}"
+        outputs[name] = mask(json.loads(out))
     return outputs
 
 
-if __name__ == "__main__":  # python -m tests.json_contract [--update] [--module ledger]
+if __name__ == "__main__":  # python -m tests.json_contract [--update] [--module memledger]
     import tempfile
 
-    module = sys.argv[sys.argv.index("--module") + 1] if "--module" in sys.argv else "memledger"
+    module = sys.argv[sys.argv.index("--module") + 1] if "--module" in sys.argv else None
     with tempfile.TemporaryDirectory() as tmp:
         result = run_scenario(Path(tmp) / "ledger", module)
     text = json.dumps(result, ensure_ascii=False, indent=1, sort_keys=True) + "\n"

@@ -34,6 +34,19 @@ def available() -> bool:
     return unreachable_reason() is None
 
 
+def require() -> None:
+    """For a test that needs the server: skip with the reason when none answers, or fail when
+    ``MEMLEDGER_REQUIRE_POSTGRES=1`` (CI sets it in .ci/run: there, a missing server is a failure, not a skip)."""
+    import pytest
+
+    reason = unreachable_reason()
+    if reason is None:
+        return
+    if os.environ.get("MEMLEDGER_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"MEMLEDGER_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 def new_schema() -> str:
     """A schema name no other test uses."""
     return f"t_{uuid.uuid4().hex[:16]}"

@@ -26,9 +26,18 @@ def env() -> dict[str, str]:
     return e
 
 
-def memledger(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "memledger", "--home", str(home), *args], capture_output=True,
-                          text=True, cwd=ROOT, env=env(), timeout=timeout)
+def memledger(home: Path, *args: str, timeout: float = 120, process: bool = False,
+              environ: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``memledger --home HOME ARGS`` with :func:`env` (and ``environ`` over it): in this process (the key and read
+    commands a test runs next to a server), or as a ``python -m memledger`` process with ``process=True``."""
+    argv = ["--home", str(home), *args]
+    if not process:
+        from tests.conftest import run_cli
+
+        code, out, err = run_cli(argv, env={**env(), **(environ or {})})
+        return subprocess.CompletedProcess(argv, code, out, err)
+    return subprocess.run([sys.executable, "-m", "memledger", *argv], capture_output=True, text=True, cwd=ROOT,
+                          env={**env(), **(environ or {})}, timeout=timeout)
 
 
 def create_key(home: Path, *args: str) -> str:

@@ -174,16 +174,12 @@ def test_oversized_value_and_key_are_refused_with_short_messages(fresh_ledger):
 
 
 def test_home_that_is_a_file_exits_2(tmp_path):
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT
+    from tests.conftest import run_cli
 
     f = tmp_path / "afile"
     f.write_text("not a directory")
-    proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(f), "profile", "u1"], cwd=ROOT,
-                          capture_output=True, text=True)
-    assert proc.returncode == 2 and "error: --home:" in proc.stderr and "Traceback" not in proc.stderr
+    code, _, err = run_cli(["--home", str(f), "profile", "u1"])
+    assert code == 2 and "error: --home:" in err and "Traceback" not in err
     assert f.read_text() == "not a directory"
 
 

@@ -1,4 +1,4 @@
-"""The CLI contract of the core verbs, end to end through a subprocess, with exact JSON."""
+"""The CLI contract of the core verbs, end to end (in this process: tests/conftest.py), with exact JSON."""
 
 from __future__ import annotations
 
@@ -101,14 +101,10 @@ def test_ingest_sample_end_to_end(cli):
 
 
 def test_home_from_environment(tmp_path):
-    import os
-    import subprocess
-    import sys
+    from tests.conftest import run_cli
 
-    env = dict(os.environ, MEMLEDGER_HOME=str(tmp_path / "envhome"))
-    proc = subprocess.run([sys.executable, "-m", "memledger", "assert", "u1", "k.a", "1"], env=env, cwd=ROOT,
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    code, _, err = run_cli(["assert", "u1", "k.a", "1"], env={"MEMLEDGER_HOME": str(tmp_path / "envhome")})
+    assert code == 0, err
     assert (tmp_path / "envhome" / "events.db").exists()
 
 

@@ -33,13 +33,13 @@ from ledger.crypto import (
     load_master_key,
 )
 from ledger.keystores import PostgresKeyStore, SQLiteKeyStore
+from tests import pg
 
 LATIN = "Zebra-Kumquat-4821"
 CHINESE = "我住在杭州西湖边"
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PG_CONNINFO = os.environ.get(
-    "MEMLEDGER_TEST_PG", "host=127.0.0.1 port=5432 user=postgres dbname=test"
-)
+# the suite's test server ($MEMLEDGER_TEST_DSN, tests/pg.py)
+PG_CONNINFO = pg.TEST_DSN
 
 
 # --------------------------------------------------------------------------------------------- toy domain
@@ -544,18 +544,18 @@ def test_cache_is_dropped_on_destroy(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 @pytest.fixture
 def pg_schema(monkeypatch: pytest.MonkeyPatch) -> str:
-    psycopg = pytest.importorskip("psycopg")
+    import psycopg
+
+    pg.require()  # no server: a skip with the reason, or a failure under MEMLEDGER_REQUIRE_POSTGRES=1
     monkeypatch.delenv(MASTER_KEY_ENV, raising=False)
-    try:
-        conn = psycopg.connect(PG_CONNINFO, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as e:
-        pytest.skip(f"PostgreSQL not reachable at {PG_CONNINFO!r} (set MEMLEDGER_TEST_PG): {e}")
+    conn = psycopg.connect(PG_CONNINFO, autocommit=True, connect_timeout=3)
     schema = f"memledger_test_{uuid.uuid4().hex[:12]}"
     yield schema
     conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     conn.close()
 
 
+@pytest.mark.postgres
 def test_pg_keystore_lifecycle(pg_schema: str) -> None:
     store = PostgresKeyStore(PG_CONNINFO, schema=pg_schema)
     assert store.get("alice") is None
@@ -580,6 +580,7 @@ def test_pg_keystore_lifecycle(pg_schema: str) -> None:
     other.close()
 
 
+@pytest.mark.postgres
 def test_pg_keystore_concurrent_get_or_create_8_threads(pg_schema: str) -> None:
     PostgresKeyStore(PG_CONNINFO, schema=pg_schema).close()
     shared = PostgresKeyStore(PG_CONNINFO, schema=pg_schema)
@@ -587,6 +588,7 @@ def test_pg_keystore_concurrent_get_or_create_8_threads(pg_schema: str) -> None:
     shared.close()
 
 
+@pytest.mark.postgres
 def test_pg_keystore_wraps_keys(pg_schema: str) -> None:
     master = os.urandom(32)
     store = PostgresKeyStore(PG_CONNINFO, schema=pg_schema, master_key=master)
@@ -603,6 +605,7 @@ def test_pg_keystore_wraps_keys(pg_schema: str) -> None:
     store.close()
 
 
+@pytest.mark.postgres
 def test_pg_keystore_with_application(tmp_path: Path, pg_schema: str) -> None:
     store = PostgresKeyStore(PG_CONNINFO, schema=pg_schema)
     app = NotesApp(sqlite_env(tmp_path), keystore=store)
@@ -687,6 +690,7 @@ def test_release_fact_keys_deletes_rows_and_their_bytes(tmp_path: Path, keystore
     assert wrapped not in (tmp_path / "keys.db").read_bytes()  # secure_delete zeroed the row
 
 
+@pytest.mark.postgres
 def test_pg_store_and_release_fact_keys(pg_schema: str) -> None:
     from ledger.crypto import unwrap_fact_key
 

@@ -242,7 +242,6 @@ def test_sessions_and_context_routes(api: Any) -> None:
     assert exported["user_id"] == "u1" and exported["profile"]["facts"]["preference.drink"]["value"] == "tea"
 
 
-@pytest.mark.skipif(not callable(getattr(MemoryLedger, "remember", None)), reason="MemoryLedger.remember not here")
 def test_remember_route(api: Any) -> None:
     http, h = api["http"], auth(api, "u1")
     r = http.post("/v1/users/u1/memories", json={"text": "I switched to hot lattes"},
@@ -382,22 +381,17 @@ def test_key_commands_and_other_embedders_never_rebind_the_served_index(tmp_path
     vectors index to that model (opening a store cleared and re-stamped the table), and the hash server answered 500
     on memories, search and erase -- erase after it had erased. Opening a store never changes the index's model;
     key administration does not open the index at all; erase returns its receipt whatever the index's model."""
-    import subprocess
-    import sys
-
     from ledger.errors import MemledgerError
-    from tests.serve_util import ROOT, env
 
     home = tmp_path / "h"
     with MemoryLedger(home=home) as ml:
         ml.assert_fact("u1", "preference.drink", "tea", text="I drink green tea")
         ml.assert_fact("u2", "preference.drink", "water", text="I only drink water")
     admin = create_key(home, "--user", "u1", "--user", "u2", "--admin")
-    other_env = {**env(), "MEMLEDGER_EMBEDDER": "hash:32"}  # another model than the server's hash:v2:64
+    other_env = {"MEMLEDGER_EMBEDDER": "hash:32"}  # another model than the server's hash:v2:64
 
     def keys(*argv: str) -> Any:
-        proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(home), "keys", *argv, "--json"],
-                              capture_output=True, text=True, cwd=ROOT, env=other_env, timeout=120)
+        proc = memledger(home, "keys", *argv, "--json", environ=other_env)
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
@@ -521,7 +515,8 @@ def test_serve_http_on_a_busy_port_exits_1_before_its_banner(tmp_path: Path) -> 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
-        proc = memledger(tmp_path / "h", "serve", "http", "--host", "127.0.0.1", "--port", str(s.getsockname()[1]))
+        proc = memledger(tmp_path / "h", "serve", "http", "--host", "127.0.0.1", "--port", str(s.getsockname()[1]),
+                         process=True)  # a server's start: a real process
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
     assert "cannot listen on 127.0.0.1:" in proc.stderr and "--port" in proc.stderr
     assert "memledger HTTP API on" not in proc.stderr

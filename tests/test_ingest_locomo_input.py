@@ -76,19 +76,17 @@ def test_bad_locomo_input_is_refused_naming_the_field_and_nothing_is_written(
 
 
 def test_the_cli_says_which_field_with_exit_2(tmp_path: Path) -> None:
-    import subprocess
-    import sys
+    from tests.conftest import run_cli
 
     data = copy.deepcopy(SAMPLE)
     _set(DATE, "yesterday")(data)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(tmp_path / "h"), "ingest", str(path),
-                           "--json"], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert proc.returncode == 2, proc.stderr
-    error = json.loads(proc.stderr.strip().splitlines()[-1])["error"]
+    code, _, err = run_cli(["--home", str(tmp_path / "h"), "ingest", str(path), "--json"])
+    assert code == 2, err
+    error = json.loads(err.strip().splitlines()[-1])["error"]
     assert error["field"] == f"{CONV}.session_1_date_time" and "yesterday" in error["problem"]
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("text,iso", [

@@ -344,7 +344,6 @@ def test_mcp_over_http_with_keys(tmp_path: Path) -> None:
         assert [r.kind for r in ml.history("u1")] == ["asserted"] * 3
 
 
-@pytest.mark.skipif(not callable(getattr(MemoryLedger, "remember", None)), reason="MemoryLedger.remember not here")
 def test_remember_tool_over_stdio(tmp_path: Path) -> None:
     home = tmp_path / "h"
     seed(home)

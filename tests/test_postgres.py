@@ -14,7 +14,11 @@ from ledger.config import Settings
 from ledger.errors import BadInput, MemledgerError
 from tests import pg
 
-needs_pg = pytest.mark.skipif(not pg.available(), reason=pg.unreachable_reason() or "")
+
+def needs_pg(test):
+    """A test on the server itself: no server is a skip with the reason, or a failure under
+    ``MEMLEDGER_REQUIRE_POSTGRES=1`` (tests/pg.py ``require``)."""
+    return pytest.mark.postgres(pytest.mark.usefixtures("postgres_server")(test))
 
 
 def test_dsn_maps_to_eventsourcing_postgres_env():
@@ -72,17 +76,9 @@ def test_cli_unreachable_server_is_a_clear_failure(cli_any):
 @pytest.fixture
 def cli_any():
     """The CLI without store flags (each test passes its own)."""
-    import subprocess
-    import sys
+    from tests.conftest import run_cli
 
-    from tests.conftest import ROOT
-
-    def run(*args: str) -> tuple[int, str, str]:
-        p = subprocess.run([sys.executable, "-m", "memledger", *args], capture_output=True, text=True, cwd=ROOT,
-                           timeout=120)
-        return p.returncode, p.stdout, p.stderr
-
-    return run
+    return lambda *args: run_cli(args)
 
 
 @needs_pg

@@ -310,8 +310,6 @@ def test_memories_use_the_search_passed_in(fresh_ledger):
 
 def test_memories_through_the_real_search(fresh_ledger):
     ml = fresh_ledger
-    if not hasattr(ml, "search"):
-        pytest.skip("the retrieval feature is not installed")
     ml.assert_fact("u", "memory.a", "likes hiking", text="likes hiking", observed_at="2024-01-01T00:00:00Z")
     ml.assert_fact("u", "memory.b", "has a cat", text="has a cat", observed_at="2024-01-02T00:00:00Z")
     ml.assert_fact("u", "profile.name", "Ann", observed_at="2024-01-02T00:00:00Z")

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from memledger.sharding.shardmap import ShardMap, rendezvous
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DSNS = (os.environ.get("MEMLEDGER_TEST_SHARD_DSNS") or ",".join(
@@ -60,10 +61,14 @@ def maps(tmp_path: Path) -> Any:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}_dir" CASCADE')
 
 
-def cli(shards: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+def cli(shards: Path, *args: str, env: dict[str, str] | None = None, process: bool = False) -> tuple[int, str, str]:
+    """``memledger --shards SHARDS ARGS``: in this process (tests/conftest.py ``run_cli``), or as a ``python -m
+    memledger`` process with ``process=True`` (a run that kills itself)."""
+    overrides = {"MEMLEDGER_CJK_EMBEDDER": "none", **(env or {})}
+    if not process:
+        return run_cli(["--shards", str(shards), *args], env=overrides)
     proc = subprocess.run([sys.executable, "-m", "memledger", "--shards", str(shards), *args], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, "MEMLEDGER_CJK_EMBEDDER": "none", **(env or {})},
-                          timeout=300)
+                          text=True, cwd=ROOT, env={**os.environ, **overrides}, timeout=300)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -162,9 +167,8 @@ def test_missing_map_and_home_with_shards_are_bad_input(tmp_path: Path) -> None:
     assert code == 2 and "does not exist" in err
     path = tmp_path / "map.toml"
     path.write_text('[shards.a]\ndsn = "postgresql://postgres@127.0.0.1:1/x"\n')
-    proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(tmp_path / "h"), "--shards", str(path),
-                           "profile", "u1"], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 2 and "--shards: given together with --home or --dsn" in proc.stderr
+    code, _, err = run_cli(["--home", str(tmp_path / "h"), "--shards", str(path), "profile", "u1"])
+    assert code == 2 and "--shards: given together with --home or --dsn" in err
 
 
 def test_shard_map_from_dict_defaults_the_directory_to_the_first_server() -> None:
@@ -331,7 +335,7 @@ def test_a_rebalance_killed_at_any_step_finishes_on_rerun(maps: Any, step: str) 
             ml.assert_fact(u, "home.city", "Paris", observed_at="2024-01-01T00:00:00Z")
             ml.assert_fact(u, "home.city", "Berlin", observed_at="2024-06-01T00:00:00Z")
         before = {u: answers(ml, u) for u in users}
-    code, _, _ = cli(three, "shards", "rebalance", env={"MEMLEDGER_KILL_AT": step})
+    code, _, _ = cli(three, "shards", "rebalance", env={"MEMLEDGER_KILL_AT": step}, process=True)
     assert code == -9  # SIGKILL, at the step named
     with opened(three) as ml:  # reads are served meanwhile, from wherever the user's data is
         for u in users:
@@ -648,9 +652,8 @@ def test_shard_verbs_refuse_bad_input_with_exit_2(maps: Any, tmp_path: Path) -> 
     for args, needle in [(["shards", "status"], "--shards: no shard map was given"),
                          (["shards", "rebalance"], "--shards: no shard map was given"),
                          (["project", "--shard", "a"], "--shard: given without a shard map")]:
-        proc = subprocess.run([sys.executable, "-m", "memledger", *home, *args], capture_output=True, text=True,
-                              cwd=ROOT, env={k: v for k, v in os.environ.items() if k != "MEMLEDGER_SHARDS"})
-        assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        code, _, err = run_cli([*home, *args], env={"MEMLEDGER_SHARDS": None})
+        assert code == 2 and needle in err and "Traceback" not in err, err
     assert not (tmp_path / "h").exists() or not (tmp_path / "h" / "events.db").exists()  # no store was made
     with opened(two) as ml:
         ml.assert_fact("g1", "k.a", 1)

@@ -325,7 +325,7 @@ BAD_CLI = [
 
 
 def test_cli_refuses_bad_input_exit_2_store_unchanged(cli, store_args, backend):
-    # One store for every case (a subprocess per call is the slow part): each refusal must leave it unchanged.
+    # One store for every case: each refusal must leave it unchanged.
     assert cli("assert", "u1", "preference.drink", "tea")[0] == 0
     before = snapshot(store_args["home"]) if backend == "sqlite" else None
     history_before = cli.json("history", "u1")

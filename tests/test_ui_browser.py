@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ from memledger import MemoryLedger
 from memledger.servers.keys import APIKeyStore
 from memledger.ui.model import iso, user_view
 from memledger.ui.render import value_text
-from tests.serve_util import ROOT, Server, env
+from tests.serve_util import ROOT, Server, memledger
 from tests.ui_seed import CORRECTION_REASON, DRINK_V2, USER, XSS_IMG, XSS_SCRIPT, XSS_SESSION_TEXT, seed
 
 CHROMIUM = "/usr/bin/chromium"
@@ -230,8 +228,7 @@ def test_rows_slider_audit_and_keyboard(site: Any) -> None:
 
 def test_the_export_opens_offline_with_the_same_content(site: Any, tmp_path: Path) -> None:
     target = tmp_path / "ana.html"
-    proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(site["home"]), "timeline", USER,
-                           "--html", str(target)], capture_output=True, text=True, cwd=ROOT, env=env(), timeout=120)
+    proc = memledger(site["home"], "timeline", USER, "--html", str(target))
     assert proc.returncode == 0, proc.stderr
     served = open_page(site)
     context = site["browser"].new_context(viewport={"width": 1280, "height": 900}, offline=True)

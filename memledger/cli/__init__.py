@@ -13,12 +13,13 @@ reading ``memledger.cli.app``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import pkgutil
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 # pydantic looks for plugins (the ``pydantic`` entry-point group) when it builds its first model, by reading the
 # metadata of every installed distribution: a cost on every cold command in a venv holding torch and
@@ -156,9 +157,29 @@ def main(argv: list[str] | None = None) -> None:
     if verb not in _LONG_LIVED_VERBS:
         crypto.FIRST_RESERVE = 0
     try:
-        _run(args, as_json)
+        with _warnings_to_stderr():
+            _run(args, as_json)
     finally:
         crypto.FIRST_RESERVE = kept
+
+
+@contextlib.contextmanager
+def _warnings_to_stderr() -> Iterator[None]:
+    """The warnings the ledger logs (``memledger`` logger: an exposed home, a damaged embedding cache, an index file
+    not saved) are part of a command's stderr, as Python's last-resort handler prints them in a process of its own
+    ("memledger: ..."). A program that configures logging, or runs the CLI in its own process (``main([...])``, as
+    the tests do), replaces that handler, and the warnings left the command's stderr. A handler of the command's
+    own, for its duration, keeps them there: same stream, same level, same one-line format."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    logger = logging.getLogger("memledger")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)  # tolerates its absence (`serve` sets the logger's handlers itself)
 
 
 def _run(args: list[str], as_json: bool) -> None:

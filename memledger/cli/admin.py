@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Optional
+from contextlib import contextmanager, nullcontext
+from typing import Any, Iterator, Optional
 
 import typer
 
@@ -24,7 +25,6 @@ def project_cmd(ctx: typer.Context,
                                                     "(default: every shard, one worker thread each)."),
                 as_json: bool = JsonOpt) -> None:
     """Catch the projections up to the head of the log; with --follow, run as the store's projection worker."""
-    import signal
     import threading
 
     from replay.follow import follow as follow_log
@@ -34,18 +34,17 @@ def project_cmd(ctx: typer.Context,
     if shard is not None and not shard_map_given(ctx.find_root().obj or {}):  # before any store is opened
         raise BadInput("--shard", "given without a shard map", "pass --shards FILE before the verb, or leave "
                                                                "--shard out")
-    with open_ledger(ctx) as ml:
+    stop = threading.Event()
+    # With --follow, SIGTERM and SIGINT set `stop` until the store is closed (a second one cannot cut the close short)
+    with _stop_on_signals(stop) if follow else nullcontext(), open_ledger(ctx) as ml:
         from memledger.sharding.sharded import is_sharded
 
         if is_sharded(ml):
-            _project_shards(ml, shard, follow, interval, as_json)
+            _project_shards(ml, shard, follow, interval, as_json, stop)
             return
         if not follow:
             reached = ml.catch_up()
         else:
-            stop = threading.Event()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda *_: stop.set())
             # Catch up (the vectors projection loads its model) before announcing: a reader started on this line
             # with `--after` must not time out behind a first catch-up it cannot see.
             ml.catch_up()
@@ -57,10 +56,26 @@ def project_cmd(ctx: typer.Context,
         out.print(f"projections at position {reached}")
 
 
-def _project_shards(ml: Any, only: str | None, follow: bool, interval: float | None, as_json: bool) -> None:
-    """``project`` on a shard map: catch up (or, with --follow, run one worker thread per shard) on every shard or on
-    ``only``. Positions are per shard, so the result is ``{shard: position}``."""
+@contextmanager
+def _stop_on_signals(stop: Any) -> Iterator[None]:
+    """SIGTERM and SIGINT set ``stop`` (a ``threading.Event``) while the block runs; the handlers found are put
+    back after it. They were left in place: a program running the CLI in its own process (``memledger.cli.main``,
+    as the tests do) lost its own Ctrl-C and SIGTERM handling for good after one ``project --follow``."""
     import signal
+
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:  # None: a handler not set from Python, which cannot be put back
+                signal.signal(sig, handler)
+
+
+def _project_shards(ml: Any, only: str | None, follow: bool, interval: float | None, as_json: bool,
+                    stop: Any) -> None:
+    """``project`` on a shard map: catch up (or, with --follow, run one worker thread per shard until ``stop`` is
+    set) on every shard or on ``only``. Positions are per shard, so the result is ``{shard: position}``."""
     import threading
 
     from replay.follow import follow as follow_log
@@ -71,9 +86,6 @@ def _project_shards(ml: Any, only: str | None, follow: bool, interval: float | N
     if not follow:
         reached = {name: s.catch_up() for name, s in shards.items()}
     else:
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
         for s in shards.values():
             s.catch_up()
         err.print("following the logs of shards " + ", ".join(f"{n} (at {s.reached()})" for n, s in shards.items())
@@ -169,7 +181,7 @@ def rebuild_cmd(
             names = ", ".join(projections or [p.name for p in store.projections])
             columns = (TextColumn(f"rebuild {names}" + (f" on {shard}" if shard else "")), BarColumn(),
                        MofNCompleteColumn(), TextColumn("{task.fields[rate]:>9,.0f} events/s"), TimeRemainingColumn())
-            with Progress(*columns, console=err, transient=True) as bar:
+            with Progress(*columns, console=err.current(), transient=True) as bar:
                 task = bar.add_task("rebuild", total=None, rate=0.0)
 
                 def progress(position: int, head: int) -> None:

@@ -18,12 +18,47 @@ from ledger.errors import BadInput
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="memledger: an event-sourced memory ledger for LLM agents.")
-# Piped output (scripts, `| head`) gets wide tables instead of rich's 80-column default, so cells are not cut.
-# No markup and no emoji codes: a memory is printed as it was said (rich's default turned a user's ":thumbs_up:"
-# into an emoji, and loaded its ~3,600 emoji names on every cold call to do so).
-out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False,
-              width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+
+
+class StreamConsole:
+    """``out`` and ``err``: the rich Console of whatever ``sys.stdout`` / ``sys.stderr`` is when a command prints.
+
+    A Console settles at construction what its stream is (a terminal or not: colours, and ``out``'s width). Built
+    once at import, the two consoles kept the streams of the moment ``memledger.cli`` was first imported, so a
+    program running the CLI in its own process (``memledger.cli.main([...])`` under typer's ``CliRunner``, which
+    swaps sys.stdout and sys.stderr for every call, as the test suite does) could get the colour codes and width of
+    a terminal it no longer writes to. One Console is kept, and built again when the stream has changed.
+
+    Piped output (scripts, `| head`) gets wide tables instead of rich's 80-column default, so cells are not cut.
+    No markup and no emoji codes: a memory is printed as it was said (rich's default turned a user's ":thumbs_up:"
+    into an emoji, and loaded its ~3,600 emoji names on every cold call to do so).
+    """
+
+    def __init__(self, *, stderr: bool) -> None:
+        self._stderr = stderr
+        self._held: tuple[Any, Console] | None = None  # (the stream, its Console)
+
+    def current(self) -> Console:
+        """The Console of the stream as it is now (``console=`` of a rich Progress)."""
+        stream = sys.stderr if self._stderr else sys.stdout
+        held = self._held
+        if held is None or held[0] is not stream:
+            width = None if self._stderr or stream.isatty() else 200
+            held = self._held = (stream, Console(stderr=self._stderr, highlight=False, soft_wrap=True, markup=False,
+                                                 emoji=False, width=width))
+        return held[1]
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        self.current().print(*objects, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:  # the rest of rich's Console (is_terminal, width, ...)
+        if name.startswith("_"):  # not ours to forward (and no recursion before __init__ has run)
+            raise AttributeError(name)
+        return getattr(self.current(), name)
+
+
+out = StreamConsole(stderr=False)
+err = StreamConsole(stderr=True)
 
 
 def _print_version(wanted: bool) -> None:

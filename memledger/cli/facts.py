@@ -258,7 +258,7 @@ def ingest_cmd(ctx: typer.Context, file: str,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     with open_ledger(ctx) as ml, Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
-                                          TimeRemainingColumn(), console=err, transient=True,
+                                          TimeRemainingColumn(), console=err.current(), transient=True,
                                           disable=not err.is_terminal) as bar:
         # disabled when stderr is not a terminal: rich then still wrote an empty line before any error message
         task = bar.add_task("ingest", total=None)
