@@ -77,7 +77,7 @@ def test_keys_cli(cli: Any) -> None:
 
 
 def test_keys_refuse_malformed_labels(tmp_path: Any) -> None:
-    """Fresh-user run: `--allow-sensitive bogus` labels were accepted (a typo grants nothing, silently). Labels are
+    """`--allow-sensitive bogus` labels were accepted (a typo grants nothing, silently). Labels are
     lowercase identifiers, as recorded ones (SQLite only: the check runs before the store is written)."""
     from tests.conftest import CLI
 

@@ -33,15 +33,15 @@ CASES = [
     (["correct", "u1", "k.none", "1"], "key"),
     (["retract", "u1", "k.none"], "key"),
     (["assert", "u1", "preference.drink", "milk", "--idempotency-key", "first"], "idempotency_key"),
-    # a typo'd year: observed_at is when the source said it, never in the future (fresh-user run)
+    # a typo'd year: observed_at is when the source said it, never in the future
     (["assert", "u1", "home.city", "Rome", "--observed-at", "2999-05-01T00:00:00Z"], "observed_at"),
     # outside datetime's range once converted to UTC (was OverflowError, exit 1)
     (["assert", "u1", "k.x", "1", "--observed-at", "0001-01-01T00:00:00+05:00"], "observed_at"),
     (["assert", "u1", "k.x", "1", "--valid-from", "9999-12-31T23:59:59-05:00"], "valid_from"),
     (["session", "start", "u1", "s1", "--observed-at", "2999-01-01T00:00:00Z"], "observed_at"),
-    # a retraction's end before the value's start: refused, not taken as a full withdrawal (fresh-user run)
+    # a retraction's end before the value's start: refused, not taken as a full withdrawal
     (["retract", "u1", "preference.drink", "--valid-to", "2020-01-01T00:00:00Z"], "valid_to"),
-    # identifiers stay plaintext in the log: capped, so content cannot hide in them (fresh-user run)
+    # identifiers stay plaintext in the log: capped, so content cannot hide in them
     (["assert", "u1", "k.x", "1", "--actor", "a" * 513], "actor"),
     (["assert", "u1", "k.x", "1", "--source-ref", "r" * 513], "source_ref"),
     (["session", "log", "u1", "s1", "--role", "user", "--message-id", "m" * 513, "--text", "x"], "--message-id"),
@@ -191,7 +191,7 @@ def test_home_that_is_a_file_exits_2(tmp_path):
     (["resume", "u1", "--now", "0001-01-01T00:00:00+05:00"], "--now"),
 ])
 def test_instants_beyond_the_calendar_exit_2_naming_the_field(cli, args, field):
-    """Near year 1 or 9999 converting to UTC overflowed datetime: exit 1 with "OverflowError" (fresh-user run)."""
+    """Near year 1 or 9999 converting to UTC overflowed datetime: exit 1 with "OverflowError"."""
     cli("assert", "u1", "preference.drink", "tea")
     code, out, err = cli(*args)
     assert (code, out) == (2, "")

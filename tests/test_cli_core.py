@@ -128,7 +128,7 @@ def test_typer_exit_code_is_propagated():
 
 
 def test_jsonl_policy_refusal_names_the_line_and_writes_nothing(cli, tmp_path):
-    """A JSONL command refused by the policy (not by validation) printed no line number (second fresh-user run)."""
+    """A JSONL command refused by the policy (not by validation) printed no line number."""
     f = tmp_path / "cmds.jsonl"
     f.write_text('{"user_id": "u1", "key": "preference.drink", "value": "tea", "observed_at": "2024-01-01T09:00:00Z"}'
                  '\n\n{"op": "retract", "user_id": "u1", "key": "preference.drink", '
@@ -192,7 +192,7 @@ def test_damaged_search_files_never_fail_a_write_or_a_search(tmp_path):
 
 
 def test_a_damaged_store_file_is_named_with_what_to_do_and_projections_come_back_from_the_log(tmp_path):
-    """A fresh-user run: garbage in events.db, projections.db or keys.db gave "DatabaseError: file is not a database"
+    """garbage in events.db, projections.db or keys.db gave "DatabaseError: file is not a database"
     naming no file. Each is now named with its fix (exit 1, no traceback); the projections, which only the log
     makes, come back when their file is moved aside as the message says."""
     import shutil
@@ -221,7 +221,7 @@ def test_a_damaged_store_file_is_named_with_what_to_do_and_projections_come_back
 
 
 def test_an_emptied_log_is_refused_before_it_takes_new_positions(tmp_path):
-    """A fresh-user run: a 0-byte events.db was taken for a new log; the next assert got position 1, which the
+    """a 0-byte events.db was taken for a new log; the next assert got position 1, which the
     projections (already further) never applied, and profile kept answering from the lost log's rows. Opening now
     refuses a log that ends before its projections (nothing written), with both positions and the ways out."""
     import shutil

@@ -205,7 +205,7 @@ def test_onnx_passages_run_on_two_streams_and_give_the_same_vectors(monkeypatch)
 
 
 def test_a_bad_thread_setting_warns_and_keeps_the_onnx_path(monkeypatch, caplog):
-    """A fresh-user run: ``MEMLEDGER_ONNX_STREAMS=abc`` made the encoder's constructor raise, and the "any failure ->
+    """``MEMLEDGER_ONNX_STREAMS=abc`` made the encoder's constructor raise, and the "any failure ->
     torch" rule then served every call from torch (8-20x slower), advising MEMLEDGER_ONNX=off. Both thread settings
     now fall back to their default with one warning naming the variable and the fix."""
     import logging

@@ -260,7 +260,7 @@ def test_master_key_wraps_the_ledgers_keys(tmp_path: Path, monkeypatch: pytest.M
 
 def test_a_write_racing_the_erase_is_never_projected(store_args: dict) -> None:
     """A writer that passed its "is this user erased?" check just before another process erased the user, and still
-    holds the user's data key in its key cache, appends after the tombstone. Found by a fresh-user run (3 writer
+    holds the user's data key in its key cache, appends after the tombstone. Seen with (3 writer
     processes and an erase: the late values showed in profile/history/export and in projections.db). Those events
     must never be projected, in the writer's own catch-up or any later one, and verify must agree."""
     from ledger.schemas import validate_command
@@ -289,7 +289,7 @@ def test_a_write_racing_the_erase_is_never_projected(store_args: dict) -> None:
 
 def test_verify_passes_after_an_erase(fresh_ledger: MemoryLedger) -> None:
     """verify compared the vectors projection's reload counter (``generation``), which a scratch replay cannot
-    reproduce, so it reported DIFFERS after every erase (fresh-user run)."""
+    reproduce, so it reported DIFFERS after every erase."""
     populate(fresh_ledger)
     fresh_ledger.search("bob", "drink", k=1)  # the vectors projection caught up before the erase
     fresh_ledger.erase("alice")
@@ -299,7 +299,7 @@ def test_verify_passes_after_an_erase(fresh_ledger: MemoryLedger) -> None:
 
 def test_a_wrong_or_missing_master_key_cannot_create_keys(store_args: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     """A store whose keys are wrapped by K1: a process with K2, or with none, used to create a new user's key in its
-    own format (exit 0), after which neither configuration could rebuild or verify the store (fresh-user run).
+    own format (exit 0), after which neither configuration could rebuild or verify the store.
     Now the first new key of a process is checked against an existing one, and nothing is written."""
     import base64
 
@@ -319,7 +319,7 @@ def test_a_wrong_or_missing_master_key_cannot_create_keys(store_args: dict, monk
             with pytest.raises(KeyStoreError, match=r"^refusing to write: this store's "
                                                     r"existing keys do not open with this configuration"):
                 ml.assert_fact("dora", "k", 1)
-            # a write that needs no key (a session without a task) is refused too (second fresh-user run)
+            # a write that needs no key (a session without a task) is refused too
             with pytest.raises(KeyStoreError, match=r"^refusing to write: "):
                 ml.session_start("carl", "s1")
             assert ml._head() == head and ml.keystore.get("dora") is None

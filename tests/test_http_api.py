@@ -272,7 +272,7 @@ def test_logs_hold_no_memory_text_or_query(api: Any) -> None:
 
 
 def test_log_lines_cannot_be_forged(api: Any) -> None:
-    """Fresh-user run: a path with %0a wrote a forged log line (no key needed), %00 a raw NUL. Every logged field
+    """a path with %0a wrote a forged log line (no key needed), %00 a raw NUL. Every logged field
     has its control characters escaped, and the path is logged as its route template."""
     http = api["http"]
     forged = "2026-01-01 00:00:00,000 memledger.http DELETE /v1/users/ana 200 1.0ms"
@@ -377,7 +377,7 @@ def test_a_revoked_key_is_refused_from_the_next_request(api: Any) -> None:
 
 
 def test_key_commands_and_other_embedders_never_rebind_the_served_index(tmp_path: Path) -> None:
-    """Fresh-user run: `keys create`/`keys revoke` from a shell with another $MEMLEDGER_EMBEDDER re-bound the served
+    """`keys create`/`keys revoke` from a shell with another $MEMLEDGER_EMBEDDER re-bound the served
     vectors index to that model (opening a store cleared and re-stamped the table), and the hash server answered 500
     on memories, search and erase -- erase after it had erased. Opening a store never changes the index's model;
     key administration does not open the index at all; erase returns its receipt whatever the index's model."""
@@ -426,7 +426,7 @@ def test_key_commands_and_other_embedders_never_rebind_the_served_index(tmp_path
 
 
 def test_every_error_is_problem_json_naming_the_body_field(api: Any) -> None:
-    """Fresh-user run: unreadable bodies and unknown routes/methods answered plain {"detail"}; malformed JSON named
+    """unreadable bodies and unknown routes/methods answered plain {"detail"}; malformed JSON named
     a byte offset as the field; a JSON body sent as text/plain said "Input should be a valid dictionary"; fields were
     CLI flags (--text, --replace-action); a remember-shaped batch item had no fix; an empty batch was a 201."""
     http, h = api["http"], auth(api, "u1")

@@ -1,5 +1,5 @@
 """LoCoMo files with wrong types, clock-relative dates, repeated turn ids or oversized turns are refused before
-anything is written, naming the field (found by a fresh-user run: raw AttributeError/TypeError with exit 1, or
+anything is written, naming the field (raw AttributeError/TypeError with exit 1, or
 exit 2 after the file's facts were recorded, or "yesterday" accepted and the re-ingest then refused)."""
 
 from __future__ import annotations

@@ -219,7 +219,7 @@ def test_stdio_stdout_carries_only_protocol(tmp_path: Path) -> None:
 
 
 def test_stdio_answers_every_unreadable_line(tmp_path: Path) -> None:
-    """A line the SDK cannot read gets a JSON-RPC error instead of silence (a fresh-user run's client hung on a
+    """A line the SDK cannot read gets a JSON-RPC error instead of silence (a client hung on a
     lone surrogate and on a non-JSON line); a notification is never answered; the server goes on serving."""
     home = tmp_path / "h"
     seed(home)
@@ -370,7 +370,7 @@ def test_remember_tool_over_stdio(tmp_path: Path) -> None:
 
 
 def test_tool_arguments_are_checked_and_refusals_name_arguments(tmp_path: Path) -> None:
-    """Fresh-user run: an unknown argument (`observedAt`) was silently dropped (the time lost, isError false);
+    """an unknown argument (`observedAt`) was silently dropped (the time lost, isError false);
     argument failures came back as pydantic dumps; fixes named CLI flags and commands. Now: refused, worded
     `<argument>: <problem> (fix: <fix>)` in the tool's terms; sensitivity labels are checked; `unlink` is a tool."""
     home = tmp_path / "h"

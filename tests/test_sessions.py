@@ -203,7 +203,7 @@ def test_task_carries_over_to_a_new_session_and_done_cards_are_skipped(fresh_led
     ml.update_card("u", "s2", status="done", observed_at="2024-03-02T10:30:00Z")
     r = ml.resume("u", now="2024-03-02T11:00:00Z")
     assert r.card is None and r.session_id == "s2"
-    # a finished task is reported as finished, not offered for continuing (fresh-user run)
+    # a finished task is reported as finished, not offered for continuing
     assert r.opening == ("Last time we finished thesis (30 minutes ago, 2024-03-02); chapter 1 drafted. "
                          "What shall we do next?")
     assert ml.resume("nobody").found is False
@@ -431,7 +431,7 @@ def test_resume_with_now_before_the_last_touch_says_so(tmp_path):
 
 def test_context_marks_a_closed_valid_range(fresh_ledger):
     """A fact whose valid range has ended ("in Rome 1-10 January") was printed as a bare stable fact, which an agent
-    reads as true now (fresh-user run): the line now says when it ended, or until when it holds."""
+    reads as true now: the line now says when it ended, or until when it holds."""
     ml = fresh_ledger
     ml.assert_fact("v", "trip.city", "Rome", text="in Rome", observed_at="2024-01-01T00:00:00Z",
                    valid_to="2024-01-10T00:00:00Z")
@@ -448,7 +448,7 @@ def test_context_marks_a_closed_valid_range(fresh_ledger):
 
 def test_resume_after_a_finished_task_does_not_offer_to_continue_it(fresh_ledger):
     """``session card --status done`` then ``resume`` said "Last time we were on our conversation (session s3)...
-    shall we continue?" — the task's name dropped and a finished task offered for continuing (fresh-user run)."""
+    shall we continue?" — the task's name dropped and a finished task offered for continuing."""
     ml = fresh_ledger
     ml.session_start("ana", "s3", task="tax return", observed_at="2024-05-06T09:00:00Z")
     ml.update_card("ana", "s3", progress="filed online", status="done", observed_at="2024-05-06T10:00:00Z")

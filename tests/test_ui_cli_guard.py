@@ -1,5 +1,5 @@
 """``memledger timeline --html`` never replaces what is not a regular file, and refuses a user the ledger knows
-nothing about (found by a fresh-user run: ``--html /dev/null`` as root turned the device into a file)."""
+nothing about (``--html /dev/null`` as root turned the device into a file)."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ def test_verify_of_an_empty_ledger(fresh_ledger: MemoryLedger) -> None:
 
 def test_verify_tolerates_batch_noise_in_vectors_but_not_a_real_difference(fresh_ledger):
     """A transformer's output depends in its last digits on the batch it was embedded in; a resumed rebuild on
-    PostgreSQL (no persistent embedding cache) failed verify on ~1e-7 differences (second fresh-user run). Within
+    PostgreSQL (no persistent embedding cache) failed verify on ~1e-7 differences. Within
     VERIFY_ATOL the vectors agree; a real change (here +0.01 on one component) still fails, naming the row."""
     import numpy as np
 
