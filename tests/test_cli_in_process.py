@@ -9,6 +9,7 @@ import json
 import re
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,18 +105,17 @@ def test_project_follow_puts_back_the_signal_handlers_it_found(tmp_path: Path) -
     assert now == found
 
 
-def test_a_call_in_the_test_process_answers_as_a_memledger_process_does(tmp_path: Path) -> None:
+def test_a_call_in_the_test_process_answers_as_a_memledger_process_does(cli: Any, cli_process: Any) -> None:
     """The suite runs the CLI in its own process (tests/conftest.py ``run_cli``); here the same calls go to
-    ``python -m memledger`` processes too, and exit code, stdout and stderr must be the same: a usage error, bad
-    input with its JSON error line, a --json read, --help, stdin that is no terminal, and a failure (exit 1)."""
+    ``python -m memledger`` processes too, on the same store, and exit code, stdout and stderr must be the same: a
+    usage error, bad input with its JSON error line, a --json read, --help, stdin that is no terminal, and a
+    failure (exit 1)."""
     from tests.conftest import CLI
 
-    store = {"home": tmp_path / "h"}
-    in_process, process = CLI(store), CLI(store, subprocess=True)
-    assert in_process("assert", "u1", "preference.drink", "tea")[0] == 0
+    assert cli("assert", "u1", "preference.drink", "tea")[0] == 0
     for args in (["profile"], ["assert", "u1", "Bad Key", "x", "--json"], ["history", "u1", "--json"],
                  ["profile", "--help"], ["erase", "u1"]):
-        assert in_process(*args, input="y\n") == process(*args, input="y\n"), args
+        assert cli(*args, input="y\n") == cli_process(*args, input="y\n"), args
     nowhere = {"home": "/proc/nowhere/h"}
     failed = CLI(nowhere)("profile", "u1")
     assert failed[0] == 1 and failed == CLI(nowhere, subprocess=True)("profile", "u1")
