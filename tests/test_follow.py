@@ -168,7 +168,7 @@ def test_a_wait_names_only_the_projections_that_lag(store_args):
         r = ml.assert_fact("u1", "preference.drink", "tea")
         ml.catch_up(deferred=False)
         assert ml.positions() == {"profile": 1, "history": 1, "disclosures": 1, "state_cards": 1, "messages": 1,
-                                  "summaries": 1, "vectors": 0}
+                                  "summaries": 1, "relations": 1, "vectors": 0}
         with pytest.raises(NotCaughtUp) as exc:
             ml.wait_for(r, timeout=0.05)
         assert str(exc.value).startswith("projections behind position 1 after 0.05s: vectors at 0; is `memledger")

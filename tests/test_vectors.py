@@ -333,9 +333,12 @@ def test_the_key_words_are_part_of_the_lexical_document(fresh_ledger):
     (scripts/bench_stale.py)."""
     from projections.retrieval.documents import lexical_document
 
+    # then the slot's own words, in English and Chinese (ledger/slot_labels.py); a key outside the catalogue has none
     assert lexical_document("preference.drink", "I'd rather have a hot latte now") == \
-        "I'd rather have a hot latte now preference drink"
+        "I'd rather have a hot latte now preference drink drink 喝 饮料"
     assert lexical_document("profile.birth_year", "born 1994") == "born 1994 profile birth year"
+    assert lexical_document("contact.phone", "My mobile is 07700 900 587") == \
+        "My mobile is 07700 900 587 contact phone phone number 手机号码 电话"
     fresh_ledger.assert_fact("u1", "preference.drink", "hot latte", text="I'd rather have a hot latte now")
     fresh_ledger.assert_fact("u1", "memory.m1", "hiking", text="I went hiking in the mountains")
     hits = fresh_ledger.search("u1", "drink", k=2)
