@@ -391,3 +391,19 @@ def test_statements_split_at_sentences_and_clauses_not_abbreviations():
     assert statements("Dr. Lee is my doctor") == ["Dr. Lee is my doctor"]
     assert statements("I moved to St. Louis and my wife loves it") == ["I moved to St. Louis", "my wife loves it"]
     assert statements("我喜欢喝咖啡，我住在杭州。我有一只猫") == ["我喜欢喝咖啡", "我住在杭州。", "我有一只猫"]
+
+
+def test_a_star_scope_filter_means_any_agent_or_run_and_never_every_user(fresh_ledger: Any):
+    m = Memory(ledger=fresh_ledger)
+    m.add("I like green tea", user_id="bob", agent_id="travel", infer=False)
+    m.add("I like black coffee", user_id="bob", infer=False)
+    with_agent = m.get_all(filters={"user_id": "bob", "agent_id": "*"})["results"]
+    assert [r["memory"] for r in with_agent] == ["I like green tea"]
+    hits = m.search("tea", filters={"user_id": "bob", "agent_id": "*"})["results"]
+    assert [r["memory"] for r in hits] == ["I like green tea"]
+    assert m.get_all(filters={"user_id": "bob", "run_id": "*"})["results"] == []
+    head = fresh_ledger.head()
+    with pytest.raises(BadInput) as exc:
+        m.get_all(filters={"user_id": "*"})
+    assert exc.value.field == "filters.user_id" and "never crosses users" in exc.value.fix
+    assert fresh_ledger.head() == head

@@ -138,6 +138,10 @@ def statements(text: str) -> list[str]:
     return parts or [text.strip()]
 
 
+#: a scope filter of "*": any agent (or run), as long as the memory was recorded with one
+ANY = "*"
+
+
 class Memory:
     """mem0's ``Memory`` (2.x methods, arguments and result shapes) on one memledger store.
 
@@ -356,6 +360,15 @@ class Memory:
         rest = {k: v for k, v in filters.items() if k not in SCOPE_KEYS}
         scope = {}
         for name, arg in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)):
+            if filters.get(name) == "*":
+                # mem0's "any value": an agent's or run's memories, whichever; never every user (reads stay in one)
+                if name == "user_id":
+                    raise BadInput("filters.user_id", "'*' would read every user's memories",
+                                   "name the user: a read never crosses users")
+                if entity_id(arg, name) is not None:
+                    raise BadInput(name, f"is given with filters[{name!r}] = '*'", "give it once")
+                scope[name] = ANY
+                continue
             in_filter = entity_id(filters[name], f"filters.{name}") if name in filters else None
             given = entity_id(arg, name)
             if in_filter is not None and given is not None and in_filter != given:
@@ -367,10 +380,9 @@ class Memory:
 
     @staticmethod
     def _keep(pay: dict[str, Any], agent: str | None, run: str | None, rest: dict[str, Any]) -> bool:
-        if agent is not None and pay.get("agent_id") != agent:
-            return False
-        if run is not None and pay.get("run_id") != run:
-            return False
+        for want, have in ((agent, pay.get("agent_id")), (run, pay.get("run_id"))):
+            if want is not None and (have is None if want == ANY else have != want):
+                return False
         return matches(pay, rest)
 
     def get(self, memory_id: str) -> dict[str, Any] | None:
