@@ -53,7 +53,7 @@ drive drives weigh weighs earn earns pay pays rent rents owe owes wear wears cha
 #: words that mark a change or a discourse move, not the attribute ("now", "btw", "actually")
 _NOISE = set("""
 now currently these days nowadays anymore still actually btw oh and also too so well just recently finally
-sorry meant mean correction wait no yes ok okay then again newly already officially
+sorry meant mean correction wait no yes ok okay then again newly already officially over
 """.split()) | {"day"}
 _ZH_NOISE = set("现在目前最近如今已经刚刚刚才终于对了话说其实说错了不对我是说另外还有也又还就都了的吗呢吧啊呀哦嗯每个月天周年号才")
 
@@ -126,9 +126,14 @@ class Reading:
             f", was {self.old_value!r}" if self.old_value else "")
 
 
+#: one attribute said with other nouns: a car's "reg", "plate" and "registration"; a "cell" and a "mobile"
+_SAME_NOUN = {"reg": "registration", "plat": "registration", "numberplat": "registration", "cell": "mobil",
+              "passcod": "password", "wi-fi": "wifi", "apartment": "flat"}
+
+
 def _lemmas(phrase: str) -> frozenset[str]:
     toks = content_tokens(phrase)
-    return frozenset(t for t in toks if t not in _NOISE and t not in _ZH_NOISE and not t.isdigit())
+    return frozenset(_SAME_NOUN.get(t, t) for t in toks if t not in _NOISE and t not in _ZH_NOISE and not t.isdigit())
 
 
 def _clean_attr(attr: str) -> str:
@@ -318,11 +323,12 @@ SAME_ATTRIBUTE = 0.6
 
 
 #: nouns that name how a thing is known rather than another thing: "locker" and "locker number" are one attribute
-VALUE_NOUNS = {"number", "no", "code", "id", "pin", "name", "address", "password", "figure", "amount", "one", "num"}
+VALUE_NOUNS = {"number", "no", "code", "id", "pin", "name", "address", "password", "figure", "amount", "one", "num",
+               "sit", "websit", "url", "link", "handl"}
 
 #: the nouns a value is known by, dropped when two attributes are compared ("mobile" is "mobile number"); not
 #: "name" or "password": a wifi's name is not its password
-_KNOWN_BY = frozenset({"number", "no", "num", "code", "id", "one"})
+_KNOWN_BY = frozenset({"number", "no", "num", "code", "id", "one", "sit", "websit", "url", "link", "handl"})
 
 #: the same for two template readings (no form fitted: the attribute is all the sentence but its values)
 SAME_TEMPLATE = 0.75
@@ -336,7 +342,8 @@ def _last_noun(phrase: str) -> str | None:
     for w in reversed(re.findall(r"[a-z0-9][a-z0-9'\-]*", phrase.lower())):
         toks = content_tokens(w) - _NOISE
         if toks:
-            return next(iter(toks))
+            t = next(iter(toks))
+            return _SAME_NOUN.get(t, t)
     return None
 
 

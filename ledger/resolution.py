@@ -40,7 +40,6 @@ from typing import Any
 from .attributes import Reading, corrected, read_statement, same_attribute, substitution
 from .slots import (
     _GENERIC_STEMS,
-    _STOP_ZH,
     CATALOGUE_VERSION,
     GENERIC,
     REGISTRY,
@@ -54,8 +53,11 @@ from .slots import (
     says_all,
     type_statement,
 )
-from .values import (_STRONG_KINDS, ValueParts, aspect_of, differing, name_words, qualifier_kinds, qualifiers_clash,
-                     names_relative, shared_cjk_word, value_parts, zh_numerals)
+from .lexicon import language_names, slot_values
+from .revision_cues import (CHANGE_STEMS, FAMILY, INSTEAD, NOW, PAST_EVENT, PERSONAL, REVISION_HINT, WE, cue_words,
+                            is_narrative, lexicon_blind, listed_words, names_replacement)
+from .values import (_STRONG_KINDS, ValueParts, aspect_of, differing, name_words, names_relative, qualifier_kinds,
+                     qualifiers_clash, shared_cjk_word, value_parts, zh_numerals)
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
 #: the rules whose conflict an adjudicator may settle (unsure which memory, or whether it replaces it); a partial
@@ -86,7 +88,7 @@ def dense_thresholds(embedder: str | None) -> tuple[float, float]:
     return DENSE_THRESHOLDS["default"]
 
 
-_CLAUSES = re.compile(r"[,;，；。!?！？—]|\.(?=\s|$)|\s(?:because|since|so|but|as|and now|which)\s", re.I)
+_CLAUSES = re.compile(r"[,;，；。!?！？—]|\.(?=\s|$)|\s(?:because|since|so|but|as|and now|which|after)\s", re.I)
 
 
 def _cue_clause_tokens(text: str, registry: Any, user_name: str | None) -> set[str]:
@@ -212,7 +214,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     # third-person narrative about the user ("Caroline is researching adoption agencies", an agent's or an import's
     # observation): its sentences share a subject and a copula without sharing an attribute, and most are episodes,
     # so the readings that revise across keys (attribute, value replacement) are not applied to it
-    narrative = _narrative(text, user_name)
+    narrative = is_narrative(text, user_name)
     parsed = f"{mine_rd.describe()}; values {mine_vp.describe()}"
 
     def done(decision: str, key: str | None, rule: str, target: Candidate | None = None, **kw: Any) -> Resolution:
@@ -270,7 +272,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return None
         same_value = c is not None and bool(typing.value_tokens) and c.typing is not None and (
             typing.value_tokens <= c.typing.value_tokens)
-        if typing.additive and not _replaces(text) and not same_value:
+        if typing.additive and not names_replacement(text) and not same_value:
             return done("add", None, "additive", None, fresh_key=True,
                         note="it says also/too/也: it adds to what is known, nothing is contested")
         clash = qualifiers_clash(c.values, mine_vp) if c is not None else []
@@ -338,13 +340,14 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         the same topic holds ("they reset the lockers, my code is 9025 now" / "my gym locker code is 4471";
         物业把门禁密码换了，现在是7126): that memory is revised (superseded, or corrected). Only the best such
         memory, strictly ahead of any other, with a content word shared besides the values."""
-        if not (typing.change or typing.correction or _REVISION_HINT.search(text)) or typing.mood != "statement" \
-                or narrative or (typing.additive and not _replaces(text)) or _PAST_EVENT.search(text):
+        if not (typing.change or typing.correction or REVISION_HINT.search(text)) or typing.mood != "statement" \
+                or narrative or (typing.additive and not names_replacement(text)) or (
+                PAST_EVENT.search(text) and not NOW.search(text)):
             return None  # "... started playing guitar five years ago": an episode, not a value replaced
         kinds = {k for k in (*_STRONG_KINDS, "name") if mine_vp.parts.get(k)}
         if not kinds:
             return None
-        every = content_tokens(mine_vp.residue) - _CHANGE_STEMS
+        every = content_tokens(mine_vp.residue) - CHANGE_STEMS
         words = every - GENERIC - _GENERIC_STEMS
         found = []
         for c in (candidates if pool is None else pool):
@@ -367,11 +370,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 # a name in a slot of its own ("call me Sam") replaces no name said of another thing (French), unless
                 # it names the old one too ("Tony跳槽走了，我现在都找Kevin剪")
                 continue
-            their_every = content_tokens(c.values.residue) - _CHANGE_STEMS
+            their_every = content_tokens(c.values.residue) - CHANGE_STEMS
             # a topic word shared besides the values; the slot's own words ("phone number", 手机) count when the
             # sentences have no other
             share = overlap(words, their_every - GENERIC - _GENERIC_STEMS)
-            only_holder = any(k in _PERSONAL and sum(1 for o in candidates if o.status in ("current", "contested")
+            only_holder = any(k in PERSONAL and sum(1 for o in candidates if o.status in ("current", "contested")
                                                      and o.values.parts.get(k)) == 1 for k in shared_kinds)
             topic = (every & their_every) & (GENERIC | _GENERIC_STEMS)  # the slot word both name: birthday, 手机
             if (share >= 0.2 or overlap(every, their_every) >= 0.5 or (c.dense or 0.0) >= rel_cos or only_holder
@@ -432,8 +435,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         """The memories of ``pool`` holding the statement's value words (or the words it says were wrong), best
         first, and whether the best is the only best (a share >= 0.5, strictly ahead of the second)."""
         found = []
+        # "数学补习班我们不上了", "we cancelled the swim lessons": a household speaking may end what was said of a child
+        we = bool(WE.search(text))
         for c in pool:
-            if c.typing is None or not (c.typing.subject in ("self", "none") if typing.subject == "self"
+            if c.typing is None or not (c.typing.subject in ("self", "none") or (we and c.typing.subject in FAMILY)
+                                        if typing.subject == "self"
                                         else typing.subject == "none" or c.typing.subject == typing.subject):
                 # "my son quit the football league" names what of the son's it ends; a sentence naming no one
                 # ("钢琴课停了") may end what was said of anyone, when it names it
@@ -524,6 +530,13 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         kept = beside(head, both_named=True)
         if kept is not None:
             return kept
+        lex_mine, lex_head = slot_values(slot_key, text), slot_values(slot_key, head.text)
+        if lex_mine and lex_head and not typing.change:
+            # a closed vocabulary ("I'm vegetarian" / "I don't eat meat or fish", 素食者 / 吃素): equal values are
+            # a paraphrase whatever the words; another value replaces it
+            if lex_mine == lex_head and not lexicon_blind(value_changed(head), mine_vp, head.values):
+                return done("reaffirm", head.key, "paraphrase", head, note=f"the same {slot_key}: "
+                            + ", ".join(sorted(lex_mine)))
         changed = value_changed(head)
         hr = head.reading
         mine_noun, their_noun = (mine_rd.head or "").split("+")[0], (hr.head or "").split("+")[0]
@@ -541,10 +554,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                         note=f"{'/'.join(changed)} changed: not a paraphrase")
         extra = typing.value_tokens - (head.typing.value_tokens if head.typing is not None else set())
         would_reaffirm = contained or (not new_value and not typing.change and bool(typing.value_tokens))
-        if would_reaffirm and not contained and extra and _cue_words(slot_key, extra, registry):
+        if would_reaffirm and not contained and extra and cue_words(slot_key, extra, registry):
             # "I am dating Alex" / "Alex and I got engaged": the word it adds is one of the slot's own values
             return done("supersede", slot_key, "value_changed", head, close_key=close,
-                        note=f"it adds {', '.join(sorted(_cue_words(slot_key, extra, registry)))}: a new value")
+                        note=f"it adds {', '.join(sorted(cue_words(slot_key, extra, registry)))}: a new value")
         if contained or (not new_value and not typing.change and typing.value_tokens):
             return done("reaffirm", head.key, "paraphrase", head)
         if not typing.value_tokens and not typing.change:
@@ -560,6 +573,14 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         matched = best if best is not None and best.value_overlap > 0 else None
         if typing.correction or typing.cessation:
             target = matched or (siblings[0] if len(siblings) == 1 and not typing.value_tokens else None)
+            if target is None:
+                # 日语我放弃了 of 我在学日语: a sibling that names what it stops (a shared word, a name), alone
+                found, unique = named(siblings)
+                target = found[0][2] if unique else None
+            if target is None:
+                said = language_names(text)
+                holding = [c for c in siblings if said & language_names(c.text)]
+                target = holding[0] if said and len(holding) == 1 else None
             elsewhere = stop_elsewhere(f"no {slot_key} sibling holds its words; the memory holding them is in "
                                        "another slot") if target is None else None
             if elsewhere is not None:
@@ -584,6 +605,16 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if partial(target):
                 return done("conflict", None, "partial_cessation", target, contest_key=target.key, note=partial_note)
             return done("retire", key, "multi_cessation", target, close_key=close)
+        lex_mine = slot_values(slot_key, text)
+        same_lex = [c for c in siblings if lex_mine and slot_values(slot_key, c.text) == lex_mine
+                    and c.status in ("current", "contested")]
+        if (same_lex and not (typing.change or typing.additive) and (same_lex[0].typing is None
+                                                                      or not same_lex[0].typing.cessation)
+                and not lexicon_blind(value_changed(same_lex[0]), mine_vp, same_lex[0].values)):
+            # a closed vocabulary ("peanuts are a hard no for me — allergy" / "I'm allergic to peanuts", 英文、广东话、
+            # 国语 / 普通话、粤语和英语): the same values in other words
+            return done("reaffirm", same_lex[0].key, "multi_paraphrase", same_lex[0],
+                        note="the same " + ", ".join(sorted(lex_mine)))
         if (matched is not None and matched.value_overlap >= PARAPHRASE and matched.typing is not None
                 and matched.typing.cessation and not typing.cessation):
             return done("supersede", matched.key, "multi_resumed", matched)
@@ -605,6 +636,15 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if typing.change and matched.value_overlap < 1.0:
                 return done("supersede", matched.key if close is None else None, "multi_same_value", matched,
                             close_key=close)
+            more = lex_mine - slot_values(slot_key, matched.text)
+            extra = typing.value_tokens - (matched.typing.value_tokens if matched.typing is not None else set())
+            more |= (cue_words(slot_key, extra, registry) | (name_words(mine_vp) - name_words(matched.values))
+                     | (extra & listed_words(text)))
+            if more:
+                # "allergic to peanuts and shellfish" after "allergic to peanuts": the words overlap, but it names a
+                # value the sibling does not hold; the new statement, holding both, replaces it
+                return done("supersede", matched.key if close is None else None, "value_changed", matched,
+                            close_key=close, note=f"it adds {', '.join(sorted(more))}: a new value")
             return done("reaffirm", matched.key, "multi_paraphrase", matched)
         para = value_paraphrase(siblings, 0.0) or value_paraphrase()
         if para is not None:
@@ -646,7 +686,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("conflict", None, "named_unsure", found[0][2], contest_key=found[0][2].key)
 
     # no slot: "... instead of the 42 bus", "不再坐地铁，改骑车": the memory holding what it names is replaced
-    instead = _INSTEAD.search(text)
+    instead = INSTEAD.search(text)
     if instead is not None and typing.subject in ("self", "none"):
         named_words = content_tokens(next(g for g in instead.groups() if g)) - GENERIC - _GENERIC_STEMS
         found = sorted(((overlap(named_words, content_tokens(c.text)), c.score, c) for c in candidates
@@ -656,7 +696,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("supersede", target.key, "instead_of", target, note="it names what it replaces")
 
     # no slot: "also" adds, whatever it resembles
-    if typing.additive and not _replaces(text) and not typing.correction and not typing.cessation:
+    if typing.additive and not names_replacement(text) and not typing.correction and not typing.cessation:
         return done("add", None, "additive", None, fresh_key=True,
                     note="it says also/too/也: it adds to what is known, nothing is contested")
     # no slot: a current memory about the same attribute (read from both sentences) is the one this revises
@@ -705,10 +745,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                                               and c.slot_key is None and same_subject(c)])
             changed = value_changed(best_c)
             # it must say what the value is now: "the offsite with Dana has changed" gives none (a conflict)
-            says_new = bool(mine_tokens - content_tokens(best_c.text) - _CHANGE_STEMS - GENERIC - _GENERIC_STEMS)
+            says_new = bool(mine_tokens - content_tokens(best_c.text) - CHANGE_STEMS - GENERIC - _GENERIC_STEMS)
             if clear and says_new and not typing.cessation and (best_ov >= CHANGE_FREE or changed) \
                     and not moved_clash(best_c) \
-                    and not (typing.additive and not _replaces(text)):
+                    and not (typing.additive and not names_replacement(text)):
                 # "Our Slack workspace got renamed to brightco-hq" / "... is called brightco-team": one memory
                 # holds most of its words, well ahead of any other, and it says the value changed or was wrong
                 if typing.correction:
@@ -720,71 +760,12 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     return done("new", None, "new_memory")
 
 
-#: a statement that names what it replaces: "instead of the 42 bus", "rather than tea", 不再X / 不X了，改Y
-_INSTEAD = re.compile(r"\b(?:instead of|rather than|in place of|replac(?:ed|ing) (?:my |the )?)\s*([^,.;]+)|"
-                      r"\b(?:traded|swapped|exchanged)(?: in)? (?:my |the |our )?([^,.;]+?) for\b|"
-                      r"不再([^，,。]{1,10})[，,]?\s*(?:改|换|而是)|不([^，,。]{1,8})了[，,]\s*(?:改|换)", re.I)
-#: words that make "also" part of a replacement, not an addition ("I now also ..." still adds)
-_REPLACING = re.compile(r"\b(?:instead|switched|switch(?:ing)? to|no longer|replaced|moved to)\b|改成|换成|不再", re.I)
-
-
 def _clearly_closest(best: Candidate, pool: list[Candidate]) -> bool:
     """``best`` holds the statement's content words well ahead of every other memory of ``pool`` (its overlap beats
     the next by CLEAR_MARGIN; ``value_overlap`` was set by the caller for each)."""
     others = [c.value_overlap for c in pool if c is not best]
     return best.value_overlap - max(others, default=0.0) >= CLEAR_MARGIN
 
-
-def _cue_words(slot_key: str, words: set[str], registry: KeyRegistry) -> set[str]:
-    """The ``words`` (value tokens) that are cues of the slot ``slot_key`` names ("engag" of "engaged" in
-    relationship.status): values of the slot, not rewording."""
-    from .slots import CATALOGUE
-
-    base = slot_key.split(".", 2)[2] if slot_key.startswith("family.") else slot_key
-    slot = next((s for s in CATALOGUE if s.key == base), None)
-    if slot is None:
-        return set()
-    return {w for w in words if any(p.search(w) or any(p.search(w + suf) for suf in ("e", "ed", "ing", "s"))
-                                    for p in slot.patterns)}
-
-
-#: the value kinds that name one value exactly (a name or a qualifier may be one of several)
-#: words that say a change happened, not what it is about
-_CHANGE_WORDS = set("now new changed change reset raised raise bumped moved switched got started starting updated "
-                    "again reshuffled these days".split()) | set("换改变新现在成了")
-_CHANGE_STEMS = {t for w in _CHANGE_WORDS for t in content_tokens(w)} | _CHANGE_WORDS
-
-
-#: words that say a value was replaced, beside the change markers of the typing ("they reassigned the lockers",
-#: "the landlord hiked it", "from next month", 跳槽走了, 涨租): used only where a value of the same kind is given
-_REVISION_HINT = re.compile(r"\b(?:reassigned|re-?assigned|shuffled|gave me|put me|moved me|hiked|different|"
-                            r"from (?:today|now|next|this)|as of|left|replaced|swapped|instead|no longer)\b|"
-                            r"跳槽|走了|涨租|涨了|降了|下个月开始|从下个月|从今天|以后|换了|新的", re.I)
-#: a sentence dated in the past ("five years ago", "last week", 三年前) tells an episode
-_PAST_EVENT = re.compile(r"\b(?:ago|yesterday|last (?:week|month|year|night|friday|saturday|sunday|monday|tuesday|"
-                         r"wednesday|thursday)|the day before)\b|\d+\s*年前|昨天|上周|去年|前天", re.I)
-_NARRATIVE_STARTS = set("The My Our I We It This That There These Those His Her Their A An On In At For When After "
-                        "Before Btw Oh So And But Also Now Sorry Actually Oops Hmm Well Yes No Ok Okay Just Got Started "
-                        "Traded Cleared Swim Rent Landlord Netflix Parking Our Every Movie Wednesdays They He She You Someone Everyone "
-                        "Everything Nothing Gym Birthday Home Work".split())
-
-
-def _narrative(text: str, user_name: str | None) -> bool:
-    """Whether ``text`` is third-person narrative: it opens with a name (the user's, or another capitalised word
-    followed by a verb or a possessive) rather than with I / my / a noun phrase."""
-    t = unicodedata.normalize("NFC", text).strip()
-    if user_name and re.match(rf"{re.escape(user_name)}(?:'s|’s)?\b", t, re.I):
-        return True
-    m = re.match(r"([A-Z][a-z]+)(?:'s|’s)?\s+(?:is|was|has|had)\b", t)
-    return bool(m) and m.group(1) not in _NARRATIVE_STARTS
-
-
-#: value kinds that are one per person and attribute: a new one replaces the one memory that holds one
-_PERSONAL = ("email", "phone", "url")
-
-
-def _replaces(text: str) -> bool:
-    return bool(_REPLACING.search(text))
 
 
 def _relation(typing: Typing, c: Candidate) -> str:

@@ -29,7 +29,8 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from .text import has_cjk
+from .subjects import NOT_KIN_ZH, RELATIONS_EN, RELATIONS_ZH
+from .text import STOP_ZH, has_cjk
 
 Cardinality = Literal["single", "multi"]
 
@@ -117,7 +118,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                     r"(?<!size )(?<!number )(?<!code )(?<!floor )(?<!room )(?<!gate )(?<!locker )(?<!level )(?<!grade )(?<!score )"
                                     r"(?<!bus )(?<!route )(?<!seat )(?<!spot )(?<!row )(?<!platform )(?<!line )(?<!table )"
                                     r"\bis \d{1,2}\b(?![,.]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
-          (r"我今年?\d{1,3}岁|岁了",)),
+          (r"我今年?\d{1,3}岁|岁了|我今年(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁|了)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
           ("老家|来自|在.{1,6}长大|家乡",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
@@ -129,10 +130,11 @@ CATALOGUE: tuple[Slot, ...] = (
           ("最喜欢的电影|最爱的电影|最喜欢的电视剧|最爱看的剧|看.{0,4}(?:电影|纪录片|电视剧|动漫|片)|纪录片|电影",)),
     _slot("preference.book", "single", (r"favou?rite (?:book|novel|author|writer)",), ("最喜欢的书|最爱的书|最喜欢的作家",)),
     _slot("preference.color", "single", (r"favou?rite colou?r",), ("最喜欢的颜色|最爱的颜色|颜色|喜欢.{0,3}[红橙黄绿青蓝紫黑白粉灰]色",)),
-    _slot("profile.birth_date", "single", (r"born on|born in|birthday|date of birth",), ("生日|出生",)),
+    _slot("profile.birth_date", "single", (r"born on|born in|birthday|date of birth",), ("生日|出生|我是(?:19|20)?\\d{2}年的|\\d{2}后",)),
     _slot("profile.languages", "multi",
           (r"speak|speaks|fluent|learning (?:french|spanish|german|japanese|chinese|mandarin|korean|italian|"
-           r"portuguese|arabic|russian)|native language|language",), ("会说|说.{0,3}语|学.{0,3}语|语言|母语",)),
+           r"portuguese|arabic|russian)|native language|language",), ("会说|说.{0,3}语|学.{0,3}语|语言|母语|(?:英|日|法|德|韩|俄|西班牙|意大利|葡萄牙|阿拉伯|泰|越南)(?:语|文)(?!课本|书)|"
+                                                  "粤语|普通话|国语|广东话|上海话|闽南话|四川话",)),
     _slot("pet", "multi", (_PETS,), ("狗|猫|宠物|仓鼠|鹦鹉|兔子|金鱼|乌龟",)),
     _slot("relationship.status", "single",
           (r"single|married|divorced|engaged|dating|girlfriend|boyfriend|fianc[eé]e?|broke up|widowed|"
@@ -144,16 +146,19 @@ CATALOGUE: tuple[Slot, ...] = (
            r"(?:my|his|her) (?:title|position|role) (?:is|was|changed)|promoted to|got promoted|"
            r"(?:i'm|i am|became|become|becoming|now an?) an? (?:\w+ )?(?:teacher|nurse|doctor|engineer|developer|programmer|banker|designer|"
            r"lawyer|accountant|chef|writer|student|manager|consultant|artist|architect|scientist|driver|"
-           r"pharmacist|journalist)|unemployed|laid (?:\w+ )?off|lost (?:my|his|her) job|quit (?:my|his|her) job|"
+           r"pharmacist|journalist|analyst|paramedic|plumber|electrician|carpenter|barista|cashier|"
+           r"librarian|translator|researcher|lecturer|professor|dentist|vet|surgeon|therapist|secretary|"
+           r"receptionist|mechanic|pilot|photographer|technician|administrator|recruiter)|unemployed|laid (?:\w+ )?off|lost (?:my|his|her) job|quit (?:my|his|her) job|"
            r"(?:was|got|been|get) fired|fired (?:me|him|her)|let (?:me|him|her) go|(?:got|was|been) let go|"
            r"made redundant|out of work|"
            r"between jobs|jobless|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
           ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
-                                      r"joined \w+(?: \w+)? as|employer|company i work|started (?:a new job |working )?at|new job at|"
+                                      r"joined \w+(?: \w+)? as|employer|(?:i'm|i am) an? (?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
+                                      r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|"
                                       r"(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
-                                      r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽",)),
+                                      r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:bus|train|subway|metro|tube|tram|"
                                 r"ferry)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
                                 r"commute|commuting",), ("坐地铁|坐公交|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班",),
@@ -186,7 +191,8 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("device.computer", "single", (r"laptop|macbook|thinkpad|desktop pc|my computer|new computer",),
           ("笔记本电脑|电脑|台式机",)),
     _slot("vehicle", "single", (r"drive an?|my car|new car|bought an? (?:\w+ )?car|electric car|tesla|"
-                                r"motorbike|motorcycle|scooter|sold my car",), ("开车|车子|买了?.{0,4}车|电动车|燃油车|汽车|开的是.{0,4}车|摩托",)),
+                                r"motorbike|motorcycle|scooter|sold my car|(?:number |licen[cs]e |car )?plate|car reg(?:istration)?|"
+                                r"\breg\b|registration (?:number|is)",), ("开车|车子|车牌|买了?.{0,4}车|电动车|燃油车|汽车|开的是.{0,4}车|摩托",)),
     _slot("schedule", "multi",
           (r"every (?:morning|evening|night|day|week|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
            r"weekend)|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)|wake up at|"
@@ -199,7 +205,7 @@ CATALOGUE: tuple[Slot, ...] = (
            r"play(?:s|ing)? (?:the )?(?:guitar|piano|violin|drums|tennis|football|soccer|basketball|chess|golf|"
            r"badminton|volleyball|banjo|ukulele|cello|flute|saxophone|drums)|go(?:ing)? to the gym|gym|hiking|painting|knitting|photography|gardening|yoga|climbing|running|"
            r"swimming|cycling|surfing|skiing|baking|pottery|fishing|reading novels",),
-          ("爱好|业余|兴趣|空闲时|健身|学.{0,2}(?:吉他|钢琴|画|舞)|弹吉他|弹钢琴|打篮球|打羽毛球|踢足球|下棋|爬山|徒步|画画|摄影|瑜伽|跑步|游泳|钓鱼|烘焙|骑车",)),
+          ("爱好|业余|兴趣|空闲时|健身(?!房)|去.{0,4}健身房|在健身房(?:锻炼|练|运动|健身)|健身房(?:锻炼|练)|学.{0,2}(?:吉他|钢琴|画|舞)|弹吉他|弹钢琴|打篮球|打羽毛球|踢足球|下棋|爬山|徒步|画画|摄影|瑜伽|跑步|游泳|钓鱼|烘焙|骑车",)),
 )
 
 
@@ -276,7 +282,7 @@ class KeyRegistry:
         validator wants a number ("I'm 130 years old" and "I am 130" both judge as 130), else ``value`` itself. Two
         statements with the same judged value state the same thing (a quarantine release compares these)."""
         found = self._longest(getattr(self, "_validators", {}), key)
-        if found is None or not (isinstance(value, str) and " " in value.strip()):
+        if found is None or not _is_sentence(value):
             return value
         from datetime import datetime, timezone
 
@@ -306,7 +312,7 @@ class KeyRegistry:
 
         validator, describe = found
         target = validator(value, recorded_at) if callable(validator) and not _is_type(validator) else validator
-        if isinstance(value, str) and " " in value.strip():
+        if _is_sentence(value):
             value = _one_number(value) if _wants_number(target) else None
             if value is None:
                 return None
@@ -336,9 +342,20 @@ def _adapter(target: Any) -> Any:
     return adapter
 
 
+def _is_sentence(value: Any) -> bool:
+    """Whether a value is a sentence ``remember`` recorded rather than a bare value: a string with a space, or with
+    Chinese characters (我今年28岁 has no space)."""
+    return isinstance(value, str) and (" " in value.strip() or has_cjk(value))
+
+
 def _one_number(sentence: str) -> int | float | None:
-    """The one number a sentence holds ("I'm 130 years old" -> 130), or None for none or several."""
+    """The one number a sentence holds ("I'm 130 years old" -> 130, 我今年二十八岁 -> 28), or None for none or
+    several."""
     numbers = re.findall(r"(?<![\d.])-?\d+(?:\.\d+)?(?![\d.])", sentence)
+    if not numbers and has_cjk(sentence):
+        from .values import value_parts
+
+        numbers = sorted(value_parts(sentence).parts.get("number", ()))
     if len(numbers) != 1:
         return None
     return float(numbers[0]) if "." in numbers[0] else int(numbers[0])
@@ -380,16 +397,6 @@ REGISTRY.register_validator(
 REGISTRY.register_verify_after("health", 30 * 86400)
 
 # -- subject, markers --------------------------------------------------------------------------------------------
-_RELATIONS_EN = {
-    "brother": "brother", "sister": "sister", "mother": "mother", "mom": "mother", "mum": "mother",
-    "father": "father", "dad": "father", "wife": "wife", "husband": "husband", "son": "son", "daughter": "daughter",
-    "partner": "partner", "girlfriend": "partner", "boyfriend": "partner", "friend": "friend",
-    "best friend": "friend", "parents": "parents", "in-laws": "in_laws", "grandparents": "grandparents",
-    "colleague": "colleague", "coworker": "colleague", "boss": "boss",
-    "grandmother": "grandmother", "grandma": "grandmother", "grandfather": "grandfather", "grandpa": "grandfather",
-    "roommate": "roommate", "neighbour": "neighbour", "neighbor": "neighbour", "cousin": "cousin",
-    "aunt": "aunt", "uncle": "uncle", "kids": "children", "children": "children",
-}
 class _LazyPattern:
     """A regular expression compiled on first use; it answers ``search``, ``match``, ``finditer``, ... as the
     compiled pattern does. Why: the ~125 free-text patterns below took ~14 ms to compile at import, paid by every cold
@@ -410,16 +417,6 @@ def _lazy_re(pattern: str, flags: int = 0) -> _LazyPattern:
     return _LazyPattern(pattern, flags)
 
 
-_RELATIONS_ZH = {
-    "哥哥": "brother", "弟弟": "brother", "姐姐": "sister", "妹妹": "sister", "妈妈": "mother", "母亲": "mother",
-    "爸爸": "father", "父亲": "father", "老婆": "wife", "妻子": "wife", "太太": "wife", "老公": "husband",
-    "丈夫": "husband", "儿子": "son", "女儿": "daughter", "男朋友": "partner", "女朋友": "partner",
-    "朋友": "friend", "同事": "colleague", "老板": "boss", "奶奶": "grandmother", "外婆": "grandmother",
-    "爷爷": "grandfather", "外公": "grandfather", "室友": "roommate", "邻居": "neighbour", "表哥": "cousin",
-    "表姐": "cousin", "孩子": "children", "爸": "father", "老爸": "father", "妈": "mother", "老妈": "mother",
-    "哥": "brother", "姐": "sister", "弟": "brother", "妹": "sister", "闺女": "daughter", "媳妇": "wife",
-    "对象": "partner", "婆婆": "mother_in_law", "岳母": "mother_in_law", "公公": "father_in_law", "岳父": "father_in_law",
-}
 #: Discourse and correction markers a sentence may open with before naming its subject: "Sorry, I meant my brother
 #: lives in Portland" is about the brother, "说错了，我哥哥住在天津" about 哥哥, "不是我哥哥而是我姐姐..." about 姐姐.
 _LEAD_EN = (r"^(?:(?:and|also|oh|btw|by the way|sorry|oops|wait|no|nope|actually|correction|well|so|"
@@ -429,9 +426,11 @@ _LEAD_EN = (r"^(?:(?:and|also|oh|btw|by the way|sorry|oops|wait|no|nope|actually
             r"\s*[,:;.!\-\u2013\u2014]*\s*)*(?:that |it'?s |it is )?")
 _LEAD_ZH = (r"^(?:(?:还有|另外|说错了|不对|更正一下|更正|纠正一下|纠正|我是说|我的意思是|其实|搞错了|记错了|口误|抱歉|"
             r"不好意思|对不起|哦|嗯|刚才)[，,。：:！!\s]*)*(?:不是.{1,16}?[，,]?而是|应该是|是)?")
-_REL_EN_RE = _lazy_re(_LEAD_EN + r"(?:my|our) (" + "|".join(
-    sorted(_RELATIONS_EN, key=len, reverse=True)) + r")(?:'s|s'|’s)?\b")
-_REL_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:我|我们)(?:的|家)?(" + "|".join(sorted(_RELATIONS_ZH, key=len, reverse=True)) + ")")
+# a kinship word used as a name may open the sentence alone: "Mum moved to Leeds", 奶奶给我发了一张照片
+_REL_EN_RE = _lazy_re(_LEAD_EN + r"(?:(?:my|our) |(?=(?:mum|mom|dad|grandma|grandpa)\b))(" + "|".join(
+    sorted(RELATIONS_EN, key=len, reverse=True)) + r")(?:'s|s'|’s)?\b")
+_REL_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:(?:我|我们)(?:的|家)?|(?=" + "|".join(w for w in RELATIONS_ZH if len(w) > 1 and w not in NOT_KIN_ZH)
+                      + "))(" + "|".join(sorted(RELATIONS_ZH, key=len, reverse=True)) + ")")
 #: Someone known by their role, as the owner of what follows ("my landlord's phone number", 我房东的电话): the
 #: statement is about them, not the user ("my landlord is Mr. Lee" names the role's holder: slot person.landlord).
 _ROLES_EN = {"landlord": "landlord", "landlady": "landlord", "doctor": "doctor", "dentist": "dentist",
@@ -497,7 +496,7 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\blet .{1,40}?(?:lapse|expire)\b", r"戒(?=烟|酒|糖|掉|了)", r"放下了|先放一放|搁置了|暂停了|停掉了",
     r"\band left\b", r"\bleft (?:the )?\w+ (?:club|gym|team|group|choir|band|company|firm|school|church|league|class)\b", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
     r"\bwon'?t (?:be )?renew", r"\btook (?:me|him|her) off\b", r"\bfinished (?:with )?(?:physio|therapy|treatment|rehab|my course|the course)\b",
-    r"\bunsubscribed\b",
+    r"\bunsubscribed\b", r"\bdone with\b", r"\bsigned (?:me|him|her|us) off\b", r"\bfinished with\b",
     r"\bclosed (?:my|the|our)\b", r"\bshut down\b", r"\bmoved on from\b", r"\bstepped down\b",
     r"退掉|退了|退订|停订|停掉|没续|不续|辞掉|没再|关掉|关了|注销|卖掉|退出|停办|拆了|扔了|不去了|停用|不用再|不再需要",
     r"\bis over\b", r"\bended the\b", r"\bcleared out\b",
@@ -507,7 +506,7 @@ _CESSATION = [_lazy_re(p) for p in (
 _CHANGE = [_lazy_re(p) for p in (
     r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",
     r"\bmoved to\b", r"\bstarted\b", r"\bnew\b", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",
-    r"\bgot (?:a|an)\b", r"\bturned\b", r"\bfrom now on\b", r"\bmoving to\b", r"\brelocated\b", r"\bjoined\b",
+    r"(?<!i've )(?<!we've )(?<!i have )(?<!we have )(?<!'ve )\bgot (?:a|an)\b", r"\bturned\b", r"\bfrom now on\b", r"\bmoving to\b", r"\brelocated\b", r"\bjoined\b",
     r"现在", r"改", r"换", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
     r"升职|升为|晋升|当上|升到|涨到|降到|调到", r"\bpromoted\b", r"\brenamed\b", r"\bgot (?:pushed|moved|bumped)\b",
     r"\b(?:raised|reset|bumped|reshuffled|relocated|rescheduled|re-?registered|upped|hiked|lowered)\b",
@@ -527,7 +526,6 @@ went get gets got getting make makes made one thing things kind sort pretty well
 tomorrow yesterday morning evening night actually sorry mean meant said say says tell told think thought
 know knew want wants wanted need needs feel feels felt
 """.split())
-_STOP_ZH = set("周天月年昨今早晚号点，。！？、；：,.!?我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已正在刚才其实")
 _ZH_FUNCTION_WORDS = re.compile("已经|曾经|经常|正在|刚才|其实|什么|怎么|非常|特别")
 
 
@@ -577,7 +575,7 @@ def content_tokens(text: str) -> set[str]:
            if w not in _STOP_EN and len(w) > 1}
     # function words of two characters go whole, so that their characters (经 of 已经) still count in other words
     t = _ZH_FUNCTION_WORDS.sub(" ", t)
-    out |= {c for c in t if has_cjk(c) and c not in _STOP_ZH}
+    out |= {c for c in t if has_cjk(c) and c not in STOP_ZH}
     return out
 
 
@@ -628,10 +626,18 @@ def _strip(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
+#: a time phrase a Chinese statement may open with before its (dropped) subject: 上个月搬去成都了, 周一去字节报到了
+_ZH_WHEN = (r"(?:上|这|下|本)(?:个)?(?:月|周|礼拜|星期)(?:初|末|底)?|周[一二三四五六日末]|星期[一二三四五六日天]|"
+            r"[昨今前明]天|[去今前]年|最近|前(?:几|两)天|前阵子|年[初底]|月[初底]|刚刚?|上周末")
+#: a statement that opens with a past-tense verb and drops its subject ("Joined Stripe last week", "Picked up the new
+#: car yesterday", "Finally got the keys ..."): a note the user writes of themself
+_DROPPED_I = (r"^(?:just |finally |recently |so |oh |well |ok |okay )?(?!(?:rained|snowed|looked|seemed|sounded|"
+              r"happened|turned out)\b)(?:[a-z]{3,}ed|got|sold|bought|left|took|began|quit|signed|went|found|made|"
+              r"done with|finished|started)\b")
 _SELF_EN = _lazy_re(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
                       r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
-                      r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b")
-_SELF_ZH = _lazy_re(r"我|用户|^[他她]|房东|^[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]")
+                      r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b|" + _DROPPED_I)
+_SELF_ZH = _lazy_re(r"我|用户|^[他她]|房东|^(?:" + _ZH_WHEN + r")?[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]")
 #: the statement is about how things used to be, not the current value ("we used to drink matcha", "小时候")
 _PAST = _lazy_re(r"\bused to\b|\bas a (?:kid|child|student)\b|\bwhen i was (?:a kid|young|little)\b|"
                    r"小时候|以前|过去|当年")
@@ -668,7 +674,7 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     role = None if m else (_ROLE_EN_RE.match(t) or _ROLE_ZH_RE.match(t))
     if m:
         rel = m.group(1)
-        subject = _RELATIONS_EN.get(rel) or _RELATIONS_ZH.get(rel) or "other"
+        subject = RELATIONS_EN.get(rel) or RELATIONS_ZH.get(rel) or "other"
         spans.append(m.span())
     elif role:
         subject = _ROLES_EN.get(role.group(1)) or _ROLES_ZH.get(role.group(1)) or "other"
@@ -691,7 +697,7 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     cess = [mm for p in _CESSATION for mm in p.finditer(body)]
     if slot is not None and slot.key == "diet":
         # "I don't eat meat or fish", 肉和海鲜都不碰: a diet said by what one does not eat, not a diet that stopped
-        cess = [mm for mm in cess if not re.match(r"don'?t|do not|不", mm.group(0))]
+        cess = [mm for mm in cess if not re.match(r"don'?t|do not|不(?!再)", mm.group(0))]
     chg = [mm for p in _CHANGE for mm in p.finditer(body)]
     if subject == "none" or (_PAST.search(t) and not cess and not chg):
         slot = None  # not about the user, or about how things used to be: a memory, not a slot's value

@@ -26,7 +26,9 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from .text import has_cjk
+from .lexicon import LANGUAGE_RE, language_names
+from .subjects import RELATIONS_EN, RELATIONS_ZH
+from .text import STOP_ZH, has_cjk
 
 #: the part kinds that carry a value (a difference in any of them is new information)
 VALUE_KINDS = ("number", "time", "date", "email", "url", "phone", "code", "name")
@@ -48,7 +50,7 @@ CURRENCIES = frozenset({"usd", "eur", "gbp", "cny"})
 _DAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "weekday", "weekend"}
 _UNIT_WORDS = {
     "$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "bucks": "usd", "€": "eur", "eur": "eur",
-    "euro": "eur", "euros": "eur", "£": "gbp", "gbp": "gbp", "pound": "gbp", "pounds": "gbp", "¥": "cny", "元": "cny",
+    "euro": "eur", "euros": "eur", "£": "gbp", "gbp": "gbp", "pound": "gbp", "pounds": "gbp", "quid": "gbp", "¥": "cny", "元": "cny",
     "块": "cny", "rmb": "cny", "yuan": "cny", "kg": "kg", "kilo": "kg", "kilos": "kg", "公斤": "kg", "km": "km",
     "公里": "km", "mile": "mi", "miles": "mi", "minute": "min", "minutes": "min", "mins": "min", "分钟": "min",
     "hour": "h", "hours": "h", "小时": "h", "year": "y", "years": "y", "岁": "y", "percent": "%", "%": "%",
@@ -112,7 +114,7 @@ _MONTH_RE = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 _DATE_EN_WORDS = re.compile(rf"\b(?:the )?({_ORDINAL_RE}) (?:of )?{_MONTH_RE}\b|\b{_MONTH_RE} (?:the )?({_ORDINAL_RE})\b",
                             re.I)
 _NUM = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s?(thousand|grand|million|hundred)?"
-                  r"(?![A-Za-z0-9])\s?(%|percent|dollars?|bucks|euros?|pounds?|usd|eur|gbp|rmb|yuan|元|块|kg|kilos?|公斤|km|公里|"
+                  r"(?![A-Za-z0-9])\s?(%|percent|dollars?|bucks|quid|euros?|pounds?|usd|eur|gbp|rmb|yuan|元|块|kg|kilos?|公斤|km|公里|"
                   r"miles?|minutes?|mins|分钟|hours?|小时|years?|岁)?", re.I)
 # scales written as words: a lone letter (k, m, w) is a scale only right after digits (2.2k, 15w), never as a word
 # ("I'm thirty-four" is 34, not a million and 34)
@@ -502,6 +504,13 @@ def value_parts(text: str) -> ValueParts:
     if has_cjk(text):  # 王阿姨, 李老师, 张师傅: a surname and a form of address name one person
         names = itertools.chain(names, _ZH_NAME.finditer(text))
     parts["name"] = {n for n in (_name_of(m.group(0)) for m in names) if n}
+    langs = language_names(text)
+    if langs:
+        # a language is one value however it is written ("Cantonese" / 粤语 / 广东话); "the two languages I speak",
+        # 这三种, counts the ones listed and says nothing more
+        parts["name"] = {n for n in parts["name"] if not LANGUAGE_RE.fullmatch(n)} | {f"lang:{c}" for c in langs}
+        if len(langs) >= 2 and {float(x) for x in parts["number"]} == {float(len(langs))}:
+            parts["number"] = set()
     low = unicodedata.normalize("NFC", text).lower()
     quals: dict[str, set[str]] = {}
     ranged = _WEEKDAY_RANGE.search(low) is not None
@@ -521,7 +530,7 @@ def value_parts(text: str) -> ValueParts:
 
 
 def _not_name(word: str) -> bool:
-    w = word.lower().rstrip(".")
+    w = word.lower().rstrip(".").removesuffix("'s").removesuffix("’s")
     return (word in ("I", "I'm", "I've", "I'd", "I'll", "OK") or w[:3] in _MONTHS or w.rstrip("s") in _DAYS
             or w in ("the", "my", "our", "a", "an", "this", "that", "every", "on", "in", "at", "last", "next"))
 
@@ -614,11 +623,10 @@ def shared_cjk_word(a: str, b: str) -> bool:
         return False
     import difflib
 
-    from .slots import _STOP_ZH
 
     m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
     run = a[m.a:m.a + m.size]
-    return m.size >= 3 and sum(1 for ch in run if has_cjk(ch) and ch not in _STOP_ZH) >= 3
+    return m.size >= 3 and sum(1 for ch in run if has_cjk(ch) and ch not in STOP_ZH) >= 3
 
 
 def names_relative(text: str, subject: str) -> bool:
@@ -626,8 +634,8 @@ def names_relative(text: str, subject: str) -> bool:
     names the daughter); never for the user ("self") or no one ("none")."""
     if subject in ("self", "none"):
         return False
-    from .slots import _RELATIONS_EN, _RELATIONS_ZH
 
-    words = [w for w, rel in {**_RELATIONS_EN, **_RELATIONS_ZH}.items() if rel == subject]
+    words = [w for w, rel in {**RELATIONS_EN, **RELATIONS_ZH}.items() if rel == subject]
     low = text.lower()
     return any((w in low) if has_cjk(w) else re.search(rf"\b{re.escape(w)}\b", low) for w in words)
+

@@ -1,0 +1,140 @@
+"""Belief revision where the words say little alone: subjects a sentence drops, values from a closed vocabulary
+(languages, allergens, diets), Chinese numbers in validated slots, and attributes named by other nouns
+(docs/resolution.md). Each case holds the decision a user expects."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger.lexicon import allergens, diet_of, language_names
+from ledger.slots import type_statement
+from ledger.values import value_parts
+
+T1, T2 = "2024-01-01T09:00:00Z", "2024-02-01T09:00:00Z"
+NEUTRAL = ("It rained all afternoon.", "Watched a documentary about whales.", "Made lentil soup for dinner.")
+
+
+def revise(ml, old: str, new: str):
+    ml.remember("u", old, observed_at=T1)
+    for n in NEUTRAL:
+        ml.remember("u", n, observed_at=T1)
+    r = ml.remember("u", new, observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile("u", allow_sensitive=["health"], purpose="test").facts.values()}
+    assert all(facts.get(n) == "current" for n in NEUTRAL), facts  # nothing unrelated retired or contested
+    return r, facts
+
+
+@pytest.mark.parametrize("text,slot,subject", [
+    ("Joined Stripe last week, same sort of analytics work", "work.employer", "self"),
+    ("Started at Brightwater Insurance on Monday", "work.employer", "self"),
+    ("I'm a data analyst at Halvorsen Logistics", "work.employer", "self"),
+    ("上个月搬去成都了，生活节奏慢一点", "residence.city", "self"),
+    ("周一去字节报到了，岗位还是产品", "work.employer", "self"),
+    ("Picked up the new car yesterday, the plate is LD72 RWA", "vehicle", "self"),
+    ("奶奶给我发了一张她年轻时骑摩托车的老照片", "vehicle", "grandmother"),  # a kinship word opening the sentence
+    ("Mum moved to Leeds", "residence.city", "mother"),
+    ("同事请我喝咖啡", "preference.drink", "self"),  # a colleague is no kin: the user drank
+    ("Started raining again", None, "self"),
+    ("我健身房的储物柜是56号", None, "self"),  # a locker at the gym is no hobby
+    ("我每周去三次健身房", "hobby", "self"),
+    ("我今年二十八了", "profile.age", "self"),
+    ("说错了，我是93年的，不是92年", "profile.birth_date", "self"),
+    ("英文、广东话、国语这三种我都能讲", "profile.languages", "self"),
+])
+def test_typing_reads_dropped_subjects_and_the_slots_words(text, slot, subject):
+    t = type_statement(text)
+    assert (t.slot, t.subject) == (slot, subject)
+
+
+@pytest.mark.parametrize("a,b,equal", [
+    ("I speak English and Portuguese", "Portuguese and English are the two languages I'm fluent in", True),
+    ("我会说普通话、粤语和英语", "英文、广东话、国语这三种我都能讲", True),
+    ("I speak English and Portuguese", "I speak English, Portuguese and French", False),
+    ("My flight to Oslo leaves at 18:40 on Friday", "Friday's Oslo flight departs at 6:40 pm", True),
+])
+def test_values_said_in_other_words_are_equal(a, b, equal):
+    va, vb = value_parts(a), value_parts(b)
+    assert (va.parts.get("name") == vb.parts.get("name") and va.parts.get("time") == vb.parts.get("time")) is equal
+
+
+def test_closed_vocabularies_read_values_across_languages():
+    assert language_names("我会说广东话和日语") == language_names("I speak Cantonese and Japanese") == {"yue", "ja"}
+    assert allergens("Peanuts are a hard no for me") == allergens("我对花生过敏") == {"peanut"}
+    assert allergens("allergic to penicillin and cats") == {"penicillin", "cat"}
+    assert [diet_of(t) for t in ("I don't eat meat or fish", "我吃素，肉和海鲜都不碰", "I'm vegan",
+                                 "我不再吃素了", "I'm not vegetarian any more", "I love steak")] == [
+        "vegetarian", "vegetarian", "vegan", None, None, None]
+
+
+@pytest.mark.parametrize("old,new", [
+    ("I'm allergic to peanuts.", "Peanuts are a hard no for me — allergy."),
+    ("I'm allergic to peanuts, so I have to avoid them", "I've got a peanut allergy, which means steering clear of them"),
+    ("我对芒果过敏。", "芒果我碰不得，一吃就过敏。"),
+    ("I'm vegetarian", "I don't eat meat or fish"),
+    ("我是素食者", "我吃素，肉和海鲜都不碰"),
+    ("I speak English and Portuguese", "Portuguese and English are the two languages I'm fluent in"),
+    ("我会说普通话、粤语和英语", "英文、广东话、国语这三种我都能讲"),
+    ("我住在18楼", "我家在十八层"),
+    ("我今年28岁", "我二十八了"),
+])
+def test_the_same_values_in_other_words_reaffirm(fresh_ledger, old, new):
+    r, facts = revise(fresh_ledger, old, new)
+    assert (r.decision, facts.get(old)) == ("reaffirm", "current"), r.explanation
+
+
+@pytest.mark.parametrize("old,new", [
+    ("I'm allergic to peanuts", "I'm allergic to peanuts and shellfish"),  # a new allergen is never a paraphrase
+    ("I speak English and Portuguese", "I speak English, Portuguese and French"),
+    ("我吃素", "我不再吃素了"),
+])
+def test_a_new_value_of_a_closed_vocabulary_is_recorded(fresh_ledger, old, new):
+    r, facts = revise(fresh_ledger, old, new)
+    assert (r.decision in ("supersede", "retire", "add"), facts.get(new)) == (True, "current"), r.explanation
+
+
+@pytest.mark.parametrize("old,new,decision", [
+    ("I work at Google as a data analyst.", "Joined Stripe last week, same sort of analytics work, smaller team.",
+     "supersede"),
+    ("我在腾讯上班，做产品经理。", "周一去字节报到了，岗位还是产品。", "supersede"),
+    ("我在阿里上班，做电商运营的", "换了新工作，现在在字节上班，岗位还是运营", "supersede"),
+    ("我现在住杭州，在西湖边上租的房子", "上个月搬去成都了，生活节奏慢一点挺好的", "supersede"),
+    ("My car's registration is KX19 TLM", "Picked up the new car yesterday, the plate is LD72 RWA", "supersede"),
+    ("Home wifi password is BlueFinch42 if anyone asks.", "Reset the router yesterday. Wifi's now Otter-Lamp-9.",
+     "supersede"),
+    ("My portfolio site is at mirandalopes.art",
+     "I moved my portfolio over to mirandalopes.studio since the old domain expired", "supersede"),
+    ("我是1992年出生的。", "说错了，我是93年的，不是92年。", "correct"),
+    ("我在学日语", "日语我放弃了，实在抽不出时间", "retire"),
+    ("I play five-a-side football every Wednesday night",
+     "Done with five-a-side after tearing my hamstring, I'm not playing at all anymore", "retire"),
+    ("I see a physio every Monday for my shoulder", "The physio signed me off yesterday, no more sessions needed",
+     "retire"),
+    ("女儿周末在上数学补习班。", "数学补习班我们不上了，费用已经退了。", "retire"),  # "we" ends the daughter's class
+])
+def test_a_change_said_without_the_old_words_replaces_the_old_value(fresh_ledger, old, new, decision):
+    r, facts = revise(fresh_ledger, old, new)
+    assert (r.decision, facts.get(old)) == (decision, None), r.explanation
+
+
+def test_a_motorbike_in_grandmas_photo_is_not_the_users_vehicle(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "我的车牌号是浙A·3K792", observed_at=T1)
+    r = ml.remember("u", "奶奶给我发了一张她年轻时骑摩托车的老照片", observed_at=T1)
+    assert r.key != "vehicle"
+    assert {f.text for f in ml.profile("u").facts.values()} >= {"我的车牌号是浙A·3K792"}
+
+
+@pytest.mark.parametrize("text,effect", [("我今年28岁", "new"), ("我今年二十八岁", "new"), ("我今年130岁", "quarantine")])
+def test_a_chinese_sentence_in_a_validated_slot_is_judged_by_its_number(fresh_ledger, text, effect):
+    r = fresh_ledger.remember("u", text, observed_at=T1)
+    assert (r.key, r.effect) == ("profile.age", effect)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("I have a cat named Luna", "I have a cat named Luna and a dog named Rex"),
+    ("I play tennis", "I play tennis and golf"),
+    ("I'm allergic to peanuts", "I'm allergic to peanuts and kiwi fruit"),
+])
+def test_a_sibling_said_again_with_another_value_is_never_a_reaffirmation(fresh_ledger, old, new):
+    r, facts = revise(fresh_ledger, old, new)
+    assert (r.decision, facts.get(new)) == ("supersede", "current"), r.explanation
