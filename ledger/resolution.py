@@ -54,9 +54,9 @@ from .slots import (
     type_statement,
 )
 from .lexicon import language_names, slot_values
-from .revision_cues import (CHANGE_STEMS, FAMILY, INSTEAD, NOW, PAST_EVENT, PERSONAL, REVISION_HINT, WE, cue_words,
-                            is_narrative, lexicon_blind, listed_words, names_replacement)
-from .values import (_STRONG_KINDS, ValueParts, aspect_of, differing, name_words, names_relative, qualifier_kinds,
+from .revision_cues import (CHANGE_STEMS, FAMILY, INSTEAD, NOW, PAST_EVENT, PERSONAL, REVISION_HINT, WE, cue_clause_tokens,
+                            cue_words, is_narrative, lexicon_blind, listed_words, names_replacement, wrong_value)
+from .values import (_STRONG_KINDS, ValueParts, aspect_of, cjk_bigrams, differing, name_words, names_relative, qualifier_kinds,
                      qualifiers_clash, shared_cjk_word, value_parts, zh_numerals)
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
@@ -74,6 +74,9 @@ RELATED_FREE = 0.4
 CHANGE_FREE = 0.5
 WEAK_MATCH = 0.3  #: a search score below it is a weak match (docs/retrieval.md): not what a statement is about
 CLEAR_MARGIN = 0.2
+#: a marked statement (change, correction, cessation) revises the memory search ranks first at a score >= NEAREST,
+#: NEAREST_MARGIN ahead of the next (for English, MiniLM's cosine: NEAREST_DENSE, NEAREST_DENSE_MARGIN)
+NEAREST, NEAREST_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN = 0.5, 0.3, 0.25, 0.2
 #: dense cosine thresholds by embedder family (model id prefix); (paraphrase, related)
 DENSE_THRESHOLDS: dict[str, tuple[float, float]] = {
     "hash:": (0.95, 0.6),
@@ -86,35 +89,6 @@ def dense_thresholds(embedder: str | None) -> tuple[float, float]:
         if embedder and embedder.startswith(prefix):
             return th
     return DENSE_THRESHOLDS["default"]
-
-
-_CLAUSES = re.compile(r"[,;，；。!?！？—]|\.(?=\s|$)|\s(?:because|since|so|but|as|and now|which|after)\s", re.I)
-
-
-def _cue_clause_tokens(text: str, registry: Any, user_name: str | None) -> set[str]:
-    """The value words of the clause that carries a cessation or correction ("I've given up the football, my knee
-    can't take it" -> football), or an empty set when the sentence is one clause or no clause carries the cue."""
-    clauses = [c for c in _CLAUSES.split(text) if c and c.strip()]
-    if len(clauses) < 2:
-        return set()
-    for clause in clauses:
-        t = type_statement(clause, registry, user_name)
-        if t.cessation or t.correction:
-            return {w for w in t.value_tokens if "'" not in w}
-    return set()
-
-
-def _wrong_value(value: str) -> re.Pattern[str] | None:
-    """How a value a correction calls wrong is found in a memory: as a word of its own ("8" in "8pm", not in "18"),
-    or, for three digits or more, as the end of a longer run ("5678" of "13812345678": "the last four digits")."""
-    v = unicodedata.normalize("NFKC", value).strip().lower()
-    if not v or len(v) > 40:
-        return None
-    if v.isdigit():
-        return re.compile(rf"(?<![0-9]){v}(?![0-9])" + (rf"|[0-9]+{v}(?![0-9])" if len(v) >= 3 else ""))
-    if len(v) < 2:
-        return None
-    return re.compile(rf"(?<!\w){re.escape(v)}(?!\w)")
 
 
 @dataclass
@@ -412,6 +386,54 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                         note=f"same attribute, {('/'.join(changed) or 'value')} changed")
         return done("reaffirm", c.key, "attribute_paraphrase", c, note="same attribute, every value equal")
 
+    def marked_nearest() -> Resolution | None:
+        """A statement that says something changed, was wrong or stopped, where one current memory of the same
+        subject is by far the nearest ("Switched carriers, new number: ..." of "my cell is ..."; 辞职了，去咖啡店当店长了
+        of 我在银行当柜员): that memory is revised. Nothing else is near enough to be meant; "also" adds, another
+        season or person is another case."""
+        if not (typing.change or typing.correction or typing.cessation) or typing.mood != "statement" or narrative \
+                or (typing.additive and not names_replacement(text)):
+            return None
+        live = [c for c in candidates if c.status in ("current", "contested") and nfc(c.text) != mine]
+        if not live:
+            return None
+        if all(c.dense is not None for c in live):
+            # English: the cosine, which scores unrelated sentences near 0 ("my cell is ..." 0.39, the rest < 0.1)
+            live.sort(key=lambda c: -(c.dense or 0.0))
+            first, second = live[0].dense or 0.0, (live[1].dense or 0.0) if len(live) > 1 else 0.0
+            if first < NEAREST_DENSE or first - second < NEAREST_DENSE_MARGIN:
+                return None
+        else:
+            live.sort(key=lambda c: -c.score)
+            if live[0].score < NEAREST or (len(live) > 1 and live[0].score - live[1].score < NEAREST_MARGIN):
+                return None
+        best = live[0]
+        # and the two share something besides their markers: a content word, a pair of Chinese characters (快递, 驿站),
+        # a value of one kind (a code, a phone number, a date; a number, for a correction), or a close cosine
+        words = (content_tokens(text) & content_tokens(best.text)) - GENERIC - _GENERIC_STEMS - CHANGE_STEMS
+        kinds = ("code", "phone", "email", "url", "time", "date") + (("number",) if typing.correction else ())
+        if not ({w for w in words if not has_cjk(w)} or cjk_bigrams(text) & cjk_bigrams(best.text)
+                or any(mine_vp.parts.get(k) and best.values.parts.get(k) for k in kinds)
+                or (best.dense or 0.0) >= rel_cos):
+            return None
+        if not (same_subject(best) or names_theirs(best) or typing.subject == "none") or moved_clash(best) \
+                or (best.typing is not None and best.typing.mood == "question"):
+            return None
+        if typing.correction:
+            return done("correct", best.key, "nearest_correction", best, op="correct",
+                        note="it says something was wrong, and one memory is by far the nearest")
+        if typing.cessation and not (typing.change and typing.value_tokens - best.typing.value_tokens
+                                     if best.typing else False):
+            if partial(best):
+                return done("conflict", None, "partial_cessation", best, contest_key=best.key, note=partial_note)
+            return done("retire", best.key, "nearest_cessation", best,
+                        note="it says something stopped, and one memory is by far the nearest")
+        says_new = typing.value_tokens - (best.typing.value_tokens if best.typing else set()) - CHANGE_STEMS
+        if not says_new and not differing(best.values, mine_vp):
+            return None  # "the offsite has changed" says no new value: the conflict rules decide
+        return done("supersede", best.key, "nearest_change", best,
+                    note="it says something changed, and one memory is by far the nearest")
+
     # duplicate sentence
     for c in candidates:
         if nfc(c.text) == mine and c.status in ("current", "contested"):
@@ -429,7 +451,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
 
     partial_note = "the memory names several values and this stops one of them: both kept, to confirm"
 
-    cue_tokens = _cue_clause_tokens(text, registry, user_name) if (typing.cessation or typing.correction) else set()
+    cue_tokens = cue_clause_tokens(text, registry, user_name) if (typing.cessation or typing.correction) else set()
 
     def named(pool: list[Candidate]) -> tuple[list[tuple[float, float, Candidate]], bool]:
         """The memories of ``pool`` holding the statement's value words (or the words it says were wrong), best
@@ -661,7 +683,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     # current memory of the same subject holding that value, as written, is the one it corrects
     if typing.correction:
         pair = corrected(text)
-        wrong = _wrong_value(pair[1]) if pair else None
+        wrong = wrong_value(pair[1]) if pair else None
         if wrong is not None:
             holding = [c for c in candidates if c.status in ("current", "contested") and same_subject(c)
                        and wrong.search(unicodedata.normalize("NFKC", c.text).lower())]
@@ -756,8 +778,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                                 note="one memory holds most of its words and it says that was wrong")
                 return done("supersede", best_c.key, "free_change", best_c,
                             note="one memory holds most of its words and it says that changed")
-            return done("conflict", None, "free_unsure", best_c, contest_key=best_c.key)
-    return done("new", None, "new_memory")
+            return marked_nearest() or done("conflict", None, "free_unsure", best_c, contest_key=best_c.key)
+    return marked_nearest() or done("new", None, "new_memory")
 
 
 def _clearly_closest(best: Candidate, pool: list[Candidate]) -> bool:

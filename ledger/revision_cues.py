@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .slots import content_tokens
+from .slots import content_tokens, type_statement
 from .values import ValueParts
 
 if TYPE_CHECKING:
@@ -99,3 +99,32 @@ PERSONAL = ("email", "phone", "url")
 
 def names_replacement(text: str) -> bool:
     return bool(REPLACING.search(text))
+
+
+_CLAUSES = re.compile(r"[,;，；。!?！？—]|\.(?=\s|$)|\s(?:because|since|so|but|as|and now|which|after)\s", re.I)
+
+
+def cue_clause_tokens(text: str, registry: Any, user_name: str | None) -> set[str]:
+    """The value words of the clause that carries a cessation or correction ("I've given up the football, my knee
+    can't take it" -> football), or an empty set when the sentence is one clause or no clause carries the cue."""
+    clauses = [c for c in _CLAUSES.split(text) if c and c.strip()]
+    if len(clauses) < 2:
+        return set()
+    for clause in clauses:
+        t = type_statement(clause, registry, user_name)
+        if t.cessation or t.correction:
+            return {w for w in t.value_tokens if "'" not in w}
+    return set()
+
+
+def wrong_value(value: str) -> re.Pattern[str] | None:
+    """How a value a correction calls wrong is found in a memory: as a word of its own ("8" in "8pm", not in "18"),
+    or, for three digits or more, as the end of a longer run ("5678" of "13812345678": "the last four digits")."""
+    v = unicodedata.normalize("NFKC", value).strip().lower()
+    if not v or len(v) > 40:
+        return None
+    if v.isdigit():
+        return re.compile(rf"(?<![0-9]){v}(?![0-9])" + (rf"|[0-9]+{v}(?![0-9])" if len(v) >= 3 else ""))
+    if len(v) < 2:
+        return None
+    return re.compile(rf"(?<!\w){re.escape(v)}(?!\w)")

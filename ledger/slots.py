@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from .subjects import NOT_KIN_ZH, RELATIONS_EN, RELATIONS_ZH
+from .subjects import NOT_KIN_ZH, RELATIONS_EN, RELATIONS_ZH, about_self
 from .text import STOP_ZH, has_cjk
 
 Cardinality = Literal["single", "multi"]
@@ -157,7 +157,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|(?:i'm|i am) an? (?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
                                       r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|"
-                                      r"(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
+                                      r"(?:i |will |i'll )start (?:a new job |working )?at (?!\d)|(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:bus|train|subway|metro|tube|tram|"
                                 r"ferry)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
@@ -458,6 +458,8 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"\bactually\b.*\bnot\b(?! " + _NOT_DEGREE[3:-1] + r")", r", not " + _NOT_DEGREE + r"[\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
     r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"[，,]不是[^，,是]{1,10}$",
+    r"\bautocorrect", r"\bwrong row\b", r"打错字", r"看岔", r"[记写说看听]反了", r"^(?:哦|噢|啊|嗯)?[，,]?不对",
+    r"^不是[^，,。]{1,12}[，,]\s*(?:应该|其实)?是",
 )]
 #: A question states nothing about the user ("Do you think I should drink more water?", "我该不该换工作？").
 _QUESTION = _lazy_re(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|could|would|can|will|is|are|am|was|were|have|"
@@ -492,14 +494,15 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\bno more\b", r"\bcalled off\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
-    r"取消", r"搬离", r"停了", r"不.{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
+    r"取消", r"搬离", r"停了", r"不(?!能再[多少高低贵长短])(?!会再[多少高低贵])(?!.{0,2}[多少]了).{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
     r"\blet .{1,40}?(?:lapse|expire)\b", r"戒(?=烟|酒|糖|掉|了)", r"放下了|先放一放|搁置了|暂停了|停掉了",
     r"\band left\b", r"\bleft (?:the )?\w+ (?:club|gym|team|group|choir|band|company|firm|school|church|league|class)\b", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
     r"\bwon'?t (?:be )?renew", r"\btook (?:me|him|her) off\b", r"\bfinished (?:with )?(?:physio|therapy|treatment|rehab|my course|the course)\b",
     r"\bunsubscribed\b", r"\bdone with\b", r"\bsigned (?:me|him|her|us) off\b", r"\bfinished with\b",
     r"\bclosed (?:my|the|our)\b", r"\bshut down\b", r"\bmoved on from\b", r"\bstepped down\b",
     r"退掉|退了|退订|停订|停掉|没续|不续|辞掉|没再|关掉|关了|注销|卖掉|退出|停办|拆了|扔了|不去了|停用|不用再|不再需要",
-    r"\bis over\b", r"\bended the\b", r"\bcleared out\b",
+    r"\bis over\b", r"\bended the\b", r"\bcleared out\b", r"\blast day (?:at|with|of)\b",
+    r"好久没(?:碰|喝|吃|去|玩|练)了?", r"告别了", r"不让再", r"没养活", r"送给.{1,6}了", r"不再需要",
     # 走了 / 没了 ending a clause: gone (a pet or a person died, or left); 走了一万步 is a walk
     r"(?:走|没)了(?=[，,。！!；;…\s]|$)",
 )]
@@ -512,6 +515,8 @@ _CHANGE = [_lazy_re(p) for p in (
     r"\b(?:raised|reset|bumped|reshuffled|relocated|rescheduled|re-?registered|upped|hiked|lowered)\b",
     r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced|hiking)\b",
     r"\bgot new\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
+    r"\bpushed (?:back|forward|to|up|the)\b|\bbrought forward\b|\brerouted\b|\bre-?timed\b",
+    r"调课|挪到|换到|调到|改成|上瘾了", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",
 )]
 # "now" in "I don't ... anymore, I now drink tea" marks a new value after a cessation: then it is a change.
 
@@ -626,30 +631,9 @@ def _strip(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-#: a time phrase a Chinese statement may open with before its (dropped) subject: 上个月搬去成都了, 周一去字节报到了
-_ZH_WHEN = (r"(?:上|这|下|本)(?:个)?(?:月|周|礼拜|星期)(?:初|末|底)?|周[一二三四五六日末]|星期[一二三四五六日天]|"
-            r"[昨今前明]天|[去今前]年|最近|前(?:几|两)天|前阵子|年[初底]|月[初底]|刚刚?|上周末")
-#: a statement that opens with a past-tense verb and drops its subject ("Joined Stripe last week", "Picked up the new
-#: car yesterday", "Finally got the keys ..."): a note the user writes of themself
-_DROPPED_I = (r"^(?:just |finally |recently |so |oh |well |ok |okay )?(?!(?:rained|snowed|looked|seemed|sounded|"
-              r"happened|turned out)\b)(?:[a-z]{3,}ed|got|sold|bought|left|took|began|quit|signed|went|found|made|"
-              r"done with|finished|started)\b")
-_SELF_EN = _lazy_re(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
-                      r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
-                      r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b|" + _DROPPED_I)
-_SELF_ZH = _lazy_re(r"我|用户|^[他她]|房东|^(?:" + _ZH_WHEN + r")?[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]")
 #: the statement is about how things used to be, not the current value ("we used to drink matcha", "小时候")
 _PAST = _lazy_re(r"\bused to\b|\bas a (?:kid|child|student)\b|\bwhen i was (?:a kid|young|little)\b|"
                    r"小时候|以前|过去|当年")
-
-
-def about_self(t: str, user_name: str | None = None) -> bool:
-    """Whether a (lower-cased) statement speaks of the user: a first-person word, "the user", a leading he/she/they
-    or bare verb (an agent's note), the user's own name; for Chinese, 我/用户 or a leading verb. "The cafe near
-    the office serves a great latte" and "公司附近的咖啡店..." do not: they open no slot of the user's."""
-    if user_name and re.search(r"(?<!\w)" + re.escape(user_name.lower()) + r"(?!\w)", t):
-        return True
-    return bool(_SELF_EN.search(t) or _SELF_ZH.search(t))
 
 
 def type_statement(text: str, registry: KeyRegistry = REGISTRY, user_name: str | None = None) -> Typing:

@@ -3,6 +3,8 @@ sister", 我姐姐, "Mum"), mapped to the subject slug that keys what is said of
 
 from __future__ import annotations
 
+import re
+
 RELATIONS_EN = {
     "brother": "brother", "sister": "sister", "mother": "mother", "mom": "mother", "mum": "mother",
     "father": "father", "dad": "father", "wife": "wife", "husband": "husband", "son": "son", "daughter": "daughter",
@@ -26,3 +28,26 @@ RELATIONS_ZH = {
 }
 #: people named by a tie that is not kinship: "同事请我喝咖啡" is about the user as much as the colleague
 NOT_KIN_ZH = {"朋友", "同事", "老板", "室友", "邻居", "孩子", "对象"}
+
+
+#: a time phrase a Chinese statement may open with before its (dropped) subject: 上个月搬去成都了, 周一去字节报到了
+_ZH_WHEN = (r"(?:上|这|下|本)(?:个)?(?:月|周|礼拜|星期)(?:初|末|底)?|周[一二三四五六日末]|星期[一二三四五六日天]|"
+            r"[昨今前明]天|[去今前]年|最近|前(?:几|两)天|前阵子|年[初底]|月[初底]|刚刚?|上周末")
+#: a statement that opens with a past-tense verb and drops its subject ("Joined Stripe last week", "Picked up the new
+#: car yesterday", "Finally got the keys ..."): a note the user writes of themself
+_DROPPED_I = (r"^(?:just |finally |recently |so |oh |well |ok |okay )?(?!(?:rained|snowed|looked|seemed|sounded|"
+              r"happened|turned out)\b)(?:[a-z]{3,}ed|got|sold|bought|left|took|began|quit|signed|went|found|made|"
+              r"done with|finished|started)\b")
+_SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
+                      r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
+                      r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b|" + _DROPPED_I)
+_SELF_ZH = re.compile(r"我|用户|^[他她]|房东|^(?:" + _ZH_WHEN + r")?[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]")
+
+
+def about_self(t: str, user_name: str | None = None) -> bool:
+    """Whether a (lower-cased) statement speaks of the user: a first-person word, "the user", a leading he/she/they
+    or bare verb (an agent's note), the user's own name; for Chinese, 我/用户 or a leading verb. "The cafe near
+    the office serves a great latte" and "公司附近的咖啡店..." do not: they open no slot of the user's."""
+    if user_name and re.search(r"(?<!\w)" + re.escape(user_name.lower()) + r"(?!\w)", t):
+        return True
+    return bool(_SELF_EN.search(t) or _SELF_ZH.search(t))

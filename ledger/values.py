@@ -60,7 +60,7 @@ _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _URL = re.compile(r"(?<![A-Za-z0-9])(?:https?://|www\.)[^\s，。,]+|(?<![A-Za-z0-9_.])[a-z0-9][A-Za-z0-9_-]{2,}(?:\.[A-Za-z0-9_-]+)*\.(?:com|org|net|io|cn|de|uk|dev|"
                   r"app|art|studio|me|co|info|blog|site|xyz|ai|tv|fm|page|shop|design|photo|online)(?:/[^\s，。,]*)?\b",
                   re.I)
-_PHONE = re.compile(r"(?<![\w.])\+?\d[\d\s\-()]{6,}\d(?![\w.])")
+_PHONE = re.compile(r"(?<![\w.])\+?\d[\d\s\-()]{6,}\d(?!\w|\.\d)")
 #: a token mixing letters and digits (plates, passwords, flight and locker codes): 沪A12345, tulip88, B-12
 _CODE = re.compile(r"(?<![A-Za-z0-9@_])[\u4e00-\u9fff]?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])"
                    r"[A-Za-z0-9][A-Za-z0-9_-]*(?![A-Za-z0-9@_])")
@@ -623,10 +623,15 @@ def shared_cjk_word(a: str, b: str) -> bool:
         return False
     import difflib
 
-
     m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
     run = a[m.a:m.a + m.size]
     return m.size >= 3 and sum(1 for ch in run if has_cjk(ch) and ch not in STOP_ZH) >= 3
+
+
+def cjk_bigrams(text: str) -> set[str]:
+    """The pairs of adjacent Chinese characters in ``text`` neither of which is a function character (快递, 驿站, 羽毛)."""
+    return {text[i:i + 2] for i in range(len(text) - 1)
+            if has_cjk(text[i]) and has_cjk(text[i + 1]) and text[i] not in STOP_ZH and text[i + 1] not in STOP_ZH}
 
 
 def names_relative(text: str, subject: str) -> bool:

@@ -14,12 +14,20 @@ T1, T2 = "2024-01-01T09:00:00Z", "2024-02-01T09:00:00Z"
 NEUTRAL = ("It rained all afternoon.", "Watched a documentary about whales.", "Made lentil soup for dinner.")
 
 
-def revise(ml, old: str, new: str):
-    ml.remember("u", old, observed_at=T1)
+@pytest.fixture(scope="module")
+def minilm_ledger(tmp_path_factory):
+    from memledger import MemoryLedger
+
+    with MemoryLedger(home=tmp_path_factory.mktemp("minilm") / "ledger", embedder="minilm") as ml:
+        yield ml
+
+
+def revise(ml, old: str, new: str, user: str = "u"):
+    ml.remember(user, old, observed_at=T1)
     for n in NEUTRAL:
-        ml.remember("u", n, observed_at=T1)
-    r = ml.remember("u", new, observed_at=T2)
-    facts = {f.text: f.status for f in ml.profile("u", allow_sensitive=["health"], purpose="test").facts.values()}
+        ml.remember(user, n, observed_at=T1)
+    r = ml.remember(user, new, observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile(user, allow_sensitive=["health"], purpose="test").facts.values()}
     assert all(facts.get(n) == "current" for n in NEUTRAL), facts  # nothing unrelated retired or contested
     return r, facts
 
@@ -138,3 +146,40 @@ def test_a_chinese_sentence_in_a_validated_slot_is_judged_by_its_number(fresh_le
 def test_a_sibling_said_again_with_another_value_is_never_a_reaffirmation(fresh_ledger, old, new):
     r, facts = revise(fresh_ledger, old, new)
     assert (r.decision, facts.get(new)) == ("supersede", "current"), r.explanation
+
+
+def test_a_phone_number_ending_a_sentence_is_one_number():
+    assert value_parts("Switched carriers, new number: 415-555-0937.").parts["phone"] == {"4155550937"}
+
+
+@pytest.mark.parametrize("old,new,decision", [
+    # one memory is by far the nearest, and the statement says it changed, was wrong or stopped
+    ("my cell is 415-555-0182 if you need it for the form template",
+     "Switched carriers and they gave me a new number: 415-555-0937. the 0182 one is dead", "supersede"),
+    ("I take the 38 bus to the office, gets me there in about 25 min",
+     "They rerouted the 38 so I catch the 14 instead now, it stops right outside the building", "supersede"),
+    ("I'm a dispatcher at Halvorsen Logistics, mostly night shifts.",
+     "Friday was my last day at Halvorsen. Monday I start at Brightwater Freight, better pay and no nights",
+     "supersede"),
+    ("单元门的密码是4729", "哦不对，是4792，后两位我记反了", "correct"),
+    ("平时就爱喝铁观音，一天好几泡", "朋友送了一饼老普洱，喝上瘾了，铁观音好久没碰了", "retire"),  # it names what stopped
+    ("儿子的数学补习班是周六上午九点", "数学老师调课了，从周六上午挪到周日下午两点", "supersede"),
+    ("我每周打两次羽毛球，周二和周五晚上", "膝盖伤了，医生不让再打，羽毛球算是告别了", "retire"),
+])
+def test_a_marked_statement_revises_the_memory_that_is_by_far_the_nearest(minilm_ledger, old, new, decision):
+    # how near is read by the shipped model (MiniLM's cosine; the hash double used elsewhere has no meaning)
+    r, facts = revise(minilm_ledger, old, new, user=f"u{abs(hash(new))}")
+    assert (r.decision, facts.get(old), facts.get(new, "reaffirmed")) == (decision, None, "current"), r.explanation
+
+
+@pytest.mark.parametrize("old,new", [
+    ("我把厨房那个塞满外卖单和旧电池的抽屉清理了", "前几天我在二手平台上卖掉了一台旧相机"),  # no word in common
+    ("周末去看了场脱口秀，笑得肚子疼。", "最近在学包饺子，包得歪七扭八的。"),
+    ("装修预算定在十五万", "装修这块最多花15w，不能再多了"),  # "no more than": a limit, not a stop
+])
+def test_a_marker_alone_revises_nothing_it_does_not_share_anything_with(fresh_ledger, old, new):
+    ml = fresh_ledger
+    ml.remember("u", old, observed_at=T1)
+    r = ml.remember("u", new, observed_at=T2)
+    assert r.decision not in ("retire", "supersede", "correct"), r.explanation
+    assert {f.text: f.status for f in ml.profile("u").facts.values()}.get(old) == "current"
