@@ -18,7 +18,12 @@ _LANGUAGES = {"english": "en", "英语": "en", "英文": "en", "japanese": "ja",
               "mandarin": "zh", "普通话": "zh", "国语": "zh", "chinese": "zh", "中文": "zh", "汉语": "zh",
               "cantonese": "yue", "粤语": "yue", "广东话": "yue", "thai": "th", "泰语": "th", "vietnamese": "vi",
               "越南语": "vi", "hindi": "hi", "dutch": "nl", "荷兰语": "nl", "greek": "el", "希腊语": "el",
-              "turkish": "tr", "土耳其语": "tr", "polish": "pl", "波兰语": "pl", "swedish": "sv", "瑞典语": "sv"}
+              "turkish": "tr", "土耳其语": "tr", "polish": "pl", "波兰语": "pl", "swedish": "sv", "瑞典语": "sv",
+              "tagalog": "tl", "filipino": "tl", "他加禄语": "tl", "urdu": "ur", "bengali": "bn", "punjabi": "pa",
+              "swahili": "sw", "malay": "ms", "马来语": "ms", "indonesian": "id", "印尼语": "id", "hebrew": "he",
+              "persian": "fa", "farsi": "fa", "ukrainian": "uk", "czech": "cs", "finnish": "fi", "norwegian": "no",
+              "danish": "da", "hungarian": "hu", "romanian": "ro", "tamil": "ta", "telugu": "te", "gujarati": "gu",
+              "闽南语": "nan", "hokkien": "nan", "客家话": "hak", "hakka": "hak", "上海话": "wuu", "shanghainese": "wuu"}
 LANGUAGE_RE = re.compile(r"(?<![a-z])(?:" + "|".join(sorted(map(re.escape, _LANGUAGES), key=len, reverse=True))
                          + r")(?![a-z])", re.I)
 

@@ -34,10 +34,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
 from typing import Any
 
-from .attributes import Reading, corrected, read_statement, same_attribute, substitution
+from .attributes import corrected, read_statement, same_attribute, substitution
+from .decision import Candidate, Resolution
+from .lexicon import language_names, slot_values
+from .revision_cues import (CHANGE_STEMS, FAMILY, INSTEAD, NOW, PAST_EVENT, PERSONAL, REVISION_HINT, WE, cue_clause_tokens,
+                            cue_words, is_narrative, lexicon_blind, listed_words, names_replacement, wrong_value)
 from .slots import (
     _GENERIC_STEMS,
     CATALOGUE_VERSION,
@@ -53,10 +56,7 @@ from .slots import (
     says_all,
     type_statement,
 )
-from .lexicon import language_names, slot_values
-from .revision_cues import (CHANGE_STEMS, FAMILY, INSTEAD, NOW, PAST_EVENT, PERSONAL, REVISION_HINT, WE, cue_clause_tokens,
-                            cue_words, is_narrative, lexicon_blind, listed_words, names_replacement, wrong_value)
-from .values import (_STRONG_KINDS, ValueParts, aspect_of, cjk_bigrams, differing, name_words, names_relative, qualifier_kinds,
+from .values import (_STRONG_KINDS, aspect_of, cjk_bigrams, differing, name_words, names_relative, qualifier_kinds,
                      qualifiers_clash, shared_cjk_word, value_parts, zh_numerals)
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
@@ -89,63 +89,6 @@ def dense_thresholds(embedder: str | None) -> tuple[float, float]:
         if embedder and embedder.startswith(prefix):
             return th
     return DENSE_THRESHOLDS["default"]
-
-
-@dataclass
-class Candidate:
-    """A current memory that could be the same slot: its key, version, text and search figures."""
-
-    key: str
-    version: int
-    text: str
-    source: str = "user_statement"
-    status: str = "current"
-    score: float = 0.0  # search relevance (0..1), 0 when found by key only
-    dense: float | None = None  # cosine with the statement
-    lexical: float | None = None  # BM25
-    typing: Typing | None = None
-    slot_key: str | None = None  # the slot key this candidate holds (its own key's slot, or typed from its text)
-    relation: str = "similar"
-    value_overlap: float = 0.0
-
-    @property
-    def values(self) -> ValueParts:
-        return value_parts(self.text)
-
-    @property
-    def reading(self) -> Reading:
-        return read_statement(self.text)
-
-
-@dataclass
-class Resolution:
-    """What :func:`resolve` decided: the decision, the key it lands in, and what else to record."""
-
-    decision: str
-    key: str | None  # None: a fresh key is to be minted by the caller (a new slot without a catalogue key)
-    rule: str
-    typing: Typing
-    target: Candidate | None = None  # the memory it acts on (superseded, corrected, retired, reaffirmed, contested)
-    op: str = "assert"  # assert | correct
-    close_key: str | None = None  # a legacy key of the same slot to close (retract) when landing elsewhere
-    close_as: str = "closed"  # closed (valid_to = valid_from) | withdrawn (never true: a correction)
-    contest_key: str | None = None  # conflict: the candidate key marked contested
-    reaffirm_value: Any = None  # reaffirm: the value already held (so the policy reaffirms)
-    related: list[Candidate] = field(default_factory=list)
-    figures: dict[str, Any] = field(default_factory=dict)
-    also_close: list[str] = field(default_factory=list)  # keys of linked slots a cessation ends too (retracted)
-    note: str = ""  # why, in words, when the rule name alone does not say it
-    fresh_key: bool = False  # land under a fresh free-text key even though the statement has a slot ("also")
-    parsed: str = ""  # what was read in the statement: attribute, value and value-bearing parts (shown by audit)
-    adjudication: str = ""  # the optional adjudicator's question and answer, when one was asked (memledger)
-
-    def explanation(self) -> str:
-        t = self.target
-        target = f"; acts on {t.key} v{t.version} (score {t.score:.2f}, value overlap {t.value_overlap:.2f})" if t else ""
-        also = f"; also ends {', '.join(self.also_close)}" if self.also_close else ""
-        note = f" ({self.note})" if self.note else ""
-        adjudicated = f"; {self.adjudication}" if self.adjudication else ""
-        return f"{self.decision} by rule {self.rule}: {self.typing.describe()}{target}{also}{note}{adjudicated}"
 
 
 def nfc(text: str) -> str:
@@ -303,8 +246,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             shared = overlap(words, theirs)
             # a statement that is its values alone ("我二十八了", "thirty-four") says again what the one memory
             # holding them says
-            bare = not words and sum(1 for o in live if all(mine_vp.parts[k] <= o.values.parts.get(k, frozenset())
-                                                            for k in strong if mine_vp.parts.get(k))) == 1
+            # so too a code, a phone number, an e-mail or a URL that one memory alone holds ("seat 14A")
+            holders = sum(1 for o in live if all(mine_vp.parts[k] <= o.values.parts.get(k, frozenset())
+                                                 for k in strong if mine_vp.parts.get(k)))
+            bare = holders == 1 and (not words or any(mine_vp.parts.get(k) for k in ("code", "phone", "email", "url")))
             if (shared >= min_shared or (c.dense or 0.0) >= rel_cos or bare) and (best is None or shared > best[0]):
                 best = (shared, c)
         return None if best is None else best[1]
@@ -570,11 +515,17 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # in October"): kept beside it
             return done("add", None, "other_attribute", None, fresh_key=True,
                         note=f"about {mine_rd.attribute!r}, not {hr.attribute!r}: both kept")
+        names, theirs = name_words(mine_vp), name_words(head.values)
+        said = {w for w in theirs if re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text, re.I)}
+        extra = typing.value_tokens - (head.typing.value_tokens if head.typing is not None else set())
+        if not changed and not typing.change and theirs and (names <= theirs or theirs <= names) and (names or said) \
+                and not cue_words(slot_key, extra, registry):  # "Alex and I got engaged": a value of the slot's own
+            # "Sounders till I die, they're my club" / "I'm a massive Seattle Sounders fan": the same name, reworded
+            return done("reaffirm", head.key, "paraphrase", head, note="the same name: " + ", ".join(sorted(theirs)))
         if changed and (contained or not typing.change):
             # no stated value is ever lost: a sentence whose number, time, code or name differs is a new value
             return done("supersede", slot_key, "value_changed", head, close_key=close,
                         note=f"{'/'.join(changed)} changed: not a paraphrase")
-        extra = typing.value_tokens - (head.typing.value_tokens if head.typing is not None else set())
         would_reaffirm = contained or (not new_value and not typing.change and bool(typing.value_tokens))
         if would_reaffirm and not contained and extra and cue_words(slot_key, extra, registry):
             # "I am dating Alex" / "Alex and I got engaged": the word it adds is one of the slot's own values

@@ -120,11 +120,12 @@ CATALOGUE: tuple[Slot, ...] = (
                                     r"\bis \d{1,2}\b(?![,.]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
           (r"我今年?\d{1,3}岁|岁了|我今年(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁|了)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
-          ("老家|来自|在.{1,6}长大|家乡",)),
+          ("老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
                                   r"grad school|phd|master's|bachelor's",), ("专业|大学|读研|读博|在读|学位|毕业于|研[一二三]|大[一二三四](?:学生|了)?|高[一二三](?:学生|了)|博[一二三四五]",)),
     _slot("preference.sport_team", "single", (r"supporter of|(?:i|we) support|fan of|favou?rite (?:team|club|player)|"
-                                              r"root for",), ("球队|球星|最喜欢的球员|支持.{1,6}队|粉丝|(?:改|开始|转而|现在)支持",), weight=0.5),
+                                              r"root for|(?:my|our) (?:football |soccer )?(?:club|team)\b|till i die|"
+                                              r"\b(?:fc|united|city|rovers|sounders|[a-z]+s) fan\b",), ("球队|球星|最喜欢的球员|支持.{1,6}队|粉丝|(?:改|开始|转而|现在)支持",), weight=0.5),
     _slot("preference.movie", "single", (r"favou?rite (?:movie|film|tv show|show|series|director)|"
                                          r"watch(?:ing)? (?:\w+ )?(?:movies|films|documentaries|series|anime|dramas)",),
           ("最喜欢的电影|最爱的电影|最喜欢的电视剧|最爱看的剧|看.{0,4}(?:电影|纪录片|电视剧|动漫|片)|纪录片|电影",)),
@@ -133,7 +134,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("profile.birth_date", "single", (r"born on|born in|birthday|date of birth",), ("生日|出生|我是(?:19|20)?\\d{2}年的|\\d{2}后",)),
     _slot("profile.languages", "multi",
           (r"speak|speaks|fluent|learning (?:french|spanish|german|japanese|chinese|mandarin|korean|italian|"
-           r"portuguese|arabic|russian)|native language|language",), ("会说|说.{0,3}语|学.{0,3}语|语言|母语|(?:英|日|法|德|韩|俄|西班牙|意大利|葡萄牙|阿拉伯|泰|越南)(?:语|文)(?!课本|书)|"
+           r"portuguese|arabic|russian)|native language|language|mother tongue|grew up speaking",), ("会说|说.{0,3}语|学.{0,3}语|语言|母语|(?:英|日|法|德|韩|俄|西班牙|意大利|葡萄牙|阿拉伯|泰|越南)(?:语|文)(?!课本|书)|"
                                                   "粤语|普通话|国语|广东话|上海话|闽南话|四川话",)),
     _slot("pet", "multi", (_PETS,), ("狗|猫|宠物|仓鼠|鹦鹉|兔子|金鱼|乌龟",)),
     _slot("relationship.status", "single",
@@ -157,7 +158,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|(?:i'm|i am) an? (?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
                                       r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|"
-                                      r"(?:i |will |i'll )start (?:a new job |working )?at (?!\d)|(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
+                                      r"(?:i |will |i'll )start (?:a new job |working )?at (?!\d)|\bis where i work\b|(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:bus|train|subway|metro|tube|tram|"
                                 r"ferry)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
@@ -510,7 +511,7 @@ _CHANGE = [_lazy_re(p) for p in (
     r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",
     r"\bmoved to\b", r"\bstarted\b", r"\bnew\b", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",
     r"(?<!i've )(?<!we've )(?<!i have )(?<!we have )(?<!'ve )\bgot (?:a|an)\b", r"\bturned\b", r"\bfrom now on\b", r"\bmoving to\b", r"\brelocated\b", r"\bjoined\b",
-    r"现在", r"改", r"换", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
+    r"现在", r"改(?!造|善|进|革|编|装)", r"换", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
     r"升职|升为|晋升|当上|升到|涨到|降到|调到", r"\bpromoted\b", r"\brenamed\b", r"\bgot (?:pushed|moved|bumped)\b",
     r"\b(?:raised|reset|bumped|reshuffled|relocated|rescheduled|re-?registered|upped|hiked|lowered)\b",
     r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced|hiking)\b",

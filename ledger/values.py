@@ -124,7 +124,7 @@ _NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_WORD_SCALES
                         + r"|hundred|thousand|million)\b(?:[\s-]+(?:" + "|".join(sorted((*_EN_UNITS, *_WORD_SCALES),
                                                                                          key=len, reverse=True))
                         + r"|and(?=[\s-]+(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True)) + r")\b))\b)*"
-                        r"(?:\s+and a half\b)?", re.I)
+                        r"(?:\s+and a half\b(?:\s+(?:hundred|thousand|grand|million)\b)?)?", re.I)
 #: "one" as a pronoun: after a determiner ("the one", "this one", "no one") or before "of" ("one of my ...")
 _ONE_PRONOUN_BEFORE = re.compile(r"\b(?:the|this|that|which|no|every|any|some|each|another|a|new|old|little|big)\s+$",
                                  re.I)
@@ -138,7 +138,8 @@ _ZH_MEASURE = "元块岁个只条位次回遍趟号层楼分米斤天年月周�
 #: only the sentence's first word
 _LEAD_NAME = re.compile(r"^[A-Z][\w'&.-]*(?: (?:[A-Z][\w'&.-]*|of|de|van|von))* [A-Z][\w'&.-]*(?= |[,.;:!?]|$)")
 _NAME = re.compile(r"(?<=[\w,;:)] )(?:[A-Z][\w'&.-]*)(?: (?:[A-Z][\w'&.-]*|of|de|van|von))*")
-_NEGATION = re.compile(r"\b(?:not|no|never|don'?t|doesn'?t|didn'?t|isn'?t|aren'?t|wasn'?t|won'?t|can'?t|cannot|"
+_NEGATION = re.compile(r"\bno(?! (?:exceptions?|matter|doubt|problem|worries|way|kidding|joke|idea|question)\b)\b|"
+                       r"\b(?:not|never|don'?t|doesn'?t|didn'?t|isn'?t|aren'?t|wasn'?t|won'?t|can'?t|cannot|"
                        r"nobody|nothing)\b|n't\b|"
                        # 不 and 没 negate, but not inside 差不多, 不错, 不少, 不过, 没关系, 别的 ...
                        r"(?<!差)不(?!多|错|少|过|仅|但|久|然|同|如|断|停|管|论|止|好意思)|没有?(?!关系|事儿?|错)|"
@@ -244,6 +245,9 @@ def en_number_words(s: str) -> float | None:
     if words[-2:] == ["a", "half"] and len(words) > 2:
         rest = en_number_words(" ".join(words[:-2]))
         return None if rest is None else rest + 0.5
+    if len(words) > 3 and words[-3:-1] == ["a", "half"] and words[-1] in _EN_SCALES:
+        rest = en_number_words(" ".join(words[:-3]))  # "two and a half grand" = 2,500
+        return None if rest is None else (rest + 0.5) * _EN_SCALES[words[-1]]
     if words and words[0] == "oh":
         words = words[1:]
     for i, w in enumerate(words):
@@ -563,7 +567,9 @@ def differing(a: ValueParts, b: ValueParts) -> list[str]:
         # ("两千二" / "2200元"), so one said on one side only is not
         out.append("unit")
     na, nb = a.parts.get("name", frozenset()), b.parts.get("name", frozenset())
-    if na and nb and not (na <= nb or nb <= na):
+    # by their words: "St Thomas'" is "St Thomas' Hospital" said short, "Sounders" the "Seattle Sounders"
+    wa, wb = ({w.strip("'’") for n in ns for w in n.split()} for ns in (na, nb))
+    if na and nb and not (na <= nb or nb <= na or wa <= wb or wb <= wa):
         out.append("name")
     elif na - nb and not nb:
         pass  # the name is only in the older sentence: the rewording dropped it, nothing new was said

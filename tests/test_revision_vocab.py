@@ -183,3 +183,37 @@ def test_a_marker_alone_revises_nothing_it_does_not_share_anything_with(fresh_le
     r = ml.remember("u", new, observed_at=T2)
     assert r.decision not in ("retire", "supersede", "correct"), r.explanation
     assert {f.text: f.status for f in ml.profile("u").facts.values()}.get(old) == "current"
+
+
+@pytest.mark.parametrize("old,new", [
+    ("My first language is Tagalog.", "Just so you know, Tagalog is what I grew up speaking at home, it's my mother tongue"),
+    ("I'm a massive Seattle Sounders fan", "Sounders till I die honestly, they're my club"),  # the name said short
+    ("I'm a nurse at St Thomas' Hospital.", "St Thomas' is where I work, on the nursing staff."),
+    ("我老家是湖南岳阳的", "我是岳阳人，就湖南洞庭湖边上那个岳阳"),
+    ("on my commute I always sit in carriage C, seat 14A", "14A in coach C is my spot on the train, every day"),
+    ("I put aside 2,500 a month for the house deposit fund",
+     "two and a half grand goes into the deposit savings every month, no exceptions"),
+    ("装修里水电改造这块我给的预算是2200。", "水电改造那一项，我就打算花两千二。"),  # 改造 is no change
+])
+def test_a_reworded_name_code_or_amount_reaffirms(fresh_ledger, old, new):
+    r, facts = revise(fresh_ledger, old, new)
+    assert (r.decision, facts.get(old)) == ("reaffirm", "current"), r.explanation
+
+
+@pytest.mark.parametrize("old,new", [
+    ("My favourite team is Manchester United", "My favourite team is Manchester City"),
+    ("I'm dating Alex", "Alex and I got engaged"),  # the same name, a new value of the slot
+])
+def test_a_name_that_differs_or_a_new_state_is_never_a_paraphrase(fresh_ledger, old, new):
+    r, facts = revise(fresh_ledger, old, new)
+    assert (r.decision, facts.get(new)) == ("supersede", "current"), r.explanation
+
+
+@pytest.mark.parametrize("text,number,negated", [
+    ("two and a half grand goes into savings, no exceptions", "2500", False),
+    ("it was three and a half thousand", "3500", False),
+    ("I have no car", None, True),
+])
+def test_amounts_in_words_and_idioms_that_negate_nothing(text, number, negated):
+    vp = value_parts(text)
+    assert (next(iter(vp.parts.get("number", ())), None), vp.negated) == (number, negated)

@@ -1,0 +1,68 @@
+"""The two records of a resolution: a :class:`Candidate` (a current memory a statement could be about, with its
+search figures) and a :class:`Resolution` (what :func:`ledger.resolution.resolve` decided, and what to record)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .attributes import Reading, read_statement
+from .slots import Typing
+from .values import ValueParts, value_parts
+
+
+@dataclass
+class Candidate:
+    """A current memory that could be the same slot: its key, version, text and search figures."""
+
+    key: str
+    version: int
+    text: str
+    source: str = "user_statement"
+    status: str = "current"
+    score: float = 0.0  # search relevance (0..1), 0 when found by key only
+    dense: float | None = None  # cosine with the statement
+    lexical: float | None = None  # BM25
+    typing: Typing | None = None
+    slot_key: str | None = None  # the slot key this candidate holds (its own key's slot, or typed from its text)
+    relation: str = "similar"
+    value_overlap: float = 0.0
+
+    @property
+    def values(self) -> ValueParts:
+        return value_parts(self.text)
+
+    @property
+    def reading(self) -> Reading:
+        return read_statement(self.text)
+
+
+@dataclass
+class Resolution:
+    """What :func:`resolve` decided: the decision, the key it lands in, and what else to record."""
+
+    decision: str
+    key: str | None  # None: a fresh key is to be minted by the caller (a new slot without a catalogue key)
+    rule: str
+    typing: Typing
+    target: Candidate | None = None  # the memory it acts on (superseded, corrected, retired, reaffirmed, contested)
+    op: str = "assert"  # assert | correct
+    close_key: str | None = None  # a legacy key of the same slot to close (retract) when landing elsewhere
+    close_as: str = "closed"  # closed (valid_to = valid_from) | withdrawn (never true: a correction)
+    contest_key: str | None = None  # conflict: the candidate key marked contested
+    reaffirm_value: Any = None  # reaffirm: the value already held (so the policy reaffirms)
+    related: list[Candidate] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+    also_close: list[str] = field(default_factory=list)  # keys of linked slots a cessation ends too (retracted)
+    note: str = ""  # why, in words, when the rule name alone does not say it
+    fresh_key: bool = False  # land under a fresh free-text key even though the statement has a slot ("also")
+    parsed: str = ""  # what was read in the statement: attribute, value and value-bearing parts (shown by audit)
+    adjudication: str = ""  # the optional adjudicator's question and answer, when one was asked (memledger)
+
+    def explanation(self) -> str:
+        t = self.target
+        target = f"; acts on {t.key} v{t.version} (score {t.score:.2f}, value overlap {t.value_overlap:.2f})" if t else ""
+        also = f"; also ends {', '.join(self.also_close)}" if self.also_close else ""
+        note = f" ({self.note})" if self.note else ""
+        adjudicated = f"; {self.adjudication}" if self.adjudication else ""
+        return f"{self.decision} by rule {self.rule}: {self.typing.describe()}{target}{also}{note}{adjudicated}"
