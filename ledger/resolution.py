@@ -76,7 +76,12 @@ WEAK_MATCH = 0.3  #: a search score below it is a weak match (docs/retrieval.md)
 CLEAR_MARGIN = 0.2
 #: a marked statement (change, correction, cessation) revises the memory search ranks first at a score >= NEAREST,
 #: NEAREST_MARGIN ahead of the next (for English, MiniLM's cosine: NEAREST_DENSE, NEAREST_DENSE_MARGIN)
+#: The cosines are MiniLM's, measured on the free-text sets; with another embedder (the hash double, e5) the English
+#: reading is off and only the Chinese one, anchored by a shared character pair, applies.
 NEAREST, NEAREST_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN = 0.5, 0.3, 0.25, 0.2
+NEAREST_MODELS = ("st:all-MiniLM-L6-v2",)
+#: an English cosine this far ahead needs no shared word ("I quit three weeks ago" of "I smoke half a pack a day")
+NEAREST_ALONE, NEAREST_ALONE_MARGIN = 0.3, 0.25
 #: dense cosine thresholds by embedder family (model id prefix); (paraphrase, related)
 DENSE_THRESHOLDS: dict[str, tuple[float, float]] = {
     "hash:": (0.95, 0.6),
@@ -344,6 +349,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return None
         if all(c.dense is not None for c in live):
             # English: the cosine, which scores unrelated sentences near 0 ("my cell is ..." 0.39, the rest < 0.1)
+            if not (embedder or "").startswith(NEAREST_MODELS):
+                return None
             live.sort(key=lambda c: -(c.dense or 0.0))
             first, second = live[0].dense or 0.0, (live[1].dense or 0.0) if len(live) > 1 else 0.0
             if first < NEAREST_DENSE or first - second < NEAREST_DENSE_MARGIN:
@@ -357,9 +364,12 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         # a value of one kind (a code, a phone number, a date; a number, for a correction), or a close cosine
         words = (content_tokens(text) & content_tokens(best.text)) - GENERIC - _GENERIC_STEMS - CHANGE_STEMS
         kinds = ("code", "phone", "email", "url", "time", "date") + (("number",) if typing.correction else ())
+        clear = best.dense is not None and (best.dense >= NEAREST_ALONE
+                                            and best.dense - (live[1].dense or 0.0 if len(live) > 1 else 0.0)
+                                            >= NEAREST_ALONE_MARGIN)
         if not ({w for w in words if not has_cjk(w)} or cjk_bigrams(text) & cjk_bigrams(best.text)
                 or any(mine_vp.parts.get(k) and best.values.parts.get(k) for k in kinds)
-                or (best.dense or 0.0) >= rel_cos):
+                or (best.dense or 0.0) >= rel_cos or clear):
             return None
         if not (same_subject(best) or names_theirs(best) or typing.subject == "none") or moved_clash(best) \
                 or (best.typing is not None and best.typing.mood == "question"):
@@ -373,6 +383,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("conflict", None, "partial_cessation", best, contest_key=best.key, note=partial_note)
             return done("retire", best.key, "nearest_cessation", best,
                         note="it says something stopped, and one memory is by far the nearest")
+        if best.slot_key and registry.cardinality(best.key) == "multi" and not names_replacement(text):
+            return None  # "I joined a chess club" beside "a member of the running club": another value of a list
         says_new = typing.value_tokens - (best.typing.value_tokens if best.typing else set()) - CHANGE_STEMS
         if not says_new and not differing(best.values, mine_vp):
             return None  # "the offsite has changed" says no new value: the conflict rules decide

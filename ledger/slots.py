@@ -459,7 +459,8 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"\bactually\b.*\bnot\b(?! " + _NOT_DEGREE[3:-1] + r")", r", not " + _NOT_DEGREE + r"[\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
     r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"[，,]不是[^，,是]{1,10}$",
-    r"\bautocorrect", r"\bwrong row\b", r"打错字", r"看岔", r"[记写说看听]反了", r"^(?:哦|噢|啊|嗯)?[，,]?不对",
+    r"\bautocorrect", r"\bwrong row\b", r"\bdid i (?:say|write|type)\b", r"\bfat[- ]?finger", r"\bhad (?:it|that) wrong\b",
+    r"打错字", r"看岔", r"[记写说看听打]反了", r"^(?:哦|噢|啊|嗯)?[，,]?不对",
     r"^不是[^，,。]{1,12}[，,]\s*(?:应该|其实)?是",
 )]
 #: A question states nothing about the user ("Do you think I should drink more water?", "我该不该换工作？").
@@ -517,7 +518,7 @@ _CHANGE = [_lazy_re(p) for p in (
     r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced|hiking)\b",
     r"\bgot new\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
     r"\bpushed (?:back|forward|to|up|the)\b|\bbrought forward\b|\brerouted\b|\bre-?timed\b",
-    r"调课|挪到|换到|调到|改成|上瘾了", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",
+    r"调课|挪到|换到|调到|改成|上瘾了", r"\b(?:gone|went|jumped|risen|rose|dropped|fallen|fell|climbed) (?:up |down )?from\b", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",
 )]
 # "now" in "I don't ... anymore, I now drink tea" marks a new value after a cessation: then it is a change.
 

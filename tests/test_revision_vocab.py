@@ -217,3 +217,22 @@ def test_a_name_that_differs_or_a_new_state_is_never_a_paraphrase(fresh_ledger, 
 def test_amounts_in_words_and_idioms_that_negate_nothing(text, number, negated):
     vp = value_parts(text)
     assert (next(iter(vp.parts.get("number", ())), None), vp.negated) == (number, negated)
+
+
+@pytest.mark.parametrize("text,correction,change", [
+    ("wait did I say March 14? it's March 4th, fat fingers sorry", True, False),
+    ("Just checked and I had it wrong, recycling goes out Fridays", True, False),
+    ("哎刚才打反了，我是43，不是34", True, False),
+    ("Window cleaner's gone from £18 to £22 a go", False, True),
+    ("数学老师调课了，从周六上午挪到周日下午两点", False, True),
+    ("装修里水电改造这块我给的预算是2200", False, False),
+])
+def test_correction_and_change_markers(text, correction, change):
+    t = type_statement(text)
+    assert (t.correction, t.change) == (correction, change)
+
+
+def test_joining_another_club_adds_beside_a_membership(minilm_ledger):
+    r, facts = revise(minilm_ledger, "I'm a member of the Cedar Park running club",
+                      "I joined a chess club at the library last month", user="clubs")
+    assert facts.get("I'm a member of the Cedar Park running club") == "current", r.explanation
