@@ -627,9 +627,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                      | (extra & listed_words(text)))
             if more:
                 # "allergic to peanuts and shellfish" after "allergic to peanuts": the words overlap, but it names a
-                # value the sibling does not hold; the new statement, holding both, replaces it
-                return done("supersede", matched.key if close is None else None, "value_changed", matched,
-                            close_key=close, note=f"it adds {', '.join(sorted(more))}: a new value")
+                # value the sibling does not hold; both are true, so the new statement is a sibling beside it
+                return done("add", None, "multi_new", note=f"it adds {', '.join(sorted(more))}: another value")
             return done("reaffirm", matched.key, "multi_paraphrase", matched)
         para = value_paraphrase(siblings, 0.0) or value_paraphrase()
         if para is not None:

@@ -145,7 +145,7 @@ def test_a_chinese_sentence_in_a_validated_slot_is_judged_by_its_number(fresh_le
 ])
 def test_a_sibling_said_again_with_another_value_is_never_a_reaffirmation(fresh_ledger, old, new):
     r, facts = revise(fresh_ledger, old, new)
-    assert (r.decision, facts.get(new)) == ("supersede", "current"), r.explanation
+    assert (r.decision, facts.get(new), facts.get(old)) == ("add", "current", "current"), r.explanation
 
 
 def test_a_phone_number_ending_a_sentence_is_one_number():
