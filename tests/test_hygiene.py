@@ -437,7 +437,7 @@ def test_reads_at_a_past_now_leave_out_what_was_said_later(cli):
     assert (s["facts"], s["quarantined"], s["correction_rate_per_1k_messages"]) == (1, 0, 1000.0)
 
 
-# -- quarantine and correction rules found by fresh users ------------------------------------------------------------
+# -- quarantine and correction rules ---------------------------------------------------------------------------------
 def test_a_released_value_said_again_is_a_reaffirmation_not_a_new_outlier(cli):
     cli.json("assert", "u1", "profile.age", "130", "--observed-at", T0, "--session", "s1")
     assert cli.json("assert", "u1", "profile.age", "130", "--observed-at", T0, "--session", "s2")["effect"] == "new"

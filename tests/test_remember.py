@@ -128,7 +128,7 @@ def test_cli_remember_json_and_exit_2(cli):
 
 
 def test_agent_inference_never_supersedes_user_statement_through_cli(cli):
-    """Issue 13, item 4: --source agent_inference --confidence 1.0 used to supersede the user's "vegan"."""
+    """An agent's inference, even at confidence 1.0, never supersedes what the user said ("vegan")."""
     cli.json("assert", "u", "diet", "vegan", "--observed-at", "2024-01-01T00:00:00Z")
     r = cli.json("assert", "u", "diet", "eats fish", "--source", "agent_inference", "--confidence", "1.0",
                  "--observed-at", "2024-02-01T00:00:00Z")

@@ -150,7 +150,7 @@ def test_role_filter_exclude_source_and_write_roles_through_the_cli(cli) -> None
 
 @pytest.mark.slow
 def test_four_chinese_memories_do_not_blow_a_tiny_cosine_gap_up(tmp_path) -> None:
-    """A fresh user's report: min-max over four memories made the cat first for "她喜欢喝什么咖啡". With the
+    """Min-max over four memories once made the cat first for "她喜欢喝什么咖啡". With the
     multilingual companion's standardised cosine and BM25's share, the coffee memory is first (real models)."""
     from memledger import MemoryLedger
 
