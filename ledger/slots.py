@@ -107,18 +107,19 @@ CATALOGUE: tuple[Slot, ...] = (
                               r"(?:[\w'&-]+ ){0,2}union|(?:the|my|our) (?:[\w'&-]+ ){0,2}union(?! square| station| street| jack)|"
                               r"unionised|unionized|teamsters|shop steward",), ("工会",), "union_membership"),
     _slot("orientation", "single", (r"\bgay\b|lesbian|bisexual|queer|straight",), ("同性恋|双性恋",), "sex_life"),
-    *(_slot(f"person.{role}", "single", (r"(?:my|our|new|switched|changed|changing|switching) (?:" + en + r")s?\b",),
+    *(_slot(f"person.{role}", "single", (r"(?:my|our|new|switched|changed|changing|switching) (?:" + en + r")s?\b"
+                                          r"(?! (?:appointment|visit|bill|office|check-?up|surgery|clinic|fee)s?\b)",),
             (zh,), _HEALTH_ROLES.get(role),
             weight=0.6) for role, en, zh in _ROLES),
     _slot("contact.phone", "single", (r"phone number|my number|mobile number|cell number|reach me at",),
-          ("电话号码|手机号|电话是",)),
+          ("电话号码|手机号|电话是|换号|新号码|号码是",)),
     _slot("contact.email", "single", (r"e-?mail address|my e-?mail",), ("邮箱|电子邮件",)),
     _slot("profile.name", "single", (r"my name is|call me|i'm called|i am called",), ("我叫|我的名字是|叫我",)),
     _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b|years old|turn(?:ed|s) \d{1,3}|"
                                     r"(?<!size )(?<!number )(?<!code )(?<!floor )(?<!room )(?<!gate )(?<!locker )(?<!level )(?<!grade )(?<!score )"
                                     r"(?<!bus )(?<!route )(?<!seat )(?<!spot )(?<!row )(?<!platform )(?<!line )(?<!table )"
                                     r"\bis \d{1,2}\b(?![,.]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
-          (r"我今年?\d{1,3}岁|岁了|我今年(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁|了)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
+          (r"我今年?\d{1,3}岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|岁了|我今年(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁|了)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
           ("老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
@@ -160,8 +161,8 @@ CATALOGUE: tuple[Slot, ...] = (
                                       r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|"
                                       r"(?:i |will |i'll )start (?:a new job |working )?at (?!\d)|\bis where i work\b|(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
-    _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:bus|train|subway|metro|tube|tram|"
-                                r"ferry)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
+    _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:[\w-]+ )?(?:bus|train|subway|metro|tube|"
+                                r"tram|ferry)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
                                 r"commute|commuting",), ("坐地铁|坐公交|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班",),
           weight=1.5),
     _slot("work.shift", "single", (r"(?:night|day|early|late|morning|evening|weekend) shifts?",),
@@ -204,7 +205,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("hobby", "multi",
           (r"hobby|hobbies|in my free time|in my spare time|for fun|i enjoy|enjoys|took up|taken up|"
            r"play(?:s|ing)? (?:the )?(?:guitar|piano|violin|drums|tennis|football|soccer|basketball|chess|golf|"
-           r"badminton|volleyball|banjo|ukulele|cello|flute|saxophone|drums)|go(?:ing)? to the gym|gym|hiking|painting|knitting|photography|gardening|yoga|climbing|running|"
+           r"badminton|volleyball|banjo|ukulele|cello|flute|saxophone|drums)|go(?:ing)? to the gym|gym(?! (?:locker|membership|card|pass|fee|bag|code|number|id)\b)|hiking|painting|knitting|photography|gardening|yoga|climbing|running|"
            r"swimming|cycling|surfing|skiing|baking|pottery|fishing|reading novels",),
           ("爱好|业余|兴趣|空闲时|健身(?!房)|去.{0,4}健身房|在健身房(?:锻炼|练|运动|健身)|健身房(?:锻炼|练)|学.{0,2}(?:吉他|钢琴|画|舞)|弹吉他|弹钢琴|打篮球|打羽毛球|踢足球|下棋|爬山|徒步|画画|摄影|瑜伽|跑步|游泳|钓鱼|烘焙|骑车",)),
 )

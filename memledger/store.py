@@ -472,11 +472,14 @@ def check_log_not_behind(app: Any, db: Any, home: Any) -> None:
     """
     from replay.events import max_position  # loaded at open anyway (replay.rebuild's ServingResolver)
 
-    head = max_position(app)
+    # the projections first, then the log: a projection only reaches a position after the log holds it, so read in
+    # this order a write by another process in between can only raise ``head``; read the other way round, a write
+    # in between raised ``reached`` past a ``head`` read a moment earlier and a healthy store was refused
     with db.read() as cur:
         cur.execute("SELECT MAX(position) FROM projection_tracking")
         row = cur.fetchone()
     reached = int(row[0] or 0) if row else 0
+    head = max_position(app)
     if reached <= head:
         return
     log = str(home / "events.db") if home is not None else "the log (table stored_events)"

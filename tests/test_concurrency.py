@@ -98,3 +98,23 @@ def test_threads_opening_a_fresh_store_together_all_succeed(tmp_path):
         assert errors == [], errors
         with MemoryLedger(home=home) as ml:
             assert sorted(len(ml.history(f"u{i}")) for i in range(6)) == [1] * 6
+
+
+def test_a_write_between_the_two_reads_of_the_damage_check_is_no_damage(tmp_path, monkeypatch):
+    """Opening a store checks that the projections have not passed the log's end. Another writer may append and
+    project between the check's two reads; the projections are read first, so the log read after can only be
+    further on. Here the write happens right after the log's end is read, the moment a concurrent opener hit."""
+    import replay.events
+    from memledger.store import check_log_not_behind
+
+    with MemoryLedger(home=tmp_path / "h") as ml:
+        ml.assert_fact("u1", "preference.drink", "tea")
+        real = replay.events.max_position
+
+        def head_then_a_write(app):
+            head = real(app)
+            ml.assert_fact("u2", "preference.drink", "coffee")  # another writer, projected at once
+            return head
+
+        monkeypatch.setattr(replay.events, "max_position", head_then_a_write)
+        check_log_not_behind(ml.app, ml.db, tmp_path / "h")  # raised StoreDamaged when read the other way round

@@ -88,6 +88,8 @@ def test_every_route_refuses_other_users_key_and_no_key(api: Any) -> None:
         r = http.request(method, path, json=body)
         assert r.status_code == 401, (method, path, r.status_code, r.text)
         assert r.json()["status"] == 401
+        # an HTTP client is told what to send, not a CLI command it cannot run
+        assert "memledger " not in r.json()["fix"] and "Bearer" in r.json()["fix"]
         r = http.request(method, path, json=body, headers={"Authorization": "Bearer mlk_0123456789ab_" + "x" * 43})
         assert r.status_code == 401, (method, path)
     with MemoryLedger(home=api["home"]) as ml:

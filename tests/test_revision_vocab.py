@@ -236,3 +236,25 @@ def test_joining_another_club_adds_beside_a_membership(minilm_ledger):
     r, facts = revise(minilm_ledger, "I'm a member of the Cedar Park running club",
                       "I joined a chess club at the library last month", user="clubs")
     assert facts.get("I'm a member of the Cedar Park running club") == "current", r.explanation
+
+
+@pytest.mark.parametrize("text,slot", [
+    ("I take the 42 bus to work", "commute"),  # a numbered bus is still the commute
+    ("我换号了，新号码是13987654321", "contact.phone"),
+    ("My gym locker number is 112", None),  # a locker at the gym is no hobby
+    ("I go to the gym on Tuesdays", "hobby"),
+    ("My dentist appointment is on May 3", None),  # an appointment is not who the dentist is
+    ("My dentist is Dr. Okafor", "person.dentist"),
+    ("我二十八岁", "profile.age"),
+])
+def test_slot_cues_read_the_thing_not_a_word_near_it(text, slot):
+    assert type_statement(text).slot == slot
+
+
+@pytest.mark.parametrize("old,new", [
+    ("I take the 42 bus to work", "I take the subway to work instead of the 42 bus"),
+    ("我的手机号是13812345678", "我换号了，新号码是13987654321"),
+])
+def test_a_new_commute_or_number_replaces_the_old_one(fresh_ledger, old, new):
+    r, facts = revise(fresh_ledger, old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation

@@ -100,8 +100,8 @@ class Problem(Exception):
 
 
 #: the fix of a problem that names none, by status
-DEFAULT_FIX = {401: "send Authorization: Bearer <key> (memledger keys create --user U)",
-               403: "use a key that holds it (memledger keys create --user U)",
+DEFAULT_FIX = {401: "send Authorization: Bearer <key>, with a key the server's operator issued",
+               403: "use a key that holds it (the server's operator issues keys per user)",
                410: "nothing of an erased user can be read or written",
                422: "see /openapi.json for the expected fields and types",
                500: "report it with the server's log line", 501: "upgrade memledger"}
@@ -229,12 +229,11 @@ class KeyMiddleware:
             if path not in OPEN_PATHS and not is_ui_path(path):  # the /ui pages sign in by their own cookie
                 principal = await self._principal(scope)
                 if principal is None:
-                    resp = problem_response(401, "Unauthorized", "send a valid API key: Authorization: Bearer <key> "
-                                            "(memledger keys create --user U)",
+                    resp = problem_response(401, "Unauthorized", "send a valid API key: Authorization: Bearer <key>",
                                             headers={"WWW-Authenticate": 'Bearer realm="memledger"'},
                                             field="Authorization", problem="no API key, or an unknown, revoked or "
-                                            "expired one", fix="send Authorization: Bearer <key> with a key from "
-                                            "memledger keys create --user U")
+                                            "expired one", fix="send Authorization: Bearer <key>, with a key the "
+                                            "server's operator issued")
                     await resp(scope, receive, send_logged)
                     return
                 scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
