@@ -21,7 +21,10 @@ class Candidate:
     source: str = "user_statement"
     status: str = "current"
     score: float = 0.0  # search relevance (0..1), 0 when found by key only
-    dense: float | None = None  # cosine with the statement
+    dense: float | None = None  # cosine with the statement (the main embedder's)
+    #: cosine with the statement by the multilingual companion (CJK text), and that model's id; None otherwise
+    companion: float | None = None
+    companion_model: str | None = None
     lexical: float | None = None  # BM25
     typing: Typing | None = None
     slot_key: str | None = None  # the slot key this candidate holds (its own key's slot, or typed from its text)

@@ -56,44 +56,17 @@ from .slots import (
     says_all,
     type_statement,
 )
+from .resolution_figures import (CHANGE_FREE, MEANING_PARAPHRASE, NEAREST, NEAREST_ALONE,
+                                 NEAREST_ALONE_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN, NEAREST_MARGIN,
+                                 NEAREST_MODELS, PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH, CLEAR_MARGIN,
+                                 dense_thresholds)
 from .values import (_STRONG_KINDS, aspect_of, cjk_bigrams, differing, name_words, names_relative, qualifier_kinds,
-                     qualifiers_clash, shared_cjk_word, value_parts, zh_numerals)
+                     names_within, qualifiers_clash, shared_cjk_word, value_parts, zh_numerals)
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
 #: the rules whose conflict an adjudicator may settle (unsure which memory, or whether it replaces it); a partial
 #: cessation is never settled by one: retiring the memory would lose its other values
 ADJUDICABLE = ("free_unsure", "named_unsure", "multi_unsure")
-
-#: value-token overlap at or above which a same-slot statement is the same value (a paraphrase)
-PARAPHRASE = 0.6
-#: content-token overlap for statements without a slot
-PARAPHRASE_FREE = 0.8
-RELATED_FREE = 0.4
-#: content overlap at or above which a free memory, well ahead of any other (by CLEAR_MARGIN), is the one a change
-#: or correction revises; below it, a conflict to confirm
-CHANGE_FREE = 0.5
-WEAK_MATCH = 0.3  #: a search score below it is a weak match (docs/retrieval.md): not what a statement is about
-CLEAR_MARGIN = 0.2
-#: a marked statement (change, correction, cessation) revises the memory search ranks first at a score >= NEAREST,
-#: NEAREST_MARGIN ahead of the next (for English, MiniLM's cosine: NEAREST_DENSE, NEAREST_DENSE_MARGIN)
-#: The cosines are MiniLM's, measured on the free-text sets; with another embedder (the hash double, e5) the English
-#: reading is off and only the Chinese one, anchored by a shared character pair, applies.
-NEAREST, NEAREST_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN = 0.5, 0.3, 0.25, 0.2
-NEAREST_MODELS = ("st:all-MiniLM-L6-v2",)
-#: an English cosine this far ahead needs no shared word ("I quit three weeks ago" of "I smoke half a pack a day")
-NEAREST_ALONE, NEAREST_ALONE_MARGIN = 0.3, 0.25
-#: dense cosine thresholds by embedder family (model id prefix); (paraphrase, related)
-DENSE_THRESHOLDS: dict[str, tuple[float, float]] = {
-    "hash:": (0.95, 0.6),
-    "default": (0.88, 0.6),
-}
-
-
-def dense_thresholds(embedder: str | None) -> tuple[float, float]:
-    for prefix, th in DENSE_THRESHOLDS.items():
-        if embedder and embedder.startswith(prefix):
-            return th
-    return DENSE_THRESHOLDS["default"]
 
 
 def nfc(text: str) -> str:
@@ -391,6 +364,34 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         return done("supersede", best.key, "nearest_change", best,
                     note="it says something changed, and one memory is by far the nearest")
 
+    def meaning_paraphrase() -> Candidate | None:
+        """The current memory of the same subject this unmarked statement says again in other words: by far the
+        nearest in meaning (:data:`MEANING_PARAPHRASE`) and every value-bearing part equal (no number, time, code,
+        name, unit or negation differs; no other season or person; no name added), or None."""
+        if (typing.correction or typing.cessation or typing.change or typing.additive or narrative
+                or typing.mood != "statement" or mine_rd.old_value):
+            return None
+        scored = []
+        for c in candidates:
+            if c.status not in ("current", "contested") or nfc(c.text) == mine:
+                continue
+            cos, model = (c.companion, c.companion_model) if cjk_statement else (c.dense, embedder)
+            th = next((t for prefix, t in MEANING_PARAPHRASE.items() if (model or "").startswith(prefix)), None)
+            if cos is not None and th is not None:
+                scored.append((cos, th, c))
+        if not scored:
+            return None
+        scored.sort(key=lambda t: -t[0])
+        cos, (least, margin), best = scored[0]
+
+        if cos < least or (len(scored) > 1 and cos - scored[1][0] < margin):
+            return None
+        if (not same_subject(best) or value_changed(best) or qualifiers_clash(best.values, mine_vp)
+                or not names_within(name_words(mine_vp), name_words(best.values))
+                or (best.typing is not None and (best.typing.cessation or best.typing.mood != "statement"))):
+            return None
+        return best
+
     # duplicate sentence
     for c in candidates:
         if nfc(c.text) == mine and c.status in ("current", "contested"):
@@ -491,6 +492,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             replaced = value_replacement([c for c in candidates if not registry.slot_of(c.key)])
             if replaced is not None:
                 return replaced
+            nearest = marked_nearest() if typing.correction or typing.change else None
+            if nearest is not None:
+                # 我跳槽了，现在在字节做产品 of 我在美团做产品经理 held outside the slot: by far the nearest memory
+                return nearest
             return done("new", slot_key, "new_slot")
         close = head.key if head.key != slot_key else None
         if typing.correction:
@@ -578,6 +583,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 # "I stopped that" among several, or a sibling close to it ("日语先放下了，我开始学韩语" of "我在学日语"):
                 # which one it ends is for the user to say
                 return done("conflict", None, "multi_unsure", best, contest_key=best.key if best else None)
+            if target is None and typing.correction:
+                # 我记错日子了，体检其实是5月21号 of 我体检约的是5月12号 (a memory outside the slot): the one it corrects
+                fixed = value_replacement() or marked_nearest()
+                if fixed is not None:
+                    return fixed
             if target is None:
                 # "I no longer play tennis" beside a locker filed under the same slot: it names nothing held, so it
                 # is kept as said and contests nothing
@@ -683,6 +693,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     if typing.additive and not names_replacement(text) and not typing.correction and not typing.cessation:
         return done("add", None, "additive", None, fresh_key=True,
                     note="it says also/too/也: it adds to what is known, nothing is contested")
+    # no slot: the same thing said again in other words, by far the nearest in meaning, every value equal
+    para = meaning_paraphrase()
+    if para is not None:
+        return done("reaffirm", para.key, "meaning_paraphrase", para,
+                    note="by far the nearest in meaning, every value-bearing part equal")
     # no slot: a current memory about the same attribute (read from both sentences) is the one this revises
     am = by_attribute()
     if am is not None:

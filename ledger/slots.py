@@ -119,7 +119,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                     r"(?<!size )(?<!number )(?<!code )(?<!floor )(?<!room )(?<!gate )(?<!locker )(?<!level )(?<!grade )(?<!score )"
                                     r"(?<!bus )(?<!route )(?<!seat )(?<!spot )(?<!row )(?<!platform )(?<!line )(?<!table )"
                                     r"\bis \d{1,2}\b(?![,.]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
-          (r"我今年?\d{1,3}岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|岁了|我今年(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁|了)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
+          (r"我今年?\d{1,3}岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树]*?岁了|我今年(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁|了)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
           ("老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
@@ -155,7 +155,7 @@ CATALOGUE: tuple[Slot, ...] = (
            r"made redundant|out of work|"
            r"between jobs|jobless|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
-          ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
+          ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是一?[名个位][^，,。是a-z]{1,6}?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|(?:i'm|i am) an? (?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
                                       r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|"
@@ -163,7 +163,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:[\w-]+ )?(?:bus|train|subway|metro|tube|"
                                 r"tram|ferry)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
-                                r"commute|commuting",), ("坐地铁|坐公交|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班",),
+                                r"commute|commuting",), ("坐地铁|坐公交|[0-9一二两三四五六七八九十]+号线|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班",),
           weight=1.5),
     _slot("work.shift", "single", (r"(?:night|day|early|late|morning|evening|weekend) shifts?",),
           ("夜班|白班|早班|晚班|倒班",), weight=1.5),
@@ -459,8 +459,9 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"\bmeant to say\b", r"\b(?:it|that) (?:was|is) never\b", r"\b(?:read|looked at|saw|gave you|had) the wrong\b", r"\bwrong (?:number|date|time|day|name)\b", r"\bi misread\b", r"^no,? it'?s\b",
     r"\bactually\b.*\bnot\b(?! " + _NOT_DEGREE[3:-1] + r")", r", not " + _NOT_DEGREE + r"[\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
-    r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"[，,]不是[^，,是]{1,10}$",
+    r"[记说写打搞弄看填报](?:错|岔)了?(?:日子|时间|号|数|名字|地址|号码|字|日期|一位|位)了", r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"[，,]不是[^，,是]{1,10}$",
     r"\bautocorrect", r"\bwrong row\b", r"\bdid i (?:say|write|type)\b", r"\bfat[- ]?finger", r"\bhad (?:it|that) wrong\b",
+    r"\b(?:typed|wrote|spelt|spelled|entered|put|gave you) (?:it|that|this|them|those)(?: down| in)? wrong\b",
     r"打错字", r"看岔", r"[记写说看听打]反了", r"^(?:哦|噢|啊|嗯)?[，,]?不对",
     r"^不是[^，,。]{1,12}[，,]\s*(?:应该|其实)?是",
 )]
@@ -468,6 +469,12 @@ _CORRECTION = [_lazy_re(p) for p in (
 _QUESTION = _lazy_re(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|could|would|can|will|is|are|am|was|were|have|"
                        r"has)\s+(?:i|you|we|my|it|he|she|they|there)\b|[吗嘛呢]\s*[。.]?\s*$|你觉得|你认为|要不要|该不该|"
                        r"是不是应该|能不能|可不可以")
+#: A statement about oneself followed by a request ("I'm vegan, so could you swap the honey?", 我对花生过敏，帮我换个
+#:菜？) states what it says before the request: it is a statement, not a question.
+_STATED_THEN_ASKED = _lazy_re(r"^(?:i'm|i am|i've|i have|i don't|i do not|i can't|i cannot|i live|i work|i'm now|"
+                              r"my \w+(?: \w+)? (?:is|are))\b[^?？]{2,80}?[,;.!—–-]\s*(?:so|and|but)?\s*"
+                              r"(?:could|can|would|will) you\b|"
+                              r"^我[^？?，,]{2,30}[，,。！!]\s*(?:所以|那)?\s*(?:你)?(?:能不能|可不可以|能|可以|帮我|麻烦)")
 #: A plan, possibility or hypothetical is not (yet) a change of the current value ("I might move to Berlin next
 #: year", "I'm thinking about switching to tea", 我明年可能搬到深圳, 我打算换工作): it is recorded as a plan.
 _TENTATIVE = _lazy_re(r"\b(?:might|(?:maybe|perhaps)(?! (?:\d|one|two|three|four|five|a few|twice|once)\b)|possibly|"
@@ -519,7 +526,7 @@ _CHANGE = [_lazy_re(p) for p in (
     r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced|hiking)\b",
     r"\bgot new\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
     r"\bpushed (?:back|forward|to|up|the)\b|\bbrought forward\b|\brerouted\b|\bre-?timed\b",
-    r"调课|挪到|换到|调到|改成|上瘾了", r"\b(?:gone|went|jumped|risen|rose|dropped|fallen|fell|climbed) (?:up |down )?from\b", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",
+    r"调课|挪到|换到|调到|改成|上瘾了|跳槽|转行|改行", r"\b(?:gone|went|jumped|risen|rose|dropped|fallen|fell|climbed) (?:up |down )?from\b", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",
 )]
 # "now" in "I don't ... anymore, I now drink tea" marks a new value after a cessation: then it is a change.
 
@@ -691,7 +698,7 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     mood, tentative_of = "statement", None
     # a question or a plan about a special category ("我可能对花生过敏", "is my asthma getting worse?") keeps its label
     sensitivity = None if slot is None else slot.sensitivity
-    if _QUESTION.search(t):
+    if _QUESTION.search(t) and not _STATED_THEN_ASKED.search(t):
         # a question asks; it is a memory of its own, never a slot's value (and marks nothing stopped or changed)
         mood, slot = "question", None
     elif _TENTATIVE.search(body) or (_PLANNING.search(body) and not (cess and _PLAN_NOUN.search(t))):

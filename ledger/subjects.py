@@ -8,7 +8,7 @@ import re
 RELATIONS_EN = {
     "brother": "brother", "sister": "sister", "mother": "mother", "mom": "mother", "mum": "mother",
     "father": "father", "dad": "father", "wife": "wife", "husband": "husband", "son": "son", "daughter": "daughter",
-    "partner": "partner", "girlfriend": "partner", "boyfriend": "partner", "friend": "friend",
+    "spouse": "spouse", "partner": "partner", "girlfriend": "partner", "boyfriend": "partner", "friend": "friend",
     "best friend": "friend", "parents": "parents", "in-laws": "in_laws", "grandparents": "grandparents",
     "colleague": "colleague", "coworker": "colleague", "boss": "boss",
     "grandmother": "grandmother", "grandma": "grandmother", "grandfather": "grandfather", "grandpa": "grandfather",
@@ -24,7 +24,7 @@ RELATIONS_ZH = {
     "爷爷": "grandfather", "外公": "grandfather", "室友": "roommate", "邻居": "neighbour", "表哥": "cousin",
     "表姐": "cousin", "孩子": "children", "爸": "father", "老爸": "father", "妈": "mother", "老妈": "mother",
     "哥": "brother", "姐": "sister", "弟": "brother", "妹": "sister", "闺女": "daughter", "媳妇": "wife",
-    "对象": "partner", "婆婆": "mother_in_law", "岳母": "mother_in_law", "公公": "father_in_law", "岳父": "father_in_law",
+    "对象": "partner", "爱人": "spouse", "婆婆": "mother_in_law", "岳母": "mother_in_law", "公公": "father_in_law", "岳父": "father_in_law",
 }
 #: people named by a tie that is not kinship: "同事请我喝咖啡" is about the user as much as the colleague
 NOT_KIN_ZH = {"朋友", "同事", "老板", "室友", "邻居", "孩子", "对象"}

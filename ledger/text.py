@@ -16,4 +16,4 @@ def has_cjk(text: str) -> bool:
 
 
 #: Chinese characters that carry no content alone (function words, time units, pronouns): left out of content tokens
-STOP_ZH = set("周天月年昨今早晚号点，。！？、；：,.!?我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已正在刚才其实")
+STOP_ZH = set("周天月年昨今早晚号点，。！？、；：,.!?我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已正在刚才其实各俩")

@@ -60,6 +60,8 @@ _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _URL = re.compile(r"(?<![A-Za-z0-9])(?:https?://|www\.)[^\s，。,]+|(?<![A-Za-z0-9_.])[a-z0-9][A-Za-z0-9_-]{2,}(?:\.[A-Za-z0-9_-]+)*\.(?:com|org|net|io|cn|de|uk|dev|"
                   r"app|art|studio|me|co|info|blog|site|xyz|ai|tv|fm|page|shop|design|photo|online)(?:/[^\s，。,]*)?\b",
                   re.I)
+#: digits said one by one ("3-8-1-5", "4 4 7 1"): a combination or a PIN, the same as "3815"
+_SPELLED_DIGITS = re.compile(r"(?<![\w.,:-])\d(?:-\d){2,7}(?![\w.,:-]?\d)|(?<![\w.,:-])\d(?: \d){3,7}(?![\w.,:-]?\d)")
 _PHONE = re.compile(r"(?<![\w.])\+?\d[\d\s\-()]{6,}\d(?!\w|\.\d)")
 #: a token mixing letters and digits (plates, passwords, flight and locker codes): 沪A12345, tulip88, B-12
 _CODE = re.compile(r"(?<![A-Za-z0-9@_])[\u4e00-\u9fff]?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])"
@@ -96,9 +98,12 @@ _HOURS_MINUTES = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?|[零一二两三�
 _TIME_ZH = re.compile(r"(早上|早晨|上午|中午|下午|傍晚|晚上|夜里|凌晨)?\s*([零〇一二两三四五六七八九十\d]{1,3})\s*[点點]"
                       r"\s*(半|一刻|三刻|[零〇一二两三四五六七八九十\d]{1,3}\s*分?)?")
 _CLOCK_AFTER = re.compile(r"\s*(?:钟|整|左右|前|以前|之前|以后|之后|开|出发|发车|起床|上课|下班|上班|见|的)")
+#: a time said as minutes before the hour: 差一刻八点 (07:45), 差五分九点
+_TIME_ZH_TO = re.compile(r"(早上|早晨|上午|中午|下午|傍晚|晚上|夜里|凌晨)?\s*差\s*(一刻|三刻|[零〇一二两三四五六七八九十\d]{1,2}\s*分钟?)"
+                         r"\s*([零〇一二两三四五六七八九十\d]{1,3})\s*[点點]")
 #: a character before 一点 that makes it "a bit more so" (早一点, 便宜一点): never a clock time
 _COMPARATIVE = set("早晚快慢多少好大小高低短长近远轻重简宜贵有")
-_DAY_OF_MONTH = re.compile(r"(?<![0-9])(\d{1,2})[号日](?![0-9])|\bthe (\d{1,2})(?:st|nd|rd|th)\b", re.I)
+_DAY_OF_MONTH = re.compile(r"(?<![0-9])(\d{1,2})[号日](?![0-9线楼])|\bthe (\d{1,2})(?:st|nd|rd|th)\b", re.I)
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _DATE_ZH = re.compile(r"(?:(\d{4}|[零〇一二两三四五六七八九]{4})年)?([\d一二三四五六七八九十]{1,3})月([\d一二三四五六七八九十]{1,3})[日号]")
 _DATE_EN = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? (\d{1,2})(?:st|nd|rd|th)?\b|"
@@ -131,9 +136,10 @@ _ONE_PRONOUN_BEFORE = re.compile(r"\b(?:the|this|that|which|no|every|any|some|ea
 _ONE_PRONOUN_AFTER = re.compile(r"\s+(?:of|another)\b", re.I)
 _KUAI = re.compile(r"(?<![0-9.])(\d+)块(\d)(?![0-9])")
 _TIMES_A = re.compile(r"\b(once|twice|thrice)\b(?= (?:a|an|per|every|each)\b)", re.I)
+_ZH_PAIR = re.compile(r"[俩仨](?=狗|猫|孩|娃|儿子|闺女|女儿|小时|钟头|月|星期|礼拜|周|天|车|房)")
 _ZH_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?")
 #: measure words after which a lone Chinese digit is a count (两只猫), not part of a word (一起, 一直)
-_ZH_MEASURE = "元块岁个只条位次回遍趟号层楼分米斤天年月周张本辆台件套间家门双部首杯瓶"
+_ZH_MEASURE = "元块岁个只条位次回遍趟号层楼分米斤天年月周张本辆台件套间家门双部首杯瓶公千克小钟节"
 #: two or more capitalised words opening a sentence ("Eagle Ridge is ...", "Tony Stark fixed ..."); one alone is
 #: only the sentence's first word
 _LEAD_NAME = re.compile(r"^[A-Z][\w'&.-]*(?: (?:[A-Z][\w'&.-]*|of|de|van|von))* [A-Z][\w'&.-]*(?= |[,.;:!?]|$)")
@@ -349,6 +355,17 @@ def value_parts(text: str) -> ValueParts:
         # a bare number before 点 with no minutes and no part of day is a clock time only when it is small
         return _clock(int(h), int(mm), m.group(1))
 
+    def zh_time_to(m: re.Match[str]) -> str | None:
+        before = {"一刻": 15, "三刻": 45}.get(m.group(2))
+        if before is None:
+            raw = re.sub(r"分钟?", "", m.group(2)).strip()
+            before = int(raw) if raw.isdigit() else zh_number(raw)
+        h = int(m.group(3)) if m.group(3).isdigit() else zh_number(m.group(3))
+        if h is None or before is None or not 0 < before < 60:
+            return None
+        return _clock(int(h) - 1, 60 - int(before), m.group(1))
+
+    take("time", _TIME_ZH_TO, zh_time_to)
     take("time", _TIME_ZH, zh_time)
 
     def half_past(m: re.Match[str]) -> str | None:
@@ -447,6 +464,12 @@ def value_parts(text: str) -> ValueParts:
         return None
 
     take("phone", _PHONE, phone)
+
+    for m in list(_SPELLED_DIGITS.finditer(t)):
+        digits = re.sub(r"\D", "", m.group(0))
+        # "0-4-2-0" is the code "0420", as "0420" is; "3-8-1-5" the number 3815, as "3815" is
+        parts["code" if digits.startswith("0") else "number"].add(digits if digits.startswith("0") else _fmt(float(digits)))
+        t = _blank(t, m.span())
     def code(m: re.Match[str]) -> str:
         c = m.group(0)
         if c and not c[0].isascii() and c[0] not in _PROVINCES:
@@ -488,7 +511,7 @@ def value_parts(text: str) -> ValueParts:
         after = t[m.end():m.end() + 1]
         if len(s) == 1 and s not in _ZH_SCALES and (after not in _ZH_MEASURE or not after):
             return None  # a lone digit inside a word (一起, 一直, 万一) is no number
-        if s == "一" and after not in "元块岁号层楼":
+        if s == "一" and (after not in "元块岁号层楼" or t[m.end():m.end() + 2] == "块儿"):
             return None  # 一个 / 一只 is the article "a", as in English; 两只 / 三只 are counts
         if s in _ZH_SCALES and len(s) == 1 and not (after and after in "兆块元米"):
             return None  # 十分 (very), 万 alone; but 千兆 is a thousand
@@ -496,8 +519,11 @@ def value_parts(text: str) -> ValueParts:
         return None if x is None else _fmt(x)
 
     take("number", _ZH_NUM, zh)
+    # 俩 / 仨 are two / three said with their measure word in them (俩狗子 = 两条狗, 仨孩子 = 三个孩子)
+    take("number", _ZH_PAIR, lambda m: "2" if m.group(0) == "俩" else "3")
     for u in ("元", "块", "公斤", "公里", "岁"):
-        if u in text:
+        # a unit after an amount: 三十块, 20块; not 那块 / 一块儿 (that piece, together)
+        if re.search(rf"[\d零〇一二两三四五六七八九十百千万亿半]\s*{u}(?!儿)", text):
             parts["unit"].add(_UNIT_WORDS[u])
     nfc_text = unicodedata.normalize("NFC", text)
     lead = _LEAD_NAME.match(nfc_text)  # "Eagle Ridge is the trail ...": a name may open the sentence too
@@ -569,7 +595,7 @@ def differing(a: ValueParts, b: ValueParts) -> list[str]:
     na, nb = a.parts.get("name", frozenset()), b.parts.get("name", frozenset())
     # by their words: "St Thomas'" is "St Thomas' Hospital" said short, "Sounders" the "Seattle Sounders"
     wa, wb = ({w.strip("'’") for n in ns for w in n.split()} for ns in (na, nb))
-    if na and nb and not (na <= nb or nb <= na or wa <= wb or wb <= wa):
+    if na and nb and not (na <= nb or nb <= na or names_within(wa, wb) or names_within(wb, wa)):
         out.append("name")
     elif na - nb and not nb:
         pass  # the name is only in the older sentence: the rewording dropped it, nothing new was said
@@ -615,6 +641,23 @@ def aspect_of(vp: ValueParts) -> frozenset[str]:
 def name_words(vp: ValueParts) -> set[str]:
     """The words of a statement's names ("spotify premium family" -> spotify, premium, family)."""
     return {w for name in vp.parts.get("name", ()) for w in name.split()}
+
+
+def abbreviates(short: str, long: str) -> bool:
+    """Whether ``short`` is a written short form of ``long``: "st." of "street" (or "saint"), "ave" of "avenue",
+    "dr" of "doctor": at most four letters, the same first letter, its letters in order in the longer word."""
+    short, long = short.rstrip(".").lower(), long.rstrip(".").lower()
+    if not short or len(short) > 4 or len(short) >= len(long) or short[0] != long[0] or not short.isalpha():
+        return False
+    rest = iter(long)
+    return all(ch in rest for ch in short)
+
+
+def names_within(words: set[str], others: set[str]) -> bool:
+    """Whether every name word of ``words`` is one of ``others``, written in full or short ("Beacon St." within
+    "Beacon Street")."""
+    return all(any(w.rstrip(".") == o.rstrip(".") or abbreviates(w, o) or abbreviates(o, w) for o in others)
+               for w in words)
 
 
 def zh_numerals(text: str) -> set[str]:

@@ -144,6 +144,8 @@ def _candidates(store: Store, user_id: str, text: str, slot_key: str | None,
             # not comparable with the main model's thresholds: the rules only use the main model's
             same_model = h.parts.dense_model in (None, embedder)
             c.dense = None if h.parts.dense is None or not same_model else round(h.parts.dense, 4)
+            if h.parts.dense is not None and not same_model:
+                c.companion, c.companion_model = round(h.parts.dense, 4), h.parts.dense_model
             c.lexical = None if h.parts.lexical is None else round(h.parts.lexical, 4)
     return list(cands.values()), rows
 

@@ -1,0 +1,115 @@
+"""Belief revision read from meaning and from how values are written: a statement said again in other words
+(by far the nearest in meaning, every value equal) reaffirms, a marker that revises a memory held outside the
+statement's slot still finds it, and values written in other forms read equal (docs/resolution.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger.slots import type_statement
+from ledger.values import abbreviates, value_parts
+
+T1, T2 = "2024-01-01T09:00:00Z", "2024-02-01T09:00:00Z"
+NEUTRAL = ("It rained all afternoon.", "Watched a documentary about whales.", "今天中午吃了牛肉面")
+
+
+@pytest.fixture(scope="module")
+def minilm_ledger(tmp_path_factory):
+    from memledger import MemoryLedger
+
+    with MemoryLedger(home=tmp_path_factory.mktemp("minilm") / "ledger", embedder="minilm") as ml:
+        yield ml
+
+
+def revise(ml, user: str, old: str, new: str):
+    ml.remember(user, old, observed_at=T1)
+    for n in NEUTRAL:
+        ml.remember(user, n, observed_at=T1)
+    r = ml.remember(user, new, observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile(user).facts.values()}
+    assert all(facts.get(n) == "current" for n in NEUTRAL), facts
+    return r, facts
+
+
+@pytest.mark.parametrize("old,new", [
+    ("我是O型血", "血型的话我是O型，献血的时候测过"),
+    ("我每个月给我妈转1500生活费", "每月给老妈打一千五当生活费"),
+    ("My bike lock combo is 3-8-1-5.", "note to self: bike lock combination = 3815"),
+])
+def test_the_same_thing_in_other_words_reaffirms(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, f"p{abs(hash(old)) % 10**6}", old, new)
+    assert r.decision == "reaffirm", r.explanation
+    assert facts.get(old) == "current"
+
+
+@pytest.mark.parametrize("old,new", [
+    # close in meaning, but a value, a negation or a person differs: never a reaffirmation (nothing said is lost)
+    ("我每次剪头都找理发店的阿杰", "头发只让阿杰剪，别人剪我不放心"),  # it adds a negated clause
+    ("My bike lock combo is 3-8-1-5.", "My bike lock combo is 3-8-1-6."),
+    ("我的体检约在5月20号上午", "我爸的体检定在5月27号早上八点"),
+    ("I stopped drinking coffee last year.", "I drink a coffee every morning."),
+    ("我家猫叫咪咪，三岁了", "咪咪最近不爱吃猫粮"),
+])
+def test_near_in_meaning_with_something_new_is_never_a_reaffirmation(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, f"n{abs(hash(old + new)) % 10**6}", old, new)
+    assert r.decision != "reaffirm", r.explanation
+    assert facts.get(new) in ("current", "contested")
+
+
+@pytest.mark.parametrize("old,new,decision", [
+    ("我体检约的是5月12号。", "我记错日子了，体检其实是5月21号，周三上午。", "correct"),
+    ("You can send the invite to jonah.reyes@fastmail.com.",
+     "wait I typed that wrong, it's jonahreyes@fastmail.com — no dot between the names.", "correct"),
+    ("我在一家外贸公司做会计", "我跳槽了，去了一家游戏公司做财务分析", "supersede"),
+    ("我每天坐2号线去上班。", "每天早上挤10号线去公司，人多到脚都不用沾地。", "supersede"),
+    ("I'm pescatarian, fish is the only meat I eat.",
+     "I'm vegan, so could you swap the honey in that recipe for something else?", "supersede"),
+])
+def test_a_revision_reaches_the_memory_it_revises(minilm_ledger, old, new, decision):
+    r, facts = revise(minilm_ledger, f"r{abs(hash(old)) % 10**6}", old, new)
+    assert r.decision == decision, r.explanation
+    assert facts.get(old) is None and facts.get(new) == "current", facts
+
+
+@pytest.mark.parametrize("text,described", [
+    ("the combo is 3-8-1-5", "number=3815"),
+    ("door code 0-4-2-0", "code=0420"),
+    ("闺女差一刻八点到学校", "time=07:45"),
+    ("晚上差十分十点睡", "time=21:50"),
+    ("我们家俩狗子", "number=2"),
+    ("我每天坐2号线去上班。", "number=2"),  # a line's number, not the 2nd of the month
+    ("主要负责外卖那块", "none"),  # 那块 is "that part", not an amount of yuan
+    ("我一块儿去", "none"),
+    ("五公斤", "number=5, unit=kg"),
+    ("call me on 555-1234", "phone=5551234"),
+])
+def test_values_written_in_other_forms(text, described):
+    assert value_parts(text).describe() == described
+
+
+def test_short_forms_of_name_words():
+    assert abbreviates("St.", "Street") and abbreviates("ave", "avenue") and abbreviates("dr", "doctor")
+    assert not abbreviates("Mt", "Street") and not abbreviates("Street", "St")
+    assert value_parts("Dr. Okafor over on Beacon St.").describe().startswith("name=")
+
+
+@pytest.mark.parametrize("text,slot,subject,mood", [
+    ("我是一名高中语文老师。", "work.occupation", "self", "statement"),
+    ("我在美团做产品经理，主要负责外卖那块。", "work.occupation", "self", "statement"),
+    ("一直给我剪头的是Tony老师", None, "self", "statement"),  # a hairdresser called 老师 is no occupation
+    ("我是研一学生", "education", "self", "statement"),
+    ("我爱人在市第一人民医院当护士。", "work.occupation", "spouse", "statement"),
+    ("我家猫叫咪咪，三岁了", "pet", "self", "statement"),  # the cat's age, not the user's
+    ("I'm vegan, so could you swap the honey in that recipe for something else?", "diet", "self", "statement"),
+    ("Do you think I should move?", None, "self", "question"),
+    ("我是不是该换工作？", None, "self", "question"),
+])
+def test_typing_reads_jobs_spouses_pets_and_statements_before_a_request(text, slot, subject, mood):
+    t = type_statement(text)
+    assert (t.slot, t.subject, t.mood) == (slot, subject, mood)
+
+
+@pytest.mark.parametrize("text", ["wait I typed that wrong, it's 0420", "我记错日子了，是21号", "我跳槽了"])
+def test_markers_of_a_typo_a_misremembered_day_and_a_job_switch(text):
+    t = type_statement(text)
+    assert t.correction or t.change
