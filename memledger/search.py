@@ -352,9 +352,8 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any 
         or flt.min_confidence is not None
     while True:
         with ml.db.read() as cur:
-            mem = proj.refresh(cur)
+            mem, u = proj.user_index(cur, user_id)
         with mem.lock:
-            u = mem.users.get(user_id)
             if u is None or not u.meta:
                 return []
             # A CJK query over a user with CJK memories is judged by the companion: the main model is not asked.

@@ -162,6 +162,36 @@ class Store:
         self.vectors_projection = VectorsProjection(spec, home, cjk_embedder=cjk)
         self.projections.append(self.vectors_projection)  # type: ignore[attr-defined]
 
+    def limit_index_memory(self, mb: float | None) -> None:
+        """Keep the loaded search indexes within ``mb`` megabytes (10**6 bytes, estimated per user from their vectors
+        and documents), evicting the least recently searched user; each user is then read from the projection at
+        their first search. None: every user's index is loaded at the first search (the default; fastest for one
+        process working over all users). A server holding many users sets it (``serve http --index-memory-mb``).
+        Takes effect from the next search; the indexes loaded so far are dropped.
+
+        Raises:
+            BadInput: ``index_memory_mb`` when ``mb`` is not a number > 0.
+        """
+        check_index_memory(mb)
+        proj = getattr(self, "vectors_projection", None)
+        if proj is None:
+            return
+        proj.set_index_budget(None if mb is None else int(mb * 1_000_000))
+
+    def warm_search(self) -> None:
+        """Load what every search needs before the first one: the query encoder (the model's weights), FAISS and
+        the ranking modules. A server calls it at start, so that its first request is not the one that waits for
+        them, and so that its resident memory before the first search already holds them (the index budget then
+        bounds what searches add)."""
+        proj = getattr(self, "vectors_projection", None)
+        if proj is None:
+            return
+        import faiss  # noqa: F401
+
+        from projections.retrieval import lexical, ranking, relevance  # noqa: F401
+
+        proj.embed_query("warm up")
+
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def __enter__(self) -> Self:
         return self
@@ -534,3 +564,13 @@ def resolve_cjk_embedder(spec: Any, main: Any) -> Any:
                        ) from None
 
 
+def check_index_memory(mb: object) -> None:
+    """Refuse an index memory budget that is not a finite number of megabytes > 0 (None, no bound, passes).
+
+    Raises:
+        BadInput: ``index_memory_mb``, naming the value given.
+    """
+    if mb is not None and (isinstance(mb, bool) or not isinstance(mb, (int, float)) or not mb > 0
+                           or mb == float("inf")):
+        raise BadInput("index_memory_mb", f"must be a number of megabytes > 0, got {mb!r}",
+                       "give a budget such as 1024 (MB), or leave it out for no bound")

@@ -227,6 +227,8 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
         #: (model_id, text) -> (last position of its warm batch, vector): handed from warm to prepare
         self._warmed: dict[tuple[str, str], tuple[int, np.ndarray]] = {}
         self._memories: dict[str, Memory] = {}  # suffix -> memory of that copy
+        #: bounded mirror: the most bytes of loaded users' indexes kept (projections/retrieval/mirror.py); None: whole
+        self.index_budget_bytes: int | None = None
         self._seen_meta: dict[str, str] | None = None  # vectors_meta as last read (create, check_model, refresh)
         self._queries: dict[tuple[str, str], np.ndarray] = {}  # (model_id, query) -> vector, oldest first
         self._lock = threading.RLock()
@@ -294,6 +296,13 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
             self._prepared_cjk = {}
             self._warmed = {}
             self._seen_meta = None  # the old copy's; the next transaction reads the new one's
+            self._memories.clear()
+
+    def set_index_budget(self, budget_bytes: int | None) -> None:
+        """Bound the mirror to ``budget_bytes`` of loaded users (None: whole; projections/retrieval/mirror.py). Drops
+        the in-memory indexes: the next search loads what it needs."""
+        with self._lock:
+            self.index_budget_bytes = budget_bytes
             self._memories.clear()
 
     # -- tables ----------------------------------------------------------------------------------------------

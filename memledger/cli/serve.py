@@ -24,6 +24,33 @@ app.add_typer(serve_app, name="serve")
 HostOpt = typer.Option("127.0.0.1", "--host", help="Interface to listen on (HTTP transports).")
 DestructiveOpt = typer.Option(False, "--allow-destructive", help="Offer erase (and forget) as MCP tools, marked "
                               "destructive.")
+IndexMemoryOpt = typer.Option(None, "--index-memory-mb", help="Keep loaded search indexes within this many MB, "
+                              "evicting the least recently searched user [default: $MEMLEDGER_INDEX_MEMORY_MB, "
+                              "else 1024].")
+
+
+def _index_memory(ml, mb: Optional[float]) -> float:  # noqa: ANN001
+    """Bound the served ledger's loaded indexes: ``--index-memory-mb``, else ``$MEMLEDGER_INDEX_MEMORY_MB``, else
+    the default (memledger/defaults.py); bad input names the flag or the variable."""
+    import os
+
+    from memledger.defaults import DEFAULT_INDEX_MEMORY_MB, INDEX_MEMORY_ENV
+
+    if mb is None:
+        raw = os.environ.get(INDEX_MEMORY_ENV, "").strip()
+        try:
+            mb = float(raw) if raw else float(DEFAULT_INDEX_MEMORY_MB)
+        except ValueError:
+            raise BadInput(f"${INDEX_MEMORY_ENV}", f"{raw!r} is not a number of megabytes",
+                           "set it to a number > 0 such as 1024, or unset it") from None
+        if not mb > 0 or mb == float("inf"):
+            raise BadInput(f"${INDEX_MEMORY_ENV}", f"{raw!r} is not a number of megabytes > 0",
+                           "set it to a number > 0 such as 1024, or unset it")
+    elif not mb > 0 or mb == float("inf"):
+        raise BadInput("--index-memory-mb", f"{mb!r} is not a number of megabytes > 0", "give a number > 0 such as 1024")
+    ml.limit_index_memory(mb)
+    ml.warm_search()
+    return mb
 
 
 def _port(port: int) -> int:
@@ -106,7 +133,7 @@ def serve_mcp(ctx: typer.Context,
               host: str = HostOpt, port: int = typer.Option(8765, "--port", help="Port (--transport http)."),
               user: Optional[str] = typer.Option(None, "--user", help="Pin the server to this user: an omitted "
                                                  "user_id means it, any other is refused."),
-              allow_destructive: bool = DestructiveOpt) -> None:
+              allow_destructive: bool = DestructiveOpt, index_memory_mb: Optional[float] = IndexMemoryOpt) -> None:
     """Serve the ledger as an MCP server (tools: remember, recall, profile, history, believed, true_at, ...)."""
     if transport not in ("stdio", "http"):
         raise BadInput("--transport", f"{transport!r} is not a transport", "use stdio or http")
@@ -116,6 +143,7 @@ def serve_mcp(ctx: typer.Context,
     from memledger.servers.ops import Service
 
     with _close_on_sigterm(), open_ledger(ctx) as ml:
+        _index_memory(ml, index_memory_mb)
         service = Service(ml)
         if transport == "stdio":
             run_stdio(build_mcp(service, user=user, allow_destructive=allow_destructive))
@@ -154,7 +182,7 @@ def serve_mcp(ctx: typer.Context,
 @serve_app.command("http")
 def serve_http(ctx: typer.Context, host: str = HostOpt,
                port: int = typer.Option(8765, "--port", help="Port."),
-               allow_destructive: bool = DestructiveOpt) -> None:
+               allow_destructive: bool = DestructiveOpt, index_memory_mb: Optional[float] = IndexMemoryOpt) -> None:
     """Serve the HTTP API (OpenAPI at /openapi.json and /docs) with the MCP endpoint at /mcp, behind API keys."""
     _port(port)
     _log_to_stderr()
@@ -162,6 +190,7 @@ def serve_http(ctx: typer.Context, host: str = HostOpt,
     from memledger.servers.ops import Service
 
     with _close_on_sigterm(), open_ledger(ctx) as ml:
+        _index_memory(ml, index_memory_mb)
         asgi = create_app(Service(ml), allow_destructive=allow_destructive, host=host)
         _check_port_free(host, port)
         err.print(f"memledger HTTP API on http://{host}:{port} (docs: /docs, MCP: /mcp)")

@@ -144,6 +144,7 @@ class ShardedLedger:
         # connection pools and in-memory indexes; extra ones were leaked)
         self._opening = threading.Lock()
         self.keystore = None  # per shard: see shard(name).keystore
+        self._index_mb: float | None = None  # limit_index_memory: shared equally by the shards
 
     # -- shards --------------------------------------------------------------------------------------------------
     def shard(self, name: str) -> Any:
@@ -163,10 +164,28 @@ class ShardedLedger:
                 raise UnknownShard(name, self.map.source, self.map.names)
             spec = self.map.spec(name)
             try:
-                ml = self._open[name] = MemoryLedger(dsn=spec.dsn, schema=spec.schema, **self.options)
+                ml = MemoryLedger(dsn=spec.dsn, schema=spec.schema, **self.options)
+                if self._index_mb is not None:
+                    ml.limit_index_memory(self._index_mb / len(self.map.names))
+                self._open[name] = ml
             except MemledgerError as exc:  # say which table of the map names the server that failed
                 raise MemledgerError(f"shard {name} ([shards.{name}] in {self.map.source}): {exc}") from None
         return ml
+
+    def limit_index_memory(self, mb: float | None) -> None:
+        """``MemoryLedger.limit_index_memory`` for the process: ``mb`` shared equally by the map's shards (each
+        holds its own users' indexes), applied to the shards open now and to each one opened later."""
+        from ..store import check_index_memory
+
+        check_index_memory(mb)
+        self._index_mb = mb
+        for ml in list(self._open.values()):
+            ml.limit_index_memory(None if mb is None else mb / len(self.map.names))
+
+    def warm_search(self) -> None:
+        """``MemoryLedger.warm_search`` on every shard (each opened now)."""
+        for _, ml in self.each():
+            ml.warm_search()
 
     def each(self) -> Iterator[tuple[str, Any]]:
         """(name, opened shard) for every shard in map order."""

@@ -71,8 +71,8 @@ class IndexFiles:
         """
         d = self._files_dir()
         mem = self._memories.get(self.suffix)
-        if d is None or mem is None or mem.dim is None:
-            return
+        if d is None or mem is None or mem.dim is None or mem.budget is not None:
+            return  # a bounded mirror holds some users only: the files (every user's) are left as they are
         from .lexical import TOKENIZER_VERSION
 
         with mem.lock:

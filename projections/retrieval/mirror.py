@@ -2,6 +2,12 @@
 the CJK companion's, a BM25 index and each document's metadata. It is a cache of the table, only ever updated
 *from* it after the transaction committed (:meth:`Mirror.refresh`): rows past the position the mirror reflects are
 read in the reader's snapshot and applied, and a ``generation`` change (erasure, model change) reloads it whole.
+
+Two ways to hold it. Whole (the default: a CLI call, a notebook): every user is loaded when the mirror opens, from
+the index files when they match. Bounded (a server holding many users, ``index_budget_bytes``): a user is loaded
+from the table at their first search and kept while the loaded users' estimated size (:func:`user_bytes`) stays
+within the budget, the least recently searched evicted first; rows of users not loaded are not applied, since a
+user is read whole, in the reader's snapshot, when next searched.
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ from __future__ import annotations
 import itertools
 import operator
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +24,22 @@ from ..db import Cursor
 from .documents import DOC_COLS, META_COLS, stack_vectors, doc_meta, decode_vector, lexical_document
 
 LOAD_CHUNK = 2048  # rows per fetch when the mirror is opened from the table's vectors
+#: resident bytes a loaded document costs besides its float32 vectors, and a loaded user besides their documents:
+#: the metadata dict (text, value, provenance), the BM25 postings, FAISS's id maps and what the allocator keeps.
+#: Measured as the process's VmRSS growth over 400 users of 100 memories loaded at once (hash:384 vectors: 5.7 KB a
+#: memory in all, 4.2 KB of it besides the vector); rounded up, so that a budget holds in resident memory, not only
+#: in the objects' own sizes (scripts/bench_users.py).
+DOC_OVERHEAD_BYTES = 4608
+USER_OVERHEAD_BYTES = 16384
+
+
+def user_bytes(u: UserIndex) -> int:
+    """The estimated resident size of one loaded user, in bytes: each document's vectors (main and companion,
+    float32) plus :data:`DOC_OVERHEAD_BYTES` a document and :data:`USER_OVERHEAD_BYTES`."""
+    n = len(u.meta)
+    main = n * 4 * u.vectors.dim
+    cjk = 0 if u.cjk is None else len(u.cjk) * 4 * u.cjk.dim
+    return USER_OVERHEAD_BYTES + main + cjk + n * DOC_OVERHEAD_BYTES
 
 
 @dataclass
@@ -35,8 +58,12 @@ class Memory:
     position: int
     dim: int | None
     cjk_dim: int | None = None
-    users: dict[str, UserIndex] = field(default_factory=dict)
+    users: dict[str, UserIndex] = field(default_factory=OrderedDict)  # least recently searched first (bounded)
     dirty: set[str] = field(default_factory=set)
+    #: bounded: the most bytes of loaded users kept (:func:`user_bytes`); None: every user, loaded at open
+    budget: int | None = None
+    sizes: dict[str, int] = field(default_factory=dict)  # bounded: user_bytes of each loaded user
+    evictions: int = 0
     lock: threading.RLock = field(default_factory=threading.RLock)
     #: sha256 (hex) of each user's BM25 file as last written or read (file stem -> digest), for the manifest
     digests: dict[str, str] = field(default_factory=dict)
@@ -68,7 +95,11 @@ class Mirror:
         with self._lock:
             mem = self._memories.get(self.suffix)
             if mem is None or mem.generation != generation:
-                mem = self._load(cur, generation, position, dim, cjk_dim)
+                budget = getattr(self, "index_budget_bytes", None)
+                if budget is not None:  # bounded: users are read at their first search (:meth:`user_index`)
+                    mem = Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim, budget=budget)
+                else:
+                    mem = self._load(cur, generation, position, dim, cjk_dim)
                 self._memories[self.suffix] = mem
                 return mem
         with mem.lock:
@@ -85,6 +116,66 @@ class Mirror:
                 mem.position = position
         return mem
 
+    def user_index(self, cur: Cursor, user_id: str) -> tuple[Memory, UserIndex | None]:
+        """The mirror brought up to this snapshot (:meth:`refresh`) and ``user_id``'s loaded index in it (None: the
+        user has no live document). Bounded, a user not loaded is read from the table in this snapshot; kept only
+        when the snapshot is the mirror's position (an older reader's copy would miss rows the mirror has passed),
+        then the least recently searched users are evicted until the budget holds (the one just read stays, even
+        alone over it). Use the returned index under ``mem.lock``."""
+        mem = self.refresh(cur)
+        with mem.lock:
+            u = mem.users.get(user_id)
+            if u is not None or mem.budget is None:
+                if u is not None and mem.budget is not None:
+                    mem.users.move_to_end(user_id)  # type: ignore[attr-defined]
+                return mem, u
+        at = position_of(cur, self.tracking_name)[0]
+        u = self._read_user(cur, mem, user_id)
+        if u is None:
+            return mem, None
+        with mem.lock:
+            if user_id in mem.users:  # another reader loaded it meanwhile: one copy
+                return mem, mem.users[user_id]
+            if at == mem.position and self._memories.get(self.suffix) is mem:
+                mem.users[user_id] = u
+                mem.sizes[user_id] = user_bytes(u)
+                self._evict(mem, keep=user_id)
+        return mem, u
+
+    @staticmethod
+    def _evict(mem: Memory, keep: str) -> None:
+        assert mem.budget is not None
+        total = sum(mem.sizes.values())
+        for user_id in list(mem.users):
+            if total <= mem.budget:
+                break
+            if user_id == keep:
+                continue
+            del mem.users[user_id]
+            total -= mem.sizes.pop(user_id, 0)
+            mem.evictions += 1
+
+    def loaded_bytes(self) -> int:
+        """The estimated bytes of the serving copy's loaded users (:func:`user_bytes`), 0 before the first search."""
+        mem = self._memories.get(self.suffix)
+        if mem is None:
+            return 0
+        with mem.lock:
+            return sum(mem.sizes.values()) if mem.budget is not None else sum(user_bytes(u) for u in mem.users.values())
+
+    def _read_user(self, cur: Cursor, mem: Memory, user_id: str) -> UserIndex | None:
+        """One user's index read from the table's live rows in this snapshot, or None when there are none."""
+        cur.execute(f"SELECT {', '.join(DOC_COLS)} FROM {self.table('docs')} WHERE user_id = ? AND live = 1 "
+                    "ORDER BY doc_id", (user_id,))
+        rows = cur.fetchall()
+        if not rows:
+            return None
+        one = Memory(generation=mem.generation, position=mem.position, dim=mem.dim, cjk_dim=mem.cjk_dim)
+        self._add_rows(one, user_id, rows, lexical=True)
+        if mem.dim is None:
+            mem.dim = one.dim
+        return one.users[user_id]
+
     def _user(self, mem: Memory, user_id: str) -> UserIndex:
         from .lexical import LexicalIndex
         from .vector_store import UserVectorIndex
@@ -97,6 +188,8 @@ class Mirror:
 
     def _apply_row(self, mem: Memory, row: dict[str, Any]) -> None:
         user_id, doc_id = row["user_id"], row["doc_id"]
+        if mem.budget is not None and user_id not in mem.users:
+            return  # bounded: a user not loaded is read whole, in the reader's snapshot, at their next search
         if not row["live"]:
             u = mem.users.get(user_id)
             if u is not None and doc_id in u.meta:
@@ -123,6 +216,8 @@ class Mirror:
         u.lexical.add(doc_id, lexical_document(row["key"], row["text"], meta["value_json"]))
         u.meta[doc_id] = meta
         mem.dirty.add(user_id)
+        if mem.budget is not None:
+            mem.sizes[user_id] = user_bytes(u)
 
     def _load(self, cur: Cursor, generation: int, position: int, dim: int | None,
               cjk_dim: int | None = None) -> Memory:
@@ -143,33 +238,39 @@ class Mirror:
         Rows are read in pieces of :data:`LOAD_CHUNK`, each added at once: the whole result held in Python (150 MB
         of bytes objects at 100k memories) left the process ~140 MB larger for good (bench_growth.py --rss-memories).
         """
-        from .lexical import LexicalIndex
-        from .vector_store import UserVectorIndex
-
         cur.execute(f"SELECT {', '.join(DOC_COLS)} FROM {self.table('docs')} WHERE live = 1 ORDER BY user_id, doc_id")
-        at = {c: i for i, c in enumerate(DOC_COLS)}
-        vec, cvec, meta_at = at["vector"], at["cjk_vector"], [at[c] for c in META_COLS]
         while rows := cur.fetchmany(LOAD_CHUNK):
             for user_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):
                 part = list(group)
-                if mem.dim is None:  # the meta row notes it with the first vector; else the embedder's
-                    mem.dim = self._dim_of("vector")
-                u = mem.users.get(user_id)
                 if lexical_from_files:
+                    u = mem.users.get(user_id)
                     if u is None or any(r[1] not in u.lexical for r in part):
                         return False
-                elif u is None:
-                    u = mem.users[user_id] = UserIndex(UserVectorIndex(mem.dim), LexicalIndex())
-                u.vectors.add_many([r[1] for r in part], stack_vectors(part, vec, mem.dim))
-                cjk = [r for r in part if r[cvec] is not None]
-                if cjk:
-                    cdim = mem.cjk_dim if mem.cjk_dim is not None else self._dim_of("cjk")
-                    if u.cjk is None:
-                        u.cjk = UserVectorIndex(cdim)
-                    u.cjk.add_many([r[1] for r in cjk], stack_vectors(cjk, cvec, cdim))
-                metas = [(r[1], doc_meta(r[i] for i in meta_at)) for r in part]
-                if not lexical_from_files:
-                    for doc_id, m in metas:
-                        u.lexical.add(doc_id, lexical_document(m["key"], m["text"], m["value_json"]))
-                u.meta.update(metas)
+                self._add_rows(mem, user_id, part, lexical=not lexical_from_files)
         return not lexical_from_files or all(len(u.meta) == len(u.lexical) for u in mem.users.values())
+
+    def _add_rows(self, mem: Memory, user_id: str, part: list[tuple], *, lexical: bool) -> None:
+        """Add one user's live rows (``DOC_COLS`` tuples) to ``mem``: vectors into FAISS (main and companion),
+        metadata, and with ``lexical`` each row's BM25 document."""
+        from .lexical import LexicalIndex
+        from .vector_store import UserVectorIndex
+
+        at = {c: i for i, c in enumerate(DOC_COLS)}
+        vec, cvec, meta_at = at["vector"], at["cjk_vector"], [at[c] for c in META_COLS]
+        if mem.dim is None:  # the meta row notes it with the first vector; else the embedder's
+            mem.dim = self._dim_of("vector")
+        u = mem.users.get(user_id)
+        if u is None:
+            u = mem.users[user_id] = UserIndex(UserVectorIndex(mem.dim), LexicalIndex())
+        u.vectors.add_many([r[1] for r in part], stack_vectors(part, vec, mem.dim))
+        cjk = [r for r in part if r[cvec] is not None]
+        if cjk:
+            cdim = mem.cjk_dim if mem.cjk_dim is not None else self._dim_of("cjk")
+            if u.cjk is None:
+                u.cjk = UserVectorIndex(cdim)
+            u.cjk.add_many([r[1] for r in cjk], stack_vectors(cjk, cvec, cdim))
+        metas = [(r[1], doc_meta(r[i] for i in meta_at)) for r in part]
+        if lexical:
+            for doc_id, m in metas:
+                u.lexical.add(doc_id, lexical_document(m["key"], m["text"], m["value_json"]))
+        u.meta.update(metas)
