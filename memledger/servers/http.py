@@ -3,18 +3,16 @@ problem+json errors, a server-sent-events change feed, and the MCP server at ``/
 
 Contracts (docs/interfaces.md):
 
-- ``Authorization: Bearer <key>`` on every route but ``GET /v1/health``, ``/openapi.json`` and ``/docs``: no or an
+- ``Authorization: Bearer <key>`` on every route but ``GET /v1/health``, ``/openapi.json``, ``/docs`` and ``/redoc``: no or an
   unknown/revoked/expired key -> 401; a key that does not hold the path's user (or a user a batch or ``also=``
   names) -> 403.
 - JSON bodies are the CLI's ``--json`` (the same models, ``model_dump(mode="json")``).
 - Writes return ``X-Ledger-Position`` (the log position to pass as ``after=`` to a later read, here or in another
   process); the ``Idempotency-Key`` header becomes the command's idempotency key.
-- Errors: BadInput 422 (``field``, ``problem``, ``fix``), idempotency mismatch and concurrency conflicts 409, not
-  caught up 503 with ``Retry-After``, an erased user 410, a missing key 401, a foreign user 403. Bad input never
-  gives a 5xx.
-- Logs: one access line per request with method, route template (never the raw path: it holds user ids and fact
-  keys; never the query string), status and milliseconds, control characters escaped; no memory text, value or
-  query is ever logged (bodies are never logged; search has a POST form so queries stay out of URLs).
+- Errors: problem+json, each status listed on each route in /openapi.json (memledger/servers/openapi_doc.py).
+  Bad input never gives a 5xx.
+- Logs: one access line per request: method, route template (never the raw path or query string), status and ms,
+  control characters escaped; no text, value, query or body is ever logged (search has a POST form).
 """
 
 from __future__ import annotations
@@ -49,6 +47,7 @@ from ledger.schemas import check_key, check_user_id
 from .limits import MAX_BODY, BodyLimitMiddleware  # noqa: F401  (MAX_BODY: part of this module's surface)
 from .keys import APIKeyStore, Principal
 from .mcp import PRINCIPAL_STATE, build_mcp
+from .openapi_doc import STATIC_PREFIX, install as install_openapi_doc
 from .models import (
     _ALLOW,
     _PURPOSE,
@@ -86,7 +85,7 @@ from .wording import for_face, from_validation, text_of
 
 log = logging.getLogger("memledger.http")
 
-OPEN_PATHS = {"/v1/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+OPEN_PATHS = {"/v1/health", "/openapi.json", "/docs", "/redoc"}
 PROBLEM = "application/problem+json"
 
 
@@ -226,7 +225,8 @@ class KeyMiddleware:
             await send(message)
 
         try:
-            if path not in OPEN_PATHS and not is_ui_path(path):  # the /ui pages sign in by their own cookie
+            # the /ui pages sign in by their own cookie; the docs' assets are public
+            if path not in OPEN_PATHS and not path.startswith(STATIC_PREFIX + "/") and not is_ui_path(path):
                 principal = await self._principal(scope)
                 if principal is None:
                     resp = problem_response(401, "Unauthorized", "send a valid API key: Authorization: Bearer <key>",
@@ -284,7 +284,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
 
     # documents the bearer scheme in /openapi.json (the Authorize button of /docs); KeyMiddleware enforces it
     bearer = Security(HTTPBearer(auto_error=False, description="An API key: memledger keys create --user U"))
-    app = FastAPI(title="memledger", version="0.1.0", lifespan=lifespan,
+    app = FastAPI(title="memledger", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   dependencies=[bearer, Depends(no_unknown_query)],
                   description="An event-sourced memory ledger for LLM agents. Every route but /v1/health needs "
                               "Authorization: Bearer <key> (memledger keys create). Errors are RFC 9457 "
@@ -747,6 +747,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
+    install_openapi_doc(app, OPEN_PATHS)
     return app
 
 
