@@ -83,3 +83,51 @@ def test_mcp_tools_relate_relations_entities(fresh_ledger: MemoryLedger) -> None
     assert [e["entity"] for e in out["now"]["relations"]] == ["Omar"]
     assert sorted(e["name"] for e in out["ents"]["entities"]) == ["Dana", "Omar"]
     assert out["bad"].is_error and "hops" in out["bad"].content[0].text
+
+
+def test_http_corrects_and_ends_relations_as_the_python_verbs_do(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    u1 = APIKeyStore(ml).create(["u1"]).secret
+    with TestClient(create_app(Service(ml), mcp=False), headers={"Authorization": f"Bearer {u1}"}) as http:
+        assert http.post("/v1/users/u1/relations", json={"relation_type": "manager_of", "entity": "Dana",
+                                                         "valid_from": "2023-01-01T00:00:00Z"}).status_code == 201
+        r = http.post("/v1/users/u1/relations/corrections", json={"relation_type": "manager_of", "entity": "Dena",
+                                                                  "was": "Dana", "reason": "misspelt"})
+        assert r.status_code == 201, r.text
+        assert int(r.headers["X-Ledger-Position"]) == r.json()["position"]
+        assert [e.entity for e in ml.relations("u1").relations] == ["Dena"]
+        # Dana never was: asked at a date inside the old valid range, nobody but Dena is the manager
+        assert [e.entity for e in ml.relations("u1", valid_at="2023-06-01T00:00:00Z").relations] == ["Dena"]
+        r = http.post("/v1/users/u1/relations/retractions", json={"relation_type": "manager_of",
+                                                                  "valid_to": "2024-05-01T00:00:00Z"})
+        assert r.status_code == 201, r.text
+        assert ml.relations("u1").relations == []
+        assert [e.entity for e in ml.relations("u1", valid_at="2024-04-01T00:00:00Z").relations] == ["Dena"]
+        head = ml.head()
+        bad = http.post("/v1/users/u1/relations/retractions", json={"relation_type": "sister"})
+        assert bad.status_code == 422 and bad.json()["field"] and bad.json()["fix"], bad.text
+        bad = http.post("/v1/users/u1/relations/corrections", json={"relation_type": "manager_of"})
+        assert bad.status_code == 422 and bad.json()["field"] == "entity", bad.text
+        assert ml.head() == head  # nothing written on bad input
+
+
+def test_mcp_corrects_and_ends_relations(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+
+    async def run() -> tuple[Any, Any, Any, set[str]]:
+        from mcp import Client
+
+        async with Client(build_mcp(Service(ml), user="u1")) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            await c.call_tool("relate", {"relation_type": "friend", "entity": "Zoe"})
+            await c.call_tool("relate", {"relation_type": "friend", "entity": "Kim"})
+            fixed = await c.call_tool("correct_relation", {"relation_type": "friend", "entity": "Kimi", "was": "Kim"})
+            ended = await c.call_tool("unrelate", {"relation_type": "friend", "entity": "Zoe"})
+            bad = await c.call_tool("unrelate", {"relation_type": "friend", "entity": "Nobody"})
+            return fixed, ended, bad, names
+
+    fixed, ended, bad, names = asyncio.run(run())
+    assert {"correct_relation", "unrelate"} <= names
+    assert not fixed.is_error and not ended.is_error, (fixed.content, ended.content)
+    assert sorted(e.entity for e in ml.relations("u1").relations) == ["Kimi"]
+    assert bad.is_error and "entity" in bad.content[0].text

@@ -131,6 +131,11 @@ DESCRIPTIONS = {
                  "(user -> Anna -> Berlin), type, valid range and status. `valid_at` asks who it was at a date "
                  "(\"who was my manager on 2024-03-01\"), `as_of` as the ledger believed then. Relations labelled "
                  "sensitive (doctor_of: health) are withheld unless allow_sensitive names the label.",
+    "correct_relation": "Correct a relation: `entity` is the `relation_type` and the one recorded never was (history "
+                        "keeps it as misreported). For a multi-valued type (friend, member_of) `was` names the wrong "
+                        "one.",
+    "unrelate": "End a relation: withdrawn entirely, or with `valid_to` true only until then (\"Dana left in May\"). "
+                "`entity` may be left out when the type has one current entity.",
     "entities": "The people, pets, places and organisations known in the user's life: id, kind, name, aliases.",
     "erase": "DESTRUCTIVE and irreversible: erase everything about the user (their key is destroyed, every "
              "projection purged). `confirm` must repeat the user id.",
@@ -384,9 +389,11 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
     reg("context", ContextArgs, LedgerContext, context, write)
     if callable(getattr(service.ml, "relate", None)):
         from ..relations import Entities, RelationReceipt, Relations
-        from .models import EntitiesArgs, RelateArgs, RelationsArgs
+        from .models import CorrectRelationArgs, EntitiesArgs, RelateArgs, RelationsArgs, UnrelateArgs
 
         reg("relate", RelateArgs, RelationReceipt, lambda u, a, p: s.relate(u, a), write)
+        reg("correct_relation", CorrectRelationArgs, RelationReceipt, lambda u, a, p: s.correct_relation(u, a), write)
+        reg("unrelate", UnrelateArgs, RelationReceipt, lambda u, a, p: s.unrelate(u, a), write)
         reg("relations", RelationsArgs, Relations, granted(s.relations), ro)
         reg("entities", EntitiesArgs, Entities, granted(s.entities), ro)
     reg("resume", ResumeArgs, Resume, lambda u, a, p: s.resume(u, now=a.now, expiry_hours=a.expiry_hours), ro)

@@ -341,6 +341,51 @@ class RelateBody(_Model):
                                     "health).")
 
 
+class CorrectRelationBody(_Model):
+    """``correct_relation``: ENTITY is the RELATION_TYPE, and the one recorded never was."""
+
+    relation_type: str = Field(description="The relation's type, as recorded (sister, manager_of, lives_in, ...).")
+    entity: str = Field(description="The right entity: a name (a new one is created), alias or id.")
+    of: str | None = Field(None, description="Whose relation: an entity's name, alias or id (default: the user).")
+    was: str | None = Field(None, description="The wrong entity (required for a multi-valued type; for a "
+                            "single-valued one, if given, it must name the current one).")
+    reason: str | None = Field(None, description="Why (kept in history).")
+    text: str | None = Field(None, description="The human sentence of the correction.")
+    observed_at: Instant | None = Field(None, description="When the source said it (ISO 8601 with offset).")
+    source: Source | None = Field(None, description="Who said it (default user_statement).")
+    source_ref: str | None = Field(None, description="Message or document id it came from.")
+    session_id: str | None = Field(None, description="Session it was said in.")
+    actor: str | None = Field(None, description="Who or what recorded it.")
+    trace_id: str | None = Field(None, description="Trace id of the agent turn.")
+    confidence: float | None = Field(None, ge=0, le=1, description="0..1 (default by source).")
+
+
+class UnrelateBody(_Model):
+    """``unrelate``: the relation is withdrawn, or (with ``valid_to``) true only until then."""
+
+    relation_type: str = Field(description="The relation's type (sister, manager_of, lives_in, ...).")
+    entity: str | None = Field(None, description="The entity's name, alias or id (may be left out when the type "
+                               "has one current entity).")
+    of: str | None = Field(None, description="Whose relation: an entity's name, alias or id (default: the user).")
+    valid_to: Instant | None = Field(None, description="End of validity, exclusive (\"Dana left in May\"); "
+                                     "default: withdrawn entirely.")
+    reason: str | None = Field(None, description="Why (kept in history).")
+    observed_at: Instant | None = Field(None, description="When the source said it (ISO 8601 with offset).")
+    source: Source | None = Field(None, description="Who said it (default user_statement).")
+    source_ref: str | None = Field(None, description="Message or document id it came from.")
+    session_id: str | None = Field(None, description="Session it was said in.")
+    actor: str | None = Field(None, description="Who or what recorded it.")
+    trace_id: str | None = Field(None, description="Trace id of the agent turn.")
+
+
+class CorrectRelationArgs(UserArg, CorrectRelationBody):
+    """MCP ``correct_relation``."""
+
+
+class UnrelateArgs(UserArg, UnrelateBody):
+    """MCP ``unrelate``."""
+
+
 class RelateArgs(UserArg, RelateBody):
     pass
 

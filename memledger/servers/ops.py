@@ -117,6 +117,18 @@ class Service:
         with self.lock:
             return self.ml.relate(user_id, body.relation_type, body.entity, **kw)
 
+    def correct_relation(self, user_id: str, body: Any) -> Any:
+        """``MemoryLedger.correct_relation`` from a :class:`~memledger.servers.models.CorrectRelationBody`."""
+        kw = _fields(body, "relation_type", "entity", "user_id")
+        with self.lock:
+            return self.ml.correct_relation(user_id, body.relation_type, body.entity, **kw)
+
+    def unrelate(self, user_id: str, body: Any) -> Any:
+        """``MemoryLedger.unrelate`` from an :class:`~memledger.servers.models.UnrelateBody`."""
+        kw = _fields(body, "relation_type", "entity", "user_id")
+        with self.lock:
+            return self.ml.unrelate(user_id, body.relation_type, body.entity, **kw)
+
     def relations(self, user_id: str, a: Any) -> Any:
         """``MemoryLedger.relations`` from a :class:`~memledger.servers.models.RelationsArgs`."""
         with self.lock:

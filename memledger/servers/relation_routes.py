@@ -1,5 +1,6 @@
 """The HTTP routes of entities and relations (docs/relations.md), behind the same API keys as every route:
-``POST /v1/users/{user_id}/relations`` (relate), ``GET /v1/users/{user_id}/relations`` (walk, with ``hops``,
+``POST /v1/users/{user_id}/relations`` (relate), ``POST .../relations/corrections`` (correct_relation), ``POST
+.../relations/retractions`` (unrelate), ``GET /v1/users/{user_id}/relations`` (walk, with ``hops``,
 ``as_of``, ``valid_at``, ``entity``) and ``GET /v1/users/{user_id}/entities``. Labelled relations are shown only
 when ``allow_sensitive`` asks for the label and the key holds it (403 otherwise), each one shown recorded as a
 disclosure."""
@@ -11,14 +12,14 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response
 
-from .models import EntitiesArgs, RelateBody, RelationsArgs
+from .models import CorrectRelationBody, EntitiesArgs, RelateBody, RelationsArgs, UnrelateBody
 from .ops import Service
 
 
 def add_relation_routes(app: FastAPI, service: Service, *, user_of: Callable[..., str],
                         written: Callable[..., Response], labels_ok: Callable[[Any, Any], None],
                         principal: Callable[[Request], Any], query: Callable[[type], Any]) -> None:
-    """Add the three routes to ``app``; the callables are the HTTP module's (``user_of`` checks the key holds the
+    """Add the five routes to ``app``; the callables are the HTTP module's (``user_of`` checks the key holds the
     path's user, ``written`` sets ``X-Ledger-Position``, ``labels_ok`` checks the key's labels, ``query`` reads a
     model from the query string)."""
 
@@ -27,6 +28,19 @@ def add_relation_routes(app: FastAPI, service: Service, *, user_of: Callable[...
                           "a single-valued type supersedes the previous entity (docs/relations.md).")
     def relate(body: RelateBody, user_id: str = Depends(user_of)) -> Response:
         r = service.relate(user_id, body)
+        return written(r.model_dump(mode="json"), r.position, 201)
+
+    @app.post("/v1/users/{user_id}/relations/corrections", tags=["relations"], status_code=201,
+              description="ENTITY is the RELATION_TYPE and the one recorded never was (history keeps it as "
+                          "misreported); `was` names the wrong one of a multi-valued type.")
+    def correct_relation(body: CorrectRelationBody, user_id: str = Depends(user_of)) -> Response:
+        r = service.correct_relation(user_id, body)
+        return written(r.model_dump(mode="json"), r.position, 201)
+
+    @app.post("/v1/users/{user_id}/relations/retractions", tags=["relations"], status_code=201,
+              description="The relation is withdrawn, or with `valid_to` true only until then (\"Dana left in May\").")
+    def unrelate(body: UnrelateBody, user_id: str = Depends(user_of)) -> Response:
+        r = service.unrelate(user_id, body)
         return written(r.model_dump(mode="json"), r.position, 201)
 
     @app.get("/v1/users/{user_id}/relations", tags=["relations"])
