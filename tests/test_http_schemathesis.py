@@ -1,5 +1,6 @@
 """Bounded property-based run of schemathesis against the HTTP API's OpenAPI under a real uvicorn: bad input never
-gives a 5xx. Bounded by ``--max-examples`` (and a 240 s timeout); erase (DELETE), the SSE feed and /mcp
+gives a 5xx, and every answer's status and content type are ones its route lists (the problem+json statuses of
+memledger/servers/openapi_doc.py). Bounded by ``--max-examples`` (and a 240 s timeout); erase (DELETE), the SSE feed and /mcp
 are left out (a stream has no end; erase is covered in test_http_api.py)."""
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def test_no_server_error_on_generated_requests(tmp_path: Path) -> None:
         server.wait_ready()
         proc = subprocess.run(
             [st, "run", f"{server.base}/openapi.json", "-H", f"Authorization: Bearer {key}",
-             "--checks", "not_a_server_error", "--max-examples", "8", "--seed", "1",
+             "--checks", "not_a_server_error,status_code_conformance,content_type_conformance",
+             "--max-examples", "8", "--seed", "1",
              "--exclude-path-regex", "changes|mcp", "--exclude-method", "DELETE", "--request-timeout", "20",
              "-w", "1", "--no-color"],
             capture_output=True, text=True, env=env(), timeout=240, cwd=tmp_path)  # its example database stays there
