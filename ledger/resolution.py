@@ -368,7 +368,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         """The current memory of the same subject this unmarked statement says again in other words: by far the
         nearest in meaning (:data:`MEANING_PARAPHRASE`) and every value-bearing part equal (no number, time, code,
         name, unit or negation differs; no other season or person; no name added), or None."""
-        if (typing.correction or typing.cessation or typing.change or typing.additive or narrative
+        if (typing.correction or typing.cessation or typing.change or typing.additive
                 or typing.mood != "statement" or mine_rd.old_value):
             return None
         scored = []
@@ -383,8 +383,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return None
         scored.sort(key=lambda t: -t[0])
         cos, (least, margin), best = scored[0]
-
-        if cos < least or (len(scored) > 1 and cos - scored[1][0] < margin):
+        if narrative or cos < least or (len(scored) > 1 and cos - scored[1][0] < margin):
             return None
         if (not same_subject(best) or value_changed(best) or qualifiers_clash(best.values, mine_vp)
                 or not names_within(name_words(mine_vp), name_words(best.values))

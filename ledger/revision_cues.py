@@ -8,6 +8,7 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING, Any
 
+from .lexicon import allergens, diet_of, language_names
 from .slots import content_tokens, type_statement
 from .values import ValueParts
 
@@ -85,7 +86,10 @@ def is_narrative(text: str, user_name: str | None) -> bool:
     if user_name and re.match(rf"{re.escape(user_name)}(?:'s|’s)?\b", t, re.I):
         return True
     m = re.match(r"([A-Z][a-z]+)(?:'s|’s)?\s+(?:is|was|has|had)\b", t)
-    return bool(m) and m.group(1) not in NARRATIVE_STARTS
+    # a language, an allergen or a diet opening the sentence is its topic, not a person ("Portuguese is the one
+    # I'm good at")
+    return bool(m) and m.group(1) not in NARRATIVE_STARTS and not (language_names(m.group(1)) or allergens(m.group(1))
+                                                                   or diet_of(m.group(1)))
 
 
 #: the user speaking for the household

@@ -35,6 +35,8 @@ def revise(ml, user: str, old: str, new: str):
     ("我是O型血", "血型的话我是O型，献血的时候测过"),
     ("我每个月给我妈转1500生活费", "每月给老妈打一千五当生活费"),
     ("My bike lock combo is 3-8-1-5.", "note to self: bike lock combination = 3815"),
+    # a language opening the sentence is its topic, not a person the sentence is about
+    ("I speak Portuguese and a bit of Italian.", "Portuguese is the one I'm good at; my Italian is pretty basic."),
 ])
 def test_the_same_thing_in_other_words_reaffirms(minilm_ledger, old, new):
     r, facts = revise(minilm_ledger, f"p{abs(hash(old)) % 10**6}", old, new)
@@ -49,6 +51,7 @@ def test_the_same_thing_in_other_words_reaffirms(minilm_ledger, old, new):
     ("我的体检约在5月20号上午", "我爸的体检定在5月27号早上八点"),
     ("I stopped drinking coffee last year.", "I drink a coffee every morning."),
     ("我家猫叫咪咪，三岁了", "咪咪最近不爱吃猫粮"),
+    ("I speak Portuguese and a bit of Italian.", "My Italian teacher Marco says my Portuguese accent shows."),
 ])
 def test_near_in_meaning_with_something_new_is_never_a_reaffirmation(minilm_ledger, old, new):
     r, facts = revise(minilm_ledger, f"n{abs(hash(old + new)) % 10**6}", old, new)
