@@ -119,6 +119,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 c.relation = _relation(typing, c)
         if target is not None:
             target.relation = "target"
+        if decision == "reaffirm" and target is not None and rule != "duplicate" and says_more(target.text, text):
+            # "my wifi password is tiger123 and my router is in the kitchen" of "my wifi password is tiger123": it
+            # repeats the memory and adds to it; a reaffirmation would drop what it adds
+            decision, rule, key = "add", "restated_with_more", None
+            kw = {"fresh_key": True, "note": "it says all the memory says and adds a clause of its own: both kept"}
         return Resolution(decision, key, rule, typing, target, related=related, figures=figures, parsed=parsed,
                           **kw)
 
@@ -135,7 +140,12 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             va, vb = value_parts(sub[0]), value_parts(sub[1])
             wa = content_tokens(sub[0]) - GENERIC - _GENERIC_STEMS
             wb = content_tokens(sub[1]) - GENERIC - _GENERIC_STEMS
-            if (va.empty or vb.empty or differing(va, vb)) and (wa or wb or not (va.empty and vb.empty)):
+            # the place that differs holds the value, and the whole sentences' values are equal: the same value
+            # written another way ("7:40" / "twenty to eight": the span "7 40" alone reads as two numbers)
+            reworded = not (va.empty and vb.empty) and any(mine_vp.parts.get(k) for k in _STRONG_KINDS) \
+                and not differing(c.values, mine_vp)
+            if (va.empty or vb.empty or differing(va, vb)) and (wa or wb or not (va.empty and vb.empty)) \
+                    and not reworded:
                 out.append("value")  # not a verb form or a slot word reworded ("work as" / "am working as")
         theirs = c.reading
         if not out and mine_rd.old_value:
@@ -166,7 +176,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if typing.correction or typing.cessation:
             return None
         same_value = c is not None and bool(typing.value_tokens) and c.typing is not None and (
-            typing.value_tokens <= c.typing.value_tokens)
+            typing.value_tokens <= c.typing.value_tokens) and not differing(c.values, mine_vp)
         if typing.additive and not names_replacement(text) and not same_value:
             return done("add", None, "additive", None, fresh_key=True,
                         note="it says also/too/也: it adds to what is known, nothing is contested")
@@ -774,3 +784,20 @@ def _relation(typing: Typing, c: Candidate) -> str:
     if c.slot_key is not None and typing.slot_key is not None:
         return "other_slot"
     return "similar"
+
+
+def says_more(old: str, new: str) -> bool:
+    """Whether ``new`` says all ``old`` says and adds a clause of its own: every content word of ``old`` is in
+    ``new``, and a clause of ``new`` (split at commas, semicolons, "and", "but") has two content words or more, none
+    of them ``old``'s ("my wifi password is tiger123 and my router is in the kitchen"). English only: a Chinese
+    clause after a paraphrase is mostly how the user knows it (献血的时候测过)."""
+    if has_cjk(old) or has_cjk(new):
+        return False
+    a = content_tokens(old) - GENERIC - _GENERIC_STEMS
+    if not a or not a <= content_tokens(new):
+        return False
+    for clause in re.split(r"[,;]|\b(?:and|but)\b", new, flags=re.I):
+        words = content_tokens(clause) - GENERIC - _GENERIC_STEMS
+        if len(words) >= 2 and not words & a:
+            return True
+    return False

@@ -118,7 +118,8 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b|years old|turn(?:ed|s) \d{1,3}|"
                                     r"(?<!size )(?<!number )(?<!code )(?<!floor )(?<!room )(?<!gate )(?<!locker )(?<!level )(?<!grade )(?<!score )"
                                     r"(?<!bus )(?<!route )(?<!seat )(?<!spot )(?<!row )(?<!platform )(?<!line )(?<!table )"
-                                    r"\bis \d{1,2}\b(?![,.]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
+                                    r"(?<!combo )(?<!combination )(?<!pin )(?<!password )(?<!lock )"
+                                    r"\bis \d{1,2}\b(?![,.\-/:]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
           (r"我今年?\d{1,3}岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树]*?岁了|我今年(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁|了)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
           ("老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),
@@ -205,7 +206,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("hobby", "multi",
           (r"hobby|hobbies|in my free time|in my spare time|for fun|i enjoy|enjoys|took up|taken up|"
            r"play(?:s|ing)? (?:the )?(?:guitar|piano|violin|drums|tennis|football|soccer|basketball|chess|golf|"
-           r"badminton|volleyball|banjo|ukulele|cello|flute|saxophone|drums)|go(?:ing)? to the gym|gym(?! (?:locker|membership|card|pass|fee|bag|code|number|id)\b)|hiking|painting|knitting|photography|gardening|yoga|climbing|running|"
+           r"badminton|volleyball|banjo|ukulele|cello|flute|saxophone|drums)|go(?:ing)? to the gym|(?<!at the )gym(?! (?:locker|membership|card|pass|fee|bag|code|number|id)\b)|hiking|painting|knitting|photography|gardening|yoga|climbing|running|"
            r"swimming|cycling|surfing|skiing|baking|pottery|fishing|reading novels",),
           ("爱好|业余|兴趣|空闲时|健身(?!房)|去.{0,4}健身房|在健身房(?:锻炼|练|运动|健身)|健身房(?:锻炼|练)|学.{0,2}(?:吉他|钢琴|画|舞)|弹吉他|弹钢琴|打篮球|打羽毛球|踢足球|下棋|爬山|徒步|画画|摄影|瑜伽|跑步|游泳|钓鱼|烘焙|骑车",)),
 )

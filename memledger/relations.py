@@ -223,7 +223,7 @@ def relate(ml: Store, user_id: str, relation_type: str, entity: str, *, of: str 
         found = resolve(rows, entity, "entity")
         if found is None and ENTITY_ID_RE.match(entity):
             raise BadInput("entity", f"{entity!r} is no entity of {user_id!r}",
-                           "give a name to create one, or an id from memledger entities USER")
+                           "give a name to create one, or an id listed by entities")
         rtype = RELATION_TYPES.get(relation_type)
         created: list[str] = []
         if found is None:
@@ -274,18 +274,24 @@ def correct_relation(ml: Store, user_id: str, relation_type: str, entity: str, *
                                "use relate to record one")
             if wrong is not None and heads[-1]["object"] != wrong["entity_id"]:
                 raise BadInput("was", f"{was!r} is not {subject['name']}'s current {relation_type}",
-                               "leave --was out, or name the current one (memledger relations USER)")
+                               "leave was out, or name the current one (listed by relations)")
             cmds = [_command("correct", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)]
         else:
             if wrong is None:
                 raise BadInput("was", f"is missing: {relation_type} is multi-valued, so the wrong one must be named",
-                               f"pass --was NAME (Python: was=...), the {relation_type} that never was")
+                               f"name in was the {relation_type} that never was")
             if not any(h["object"] == wrong["entity_id"] for h in heads):
                 raise BadInput("was", f"{was!r} is not a current {relation_type} of {subject['name']}",
-                               "name one listed by memledger relations USER")
+                               "name one listed by relations")
             reason = fields.get("reason")
             retract = {k: v for k, v in fields.items() if k not in ("valid_from", "valid_to", "confidence",
                                                                    "sensitivity")}
+            # the right one takes the wrong one's valid range: it was Rob all along, not Rob from now on
+            head = next(h for h in heads if h["object"] == wrong["entity_id"])
+            if fields.get("valid_from") is None and head["valid_from"] is not None:
+                fields["valid_from"] = from_micros(head["valid_from"])
+            if fields.get("valid_to") is None and head["valid_to"] is not None and _open_end(head["valid_to"]):
+                fields["valid_to"] = _open_end(head["valid_to"])
             cmds = [_command("retract", user_id, subject["entity_id"], relation_type, wrong["entity_id"],
                              misreported=True, **{**retract, "reason": reason or f"corrected: it is {name}"}),
                     _command("assert", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)]
@@ -316,14 +322,15 @@ def unrelate(ml: Store, user_id: str, relation_type: str, entity: str | None = N
                            "name the entity whose relation ends")
         live = [h for h in heads if target is None or h["object"] == target["entity_id"]]
         if not live:
-            who = f"{entity!r} is not" if entity else "there is no"
-            raise BadInput("entity", f"{who} a current {relation_type} of {subject['name']}",
-                           "see memledger relations USER for the current ones")
+            who = f"{entity!r} is not a" if entity else "there is no"
+            raise BadInput("entity", f"{who} current {relation_type} of {subject['name']}",
+                           "name one listed by relations")
         obj_id = live[-1]["object"]
         cmd = _command("retract", user_id, subject["entity_id"], relation_type, obj_id, **fields)
         receipt = ml._execute([cmd])[0]  # type: ignore[attr-defined]
-    name = next((r["name"] for r in rows if r["entity_id"] == obj_id), obj_id)
-    return _receipt(receipt, subject["entity_id"], relation_type, obj_id, name, [])
+    # the entity as the caller named it; left out, its id: a receipt never shows a name the caller did not send
+    # (the name of a doctor_of entity is labelled health)
+    return _receipt(receipt, subject["entity_id"], relation_type, obj_id, entity if entity is not None else obj_id, [])
 
 
 def _subject(rows: list[dict[str, Any]], of: str | None) -> dict[str, Any]:
@@ -336,7 +343,7 @@ def _existing(rows: list[dict[str, Any]], ref: str, field: str) -> dict[str, Any
     found = resolve(rows, ref, field)
     if found is None:
         raise BadInput(field, f"{ref!r} names no entity of this user",
-                       "relate it first (memledger relate USER TYPE NAME), or see memledger entities USER")
+                       "relate it first, or name one listed by entities")
     return found
 
 

@@ -218,11 +218,13 @@ class RelationsProjection(Projection):
                                                 "sensitivity"], r))
 
     def live_keys(self, cur: Cursor, user_id: str, subject: str, relation_type: str) -> list[dict[str, Any]]:
-        """The current edges of one (subject, type) as known now: dicts of ``key``, ``version``, ``object``."""
-        cur.execute(f"SELECT key, version, object FROM {self.table('versions')} WHERE user_id = ? AND subject = ? "
+        """The current edges of one (subject, type) as known now: dicts of ``key``, ``version``, ``object`` and
+        ``valid_from`` / ``valid_to`` (microseconds since the epoch, UTC; None when not set)."""
+        cols = ["key", "version", "object", "valid_from", "valid_to"]
+        cur.execute(f"SELECT {', '.join(cols)} FROM {self.table('versions')} WHERE user_id = ? AND subject = ? "
                     "AND relation_type = ? AND status IN ('current', 'contested') ORDER BY key, version",
                     (user_id, subject, relation_type))
-        return [dict(zip(["key", "version", "object"], r)) for r in cur.fetchall()]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
 def walk(edges: list[dict[str, Any]], start: str, hops: int) -> list[tuple[int, list[str], dict[str, Any]]]:

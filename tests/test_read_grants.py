@@ -203,7 +203,7 @@ def test_http_reads_need_the_request_and_the_key(served: Any, path: str) -> None
         assert disclosed(ml) == []
         r = http.get(path + ask, headers=bearer(keys["plain"]))  # asked for, the key lacks it: 403, as search
         assert r.status_code == 403 and r.json()["field"] == "allow_sensitive"
-        assert "--allow-sensitive health" in r.json()["fix"]
+        assert "granted the label health" in r.json()["fix"] and "--" not in r.json()["fix"]  # no CLI flag
         r = http.get(path + "&allow_sensitive=Bad!" if "?" in path else path + "?allow_sensitive=Bad!",
                      headers=bearer(keys["health"]))
         assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
@@ -245,8 +245,8 @@ def test_mcp_tools_need_the_argument_and_the_key(served: Any) -> None:
         assert r.structured_content["facts"]["health.condition"]["withheld"] == "health"
         assert not secrets_in(json.dumps(r.structured_content))
         r = await c.call_tool("history", {"key": "health.condition", "allow_sensitive": ["health"]})
-        assert r.is_error and "allow_sensitive" in r.content[0].text and "--allow-sensitive health" in \
-            r.content[0].text
+        assert r.is_error and "allow_sensitive" in r.content[0].text and "granted the label health" in \
+            r.content[0].text and "--allow-sensitive" not in r.content[0].text
         r = await c.call_tool("audit", {"allow_sensitive": ["Bad!"]})
         assert r.is_error and "allow_sensitive: 'Bad!' is not a label" in r.content[0].text
 
@@ -315,6 +315,10 @@ HTTP_WRITES = {
     ("POST", "/v1/users/{user_id}/sessions/{session_id}/summaries"): "summary: a session receipt",
     ("POST", "/v1/users/{user_id}/sessions/{session_id}/end"): "end session: a session receipt",
     ("POST", "/v1/users/{user_id}/relations"): "relate: a relation receipt (what the caller sent, ids, version)",
+    ("POST", "/v1/users/{user_id}/relations/corrections"): "correct_relation: a relation receipt (what the caller "
+                                                           "sent, ids, version)",
+    ("POST", "/v1/users/{user_id}/relations/retractions"): "unrelate: a relation receipt (the entity as the caller "
+                                                           "named it, else its id)",
 }
 #: reads sent as POST (their query in the body): called like the GETs
 HTTP_POST_READS = {"/v1/users/{user_id}/search", "/v1/users/{user_id}/context"}
@@ -325,6 +329,8 @@ MCP_WRITES = {
     "log_message": "a session receipt", "update_card": "a session receipt",
     "erase": "an erasure receipt (counts)", "forget": "a forget receipt (counts)",
     "relate": "a relation receipt (what the caller sent, ids, version)",
+    "correct_relation": "a relation receipt (what the caller sent, ids, version)",
+    "unrelate": "a relation receipt (the entity as the caller named it, else its id)",
 }
 #: a value for each parameter a read may require, by name (a new required parameter must be added here)
 SAMPLE = {"user_id": "u1", "key": "health.condition", "session_id": "s1", "as_of": LATER, "valid_at": LATER,

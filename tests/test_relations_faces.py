@@ -131,3 +131,27 @@ def test_mcp_corrects_and_ends_relations(fresh_ledger: MemoryLedger) -> None:
     assert not fixed.is_error and not ended.is_error, (fixed.content, ended.content)
     assert sorted(e.entity for e in ml.relations("u1").relations) == ["Kimi"]
     assert bad.is_error and "entity" in bad.content[0].text
+
+
+def test_a_multi_valued_correction_takes_the_wrong_ones_valid_range(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.relate("u1", "friend", "Bob", observed_at="2024-01-01T00:00:00Z")
+    r = ml.correct_relation("u1", "friend", "Rob", was="Bob")
+    assert [e.entity for e in ml.relations("u1", valid_at="2024-06-01T00:00:00Z").relations] == ["Rob"]
+    assert [e.entity for e in ml.relations("u1").relations] == ["Rob"]
+    assert r.position is not None
+
+
+def test_relation_errors_over_http_name_fields_not_cli_commands(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    u1 = APIKeyStore(ml).create(["u1"]).secret
+    ml.relate("u1", "friend", "Zoe")
+    with TestClient(create_app(Service(ml), mcp=False), headers={"Authorization": f"Bearer {u1}"}) as http:
+        for path, body in [("/v1/users/u1/relations", {"relation_type": "lives_in", "entity": "Oslo", "of": "Nobody"}),
+                           ("/v1/users/u1/relations/corrections", {"relation_type": "friend", "entity": "Kim",
+                                                                   "was": "Nobody"}),
+                           ("/v1/users/u1/relations/corrections", {"relation_type": "friend", "entity": "Kim"}),
+                           ("/v1/users/u1/relations/retractions", {"relation_type": "manager_of"})]:
+            r = http.post(path, json=body)
+            assert r.status_code == 422, r.text
+            assert "memledger " not in r.json()["fix"] and "--" not in r.json()["fix"], r.json()

@@ -116,3 +116,27 @@ def test_typing_reads_jobs_spouses_pets_and_statements_before_a_request(text, sl
 def test_markers_of_a_typo_a_misremembered_day_and_a_job_switch(text):
     t = type_statement(text)
     assert t.correction or t.change
+
+
+@pytest.mark.parametrize("old,new,decision,current", [
+    # a code said digit by digit is no age, so a later age leaves it alone
+    ("My bike lock combo is 3-8-1-5", "I'm 34 years old", "new", ("My bike lock combo is 3-8-1-5", "I'm 34 years old")),
+    # "too" adds beside, even when only the number differs
+    ("I take the 42 bus to work", "I take the 7 bus too", "add", ("I take the 42 bus to work", "I take the 7 bus too")),
+    # repeating a memory and adding a clause keeps what it adds, beside it
+    ("My wifi password is tiger123", "My wifi password is tiger123 and my router is in the kitchen", "add",
+     ("My wifi password is tiger123", "My wifi password is tiger123 and my router is in the kitchen")),
+    # the same time written another way is no change
+    ("My kid's school starts at 7:40", "My kid's school starts at twenty to eight", "reaffirm",
+     ("My kid's school starts at 7:40",)),
+])
+def test_nothing_said_is_lost_and_nothing_unchanged_is_a_change(minilm_ledger, old, new, decision, current):
+    r, facts = revise(minilm_ledger, f"k{abs(hash(old + new)) % 10**6}", old, new)
+    assert r.decision == decision, r.explanation
+    assert all(facts.get(t) == "current" for t in current), facts
+
+
+def test_a_locker_code_at_the_gym_is_no_hobby_and_no_age():
+    assert type_statement("My locker code at the gym is 2222").slot is None
+    assert type_statement("My suitcase combination is 3-8-1").slot is None
+    assert type_statement("My son is 7").slot == "profile.age"

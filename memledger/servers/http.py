@@ -394,10 +394,10 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
 
             missing = sorted(check_allow_sensitive(labels) - p.allow_sensitive)  # a malformed label: 422
             if missing:
-                raise Problem(403, "Forbidden", f"this API key may not let in {', '.join(missing)} (create one "
-                              f"with --allow-sensitive {missing[0]})", field="allow_sensitive",
-                              problem=f"this API key may not let in {', '.join(missing)}",
-                              fix=f"use a key created with --allow-sensitive {missing[0]}")
+                fix = f"use an API key granted the label {missing[0]} (the operator grants it when creating the key)"
+                raise Problem(403, "Forbidden", f"this API key may not let in {', '.join(missing)} (fix: {fix})",
+                              field="allow_sensitive", problem=f"this API key may not let in {', '.join(missing)}",
+                              fix=fix)
 
     def written(data: Any, position: int, status: int = 200) -> JSONResponse:
         headers = {"X-Ledger-Position": str(position)}

@@ -202,8 +202,9 @@ class UserPolicy:
         allowed = sensitivity.check_allow_sensitive(labels)
         missing = sorted(allowed - principal.allow_sensitive)
         if missing:
-            raise PermissionError(f"allow_sensitive: this API key may not let in {', '.join(missing)} (fix: create a "
-                                  f"key with --allow-sensitive {missing[0]})")
+            raise PermissionError(f"allow_sensitive: this API key may not let in {', '.join(missing)} (fix: use an "
+                                  f"API key granted the label {missing[0]}; the operator grants it when creating "
+                                  "the key)")
 
 
 def _tool_error(exc: BaseException, model: Any = None) -> ToolError:
