@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 export HF_HUB_OFFLINE=1
 # --durations: the slowest tests are printed at the end, to keep CI time in view (it must stay under 45 minutes).
-exec .venv/bin/python -m pytest -q --durations=25 "$@"
+# -n auto: one worker per core (pytest-xdist); --dist loadfile keeps each file's tests in one worker, so a file's
+# module fixtures (a loaded model, a server) are built once. MEMLEDGER_TEST_WORKERS=0 runs in this process alone.
+exec .venv/bin/python -m pytest -q --durations=25 -n "${MEMLEDGER_TEST_WORKERS:-auto}" --dist loadfile "$@"
