@@ -186,13 +186,14 @@ async def recall_rows(home: Path, env: dict[str, str], base: str, hdr: dict[str,
     return [(name, times[name]) for name, _ in paths]
 
 
-def start_http(home: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+def start_http(home: Path, env: dict[str, str], *extra: str) -> tuple[subprocess.Popen, str]:
+    """``memledger serve http`` on a free port (``extra``: more flags), once /v1/health answers: (process, base URL)."""
     import httpx
 
     port = free_port()
     log = home.parent / "serve_http.log"
     proc = subprocess.Popen([sys.executable, "-m", "memledger", "--home", str(home), "serve", "http", "--port",
-                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"), cwd=ROOT)
+                             str(port), *extra], env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"), cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None:

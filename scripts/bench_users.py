@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ["MEMLEDGER_EMBEDDER"] = "hash:384"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from bench_serve import start_http  # noqa: E402  (scripts/: serve http on a free port, once healthy)
 
 WORDS = ("tea coffee cello piano Leeds Berlin bike code garden dentist landlord rent tram bus sister brother cat "
          "dog paella ramen hiking chess gym yoga novel podcast laptop phone plate locker wifi school office").split()
@@ -82,28 +82,6 @@ def build(home: Path, users: int, per_user: int) -> str:
         return APIKeyStore(ml).create([], admin=True).secret
 
 
-def start_http(home: Path, budget_mb: float) -> tuple[subprocess.Popen, str]:
-    import httpx
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = home.parent / "serve_http.log"
-    proc = subprocess.Popen([sys.executable, "-m", "memledger", "--home", str(home), "serve", "http", "--port",
-                             str(port), "--index-memory-mb", str(budget_mb)], env=dict(os.environ),
-                            stdout=subprocess.DEVNULL, stderr=log.open("w"), cwd=ROOT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(base + "/v1/health", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit(f"serve http did not start: {log.read_text()[-2000:]}")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--users", type=int, default=10000)
@@ -120,7 +98,7 @@ def main() -> None:
     print(f"load average before: {load()}  (cpus: {os.cpu_count()})")
     print(f"building {args.users} users x {args.per_user} memories (hash:384 vectors)")
     secret = build(home, args.users, args.per_user)
-    proc, base = start_http(home, args.budget_mb)
+    proc, base = start_http(home, dict(os.environ), "--index-memory-mb", str(args.budget_mb))
     rng = random.Random(5)
     rows: list[tuple[str, list[float], int]] = []
     try:

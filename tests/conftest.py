@@ -174,3 +174,13 @@ def cli(store_args: dict[str, Any]) -> CLI:
 def cli_process(store_args: dict[str, Any]) -> CLI:
     """The CLI as a user starts it: a ``python -m memledger`` process per call."""
     return CLI(store_args, subprocess=True)
+
+
+@pytest.fixture(scope="module")
+def minilm_ledger(tmp_path_factory: pytest.TempPathFactory):
+    """One ledger with the real MiniLM embedder (and the CJK companion) per test module, on SQLite: the revision
+    rules that read meaning use MiniLM's cosine, which the hash double does not give."""
+    from memledger import MemoryLedger
+
+    with MemoryLedger(home=tmp_path_factory.mktemp("minilm") / "ledger", embedder="minilm") as ml:
+        yield ml

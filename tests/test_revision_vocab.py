@@ -14,14 +14,6 @@ T1, T2 = "2024-01-01T09:00:00Z", "2024-02-01T09:00:00Z"
 NEUTRAL = ("It rained all afternoon.", "Watched a documentary about whales.", "Made lentil soup for dinner.")
 
 
-@pytest.fixture(scope="module")
-def minilm_ledger(tmp_path_factory):
-    from memledger import MemoryLedger
-
-    with MemoryLedger(home=tmp_path_factory.mktemp("minilm") / "ledger", embedder="minilm") as ml:
-        yield ml
-
-
 def revise(ml, old: str, new: str, user: str = "u"):
     ml.remember(user, old, observed_at=T1)
     for n in NEUTRAL:

@@ -341,7 +341,18 @@ class RelateBody(_Model):
                                     "health).")
 
 
-class CorrectRelationBody(_Model):
+class _SaidBy(_Model):
+    """Where a relation's correction or end came from (as on every write)."""
+
+    observed_at: Instant | None = Field(None, description="When the source said it (ISO 8601 with offset).")
+    source: Source | None = Field(None, description="Who said it (default user_statement).")
+    source_ref: str | None = Field(None, description="Message or document id it came from.")
+    session_id: str | None = Field(None, description="Session it was said in.")
+    actor: str | None = Field(None, description="Who or what recorded it.")
+    trace_id: str | None = Field(None, description="Trace id of the agent turn.")
+
+
+class CorrectRelationBody(_SaidBy):
     """``correct_relation``: ENTITY is the RELATION_TYPE, and the one recorded never was."""
 
     relation_type: str = Field(description="The relation's type, as recorded (sister, manager_of, lives_in, ...).")
@@ -351,16 +362,10 @@ class CorrectRelationBody(_Model):
                             "single-valued one, if given, it must name the current one).")
     reason: str | None = Field(None, description="Why (kept in history).")
     text: str | None = Field(None, description="The human sentence of the correction.")
-    observed_at: Instant | None = Field(None, description="When the source said it (ISO 8601 with offset).")
-    source: Source | None = Field(None, description="Who said it (default user_statement).")
-    source_ref: str | None = Field(None, description="Message or document id it came from.")
-    session_id: str | None = Field(None, description="Session it was said in.")
-    actor: str | None = Field(None, description="Who or what recorded it.")
-    trace_id: str | None = Field(None, description="Trace id of the agent turn.")
     confidence: float | None = Field(None, ge=0, le=1, description="0..1 (default by source).")
 
 
-class UnrelateBody(_Model):
+class UnrelateBody(_SaidBy):
     """``unrelate``: the relation is withdrawn, or (with ``valid_to``) true only until then."""
 
     relation_type: str = Field(description="The relation's type (sister, manager_of, lives_in, ...).")
@@ -370,12 +375,6 @@ class UnrelateBody(_Model):
     valid_to: Instant | None = Field(None, description="End of validity, exclusive (\"Dana left in May\"); "
                                      "default: withdrawn entirely.")
     reason: str | None = Field(None, description="Why (kept in history).")
-    observed_at: Instant | None = Field(None, description="When the source said it (ISO 8601 with offset).")
-    source: Source | None = Field(None, description="Who said it (default user_statement).")
-    source_ref: str | None = Field(None, description="Message or document id it came from.")
-    session_id: str | None = Field(None, description="Session it was said in.")
-    actor: str | None = Field(None, description="Who or what recorded it.")
-    trace_id: str | None = Field(None, description="Trace id of the agent turn.")
 
 
 class CorrectRelationArgs(UserArg, CorrectRelationBody):
