@@ -40,7 +40,8 @@ from .attributes import corrected, read_statement, same_attribute, substitution
 from .decision import Candidate, Resolution
 from .lexicon import language_names, slot_values
 from .revision_cues import (CHANGE_STEMS, FAMILY, INSTEAD, NOW, PAST_EVENT, PERSONAL, REVISION_HINT, WE, cue_clause_tokens,
-                            cue_words, is_narrative, lexicon_blind, listed_words, names_replacement, wrong_value)
+                            cue_words, is_narrative, lexicon_blind, listed_words, names_replacement, says_more,
+                            wrong_value)
 from .slots import (
     _GENERIC_STEMS,
     CATALOGUE_VERSION,
@@ -785,19 +786,3 @@ def _relation(typing: Typing, c: Candidate) -> str:
         return "other_slot"
     return "similar"
 
-
-def says_more(old: str, new: str) -> bool:
-    """Whether ``new`` says all ``old`` says and adds a clause of its own: every content word of ``old`` is in
-    ``new``, and a clause of ``new`` (split at commas, semicolons, "and", "but") has two content words or more, none
-    of them ``old``'s ("my wifi password is tiger123 and my router is in the kitchen"). English only: a Chinese
-    clause after a paraphrase is mostly how the user knows it (献血的时候测过)."""
-    if has_cjk(old) or has_cjk(new):
-        return False
-    a = content_tokens(old) - GENERIC - _GENERIC_STEMS
-    if not a or not a <= content_tokens(new):
-        return False
-    for clause in re.split(r"[,;]|\b(?:and|but)\b", new, flags=re.I):
-        words = content_tokens(clause) - GENERIC - _GENERIC_STEMS
-        if len(words) >= 2 and not words & a:
-            return True
-    return False

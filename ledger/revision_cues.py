@@ -9,8 +9,9 @@ import unicodedata
 from typing import TYPE_CHECKING, Any
 
 from .lexicon import allergens, diet_of, language_names
-from .slots import content_tokens, type_statement
-from .values import ValueParts
+from .slots import _GENERIC_STEMS, GENERIC, content_tokens, type_statement
+from .text import has_cjk
+from .values import ValueParts, cjk_bigrams
 
 if TYPE_CHECKING:
     from .slots import KeyRegistry
@@ -132,3 +133,20 @@ def wrong_value(value: str) -> re.Pattern[str] | None:
     if len(v) < 2:
         return None
     return re.compile(rf"(?<!\w){re.escape(v)}(?!\w)")
+
+
+def says_more(old: str, new: str) -> bool:
+    """Whether ``new`` says all ``old`` says and adds a clause of its own: every content word of ``old`` is in
+    ``new``, and a clause of ``new`` (split at commas, semicolons, "and", "but") has two content words or more, none
+    of them ``old``'s ("my wifi password is tiger123 and my router is in the kitchen"). English only: a Chinese
+    clause after a paraphrase is mostly how the user knows it (献血的时候测过)."""
+    if has_cjk(old) or has_cjk(new):
+        return False
+    a = content_tokens(old) - GENERIC - _GENERIC_STEMS
+    if not a or not a <= content_tokens(new):
+        return False
+    for clause in re.split(r"[,;]|\b(?:and|but)\b", new, flags=re.I):
+        words = content_tokens(clause) - GENERIC - _GENERIC_STEMS
+        if len(words) >= 2 and not words & a:
+            return True
+    return False
