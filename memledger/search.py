@@ -37,7 +37,7 @@ import math
 from datetime import datetime
 from typing import Any, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.errors import BadInput
 from ledger.schemas import RoleContext, Source, check_text, check_user_id
@@ -107,6 +107,10 @@ class SearchHit(BaseModel):
     kind: str = "fact"
     message_id: str | None = None
     speaker: str | None = None
+    source_refs: list[str] = Field(default_factory=list, description=(
+        "Every source that said this version: its own source_ref, then those of the statements that reaffirmed it "
+        "(remember merges a statement said again into the memory it repeats), in log order, each once; with as_of, "
+        "its own only."))
 
 
 #: the freshness factor of a contested version: the newer of two live versions of one attribute ranks first unless
@@ -491,5 +495,29 @@ def search(store: Store, user_id: str, query: str, k: int = 10, as_of: Any = Non
     flt = check_filters(user_id, also, min_score, role_filter, exclude_source, within, as_of, min_confidence,
                         source=source)
     store.before_read(after, timeout, deferred=True)
-    return merge_users([search_caught_up(store, u, query, k, as_of, source, role, half_lives=half_lives,
+    hits = merge_users([search_caught_up(store, u, query, k, as_of, source, role, half_lives=half_lives,
                                          role_bonus=role_bonus, filters=flt) for u in (user_id, *flt.also)], k)
+    return with_source_refs(store, hits, reaffirmations=as_of is None)
+
+
+def with_source_refs(store: Store, hits: list[SearchHit], *, reaffirmations: bool = True) -> list[SearchHit]:
+    """``hits`` with ``source_refs`` filled: each hit's own ``source_ref`` and (``reaffirmations``: a search of
+    now, not ``as_of``) those of its reaffirmations, from one read of the history projection per user."""
+    if not hits:
+        return hits
+    refs: dict[tuple[str | None, str | None, int | None], list[str]] = {}
+    with store.db.read() as cur:
+        if not reaffirmations:
+            return [h.model_copy(update={"source_refs": [h.source_ref] if h.source_ref else []}) for h in hits]
+        for user in {h.user_id for h in hits if h.kind == "fact" and h.key is not None}:
+            keys = sorted({h.key for h in hits if h.user_id == user and h.kind == "fact" and h.key is not None})
+            for (key, version), said in store.history_projection.reaffirmation_refs(cur, user, keys).items():
+                refs[(user, key, version)] = said
+    out = []
+    for h in hits:
+        said = [h.source_ref] if h.source_ref else []
+        for r in refs.get((h.user_id, h.key, h.version), []):
+            if r not in said:
+                said.append(r)
+        out.append(h.model_copy(update={"source_refs": said}))
+    return out

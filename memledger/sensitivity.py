@@ -300,7 +300,7 @@ def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as
         included = sorted({(h.key, h.version, labels[(h.key, h.version)]) for h in kept
                            if h.user_id == u and h.kind == "fact" and (h.key, h.version) in labels})
         record_disclosures(ml, u, included, purpose=purpose, trace_id=trace_id)
-    return kept
+    return search.with_source_refs(ml, kept, reaffirmations=as_of is None)
 
 
 class _SensitivityView:

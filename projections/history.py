@@ -388,6 +388,21 @@ class HistoryProjection(Projection):
                     params)
         return {(u, k, int(v)): int(t) for u, k, v, t in cur.fetchall() if v is not None and t is not None}
 
+    def reaffirmation_refs(self, cur: Cursor, user_id: str, keys: list[str]) -> dict[tuple[str, int], list[str]]:
+        """The ``source_ref`` of each reaffirmation of the given keys' versions, in log order:
+        ``{(key, version reaffirmed): [source_ref, ...]}`` (reaffirmations without a ``source_ref`` left out)."""
+        if not keys:
+            return {}
+        marks = ", ".join("?" for _ in keys)
+        cur.execute(f"SELECT key, replaces, source_ref FROM {self.table('versions')} WHERE user_id = ? AND "
+                    f"effect = 'reaffirm' AND source_ref IS NOT NULL AND key IN ({marks}) ORDER BY position",
+                    (user_id, *keys))
+        out: dict[tuple[str, int], list[str]] = {}
+        for key, version, ref in cur.fetchall():
+            if version is not None:
+                out.setdefault((key, int(version)), []).append(ref)
+        return out
+
     def covering(self, cur: Cursor, user_id: str, key: str, at: int) -> dict[str, Any] | None:
         """The version of ``key`` whose valid range (as known now) covers ``at`` (micros), or None: what is true at
         ``at`` while the head is scheduled for later."""

@@ -69,7 +69,8 @@ def routed_query(question: str, users: list[str]) -> str:
 def retrieve(ml: MemoryLedger, users: list[str], question: str, k: int) -> list[set[str]]:
     """The protocol: one search of the first user with ``also`` = the others, merged by score by the ledger."""
     hits = ml.search(users[0], question, k=k, also=users[1:])
-    return [turn_ids(h.source_ref or "") for h in hits[:k]]
+    # every source a hit stands for: its own turn and those of the observations that said it again (reaffirmed)
+    return [turn_ids(",".join(h.source_refs) or h.source_ref or "") for h in hits[:k]]
 
 
 def retrieve_routed(ml: MemoryLedger, users: list[str], question: str, k: int) -> list[set[str]]:
@@ -78,7 +79,7 @@ def retrieve_routed(ml: MemoryLedger, users: list[str], question: str, k: int) -
     for u in users:
         hits.extend(ml.search(u, question, k=k))
     hits.sort(key=lambda h: -h.score)
-    return [turn_ids(h.source_ref or "") for h in hits[:k]]
+    return [turn_ids(",".join(h.source_refs) or h.source_ref or "") for h in hits[:k]]
 
 
 class PlainCosine:

@@ -126,3 +126,18 @@ def test_cli_refusals_exit_2_and_change_nothing(store_args: dict[str, Any], cli:
     assert (cli.json("history", "u1"), cli.json("profile", "u1")) == before
     with MemoryLedger(**store_args) as ml:
         assert ml._head() == 1
+
+
+def test_a_hit_names_every_source_that_said_it(fresh_ledger: MemoryLedger, cli) -> None:
+    """A statement said again is merged into the memory it repeats (reaffirm); the hit still names both sources,
+    its own first, each once, through the Python API and ``search --json``."""
+    ml = fresh_ledger
+    for ref, day in (("msg-1", 1), ("msg-2", 2), ("msg-1", 3)):
+        ml.remember("u1", "My wifi password is tiger123", source_ref=ref, observed_at=f"2024-01-0{day}T00:00:00Z")
+    ml.remember("u1", "I drink green tea every morning", source_ref="msg-9", observed_at="2024-01-04T00:00:00Z")
+    hits = {h.text: h for h in ml.search("u1", "wifi password", k=5)}
+    assert hits["My wifi password is tiger123"].source_ref == "msg-1"
+    assert hits["My wifi password is tiger123"].source_refs == ["msg-1", "msg-2"]
+    assert hits["I drink green tea every morning"].source_refs == ["msg-9"]
+    out = {h["text"]: h["source_refs"] for h in cli.json("search", "u1", "wifi password")}
+    assert out["My wifi password is tiger123"] == ["msg-1", "msg-2"]
