@@ -63,13 +63,14 @@ def test_the_ledgers_warnings_reach_the_commands_stderr_when_logging_is_configur
     os.chmod(home, 0o755)
     os.chmod(home / "projections.db", 0o644)
     host = logging.StreamHandler(io.StringIO())  # the host program's logging
+    before = list(logging.getLogger("memledger").handlers)  # what the process had (another test's server, say)
     logging.getLogger().addHandler(host)
     try:
         code, _, err = call(["--home", str(home), "profile", "u1"])
     finally:
         logging.getLogger().removeHandler(host)
     assert code == 0 and "can be read by other local accounts" in err and f"chmod -R go-rwx {home}" in err
-    assert logging.getLogger("memledger").handlers == []  # the command's handler went with it
+    assert logging.getLogger("memledger").handlers == before  # the command's handler went with it
 
 
 def test_project_follow_puts_back_the_signal_handlers_it_found(tmp_path: Path) -> None:

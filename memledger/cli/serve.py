@@ -29,9 +29,9 @@ IndexMemoryOpt = typer.Option(None, "--index-memory-mb", help="Keep loaded searc
                               "else 1024].")
 
 
-def _index_memory(ml, mb: Optional[float]) -> float:  # noqa: ANN001
-    """Bound the served ledger's loaded indexes: ``--index-memory-mb``, else ``$MEMLEDGER_INDEX_MEMORY_MB``, else
-    the default (memledger/defaults.py); bad input names the flag or the variable."""
+def _index_budget(mb: Optional[float]) -> float:
+    """The served ledger's index budget in MB: ``--index-memory-mb``, else ``$MEMLEDGER_INDEX_MEMORY_MB``, else the
+    default (memledger/defaults.py). Read before anything starts: bad input names the flag or the variable."""
     import os
 
     from memledger.defaults import DEFAULT_INDEX_MEMORY_MB, INDEX_MEMORY_ENV
@@ -48,8 +48,6 @@ def _index_memory(ml, mb: Optional[float]) -> float:  # noqa: ANN001
                            "set it to a number > 0 such as 1024, or unset it")
     elif not mb > 0 or mb == float("inf"):
         raise BadInput("--index-memory-mb", f"{mb!r} is not a number of megabytes > 0", "give a number > 0 such as 1024")
-    ml.limit_index_memory(mb)
-    ml.warm_search()
     return mb
 
 
@@ -138,12 +136,14 @@ def serve_mcp(ctx: typer.Context,
     if transport not in ("stdio", "http"):
         raise BadInput("--transport", f"{transport!r} is not a transport", "use stdio or http")
     _port(port)
+    budget = _index_budget(index_memory_mb)
     _log_to_stderr(logging.WARNING if transport == "stdio" else logging.INFO)
     from memledger.servers.mcp import build_mcp, run_stdio
     from memledger.servers.ops import Service
 
     with _close_on_sigterm(), open_ledger(ctx) as ml:
-        _index_memory(ml, index_memory_mb)
+        ml.limit_index_memory(budget)
+        ml.warm_search()
         service = Service(ml)
         if transport == "stdio":
             run_stdio(build_mcp(service, user=user, allow_destructive=allow_destructive))
@@ -185,12 +185,14 @@ def serve_http(ctx: typer.Context, host: str = HostOpt,
                allow_destructive: bool = DestructiveOpt, index_memory_mb: Optional[float] = IndexMemoryOpt) -> None:
     """Serve the HTTP API (OpenAPI at /openapi.json and /docs) with the MCP endpoint at /mcp, behind API keys."""
     _port(port)
+    budget = _index_budget(index_memory_mb)
     _log_to_stderr()
     from memledger.servers.http import create_app
     from memledger.servers.ops import Service
 
     with _close_on_sigterm(), open_ledger(ctx) as ml:
-        _index_memory(ml, index_memory_mb)
+        ml.limit_index_memory(budget)
+        ml.warm_search()
         asgi = create_app(Service(ml), allow_destructive=allow_destructive, host=host)
         _check_port_free(host, port)
         err.print(f"memledger HTTP API on http://{host}:{port} (docs: /docs, MCP: /mcp)")
