@@ -394,11 +394,12 @@ class HistoryProjection(Projection):
         if not keys:
             return {}
         marks = ", ".join("?" for _ in keys)
-        cur.execute(f"SELECT key, replaces, source_ref FROM {self.table('versions')} WHERE user_id = ? AND "
-                    f"effect = 'reaffirm' AND source_ref IS NOT NULL AND key IN ({marks}) ORDER BY position",
-                    (user_id, *keys))
+        # sorted here, not by ORDER BY position: that would make SQLite walk the user's position index (every
+        # version of the user) instead of the primary key's (user_id, key) for the few keys asked
+        cur.execute(f"SELECT key, replaces, source_ref, position FROM {self.table('versions')} WHERE user_id = ? "
+                    f"AND key IN ({marks}) AND effect = 'reaffirm' AND source_ref IS NOT NULL", (user_id, *keys))
         out: dict[tuple[str, int], list[str]] = {}
-        for key, version, ref in cur.fetchall():
+        for key, version, ref, _ in sorted(cur.fetchall(), key=lambda r: r[3]):
             if version is not None:
                 out.setdefault((key, int(version)), []).append(ref)
         return out
