@@ -47,7 +47,8 @@ def _index_budget(mb: Optional[float]) -> float:
             raise BadInput(f"${INDEX_MEMORY_ENV}", f"{raw!r} is not a number of megabytes > 0",
                            "set it to a number > 0 such as 1024, or unset it")
     elif not mb > 0 or mb == float("inf"):
-        raise BadInput("--index-memory-mb", f"{mb!r} is not a number of megabytes > 0", "give a number > 0 such as 1024")
+        raise BadInput("--index-memory-mb", f"{mb!r} is not a number of megabytes > 0",
+                       "give a number > 0 such as 1024")
     return mb
 
 

@@ -15,6 +15,7 @@ English stemmer (so "hiking" and "hikes" both match "hike"). The index stores to
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import os
@@ -274,7 +275,10 @@ class LexicalIndex:
         n_docs = len(self._docs)
         avgdl = self._total_len / n_docs if self._total_len else 1.0
         k1, b = self.k1, self.b
+        k1p1, one_b = k1 + 1.0, 1.0 - b
+        lengths = self._lengths
         scores: dict[str, float] = {}
+        get = scores.get
         for term in dict.fromkeys(tokenize(query)):  # distinct terms, stable order
             plist = self._postings.get(term)
             if not plist:
@@ -282,10 +286,10 @@ class LexicalIndex:
             df = len(plist)
             idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
             for doc_id, tf in plist.items():
-                norm = k1 * (1.0 - b + b * self._lengths[doc_id] / avgdl)
-                scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-        return ranked[:k]
+                # the formula's own order of operations: the same floats as ever, bit for bit
+                scores[doc_id] = get(doc_id, 0.0) + idf * tf * k1p1 / (tf + k1 * (one_b + b * lengths[doc_id] / avgdl))
+        # the best k, as sorted() would order them (score descending, then doc_id), without sorting every match
+        return heapq.nsmallest(k, scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
     # --- persistence --------------------------------------------------------------------------------------
     _MAGIC = "memledger.lexical"
