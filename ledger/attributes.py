@@ -512,9 +512,28 @@ def _said(key: str, text: str | None, registry: KeyRegistry = REGISTRY) -> Said:
     if value is not None:
         # the value ends where the clause does: "on tenuous grounds, but he is staying positive"
         value = re.split(r",\s*(?:but|and|so|because|which|though)\b|[;；]|，\s*(?:但|不过|因为|所以)", value)[0].strip()
+    if value is None and not ended:
+        value = _vocabulary_value(registry.slot_of(key) or typing.slot, text)
     if value is not None and len(value) > MAX_SHOWN_VALUE:
         return Said(label, None, ended)  # "working on a business plan and looking for investors ...": not a value
     return Said(attribute, None if ended or value is None else _as_written(text, value), ended)
+
+
+def _vocabulary_value(slot: str | None, text: str) -> str | None:
+    """The values of a closed vocabulary a sentence names, as the sentence writes them ("English, Portuguese" of "I
+    speak English and Portuguese"), for a slot that has one (ledger/lexicon.py); else None."""
+    from .lexicon import LANGUAGE_RE, allergens
+
+    base = (slot or "").split(".", 2)[2] if (slot or "").startswith("family.") else (slot or "")
+    if base == "profile.languages":
+        t = unicodedata.normalize("NFC", text)
+        low = t.lower()
+        spans = [m.span() for m in LANGUAGE_RE.finditer(low)]
+        said = [t[a:b] if len(low) == len(t) else low[a:b] for a, b in spans]  # in the sentence's own letters
+        return ", ".join(dict.fromkeys(said)) or None
+    if base == "health.allergy":
+        return ", ".join(sorted(allergens(text))) or None
+    return None
 
 
 def _as_written(text: str, value: str) -> str:

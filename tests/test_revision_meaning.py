@@ -132,3 +132,13 @@ def test_a_locker_code_at_the_gym_is_no_hobby_and_no_age():
     assert type_statement("My locker code at the gym is 2222").slot is None
     assert type_statement("My suitcase combination is 3-8-1").slot is None
     assert type_statement("My son is 7").slot == "profile.age"
+
+
+def test_a_closed_vocabulary_fact_shows_its_values_as_written(fresh_ledger):
+    fresh_ledger.remember("u1", "I speak English and Portuguese")
+    fresh_ledger.remember("u1", "我会说普通话、粤语和英语")
+    fresh_ledger.remember("u1", "I am allergic to peanuts and shellfish")
+    facts = fresh_ledger.profile("u1", allow_sensitive=["health"], purpose="test").facts
+    shown = sorted((f.attribute, f.extracted_value) for f in facts.values())
+    assert shown == [("allergy", "peanut, shellfish"), ("language", "English, Portuguese"),
+                     ("language", "普通话, 粤语, 英语")]
