@@ -522,9 +522,9 @@ def _said(key: str, text: str | None, registry: KeyRegistry = REGISTRY) -> Said:
 def _vocabulary_value(slot: str | None, text: str) -> str | None:
     """The values of a closed vocabulary a sentence names, as the sentence writes them ("English, Portuguese" of "I
     speak English and Portuguese"), for a slot that has one (ledger/lexicon.py); else None."""
-    from .lexicon import LANGUAGE_RE, allergens
+    from .lexicon import LANGUAGE_RE, base_slot, slot_values
 
-    base = (slot or "").split(".", 2)[2] if (slot or "").startswith("family.") else (slot or "")
+    base = base_slot(slot)
     if base == "profile.languages":
         t = unicodedata.normalize("NFC", text)
         low = t.lower()
@@ -532,7 +532,7 @@ def _vocabulary_value(slot: str | None, text: str) -> str | None:
         said = [t[a:b] if len(low) == len(t) else low[a:b] for a, b in spans]  # in the sentence's own letters
         return ", ".join(dict.fromkeys(said)) or None
     if base == "health.allergy":
-        return ", ".join(sorted(allergens(text))) or None
+        return ", ".join(sorted(slot_values(base, text))) or None
     return None
 
 

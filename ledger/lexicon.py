@@ -90,11 +90,15 @@ SLOT_VALUES = {"profile.languages": language_names, "health.allergy": allergens,
                "diet": lambda text: {d} if (d := diet_of(text)) else set()}
 
 
+def base_slot(slot: str | None) -> str:
+    """A slot key without a relative's prefix ("family.son.health.allergy" -> "health.allergy"); "" for None."""
+    if not slot:
+        return ""
+    return slot.split(".", 2)[2] if slot.startswith("family.") else slot
+
+
 def slot_values(slot: str | None, text: str) -> set[str]:
     """The canonical values ``text`` names for the catalogue slot ``slot`` (its base key: "health.allergy" also for
     "family.son.health.allergy"); empty when the slot has no closed vocabulary or the text names none of it."""
-    if not slot:
-        return set()
-    base = slot.split(".", 2)[2] if slot.startswith("family.") else slot
-    read = SLOT_VALUES.get(base)
+    read = SLOT_VALUES.get(base_slot(slot))
     return set(read(text)) if read else set()

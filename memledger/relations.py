@@ -290,8 +290,9 @@ def correct_relation(ml: Store, user_id: str, relation_type: str, entity: str, *
             head = next(h for h in heads if h["object"] == wrong["entity_id"])
             if fields.get("valid_from") is None and head["valid_from"] is not None:
                 fields["valid_from"] = from_micros(head["valid_from"])
-            if fields.get("valid_to") is None and head["valid_to"] is not None and _open_end(head["valid_to"]):
-                fields["valid_to"] = _open_end(head["valid_to"])
+            end = None if head["valid_to"] is None else _open_end(head["valid_to"])
+            if fields.get("valid_to") is None and end is not None:
+                fields["valid_to"] = end
             cmds = [_command("retract", user_id, subject["entity_id"], relation_type, wrong["entity_id"],
                              misreported=True, **{**retract, "reason": reason or f"corrected: it is {name}"}),
                     _command("assert", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)]

@@ -506,9 +506,9 @@ def with_source_refs(store: Store, hits: list[SearchHit], *, reaffirmations: boo
     if not hits:
         return hits
     refs: dict[tuple[str | None, str | None, int | None], list[str]] = {}
+    if not reaffirmations:
+        return [h.model_copy(update={"source_refs": [h.source_ref] if h.source_ref else []}) for h in hits]
     with store.db.read() as cur:
-        if not reaffirmations:
-            return [h.model_copy(update={"source_refs": [h.source_ref] if h.source_ref else []}) for h in hits]
         for user in {h.user_id for h in hits if h.kind == "fact" and h.key is not None}:
             keys = sorted({h.key for h in hits if h.user_id == user and h.kind == "fact" and h.key is not None})
             for (key, version), said in store.history_projection.reaffirmation_refs(cur, user, keys).items():

@@ -31,24 +31,25 @@ IndexMemoryOpt = typer.Option(None, "--index-memory-mb", help="Keep loaded searc
 
 def _index_budget(mb: Optional[float]) -> float:
     """The served ledger's index budget in MB: ``--index-memory-mb``, else ``$MEMLEDGER_INDEX_MEMORY_MB``, else the
-    default (memledger/defaults.py). Read before anything starts: bad input names the flag or the variable."""
+    default (memledger/defaults.py). Read before anything starts: bad input names the flag or the variable; the rule
+    is ``memledger.store.check_index_memory``'s."""
     import os
 
     from memledger.defaults import DEFAULT_INDEX_MEMORY_MB, INDEX_MEMORY_ENV
+    from memledger.store import check_index_memory
 
+    field, fix = "--index-memory-mb", "give a number > 0 such as 1024"
     if mb is None:
+        field, fix = f"${INDEX_MEMORY_ENV}", "set it to a number > 0 such as 1024, or unset it"
         raw = os.environ.get(INDEX_MEMORY_ENV, "").strip()
         try:
             mb = float(raw) if raw else float(DEFAULT_INDEX_MEMORY_MB)
         except ValueError:
-            raise BadInput(f"${INDEX_MEMORY_ENV}", f"{raw!r} is not a number of megabytes",
-                           "set it to a number > 0 such as 1024, or unset it") from None
-        if not mb > 0 or mb == float("inf"):
-            raise BadInput(f"${INDEX_MEMORY_ENV}", f"{raw!r} is not a number of megabytes > 0",
-                           "set it to a number > 0 such as 1024, or unset it")
-    elif not mb > 0 or mb == float("inf"):
-        raise BadInput("--index-memory-mb", f"{mb!r} is not a number of megabytes > 0",
-                       "give a number > 0 such as 1024")
+            raise BadInput(field, f"{raw!r} is not a number of megabytes", fix) from None
+    try:
+        check_index_memory(mb)
+    except BadInput:
+        raise BadInput(field, f"{mb!r} is not a number of megabytes > 0", fix) from None
     return mb
 
 

@@ -166,7 +166,7 @@ class ShardedLedger:
             try:
                 ml = MemoryLedger(dsn=spec.dsn, schema=spec.schema, **self.options)
                 if self._index_mb is not None:
-                    ml.limit_index_memory(self._index_mb / len(self.map.names))
+                    ml.limit_index_memory(self._shard_index_mb())
                 self._open[name] = ml
             except MemledgerError as exc:  # say which table of the map names the server that failed
                 raise MemledgerError(f"shard {name} ([shards.{name}] in {self.map.source}): {exc}") from None
@@ -180,7 +180,11 @@ class ShardedLedger:
         check_index_memory(mb)
         self._index_mb = mb
         for ml in list(self._open.values()):
-            ml.limit_index_memory(None if mb is None else mb / len(self.map.names))
+            ml.limit_index_memory(self._shard_index_mb())
+
+    def _shard_index_mb(self) -> float | None:
+        """Each shard's equal share of the process's index budget (None: no bound)."""
+        return None if self._index_mb is None else self._index_mb / len(self.map.names)
 
     def warm_search(self) -> None:
         """``MemoryLedger.warm_search`` on every shard (each opened now)."""
