@@ -111,9 +111,11 @@ def test_a_budget_that_is_not_a_positive_number_is_refused(fresh_ledger, mb):
     assert e.value.field == "index_memory_mb"
 
 
-def test_serve_refuses_a_bad_budget_naming_the_flag_or_variable(cli):
+def test_serve_refuses_a_bad_budget_naming_the_flag_or_variable(cli, store_args):
     code, _, err = cli("serve", "http", "--index-memory-mb", "0")
-    assert code == 2 and "--index-memory-mb" in err, err
+    assert code == 2 and "--index-memory-mb" in err and "Traceback" not in err, err
     cli.env["MEMLEDGER_INDEX_MEMORY_MB"] = "lots"
-    code, _, err = cli("serve", "http")
-    assert code == 2 and "$MEMLEDGER_INDEX_MEMORY_MB" in err, err
+    code, _, err = cli("serve", "mcp")
+    assert code == 2 and "$MEMLEDGER_INDEX_MEMORY_MB" in err and "Traceback" not in err, err
+    if "home" in store_args:  # refused before the store is opened: nothing was made
+        assert not store_args["home"].exists()
