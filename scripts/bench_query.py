@@ -14,7 +14,7 @@ processes, as an agent's tool call pays them). Each table row has its baseline m
   against ``python -c pass`` (the interpreter alone) and ``memledger search`` on the torch path; bytecode written
   and reused as in a user's shell (one untimed run per row first, ``$PYTHONDONTWRITEBYTECODE`` dropped).
 
-The one-time ONNX export (first use of the model on a machine; projections/retrieval/embedders.py ``export_onnx``) is timed
+The one-time ONNX export (first use of the model on a machine; projections/retrieval/onnx_encoder.py ``export_onnx``) is timed
 too when ``--export`` is given (the export goes to a scratch directory, not the machine's cache).
 
 Usage: python scripts/bench_query.py [--queries 100] [--cold 5] [--ingest-runs 3] [--export] [--data PATH]
@@ -91,7 +91,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from memledger import MemoryLedger
-    from projections.retrieval import embedders
+    from projections.retrieval import embedders, onnx_encoder
 
     data = json.loads(args.data.read_text(encoding="utf-8"))
     texts = observations(data)
@@ -102,7 +102,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as d:
             path = embedders.default_minilm_path().resolve()
             t = time.perf_counter()
-            gap = embedders.export_onnx(path, Path(d) / "m.onnx", embedders._mean_pooling_stack(path) or 256)
+            gap = onnx_encoder.export_onnx(path, Path(d) / "m.onnx", onnx_encoder._mean_pooling_stack(path) or 256)
             rows.append(("one-time", f"ONNX export + check (max |onnx - torch| = {gap:.1e})",
                          time.perf_counter() - t, float("nan"), "", load()))
 
@@ -114,7 +114,7 @@ def main() -> None:
     emb.embed_passages(unique[:64])
     base_rates, ingest_rates, one_stream_rates = [], [], []
     tmp = tempfile.TemporaryDirectory()
-    encoder = embedders._onnx_encoder(emb.path, emb.model_id, emb.batch_size) if backend == "onnx" else None
+    encoder = onnx_encoder._onnx_encoder(emb.path, emb.model_id, emb.batch_size) if backend == "onnx" else None
     for run in range(args.ingest_runs):
         t = time.perf_counter()
         emb.embed_passages(unique)
@@ -159,14 +159,14 @@ def main() -> None:
         timed_search()  # warm: mirror loaded, code paths hot
         onnx_ms = timed_search()
         onnx_load = load()
-        os.environ[embedders.ONNX_ENV] = "off"  # the torch path, same process (the encoder is chosen per call)
+        os.environ[onnx_encoder.ONNX_ENV] = "off"  # the torch path, same process (the encoder is chosen per call)
         try:
             vp._queries.clear()
             ml.search(user, "load torch and the model before timing", k=10)
             torch_ms = timed_search()
             torch_load = load()
         finally:
-            os.environ.pop(embedders.ONNX_ENV, None)
+            os.environ.pop(onnx_encoder.ONNX_ENV, None)
         for q in qs:
             ml.search(user, q, k=10)
         cached = []
@@ -196,7 +196,7 @@ def main() -> None:
     runs = [
         ("memledger search (ONNX query encoder)", ml_cmd + ["search", user, q0, "-k", "3"], env),
         ("memledger search, torch path ($MEMLEDGER_ONNX=off)", ml_cmd + ["search", user, q0, "-k", "3"],
-         {**env, embedders.ONNX_ENV: "off"}),
+         {**env, onnx_encoder.ONNX_ENV: "off"}),
         ("memledger profile", ml_cmd + ["profile", user], env),
         ("memledger assert", ml_cmd + ["assert", "bench-user", "preference.drink", '"tea"'], env),
     ]

@@ -56,12 +56,12 @@ def test_an_unknown_verb_still_gets_the_whole_command(tmp_path):
 
 
 def test_the_query_encoder_is_prewarmed_only_for_the_default_model(monkeypatch):
-    from projections.retrieval import embedders
+    from projections.retrieval import embedders, onnx_encoder
 
     monkeypatch.setenv("MEMLEDGER_EMBEDDER", "hash")
     assert embedders.prewarm_default_onnx() is None  # another model: nothing to load
     monkeypatch.setenv("MEMLEDGER_EMBEDDER", "minilm")
-    monkeypatch.setenv(embedders.ONNX_ENV, "off")
+    monkeypatch.setenv(onnx_encoder.ONNX_ENV, "off")
     assert embedders.prewarm_default_onnx() is None  # the torch path: nothing to prewarm
     assert "search" in cli._QUERY_VERBS and "assert" not in cli._QUERY_VERBS
 

@@ -68,7 +68,7 @@ def test_get_embedder_specs():
 
 
 def test_static_dim_only_when_configs_determine_it(tmp_path):
-    from projections.retrieval.embedders import _static_dim
+    from projections.retrieval.st_model import _static_dim
 
     d = tmp_path / "m"
     (d / "1_Pooling").mkdir(parents=True)
@@ -156,9 +156,9 @@ _ONNX_TEXTS = ["", "Hello", "what job did he lose", "  Jon lost his job as a ban
 
 @pytest.mark.slow
 def test_minilm_onnx_gives_the_torch_vectors_within_1e_4():
-    # The exported graph (one per machine, in projections.retrieval.embedders.onnx_dir(); the first run exports it) against
+    # The exported graph (one per machine, in projections.retrieval.onnx_encoder.onnx_dir(); the first run exports it) against
     # the sentence-transformers model on torch: every text alone (the query path) and all as one padded batch.
-    from projections.retrieval.embedders import _load_sentence_transformer
+    from projections.retrieval.st_model import _load_sentence_transformer
 
     e = SentenceTransformerEmbedder()
     assert e.backend == "onnx"
@@ -177,11 +177,11 @@ def test_onnx_passages_run_on_two_streams_and_give_the_same_vectors(monkeypatch)
     one session); the vectors are the one-stream vectors exactly, and a query starts no thread."""
     import threading
 
-    from projections.retrieval import embedders
+    from projections.retrieval import onnx_encoder
 
     e = SentenceTransformerEmbedder()
     assert e.backend == "onnx"
-    enc = embedders._onnx_encoder(e.path, e.model_id, e.batch_size)
+    enc = onnx_encoder._onnx_encoder(e.path, e.model_id, e.batch_size)
     texts = [f"note {i}: she drinks {'green ' * (i % 9)}tea after work" for i in range(5 * e.batch_size)]
     ran: list[str] = []
     real = enc._run
@@ -210,46 +210,46 @@ def test_a_bad_thread_setting_warns_and_keeps_the_onnx_path(monkeypatch, caplog)
     now fall back to their default with one warning naming the variable and the fix."""
     import logging
 
-    from projections.retrieval import embedders
+    from projections.retrieval import onnx_encoder
 
     default = min(2, os.cpu_count() or 1)
-    for name, dflt in ((embedders.ONNX_STREAMS_ENV, default), (embedders.ONNX_THREADS_ENV, default)):
+    for name, dflt in ((onnx_encoder.ONNX_STREAMS_ENV, default), (onnx_encoder.ONNX_THREADS_ENV, default)):
         monkeypatch.delenv(name, raising=False)
-        assert embedders._env_count(name, dflt, "x") == dflt
+        assert onnx_encoder._env_count(name, dflt, "x") == dflt
         for blank in ("", "  "):
             monkeypatch.setenv(name, blank)
-            assert embedders._env_count(name, dflt, "x") == dflt
+            assert onnx_encoder._env_count(name, dflt, "x") == dflt
         monkeypatch.setenv(name, "3")
-        assert embedders._env_count(name, dflt, "x") == 3
+        assert onnx_encoder._env_count(name, dflt, "x") == 3
         for bad in ("0", "-2", "two", "1.5"):
             monkeypatch.setenv(name, bad)
             caplog.clear()
             with caplog.at_level(logging.WARNING, logger="memledger"):
-                assert embedders._env_count(name, dflt, "threads") == dflt
-                assert embedders._env_count(name, dflt, "threads") == dflt  # said once
+                assert onnx_encoder._env_count(name, dflt, "threads") == dflt
+                assert onnx_encoder._env_count(name, dflt, "threads") == dflt  # said once
             said = [r.getMessage() for r in caplog.records]
             assert len(said) == 1 and f"{name}={bad!r} is not a positive integer" in said[0], said
             assert f"using {dflt}" in said[0] and "unset it" in said[0]
     # more threads than the machine can use are capped (10000 once left a process that never exited)
     most = max(4, 2 * (os.cpu_count() or 1))
-    monkeypatch.setenv(embedders.ONNX_THREADS_ENV, "10000")
+    monkeypatch.setenv(onnx_encoder.ONNX_THREADS_ENV, "10000")
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="memledger"):
-        assert embedders._env_count(embedders.ONNX_THREADS_ENV, 2, "threads") == most
+        assert onnx_encoder._env_count(onnx_encoder.ONNX_THREADS_ENV, 2, "threads") == most
     assert f"using {most}" in caplog.records[0].getMessage()
-    monkeypatch.setenv(embedders.ONNX_THREADS_ENV, str(most))
-    assert embedders._env_count(embedders.ONNX_THREADS_ENV, 2, "threads") == most
+    monkeypatch.setenv(onnx_encoder.ONNX_THREADS_ENV, str(most))
+    assert onnx_encoder._env_count(onnx_encoder.ONNX_THREADS_ENV, 2, "threads") == most
     # a new encoder under bad settings is still an ONNX encoder, with the defaults
     e = SentenceTransformerEmbedder()
-    monkeypatch.setenv(embedders.ONNX_STREAMS_ENV, "abc")
-    monkeypatch.setenv(embedders.ONNX_THREADS_ENV, "abc")
-    enc = embedders._OnnxEncoder(embedders.onnx_file(e.path, e.model_id), e.path, 256, e.batch_size)
+    monkeypatch.setenv(onnx_encoder.ONNX_STREAMS_ENV, "abc")
+    monkeypatch.setenv(onnx_encoder.ONNX_THREADS_ENV, "abc")
+    enc = onnx_encoder._OnnxEncoder(onnx_encoder.onnx_file(e.path, e.model_id), e.path, 256, e.batch_size)
     assert enc.streams == default
     assert float(np.abs(enc.encode(["tea after work"])[0] - e.embed_query("tea after work")).max()) < 1e-6
 
 
 def test_onnx_messages_name_the_model_not_its_directory():
-    from projections.retrieval.embedders import _model_name
+    from projections.retrieval.onnx_encoder import _model_name
 
     assert _model_name("st:all-MiniLM-L6-v2@380a655835d8") == "all-MiniLM-L6-v2"
     assert _model_name("plain") == "plain"
@@ -277,13 +277,13 @@ def test_minilm_query_in_a_fresh_process_needs_no_torch():
 
 
 def test_onnx_off_and_unsupported_models_take_the_torch_path(monkeypatch, tmp_path):
-    from projections.retrieval import embedders
+    from projections.retrieval import onnx_encoder
 
-    monkeypatch.setenv(embedders.ONNX_ENV, "off")
-    assert embedders.onnx_dir() is None
-    assert embedders._onnx_encoder(default_minilm_path(), "st:x@0", 64) is None
-    monkeypatch.setenv(embedders.ONNX_ENV, str(tmp_path / "models"))
-    assert embedders.onnx_dir() == tmp_path / "models"
+    monkeypatch.setenv(onnx_encoder.ONNX_ENV, "off")
+    assert onnx_encoder.onnx_dir() is None
+    assert onnx_encoder._onnx_encoder(default_minilm_path(), "st:x@0", 64) is None
+    monkeypatch.setenv(onnx_encoder.ONNX_ENV, str(tmp_path / "models"))
+    assert onnx_encoder.onnx_dir() == tmp_path / "models"
     # CLS pooling is not what the exported graph computes: no export is tried, the torch path serves it
     d = tmp_path / "cls-model"
     (d / "1_Pooling").mkdir(parents=True)
@@ -294,9 +294,9 @@ def test_onnx_off_and_unsupported_models_take_the_torch_path(monkeypatch, tmp_pa
         {"word_embedding_dimension": 16, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}))
     (d / "tokenizer.json").write_text("{}")
     (d / "sentence_bert_config.json").write_text('{"max_seq_length": 128}')
-    assert embedders._mean_pooling_stack(d) is None
-    assert embedders._mean_pooling_stack(default_minilm_path()) == 256
-    assert embedders._onnx_encoder(d, "st:cls-model@0", 64) is None
+    assert onnx_encoder._mean_pooling_stack(d) is None
+    assert onnx_encoder._mean_pooling_stack(default_minilm_path()) == 256
+    assert onnx_encoder._onnx_encoder(d, "st:cls-model@0", 64) is None
     assert not (tmp_path / "models").exists()
 
 
@@ -340,19 +340,19 @@ def test_hash_embedder_id_moves_with_the_tokenizer():
 def test_the_one_time_onnx_export_is_announced(monkeypatch, tmp_path, caplog):
     import logging
 
-    from projections.retrieval import embedders
+    from projections.retrieval import onnx_encoder
 
-    monkeypatch.setenv(embedders.ONNX_ENV, str(tmp_path / "models"))
+    monkeypatch.setenv(onnx_encoder.ONNX_ENV, str(tmp_path / "models"))
     calls = []
 
     def refuse(model_dir, dest, max_len):  # stands in for the 10-20 s export; its failure takes the torch path
         calls.append(dest)
         raise RuntimeError("no export in this test")
 
-    monkeypatch.setattr(embedders, "export_onnx", refuse)
-    monkeypatch.setattr(embedders, "_ONNX", {})
+    monkeypatch.setattr(onnx_encoder, "export_onnx", refuse)
+    monkeypatch.setattr(onnx_encoder, "_ONNX", {})
     with caplog.at_level(logging.WARNING, logger="memledger"):
-        assert embedders._onnx_encoder(default_minilm_path(), "st:announce-test@0", 64) is None
+        assert onnx_encoder._onnx_encoder(default_minilm_path(), "st:announce-test@0", 64) is None
     messages = [r.getMessage() for r in caplog.records]
     assert len(calls) == 1 and messages[0].startswith("memledger: first use of ") and "once per machine" in messages[0]
     assert "using torch" in messages[1]
