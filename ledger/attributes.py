@@ -55,7 +55,7 @@ _NOISE = set("""
 now currently these days nowadays anymore still actually btw oh and also too so well just recently finally
 sorry meant mean correction wait no yes ok okay then again newly already officially over
 """.split()) | {"day"}
-_ZH_NOISE = set("现在目前最近如今已经刚刚刚才终于对了话说其实说错了不对我是说另外还有也又还就都了的吗呢吧啊呀哦嗯每个月天周年号才")
+_ZH_NOISE = set("现在目前最近如今已经刚刚刚才终于对了话说其实说错了不对我是说另外还有也又还就都了的吗呢吧啊呀哦嗯每个月天周年号才子里")
 
 _LEAD = re.compile(r"^(?:(?:btw|by the way|oh|and|also|so|well|actually|sorry|oops|wait|no|ok|okay|update|fyi|"
                    r"heads up|correction|i meant|i mean|quick update|just so you know)\b[\s,:;.!-]*)+", re.I)

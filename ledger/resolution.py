@@ -37,10 +37,10 @@ import unicodedata
 from typing import Any
 
 from .attributes import corrected, read_statement, same_attribute, substitution
-from .decision import Candidate, Resolution
+from .decision import Candidate, Resolution, clearly_closest, companion_ahead, relation_of
 from .lexicon import language_names, slot_values
-from .revision_cues import (CHANGE_STEMS, FAMILY, INSTEAD, NOW, PAST_EVENT, PERSONAL, REVISION_HINT, WE, cue_clause_tokens,
-                            cue_words, is_narrative, lexicon_blind, listed_words, names_replacement, says_more,
+from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, REVISION_HINT, WE,
+                            cue_clause_tokens, cue_words, is_narrative, lexicon_blind, listed_words, names_replacement, says_more,
                             wrong_value)
 from .slots import (
     _GENERIC_STEMS,
@@ -57,9 +57,9 @@ from .slots import (
     says_all,
     type_statement,
 )
-from .resolution_figures import (CHANGE_FREE, MEANING_PARAPHRASE, NEAREST, NEAREST_ALONE,
-                                 NEAREST_ALONE_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN, NEAREST_MARGIN,
-                                 NEAREST_MODELS, PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH, CLEAR_MARGIN,
+from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, NEAREST, NEAREST_ALONE,
+                                 NEAREST_ALONE_MARGIN, NEAREST_COMPANION_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN,
+                                 NEAREST_MARGIN, NEAREST_MODELS, PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH,
                                  dense_thresholds)
 from .values import (_STRONG_KINDS, aspect_of, cjk_bigrams, differing, name_words, names_relative, qualifier_kinds,
                      names_within, qualifiers_clash, shared_cjk_word, value_parts, zh_numerals)
@@ -117,7 +117,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         related = [c for c in candidates if target is None or c.key != target.key]
         for c in related:
             if c.relation == "similar":
-                c.relation = _relation(typing, c)
+                c.relation = relation_of(typing, c)
         if target is not None:
             target.relation = "target"
         if decision == "reaffirm" and target is not None and rule != "duplicate" and says_more(target.text, text):
@@ -162,9 +162,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         return c.typing is not None and names_relative(text, c.typing.subject)
 
     def moved_clash(c: Candidate) -> list[str]:
-        # another weekday said as a change ("from this term Leo swims on Thursdays") moves the value; another
-        # season, place or person is another case, kept beside it
-        return [k for k in qualifiers_clash(c.values, mine_vp) if not (typing.change and k == "day")]
+        # another weekday said as a change ("from this term Leo swims on Thursdays") moves the value, as does a time
+        # of day said as a replacement ("以后改成周六上午来"); another season, place or person is another case, kept
+        # beside it
+        moved = ("day", "tod") if typing.change and names_replacement(text) else ("day",)
+        return [k for k in qualifiers_clash(c.values, mine_vp) if not (typing.change and k in moved)]
 
     def same_subject(c: Candidate) -> bool:
         # "the wifi password is ..." names no one: it is the user's as much as "my wifi password is ..."
@@ -188,6 +190,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # "we moved to Bristol in the spring": a change may add a qualifier; only a changed one is another case.
             # So too in a catalogue slot: "I drink coffee every morning" after "I drink tea" is the drink changing
             clash = [k for k in clash if c.values.qualifiers.get(k)]
+            if typing.change and names_replacement(text):
+                # "以后改成周六上午来", "moved to Thursday mornings instead": the day and time are what was replaced
+                clash = [k for k in clash if k not in ("day", "tod")]
         if clash and mine_rd.value and c is not None and same_attribute(c.reading, mine_rd):
             # "the piano lesson is on Tuesdays" -> "... on Thursdays": the qualifier is the value said of the attribute
             clash = [k for k in clash if k not in qualifier_kinds(mine_rd.value)]
@@ -331,6 +336,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         live = [c for c in candidates if c.status in ("current", "contested") and nfc(c.text) != mine]
         if not live:
             return None
+        by_score = by_meaning = False
         if all(c.dense is not None for c in live):
             # English: the cosine, which scores unrelated sentences near 0 ("my cell is ..." 0.39, the rest < 0.1)
             if not (embedder or "").startswith(NEAREST_MODELS):
@@ -341,8 +347,13 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return None
         else:
             live.sort(key=lambda c: -c.score)
-            if live[0].score < NEAREST or (len(live) > 1 and live[0].score - live[1].score < NEAREST_MARGIN):
+            by_score = not (live[0].score < NEAREST
+                            or (len(live) > 1 and live[0].score - live[1].score < NEAREST_MARGIN))
+            by_meaning = cjk_statement and companion_ahead(live, NEAREST_COMPANION_MARGIN)
+            if not (by_score or by_meaning):
                 return None
+            if by_meaning and not by_score:
+                live.sort(key=lambda c: -(c.companion or 0.0))
         best = live[0]
         # and the two share something besides their markers: a content word, a pair of Chinese characters (快递, 驿站),
         # a value of one kind (a code, a phone number, a date; a number, for a correction), or a close cosine
@@ -350,7 +361,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         kinds = ("code", "phone", "email", "url", "time", "date") + (("number",) if typing.correction else ())
         clear = best.dense is not None and (best.dense >= NEAREST_ALONE
                                             and best.dense - (live[1].dense or 0.0 if len(live) > 1 else 0.0)
-                                            >= NEAREST_ALONE_MARGIN)
+                                            >= NEAREST_ALONE_MARGIN) or (by_score and by_meaning)
         if not ({w for w in words if not has_cjk(w)} or cjk_bigrams(text) & cjk_bigrams(best.text)
                 or any(mine_vp.parts.get(k) and best.values.parts.get(k) for k in kinds)
                 or (best.dense or 0.0) >= rel_cos or clear):
@@ -367,8 +378,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("conflict", None, "partial_cessation", best, contest_key=best.key, note=partial_note)
             return done("retire", best.key, "nearest_cessation", best,
                         note="it says something stopped, and one memory is by far the nearest")
-        if best.slot_key and registry.cardinality(best.key) == "multi" and not names_replacement(text):
-            return None  # "I joined a chess club" beside "a member of the running club": another value of a list
+        if best.slot_key and registry.cardinality(best.key) == "multi" and not names_replacement(text) \
+                and not (FAVOURITE.search(text) and FAVOURITE.search(best.text)):
+            # "I joined a chess club" beside "a member of the running club": another value of a list; but a
+            # favourite is one ("我现在最喜欢走龙井那条线" of "我最喜欢的徒步路线是九溪十八涧")
+            return None
         says_new = typing.value_tokens - (best.typing.value_tokens if best.typing else set()) - CHANGE_STEMS
         if not says_new and not differing(best.values, mine_vp):
             return None  # "the offsite has changed" says no new value: the conflict rules decide
@@ -750,8 +764,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             kept = beside(best_c) if moved_clash(best_c) or not qualifiers_clash(best_c.values, mine_vp) else None
             if kept is not None:  # summer / winter, also: both kept, nothing contested
                 return kept
-            clear = _clearly_closest(best_c, [c for c in free if c.status in ("current", "contested")
-                                              and c.slot_key is None and same_subject(c)])
+            clear = clearly_closest(best_c, [c for c in free if c.status in ("current", "contested")
+                                             and c.slot_key is None and same_subject(c)], CLEAR_MARGIN)
             changed = value_changed(best_c)
             # it must say what the value is now: "the offsite with Dana has changed" gives none (a conflict)
             says_new = bool(mine_tokens - content_tokens(best_c.text) - CHANGE_STEMS - GENERIC - _GENERIC_STEMS)
@@ -767,22 +781,3 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                             note="one memory holds most of its words and it says that changed")
             return marked_nearest() or done("conflict", None, "free_unsure", best_c, contest_key=best_c.key)
     return marked_nearest() or done("new", None, "new_memory")
-
-
-def _clearly_closest(best: Candidate, pool: list[Candidate]) -> bool:
-    """``best`` holds the statement's content words well ahead of every other memory of ``pool`` (its overlap beats
-    the next by CLEAR_MARGIN; ``value_overlap`` was set by the caller for each)."""
-    others = [c.value_overlap for c in pool if c is not best]
-    return best.value_overlap - max(others, default=0.0) >= CLEAR_MARGIN
-
-
-
-def _relation(typing: Typing, c: Candidate) -> str:
-    if c.typing is not None and c.typing.subject != typing.subject:
-        return "other_subject"
-    if typing.slot_key is not None and c.slot_key == typing.slot_key:
-        return "sibling" if typing.cardinality == "multi" else "same_slot"
-    if c.slot_key is not None and typing.slot_key is not None:
-        return "other_slot"
-    return "similar"
-

@@ -22,8 +22,12 @@ INSTEAD = re.compile(r"\b(?:instead of|rather than|in place of|replac(?:ed|ing) 
                       r"\b(?:traded|swapped|exchanged)(?: in)? (?:my |the |our )?([^,.;]+?) for\b|"
                       r"不再([^，,。]{1,10})[，,]?\s*(?:改|换|而是)|不([^，,。]{1,8})了[，,]\s*(?:改|换)", re.I)
 #: words that make "also" part of a replacement, not an addition ("I now also ..." still adds)
-REPLACING = re.compile(r"\b(?:instead|switched|switch(?:ing)? to|no longer|replaced|moved to)\b|改成|换成|不再", re.I)
+REPLACING = re.compile(r"\b(?:instead|switched|switch(?:ing)? to|no longer|replaced|moved to)\b|"
+                       r"改成|换成|改为|换为|调成|调到|改到|变成|不再|以后(?:是|改|都是)", re.I)
 
+
+#: a superlative preference: one value even where the slot holds several (hobbies)
+FAVOURITE = re.compile(r"\bfavou?rite\b|\bthe (?:best|one) i like\b|最喜欢|最爱", re.I)
 
 #: a word joined to a list ("tennis and golf", "a cat and a dog", 猫和狗, 英语、法语)
 LIST_ITEM = re.compile(r"(?:,|\band\b|\bplus\b|&|和|、|跟|还有)\s*(?:(?:a|an|the|my|some|two|three)\s+)?([^\W\d_]+)")

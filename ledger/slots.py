@@ -122,7 +122,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                     r"\bis \d{1,2}\b(?![,.\-/:]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
           (r"我今年?\d{1,3}岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树]*?岁了|我今年(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁|了)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
-          ("老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),
+          ("(?<!住在)(?<!住回)老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
                                   r"grad school|phd|master's|bachelor's",), ("专业|大学|读研|读博|在读|学位|毕业于|研[一二三]|大[一二三四](?:学生|了)?|高[一二三](?:学生|了)|博[一二三四五]",)),
     _slot("preference.sport_team", "single", (r"supporter of|(?:i|we) support|fan of|favou?rite (?:team|club|player)|"
@@ -175,7 +175,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("residence.city", "single",
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )(?<!got )(?<!get )(?<!be )(?<!were )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown",),
-          ("住在|在.{1,6}住|我在.{1,6}生活|搬到|搬去|搬来|搬回|搬过来|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
+          ("住在|在.{1,6}住|我在.{1,6}生活|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|"
            r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),

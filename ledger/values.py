@@ -103,7 +103,7 @@ _TIME_ZH_TO = re.compile(r"(早上|早晨|上午|中午|下午|傍晚|晚上|夜
                          r"\s*([零〇一二两三四五六七八九十\d]{1,3})\s*[点點]")
 #: a character before 一点 that makes it "a bit more so" (早一点, 便宜一点): never a clock time
 _COMPARATIVE = set("早晚快慢多少好大小高低短长近远轻重简宜贵有")
-_DAY_OF_MONTH = re.compile(r"(?<![0-9])(\d{1,2})[号日](?![0-9线楼])|\bthe (\d{1,2})(?:st|nd|rd|th)\b", re.I)
+_DAY_OF_MONTH = re.compile(r"(?<![0-9])(0?[1-9]|[12][0-9]|3[01])[号日](?![0-9线楼])|\bthe (\d{1,2})(?:st|nd|rd|th)\b", re.I)
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _DATE_ZH = re.compile(r"(?:(\d{4}|[零〇一二两三四五六七八九]{4})年)?([\d一二三四五六七八九十]{1,3})月([\d一二三四五六七八九十]{1,3})[日号]")
 _DATE_EN = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? (\d{1,2})(?:st|nd|rd|th)?\b|"

@@ -250,3 +250,35 @@ def test_slot_cues_read_the_thing_not_a_word_near_it(text, slot):
 def test_a_new_commute_or_number_replaces_the_old_one(fresh_ledger, old, new):
     r, facts = revise(fresh_ledger, old, new)
     assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation
+
+
+@pytest.mark.parametrize("old,new,decision", [
+    # a Chinese marked statement: the search score and the multilingual companion's cosine both put one memory
+    # well ahead, which stands in for a shared word
+    ("钟点工每周三下午来打扫", "钟点工时间调了，以后改成周六上午来", "supersede"),  # 以后改: the days are replaced
+    ("我最喜欢的爬山路线是宝石山那条", "我现在最喜欢走北高峰那条线", "supersede"),  # a favourite is one, even of hobbies
+    ("我在健身房用的储物柜是68号", "健身房里我的柜子是102号，钥匙挂在手环上", "supersede"),  # 柜子 is 储物柜
+])
+def test_a_chinese_revision_found_by_meaning_and_by_the_attribute(minilm_ledger, old, new, decision):
+    r, facts = revise(minilm_ledger, old, new, user=f"u{abs(hash(new))}")
+    assert (r.decision, facts.get(old), facts.get(new)) == (decision, None, "current"), r.explanation
+
+
+@pytest.mark.parametrize("text,slot_key", [
+    ("我买了一把二手扶手椅，搬回来才发现比网上看着大得多", None),  # a chair carried home is no move
+    ("我搬过来一张书桌", None),
+    ("我们搬来苏州三年了", "residence.city"),
+    ("我妈住在老家洛阳", "family.mother.residence.city"),  # where she lives, which is also her hometown
+    ("我老家是洛阳的", "profile.hometown"),
+])
+def test_moving_house_is_not_carrying_a_thing_home(text, slot_key):
+    assert type_statement(text).slot_key == slot_key
+
+
+@pytest.mark.parametrize("text,parts", [
+    ("我在健身房用的储物柜是68号", {"number": {"68"}}),  # no month has a 68th day
+    ("每月1号交房租", {"date": {"day-01"}}),
+    ("31号出发", {"date": {"day-31"}}),
+])
+def test_a_day_of_the_month_is_one_a_month_has(text, parts):
+    assert {k: set(v) for k, v in value_parts(text).parts.items() if v} == parts
