@@ -388,6 +388,7 @@ _MARKERS_EN = re.compile(r"\b(?:now|currently|these days|nowadays|from now on|an
                          r"already|recently|finally|also|btw|by the way|oh|and|so|well|usually|often|always|normally|"
                          r"generally|typically|mostly|regularly|really|pretty much|basically)\b", re.I)
 _MARKERS_ZH = re.compile(r"现在|目前|最近|如今|已经|刚刚|终于|对了|话说|其实|平时|平常|常常|经常|一般|通常|总是|往往|基本上|"
+                         r"一直|始终|向来|一向|从来|依然|仍然|真的|确实|特别|非常|超级|"
                          r"了|啦|呢|吧|啊|呀|哦|嗯|都|很|挺")
 
 
@@ -430,6 +431,39 @@ def substitution(old: str, new: str) -> tuple[str, str] | None:
     if not (set(re.findall(r"\w", said) if sep == "" else re.findall(r"[\w'+-]+", said)) - _NO_VALUE):
         return None  # "... has changed", "...变了": it says something changed, not what it is now
     return sep.join(a[i1:i2]), said
+
+
+def insertion(old: str, new: str) -> str | None:
+    """The words ``new`` adds inside ``old`` when it is ``old`` with words added and nothing replaced or dropped
+    ("I live in York" / "I live in New York": "new"; "I like jazz" / "I like jazz and blues": "blues"; 我喜欢爵士乐 /
+    我喜欢爵士乐和蓝调: "蓝调"), ``old`` being at least half of ``new``; None otherwise, or when what it adds says
+    nothing (a marker, 了, "changed"). Markers are left out of both first (:func:`_units`)."""
+    a, b = _units(old), _units(new)
+    if not a or len(b) <= len(a) or len(a) < 0.5 * len(b):
+        return None
+    ops = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not ops or any(op[0] != "insert" for op in ops):
+        return None
+    sep = "" if has_cjk(old + new) else " "
+    said = " ".join(sep.join(b[j1:j2]) for _, _, _, j1, j2 in ops)
+    # "new" says nothing by itself ("got a new one") but is a word of a name ("New York")
+    names = {w for n in value_parts(new).parts.get("name", ()) for w in n.split()}
+    return said if content_tokens(said) - _NO_VALUE or set(said.split()) & names else None
+
+
+#: the words that say a sentence is negated, left out when two sentences' words are compared
+_NEGATORS = frozenset({"don't", "dont", "not", "no", "never", "doesn't", "isn't", "aren't", "can't", "won't",
+                       "不", "没", "别", "未"})
+
+
+def opposite_polarity(old: str, new: str) -> bool:
+    """Whether ``new`` says the opposite of ``old``: one is negated and the other not (:func:`value_parts`), and
+    their words are the same once negators and markers are left out ("I don't eat pork" / "I eat pork",
+    我不吃猪肉 / 我现在吃猪肉了). Two words or more must remain: "not now" / "now" says nothing."""
+    if value_parts(old).negated == value_parts(new).negated:
+        return False
+    a, b = set(_units(old)) - _NEGATORS, set(_units(new)) - _NEGATORS
+    return len(a) >= 2 and a == b
 
 
 #: a sentence that opens with a person's name, possessive or not ("Jon's dance studio ...", "Caroline is ...")

@@ -2,29 +2,13 @@
 
 The caller (memledger/remember.py) types the statement (ledger/slots.py), gathers candidates — the user's current
 memories that could be the same slot: the slot's own key or siblings, plus the best dense + lexical search hits —
-and calls :func:`resolve`. The rules, in order (each decision names its rule in the evidence):
-
-* ``duplicate``       the same sentence is already current under a key: ``reaffirm`` there.
-* single-valued slot with a current value (its key, or an older free-text key typed into the same slot):
-  ``correction``  a statement that says it corrects ("sorry, I meant", "不是…而是") -> ``correct``;
-  ``cessation``   it stops without a new value ("I dropped ...", "不再…") -> ``retire`` (the statement becomes the
-                  slot's current memory, the old value's valid range closes);
-  ``paraphrase``  its value tokens are contained in the current value's (overlap >= PARAPHRASE) and it announces
-                  no change -> ``reaffirm``;
-  ``additive_single`` a second value said with "also"/"too"/也 and no change marker -> ``conflict``;
-  ``same_slot``   otherwise -> ``supersede``.
-* multi-valued slot: the sibling whose value tokens overlap most is the target of a correction, cessation,
-  paraphrase or change; a statement matching no sibling is ``add``-ed as a new sibling key (``pet.2``); a cessation
-  or correction that matches no sibling among several is ``conflict`` (unsure which one).
-* no slot, a cessation or correction naming something (its value words: "I gave up chess", "Max passed away"):
-  the one current memory holding most of those words is retired or corrected (``named_cessation`` /
-  ``named_correction``); several equally good -> ``conflict``.
-* no slot: a near-identical current memory (content overlap >= PARAPHRASE_FREE or dense >= the embedder's
-  paraphrase cosine) -> ``reaffirm``; a similar one (overlap >= RELATED_FREE or dense >= related cosine) and the
-  statement says it corrects/stops/changes something -> ``conflict`` (both kept, the old one contested: "to
-  confirm"); otherwise ``new`` under a fresh key that owes nothing to the text.
-* a different subject ("my brother ...", "我哥哥...") is a different slot (``family.brother.preference.drink``),
-  so it never touches the user's own.
+and calls :func:`resolve`. The rules run in order: a duplicate; a catalogue slot, single-valued (correct, retire,
+reaffirm, supersede) or multi-valued (the sibling it names, or a new sibling); outside the catalogue, what it names,
+its opposite, the same meaning, the same attribute, a replaced value, then the nearest memory; otherwise a new
+memory under a fresh key that owes nothing to the text. docs/resolution.md lists every rule with its figures and
+examples; each decision names its rule in the evidence. Two things hold whatever rule decided: a reaffirmation never
+drops what the statement adds (a value word inside it supersedes, a clause of its own is kept beside), and another
+subject ("my brother ...", 我哥哥...) is another slot, so it never touches the user's own.
 
 Every other candidate is reported as ``related`` with its relation (``same_slot``, ``sibling``, ``other_slot``,
 ``other_subject``, ``similar``), and nothing about them changes: related-but-not-same memories all stay.
@@ -36,7 +20,7 @@ import re
 import unicodedata
 from typing import Any
 
-from .attributes import corrected, read_statement, same_attribute, substitution
+from .attributes import corrected, insertion, opposite_polarity, read_statement, same_attribute, substitution
 from .decision import Candidate, Resolution, clearly_closest, companion_ahead, relation_of
 from .lexicon import language_names, slot_values
 from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, REVISION_HINT, WE,
@@ -120,7 +104,14 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 c.relation = relation_of(typing, c)
         if target is not None:
             target.relation = "target"
-        if decision == "reaffirm" and target is not None and rule != "duplicate" and says_more(target.text, text):
+        added = insertion(target.text, text) if decision == "reaffirm" and target is not None else None
+        if added and rule != "duplicate":
+            # "I live in New York" of "I live in York", "I like jazz and blues" of "I like jazz": the memory's words
+            # with a value word added. A reaffirmation would drop it; the fuller statement, holding every word of
+            # the memory, replaces it
+            decision, rule, key = "supersede", "value_added", target.key
+            kw = {"note": f"it adds {added!r} to what the memory says: nothing either said is lost"}
+        elif decision == "reaffirm" and target is not None and rule != "duplicate" and says_more(target.text, text):
             # "my wifi password is tiger123 and my router is in the kitchen" of "my wifi password is tiger123": it
             # repeats the memory and adds to it; a reaffirmation would drop what it adds
             decision, rule, key = "add", "restated_with_more", None
@@ -156,6 +147,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             a, b = content_tokens(value_parts(mine_rd.value).residue), content_tokens(value_parts(theirs.value).residue)
             if a and b and (overlap(a, b) < PARAPHRASE or (a - b and b - a)):
                 out.append("value")  # "a medium flat white" / "a large flat white": a word replaced by another
+        if not out and typing.change and names_replacement(text):
+            # "我改成每周二四去健身房了" of "我每周一三五去健身房": the day or time it says it replaced
+            out += [k for k in ("day", "tod") if c.values.qualifiers.get(k) and mine_vp.qualifiers.get(k)
+                    and c.values.qualifiers[k] != mine_vp.qualifiers[k]]
         return out
 
     def names_theirs(c: Candidate) -> bool:  # "swim practice for my daughter" of a daughter's memory
@@ -184,8 +179,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("add", None, "additive", None, fresh_key=True,
                         note="it says also/too/也: it adds to what is known, nothing is contested")
         clash = qualifiers_clash(c.values, mine_vp) if c is not None else []
-        if c is not None and substitution(c.text, text) is not None:
-            clash = []  # only the qualifier's words changed ("every Wednesday" -> "every Friday"): its value moved
+        sub = substitution(c.text, text) if c is not None else None
+        if sub is not None:
+            # only the qualifier's words changed ("every Wednesday" -> "every Friday"): its value moved; one the old
+            # sentence did not name is another case ("until 10pm" -> "until 11pm on weekends")
+            clash = [k for k in clash if not c.values.qualifiers.get(k)]
         if (typing.change or both_named) and c is not None:
             # "we moved to Bristol in the spring": a change may add a qualifier; only a changed one is another case.
             # So too in a catalogue slot: "I drink coffee every morning" after "I drink tea" is the drink changing
@@ -195,7 +193,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 clash = [k for k in clash if k not in ("day", "tod")]
         if clash and mine_rd.value and c is not None and same_attribute(c.reading, mine_rd):
             # "the piano lesson is on Tuesdays" -> "... on Thursdays": the qualifier is the value said of the attribute
-            clash = [k for k in clash if k not in qualifier_kinds(mine_rd.value)]
+            clash = [k for k in clash if k not in qualifier_kinds(mine_rd.value)
+                     & qualifier_kinds(c.reading.value or "")]  # when both name one: else another case
         if clash:
             return done("add", None, "qualifier_sibling", None, fresh_key=True,
                         note=f"the same attribute for another {'/'.join(clash)}: a sibling, not a replacement")
@@ -644,7 +643,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return kept
             changed = value_changed(matched)
             if changed:
-                if same_subject(matched) and (same_attribute(matched.reading, mine_rd)
+                if same_subject(matched) and (same_attribute(matched.reading, mine_rd) or set(changed) <= {"day", "tod"}
                                               or substitution(matched.text, text) is not None):
                     return done("supersede", matched.key if close is None else None, "value_changed", matched,
                                 close_key=close, note=f"same attribute, {'/'.join(changed)} changed")
@@ -713,6 +712,12 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             target = found[0][2]
             return done("supersede", target.key, "instead_of", target, note="it names what it replaces")
 
+    # no slot: the same words, negated or no longer ("I don't eat pork" / "I eat pork"): the newest holds
+    flipped = [c for c in candidates if c.status in ("current", "contested") and same_subject(c)
+               and nfc(c.text) != mine and opposite_polarity(c.text, text)]
+    if len(flipped) == 1 and typing.mood == "statement" and not narrative:
+        return done("supersede", flipped[0].key, "opposite_polarity", flipped[0],
+                    note="the same words with the opposite polarity: the newest statement holds")
     # no slot: "also" adds, whatever it resembles
     if typing.additive and not names_replacement(text) and not typing.correction and not typing.cessation:
         return done("add", None, "additive", None, fresh_key=True,

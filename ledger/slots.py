@@ -177,7 +177,7 @@ CATALOGUE: tuple[Slot, ...] = (
            r"resides in|moved out of|moved away|my city|hometown",),
           ("住在|在.{1,6}住|我在.{1,6}生活|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
-          (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|"
+          (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|(?:started|start|began|back to) eating (?:meat|fish|seafood|chicken|pork|beef)|"
            r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),
     _slot("preference.drink", "single", (_DRINKS + r"|drink|drinks|drinking",),
           ("喝|咖啡|茶|拿铁|美式|奶茶|啤酒|果汁|红酒|可乐|豆浆|酸奶|抹茶",)),
@@ -206,7 +206,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("hobby", "multi",
           (r"hobby|hobbies|in my free time|in my spare time|for fun|i enjoy|enjoys|took up|taken up|"
            r"play(?:s|ing)? (?:the )?(?:guitar|piano|violin|drums|tennis|football|soccer|basketball|chess|golf|"
-           r"badminton|volleyball|banjo|ukulele|cello|flute|saxophone|drums)|go(?:ing)? to the gym|(?<!at the )gym(?! (?:locker|membership|card|pass|fee|bag|code|number|id)\b)|hiking|painting|knitting|photography|gardening|yoga|climbing|running|"
+           r"badminton|volleyball|banjo|ukulele|cello|flute|saxophone|drums)|go(?:ing)? to the gym|(?<!at the )gym(?! (?:locker|membership|card|pass|fee|bag|code|number|id|is open|opens|closes|hours|is closed)\b)(?!.{0,12}\b(?:open|opens|closes|closed) (?:until|till|at|from)\b)|hiking|painting|knitting|photography|gardening|yoga|climbing|running|"
            r"swimming|cycling|surfing|skiing|baking|pottery|fishing|reading novels",),
           ("爱好|业余|兴趣|空闲时|健身(?!房)|去.{0,4}健身房|在健身房(?:锻炼|练|运动|健身)|健身房(?:锻炼|练)|学.{0,2}(?:吉他|钢琴|画|舞)|弹吉他|弹钢琴|打篮球|打羽毛球|踢足球|下棋|爬山|徒步|画画|摄影|瑜伽|跑步|游泳|钓鱼|烘焙|骑车",)),
 )

@@ -151,13 +151,20 @@ _NEGATION = re.compile(r"\bno(?! (?:exceptions?|matter|doubt|problem|worries|way
                        r"(?<!差)不(?!多|错|少|过|仅|但|久|然|同|如|断|停|管|论|止|好意思)|没有?(?!关系|事儿?|错)|"
                        r"别(?=[吃喝买去做用忘])|未(?!来)|勿")
 
+#: weekdays said as a list after one 周 / 星期 / 礼拜 (周一三五, 星期二、四)
+_ZH_WEEKDAYS = re.compile(r"(?:周|星期|礼拜)([一二三四五六日天](?:[、和及]?[一二三四五六日天])*)(?![次回趟遍个]|下(?!午))")
+_ZH_DAY_NAMES = {"一": "monday", "二": "tuesday", "三": "wednesday", "四": "thursday", "五": "friday", "六": "weekend",
+                 "日": "weekend", "天": "weekend"}
+#: what follows a number that says a time from now or ago: 三天后, 两周前, 五个月后
+_ZH_RELATIVE = re.compile(r"(?:个)?(?:天|日|周|星期|礼拜|月|年|小时|分钟)(?:以?后|以?前|之后|之前)")
+
 _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
     "tod": ((r"\b(?:in the )?mornings?\b|\bbreakfast\b|早上|早晨|上午|早饭|早餐", "morning"),
             (r"\b(?:in the )?afternoons?\b|\blunch\b|下午|午饭|午餐|中午", "afternoon"),
             (r"\b(?:in the )?evenings?\b|\bat night\b|\btonight\b|\bdinner\b|\bnights\b|晚上|夜里|晚饭|晚餐|睡前", "evening")),
     "day": ((r"\bweekdays?\b|\bworkdays?\b|\bmondays? to fridays?\b|周一到周五|星期一到星期五|工作日|平时|平日", "weekday"),
             (r"\bweekends?\b|\bsaturdays?\b|\bsundays?\b|周末|周六|周日|星期六|星期天|星期日|礼拜天", "weekend"),
-            *((rf"\b{d}s?\b|{z}", d) for d, z in (("monday", "周一|星期一"), ("tuesday", "周二|星期二"),
+            *((rf"\b{d}s?\b|(?:{z})(?![次回趟遍个]|下(?!午))", d) for d, z in (("monday", "周一|星期一"), ("tuesday", "周二|星期二"),
                                                    ("wednesday", "周三|星期三"), ("thursday", "周四|星期四"),
                                                    ("friday", "周五|星期五")))),
     "season": ((r"\bsummers?\b|夏天|夏季", "summer"), (r"\bwinters?\b|冬天|冬季", "winter"),
@@ -305,6 +312,9 @@ def value_parts(text: str) -> ValueParts:
                 parts[kind].add(v)
                 t = _blank(t, m.span())
 
+    # 周一三五, 星期二和四: weekdays (qualifiers, read below), never the number 135
+    for m in list(_ZH_WEEKDAYS.finditer(t)):
+        t = _blank(t, m.span())
     take("email", _EMAIL, lambda m: m.group(0).lower())
     take("url", _URL, lambda m: re.sub(r"^(?:https?://)?(?:www\.)?", "", m.group(0).lower()).rstrip("/"))
     take("date", _DATE_ISO, lambda m: f"{int(m.group(1)):04d}-{int(m.group(2)):02d}-{int(m.group(3)):02d}")
@@ -515,6 +525,8 @@ def value_parts(text: str) -> ValueParts:
             return None  # 一个 / 一只 is the article "a", as in English; 两只 / 三只 are counts
         if s in _ZH_SCALES and len(s) == 1 and not (after and after in "兆块元米"):
             return None  # 十分 (very), 万 alone; but 千兆 is a thousand
+        if _ZH_RELATIVE.match(t, m.end()):
+            return None  # 三天后, 两周前: a time from now, which the relative-time reading resolves
         x = zh_number(s)
         return None if x is None else _fmt(x)
 
@@ -554,6 +566,9 @@ def value_parts(text: str) -> ValueParts:
                 if kind == "tod" and parts["time"]:
                     continue  # "8 in the morning": part of the time, not a qualifier of its own
                 quals.setdefault(kind, set()).add(value)
+    if not ranged:
+        for m in _ZH_WEEKDAYS.finditer(low):
+            quals.setdefault("day", set()).update(_ZH_DAY_NAMES[c] for c in m.group(1) if c in _ZH_DAY_NAMES)
     return ValueParts(parts={k: frozenset(v) for k, v in parts.items() if v},
                       qualifiers={k: frozenset(v) for k, v in quals.items()},
                       negated=bool(_NEGATION.search(low)), residue=t)
@@ -661,7 +676,10 @@ def names_within(words: set[str], others: set[str]) -> bool:
 
 
 def zh_numerals(text: str) -> set[str]:
-    """The Chinese numeral characters of a text, with 两 read as 二 (一 left out: it is also "a")."""
+    """The Chinese numeral characters of a text, with 两 read as 二 (一 left out: it is also "a"; weekdays, 周二四,
+    and times from now, 两年前, left out: they are days and times)."""
+    text = _ZH_WEEKDAYS.sub("", text)
+    text = re.sub(r"[零〇一二两三四五六七八九十百千万]+(?=" + _ZH_RELATIVE.pattern + ")", "", text)  # 两年前: a time
     return {"二" if c == "两" else c for c in text if c in "二两三四五六七八九十百千万"}
 
 
