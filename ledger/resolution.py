@@ -382,6 +382,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # "I joined a chess club" beside "a member of the running club": another value of a list; but a
             # favourite is one ("我现在最喜欢走龙井那条线" of "我最喜欢的徒步路线是九溪十八涧")
             return None
+        gives = aspect_of(mine_vp) & {"time", "date"}  # not a number: "送到3号楼底下的丰巢柜" is the new place
+        if gives and not gives & aspect_of(best.values) and not typing.correction:
+            # "瑜伽馆…营业时间改成早九点到晚九点" of "在那家瑜伽馆办了年卡": a time where the memory holds none is
+            # another aspect of the same thing, not its new value
+            return None
         says_new = typing.value_tokens - (best.typing.value_tokens if best.typing else set()) - CHANGE_STEMS
         if not says_new and not differing(best.values, mine_vp):
             return None  # "the offsite has changed" says no new value: the conflict rules decide
@@ -409,6 +414,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         cos, (least, margin), best = scored[0]
         if narrative or cos < least or (len(scored) > 1 and cos - scored[1][0] < margin):
             return None
+        if cjk_statement and any(len(cjk_bigrams(cl)) >= 2 and not cjk_bigrams(cl) & cjk_bigrams(best.text)
+                                 for cl in re.split(r"[，,。；;！!？?]", text)):
+            return None  # "刘医生是口腔医院正畸科的，我这副牙套就是她给我戴的": a clause of its own is not said again
         if (not same_subject(best) or value_changed(best) or qualifiers_clash(best.values, mine_vp)
                 or not names_within(name_words(mine_vp), name_words(best.values))
                 or (best.typing is not None and (best.typing.cessation or best.typing.mood != "statement"))):

@@ -120,7 +120,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                     r"(?<!bus )(?<!route )(?<!seat )(?<!spot )(?<!row )(?<!platform )(?<!line )(?<!table )"
                                     r"(?<!combo )(?<!combination )(?<!pin )(?<!password )(?<!lock )"
                                     r"\bis \d{1,2}\b(?![,.\-/:]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
-          (r"我今年?\d{1,3}岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树]*?岁了|我今年(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁|了)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
+          (r"我今年?\s*\d{1,3}\s*岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树]*?岁了|我今年\s*(?:\d{1,3}|[一二三四五六七八九十]{1,3})\s*(?:岁|了|[，,。](?!\s*\d)|$)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
           ("(?<!住在)(?<!住回)老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
@@ -463,7 +463,7 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"[记说写打搞弄看填报](?:错|岔)了?(?:日子|时间|号|数|名字|地址|号码|字|日期|一位|位)了", r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"[，,]不是[^，,是]{1,10}$",
     r"\bautocorrect", r"\bwrong row\b", r"\bdid i (?:say|write|type)\b", r"\bfat[- ]?finger", r"\bhad (?:it|that) wrong\b",
     r"\b(?:typed|wrote|spelt|spelled|entered|put|gave you) (?:it|that|this|them|those)(?: down| in)? wrong\b",
-    r"打错字", r"看岔", r"[记写说看听打]反了", r"^(?:哦|噢|啊|嗯)?[，,]?不对",
+    r"[报填输算]错了", r"[，,]\s*不是\s*[\d一二两三四五六七八九十]+[^，,。]{0,3}[，,。]", r"打错字", r"看岔", r"[记写说看听打]反了", r"^(?:哦|噢|啊|嗯)?[，,]?不对",
     r"^不是[^，,。]{1,12}[，,]\s*(?:应该|其实)?是",
 )]
 #: A question states nothing about the user ("Do you think I should drink more water?", "我该不该换工作？").
@@ -475,7 +475,10 @@ _QUESTION = _lazy_re(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|coul
 _STATED_THEN_ASKED = _lazy_re(r"^(?:i'm|i am|i've|i have|i don't|i do not|i can't|i cannot|i live|i work|i'm now|"
                               r"my \w+(?: \w+)? (?:is|are))\b[^?？]{2,80}?[,;.!—–-]\s*(?:so|and|but)?\s*"
                               r"(?:could|can|would|will) you\b|"
-                              r"^我[^？?，,]{2,30}[，,。！!]\s*(?:所以|那)?\s*(?:你)?(?:能不能|可不可以|能|可以|帮我|麻烦)")
+                              r"^我[^？?，,]{2,30}[，,。！!]\s*(?:所以|那)?\s*(?:你)?(?:能不能|可不可以|能|可以|帮我|麻烦)|"
+                              # a whole sentence said, then one asked ("Payslip came through: 46k before tax. Can we
+                              # redo the budget?", "...wants to plan our first trip. Thinking Lisbon?")
+                              r"^[^?？]{15,}?[.!。！]\s*[^.!。！?？]{2,80}[?？]\s*$")
 #: A plan, possibility or hypothetical is not (yet) a change of the current value ("I might move to Berlin next
 #: year", "I'm thinking about switching to tea", 我明年可能搬到深圳, 我打算换工作): it is recorded as a plan.
 _TENTATIVE = _lazy_re(r"\b(?:might|(?:maybe|perhaps)(?! (?:\d|one|two|three|four|five|a few|twice|once)\b)|possibly|"
@@ -492,7 +495,7 @@ _PLANNING = _lazy_re(r"(?<!not )(?<!n't )(?<!no )\bplan(?:s|ning)? (?:to|on)\b|(
 _PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计划|计划(?:取消|泡汤|搁置|作废|放弃|没了)|"
                         r"(?:放弃|取消|不再)了?.{0,8}计划")
 _ADDITIVE = _lazy_re(r"\b(?:also|too|as well|in addition|besides|as much as|another|one more|a second|"
-                      r"on top of that)\b|也(?![算好罢行是许])|还有|另外|又(?![涨降换改搬调变开始])|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
+                      r"on top of that)\b|也(?![算好罢行是许])|(?:^|[，,。；;！!])\s*还有|还有(?=[一两二三几])|另外|又(?=养|买|添|多了|报了|加了|交了|办了|认识|学了|开了|有了?一)|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
 _NEGATED = [_lazy_re(p) for p in (r"不是(.{1,12}?)而是", r"不是([^，,]{1,12}?)[，,]\s*(?:应该|其实)?是",
                                    r"[，,]不是([^，,是]{1,10})$", r"\bnot " + _NOT_DEGREE + r"([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
 _CESSATION = [_lazy_re(p) for p in (

@@ -155,6 +155,10 @@ _NEGATION = re.compile(r"\bno(?! (?:exceptions?|matter|doubt|problem|worries|way
 _ZH_WEEKDAYS = re.compile(r"(?:周|星期|礼拜)([一二三四五六日天](?:[、和及]?[一二三四五六日天])*)(?![次回趟遍个]|下(?!午))")
 _ZH_DAY_NAMES = {"一": "monday", "二": "tuesday", "三": "wednesday", "四": "thursday", "五": "friday", "六": "weekend",
                  "日": "weekend", "天": "weekend"}
+#: set phrases whose numerals count nothing (隔三差五 = every so often, 一清二楚 = perfectly clear)
+_ZH_IDIOMS = re.compile(r"隔三差五|三天两头|三番五次|一五一十|乱七八糟|七上八下|三心二意|一清二楚|十全十美|四面八方|"
+                        r"九牛一毛|不三不四|五花八门|千方百计|千万别|万一|一模一样|独一无二|三言两语|接二连三|"
+                        r"七嘴八舌|五颜六色|一举两得|十有八九|百分之百")
 #: what follows a number that says a time from now or ago: 三天后, 两周前, 五个月后
 _ZH_RELATIVE = re.compile(r"(?:个)?(?:天|日|周|星期|礼拜|月|年|小时|分钟)(?:以?后|以?前|之后|之前)")
 
@@ -312,8 +316,8 @@ def value_parts(text: str) -> ValueParts:
                 parts[kind].add(v)
                 t = _blank(t, m.span())
 
-    # 周一三五, 星期二和四: weekdays (qualifiers, read below), never the number 135
-    for m in list(_ZH_WEEKDAYS.finditer(t)):
+    # 周一三五, 星期二和四: weekdays (qualifiers, read below), never the number 135; 隔三差五: no number either
+    for m in [*_ZH_IDIOMS.finditer(t), *_ZH_WEEKDAYS.finditer(t)]:
         t = _blank(t, m.span())
     take("email", _EMAIL, lambda m: m.group(0).lower())
     take("url", _URL, lambda m: re.sub(r"^(?:https?://)?(?:www\.)?", "", m.group(0).lower()).rstrip("/"))
@@ -678,7 +682,7 @@ def names_within(words: set[str], others: set[str]) -> bool:
 def zh_numerals(text: str) -> set[str]:
     """The Chinese numeral characters of a text, with 两 read as 二 (一 left out: it is also "a"; weekdays, 周二四,
     and times from now, 两年前, left out: they are days and times)."""
-    text = _ZH_WEEKDAYS.sub("", text)
+    text = _ZH_WEEKDAYS.sub("", _ZH_IDIOMS.sub("", text))
     text = re.sub(r"[零〇一二两三四五六七八九十百千万]+(?=" + _ZH_RELATIVE.pattern + ")", "", text)  # 两年前: a time
     return {"二" if c == "两" else c for c in text if c in "二两三四五六七八九十百千万"}
 

@@ -24,7 +24,7 @@ def revise(ml, user: str, old: str, new: str):
 
 
 @pytest.mark.parametrize("old,new", [
-    ("我是O型血", "血型的话我是O型，献血的时候测过"),
+    ("我是O型血", "血型的话我是O型"),
     ("我每个月给我妈转1500生活费", "每月给老妈打一千五当生活费"),
     ("My bike lock combo is 3-8-1-5.", "note to self: bike lock combination = 3815"),
     # a language opening the sentence is its topic, not a person the sentence is about
@@ -39,6 +39,7 @@ def test_the_same_thing_in_other_words_reaffirms(minilm_ledger, old, new):
 @pytest.mark.parametrize("old,new", [
     # close in meaning, but a value, a negation or a person differs: never a reaffirmation (nothing said is lost)
     ("我每次剪头都找理发店的阿杰", "头发只让阿杰剪，别人剪我不放心"),  # it adds a negated clause
+    ("我是O型血", "血型的话我是O型，献血的时候测过"),  # a clause of its own (when it was tested): kept beside
     ("My bike lock combo is 3-8-1-5.", "My bike lock combo is 3-8-1-6."),
     ("我的体检约在5月20号上午", "我爸的体检定在5月27号早上八点"),
     ("I stopped drinking coffee last year.", "I drink a coffee every morning."),

@@ -1,0 +1,72 @@
+"""What a statement's words say before any memory is compared: "again" is not "also", a statement followed by a
+question still states, a correction said by the wrong figure, ages written with spaces, set phrases whose numerals
+count nothing (docs/resolution.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger.slots import type_statement
+from ledger.values import value_parts, zh_numerals
+
+T1, T2 = "2024-01-01T09:00:00Z", "2024-02-01T09:00:00Z"
+
+
+@pytest.mark.parametrize("text,additive", [
+    ("豆包今天又把我拖鞋叼跑了", False),  # 又 = again
+    ("吃素没坚持下去，上周开始又正常吃肉了", False),
+    ("这阵子上班都坐 10 号线，人少还有座位。", False),  # 还有 = there are still
+    ("我又养了一只猫", True),  # 又养 = got another
+    ("我还有一个妹妹", True),
+    ("还有，我也喜欢喝茶", True),
+])
+def test_again_is_not_also(text, additive):
+    assert type_statement(text).additive is additive
+
+
+@pytest.mark.parametrize("text,mood", [
+    ("Payslip came through after the annual review: 46k before tax. Can we redo the budget with that?", "statement"),
+    ("Marcus, my boyfriend, wants to plan our first trip together. Thinking Lisbon in May?", "statement"),
+    ("Do you know where I live?", "question"),
+    ("I moved. Where should I put the boxes?", "question"),  # too short to state anything of its own
+])
+def test_a_sentence_said_then_one_asked_is_a_statement(text, mood):
+    assert type_statement(text).mood == mood
+
+
+@pytest.mark.parametrize("text,slot_key,correction", [
+    ("刚才报错了，我今年 26，不是 27，白白给自己多加了一岁。", "profile.age", True),
+    ("我今年 27 岁。", "profile.age", False),
+    ("我今年30个项目", None, False),
+])
+def test_a_correction_by_the_wrong_figure_and_ages_with_spaces(text, slot_key, correction):
+    t = type_statement(text)
+    assert (t.slot_key, t.correction) == (slot_key, correction)
+
+
+@pytest.mark.parametrize("text,numbers", [
+    ("楼下那家奶茶店最对我胃口，隔三差五就去一趟", set()),
+    ("这事我百分之百确定", set()),
+    ("我每周三次去游泳", {"3"}),
+])
+def test_set_phrases_count_nothing(text, numbers):
+    assert set(value_parts(text).parts.get("number", ())) == numbers
+    assert zh_numerals(text) == ({"三"} if numbers else set())
+
+
+def test_a_time_where_the_memory_holds_none_is_another_aspect(minilm_ledger):
+    ml = minilm_ledger
+    old = "我在小区门口那家瑜伽馆办了年卡。"
+    ml.remember("yoga", old, observed_at=T1)
+    r = ml.remember("yoga", "瑜伽馆通知说下个月起周一闭馆，营业时间改成早九点到晚九点。", observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile("yoga").facts.values()}
+    assert facts.get(old) == "current", r.explanation
+
+
+def test_a_chinese_clause_of_its_own_is_never_reaffirmed_away(minilm_ledger):
+    ml = minilm_ledger
+    new = "刘医生是市口腔医院正畸科的，我这副牙套就是她给我戴的。"
+    ml.remember("dentist", "我的牙医是刘医生。", observed_at=T1)
+    r = ml.remember("dentist", new, observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile("dentist").facts.values()}
+    assert r.decision != "reaffirm" and facts.get(new) == "current", r.explanation
