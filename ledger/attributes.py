@@ -397,6 +397,11 @@ _NO_VALUE = set("changed change changes different new updated moved cancelled ca
                 "been the a an it".split()) | set("变换改新别不同取消没了")
 
 
+#: sentences longer than this (words, or Chinese characters) are not compared place by place: a statement is a
+#: sentence or two, and the comparison's cost grows with the square of the length (a pasted document)
+MAX_COMPARED_UNITS = 240
+
+
 def _units(text: str) -> list[str]:
     """A sentence as comparable units: lower-cased words for English, characters for Chinese (punctuation and
     change or discourse markers left out, so "now" or 现在 never makes a difference by itself)."""
@@ -416,7 +421,7 @@ def substitution(old: str, new: str) -> tuple[str, str] | None:
     value is about; the spans are the values. Both spans must be non-empty (an added word is a qualifier or a
     detail, not a replaced value)."""
     a, b = _units(old), _units(new)
-    if not a or not b or a == b:
+    if not a or not b or a == b or max(len(a), len(b)) > MAX_COMPARED_UNITS:
         return None
     sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
     ops = [op for op in sm.get_opcodes() if op[0] != "equal"]
@@ -439,7 +444,7 @@ def insertion(old: str, new: str) -> str | None:
     我喜欢爵士乐和蓝调: "蓝调"), ``old`` being at least half of ``new``; None otherwise, or when what it adds says
     nothing (a marker, 了, "changed"). Markers are left out of both first (:func:`_units`)."""
     a, b = _units(old), _units(new)
-    if not a or len(b) <= len(a) or len(a) < 0.5 * len(b):
+    if not a or len(b) <= len(a) or len(a) < 0.5 * len(b) or len(b) > MAX_COMPARED_UNITS:
         return None
     ops = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
     if not ops or any(op[0] != "insert" for op in ops):

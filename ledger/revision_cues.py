@@ -113,13 +113,18 @@ def names_replacement(text: str) -> bool:
 _CLAUSES = re.compile(r"[,;，；。!?！？—]|\.(?=\s|$)|\s(?:because|since|so|but|as|and now|which|after)\s", re.I)
 
 
+#: the clauses of a statement read for its cue: a statement says what stopped near its start, and a pasted document
+#: would be typed clause by clause otherwise
+MAX_CLAUSES = 12
+
+
 def cue_clause_tokens(text: str, registry: Any, user_name: str | None) -> set[str]:
     """The value words of the clause that carries a cessation or correction ("I've given up the football, my knee
     can't take it" -> football), or an empty set when the sentence is one clause or no clause carries the cue."""
     clauses = [c for c in _CLAUSES.split(text) if c and c.strip()]
     if len(clauses) < 2:
         return set()
-    for clause in clauses:
+    for clause in clauses[:MAX_CLAUSES]:
         t = type_statement(clause, registry, user_name)
         if t.cessation or t.correction:
             return {w for w in t.value_tokens if "'" not in w}

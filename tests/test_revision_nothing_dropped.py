@@ -100,3 +100,13 @@ def test_chinese_weekdays_and_times_from_now_are_not_numbers(text, parts, days):
 def test_weekdays_are_not_numerals_inside_words():
     assert zh_numerals("我改成每周二四去健身房了") == set()
     assert zh_numerals("我研二了") == {"二"}
+
+
+def test_a_pasted_document_is_not_compared_place_by_place():
+    # the comparison's cost grows with the square of the length: a document is a memory, not a reworded sentence
+    from ledger.attributes import MAX_COMPARED_UNITS, substitution
+
+    long_old = " ".join(f"word{i}" for i in range(MAX_COMPARED_UNITS + 10))
+    assert substitution(long_old, long_old.replace("word5 ", "other ")) is None
+    assert insertion(long_old, long_old + " more") is None
+    assert substitution("I live in York", "I live in Leeds") == ("york", "leeds")
