@@ -3,15 +3,13 @@
 Concurrency is eventsourcing's optimistic concurrency control: every event carries (originator_id,
 originator_version) and the recorder's unique constraint refuses a second event at the same version. A command that
 loses that race (``RecordConflictError``) is re-run on the winner's version — the policy decides again on the state
-that now exists, so two writers racing on one fact never lose an update — up to ``max_retries`` times, then
-:class:`~ledger.errors.ConflictError`. A batch is saved in one ``save()`` (one transaction): all of it or none.
+that now exists, so two writers racing on one fact never lose an update — by the one retry policy of
+ledger/retry.py, then :class:`~ledger.errors.ConflictError`. A batch is saved in one ``save()`` (one transaction): all of it or none.
 """
 
 from __future__ import annotations
 
-import random
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,10 +17,10 @@ from datetime import datetime
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.persistence import RecordConflictError
 
 from .domain import Fact, fact_id
-from .errors import BadInput, ConflictError
+from .errors import BadInput
+from .retry import on_conflict
 from .schemas import FactCommand
 from .timeutil import now_utc
 
@@ -50,7 +48,6 @@ class LedgerApplication(Application):
     """The write side. ``env`` selects the persistence module (SQLite file or PostgreSQL), see ledger/config.py."""
 
     name = "memledger"
-    max_retries = 30
 
     def __init__(self, env: Any = None, *, keystore: Any = None) -> None:
         """``keystore``: a :class:`ledger.crypto.KeyStore` to encrypt personal fields per user (crypto-shredding,
@@ -180,14 +177,14 @@ class LedgerApplication(Application):
 
         Raises:
             BadInput: a command was refused by the policy (nothing of the batch is saved).
-            ConflictError: optimistic-concurrency conflicts persisted after ``max_retries`` re-runs.
+            ConflictError: optimistic-concurrency conflicts persisted (ledger/retry.py, one policy for every write).
         """
         from .relations import Relation, RelationCommand, relation_stream_id
 
         kinds: list[type[Fact]] = [Relation if isinstance(c, RelationCommand) else Fact for c in commands]
         stream_ids = [relation_stream_id(c.user_id, c.key) if k is Relation else fact_id(c.user_id, c.key)
                       for c, k in zip(commands, kinds)]  # uuid5, so once per command
-        for attempt in range(self.max_retries + 1):
+        def attempt(n: int) -> list[Outcome]:
             recorded_at = now_utc()
             facts: dict[uuid.UUID, Fact] = {}
             existing = self.existing_streams(set(stream_ids)) if len(commands) > 1 else None
@@ -208,16 +205,10 @@ class LedgerApplication(Application):
                         raise
                     raise BadInput(where + exc.field, exc.problem, exc.fix) from None
                 pending.append((cmd, event, first))
-            try:
-                # Events are saved in command order (not grouped by stream), so log order is the order the
-                # caller gave: a batch reads in the log exactly as it was written.
-                events = first_events + [e for _, e, _ in pending if e is not None]
-                recordings = self.save_events(events) if events else []
-            except RecordConflictError:
-                # Another writer took a version we wanted. Back off exponentially with full jitter (AWS
-                # Architecture Blog, "Exponential Backoff and Jitter") so racing writers stop colliding in step.
-                time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
-                continue
+            # Events are saved in command order (not grouped by stream), so log order is the order the caller gave:
+            # a batch reads in the log exactly as it was written. A lost race raises RecordConflictError: re-run.
+            events = first_events + [e for _, e, _ in pending if e is not None]
+            recordings = self.save_events(events) if events else []
             positions = {id(r.domain_event): r.notification.id for r in recordings}
             out = []
             for cmd, event, first in pending:
@@ -228,7 +219,5 @@ class LedgerApplication(Application):
                     version, event_id, _fp, kind, effect = first  # type: ignore[misc]
                     out.append(Outcome(cmd, version, event_id, kind, effect, None, True))
             return out
-        raise ConflictError(
-            f"gave up after {self.max_retries + 1} attempts: other writers kept changing the same fact(s); "
-            "retry the command"
-        )
+
+        return on_conflict(attempt, "fact(s)")

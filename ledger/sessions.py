@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
-import time
 import unicodedata
 import uuid
 from dataclasses import dataclass
@@ -42,11 +40,11 @@ from typing import Any, Literal
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate, event
-from eventsourcing.persistence import RecordConflictError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .domain import NAMESPACE
-from .errors import BadInput, ConflictError, IdempotencyMismatch
+from .errors import BadInput, IdempotencyMismatch
+from .retry import on_conflict
 from .schemas import MAX_ID, MAX_TEXT, check_text, check_user_id, pydantic_problem
 from .timeutil import check_observed, now_utc, parse_instant
 
@@ -497,7 +495,7 @@ def load_message(app: Any, stream_id: uuid.UUID) -> Message:
         return Message.shell(stream_id, now_utc())
 
 
-def execute_session_commands(app: Any, commands: list[SessionCommand], max_retries: int = 8,
+def execute_session_commands(app: Any, commands: list[SessionCommand],
                              saved: list[tuple[int, Any]] | None = None) -> list[SessionOutcome]:
     """Decide and save ``commands`` in one ``save()`` of ``app`` (the ledger's Application): all or nothing.
 
@@ -505,7 +503,7 @@ def execute_session_commands(app: Any, commands: list[SessionCommand], max_retri
     starts included), in log order, so the caller can project them from memory (``Store.catch_up(recent=...)``).
 
     Same concurrency contract as :meth:`ledger.application.LedgerApplication.execute`: a batch that loses an
-    optimistic-concurrency race is decided again on the winner's state, up to ``max_retries`` times.
+    optimistic-concurrency race is decided again on the winner's state (ledger/retry.py: the one retry policy).
 
     Raises:
         BadInput: a command was refused (nothing of the batch is saved).
@@ -519,7 +517,7 @@ def execute_session_commands(app: Any, commands: list[SessionCommand], max_retri
     message_ids = {message_stream_id(c.user_id, c.session_id, c.message_id) for c in commands
                    if c.op == "log" and c.message_id is not None}
     existing = lister(message_ids) if lister is not None and len(message_ids) > 1 else None
-    for attempt in range(max_retries + 1):
+    def run(attempt: int) -> list[SessionOutcome]:
         recorded_at = now_utc()
         aggregates: dict[uuid.UUID, Any] = {}
 
@@ -551,12 +549,8 @@ def execute_session_commands(app: Any, commands: list[SessionCommand], max_retri
                                            "name a logged message id")
                 event, first = session.record(cmd, recorded_at)
             pending.append((cmd, event, first))
-        try:
-            changed = [a for a in aggregates.values() if a.pending_events]
-            recordings = app.save(*changed) if changed else []
-        except RecordConflictError:
-            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
-            continue
+        changed = [a for a in aggregates.values() if a.pending_events]
+        recordings = app.save(*changed) if changed else []  # a lost race raises RecordConflictError: re-run
         positions = {id(r.domain_event): r.notification.id for r in recordings}
         if saved is not None:
             saved.extend(sorted(((r.notification.id, r.domain_event) for r in recordings), key=lambda pe: pe[0]))
@@ -570,7 +564,7 @@ def execute_session_commands(app: Any, commands: list[SessionCommand], max_retri
                 name = "MessageLogged" if cmd.op == "log" else "SessionStarted"
                 out.append(SessionOutcome(cmd, name, version, event_id, None, True))
         return out
-    raise ConflictError(f"gave up after {max_retries + 1} attempts: other writers kept changing the same session(s)")
+    return on_conflict(run, "session(s)")
 
 
 # ------------------------------------------------------------------- opt-out sessions (memledger/optout.py)

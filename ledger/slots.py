@@ -147,7 +147,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("work.occupation", "single",
           (r"work as|works as|working as|job as|(?:my|his|her) job is|occupation|profession|career|job title|"
            r"(?:my|his|her) (?:title|position|role) (?:is|was|changed)|promoted to|got promoted|"
-           r"(?:i'm|i am|became|become|becoming|now an?) an? (?:\w+ )?(?:teacher|nurse|doctor|engineer|developer|programmer|banker|designer|"
+           r"(?:i'm|i am|became|become|becoming|now an?) an? (?:[\w-]+ ){0,2}(?:teacher|nurse|doctor|engineer|developer|programmer|banker|designer|"
            r"lawyer|accountant|chef|writer|student|manager|consultant|artist|architect|scientist|driver|"
            r"pharmacist|journalist|analyst|paramedic|plumber|electrician|carpenter|barista|cashier|"
            r"librarian|translator|researcher|lecturer|professor|dentist|vet|surgeon|therapist|secretary|"
@@ -155,8 +155,9 @@ CATALOGUE: tuple[Slot, ...] = (
            r"(?:was|got|been|get) fired|fired (?:me|him|her)|let (?:me|him|her) go|(?:got|was|been) let go|"
            r"made redundant|out of work|"
            r"between jobs|jobless|"
-           r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)",),
-          ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是一?[名个位][^，,。是a-z]{1,6}?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
+           r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)|"
+           r"got the promotion|officially (?:a |an |the )?(?:senior |junior |lead |head )?\w+ (?:designer|engineer|developer|manager|analyst|nurse|teacher)",),
+          ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是一?[名个位][^，,。是a-z]{1,6}?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|转岗|转行|(?:现在|如今|目前)(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|(?:i'm|i am) an? (?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
                                       r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|"
@@ -174,8 +175,9 @@ CATALOGUE: tuple[Slot, ...] = (
           ("租房|租了.{0,4}房|买了?.{0,4}房|房贷|公寓",)),
     _slot("residence.city", "single",
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )(?<!got )(?<!get )(?<!be )(?<!were )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
-           r"resides in|moved out of|moved away|my city|hometown",),
-          ("住在|在.{1,6}住|我在.{1,6}生活|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬家|定居|家在|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
+           r"resides in|moved out of|moved away|my city|hometown|did the move\b.{0,60}\bin [a-z]+|(?:our|my) new (?:flat|place|"
+           r"house|apartment|home) in \w+|(?:unpacking|unpacked) (?:the |all the )?boxes in (?:our|my|the) \w+",),
+          ("住在|在.{1,6}住|我在.{1,6}生活|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|(?:started|start|began|back to) eating (?:meat|fish|seafood|chicken|pork|beef)|"
            r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),

@@ -89,20 +89,27 @@ class MemoryLedger(Store):
     """
 
     # -- fact commands -----------------------------------------------------------------------------------------
-    def _execute(self, commands: list[FactCommand], *, prelude: Callable[..., list[Any]] | None = None
-                 ) -> list[Receipt]:
-        # Facts "said in" a --no-memory session are refused before anything is written (memledger/optout.py).
+    def execute(self, commands: list[FactCommand], check: Callable[[], None] | None = None, *,
+                prelude: Callable[..., list[Any]] | None = None) -> list[Receipt]:
+        """:meth:`Store.execute` with the opt-out rule: facts "said in" a no-memory session are refused before
+        anything is written (memledger/optout.py). Validated commands in, receipts out; every fact write of the
+        Python API, the faces, ``remember``, ``unlink`` and relations comes here."""
+        # the opt-out rule needs the session modules only when a command names a session (a cold `memledger assert`)
         pairs = {(c.user_id, c.session_id) for c in commands if c.session_id is not None}
-        if not pairs:  # nothing to check: leave the session modules unimported (a cold `memledger assert`)
-            return super()._execute(commands, prelude=prelude)
-        from . import optout
+        if pairs:
+            from . import optout
 
-        return super()._execute(commands, check=lambda: optout.refuse_facts_in_optout(self, pairs), prelude=prelude)
+            def refuse() -> None:
+                optout.refuse_facts_in_optout(self, pairs)
+                if check is not None:
+                    check()
+            return super().execute(commands, check=refuse, prelude=prelude)
+        return super().execute(commands, check=check, prelude=prelude)
 
     def _one(self, op: str, user_id: str, key: str, fields: dict[str, Any]) -> Receipt:
         data = {k: v for k, v in fields.items() if v is not None}
         data.update(op=op, user_id=user_id, key=key)
-        return self._execute([validate_command(data)])[0]
+        return self.execute([validate_command(data)])[0]
 
     def assert_fact(self, user_id: str, key: str, value: Any, *, text: str | None = None,
                     observed_at: Any = None, valid_from: Any = None, valid_to: Any = None,
@@ -305,7 +312,7 @@ class MemoryLedger(Store):
         if not validated:
             return []
         check_batch_size(validated)
-        return self._execute(validated)
+        return self.execute(validated)
 
 
     # -- reads (memledger/reads.py) ----------------------------------------------------------------------------

@@ -209,10 +209,14 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bo
         erased_at = record.created_on
     except AggregateNotFoundError:  # the first erasure of this user
         record = SubjectErasure(user_id=user_id, actor=actor, facts=len(keys), events=len(rows))
-        recordings = ml.app.save(record)
-        position = recordings[-1].notification.id
+        # the one write path, without the erased-user refusal (this is the erasure); the key goes right after the
+        # save, before anything reads the events
+        destroyed: list[Any] = []
+        saved = ml.write({user_id}, lambda: [(r.notification.id, r.domain_event) for r in ml.app.save(record)],
+                         refuse_erased=False, after_save=lambda: destroyed.append(ml.keystore.destroy(user_id)))
+        position = saved[-1][0]
         erased_at = record.created_on
-    key_destroyed = ml.keystore.destroy(user_id)
+    key_destroyed = destroyed[0] if position is not None else ml.keystore.destroy(user_id)
 
     ml.catch_up(deferred=False)  # the vectors projection applies the tombstone at its next catch-up (a no-op then)
     purged = []

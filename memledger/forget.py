@@ -212,10 +212,17 @@ def forget_fact(ml: Store, user_id: str, key: str, *, version: int | None = None
             # the placeholder first: a crash after it leaves a log whose replay clears the content (and a re-run
             # finishes the job); the user lock keeps our own writers off the stream, another process's write makes
             # this save conflict (nothing written), and the caller retries
-            recordings = ml.app.save_events([placeholder])
-            position = recordings[-1].notification.id
         key_ids = [str(stored[v][FACT_KEY_FIELD]) for v in targets if v in alive and stored[v].get(FACT_KEY_FIELD)]
-        destroyed = keystore.destroy_fact_keys(user_id, key_ids)
+        destroyed: list[Any] = []
+        if resumed:
+            destroyed.append(keystore.destroy_fact_keys(user_id, key_ids))
+        else:
+            # the one write path; the fact keys go right after the save, before anything reads the events
+            saved = ml.write([user_id], lambda: [(r.notification.id, r.domain_event)
+                                                 for r in ml.app.save_events([placeholder])],
+                             after_save=lambda: destroyed.append(keystore.destroy_fact_keys(user_id, key_ids)))
+            position = saved[-1][0]
+        # every read model at the head whatever the projection mode: the purge below must find them there
         ml.catch_up(deferred=False)
         cache_deleted = _purge_vectors(ml, user_id, key, targets, texts)
         _delete_snapshots(ml.app, [sid])
@@ -223,7 +230,7 @@ def forget_fact(ml: Store, user_id: str, key: str, *, version: int | None = None
     return ForgetReceipt(
         user_id=user_id, key=key, versions=list(placeholder.forgotten), forgotten_at=placeholder.timestamp,
         actor=placeholder.actor, version=placeholder.originator_version, event_id=placeholder.event_id,
-        position=position or 0, keys_destroyed=destroyed, current_value_forgotten=placeholder.replaces is not None,
+        position=position or 0, keys_destroyed=destroyed[0], current_value_forgotten=placeholder.replaces is not None,
         cache_entries_deleted=cache_deleted, files_compacted=compacted, resumed=resumed,
     )
 

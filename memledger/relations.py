@@ -240,7 +240,7 @@ def relate(ml: Store, user_id: str, relation_type: str, entity: str, *, of: str 
         prelude = _entity_events(user_id, obj_id, obj_kind, name, all_aliases, found is None, fields)
         text = fields.pop("text", None) or rtype.reads(subject["name"], name)
         cmd = _command("assert", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)
-        receipt = ml._execute([cmd], prelude=prelude)[0]  # type: ignore[attr-defined]
+        receipt = ml.execute([cmd], prelude=prelude)[0]
     return _receipt(receipt, subject["entity_id"], relation_type, obj_id, name, created)
 
 
@@ -296,7 +296,7 @@ def correct_relation(ml: Store, user_id: str, relation_type: str, entity: str, *
             cmds = [_command("retract", user_id, subject["entity_id"], relation_type, wrong["entity_id"],
                              misreported=True, **{**retract, "reason": reason or f"corrected: it is {name}"}),
                     _command("assert", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)]
-        receipts = ml._execute(cmds, prelude=prelude)  # type: ignore[attr-defined]
+        receipts = ml.execute(cmds, prelude=prelude)
     return _receipt(receipts[-1], subject["entity_id"], relation_type, obj_id, name,
                     [obj_id] if found is None else [])
 
@@ -328,7 +328,7 @@ def unrelate(ml: Store, user_id: str, relation_type: str, entity: str | None = N
                            "name one listed by relations")
         obj_id = live[-1]["object"]
         cmd = _command("retract", user_id, subject["entity_id"], relation_type, obj_id, **fields)
-        receipt = ml._execute([cmd])[0]  # type: ignore[attr-defined]
+        receipt = ml.execute([cmd])[0]
     # the entity as the caller named it; left out, its id: a receipt never shows a name the caller did not send
     # (the name of a doctor_of entity is labelled health)
     return _receipt(receipt, subject["entity_id"], relation_type, obj_id, entity if entity is not None else obj_id, [])

@@ -187,7 +187,7 @@ def _on_key(store: Store, template: FactCommand, fp: str, key: str, words: str) 
     idempotency key was recorded under); ``words`` is the explanation, formatted with decision, key and effect."""
     cmd = template.model_copy(update={"key": key})
     cmd._fingerprint = fp
-    receipt = store._execute([cmd])[0]
+    receipt = store.execute([cmd])[0]
     decision = EFFECT_DECISION.get(receipt.effect, "new")
     return RememberReceipt(**receipt.model_dump(), decision=decision, related=[],  # type: ignore[arg-type]
                            explanation=words.format(decision=decision, key=key, effect=receipt.effect))
@@ -311,7 +311,7 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         proj = getattr(store, "vectors_projection", None)
         if proj is not None:
             proj.keep_as_passage(text)  # the catch-up indexing this sentence reuses its query vector
-        receipts = store._execute(commands)
+        receipts = store.execute(commands)
     main_receipt = receipts[0]
     decision = res.decision
     if main_receipt.effect == "contest":  # the policy would not let this source displace what the user said

@@ -97,10 +97,8 @@ def record_disclosures(ml: Store, user_id: str, included: list[tuple[str, int, s
         return []
     records = [Disclosure(user_id=user_id, key=k, version=v, sensitivity=label, session_id=session_id,
                           purpose=purpose, trace_id=trace_id) for k, v, label in included]
-    recordings = ml.app.save(*records)
-    positions = [r.notification.id for r in recordings]
-    ml.catch_up(until=max(positions), deferred=False)
-    return positions
+    saved = ml.write({user_id}, lambda: [(r.notification.id, r.domain_event) for r in ml.app.save(*records)])
+    return [p for p, _ in saved if p is not None]
 
 
 def sensitivity_labels(ml: Store, user_id: str) -> dict[tuple[str, int], str]:

@@ -112,19 +112,17 @@ def record_session(store: Store, commands: Iterable[dict[str, Any] | SessionComm
     validated = [c if isinstance(c, SessionCommand) else validate_session_command(c) for c in commands]
     if not validated:
         return []
-    store.check_keys()
-    store.refuse_erased({c.user_id for c in validated})
-    validated = [_complete(store, c) for c in validated]
-    saved: list[tuple[int, Any]] = []
-    outcomes = execute_session_commands(store.app, validated, saved=saved)
-    positions = [o.position for o in outcomes if o.position is not None]
-    # Same contract as the fact commands (MemoryLedger._execute): inline mode catches up before returning, the
-    # events just saved projected from memory rather than read back from the log; worker mode waits for the worker
-    # only when a retry's receipt must be looked up in a projection.
-    if store.projection_mode == "inline":
-        store.catch_up(until=max(positions) if positions else None, deferred=False, recent=saved)
-    elif any(o.position is None for o in outcomes):
-        store.wait_for(store.head())
+    outcomes: list[Any] = []
+
+    def save() -> list[tuple[int | None, Any]]:
+        # every event the save wrote (implicit session starts included), and a None position per retry that wrote
+        # nothing, whose receipt is read from a projection
+        saved: list[tuple[int, Any]] = []
+        outcomes.extend(execute_session_commands(store.app, [_complete(store, c) for c in validated], saved=saved))
+        return [*saved, *((None, None) for o in outcomes if o.position is None)]
+
+    # the one write path (Store.write): the same checks and read-your-writes as the fact commands
+    store.write({c.user_id for c in validated}, save)
     out = []
     for o in outcomes:
         position = o.position

@@ -329,31 +329,54 @@ class Store:
         return self._head()
 
     # -- commands ----------------------------------------------------------------------------------------------
-    def _execute(self, commands: list[FactCommand], check: Callable[[], None] | None = None, *,
-                 prelude: Callable[..., list[Any]] | None = None) -> list[Receipt]:
-        """Save fact commands in one save and return their receipts (inline mode: once projected).
+    def write(self, user_ids: Iterable[str], save: Callable[[], list[tuple[int | None, Any]]], *,
+              check: Callable[[], None] | None = None, refuse_erased: bool = True,
+              after_save: Callable[[], None] | None = None, from_log: bool = False) -> list[tuple[int | None, Any]]:
+        """The one write path: every event this store records goes through here.
 
-        ``check`` runs after the key and erased-user checks, before anything is written (its refusal writes
-        nothing); MemoryLedger passes the opt-out session check. ``prelude``: events saved first in the same save
-        (``LedgerApplication.execute``; the entities a relation names).
+        In order: this process's keys must open the store's (:meth:`check_keys`); none of ``user_ids`` may have been
+        erased (:meth:`refuse_erased`; ``refuse_erased=False`` only for the erasure's own tombstone); the caller's
+        ``check`` (the opt-out rule); then ``save()``, which decides and saves in one transaction and returns
+        ``(log position, event)`` per outcome (position None for an idempotent retry that saved nothing). A lost
+        concurrency race is re-run inside ``save`` by the one policy of ledger/retry.py. ``after_save`` runs next
+        (an erasure destroys the user's key there, before anything reads the events). Then read-your-writes by the
+        projection mode: inline mode projects the saved events before returning — from memory, or, with
+        ``from_log``, read back from the log (a save whose first events were not returned, such as a relation's
+        entities); worker mode waits for the worker only when a retry's receipt must be read from a projection.
+        Any refusal before the save writes nothing.
         """
         self.check_keys()
-        self.refuse_erased({c.user_id for c in commands})
+        if refuse_erased:
+            self.refuse_erased(user_ids)
         if check is not None:
             check()
-        outcomes = self.app.execute(commands, prelude)
-        positions = [o.position for o in outcomes if o.position is not None]
-        if prelude is not None and self.projection_mode == "inline":
-            # the prelude's events precede the commands' in the log: read the span back rather than from memory
-            self.catch_up(until=max(positions) if positions else None, deferred=False)
-        elif self.projection_mode == "inline":
-            # the events just saved are projected from memory, not read back from the log
-            recent = [(o.position, o.event) for o in outcomes if o.position is not None and o.event is not None]
+        saved = save()
+        if after_save is not None:
+            after_save()
+        positions = [p for p, _ in saved if p is not None]
+        if self.projection_mode == "inline":
+            recent = None if from_log else [(p, e) for p, e in saved if p is not None and e is not None]
             self.catch_up(until=max(positions) if positions else None, deferred=False, recent=recent)
-        elif any(o.position is None for o in outcomes):
-            # An idempotent retry's receipt is looked up in the history projection: let the worker reach the head.
+        elif any(p is None for p, _ in saved):
             self.wait_for(self._head())
+        return saved
+
+    def execute(self, commands: list[FactCommand], check: Callable[[], None] | None = None, *,
+                prelude: Callable[..., list[Any]] | None = None) -> list[Receipt]:
+        """Save fact commands in one save through :meth:`write` and return their receipts (inline mode: once
+        projected). ``check``: see :meth:`write` (MemoryLedger passes the opt-out session check). ``prelude``:
+        events saved first in the same save (``LedgerApplication.execute``; the entities a relation names), which
+        are then projected from the log.
+        """
+        outcomes: list[Outcome] = []
+
+        def save() -> list[tuple[int | None, Any]]:
+            outcomes.extend(self.app.execute(commands, prelude))
+            return [(o.position, o.event) for o in outcomes]
+
+        self.write({c.user_id for c in commands}, save, check=check, from_log=prelude is not None)
         return [self._receipt(o) for o in outcomes]
+
     def _receipt(self, o: Outcome) -> Receipt:
         position = o.position
         if position is None:  # an idempotent retry: the first command's event is in the history projection

@@ -92,7 +92,7 @@ def unlink(ml: Any, user_id: str, key: str, version: Any) -> RememberReceipt:
                            f"(the versions after it are kept as misreported; see `memledger history {user_id} {key}`)")
         if own is not None:
             commands.append(own)
-        receipts = ml._execute(commands)
+        receipts = ml.execute(commands)
     main = receipts[0]
     return RememberReceipt(**main.model_dump(), decision=decision, related=[],  # type: ignore[arg-type]
                            explanation=f"unlink {key} v{version}: " + (

@@ -151,5 +151,5 @@ def retract_source(ml: Any, user_id: str, source_ref: str) -> SourceRetraction:
             changes.append(SourceChange(key=key, version=head["version"], value=value, action="restored",
                                         restored_version=old["version"], restored_value=json.loads(old["value_json"]),
                                         supported_by=list(dict.fromkeys(r["source_ref"] for r in remaining))))
-        receipts = ml._execute(commands) if commands else []
+        receipts = ml.execute(commands) if commands else []
     return SourceRetraction(user_id=user_id, source_ref=source_ref, changes=changes, receipts=receipts)

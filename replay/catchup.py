@@ -64,7 +64,7 @@ def catch_up(
     per-event path, an independent check of copies built in bulk. Either way the per-event loop then runs to
     ``until`` (it finds nothing left when the bulk pass got there), so the call returns only once every event up to
     ``until`` is applied. ``recent``: ``(position, domain event)`` pairs this process has just saved (a command's
-    own events, ``Store._execute``), in log order: the spans they cover are projected from memory instead of read
+    own events, ``Store.write``), in log order: the spans they cover are projected from memory instead of read
     back from the log and decoded (replay/bulk.py :func:`~replay.bulk.from_memory`; any gap reads the log).
     """
     if not projections:

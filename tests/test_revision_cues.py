@@ -70,3 +70,18 @@ def test_a_chinese_clause_of_its_own_is_never_reaffirmed_away(minilm_ledger):
     r = ml.remember("dentist", new, observed_at=T2)
     facts = {f.text: f.status for f in ml.profile("dentist").facts.values()}
     assert r.decision != "reaffirm" and facts.get(new) == "current", r.explanation
+
+
+@pytest.mark.parametrize("text,slot_key", [
+    ("入职字节第一周，光开会就开了二十多个，头都大了。", "work.employer"),  # a dropped subject opening with 入职
+    ("上个月转岗成功了，现在做产品经理，开会开到头秃", "work.occupation"),
+    ("I'm a junior UX designer, been doing it about two years.", "work.occupation"),
+    ("Got the promotion! Officially senior UX designer from Monday.", "work.occupation"),
+    ("Big news, we finally did the move — got a flat near the river in Ljubljana", "residence.city"),
+    ("Spent the whole weekend unpacking boxes in our Aberdeen flat", "residence.city"),
+    ("这周末终于把杭州新家的东西都收拾完了", "residence.city"),
+    ("我们的新家很大", None),  # no place named
+    ("入口处有个保安", None),  # 入 opens no job
+])
+def test_a_new_job_or_home_said_by_what_happened(text, slot_key):
+    assert type_statement(text).slot_key == slot_key

@@ -318,13 +318,15 @@ def _move(sharded: ShardedLedger, m: Move, stored: list[Any]) -> int:
     if events and not existing:
         marker = ShardArrival(user_id=m.user_id, source=m.source, events=len(events),
                               since=from_micros(stored[0][1]))
-        dst.app.save_events([*marker.collect_events(), *events])  # one transaction: the whole user or nothing
+        # one transaction, the whole user or nothing, through the new shard's one write path
+        dst.write({m.user_id}, lambda: [(r.notification.id, r.domain_event)
+                                        for r in dst.app.save_events([*marker.collect_events(), *events])])
         copied = len(events)
     elif events and existing != ids:
         raise MoveFailed(f"shard {m.target} holds {len(existing)} of {len(ids)} streams of {m.user_id!r} "
                          "from elsewhere; move it by hand")
     _kill_point("copy")
-    dst.catch_up()
+    dst.catch_up()  # both copies at their heads, whatever the projection mode: the exports are compared next
     src.catch_up()
     before, after = _export(src, m.user_id), _export(dst, m.user_id)
     if before != after:
