@@ -163,9 +163,9 @@ CATALOGUE: tuple[Slot, ...] = (
                                       r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|"
                                       r"(?:i |will |i'll )start (?:a new job |working )?at (?!\d)|\bis where i work\b|(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
-    _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches) the (?:[\w-]+ )?(?:bus|train|subway|metro|tube|"
-                                r"tram|ferry)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
-                                r"commute|commuting",), ("坐地铁|坐公交|[0-9一二两三四五六七八九十]+号线|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班",),
+    _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches|get|gets) the (?:[\w-]+ )?(?:bus|train|subway|metro|tube|"
+                                r"tram|ferry|line)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
+                                r"commute|commuting|line gets me to (?:work|the office)",), (r"坐地铁|坐公交|[0-9一二两三四五六七八九十]+\s*号线|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班",),
           weight=1.5),
     _slot("work.shift", "single", (r"(?:night|day|early|late|morning|evening|weekend) shifts?",),
           ("夜班|白班|早班|晚班|倒班",), weight=1.5),
@@ -512,6 +512,7 @@ _CESSATION = [_lazy_re(p) for p in (
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
     r"取消", r"搬离", r"停了", r"不(?!能再[多少高低贵长短])(?!会再[多少高低贵])(?!.{0,2}[多少]了).{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
     r"\blet .{1,40}?(?:lapse|expire)\b", r"戒(?=烟|酒|糖|掉|了)", r"放下了|先放一放|搁置了|暂停了|停掉了",
+    r"\bhung up (?:my|the|his|her) (?:boots|gloves|apron)\b|\bhanded in (?:my|his|her) notice\b|\b(?:was|is) my last (?:\w+ )?(?:day|shift|session|class|match|game)\b",
     r"\band left\b", r"\bleft (?:the )?\w+ (?:club|gym|team|group|choir|band|company|firm|school|church|league|class)\b", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
     r"\bwon'?t (?:be )?renew", r"\btook (?:me|him|her) off\b", r"\bfinished (?:with )?(?:physio|therapy|treatment|rehab|my course|the course)\b",
     r"\bunsubscribed\b", r"\bdone with\b", r"\bsigned (?:me|him|her|us) off\b", r"\bfinished with\b",
@@ -532,7 +533,7 @@ _CHANGE = [_lazy_re(p) for p in (
     r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced|hiking)\b",
     r"\bgot new\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
     r"\bpushed (?:back|forward|to|up|the)\b|\bbrought forward\b|\brerouted\b|\bre-?timed\b",
-    r"调课|挪到|换到|调到|改成|上瘾了|跳槽|转行|改行", r"\b(?:gone|went|jumped|risen|rose|dropped|fallen|fell|climbed) (?:up |down )?from\b", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",
+    r"调课|挪到|换到|调到|改成|上瘾了|跳槽|转行|改行|入职|重新分配|重新安排", r"\bgoing forward\b|\bmoved over to\b", r"\b(?:gone|went|jumped|risen|rose|dropped|fallen|fell|climbed) (?:up |down )?from\b", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",
 )]
 # "now" in "I don't ... anymore, I now drink tea" marks a new value after a cessation: then it is a change.
 
