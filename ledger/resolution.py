@@ -23,9 +23,9 @@ from typing import Any
 from .attributes import corrected, insertion, opposite_polarity, read_statement, same_attribute, substitution
 from .decision import Candidate, Resolution, clearly_closest, companion_ahead, relation_of
 from .lexicon import language_names, slot_values
-from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, REVISION_HINT, WE,
-                            cue_clause_tokens, cue_words, is_narrative, lexicon_blind, listed_words, names_replacement, says_more,
-                            wrong_value)
+from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
+                            REVISION_HINT, STATE_VERBS, WE, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
+                            listed_words, names_replacement, says_more, wrong_value)
 from .slots import (
     _GENERIC_STEMS,
     CATALOGUE_VERSION,
@@ -104,14 +104,16 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 c.relation = relation_of(typing, c)
         if target is not None:
             target.relation = "target"
-        added = insertion(target.text, text) if decision == "reaffirm" and target is not None else None
-        if added and rule != "duplicate":
+        again = decision == "reaffirm" and target is not None and rule != "duplicate"
+        added = insertion(target.text, text) if again else None
+        if again and opposite_polarity(target.text, text):  # "I'm not allergic to penicillin": never the same
+            decision, rule, key, kw = "supersede", "opposite_polarity", target.key, {"note": "the opposite said"}
+        elif added:
             # "I live in New York" of "I live in York", "I like jazz and blues" of "I like jazz": the memory's words
-            # with a value word added. A reaffirmation would drop it; the fuller statement, holding every word of
-            # the memory, replaces it
+            # with a value word added; the fuller statement, holding every word of the memory, replaces it
             decision, rule, key = "supersede", "value_added", target.key
             kw = {"note": f"it adds {added!r} to what the memory says: nothing either said is lost"}
-        elif decision == "reaffirm" and target is not None and rule != "duplicate" and says_more(target.text, text):
+        elif again and says_more(target.text, text):
             # "my wifi password is tiger123 and my router is in the kitchen" of "my wifi password is tiger123": it
             # repeats the memory and adds to it; a reaffirmation would drop what it adds
             decision, rule, key = "add", "restated_with_more", None
@@ -382,6 +384,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # "I joined a chess club" beside "a member of the running club": another value of a list; but a
             # favourite is one ("我现在最喜欢走龙井那条线" of "我最喜欢的徒步路线是九溪十八涧")
             return None
+        verbs = [r.lemmas - PREPOSITIONS for r in (mine_rd, best.reading) if r.form == "verb"]
+        if len(verbs) == 2 and verbs[0] and verbs[1] and not verbs[0] & verbs[1] and verbs[0] | verbs[1] <= STATE_VERBS:
+            return None  # "I work in Cambridge now" of "I live in Boston": another verb, another attribute
         gives = aspect_of(mine_vp) & {"time", "date"}  # not a number: "送到3号楼底下的丰巢柜" is the new place
         if gives and not gives & aspect_of(best.values) and not typing.correction:
             # "瑜伽馆…营业时间改成早九点到晚九点" of "在那家瑜伽馆办了年卡": a time where the memory holds none is
@@ -721,11 +726,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return done("supersede", target.key, "instead_of", target, note="it names what it replaces")
 
     # no slot: the same words, negated or no longer ("I don't eat pork" / "I eat pork"): the newest holds
-    flipped = [c for c in candidates if c.status in ("current", "contested") and same_subject(c)
-               and nfc(c.text) != mine and opposite_polarity(c.text, text)]
-    if len(flipped) == 1 and typing.mood == "statement" and not narrative:
-        return done("supersede", flipped[0].key, "opposite_polarity", flipped[0],
-                    note="the same words with the opposite polarity: the newest statement holds")
+    flip = [c for c in candidates if c.status in ("current", "contested") and same_subject(c) and nfc(c.text) != mine
+            and opposite_polarity(c.text, text)]
+    if len(flip) == 1 and typing.mood == "statement" and not narrative:
+        return done("supersede", flip[0].key, "opposite_polarity", flip[0], note="the opposite said: the newest holds")
     # no slot: "also" adds, whatever it resembles
     if typing.additive and not names_replacement(text) and not typing.correction and not typing.cessation:
         return done("add", None, "additive", None, fresh_key=True,

@@ -26,6 +26,11 @@ REPLACING = re.compile(r"\b(?:instead|switched|switch(?:ing)? to|no longer|repla
                        r"改成|换成|改为|换为|调成|调到|改到|变成|不再|以后(?:是|改|都是)", re.I)
 
 
+#: the prepositions of a verb reading, left out when two verbs are compared ("work in" / "live in")
+PREPOSITIONS = frozenset({"in", "on", "at", "to", "for", "from", "with", "by", "into"})
+#: verbs of a standing state, each its own attribute: "work in Cambridge" does not revise "live in Boston"
+STATE_VERBS = frozenset({"liv", "live", "work", "stud", "study", "teach", "stay"})
+
 #: a superlative preference: one value even where the slot holds several (hobbies)
 FAVOURITE = re.compile(r"\bfavou?rite\b|\bthe (?:best|one) i like\b|最喜欢|最爱", re.I)
 

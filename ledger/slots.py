@@ -157,7 +157,7 @@ CATALOGUE: tuple[Slot, ...] = (
            r"between jobs|jobless|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)|"
            r"got the promotion|officially (?:a |an |the )?(?:senior |junior |lead |head )?\w+ (?:designer|engineer|developer|manager|analyst|nurse|teacher)",),
-          ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是一?[名个位][^，,。是a-z]{1,6}?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|转岗|转行|(?:现在|如今|目前)(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
+          ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是一?[名个位][^，,。是a-z]{1,6}?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监|店长|厨师|服务员|收银员|司机|老板|柜员|客服|保安|店员|出纳)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|转岗|转行|(?:现在|如今|目前)(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|(?:i'm|i am) an? (?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
                                       r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|"
@@ -182,7 +182,7 @@ CATALOGUE: tuple[Slot, ...] = (
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|(?:started|start|began|back to) eating (?:meat|fish|seafood|chicken|pork|beef)|"
            r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),
     _slot("preference.drink", "single", (_DRINKS + r"|drink|drinks|drinking",),
-          ("喝|咖啡|茶|拿铁|美式|奶茶|啤酒|果汁|红酒|可乐|豆浆|酸奶|抹茶",)),
+          ("喝|咖啡(?![店馆厅])|(?<![茶咖])茶(?![馆楼叶店])|拿铁|美式|奶茶|啤酒|果汁|红酒|可乐|豆浆|酸奶|抹茶",)),
     _slot("preference.food", "single",
           (r"favou?rite food|favou?rite dish|cuisine|sushi|pizza|pasta|ramen|curry|burgers?|noodles|dumplings|"
            r"tacos|steak|salad|love eating|like eating|food",), ("爱吃|喜欢吃|最爱吃|菜|火锅|饺子|面条|寿司|美食|料理",)),

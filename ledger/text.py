@@ -17,3 +17,8 @@ def has_cjk(text: str) -> bool:
 
 #: Chinese characters that carry no content alone (function words, time units, pronouns): left out of content tokens
 STOP_ZH = set("周天月年昨今早晚号点，。！？、；：,.!?我你他她它们的了是在很也都就还又吗呢吧啊呀和与跟及或而且但不没有这那个一些些么什么怎么为着过到说会能要想让被把给对从向于上下里中更最非常特别真太已正在刚才其实各俩")
+
+
+#: characters that show nothing: a text of these alone is empty (white space, zero-width marks, no-break and
+#: ideographic spaces, the soft hyphen)
+INVISIBLE = " \t\n\r\f\v\u200b\u200c\u200d\u2060\ufeff\u00a0\u3000\u00ad"

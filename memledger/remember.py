@@ -26,6 +26,7 @@ from ledger.resolution import ADJUDICABLE, Candidate, Resolution, resolve
 from ledger.schemas import (MAX_TEXT, FactCommand, Receipt, RelatedMemory, RememberReceipt, canonical_json,
                             check_key, check_user_id, validate_command)
 from ledger.slots import CATALOGUE_VERSION, REGISTRY, KeyRegistry, linked_slot_keys, type_statement
+from ledger.text import INVISIBLE
 
 from .store import Store
 
@@ -82,7 +83,7 @@ def user_lock(store: Store, user_id: str) -> Iterator[None]:
 def check_text_arg(text: Any) -> str:
     if not isinstance(text, str):
         raise BadInput("text", f"must be a string, got {type(text).__name__}", "pass the statement as text")
-    if not text.strip():
+    if not text.strip(INVISIBLE):  # zero-width marks alone show nothing: the text is empty, said as `text`
         raise BadInput("text", "is empty", "give the statement to remember, e.g. 'I switched to hot lattes'")
     if len(text) > MAX_TEXT:
         raise BadInput("text", f"is {len(text)} characters long", f"use at most {MAX_TEXT}")
@@ -230,9 +231,19 @@ def _adjudicate(res: Resolution, text: str) -> None:
         res.key, res.rule = target.key, res.rule + "+adjudicated"
 
 
+#: characters of each part read from the statement kept in the evidence
+EVIDENCE_PART = 600
+
+
+def _clip(part: str) -> str:
+    return part if len(part) <= EVIDENCE_PART else part[:EVIDENCE_PART - 1] + "…"
+
+
 def _evidence(res: Resolution, key: str, embedder: str | None) -> str:
-    parts = [f"remember: {res.decision} -> {key} by rule {res.rule}", res.typing.describe(),
-             *([f"parsed: {res.parsed}"] if res.parsed else []),
+    # what was read from the statement is clipped: the reason of a 100,000-character statement must stay within the
+    # reason's own limit (ledger/schemas.py MAX_TEXT), and the statement itself is in the event
+    parts = [f"remember: {res.decision} -> {key} by rule {res.rule}", _clip(res.typing.describe()),
+             *([f"parsed: {_clip(res.parsed)}"] if res.parsed else []),
              *([res.adjudication] if res.adjudication else []),
              f"catalogue {CATALOGUE_VERSION}", f"embedder {embedder or 'none'}"]
     # the target and the best-scored others: a slot of a thousand siblings would make every reason tens of KB

@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ledger.errors import BadInput
 from ledger.schemas import RoleContext, Source, check_text, check_user_id
 from ledger.timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
+from ledger.text import INVISIBLE
 
 from .store import EMBEDDER_ENV, Store, check_half_lives  # noqa: F401 (EMBEDDER_ENV re-exported)
 
@@ -158,7 +159,7 @@ def check_search_args(user_id: Any, query: Any, k: Any, as_of: Any, source: Any,
 MAX_QUERY = 4000
 
 #: characters that do not make a query non-empty: white space, zero-width spaces and joiners, the BOM
-_INVISIBLE = " \t\n\r\f\v\u200b\u200c\u200d\u2060\ufeff\u00a0\u3000"
+_INVISIBLE = INVISIBLE
 
 
 def check_role_name(role: Any, field: str) -> str:

