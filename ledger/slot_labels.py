@@ -3,7 +3,7 @@ for a fact of a slot, and the words search adds to a fact's lexical document."""
 
 from __future__ import annotations
 
-from .slots import _ROLES
+from .catalogue import _ROLES
 
 #: What each catalogue slot is about, in words: the attribute ``profile`` and ``context`` name for a fact of the slot.
 SLOT_LABELS: dict[str, str] = {
