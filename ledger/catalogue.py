@@ -13,7 +13,7 @@ from typing import Literal
 Cardinality = Literal["single", "multi"]
 
 #: Bumped whenever a cue, slot or marker changes: recorded in each resolution's evidence.
-CATALOGUE_VERSION = "slots/7"
+CATALOGUE_VERSION = "slots/8"
 
 #: Labels of the special categories of personal data; nothing else gets a default label.
 SPECIAL_CATEGORIES = ("health", "religion", "politics", "sex_life", "ethnicity", "biometrics", "union_membership")
@@ -111,6 +111,12 @@ CATALOGUE: tuple[Slot, ...] = (
           ("最喜欢的电影|最爱的电影|最喜欢的电视剧|最爱看的剧|看.{0,4}(?:电影|纪录片|电视剧|动漫|片)|纪录片|电影",)),
     _slot("preference.book", "single", (r"favou?rite (?:book|novel|author|writer)",), ("最喜欢的书|最爱的书|最喜欢的作家",)),
     _slot("preference.color", "single", (r"favou?rite colou?r",), ("最喜欢的颜色|最爱的颜色|颜色|喜欢.{0,3}[红橙黄绿青蓝紫黑白粉灰]色",)),
+    # the user's body weight: a new reading replaces the old ("Stepped on the scales: 77.5", 上秤一看 63 公斤); labelled
+    # health, as who treats the user is, so every read withholds it unless asked for
+    _slot("profile.weight", "single", (r"(?<!to )weigh(?:s|ed|ing)?(?! (?:up|in on|the|it|them|my|your|our|options?)\b)|"
+                                       r"(?:step(?:ped)?|got|get|hopped) on the scales?|(?:i'm|i am) \d{2,3}(?:\.\d)? ?"
+                                       r"(?:kg|kilos?|lbs?|pounds|stone)",),
+          (r"体重|上秤|称了?一?下体重|我(?:现在)?\s*\d{2,3}(?:\.\d)?\s*(?:公斤|斤)",), "health", weight=2.0),
     _slot("profile.birth_date", "single", (r"born on|born in|birthday|date of birth",), ("生日|出生|我是(?:19|20)?\\d{2}年的|\\d{2}后",)),
     _slot("profile.languages", "multi",
           (r"speak|speaks|fluent|learning (?:french|spanish|german|japanese|chinese|mandarin|korean|italian|"

@@ -94,3 +94,32 @@ def test_a_new_job_or_home_said_by_what_happened(text, slot_key):
 ])
 def test_a_coffee_shop_job_is_a_job(text, slot_key):
     assert type_statement(text).slot_key == slot_key
+
+
+@pytest.mark.parametrize("text,slot_key", [
+    ("I'm 82 kg at the moment, aiming to get under 80 by summer.", "profile.weight"),  # no age
+    ("Stepped on the scales this morning: 77.5.", "profile.weight"),
+    ("我现在体重 68 公斤，想减到 60 以下。", "profile.weight"),
+    ("早上上秤一看，63 公斤，总算没白饿。", "profile.weight"),
+    ("My son weighs 30 kg", "family.son.profile.weight"),
+    ("I need to weigh my options", None),
+    ("我的行李箱20公斤", None),
+    ("I'm 34", "profile.age"),
+])
+def test_a_body_weight_is_its_own_slot(text, slot_key):
+    t = type_statement(text)
+    assert (t.slot_key, t.sensitivity if slot_key else None) == (slot_key, "health" if slot_key and "weight" in
+                                                                   slot_key else None)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("I'm 82 kg at the moment.", "Stepped on the scales this morning: 77.5. Goal smashed."),
+    ("我现在体重 68 公斤。", "早上上秤一看，63 公斤，总算没白饿。"),
+])
+def test_a_new_weight_replaces_the_old_one(fresh_ledger, old, new):
+    ml = fresh_ledger
+    user = f"w{abs(hash(old)) % 10**6}"
+    ml.remember(user, old, observed_at=T1)
+    r = ml.remember(user, new, observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile(user, allow_sensitive=["health"], purpose="test").facts.values()}
+    assert (r.decision, facts.get(new), facts.get(old)) == ("supersede", "current", None), r.explanation
