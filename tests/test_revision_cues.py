@@ -123,3 +123,13 @@ def test_a_new_weight_replaces_the_old_one(fresh_ledger, old, new):
     r = ml.remember(user, new, observed_at=T2)
     facts = {f.text: f.status for f in ml.profile(user, allow_sensitive=["health"], purpose="test").facts.values()}
     assert (r.decision, facts.get(new), facts.get(old)) == ("supersede", "current", None), r.explanation
+
+
+@pytest.mark.parametrize("text,slot_key", [
+    ("Started at Monzo last month — same kind of analytics work but way less commuting.", "work.employer"),
+    ("The 73 gets me to the office in twenty minutes flat", "commute"),
+    ("My commute is an hour", "commute"),
+    ("坚持了一个多月，今早上秤71.5，开心", "profile.weight"),  # a dropped subject opening with 坚持
+])
+def test_less_commuting_is_no_commute_and_a_bus_that_gets_me_to_work_is(text, slot_key):
+    assert type_statement(text).slot_key == slot_key
