@@ -151,6 +151,9 @@ CATALOGUE: tuple[Slot, ...] = (
                                 r"tram|ferry|line)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
                                 r"(?<!less )(?<!no )(?<!shorter )commut(?:e|ing)|gets me to (?:work|the office)",), (r"坐地铁|坐公交|[0-9一二两三四五六七八九十]+\s*号线|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班",),
           weight=1.5),
+    # what the user is paid: a new figure replaces the old ("Payslip came through: 46k before tax" of "my salary's 42k")
+    _slot("work.salary", "single", (r"salary|payslip|pay ?slip|pay ?check|wages?|(?:before|after) tax|take-home pay|"
+                                    r"pay (?:rise|raise)|bumped me up to \d+",), ("工资(?!卡)|薪水|薪资|月薪|年薪|税后|税前|涨薪",), weight=1.5),
     _slot("work.shift", "single", (r"(?:night|day|early|late|morning|evening|weekend) shifts?",),
           ("夜班|白班|早班|晚班|倒班",), weight=1.5),
     _slot("residence.housing", "single", (r"rent(?:s|ing)? an? (?:apartment|flat|room|house|studio)|"

@@ -14,7 +14,7 @@ SLOT_LABELS: dict[str, str] = {
     "profile.weight": "weight", "profile.hometown": "hometown", "education": "education", "preference.sport_team": "favourite team",
     "preference.movie": "films and shows", "preference.book": "favourite book", "preference.color": "favourite colour",
     "profile.birth_date": "birthday", "profile.languages": "language", "pet": "pet",
-    "relationship.status": "relationship status", "work.occupation": "occupation", "work.employer": "employer",
+    "relationship.status": "relationship status", "work.occupation": "occupation", "work.employer": "employer", "work.salary": "salary",
     "commute": "commute", "work.shift": "work shift", "residence.housing": "housing", "residence.city": "home city",
     "diet": "diet", "preference.drink": "drink", "preference.food": "favourite food", "preference.music": "music",
     "device.phone": "phone", "device.computer": "computer", "vehicle": "car", "schedule": "schedule", "plan": "plan",
@@ -25,7 +25,7 @@ SLOT_LABELS: dict[str, str] = {
 #: (我的手机号是多少 finds "换号了：13912345678", which says neither 手机 nor 号码).
 SLOT_LABELS_ZH: dict[str, str] = {
     "contact.phone": "手机号码 电话", "contact.email": "邮箱", "profile.name": "名字", "profile.age": "年龄 岁",
-    "profile.weight": "体重", "profile.hometown": "老家", "residence.city": "住在 城市", "work.employer": "公司 单位", "work.occupation": "职业 工作",
+    "profile.weight": "体重", "profile.hometown": "老家", "residence.city": "住在 城市", "work.employer": "公司 单位", "work.occupation": "职业 工作", "work.salary": "工资 收入",
     "preference.drink": "喝 饮料", "preference.food": "吃 食物", "preference.music": "音乐", "pet": "宠物",
     "profile.birth_date": "生日", "health.allergy": "过敏", "health.condition": "病 健康", "vehicle": "车",
     "profile.languages": "语言", "relationship.status": "感情", "schedule": "时间安排", "hobby": "爱好",

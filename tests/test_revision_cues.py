@@ -133,3 +133,23 @@ def test_a_new_weight_replaces_the_old_one(fresh_ledger, old, new):
 ])
 def test_less_commuting_is_no_commute_and_a_bus_that_gets_me_to_work_is(text, slot_key):
     assert type_statement(text).slot_key == slot_key
+
+
+@pytest.mark.parametrize("old,new", [
+    ("My salary's 42k before tax, for context on the budget.",
+     "Payslip came through after the annual review: 46k before tax. Can we redo the budget with that?"),
+    ("My salary's 52k a year before tax.", "Got my review back and they bumped me up to 58,500!! finally"),
+    ("我月薪一万二", "涨薪了，现在月薪一万五"),
+])
+def test_a_new_salary_replaces_the_old_one(fresh_ledger, old, new):
+    ml = fresh_ledger
+    user = f"s{abs(hash(old)) % 10**6}"
+    ml.remember(user, old, observed_at=T1)
+    r = ml.remember(user, new, observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile(user).facts.values()}
+    assert (r.decision, facts.get(new), facts.get(old)) == ("supersede", "current", None), r.explanation
+
+
+def test_a_salary_card_is_no_salary():
+    assert type_statement("我的工资卡是工行的").slot_key is None
+    assert type_statement("我的工资每月15号发").slot_key == "work.salary"
