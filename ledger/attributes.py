@@ -456,6 +456,26 @@ def insertion(old: str, new: str) -> str | None:
     return said if content_tokens(said) - _NO_VALUE or set(said.split()) & names else None
 
 
+def replaced_word(old: str, new: str) -> str | None:
+    """The words ``new`` puts in place of words of ``old`` when the two are one sentence with a word or two swapped
+    (most of their units shared, every changed place short): 上周和小王去爬山了 / 昨天和小李去爬山了 -> "李" (上周 and 昨天
+    are markers, left out),
+    我喜欢靠窗的座位 / 长途飞行我喜欢靠过道的座位 -> "过道". None when nothing is swapped or the sentences differ
+    throughout (a rewording), or when what is swapped in says nothing (a marker, "changed")."""
+    a, b = _units(old), _units(new)
+    if not a or not b or max(len(a), len(b)) > MAX_COMPARED_UNITS:
+        return None
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if sm.ratio() < 0.6:
+        return None
+    sep = "" if has_cjk(old + new) else " "
+    swapped = [sep.join(b[j1:j2]) for op, i1, i2, j1, j2 in sm.get_opcodes()
+               if op == "replace" and i2 - i1 <= 4 and j2 - j1 <= 4
+               and content_tokens(sep.join(a[i1:i2])) - _NO_VALUE
+               and content_tokens(sep.join(b[j1:j2])) - _NO_VALUE - content_tokens(old)]  # not "work" / "working"
+    return " ".join(swapped) or None
+
+
 #: the words that say a sentence is negated, left out when two sentences' words are compared
 _NEGATORS = frozenset({"don't", "dont", "not", "no", "never", "doesn't", "isn't", "aren't", "can't", "won't",
                        "不", "没", "别", "未"})

@@ -113,8 +113,9 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("preference.color", "single", (r"favou?rite colou?r",), ("最喜欢的颜色|最爱的颜色|颜色|喜欢.{0,3}[红橙黄绿青蓝紫黑白粉灰]色",)),
     # the user's body weight: a new reading replaces the old ("Stepped on the scales: 77.5", 上秤一看 63 公斤); labelled
     # health, as who treats the user is, so every read withholds it unless asked for
-    _slot("profile.weight", "single", (r"(?<!to )weigh(?:s|ed|ing)?(?! (?:up|in on|the|it|them|my|your|our|options?)\b)|"
-                                       r"(?:step(?:ped)?|got|get|hopped) on the scales?|(?:i'm|i am) \d{2,3}(?:\.\d)? ?"
+    # (what the user weighs, never a suitcase's or a parcel's: no bare "weighs")
+    _slot("profile.weight", "single", (r"i weigh (?:about |around |roughly |just )?(?:under |over )?\d+|my weight|weighed myself|"
+                                       r"(?:step(?:ped)?|got|get|hopped) on the scales?|(?:i'm|i am|down to) \d{2,3}(?:\.\d)? ?"
                                        r"(?:kg|kilos?|lbs?|pounds|stone)",),
           (r"体重|上秤|称了?一?下体重|我(?:现在)?\s*\d{2,3}(?:\.\d)?\s*(?:公斤|斤)",), "health", weight=2.0),
     _slot("profile.birth_date", "single", (r"born on|born in|birthday|date of birth",), ("生日|出生|我是(?:19|20)?\\d{2}年的|\\d{2}后",)),

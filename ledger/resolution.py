@@ -20,12 +20,13 @@ import re
 import unicodedata
 from typing import Any
 
-from .attributes import corrected, insertion, opposite_polarity, read_statement, same_attribute, substitution
+from .attributes import corrected, opposite_polarity, read_statement, same_attribute, substitution
 from .decision import Candidate, Resolution, clearly_closest, companion_ahead, relation_of
+from .guards import guard
 from .lexicon import language_names, slot_values
 from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
                             REVISION_HINT, STATE_VERBS, WE, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
-                            listed_words, names_replacement, says_more, wrong_value)
+                            listed_words, names_replacement, wrong_value)
 from .slots import (
     _GENERIC_STEMS,
     CATALOGUE_VERSION,
@@ -104,20 +105,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 c.relation = relation_of(typing, c)
         if target is not None:
             target.relation = "target"
-        again = decision == "reaffirm" and target is not None and rule != "duplicate"
-        added = insertion(target.text, text) if again else None
-        if again and opposite_polarity(target.text, text):  # "I'm not allergic to penicillin": never the same
-            decision, rule, key, kw = "supersede", "opposite_polarity", target.key, {"note": "the opposite said"}
-        elif added:
-            # "I live in New York" of "I live in York", "I like jazz and blues" of "I like jazz": the memory's words
-            # with a value word added; the fuller statement, holding every word of the memory, replaces it
-            decision, rule, key = "supersede", "value_added", target.key
-            kw = {"note": f"it adds {added!r} to what the memory says: nothing either said is lost"}
-        elif again and says_more(target.text, text):
-            # "my wifi password is tiger123 and my router is in the kitchen" of "my wifi password is tiger123": it
-            # repeats the memory and adds to it; a reaffirmation would drop what it adds
-            decision, rule, key = "add", "restated_with_more", None
-            kw = {"fresh_key": True, "note": "it says all the memory says and adds a clause of its own: both kept"}
+        # what holds whatever rule decided (ledger/guards.py): nothing the statement says is dropped
+        kept = guard(decision, rule, target.text if target is not None else None, text, typing)
+        if kept is not None:
+            decision, rule, kw = kept
+            key = target.key if decision == "supersede" and target is not None else None
         return Resolution(decision, key, rule, typing, target, related=related, figures=figures, parsed=parsed,
                           **kw)
 

@@ -1,0 +1,55 @@
+"""What holds whatever rule decided: a reaffirmation never drops what the statement says, and one past event never
+replaces another (docs/resolution.md, "Nothing said is lost").
+
+The rules of ledger/resolution.py each read one kind of evidence. Whichever decided, :func:`guard` looks at the
+decision against the memory it acts on and changes it when it would lose something the statement says:
+
+* ``opposite_polarity``    a reaffirmation of the same words negated, or no longer ("I'm not allergic to penicillin"
+                           of "I'm allergic to penicillin"): the newest statement supersedes;
+* ``value_added``          a reaffirmation of the memory's sentence with words added inside it ("I live in New York"
+                           of "I live in York"): the fuller statement, holding every word of the memory, supersedes;
+* ``another_value_beside`` a reaffirmation of the memory's sentence with a word or two swapped (昨天和小李去爬山了 of
+                           上周和小王去爬山了): kept beside it, nothing retired;
+* ``restated_with_more``   a reaffirmation of an (English) memory repeated with a clause of its own: kept beside it;
+* ``another_episode``      a supersede, with no change said, of one past event by another ("I met James at the
+                           conference" of "I met Sarah at the conference"): kept beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .attributes import insertion, opposite_polarity, replaced_word
+from .revision_cues import says_more
+from .values import differing, value_parts
+
+#: a one-off event in the past: something tried, met, read, seen, visited or done once
+EPISODE = re.compile(r"\b(?:tried|met|read|saw|watched|visited|went (?:\w+ing|to see)|had (?:dinner|lunch|coffee|"
+                     r"drinks|a drink) with|ran into|bumped into)\b", re.I)
+
+
+def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any) -> tuple[str, str, dict] | None:
+    """``(decision, rule, fields)`` to replace a decision on the memory whose sentence is ``memory``, or None to keep
+    it. ``typing``: the statement's :class:`~ledger.slots.Typing` (its change, correction and stop markers)."""
+    if memory is None:
+        return None
+    if decision == "reaffirm" and rule != "duplicate":
+        if opposite_polarity(memory, text):
+            return "supersede", "opposite_polarity", {"note": "the opposite said: the newest statement holds"}
+        added = insertion(memory, text)
+        if added:
+            return "supersede", "value_added", {"note": f"it adds {added!r} to what the memory says: nothing either "
+                                                        "said is lost"}
+        vm, vt = value_parts(memory), value_parts(text)
+        swapped = None if not vt.empty and not differing(vm, vt) else replaced_word(memory, text)  # 7:40 / twenty to eight
+        if swapped:
+            return "add", "another_value_beside", {"fresh_key": True, "note": f"it says {swapped!r} where the memory "
+                                                                              "says another: both kept"}
+        if says_more(memory, text):
+            return "add", "restated_with_more", {"fresh_key": True, "note": "it says all the memory says and adds a "
+                                                                            "clause of its own: both kept"}
+    if (decision == "supersede" and not (typing.change or typing.correction or typing.cessation)
+            and EPISODE.search(text) and EPISODE.search(memory)):
+        return "add", "another_episode", {"fresh_key": True, "note": "one past event beside another: both kept"}
+    return None

@@ -1,0 +1,51 @@
+"""What holds whatever rule decided (ledger/guards.py): a reaffirmation never drops what the statement says, and one
+past event never replaces another. Each case goes through ``remember``, as a user would say it."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger.attributes import replaced_word
+from ledger.guards import EPISODE
+
+T1, T2 = "2024-01-01T09:00:00Z", "2024-02-01T09:00:00Z"
+
+
+def revise(ml, old: str, new: str):
+    user = f"g{abs(hash(old + new)) % 10**7}"
+    ml.remember(user, old, observed_at=T1)
+    r = ml.remember(user, new, observed_at=T2)
+    return r, {f.text: f.status for f in ml.profile(user, allow_sensitive=["health"], purpose="test").facts.values()}
+
+
+@pytest.mark.parametrize("old,new,rule", [
+    ("我喜欢靠窗的座位", "长途飞行我喜欢靠过道的座位", "another_value_beside"),  # 过道 where the memory says 窗
+    ("上周和小王去爬山了", "昨天和小李去爬山了", "another_value_beside"),
+    ("I tried sushi with my friend Mark", "I tried sushi with my friend Lisa", "another_episode"),
+    ("I read Dune last month", "I read Hyperion this month", "another_episode"),
+    ("I met Sarah at the conference", "I met James at the conference", "another_episode"),
+])
+def test_both_are_kept_and_neither_is_retired(minilm_ledger, old, new, rule):
+    r, facts = revise(minilm_ledger, old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == ("add", "current", "current"), r.explanation
+    assert f"by rule {rule}" in r.explanation
+
+
+def test_a_weight_that_is_not_the_users_replaces_nothing(fresh_ledger):
+    r, facts = revise(fresh_ledger, "I weigh 82 kg", "My suitcase weighs 23 kg")
+    assert facts.get("I weigh 82 kg") == "current", r.explanation
+
+
+@pytest.mark.parametrize("old,new,swapped", [
+    ("上周和小王去爬山了", "昨天和小李去爬山了", "李"),  # 上周 / 昨天: a time, not a value
+    ("I live in York", "I live in Leeds", "leeds"),
+    ("I live in York", "I live in York", None),
+    ("我每次剪头都找理发店的阿杰", "头发只让阿杰剪，别人剪我不放心", None),  # reworded throughout: no swap
+])
+def test_replaced_word_reads_a_swap_in_one_sentence(old, new, swapped):
+    assert replaced_word(old, new) == swapped
+
+
+def test_an_episode_is_a_one_off_past_event():
+    assert EPISODE.search("I met Sarah at the conference") and EPISODE.search("went hiking with Bob")
+    assert not EPISODE.search("I live in Boston") and not EPISODE.search("I usually go to bed at 11")
