@@ -114,19 +114,6 @@ def test_a_body_weight_is_its_own_slot(text, slot_key):
                                                                    slot_key else None)
 
 
-@pytest.mark.parametrize("old,new", [
-    ("I'm 82 kg at the moment.", "Stepped on the scales this morning: 77.5. Goal smashed."),
-    ("我现在体重 68 公斤。", "早上上秤一看，63 公斤，总算没白饿。"),
-])
-def test_a_new_weight_replaces_the_old_one(fresh_ledger, old, new):
-    ml = fresh_ledger
-    user = f"w{abs(hash(old)) % 10**6}"
-    ml.remember(user, old, observed_at=T1)
-    r = ml.remember(user, new, observed_at=T2)
-    facts = {f.text: f.status for f in ml.profile(user, allow_sensitive=["health"], purpose="test").facts.values()}
-    assert (r.decision, facts.get(new), facts.get(old)) == ("supersede", "current", None), r.explanation
-
-
 @pytest.mark.parametrize("text,slot_key", [
     ("Started at Monzo last month — same kind of analytics work but way less commuting.", "work.employer"),
     ("The 73 gets me to the office in twenty minutes flat", "commute"),
@@ -138,17 +125,19 @@ def test_less_commuting_is_no_commute_and_a_bus_that_gets_me_to_work_is(text, sl
 
 
 @pytest.mark.parametrize("old,new", [
+    ("I'm 82 kg at the moment.", "Stepped on the scales this morning: 77.5. Goal smashed."),
+    ("我现在体重 68 公斤。", "早上上秤一看，63 公斤，总算没白饿。"),
     ("My salary's 42k before tax, for context on the budget.",
      "Payslip came through after the annual review: 46k before tax. Can we redo the budget with that?"),
     ("My salary's 52k a year before tax.", "Got my review back and they bumped me up to 58,500!! finally"),
     ("我月薪一万二", "涨薪了，现在月薪一万五"),
 ])
-def test_a_new_salary_replaces_the_old_one(fresh_ledger, old, new):
+def test_a_new_weight_or_salary_replaces_the_old_one(fresh_ledger, old, new):
     ml = fresh_ledger
-    user = f"s{abs(hash(old)) % 10**6}"
+    user = f"w{abs(hash(old)) % 10**6}"
     ml.remember(user, old, observed_at=T1)
     r = ml.remember(user, new, observed_at=T2)
-    facts = {f.text: f.status for f in ml.profile(user).facts.values()}
+    facts = {f.text: f.status for f in ml.profile(user, allow_sensitive=["health"], purpose="test").facts.values()}
     assert (r.decision, facts.get(new), facts.get(old)) == ("supersede", "current", None), r.explanation
 
 

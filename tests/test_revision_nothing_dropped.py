@@ -15,7 +15,7 @@ T1, T2 = "2024-01-01T09:00:00Z", "2024-02-01T09:00:00Z"
 def revise(ml, old: str, new: str, user: str = "u"):
     ml.remember(user, old, observed_at=T1)
     r = ml.remember(user, new, observed_at=T2)
-    facts = {f.text: f.status for f in ml.profile(user).facts.values()}
+    facts = {f.text: f.status for f in ml.profile(user, allow_sensitive=["health"], purpose="test").facts.values()}
     return r, facts
 
 
@@ -118,11 +118,7 @@ def test_a_pasted_document_is_not_compared_place_by_place():
     ("我对花生过敏", "其实我对花生不过敏"),
 ])
 def test_the_opposite_said_in_a_slot_is_never_a_reaffirmation(fresh_ledger, old, new):
-    ml = fresh_ledger
-    user = f"a{abs(hash(new)) % 10**6}"
-    ml.remember(user, old, observed_at=T1)
-    r = ml.remember(user, new, observed_at=T2)
-    facts = {f.text: f.status for f in ml.profile(user, allow_sensitive=["health"], purpose="test").facts.values()}
+    r, facts = revise(fresh_ledger, old, new, user=f"a{abs(hash(new)) % 10**6}")
     assert (r.decision, facts.get(new), facts.get(old)) == ("supersede", "current", None), r.explanation
 
 
