@@ -302,3 +302,17 @@ def test_unlink_refuses_a_negative_version_by_name(cli):
     code, _, err = cli("unlink", "u1", "preference.drink", "1", "--jsn")  # a mistyped option is still refused
     assert code == 2 and "--jsn" in err
     assert len(cli.json("history", "u1")) == 1  # nothing written
+
+
+def test_remember_reads_a_long_text_from_standard_input(tmp_path):
+    # a text beyond the command line's limit (about 128 KiB on Linux) comes in on stdin with TEXT "-"
+    from tests.conftest import CLI
+
+    cli = CLI({"home": tmp_path / "h"})
+    text = "我今天去了北京的公司开会。" * 4000 + "我住在杭州。"
+    code, out, err = cli("remember", "alice", "-", "--json", input=text)
+    assert code == 0, err
+    key = json.loads(out)["key"]
+    assert [h["text"] for h in cli.json("history", "alice", key)] == [text]
+    code, out, err = cli("remember", "alice", "-", input="\u200b")
+    assert code == 2 and "text: is empty" in err and "Traceback" not in err

@@ -102,8 +102,12 @@ def remember_cmd(
     role: Optional[str] = RoleOpt, as_json: bool = JsonOpt,
 ) -> None:
     """Remember free TEXT about USER: slot resolution decides new, add, reaffirm, supersede, correct, retire or
-    conflict, and records why (docs/resolution.md)."""
+    conflict, and records why (docs/resolution.md). TEXT "-" reads it from standard input (a text longer than the
+    command line allows)."""
     from memledger.remember import validate_remember
+
+    if text == "-":
+        text = sys.stdin.read()
 
     fields = dict(observed_at=observed_at, valid_from=valid_from, source=source or "user_statement",
                   source_ref=source_ref, session_id=session, confidence=confidence, idempotency_key=idempotency_key,
