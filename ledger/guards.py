@@ -12,7 +12,10 @@ decision against the memory it acts on and changes it when it would lose somethi
                            上周和小王去爬山了): kept beside it, nothing retired;
 * ``restated_with_more``   a reaffirmation of an (English) memory repeated with a clause of its own: kept beside it;
 * ``another_episode``      a supersede, with no change said, of one past event by another ("I met James at the
-                           conference" of "I met Sarah at the conference"): kept beside it.
+                           conference" of "I met Sarah at the conference"): kept beside it;
+* ``partial_change``       a supersede or retirement of a memory that lists two values by a statement naming one of
+                           them ("I eat pork now" of "I don't eat pork or beef"): both kept, the memory "to confirm",
+                           as a stop of one of several is (``partial_cessation``).
 """
 
 from __future__ import annotations
@@ -29,9 +32,25 @@ EPISODE = re.compile(r"\b(?:tried|met|read|saw|watched|visited|went (?:\w+ing|to
                      r"drinks|a drink) with|ran into|bumped into)\b", re.I)
 
 
-def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any) -> tuple[str, str, dict] | None:
-    """``(decision, rule, fields)`` to replace a decision on the memory whose sentence is ``memory``, or None to keep
-    it. ``typing``: the statement's :class:`~ledger.slots.Typing` (its change, correction and stop markers)."""
+#: two values joined in one sentence: "pork or beef", "tennis and golf", 猪肉和牛肉, 英语、法语
+_PAIR = re.compile(r"\b([a-z]+),? (?:and|or|nor) ([a-z]+)\b|([\u4e00-\u9fff]{2,4})[和或、跟]([\u4e00-\u9fff]{2,4})", re.I)
+
+
+def names_one_of_two(memory: str, text: str) -> bool:
+    """Whether ``memory`` joins two values ("pork or beef", 猪肉和牛肉) and ``text`` names one of them, not both."""
+    m = _PAIR.search(memory)
+    if m is None:
+        return False
+    a, b = (m.group(1), m.group(2)) if m.group(1) else (m.group(3)[-2:], m.group(4)[:2])
+    t = text.lower()
+    return (a.lower() in t) != (b.lower() in t)
+
+
+def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any,
+          key: str | None = None) -> tuple[str, str, dict] | None:
+    """``(decision, rule, fields)`` to replace a decision on the memory ``key`` whose sentence is ``memory``, or
+    None to keep it. ``typing``: the statement's :class:`~ledger.slots.Typing` (its change, correction and stop
+    markers)."""
     if memory is None:
         return None
     if decision == "reaffirm" and rule != "duplicate":
@@ -52,4 +71,7 @@ def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any) 
     if (decision == "supersede" and not (typing.change or typing.correction or typing.cessation)
             and EPISODE.search(text) and EPISODE.search(memory)):
         return "add", "another_episode", {"fresh_key": True, "note": "one past event beside another: both kept"}
+    if decision in ("supersede", "retire") and not typing.correction and names_one_of_two(memory, text):
+        return "conflict", "partial_change", {"contest_key": key, "note": "the memory names two values and this "
+                                                                         "changes one: both kept, to confirm"}
     return None

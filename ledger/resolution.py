@@ -106,7 +106,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if target is not None:
             target.relation = "target"
         # what holds whatever rule decided (ledger/guards.py): nothing the statement says is dropped
-        kept = guard(decision, rule, target.text if target is not None else None, text, typing)
+        kept = guard(decision, rule, target.text if target is not None else None, text, typing,
+                     target.key if target is not None else None)
         if kept is not None:
             decision, rule, kw = kept
             key = target.key if decision == "supersede" and target is not None else None

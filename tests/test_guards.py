@@ -49,3 +49,20 @@ def test_replaced_word_reads_a_swap_in_one_sentence(old, new, swapped):
 def test_an_episode_is_a_one_off_past_event():
     assert EPISODE.search("I met Sarah at the conference") and EPISODE.search("went hiking with Bob")
     assert not EPISODE.search("I live in Boston") and not EPISODE.search("I usually go to bed at 11")
+
+
+@pytest.mark.parametrize("old,new", [
+    ("I don't eat pork or beef", "I eat pork now"),  # "no beef" must not go
+    ("我不吃猪肉和牛肉", "我现在吃猪肉了"),
+])
+def test_a_change_of_one_of_two_values_keeps_both_to_confirm(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == ("conflict", "contested", "current"), r.explanation
+
+
+def test_names_one_of_two():
+    from ledger.guards import names_one_of_two
+
+    assert names_one_of_two("I don't eat pork or beef", "I eat pork now")
+    assert not names_one_of_two("I don't eat pork or beef", "I eat pork and beef now")
+    assert not names_one_of_two("I live in Bath", "I moved to Leeds")
