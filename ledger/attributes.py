@@ -413,6 +413,31 @@ def _units(text: str) -> list[str]:
     return re.findall(r"[a-z0-9][a-z0-9'+@.\-]*[a-z0-9+]|[a-z0-9]", t)
 
 
+@dataclass(frozen=True)
+class _Alignment:
+    """Two sentences' units (:func:`_units`), the places they differ (difflib's non-equal opcodes), how much they
+    share (``ratio``, 0..1) and the separator their units are joined with ("" for Chinese)."""
+
+    a: tuple[str, ...]
+    b: tuple[str, ...]
+    ops: tuple[tuple[str, int, int, int, int], ...]
+    ratio: float
+    sep: str
+
+
+@functools.lru_cache(maxsize=4096)
+def _aligned(old: str, new: str) -> _Alignment | None:
+    """:class:`_Alignment` of ``old`` and ``new``, or None when either has no unit or one is longer than
+    :data:`MAX_COMPARED_UNITS`. Cached: the rules compare the same statement with the same memory several times
+    (:func:`substitution`, :func:`insertion`, :func:`replaced_word`)."""
+    a, b = _units(old), _units(new)
+    if not a or not b or max(len(a), len(b)) > MAX_COMPARED_UNITS:
+        return None
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    ops = tuple(op for op in sm.get_opcodes() if op[0] != "equal")
+    return _Alignment(tuple(a), tuple(b), ops, sm.ratio(), "" if has_cjk(old + new) else " ")
+
+
 def substitution(old: str, new: str) -> tuple[str, str] | None:
     """Where two sentences differ in one place only, the two differing spans (old's, new's); None otherwise.
 
@@ -420,18 +445,14 @@ def substitution(old: str, new: str) -> tuple[str, str] | None:
     last Monday": ("first", "last"). What the two sentences share (at least 60% of the longer one) says what the
     value is about; the spans are the values. Both spans must be non-empty (an added word is a qualifier or a
     detail, not a replaced value)."""
-    a, b = _units(old), _units(new)
-    if not a or not b or a == b or max(len(a), len(b)) > MAX_COMPARED_UNITS:
+    al = _aligned(old, new)
+    if al is None or al.a == al.b or len(al.ops) != 1 or al.ops[0][0] != "replace":
         return None
-    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    ops = [op for op in sm.get_opcodes() if op[0] != "equal"]
-    if len(ops) != 1 or ops[0][0] != "replace":
-        return None
-    _, i1, i2, j1, j2 = ops[0]
+    a, b, sep = al.a, al.b, al.sep
+    _, i1, i2, j1, j2 = al.ops[0]
     shared = len(a) - (i2 - i1)
     if shared < 0.6 * max(len(a), len(b)) or shared < 2:
         return None
-    sep = "" if has_cjk(old + new) else " "
     said = sep.join(b[j1:j2])
     if not (set(re.findall(r"\w", said) if sep == "" else re.findall(r"[\w'+-]+", said)) - _NO_VALUE):
         return None  # "... has changed", "...变了": it says something changed, not what it is now
@@ -443,14 +464,12 @@ def insertion(old: str, new: str) -> str | None:
     ("I live in York" / "I live in New York": "new"; "I like jazz" / "I like jazz and blues": "blues"; 我喜欢爵士乐 /
     我喜欢爵士乐和蓝调: "蓝调"), ``old`` being at least half of ``new``; None otherwise, or when what it adds says
     nothing (a marker, 了, "changed"). Markers are left out of both first (:func:`_units`)."""
-    a, b = _units(old), _units(new)
-    if not a or len(b) <= len(a) or len(a) < 0.5 * len(b) or len(b) > MAX_COMPARED_UNITS:
+    al = _aligned(old, new)
+    if al is None or len(al.b) <= len(al.a) or len(al.a) < 0.5 * len(al.b):
         return None
-    ops = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
-    if not ops or any(op[0] != "insert" for op in ops):
+    if not al.ops or any(op[0] != "insert" for op in al.ops):
         return None
-    sep = "" if has_cjk(old + new) else " "
-    said = " ".join(sep.join(b[j1:j2]) for _, _, _, j1, j2 in ops)
+    said = " ".join(al.sep.join(al.b[j1:j2]) for _, _, _, j1, j2 in al.ops)
     # "new" says nothing by itself ("got a new one") but is a word of a name ("New York")
     names = {w for n in value_parts(new).parts.get("name", ()) for w in n.split()}
     return said if content_tokens(said) - _NO_VALUE or set(said.split()) & names else None
@@ -462,14 +481,11 @@ def replaced_word(old: str, new: str) -> str | None:
     are markers, left out),
     我喜欢靠窗的座位 / 长途飞行我喜欢靠过道的座位 -> "过道". None when nothing is swapped or the sentences differ
     throughout (a rewording), or when what is swapped in says nothing (a marker, "changed")."""
-    a, b = _units(old), _units(new)
-    if not a or not b or max(len(a), len(b)) > MAX_COMPARED_UNITS:
+    al = _aligned(old, new)
+    if al is None or al.ratio < 0.6:
         return None
-    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    if sm.ratio() < 0.6:
-        return None
-    sep = "" if has_cjk(old + new) else " "
-    swapped = [sep.join(b[j1:j2]) for op, i1, i2, j1, j2 in sm.get_opcodes()
+    a, b, sep = al.a, al.b, al.sep
+    swapped = [sep.join(b[j1:j2]) for op, i1, i2, j1, j2 in al.ops
                if op == "replace" and i2 - i1 <= 4 and j2 - j1 <= 4
                and content_tokens(sep.join(a[i1:i2])) - _NO_VALUE
                and content_tokens(sep.join(b[j1:j2])) - _NO_VALUE - content_tokens(old)]  # not "work" / "working"

@@ -96,6 +96,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     # observation): its sentences share a subject and a copula without sharing an attribute, and most are episodes,
     # so the readings that revise across keys (attribute, value replacement) are not applied to it
     narrative = is_narrative(text, user_name)
+    replacing = names_replacement(text)  # it says what it replaced ("instead", 改成): read once, used by many rules
     parsed = f"{mine_rd.describe()}; values {mine_vp.describe()}"
 
     def done(decision: str, key: str | None, rule: str, target: Candidate | None = None, **kw: Any) -> Resolution:
@@ -142,7 +143,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             a, b = content_tokens(value_parts(mine_rd.value).residue), content_tokens(value_parts(theirs.value).residue)
             if a and b and (overlap(a, b) < PARAPHRASE or (a - b and b - a)):
                 out.append("value")  # "a medium flat white" / "a large flat white": a word replaced by another
-        if not out and typing.change and names_replacement(text):
+        if not out and typing.change and replacing:
             # "我改成每周二四去健身房了" of "我每周一三五去健身房": the day or time it says it replaced
             out += [k for k in ("day", "tod") if c.values.qualifiers.get(k) and mine_vp.qualifiers.get(k)
                     and c.values.qualifiers[k] != mine_vp.qualifiers[k]]
@@ -155,7 +156,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         # another weekday said as a change ("from this term Leo swims on Thursdays") moves the value, as does a time
         # of day said as a replacement ("以后改成周六上午来"); another season, place or person is another case, kept
         # beside it
-        moved = ("day", "tod") if typing.change and names_replacement(text) else ("day",)
+        moved = ("day", "tod") if typing.change and replacing else ("day",)
         return [k for k in qualifiers_clash(c.values, mine_vp) if not (typing.change and k in moved)]
 
     def same_subject(c: Candidate) -> bool:
@@ -170,7 +171,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return None
         same_value = c is not None and bool(typing.value_tokens) and c.typing is not None and (
             typing.value_tokens <= c.typing.value_tokens) and not differing(c.values, mine_vp)
-        if typing.additive and not names_replacement(text) and not same_value:
+        if typing.additive and not replacing and not same_value:
             return done("add", None, "additive", None, fresh_key=True,
                         note="it says also/too/也: it adds to what is known, nothing is contested")
         clash = qualifiers_clash(c.values, mine_vp) if c is not None else []
@@ -183,7 +184,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # "we moved to Bristol in the spring": a change may add a qualifier; only a changed one is another case.
             # So too in a catalogue slot: "I drink coffee every morning" after "I drink tea" is the drink changing
             clash = [k for k in clash if c.values.qualifiers.get(k)]
-            if typing.change and names_replacement(text):
+            if typing.change and replacing:
                 # "以后改成周六上午来", "moved to Thursday mornings instead": the day and time are what was replaced
                 clash = [k for k in clash if k not in ("day", "tod")]
         if clash and mine_rd.value and c is not None and same_attribute(c.reading, mine_rd):
@@ -248,7 +249,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         物业把门禁密码换了，现在是7126): that memory is revised (superseded, or corrected). Only the best such
         memory, strictly ahead of any other, with a content word shared besides the values."""
         if not (typing.change or typing.correction or REVISION_HINT.search(text)) or typing.mood != "statement" \
-                or narrative or (typing.additive and not names_replacement(text)) or (
+                or narrative or (typing.additive and not replacing) or (
                 PAST_EVENT.search(text) and not NOW.search(text)):
             return None  # "... started playing guitar five years ago": an episode, not a value replaced
         kinds = {k for k in (*_STRONG_KINDS, "name") if mine_vp.parts.get(k)}
@@ -325,7 +326,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         of 我在银行当柜员): that memory is revised. Nothing else is near enough to be meant; "also" adds, another
         season or person is another case."""
         if not (typing.change or typing.correction or typing.cessation) or typing.mood != "statement" or narrative \
-                or (typing.additive and not names_replacement(text)):
+                or (typing.additive and not replacing):
             return None
         live = [c for c in candidates if c.status in ("current", "contested") and nfc(c.text) != mine]
         if not live:
@@ -372,7 +373,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("conflict", None, "partial_cessation", best, contest_key=best.key, note=partial_note)
             return done("retire", best.key, "nearest_cessation", best,
                         note="it says something stopped, and one memory is by far the nearest")
-        if best.slot_key and registry.cardinality(best.key) == "multi" and not names_replacement(text) \
+        if best.slot_key and registry.cardinality(best.key) == "multi" and not replacing \
                 and not (FAVOURITE.search(text) and FAVOURITE.search(best.text)):
             # "I joined a chess club" beside "a member of the running club": another value of a list; but a
             # favourite is one ("我现在最喜欢走龙井那条线" of "我最喜欢的徒步路线是九溪十八涧")
@@ -724,7 +725,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     if len(flip) == 1 and typing.mood == "statement" and not narrative:
         return done("supersede", flip[0].key, "opposite_polarity", flip[0], note="the opposite said: the newest holds")
     # no slot: "also" adds, whatever it resembles
-    if typing.additive and not names_replacement(text) and not typing.correction and not typing.cessation:
+    if typing.additive and not replacing and not typing.correction and not typing.cessation:
         return done("add", None, "additive", None, fresh_key=True,
                     note="it says also/too/也: it adds to what is known, nothing is contested")
     # no slot: the same thing said again in other words, by far the nearest in meaning, every value equal
@@ -781,7 +782,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             says_new = bool(mine_tokens - content_tokens(best_c.text) - CHANGE_STEMS - GENERIC - _GENERIC_STEMS)
             if clear and says_new and not typing.cessation and (best_ov >= CHANGE_FREE or changed) \
                     and not moved_clash(best_c) \
-                    and not (typing.additive and not names_replacement(text)):
+                    and not (typing.additive and not replacing):
                 # "Our Slack workspace got renamed to brightco-hq" / "... is called brightco-team": one memory
                 # holds most of its words, well ahead of any other, and it says the value changed or was wrong
                 if typing.correction:

@@ -161,6 +161,7 @@ _ZH_IDIOMS = re.compile(r"隔三差五|三天两头|三番五次|一五一十|�
                         r"七嘴八舌|五颜六色|一举两得|十有八九|百分之百")
 #: what follows a number that says a time from now or ago: 三天后, 两周前, 五个月后
 _ZH_RELATIVE = re.compile(r"(?:个)?(?:天|日|周|星期|礼拜|月|年|小时|分钟)(?:以?后|以?前|之后|之前)")
+_ZH_NUMERAL_BEFORE_RELATIVE = re.compile(r"[零〇一二两三四五六七八九十百千万]+(?=" + _ZH_RELATIVE.pattern + ")")
 
 _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
     "tod": ((r"\b(?:in the )?mornings?\b|\bbreakfast\b|早上|早晨|上午|早饭|早餐", "morning"),
@@ -683,7 +684,7 @@ def zh_numerals(text: str) -> set[str]:
     """The Chinese numeral characters of a text, with 两 read as 二 (一 left out: it is also "a"; weekdays, 周二四,
     and times from now, 两年前, left out: they are days and times)."""
     text = _ZH_WEEKDAYS.sub("", _ZH_IDIOMS.sub("", text))
-    text = re.sub(r"[零〇一二两三四五六七八九十百千万]+(?=" + _ZH_RELATIVE.pattern + ")", "", text)  # 两年前: a time
+    text = _ZH_NUMERAL_BEFORE_RELATIVE.sub("", text)  # 两年前: a time
     return {"二" if c == "两" else c for c in text if c in "二两三四五六七八九十百千万"}
 
 

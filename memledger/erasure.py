@@ -212,8 +212,8 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bo
         # the one write path, without the erased-user refusal (this is the erasure); the key goes right after the
         # save, before anything reads the events
         destroyed: list[Any] = []
-        saved = ml.write({user_id}, lambda: [(r.notification.id, r.domain_event) for r in ml.app.save(record)],
-                         refuse_erased=False, after_save=lambda: destroyed.append(ml.keystore.destroy(user_id)))
+        saved = ml.write({user_id}, lambda: ml.recorded(ml.app.save(record)), refuse_erased=False,
+                         after_save=lambda: destroyed.append(ml.keystore.destroy(user_id)))
         position = saved[-1][0]
         erased_at = record.created_on
     key_destroyed = destroyed[0] if position is not None else ml.keystore.destroy(user_id)

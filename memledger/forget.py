@@ -218,8 +218,7 @@ def forget_fact(ml: Store, user_id: str, key: str, *, version: int | None = None
             destroyed.append(keystore.destroy_fact_keys(user_id, key_ids))
         else:
             # the one write path; the fact keys go right after the save, before anything reads the events
-            saved = ml.write([user_id], lambda: [(r.notification.id, r.domain_event)
-                                                 for r in ml.app.save_events([placeholder])],
+            saved = ml.write([user_id], lambda: ml.recorded(ml.app.save_events([placeholder])),
                              after_save=lambda: destroyed.append(keystore.destroy_fact_keys(user_id, key_ids)))
             position = saved[-1][0]
         # every read model at the head whatever the projection mode: the purge below must find them there

@@ -143,8 +143,8 @@ def end(ml: Store, user_id: str, session_id: str) -> Any:
     wipe(ml)
     # the tombstone goes through the one write path; an erased user's session may still be ended (its messages are
     # gone above), so the erased-user refusal does not apply
-    saved = ml.write({user_id}, lambda: [(r.notification.id, r.domain_event) for r in ml.app.save(
-        NoMemorySession(user_id=user_id, session_id=session_id, messages=n))], refuse_erased=False)
+    saved = ml.write({user_id}, lambda: ml.recorded(ml.app.save(
+        NoMemorySession(user_id=user_id, session_id=session_id, messages=n))), refuse_erased=False)
     position = saved[-1][0]
     r = _receipt(user_id, session_id, "NoMemorySessionEnded", 1)
     return r.model_copy(update={"position": position})

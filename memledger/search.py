@@ -138,7 +138,7 @@ def freshness(key: str, valid_from_us: int | None, at_us: int, half_lives: dict[
 def check_search_args(user_id: Any, query: Any, k: Any, as_of: Any, source: Any, role: Any) -> tuple:
     """Validate search arguments (nothing is read before this passes). Raises BadInput naming the field."""
     user_id = check_user_id(user_id)
-    if not isinstance(query, str) or not query.strip(_INVISIBLE):
+    if not isinstance(query, str) or not query.strip(INVISIBLE):
         raise BadInput("query", "is empty", "give the text to search for, e.g. 'what does the user drink?'")
     check_text(query, "query")
     if len(query) > MAX_QUERY:
@@ -157,9 +157,6 @@ def check_search_args(user_id: Any, query: Any, k: Any, as_of: Any, source: Any,
 
 #: the longest query accepted, in characters (a question; a sentence to remember may be longer: MAX_TEXT)
 MAX_QUERY = 4000
-
-#: characters that do not make a query non-empty: white space, zero-width spaces and joiners, the BOM
-_INVISIBLE = INVISIBLE
 
 
 def check_role_name(role: Any, field: str) -> str:

@@ -97,7 +97,7 @@ def record_disclosures(ml: Store, user_id: str, included: list[tuple[str, int, s
         return []
     records = [Disclosure(user_id=user_id, key=k, version=v, sensitivity=label, session_id=session_id,
                           purpose=purpose, trace_id=trace_id) for k, v, label in included]
-    saved = ml.write({user_id}, lambda: [(r.notification.id, r.domain_event) for r in ml.app.save(*records)])
+    saved = ml.write({user_id}, lambda: ml.recorded(ml.app.save(*records)))
     return [p for p, _ in saved if p is not None]
 
 

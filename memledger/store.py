@@ -329,6 +329,12 @@ class Store:
         return self._head()
 
     # -- commands ----------------------------------------------------------------------------------------------
+    @staticmethod
+    def recorded(recordings: Iterable[Any]) -> list[tuple[int | None, Any]]:
+        """eventsourcing's ``Recording`` objects (what ``app.save`` / ``app.save_events`` return) as the ``(log
+        position, event)`` pairs :meth:`write`'s ``save`` returns."""
+        return [(r.notification.id, r.domain_event) for r in recordings]
+
     def write(self, user_ids: Iterable[str], save: Callable[[], list[tuple[int | None, Any]]], *,
               check: Callable[[], None] | None = None, refuse_erased: bool = True,
               after_save: Callable[[], None] | None = None, from_log: bool = False) -> list[tuple[int | None, Any]]:

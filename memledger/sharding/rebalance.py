@@ -319,8 +319,7 @@ def _move(sharded: ShardedLedger, m: Move, stored: list[Any]) -> int:
         marker = ShardArrival(user_id=m.user_id, source=m.source, events=len(events),
                               since=from_micros(stored[0][1]))
         # one transaction, the whole user or nothing, through the new shard's one write path
-        dst.write({m.user_id}, lambda: [(r.notification.id, r.domain_event)
-                                        for r in dst.app.save_events([*marker.collect_events(), *events])])
+        dst.write({m.user_id}, lambda: dst.recorded(dst.app.save_events([*marker.collect_events(), *events])))
         copied = len(events)
     elif events and existing != ids:
         raise MoveFailed(f"shard {m.target} holds {len(existing)} of {len(ids)} streams of {m.user_id!r} "
