@@ -316,3 +316,4 @@ def test_remember_reads_a_long_text_from_standard_input(tmp_path):
     assert [h["text"] for h in cli.json("history", "alice", key)] == [text]
     code, out, err = cli("remember", "alice", "-", input="\u200b")
     assert code == 2 and "text: is empty" in err and "Traceback" not in err
+    assert len(cli.json("history", "alice")) == 1  # nothing written
