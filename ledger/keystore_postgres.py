@@ -105,6 +105,9 @@ class PostgresKeyStore(_KeyStoreBase):
             with conn.transaction():
                 # Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogs; serialise them.
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memledger.user_keys:{schema}",))
+                # an existing schema needs no CREATE right on the database (a role serving a schema made for it)
+                if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone():
+                    create = create[1:]
                 for stmt in create:
                     conn.execute(stmt)
 

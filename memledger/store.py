@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS optout_messages (
     fingerprint TEXT NOT NULL,
     PRIMARY KEY (user_id, session_id, message_id)
 )"""
-OPTOUT_TABLES = [SESSIONS_DDL, MESSAGES_DDL]
+OPTOUT_TABLES = {"optout_sessions": SESSIONS_DDL, "optout_messages": MESSAGES_DDL}
 
 
 class Store:
@@ -57,7 +57,7 @@ class Store:
     def __init__(self, home: str | os.PathLike[str] | None = None, *, dsn: str | None = None,
                  schema: str | None = None, projection_mode: str | None = None, embedder: Any = None,
                  half_lives: dict[str, float] | None = None, cjk_embedder: Any = None) -> None:
-        from projections.db import ProjectionDB, check_schema_name, setup_lock
+        from projections.db import ProjectionDB, check_schema_name, protect_user_rows, setup_lock
         from projections.history import HistoryProjection
         from projections.profile import ProfileProjection
 
@@ -119,8 +119,9 @@ class Store:
                 for p in self.projections:
                     p.create(cur)
                 # Opt-out sessions' working tables (memledger/optout.py): not a projection, but part of the store.
-                for statement in OPTOUT_TABLES:
+                for name, statement in OPTOUT_TABLES.items():
                     cur.execute(statement)
+                    protect_user_rows(cur, name)
             check_log_not_behind(self.app, self.db, self.settings.home)
             if self.settings.home is not None and warning is None:
                 make_files_private(self.settings.home)  # 0600 whatever the umask (the WAL files follow)

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Protocol
 
 from ledger.timeutil import parse_instant, to_micros
 
-from .db import Cursor
+from .db import Cursor, protect_user_rows
 
 TRACKING_DDL = """
 CREATE TABLE IF NOT EXISTS projection_tracking (
@@ -126,6 +126,8 @@ class Projection:
         names = self._names()
         for short, ddl in self.tables.items():
             cur.execute(ddl.format(t=self.table(short), **names))
+            if "user_id" in ddl:  # a user's rows: row-level security on PostgreSQL (projections/db.py)
+                protect_user_rows(cur, self.table(short))
         for stmt in self.indexes:
             cur.execute(stmt.format(**names))
         cur.execute(
@@ -185,15 +187,16 @@ class BulkApplier(Protocol):
 def insert_rows(cur: Cursor, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     """Insert many rows: ``COPY ... FROM STDIN`` on PostgreSQL (psycopg 3's ``Cursor.copy``: ~190k rows/s
     against executemany's ~100k on these machines, /work/shared/DESIGN.md),
-    one ``executemany`` of a prepared INSERT on SQLite. ``rows`` are sequences in ``cols`` order."""
+    one ``executemany`` of a prepared INSERT on SQLite, and on PostgreSQL under row-level security (which refuses
+    COPY FROM). ``rows`` are sequences in ``cols`` order."""
     if not rows:
         return
-    if cur.dialect == "postgres":
+    if cur.dialect == "postgres" and not cur.row_security:
         with cur.raw.copy(f"COPY {table} ({', '.join(cols)}) FROM STDIN") as copy:
             for r in rows:
                 copy.write_row(r)
     else:
-        cur.raw.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", rows)
+        cur.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", rows)
 
 
 def iso_micros(iso: str | None, open_value: int | None = None) -> int | None:

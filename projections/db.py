@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ledger.config import use_wal
@@ -20,13 +21,68 @@ from ledger.config import use_wal
 _ADVISORY_KEY = 0x6D656D6C  # "meml": the advisory lock every catch-up on one schema takes (with the schema's hash)
 _SETUP_KEY = 0x6D656D73  # "mems": held while a process creates a schema's tables
 
+#: The PostgreSQL setting row-level security reads: which users' rows this transaction may see. A user id has no
+#: control characters (``ledger.schemas.check_user_id``), so the users are joined by U+001F and every user is
+#: U+001E, neither of which a user id can be.
+USERS_SETTING = "memledger.users"
+USER_SEPARATOR = "\x1f"
+ALL_USERS = "\x1e"
+#: The users a request may read (set by the servers from the API key), or None outside a request: the operator's
+#: CLI and Python API, and the catch-up, which act for every user.
+_request_users: ContextVar[tuple[str, ...] | None] = ContextVar("memledger_request_users", default=None)
+#: The policy each table with a ``user_id`` column gets on PostgreSQL (``protect_user_rows``). With no setting at
+#: all (a connection that bypassed ProjectionDB) it matches nothing.
+RLS_CONDITION = (f"current_setting('{USERS_SETTING}', true) = chr(30) OR user_id = ANY "
+                 f"(string_to_array(current_setting('{USERS_SETTING}', true), chr(31)))")
+
+
+@contextmanager
+def request_scope(users: Iterable[str] | None) -> Iterator[None]:
+    """Limit the projection reads made inside the block (this thread or task, and the worker threads it starts)
+    to ``users``; None: every user. On PostgreSQL each read snapshot then sets :data:`USERS_SETTING` to them, and
+    row-level security (:func:`protect_user_rows`) hides every other user's rows even if a check above it is wrong;
+    SQLite has no such layer (the setting is kept and ignored)."""
+    token = _request_users.set(None if users is None else tuple(sorted(set(users))))
+    try:
+        yield
+    finally:
+        _request_users.reset(token)
+
+
+def scope_setting() -> str:
+    """The value of :data:`USERS_SETTING` for a read made now: the request's users, or :data:`ALL_USERS`."""
+    users = _request_users.get()
+    return ALL_USERS if users is None else USER_SEPARATOR.join(users)
+
+
+def protect_user_rows(cur: Cursor, table: str) -> None:
+    """Turn on (and force, so the table's owner is held too) row-level security on ``table`` with the users
+    policy, on PostgreSQL; idempotent, and a no-op when already on (so a store's later opens need no ownership
+    change). Superusers and roles with BYPASSRLS are never held by it: serve through a role without them
+    (docs/postgres.md)."""
+    if cur.dialect != "postgres":
+        return
+    cur.execute("SELECT c.relrowsecurity AND c.relforcerowsecurity, EXISTS (SELECT 1 FROM pg_policies p WHERE "
+                "p.schemaname = n.nspname AND p.tablename = c.relname AND p.policyname = 'memledger_users') "
+                "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.relname = ? AND n.nspname = current_schema()", (table,))
+    row = cur.fetchone()
+    if row is None or (row[0] and row[1]):
+        return
+    if not row[1]:
+        cur.execute(f"CREATE POLICY memledger_users ON {table} USING ({RLS_CONDITION})")
+    cur.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+    cur.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+
 
 class Cursor:
     """A thin cursor: ``execute(sql, params)`` with ``?`` placeholders on both backends."""
 
-    def __init__(self, raw: Any, dialect: str) -> None:
+    def __init__(self, raw: Any, dialect: str, row_security: bool = False) -> None:
         self.raw = raw
         self.dialect = dialect
+        #: row-level security holds this connection's role (PostgreSQL refuses COPY FROM into its tables then)
+        self.row_security = row_security
 
     def _sql(self, sql: str) -> str:
         # psycopg's placeholders are %s, so a literal % (LIKE 'a%') must be doubled there. Projection SQL never
@@ -100,6 +156,10 @@ def ensure_schema(dsn: str, schema: str) -> None:
     import psycopg
 
     with connect(dsn) as conn:
+        # An existing schema needs no CREATE right on the database: a role serving a schema made for it (docs/
+        # postgres.md) may lack that right.
+        if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone():
+            return
         try:
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
         except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateSchema):
@@ -142,6 +202,7 @@ class ProjectionDB:
         self.dialect = "sqlite" if sqlite_path else "postgres"
         self._local = threading.local()
         self._pool: Any = None
+        self._bypass: bool | None = None
         self._all_sqlite: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         #: callables run with the cursor first thing in every transaction and read snapshot (before any other
@@ -199,7 +260,11 @@ class ProjectionDB:
                     cur = conn.cursor()
                     # Keyed by schema too, so ledgers in different schemas of one database don't serialise.
                     cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_ADVISORY_KEY, self.schema))
-                    pcur = Cursor(cur, "postgres")
+                    # the projection writer (catch-up, erasure, purge) acts for every user
+                    held = not self._bypasses_rls(conn)
+                    if held:
+                        cur.execute("SELECT set_config(%s, %s, true)", (USERS_SETTING, ALL_USERS))
+                    pcur = Cursor(cur, "postgres", row_security=held)
                     for hook in self.on_begin:
                         hook(pcur)
                     yield pcur
@@ -221,10 +286,20 @@ class ProjectionDB:
             with self._pool.connection() as conn:
                 with conn.transaction():
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    if not self._bypasses_rls(conn):
+                        conn.execute("SELECT set_config(%s, %s, true)", (USERS_SETTING, scope_setting()))
                     pcur = Cursor(conn.cursor(), "postgres")
                     for hook in self.on_begin:
                         hook(pcur)
                     yield pcur
+
+    def _bypasses_rls(self, conn: Any) -> bool:
+        """Whether this pool's role is a superuser or has BYPASSRLS (read once): row-level security does not hold
+        it, so the per-transaction setting would be a wasted round trip."""
+        if self._bypass is None:
+            self._bypass = bool(conn.execute("SELECT rolsuper OR rolbypassrls FROM pg_roles "
+                                             "WHERE rolname = current_user").fetchone()[0])
+        return self._bypass
 
     def close(self) -> None:
         with self._lock:

@@ -43,6 +43,7 @@ from ledger.errors import (
     SubjectErasedError,
 )
 from ledger.schemas import check_key, check_user_id
+from projections.db import request_scope
 
 from .limits import MAX_BODY, BodyLimitMiddleware  # noqa: F401  (MAX_BODY: part of this module's surface)
 from .keys import APIKeyStore, Principal
@@ -237,6 +238,11 @@ class KeyMiddleware:
                     await resp(scope, receive, send_logged)
                     return
                 scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
+                # the database holds the request to the key's users too (row-level security on PostgreSQL), so
+                # a wrong check in a route still cannot read another user's rows
+                with request_scope(principal.scope):
+                    await self.app(scope, receive, send_logged)
+                return
             await self.app(scope, receive, send_logged)
         finally:
             log.info("%s %s %s %.1fms", log_safe(scope.get("method")), log_safe(route_template(self.routes, scope)),

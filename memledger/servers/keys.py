@@ -57,6 +57,12 @@ class Principal:
     def allows(self, user_id: str) -> bool:
         return self.all_users or user_id in self.users
 
+    @property
+    def scope(self) -> frozenset[str] | None:
+        """The users this key's reads are limited to in the database (``projections.db.request_scope``): its
+        users, or None (every user) for an admin key without users."""
+        return None if self.all_users else self.users
+
 
 class KeyInfo(BaseModel):
     """One key as ``memledger keys list --json`` shows it (never the secret)."""

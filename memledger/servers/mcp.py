@@ -39,6 +39,7 @@ from mcp_types import ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
 from ledger.errors import BadInput, MemledgerError
+from projections.db import request_scope
 from ledger.schemas import HistoryRow, Profile, Receipt, check_key, check_user_id
 
 from .. import erasure, sensitivity
@@ -147,6 +148,13 @@ DESCRIPTIONS = {
 
 def bad_input_text(exc: BadInput) -> str:
     return text_of(for_face(exc, "mcp"))
+
+
+def key_scope(ctx: ToolContext | None) -> Any:
+    """The database scope of an MCP request (``projections.db.request_scope``): the key's users, or every user
+    over stdio and in process, where no key is used."""
+    p = principal_of(ctx)
+    return request_scope(None if p is None else p.scope)
 
 
 def principal_of(ctx: ToolContext | None) -> Principal | None:
@@ -258,7 +266,9 @@ def _register(server: MCPServer, name: str, args_model: type, result_type: Any,
                 kwargs = parser.pre_parse_json(kwargs)
             args = args_model.model_validate(kwargs)
             user = policy.resolve(getattr(args, "user_id", None), principal)
-            return body(user, args, principal)
+            # an MCP tool runs in the session's task, not the HTTP request's: the key's scope is set here
+            with request_scope(None if principal is None else principal.scope):
+                return body(user, args, principal)
         except Exception as exc:  # noqa: BLE001 - mapped to a tool error, or re-raised (a crash)
             raise _tool_error(exc, args_model) from exc
 
@@ -466,7 +476,8 @@ def _register_resources(server: MCPServer, service: Service, policy: UserPolicy)
                                  "withheld: use the profile tool with allow_sensitive to see them).")
     def profile_resource(user_id: str, ctx: ToolContext) -> str:
         u = check(user_id, ctx)
-        return json.dumps(service.profile(u).model_dump(mode="json"), ensure_ascii=False)
+        with key_scope(ctx):
+            return json.dumps(service.profile(u).model_dump(mode="json"), ensure_ascii=False)
 
     @server.resource("memledger://users/{user_id}/history/{key}", mime_type="application/json",
                      description="Every version of one fact, in log order (history --json; labelled versions "
@@ -474,7 +485,8 @@ def _register_resources(server: MCPServer, service: Service, policy: UserPolicy)
     def history_resource(user_id: str, key: str, ctx: ToolContext) -> str:
         u = check(user_id, ctx)
         try:
-            rows: list[HistoryRow] = service.history(u, key).rows
+            with key_scope(ctx):
+                rows: list[HistoryRow] = service.history(u, key).rows
         except BadInput as exc:
             raise ResourceNotFoundError(bad_input_text(exc)) from None
         return json.dumps([r.model_dump(mode="json") for r in rows], ensure_ascii=False)
@@ -485,7 +497,8 @@ def _register_resources(server: MCPServer, service: Service, policy: UserPolicy)
         from .models import ContextBody
 
         u = check(user_id, ctx)
-        return service.context(u, ContextBody()).text
+        with key_scope(ctx):
+            return service.context(u, ContextBody()).text
 
 
 # -- stdio: every request gets an answer ---------------------------------------------------------------------------

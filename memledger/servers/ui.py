@@ -25,6 +25,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from ledger.errors import BadInput
 from ledger.schemas import check_user_id
+from projections.db import request_scope
 
 from ..sensitivity import check_grant
 from .keys import APIKeyStore, Principal
@@ -171,8 +172,9 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
             return _page(message_page("Forbidden", f"This key may not show facts labelled {', '.join(missing)} "
                                       f"(create one with memledger keys create --allow-sensitive {missing[0]}).",
                                       here), 403)
-        page, view = service.run(user_html, service.run(service.store_of, user_id), user_id,
-                                 allow_sensitive=sorted(grant.labels), purpose=grant.purpose)
+        with request_scope(p.scope):  # the database holds the page to the key's users too
+            page, view = service.run(user_html, service.run(service.store_of, user_id), user_id,
+                                     allow_sensitive=sorted(grant.labels), purpose=grant.purpose)
         if not view["erased"] and not view["keys"] and not view["sessions"]:
             # a mistyped id would otherwise look like a user whose memory is empty (timeline --html refuses it too)
             return _page(message_page("Not found", f"The ledger holds nothing about {user_id!r}: no fact, session "
