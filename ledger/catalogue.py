@@ -98,9 +98,9 @@ CATALOGUE: tuple[Slot, ...] = (
                                     r"(?<!bus )(?<!route )(?<!seat )(?<!spot )(?<!row )(?<!platform )(?<!line )(?<!table )"
                                     r"(?<!combo )(?<!combination )(?<!pin )(?<!password )(?<!lock )"
                                     r"\bis \d{1,2}\b(?![,.\-/:]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
-          (r"我今年?\s*\d{1,3}\s*岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树]*?岁了|我今年\s*(?:\d{1,3}|[一二三四五六七八九十]{1,3})\s*(?:岁|了|[，,。](?!\s*\d)|$)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
+          (r"我今年?\s*\d{1,3}\s*岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树养]*?岁了|我今年\s*(?:\d{1,3}|[一二三四五六七八九十]{1,3})\s*(?:岁|了|[，,。](?!\s*\d)|$)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
-          ("(?<!住在)(?<!住回)老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),
+          ("(?<!住在)(?<!住回)(?<!回)老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
                                   r"grad school|phd|master's|bachelor's",), ("专业|大学|读研|读博|在读|学位|毕业于|研[一二三]|大[一二三四](?:学生|了)?|高[一二三](?:学生|了)|博[一二三四五]",)),
     _slot("preference.sport_team", "single", (r"supporter of|(?:i|we) support|fan of|favou?rite (?:team|club|player)|"
@@ -123,12 +123,12 @@ CATALOGUE: tuple[Slot, ...] = (
           (r"speak|speaks|fluent|learning (?:french|spanish|german|japanese|chinese|mandarin|korean|italian|"
            r"portuguese|arabic|russian)|native language|language|mother tongue|grew up speaking",), ("会说|说.{0,3}语|学.{0,3}语|语言|母语|(?:英|日|法|德|韩|俄|西班牙|意大利|葡萄牙|阿拉伯|泰|越南)(?:语|文)(?!课本|书)|"
                                                   "粤语|普通话|国语|广东话|上海话|闽南话|四川话",)),
-    _slot("pet", "multi", (_PETS,), ("狗|猫|宠物|仓鼠|鹦鹉|兔子|金鱼|乌龟",)),
+    _slot("pet", "multi", (_PETS,), ("狗|猫|宠物|仓鼠|鹦鹉|兔子|金鱼|乌龟|柯基|泰迪|金毛|哈士奇|柴犬|布偶|英短|养了?一?[只条头匹]",)),
     _slot("relationship.status", "single",
           (r"single|married|divorced|engaged|dating|girlfriend|boyfriend|fianc[eé]e?|broke up|widowed|"
-           r"seeing (?:someone|somebody|a guy|a girl|a woman|a man|each other)|"
+           r"seeing (?:someone|somebody|a guy|a girl|a woman|a man|each other)|been seeing [a-z]+(?=[,.!;]| and (?:it|honestly|things)\b|$)|split up|"
            r"in a relationship|got married|separated",),
-          ("单身|结婚|离婚|订婚|恋爱|女朋友|男朋友|分手|对象|脱单|在一起了|交往|谈恋爱",)),
+          ("单身|结婚|离婚|订婚|恋爱|女朋友|男朋友|分手|对象|脱单|在一起了|交往|谈恋爱|领证|领了证|扯证|办了?婚礼",)),
     _slot("work.occupation", "single",
           (r"work as|works as|working as|job as|(?:my|his|her) job is|occupation|profession|career|job title|"
            r"(?:my|his|her) (?:title|position|role) (?:is|was|changed)|promoted to|got promoted|"
@@ -145,7 +145,7 @@ CATALOGUE: tuple[Slot, ...] = (
           ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是一?[名个位][^，,。是a-z]{1,6}?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监|店长|厨师|服务员|收银员|司机|老板|柜员|客服|保安|店员|出纳)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|转岗|转行|(?:现在|如今|目前)(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|(?:i'm|i am) an? (?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
-                                      r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|"
+                                      r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|first (?:day|week|month) at (?!school\b|uni\b|the gym\b|the (?:new )?(?:flat|house|place)\b)|"
                                       r"(?:i |will |i'll )start (?:a new job |working )?at (?!\d)|\bis where i work\b|(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches|get|gets) the (?:[\w-]+ )?(?:bus|train|subway|metro|tube|"
@@ -164,7 +164,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("residence.city", "single",
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )(?<!got )(?<!get )(?<!be )(?<!were )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown|did the move\b.{0,60}\bin [a-z]+|(?:our|my) new (?:flat|place|"
-           r"house|apartment|home) in \w+|(?:unpacking|unpacked) (?:the |all the )?boxes in (?:our|my|the) \w+",),
+           r"house|apartment|home) in \w+|(?:got|picked up) the keys to (?:our|my|the) (?:new )?(?:flat|place|house|apartment|home) in \w+|(?:unpacking|unpacked) (?:the |all the )?boxes in (?:our|my|the) \w+",),
           ("住在|在.{1,6}住|我在.{1,6}生活|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|(?:started|start|began|back to) eating (?:meat|fish|seafood|chicken|pork|beef)|"

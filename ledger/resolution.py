@@ -26,7 +26,7 @@ from .guards import guard
 from .lexicon import language_names, slot_values
 from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
                             REVISION_HINT, STATE_VERBS, WE, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
-                            listed_words, names_replacement, wrong_value)
+                            listed_words, names_replacement, negation_elsewhere, wrong_value)
 from .slots import (
     _GENERIC_STEMS,
     CATALOGUE_VERSION,
@@ -118,7 +118,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     def value_changed(c: Candidate) -> list[str]:
         """What the statement says that ``c`` does not: the value kinds that differ, or "value" when both name a
         value phrase for the same attribute and the phrases share too little ("the left side" / "my back")."""
-        out = differing(c.values, mine_vp)
+        out = [k for k in differing(c.values, mine_vp)
+               if k != "negation" or not negation_elsewhere(text, c.text, c.values.negated)]
         if (not out and not any(vp.parts.get(k) for vp in (c.values, mine_vp) for k in ("number", "time", "date"))
                 and zh_numerals(c.text) != zh_numerals(text)):
             out.append("number")  # 研一 / 研二: a numeral inside a word, which value_parts leaves alone

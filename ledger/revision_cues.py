@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .lexicon import allergens, diet_of, language_names
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens, type_statement
 from .text import has_cjk
-from .values import ValueParts, cjk_bigrams
+from .values import ValueParts, cjk_bigrams, value_parts
 
 if TYPE_CHECKING:
     from .slots import KeyRegistry
@@ -164,3 +164,16 @@ def says_more(old: str, new: str) -> bool:
         if len(words) >= 2 and not words & a:
             return True
     return False
+
+
+def negation_elsewhere(text: str, memory: str, memory_negated: bool) -> bool:
+    """Whether the statement's negation sits only in clauses that share no word with the memory, the clauses that
+    do share being as negated as the memory ("头发一直都是万达三楼的阿杰给我剪的，换别人我不放心" of "我剪头发一直找阿杰":
+    the "not" is about anyone else): then the negation says nothing of the memory's value. False for one clause."""
+    clauses = [c for c in _CLAUSES.split(text) if c and c.strip()][:MAX_CLAUSES]
+    if len(clauses) < 2:
+        return False
+    theirs = content_tokens(memory) - GENERIC - _GENERIC_STEMS
+    shared = [c for c in clauses if (content_tokens(c) - GENERIC - _GENERIC_STEMS) & theirs]
+    return bool(shared) and len(shared) < len(clauses) and \
+        all(value_parts(c).negated == memory_negated for c in shared)

@@ -286,7 +286,8 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
     r"[记说写打搞弄看填报](?:错|岔)了?(?:日子|时间|号|数|名字|地址|号码|字|日期|一位|位)了", r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"[，,]不是[^，,是]{1,10}$",
     r"\bautocorrect", r"\bwrong row\b", r"\bdid i (?:say|write|type)\b", r"\bfat[- ]?finger", r"\bhad (?:it|that) wrong\b",
-    r"\b(?:typed|wrote|spelt|spelled|entered|put|gave you) (?:it|that|this|them|those)(?: down| in)? wrong\b",
+    r"\b(?:typed|wrote|spelt|spelled|entered|put|gave you)(?= (?:[\w']+ ){1,4}?(?:down |in )?wrong\b)",
+    r"刚才?说的.{0,8}(?:不对|错了)", r"打成.{1,8}了",
     r"[报填输算]错了", r"[，,]\s*不是\s*[\d一二两三四五六七八九十]+[^，,。]{0,3}[，,。]", r"打错字", r"看岔", r"[记写说看听打]反了", r"^(?:哦|噢|啊|嗯)?[，,]?不对",
     r"^不是[^，,。]{1,12}[，,]\s*(?:应该|其实)?是",
 )]
@@ -327,7 +328,7 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\bgiven up\b", r"\bdropped\b", r"\blost (?:my|his|her|their) job\b", r"\bleft (?:my|his|her) job\b",
     r"\blaid (?:\w+ )?off\b", r"\b(?:was|got|been|get) fired\b", r"\bfired (?:me|him|her)\b",
     r"\blet (?:me|him|her) go\b", r"\blet \w+ go\b", r"\b(?:got|was|been) let go\b", r"\bmade redundant\b", r"\bout of work\b", r"\bbetween jobs\b", r"\bjobless\b",
-    r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our)\b",
+    r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our|the)\b",
     r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
     r"\bno more\b", r"\bcalled off\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
@@ -337,7 +338,8 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\bhung up (?:my|the|his|her) (?:boots|gloves|apron)\b|\bhanded in (?:my|his|her) notice\b|\b(?:was|is) my last (?:\w+ )?(?:day|shift|session|class|match|game)\b",
     r"\band left\b", r"\bleft (?:the )?\w+ (?:club|gym|team|group|choir|band|company|firm|school|church|league|class)\b", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
     r"\bwon'?t (?:be )?renew", r"\btook (?:me|him|her) off\b", r"\bfinished (?:with )?(?:physio|therapy|treatment|rehab|my course|the course)\b",
-    r"\bunsubscribed\b", r"\bdone with\b", r"\bsigned (?:me|him|her|us) off\b", r"\bfinished with\b",
+    r"\bunsubscribed\b", r"\bdone with\b", r"\b(?:handed|gave|given|took|taken)(?= (?:[\w']+ ){1,4}?back (?:to|in)\b)",
+    r"\bsplit up\b", r"\bthat'?s(?= (?:[\w']+ ){1,2}done\b)", r"送回|送走了|给.{1,4}养了", r"\bsigned (?:me|him|her|us) off\b", r"\bfinished with\b",
     r"\bclosed (?:my|the|our)\b", r"\bshut down\b", r"\bmoved on from\b", r"\bstepped down\b",
     r"退掉|退了|退订|停订|停掉|没续|不续|辞掉|没再|关掉|关了|注销|卖掉|退出|停办|拆了|扔了|不去了|停用|不用再|不再需要",
     r"\bis over\b", r"\bended the\b", r"\bcleared out\b", r"\blast day (?:at|with|of)\b",
@@ -348,14 +350,14 @@ _CESSATION = [_lazy_re(p) for p in (
 _CHANGE = [_lazy_re(p) for p in (
     r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",
     r"\bmoved to\b", r"\bstarted\b", r"\bnew\b", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",
-    r"(?<!i've )(?<!we've )(?<!i have )(?<!we have )(?<!'ve )\bgot (?:a|an)\b", r"\bturned\b", r"\bfrom now on\b", r"\bmoving to\b", r"\brelocated\b", r"\bjoined\b",
-    r"现在", r"改(?!造|善|进|革|编|装)", r"换", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
+    r"(?<!i've )(?<!we've )(?<!i have )(?<!we have )(?<!'ve )\bgot (?:a|an)\b", r"\bturned\b(?! (?:inside|upside|off|on|up|down|around|round|away|back|out|over|left|right|the|my|his|her|our|their|it|a|an|in|to)\b)", r"\bfrom now on\b", r"\bmoving to\b", r"\brelocated\b", r"\bjoined\b",
+    r"现在", r"改(?!造|善|进|革|编|装)", r"换(?!别[人的家])", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
     r"升职|升为|晋升|当上|升到|涨到|降到|调到", r"\bpromoted\b", r"\brenamed\b", r"\bgot (?:pushed|moved|bumped)\b",
     r"\b(?:raised|reset|bumped|reshuffled|relocated|rescheduled|re-?registered|upped|hiked|lowered)\b",
     r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced|hiking)\b",
-    r"\bgot new\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
+    r"\bgot new\b", r"\bgot the keys to\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
     r"\bpushed (?:back|forward|to|up|the)\b|\bbrought forward\b|\brerouted\b|\bre-?timed\b",
-    r"调课|挪到|换到|调到|改成|上瘾了|跳槽|转行|改行|入职|重新分配|重新安排", r"\bgoing forward\b|\bmoved over to\b", r"\b(?:gone|went|jumped|risen|rose|dropped|fallen|fell|climbed) (?:up |down )?from\b", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",
+    r"调课|挪到|换到|调到|改成|上瘾了|跳槽|转行|改行|入职|重新分配|重新安排|领证|领了证|扯证", r"\bgoing forward\b|\b(?:moved|gone|switched|went) (?:over|across) to\b", r"\b(?:gone|went|jumped|risen|rose|dropped|fallen|fell|climbed) (?:up |down )?from\b", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",
 )]
 # "now" in "I don't ... anymore, I now drink tea" marks a new value after a cessation: then it is a change.
 

@@ -31,7 +31,7 @@ NOT_KIN_ZH = {"朋友", "同事", "老板", "室友", "邻居", "孩子", "对�
 
 
 #: a time phrase a Chinese statement may open with before its (dropped) subject: 上个月搬去成都了, 周一去字节报到了
-_ZH_WHEN = (r"(?:上|这|下|本)(?:个)?(?:月|周|礼拜|星期)(?:初|末|底)?|周[一二三四五六日末]|星期[一二三四五六日天]|"
+_ZH_WHEN = (r"(?:上|这|下|本)(?:个)?(?:月|周|礼拜|星期)(?:初|末|底|[一二三四五六日天])?|周[一二三四五六日末]|星期[一二三四五六日天]|"
             r"[昨今前明]天|[去今前]年|最近|前(?:几|两)天|前阵子|这阵子|这段时间|年[初底]|月[初底]|刚刚?|上周末|(?:今天)?早上|今早|晚上")
 #: a statement that opens with a past-tense verb and drops its subject ("Joined Stripe last week", "Picked up the new
 #: car yesterday", "Finally got the keys ..."): a note the user writes of themself
@@ -40,8 +40,9 @@ _DROPPED_I = (r"^(?:just |finally |recently |so |oh |well |ok |okay )?(?!(?:rain
               r"done with|finished|started|hung)\b")
 _SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
                       r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
-                      r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b|" + _DROPPED_I)
-_SELF_ZH = re.compile(r"我|用户|^[他她]|房东|^(?:" + _ZH_WHEN + r")?(?:终于把|上班|上秤|坚持|[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]|入职|辞职|跳槽|转岗|升职|离职|退休|毕业)")
+                      r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b|^(?:first|new) (?:day|week|month|shift|job) (?:at|in|as)\b|"
+                      + _DROPPED_I)
+_SELF_ZH = re.compile(r"我|用户|^[他她]|房东|^(?:" + _ZH_WHEN + r")?(?:终于把|上班|上秤|坚持|[和跟](?=.{1,8}(?:领证|结婚|订婚|分手|在一起|搬家|同居))|[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]|入职|辞职|跳槽|转岗|升职|离职|退休|毕业)")
 
 
 def about_self(t: str, user_name: str | None = None) -> bool:

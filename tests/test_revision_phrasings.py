@@ -1,0 +1,99 @@
+"""Everyday phrasings of a change, a stop or a correction that name neither the slot's cue words nor a marker of the
+usual kind ("Sold the Mazda", "handed plot 16 back", "that's Leeds done", "spelled my own email wrong", 领证, 打成王了),
+and phrasings that look like one and are not ("my umbrella turned inside out", 换别人我不放心: someone else, if it
+were) (docs/resolution.md)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from ledger.slots import type_statement
+
+T0, T1, T2 = "2024-01-01T09:00:00Z", "2024-01-02T09:00:00Z", "2024-02-01T09:00:00Z"
+_users = itertools.count()
+
+
+@pytest.mark.parametrize("text,flags", [
+    ("Sorry, I spelled my own email wrong: it's dan.hollins@fastmail.com.", {"correction"}),
+    ("我刚说的车次不对，是G7382，老是把这俩数字记混。", {"correction"}),
+    ("不对，是汪老师，我刚才打成王了。", {"correction"}),
+    ("Sold the Mazda last weekend; it's buses from here on.", {"cessation"}),
+    ("I handed plot 16 back to the council in October.", {"cessation"}),
+    ("Since Priya and I split up I've been seeing Hannah.", {"cessation"}),
+    ("可乐送回老家给我爸妈养了。", {"cessation"}),
+    ("I've gone over to aisle seats in the quiet coach.", {"change"}),
+    ("上周五和小何去民政局领证了。", {"change"}),
+    ("I turned 40 last week.", {"change"}),
+    ("My umbrella turned inside out on the walk back, classic.", set()),
+    ("He turned the music down.", set()),
+    ("头发一直都是阿杰给我剪的，换别人我不放心。", set()),
+    ("猫粮一直喂的渴望，换别的牌子它闻都不闻。", set()),
+])
+def test_markers(text, flags):
+    t = type_statement(text)
+    assert {n for n in ("correction", "cessation", "change") if getattr(t, n)} == flags
+
+
+def test_a_stop_keeps_the_words_of_what_it_stops():
+    # the marker spans "handed ... back": the object inside it is what was handed back, a value
+    assert {"plot", "16"} <= type_statement("I handed plot 16 back to the council in October.").value_tokens
+
+
+@pytest.mark.parametrize("text,slot,subject", [
+    ("First week at Monzo has been a blur, the onboarding there is no joke.", "work.employer", "self"),
+    ("Finally got the keys to our place in Bristol on Friday, so that's Leeds done.", "residence.city", "self"),
+    ("上周五和小何去民政局领证了，终于不用被催了。", "relationship.status", "self"),
+    ("我养了只柯基叫可乐，三岁了。", "pet", "self"),  # the dog's age, not the user's
+    ("Since Priya and I split up I've been seeing Hannah, and it's going well.", "relationship.status", "self"),
+])
+def test_slots(text, slot, subject):
+    t = type_statement(text)
+    assert (t.slot, t.subject) == (slot, subject)
+
+
+def test_a_name_after_seeing_is_a_partner_only_when_it_ends_the_phrase():
+    assert type_statement("I've been seeing Priya at the same shop, she's better.").slot != "relationship.status"
+    assert type_statement("I've been seeing a physio for my knee.").slot is None
+
+
+def revise(ml, old: str, new: str, between: tuple[str, ...] = ()):
+    user = f"p{next(_users)}"
+    ml.remember(user, old, observed_at=T0)
+    for b in between:
+        ml.remember(user, b, observed_at=T1)
+    r = ml.remember(user, new, observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile(user).facts.values()}
+    return r, facts
+
+
+@pytest.mark.parametrize("old,new,decision", [
+    ("I live in Leeds, in a terraced house near Hyde Park.",
+     "Finally got the keys to our place in Bristol on Friday, so that's Leeds done after eight years.", "supersede"),
+    ("I'm a data analyst at Ocado, mostly working on delivery forecasting.",
+     "First week at Monzo has been a blur, the onboarding there is no joke.", "supersede"),
+    ("You can send the invoice to dan.hollis@fastmail.com.",
+     "Sorry, I spelled my own email wrong: it's dan.hollins@fastmail.com, with an n before the s.", "correct"),
+    ("I drive a 2016 Mazda 3, the grey hatchback.",
+     "Sold the Mazda last weekend; it's buses and the car club from here on.", "retire"),
+    ("On the Edinburgh train I always book 23A in coach B, the window seat with a table.",
+     "I've gone over to aisle seats in the quiet coach for the Edinburgh run, 41C in coach E if it's free.",
+     "supersede"),
+])
+def test_the_old_statement_is_no_longer_current_and_the_new_one_is(minilm_ledger, old, new, decision):
+    r, facts = revise(minilm_ledger, old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == (decision, None, "current"), r.explanation
+
+
+def test_an_umbrella_turning_inside_out_changes_nothing(minilm_ledger):
+    fog = "The fog this morning was so thick I couldn't see the end of the street."
+    r, facts = revise(minilm_ledger, "I pay £10.99 a month for the Criterion Channel.",
+                      "My umbrella turned inside out on the walk back, classic.", between=(fog,))
+    assert r.decision == "new" and facts.get(fog) == "current", r.explanation
+
+
+def test_a_negation_about_someone_else_is_no_change_of_the_memory(minilm_ledger):
+    old = "我剪头发一直找阿杰，就在万达三楼那家店。"
+    r, facts = revise(minilm_ledger, old, "头发一直都是万达三楼的阿杰给我剪的，换别人我不放心。")
+    assert r.decision != "supersede" and facts.get(old) == "current", r.explanation
