@@ -26,7 +26,7 @@ from .guards import guard
 from .lexicon import language_names, slot_values
 from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
                             REVISION_HINT, STATE_VERBS, WE, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
-                            listed_words, names_replacement, negation_elsewhere, wrong_value)
+                            listed_words, names_replacement, negation_elsewhere, partner_renamed, wrong_value)
 from .slots import (
     _GENERIC_STEMS,
     CATALOGUE_VERSION,
@@ -489,6 +489,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if partial(target):
             return done("conflict", None, "partial_cessation", target, contest_key=target.key, note=partial_note)
         return done("retire", target.key, "named_cessation", target, note=rule_note)
+    was = partner_renamed(text, candidates) if typing.mood == "statement" and not typing.additive and not narrative else None
+    if was is not None:  # "Marcus, my boyfriend, ..." of "My boyfriend Tom ...": the memory is no longer so
+        return done("supersede", was.key, "partner_renamed", was, note="the user's partner has another name")
     slot_key = typing.slot_key
     if slot_key is not None and typing.cardinality == "single":
         own = [c for c in candidates if c.key == slot_key]

@@ -97,3 +97,32 @@ def test_a_negation_about_someone_else_is_no_change_of_the_memory(minilm_ledger)
     old = "我剪头发一直找阿杰，就在万达三楼那家店。"
     r, facts = revise(minilm_ledger, old, "头发一直都是万达三楼的阿杰给我剪的，换别人我不放心。")
     assert r.decision != "supersede" and facts.get(old) == "current", r.explanation
+
+
+@pytest.mark.parametrize("text,names", [
+    ("My boyfriend Tom is hopeless with directions.", {"tom"}),
+    ("Marcus, my boyfriend, wants to plan our first trip together.", {"marcus"}),
+    ("Since Priya and I split up I've been seeing Hannah, and it's going well.", {"hannah"}),
+    ("Honestly, my husband is a saint.", set()),  # a sentence opener is no name
+    ("My ex-boyfriend Tom called last night.", set()),
+    ("我男朋友叫陈浩，他是个游戏迷。", {"陈浩"}),
+    ("下个月想和男朋友周毅去厦门玩几天。", {"周毅"}),
+    ("我老公是程序员。", set()),  # an occupation, not a name
+])
+def test_partner_names(text, names):
+    from ledger.revision_cues import partner_names
+
+    assert partner_names(text) == names
+
+
+@pytest.mark.parametrize("old,new,replaced", [
+    ("My boyfriend Tom is hopeless with directions, we got lost twice on holiday.",
+     "Marcus, my boyfriend, is taking me to Lisbon in May.", True),
+    ("My girlfriend Priya and I are planning a trip to Lisbon in May.",
+     "Since Priya and I split up in the spring I've been seeing Hannah, and honestly it's going really well.", True),
+    ("My boyfriend Tom is hopeless with directions.", "Tom, my boyfriend, got us lost again today.", False),
+    ("My wife Anna and I live in Berlin.", "My husband Tom is a chef.", False),  # the city is not lost
+])
+def test_another_name_for_the_partner_replaces_the_memory(minilm_ledger, old, new, replaced):
+    r, facts = revise(minilm_ledger, old, new)
+    assert (facts.get(old) is None, facts.get(new)) == (replaced, "current"), r.explanation

@@ -34,14 +34,7 @@ from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ledger.errors import (
-    BadInput,
-    ConflictError,
-    IdempotencyMismatch,
-    MemledgerError,
-    NotCaughtUp,
-    SubjectErasedError,
-)
+from ledger.errors import BadInput, ConflictError, IdempotencyMismatch, MemledgerError, NotCaughtUp, SubjectErasedError
 from ledger.schemas import check_key, check_user_id
 from projections.db import request_scope
 
@@ -217,8 +210,7 @@ class KeyMiddleware:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
-        path = scope.get("path", "")
-        status = {"code": 0}
+        path, status, principal = scope.get("path", ""), {"code": 0}, None
 
         async def send_logged(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -238,12 +230,9 @@ class KeyMiddleware:
                     await resp(scope, receive, send_logged)
                     return
                 scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
-                # the database holds the request to the key's users too (row-level security on PostgreSQL), so
-                # a wrong check in a route still cannot read another user's rows
-                with request_scope(principal.scope):
-                    await self.app(scope, receive, send_logged)
-                return
-            await self.app(scope, receive, send_logged)
+            # the database holds a keyed request to the key's users too (row-level security on PostgreSQL)
+            with request_scope(principal.scope if principal is not None else None):
+                await self.app(scope, receive, send_logged)
         finally:
             log.info("%s %s %s %.1fms", log_safe(scope.get("method")), log_safe(route_template(self.routes, scope)),
                      status["code"], (time.perf_counter() - start) * 1000)
