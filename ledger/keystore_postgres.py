@@ -12,6 +12,7 @@ from .crypto import (
     _erased_error,
 )
 from .keystore_base import _KeyStoreBase
+from .signing import is_reserved
 
 
 class PostgresKeyStore(_KeyStoreBase):
@@ -148,7 +149,8 @@ class PostgresKeyStore(_KeyStoreBase):
 
     def users(self) -> list[tuple[str, bool]]:
         """(user_id, destroyed) for every user with a key row, by user id (see ``SQLiteKeyStore.users``)."""
-        return [(u, bool(d)) for u, d in self._run(lambda c: c.execute(self._sql_users).fetchall())]
+        return [(u, bool(d)) for u, d in self._run(lambda c: c.execute(self._sql_users).fetchall())
+                if not is_reserved(u)]  # the store's signing seed (ledger/signing.py) is no user
 
     def get_or_create(self, user_id: str) -> bytes:
         self._check_user_id(user_id)

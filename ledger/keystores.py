@@ -27,6 +27,7 @@ from .crypto import (
 from .errors import SubjectErasedError
 from .keystore_base import _KeyStoreBase, _now_iso
 from .keystore_postgres import PostgresKeyStore
+from .signing import is_reserved
 
 __all__ = ["PostgresKeyStore", "SQLiteKeyStore"]
 
@@ -140,7 +141,8 @@ class SQLiteKeyStore(_KeyStoreBase):
         """(user_id, destroyed) for every user this store has a key row for, by user id: every write creates the
         user's key, so these are the users the ledger holds or has erased (the shard rebalance lists them)."""
         return [(u, bool(d)) for u, d in self._conn().execute(
-            "SELECT user_id, destroyed_at IS NOT NULL FROM user_keys ORDER BY user_id").fetchall()]
+            "SELECT user_id, destroyed_at IS NOT NULL FROM user_keys ORDER BY user_id").fetchall()
+            if not is_reserved(u)]  # the store's signing seed (ledger/signing.py) is no user
 
     def _row(self, conn: sqlite3.Connection, user_id: str) -> tuple[Any, ...] | None:
         return conn.execute(

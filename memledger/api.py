@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.errors import BadInput
+from ledger.errors import BadInput, MemledgerError
 from ledger.schemas import (FactCommand, HistoryRow, Profile, Receipt, RoleContext, check_batch_size,
                             validate_command)
 
@@ -676,6 +676,23 @@ class MemoryLedger(Store):
         from . import erasure
 
         return erasure.erase_user(self, user_id, actor=actor)
+
+    def signing_key(self) -> dict[str, str]:
+        """The store's public signing key (``memledger signing-key``): ``{"algorithm": "ed25519", "key_id",
+        "public_key"}`` (base64), made on first use and kept in the key store (``ledger/signing.py``). An auditor
+        pins it to check erasure certificates. Raises MemledgerError when the store runs without encryption."""
+        from ledger.signing import public_key
+
+        if self.keystore is None:
+            raise MemledgerError("this ledger runs with encryption off: it has no key store to keep a signing key in")
+        return public_key(self.keystore)
+
+    def verify_certificate(self, certificate: Any, public_key: str | None = None) -> str | None:
+        """Check an erasure certificate against ``public_key`` (base64), by default this store's own signing key:
+        None when it holds, else why not. Raises BadInput when ``certificate`` is not one."""
+        from . import erasure
+
+        return erasure.verify_certificate(certificate, public_key or self.signing_key()["public_key"])
 
     def forget(self, user_id: str, key: str, *, version: int | None = None,
                actor: str | None = None) -> forgetting.ForgetReceipt:

@@ -34,15 +34,81 @@ from .store import Store
 
 __all__ = [
     "DisclosureRow",
+    "ErasureCertificate",
     "ErasureReceipt",
     "UserExport",
     "compact_store",
     "erase_user",
     "export_user",
+    "verify_certificate",
 ]
 
 
 # ----------------------------------------------------------------------------------------------------- models
+
+
+class ErasureCertificate(BaseModel):
+    """What an erasure destroyed, signed with the store's key (``ledger/signing.py``) so that an auditor can check
+    it later, without access to the user's data: ``memledger verify-certificate FILE --public-key KEY``.
+
+    ``erased_at``: when ``SubjectErased`` was recorded (system time, UTC); ``certified_at``: when this certificate
+    was made (an erasure repeated later certifies again). ``tombstone_position``: the log position of
+    ``SubjectErased`` (None when the user had been erased before). ``key_ids``: the key-store entries destroyed --
+    the user's data key, which wraps every per-fact key of theirs and opens every encrypted field of their events.
+    ``events`` with ``first_position`` / ``last_position``: the user's fact events made unreadable and where they lie
+    in the log. ``rows_purged``: rows each projection table held for the user just before the erasure
+    (``projection.table``). ``signature``: :func:`ledger.signing.sign` over every other field.
+    """
+
+    format: str = "memledger.erasure-certificate/v1"
+    user_id: str
+    erased_at: datetime
+    certified_at: datetime
+    actor: str | None
+    tombstone_position: int | None
+    key_ids: list[str]
+    key_destroyed_now: bool
+    events: int
+    first_position: int | None
+    last_position: int | None
+    rows_purged: dict[str, int]
+    snapshots_deleted: int
+    files_compacted: list[str]
+    signature: dict[str, str]
+
+    def body(self) -> dict[str, Any]:
+        """What the signature covers: every field but ``signature``, as JSON."""
+        return self.model_dump(mode="json", exclude={"signature"})
+
+
+def verify_certificate(certificate: Any, public_key: str | None = None) -> str | None:
+    """Check an erasure certificate (a dict, as ``erase --json`` gives it under ``certificate``, or the
+    certificate alone): None when its signature holds, else why not. ``public_key`` (base64): the store's key the
+    auditor trusts (``memledger signing-key``); None checks it against the key it names (it was not altered).
+
+    Raises:
+        BadInput: ``certificate`` is not an erasure certificate (names the field that is wrong).
+    """
+    from pydantic import ValidationError
+
+    from ledger.signing import verify
+
+    if isinstance(certificate, dict) and isinstance(certificate.get("certificate"), dict):
+        certificate = certificate["certificate"]  # the whole receipt was given
+    try:
+        cert = ErasureCertificate.model_validate(certificate)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "certificate"
+        raise BadInput(field, f"is not an erasure certificate's ({first['msg']})",
+                       "give the JSON `memledger erase USER --json` printed (its certificate)") from None
+    if cert.format != "memledger.erasure-certificate/v1":
+        raise BadInput("format", f"{cert.format!r} is not memledger.erasure-certificate/v1",
+                       "give the JSON `memledger erase USER --json` printed")
+    # the signed bytes are those of the document as received, not as re-read (a field the model would drop or
+    # normalise counts): every field but the signature, exactly as given
+    body = {k: v for k, v in certificate.items() if k != "signature"}
+    return verify(body, cert.signature, public_key)
 
 
 class ErasureReceipt(BaseModel):
@@ -66,6 +132,8 @@ class ErasureReceipt(BaseModel):
     snapshots_deleted: int
     log_plaintext_events: int
     files_compacted: list[str]
+    #: what was destroyed, signed with the store's key (see :class:`ErasureCertificate`)
+    certificate: ErasureCertificate
 
 
 class DisclosureRow(BaseModel):
@@ -199,6 +267,7 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bo
         raise BadInput("user_id", f"nothing is held about {user_id!r}",
                        "check the user id: erasing burns it for good")
     plaintext = _plaintext_events(ml.app, stream_ids) if not already else 0
+    held = _rows_held(ml, user_id)
 
     position = None
     erased_at = now_utc()
@@ -232,11 +301,35 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bo
     snapshots = _delete_snapshots(ml.app, stream_ids)
 
     compacted = compact_store(ml) if compact else []
+    from ledger.signing import sign
+
+    positions = [int(r["position"]) for r in rows]
+    cert = dict(user_id=user_id, erased_at=erased_at, certified_at=now_utc(), actor=actor,
+                tombstone_position=position, key_ids=[f"user_keys:{user_id}"], key_destroyed_now=key_destroyed,
+                events=len(rows), first_position=min(positions, default=None),
+                last_position=max(positions, default=None), rows_purged=held, snapshots_deleted=snapshots,
+                files_compacted=compacted)
+    body = ErasureCertificate.model_validate({**cert, "signature": {}}).body()
     return ErasureReceipt(
         user_id=user_id, erased_at=erased_at, position=position, already_erased=already,
         key_destroyed=key_destroyed, facts=len(keys), events=len(rows), projections_purged=purged,
         snapshots_deleted=snapshots, log_plaintext_events=plaintext, files_compacted=compacted,
+        certificate=ErasureCertificate.model_validate({**body, "signature": sign(ml.keystore, body)}),
     )
+
+
+def _rows_held(ml: Store, user_id: str) -> dict[str, int]:
+    """Rows each projection table (and each opt-out working table) holds for ``user_id``: ``{"profile.facts": 3}``."""
+    from .store import OPTOUT_TABLES
+
+    tables = [(f"{p.name}.{short}", p.table(short)) for p in ml.projections for short, ddl in p.tables.items()
+              if "user_id" in ddl] + [(f"optout.{t.removeprefix('optout_')}", t) for t in OPTOUT_TABLES]
+    out = {}
+    with ml.db.read() as cur:
+        for name, table in tables:
+            cur.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?", (user_id,))
+            out[name] = int(cur.fetchone()[0])
+    return out
 
 
 def compact_store(ml: Store) -> list[str]:

@@ -210,6 +210,11 @@ def test_erase_needs_admin_and_confirmation_then_410(api: Any) -> None:
     r = http.delete("/v1/users/u3", headers={**auth(api, "admin3"), "Confirm-Erase": "u3"})
     assert r.status_code == 200 and r.json()["user_id"] == "u3"
     assert "X-Ledger-Position" in r.headers
+    cert = r.json()["certificate"]  # signed with the store's key: the CLI checks it against that key
+    assert cert["user_id"] == "u3" and cert["rows_purged"]["profile.facts"] == 1
+    Path(api["home"].parent / "u3.cert.json").write_text(json.dumps(cert))
+    proc = memledger(api["home"], "verify-certificate", str(api["home"].parent / "u3.cert.json"))
+    assert proc.returncode == 0 and "valid" in proc.stdout, proc.stderr
     for method, path, body in user_routes("u3")[:-2]:
         r = http.request(method, path, json=body, headers=auth(api, "admin3"))
         assert r.status_code == 410, (method, path, r.status_code)

@@ -38,6 +38,7 @@ from .common import err  # noqa: E402
 #: that every verb listed here is defined by the module named.
 VERB_MODULES = {
     "project": "admin", "erase": "admin", "export": "admin", "rebuild": "admin", "verify": "admin",
+    "signing-key": "admin", "verify-certificate": "admin",
     "assert": "facts", "correct": "facts", "retract": "facts", "remember": "facts", "unlink": "facts",
     "profile": "facts", "history": "facts", "search": "facts", "ingest": "facts",
     "keys": "keys", "serve": "serve", "session": "sessions", "resume": "sessions", "context": "sessions",

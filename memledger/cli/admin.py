@@ -133,6 +133,53 @@ def erase_cmd(ctx: typer.Context, user: str,
                   "the append-only log keeps their content (docs/erasure.md)")
 
 
+@app.command("signing-key")
+def signing_key_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
+    """Print the store's public signing key, which signs erasure certificates: an auditor keeps it to check them."""
+    with open_ledger(ctx) as ml:
+        key = ml.signing_key()
+    if as_json:
+        emit_json(key)
+        return
+    out.print(f"{key['key_id']} {key['public_key']}")
+
+
+@app.command("verify-certificate")
+def verify_certificate_cmd(ctx: typer.Context,
+                           path: str = typer.Argument(..., metavar="FILE", help="The JSON `erase --json` printed "
+                                                      "(the receipt, or its certificate alone); - reads stdin."),
+                           public_key: Optional[str] = typer.Option(None, "--public-key", help="The store's public "
+                                                                    "key (base64, `memledger signing-key`); "
+                                                                    "default: this store's own."),
+                           as_json: bool = JsonOpt) -> None:
+    """Check an erasure certificate's signature: exit 0 when it holds, 1 when it does not (altered, or signed by
+    another key). With --public-key no store is opened: an auditor needs only the certificate and the key."""
+    from memledger.erasure import verify_certificate
+
+    try:
+        raw = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    except OSError as exc:
+        raise BadInput("FILE", f"{path!r} cannot be read ({exc.strerror})", "give the path of the JSON file") from None
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise BadInput("FILE", f"{path!r} is not JSON ({exc.msg}, line {exc.lineno})",
+                       "give the JSON `memledger erase USER --json` printed") from None
+    if public_key is None:
+        with open_ledger(ctx) as ml:
+            public_key = ml.signing_key()["public_key"]
+    why = verify_certificate(doc, public_key)
+    cert = doc.get("certificate", doc) if isinstance(doc, dict) else {}
+    if as_json:
+        emit_json({"valid": why is None, "problem": why, "key_id": (cert.get("signature") or {}).get("key_id")})
+    elif why is None:
+        out.print(f"valid: erasure of {cert.get('user_id')!r} signed by {cert['signature']['key_id']}")
+    if why is not None:
+        if not as_json:
+            err.print(f"not valid: {why}")
+        raise typer.Exit(1)
+
+
 @app.command("export")
 def export_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt,
                purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with the disclosure of each "
