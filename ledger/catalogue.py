@@ -13,7 +13,7 @@ from typing import Literal
 Cardinality = Literal["single", "multi"]
 
 #: Bumped whenever a cue, slot or marker changes: recorded in each resolution's evidence.
-CATALOGUE_VERSION = "slots/8"
+CATALOGUE_VERSION = "slots/9"
 
 #: Labels of the special categories of personal data; nothing else gets a default label.
 SPECIAL_CATEGORIES = ("health", "religion", "politics", "sex_life", "ethnicity", "biometrics", "union_membership")
@@ -89,11 +89,14 @@ CATALOGUE: tuple[Slot, ...] = (
                                           r"(?! (?:appointment|visit|bill|office|check-?up|surgery|clinic|fee)s?\b)",),
             (zh,), _HEALTH_ROLES.get(role),
             weight=0.6) for role, en, zh in _ROLES),
-    _slot("contact.phone", "single", (r"phone number|my number|mobile number|cell number|reach me at",),
-          ("电话号码|手机号|电话是|换号|新号码|号码是",)),
+    _slot("contact.phone", "single", (r"phone number|my number|mobile number|cell number|reach me at|"
+                                      r"\bmy (?:cell|mobile)\b(?! (?:phone|provider|plan|bill|contract|case|screen)\b)|"
+                                      r"\bas my (?:cell|mobile|number)\b",),
+          ("电话号码|手机号|电话是|换号|新号码|号码是|联系电话|联系方式",)),
     _slot("contact.email", "single", (r"e-?mail address|my e-?mail",), ("邮箱|电子邮件",)),
     _slot("profile.name", "single", (r"my name is|call me|i'm called|i am called",), ("我叫|我的名字是|叫我",)),
-    _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b|years old|turn(?:ed|s) \d{1,3}|"
+    _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b(?!\.\d|\s*(?:cm|mm|kg|lbs?|ft|feet|foot|inches|in\b|m\b|"
+                                    r"metres?|meters?|pounds|stone|km|miles|%|percent|minutes|mins))|years old|turn(?:ed|s) \d{1,3}|"
                                     r"(?<!size )(?<!number )(?<!code )(?<!floor )(?<!room )(?<!gate )(?<!locker )(?<!level )(?<!grade )(?<!score )"
                                     r"(?<!bus )(?<!route )(?<!seat )(?<!spot )(?<!row )(?<!platform )(?<!line )(?<!table )"
                                     r"(?<!combo )(?<!combination )(?<!pin )(?<!password )(?<!lock )"
@@ -125,7 +128,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                                   "粤语|普通话|国语|广东话|上海话|闽南话|四川话",)),
     _slot("pet", "multi", (_PETS,), ("狗|猫|宠物|仓鼠|鹦鹉|兔子|金鱼|乌龟|柯基|泰迪|金毛|哈士奇|柴犬|布偶|英短|养了?一?[只条头匹]",)),
     _slot("relationship.status", "single",
-          (r"single|married|divorced|engaged|dating|girlfriend|boyfriend|fianc[eé]e?|broke up|widowed|"
+          (r"(?:i'?m|i am|still|been|being|stay(?:ing)?|currently|happily|now) single\b|\bsingle (?:again|now|mum|mom|dad|parent)\b|married|divorced|engaged|dating|girlfriend|boyfriend|fianc[eé]e?|broke up|widowed|"
            r"seeing (?:someone|somebody|a guy|a girl|a woman|a man|each other)|been seeing [a-z]+(?=[,.!;]| and (?:it|honestly|things)\b|$)|split up|"
            r"in a relationship|got married|separated",),
           ("单身|结婚|离婚|订婚|恋爱|女朋友|男朋友|分手|对象|脱单|在一起了|交往|谈恋爱|领证|领了证|扯证|办了?婚礼",)),
@@ -142,7 +145,7 @@ CATALOGUE: tuple[Slot, ...] = (
            r"between jobs|jobless|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)|"
            r"got the promotion|officially (?:a |an |the )?(?:senior |junior |lead |head )?\w+ (?:designer|engineer|developer|manager|analyst|nurse|teacher)",),
-          ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是一?[名个位][^，,。是a-z]{1,6}?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监|店长|厨师|服务员|收银员|司机|老板|柜员|客服|保安|店员|出纳)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|转岗|转行|(?:现在|如今|目前)(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
+          ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是[^，,。是的a-z]{1,6}?(?:老师|教师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监|店长|厨师|服务员|收银员|司机|老板|柜员|客服|保安|店员|出纳)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|转岗|转行|(?:现在|如今|目前)(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|(?:i'm|i am) an? (?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
                                       r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|first (?:day|week|month) at (?!school\b|uni\b|the gym\b|the (?:new )?(?:flat|house|place)\b)|"
@@ -173,7 +176,7 @@ CATALOGUE: tuple[Slot, ...] = (
           ("喝|咖啡(?![店馆厅])|(?<![茶咖])茶(?![馆楼叶店])|拿铁|美式|奶茶|啤酒|果汁|红酒|可乐|豆浆|酸奶|抹茶",)),
     _slot("preference.food", "single",
           (r"favou?rite food|favou?rite dish|cuisine|sushi|pizza|pasta|ramen|curry|burgers?|noodles|dumplings|"
-           r"tacos|steak|salad|love eating|like eating|food",), ("爱吃|喜欢吃|最爱吃|菜|火锅|饺子|面条|寿司|美食|料理",)),
+           r"tacos|steak|salad|love eating|like eating|food",), ("爱吃|喜欢吃|最爱吃|(?:[川湘粤鲁苏浙闽徽日韩泰西]|家常|东北|本帮)菜|菜系|[吃做点炒][^，,。]{0,3}菜(?![地园市场刀板])|火锅|饺子|面条|寿司|美食|料理",)),
     _slot("preference.music", "single",
           (r"music|listen to|listening to|band|singer|jazz|rock|hip[- ]hop|classical|k-pop|kpop|pop songs|"
            r"playlist|album",), ("音乐|听歌|歌手|乐队|爵士|摇滚|古典乐|流行歌|说唱",)),

@@ -26,7 +26,7 @@ from .guards import guard
 from .lexicon import language_names, slot_values
 from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
                             REVISION_HINT, STATE_VERBS, WE, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
-                            listed_words, names_replacement, negation_elsewhere, partner_renamed, wrong_value)
+                            listed_words, names_replacement, narrows, negation_elsewhere, partner_renamed, wrong_value)
 from .slots import (
     _GENERIC_STEMS,
     CATALOGUE_VERSION,
@@ -181,7 +181,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # only the qualifier's words changed ("every Wednesday" -> "every Friday"): its value moved; one the old
             # sentence did not name is another case ("until 10pm" -> "until 11pm on weekends")
             clash = [k for k in clash if not c.values.qualifiers.get(k)]
-        if (typing.change or both_named) and c is not None:
+        if (typing.change or both_named) and c is not None and not (
+                c.typing is not None and narrows(c.typing.value_tokens, typing.value_tokens, mine_vp)):
             # "we moved to Bristol in the spring": a change may add a qualifier; only a changed one is another case.
             # So too in a catalogue slot: "I drink coffee every morning" after "I drink tea" is the drink changing
             clash = [k for k in clash if c.values.qualifiers.get(k)]
@@ -450,6 +451,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         we = bool(WE.search(text))
         for c in pool:
             if c.typing is None or not (c.typing.subject in ("self", "none") or (we and c.typing.subject in FAMILY)
+                                        or typing.correction  # "I got it mixed up": the speaker, not the subject
                                         if typing.subject == "self"
                                         else typing.subject == "none" or c.typing.subject == typing.subject):
                 # "my son quit the football league" names what of the son's it ends; a sentence naming no one

@@ -224,3 +224,16 @@ def partner_renamed(text: str, candidates: list[Any]) -> Any | None:
     was = [c for c in candidates if c.status == "current" and c.slot_key in (None, "relationship.status")
            and (theirs := partner_names(c.text)) and theirs.isdisjoint(names)]
     return max(was, key=lambda c: c.score) if was else None
+
+
+#: words that narrow a value to a case rather than replace it ("I only drink the oolong in the afternoons")
+NARROWING = {"only", "mostly", "just", "usually", "mainly", "generally", "normally", "只", "主要", "一般"}
+
+
+def narrows(memory_tokens: set[str], tokens: set[str], values: ValueParts) -> bool:
+    """Whether a statement says the memory's value again and adds only a qualifier it lacks, with a narrowing word
+    or none ("I only drink the oolong in the afternoons" of "I drink oolong from a little tea shop"): another case of
+    the same value, kept beside it, not a new value."""
+    qualifier_words = {t for vs in values.qualifiers.values() for v in vs for t in content_tokens(v)}
+    extra = tokens - memory_tokens
+    return bool(tokens & memory_tokens) and bool(extra & qualifier_words) and extra <= qualifier_words | NARROWING

@@ -280,7 +280,7 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",
     r"\bi was wrong\b", r"\bto correct\b", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
     r"\bmisremembered\b", r"\bnot " + _NOT_DEGREE + r"\w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b", r"\bscratch that\b",
-    r"^oops\b", r"\bno wait\b", r"^wait,? no\b", r"\bi mixed (?:it|them|that) up\b", r"\bgot (?:it|that) wrong\b",
+    r"^oops\b", r"\bno wait\b", r"^wait,? no\b", r"\bi mixed (?:it|them|that) up\b", r"\b(?:got|get|was|were) (?:\w+ )?mixed up\b", r"\bgot (?:it|that) wrong\b",
     r"\bmeant to say\b", r"\b(?:it|that) (?:was|is) never\b", r"\b(?:read|looked at|saw|gave you|had) the wrong\b", r"\bwrong (?:number|date|time|day|name)\b", r"\bi misread\b", r"^no,? it'?s\b",
     r"\bactually\b.*\bnot\b(?! " + _NOT_DEGREE[3:-1] + r")", r", not " + _NOT_DEGREE + r"[\w ]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
@@ -297,6 +297,10 @@ _QUESTION = _lazy_re(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|coul
                        r"是不是应该|能不能|可不可以")
 #: A statement about oneself followed by a request ("I'm vegan, so could you swap the honey?", 我对花生过敏，帮我换个
 #:菜？) states what it says before the request: it is a statement, not a question.
+#: a question, then a statement about oneself ("Can you help me word an out-of-office? I'm a pharmacist at St.
+#: Luke's and ..."): it states what it says after the question
+_ASKED_THEN_STATED = _lazy_re(r"[?？]\s*(?:i'?m|i am|i work|i live|i'?ve|i have|my \w+(?: \w+)? (?:is|are))\b|"
+                              r"[?？]\s*我(?:是|在|住|现在)")
 _STATED_THEN_ASKED = _lazy_re(r"^(?:i'm|i am|i've|i have|i don't|i do not|i can't|i cannot|i live|i work|i'm now|"
                               r"my \w+(?: \w+)? (?:is|are))\b[^?？]{2,80}?[,;.!—–-]\s*(?:so|and|but)?\s*"
                               r"(?:could|can|would|will) you\b|"
@@ -529,7 +533,7 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     mood, tentative_of = "statement", None
     # a question or a plan about a special category ("我可能对花生过敏", "is my asthma getting worse?") keeps its label
     sensitivity = None if slot is None else slot.sensitivity
-    if _QUESTION.search(t) and not _STATED_THEN_ASKED.search(t):
+    if _QUESTION.search(t) and not _STATED_THEN_ASKED.search(t) and not _ASKED_THEN_STATED.search(t):
         # a question asks; it is a memory of its own, never a slot's value (and marks nothing stopped or changed)
         mood, slot = "question", None
     elif _TENTATIVE.search(body) or (_PLANNING.search(body) and not (cess and _PLAN_NOUN.search(t))):

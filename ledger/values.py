@@ -62,6 +62,12 @@ _URL = re.compile(r"(?<![A-Za-z0-9])(?:https?://|www\.)[^\s，。,]+|(?<![A-Za-z
                   re.I)
 #: digits said one by one ("3-8-1-5", "4 4 7 1"): a combination or a PIN, the same as "3815"
 _SPELLED_DIGITS = re.compile(r"(?<![\w.,:-])\d(?:-\d){2,7}(?![\w.,:-]?\d)|(?<![\w.,:-])\d(?: \d){3,7}(?![\w.,:-]?\d)")
+#: Chinese digits said one by one (零五二七 = 0527, 四七一九二 = 47192): four or more, or three after a leading 零; no
+#: 十/百/千 between them (三四五 is "three to five" more often than 345)
+_ZH_SPELLED_DIGITS = re.compile(r"[零〇][零〇一二三四五六七八九]{2,}|[一二三四五六七八九][零〇一二三四五六七八九]{3,}")
+#: a unit word right after a number said in words ("eight years", "twenty minutes")
+_UNIT_AFTER_WORDS = re.compile(r"[\s-]?(dollars?|bucks|quid|euros?|pounds?|kg|kilos?|km|miles?|minutes?|mins|hours?|"
+                               r"years?|percent)\b", re.I)
 _PHONE = re.compile(r"(?<![\w.])\+?\d[\d\s\-()]{6,}\d(?!\w|\.\d)")
 #: a token mixing letters and digits (plates, passwords, flight and locker codes): 沪A12345, tulip88, B-12
 _CODE = re.compile(r"(?<![A-Za-z0-9@_])[\u4e00-\u9fff]?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])"
@@ -485,6 +491,10 @@ def value_parts(text: str) -> ValueParts:
         # "0-4-2-0" is the code "0420", as "0420" is; "3-8-1-5" the number 3815, as "3815" is
         parts["code" if digits.startswith("0") else "number"].add(digits if digits.startswith("0") else _fmt(float(digits)))
         t = _blank(t, m.span())
+    for m in list(_ZH_SPELLED_DIGITS.finditer(t)):
+        digits = "".join(str(_ZH_DIGITS[c]) for c in m.group(0))
+        parts["code" if digits.startswith("0") else "number"].add(digits if digits.startswith("0") else _fmt(float(digits)))
+        t = _blank(t, m.span())
     def code(m: re.Match[str]) -> str:
         c = m.group(0)
         if c and not c[0].isascii() and c[0] not in _PROVINCES:
@@ -516,6 +526,8 @@ def value_parts(text: str) -> ValueParts:
                 _ONE_PRONOUN_BEFORE.search(t[:m.start()]) or _ONE_PRONOUN_AFTER.match(t, m.end())):
             return None  # "the one who fixes my car", "one of my friends": a pronoun, no number
         x = en_number_words(m.group(0))
+        if x is not None and (u := _UNIT_AFTER_WORDS.match(t, m.end())):
+            parts["unit"].add(_UNIT_WORDS[u.group(1).lower()])  # "eight years" as "8 years"
         return None if x is None else _fmt(x)
 
     take("number", _NUM_WORDS, words)
@@ -608,9 +620,9 @@ def differing(a: ValueParts, b: ValueParts) -> list[str]:
     ua, ub = a.parts.get("unit", frozenset()), b.parts.get("unit", frozenset())
     if ua and ub and ua != ub:
         out.append("unit")
-    elif ub - ua - CURRENCIES and not ua:
+    elif ub - ua - CURRENCIES - {"y"} and not ua:
         # "45 kg" after "45": a unit of measure is new information; a currency is mostly the implied one
-        # ("两千二" / "2200元"), so one said on one side only is not
+        # ("两千二" / "2200元"), so one said on one side only is not, nor are years ("I'm 34" / "34 years old")
         out.append("unit")
     na, nb = a.parts.get("name", frozenset()), b.parts.get("name", frozenset())
     # by their words: "St Thomas'" is "St Thomas' Hospital" said short, "Sounders" the "Seattle Sounders"

@@ -126,3 +126,55 @@ def test_partner_names(text, names):
 def test_another_name_for_the_partner_replaces_the_memory(minilm_ledger, old, new, replaced):
     r, facts = revise(minilm_ledger, old, new)
     assert (facts.get(old) is None, facts.get(new)) == (replaced, "current"), r.explanation
+
+
+@pytest.mark.parametrize("text,slot", [
+    ("CRANE is my first guess in Wordle, every single time.", None),  # "single" is no relationship status
+    ("I'm single and not looking.", "relationship.status"),
+    ("我在小区后面租了块菜地，种了小白菜和葱", None),  # a vegetable plot is no cuisine
+    ("我爱吃川菜", "preference.food"),
+    ("My cell is 415-555-0182 if you need it for the form.", "contact.phone"),
+    ("Put 628-555-0349 down as my mobile.", "contact.phone"),
+    ("联系电话填 159 8765 4321 就行", "contact.phone"),
+    ("My mobile phone is an iPhone 15.", "device.phone"),
+    ("我是小学语文老师，带三年级", "work.occupation"),
+    ("I'm 183 cm tall.", None),  # a height is no age
+    ("I'm 34", "profile.age"),
+])
+def test_more_slots(text, slot):
+    assert type_statement(text).slot == slot
+
+
+def test_a_question_then_a_statement_states():
+    t = type_statement("Can you help me word an out-of-office message? I'm a pharmacist at St. Luke's.")
+    assert t.mood == "statement"
+    assert type_statement("Can you help me word an out-of-office message?").mood == "question"
+    assert type_statement("Lily's piano lessons are with Mr. Alvarez, I got mixed up before.").correction
+
+
+@pytest.mark.parametrize("a,b,same", [
+    ("I've been married to Priya for eight years.", "Priya's my spouse, 8 years married.", True),
+    ("I'm 34", "I'm thirty-four years old", True),  # years are implied, as a currency is
+    ("我自行车锁的密码是0527", "单车锁密码零五二七哈", True),  # digits said one by one
+    ("The code is 0527", "单车锁密码零五二八", False),
+    ("I weigh 82", "I weigh 82 kg", False),  # a unit of measure is new
+])
+def test_values_written_another_way(a, b, same):
+    from ledger.values import differing, value_parts
+
+    assert (not differing(value_parts(a), value_parts(b))) is same
+
+
+@pytest.mark.parametrize("old,new,decision,old_current", [
+    ("My cell is 415-555-0182 if you need it for the form.", "Put 628-555-0349 down as my mobile.",
+     "supersede", False),
+    ("I drink oolong from a little tea shop in Chinatown.", "I only drink the oolong in the afternoons.",
+     "add", True),  # the same value narrowed to a time of day: both true
+    ("My daughter Lily's piano teacher is Mrs. Henderson.",
+     "Lily's piano lessons are with Mr. Alvarez, I got mixed up before, Mrs. Henderson was her teacher two years ago.",
+     "correct", False),
+])
+def test_revised_end_to_end(minilm_ledger, old, new, decision, old_current):
+    r, facts = revise(minilm_ledger, old, new)
+    assert (r.decision, facts.get(old) == "current", facts.get(new)) == (decision, old_current, "current"), \
+        r.explanation
