@@ -401,7 +401,8 @@ def export_user(ml: Store, user_id: str) -> UserExport:
     """Everything ``ml`` holds about ``user_id`` as one :class:`UserExport` (``memledger export USER --json``).
 
     Raises:
-        BadInput: ``user_id`` invalid.
+        BadInput: ``user_id`` invalid, or nothing was ever recorded about it (a mistyped id would otherwise read as
+            a user whose memory is empty).
     """
     user_id = check_user_id(user_id)
     profile = reads.profile(ml, user_id)
@@ -409,6 +410,10 @@ def export_user(ml: Store, user_id: str) -> UserExport:
     disclosures = disclosure_rows(ml, user_id)
     sessions = _export_sessions(ml, user_id)
     erased_at = ml.erased_at(user_id)
+    if erased_at is None and not history and not sessions and not open_sessions(ml, user_id) and (
+            ml.keystore is None or ml.keystore.get(user_id) is None):  # every write makes the user's key
+        raise BadInput("user_id", f"nothing is held about {user_id!r}: no fact, session or erasure",
+                       "check the user id (every id the ledger holds has a fact or a session)")
     return UserExport(user_id=user_id, exported_at=now_utc(), erased=erased_at is not None, erased_at=erased_at,
                       profile=profile, history=history, disclosures=disclosures, sessions=sessions)
 

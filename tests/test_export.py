@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -72,4 +73,8 @@ def test_cli_export(cli: Any, store_args: dict) -> None:
     assert code == 0 and "1 current facts, 1 history events" in out
     code, _, err = cli("export", " alice")
     assert code == 2 and "user_id" in err and "Traceback" not in err
-    assert cli.json("export", "nobody")["history"] == []
+    # a mistyped id is refused, as timeline and erase refuse it, rather than read as a user with an empty memory
+    code, out, err = cli("export", "nobody", "--json")
+    assert code == 2 and json.loads(err.splitlines()[-1])["error"]["field"] == "user_id" and "nothing is held" in err
+    code, out, err = cli("export", "nobody")
+    assert code == 2 and "nothing is held about 'nobody'" in err and "Traceback" not in err
