@@ -106,3 +106,17 @@ def test_a_message_or_summary_over_the_text_limit_is_refused_naming_text(api: ht
     assert r.status_code == 422 and r.json()["field"] == "text", r.text
     r = api.post("/v1/users/u1/sessions/s1/summaries", json={"text": long})
     assert r.status_code == 422 and r.json()["field"] == "text", r.text
+
+
+@pytest.mark.parametrize("route,body,field", [
+    ("search", {"query": "tea", "k": "5"}, "k"), ("search", {"query": "tea", "k": 5.5}, "k"),
+    ("context", {"budget": "100"}, "budget"), ("context", {"memories": "3"}, "memories"),
+])
+def test_a_whole_number_sent_as_a_string_is_refused_naming_the_field(api: httpx.Client, route: str, body: dict,
+                                                                     field: str) -> None:
+    r = api.post(f"/v1/users/u1/{route}", json=body)
+    assert r.status_code == 422 and r.json()["field"] == field, r.text
+    good = {"k": 5, "budget": 500, "memories": 3}[field]
+    assert api.post(f"/v1/users/u1/{route}", json={**body, field: good}).status_code == 200
+    assert api.get(f"/v1/users/u1/{route}?{field}={good}" + ("&query=tea" if route == "search" else "")
+                   ).status_code == 200

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 
 from ledger.errors import BadInput
 from ledger.schemas import HistoryRow
@@ -42,6 +42,11 @@ _MIN_CONFIDENCE = ("Leave out memories recorded with a lower confidence (0..1; h
                    "0.6 at most).")
 _AFTER = ("A log position from an earlier receipt: answer only once every projection includes it "
           "(read-your-writes across processes).")
+
+
+#: a whole number sent as a JSON number: "5" (a string) is refused naming the field, not read as 5 (the GET routes
+#: convert their query parameters before building these models)
+StrictInt = Annotated[int, Strict()]
 
 
 class _Model(BaseModel):
@@ -130,7 +135,7 @@ class CommandsBody(_Model):
 # -- reads -------------------------------------------------------------------------------------------------------
 class SearchBody(_Model):
     query: str = Field(max_length=MAX_QUERY, description=f"What to look for (at most {MAX_QUERY} characters).")
-    k: int = Field(10, ge=1, le=1000, description="How many hits (1..1000).")
+    k: StrictInt = Field(10, ge=1, le=1000, description="How many hits (1..1000).")
     as_of: Instant | None = Field(None, description="Search what was believed at this instant.")
     source: Source | None = Field(None, description="Only memories from this source.")
     role: str | None = Field(None, description="The agent's current role: memories recorded under it rank higher.")
@@ -165,12 +170,12 @@ class ContextBody(_Model):
                               description=f"What the agent is about to do (selects memories; at most {MAX_QUERY} "
                               "characters).")
     now: Instant | None = Field(None, description="ISO 8601 with offset (default now).")
-    budget: int = Field(2000, ge=1, le=1_000_000, description="Token budget.")
+    budget: StrictInt = Field(2000, ge=1, le=1_000_000, description="Token budget.")
     allow_sensitive: list[str] | None = Field(None, description="Sensitivity labels to let in.")
     purpose: str | None = Field(None, description="Why (kept with each disclosure).")
     trace_id: str | None = Field(None, description="Kept with each disclosure this context records.")
-    recent_messages: int = Field(20, ge=0, le=1000, description="How many recent messages of the session.")
-    memories: int = Field(30, ge=0, le=1000, description="How many memories the query selects at most.")
+    recent_messages: StrictInt = Field(20, ge=0, le=1000, description="How many recent messages of the session.")
+    memories: StrictInt = Field(30, ge=0, le=1000, description="How many memories the query selects at most.")
     as_of: Instant | None = Field(None, description="Knowledge cut-off: only what the ledger knew at this instant.")
     axis: Axis = Field("system", description="system: as_of is recorded time; observed: it is when things were "
                        "said.")
