@@ -184,9 +184,21 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"configuration|restrictions)\b[^.\n!?]{0,30}?\bas (?:void|null|cancell?ed|obsolete|invalid|gone|deleted|moot)"
         r"|\bsystem prompt\b[^.\n]{0,15}?\b(?:ignore|forget|delete|remove|drop)\b|\b(?:ignore|forget|delete|drop)\b"
         r"[^.\n]{0,15}?\bsystem prompt\b|\bonly (?:follow|obey|listen to) (?:me|my|what i|我)"
-        r"|\b(?:instructions?|rules|guidelines|guidance|directives?|system prompt|restrictions)\b[^.\n!?]{0,60}?"
-        r"\b(?:no longer appl|(?:are|is) (?:now |hereby )?(?:void|obsolete|cancell?ed|outdated|revoked|superseded|"
-        r"null|invalid|lifted|suspended|deprecated|replaced|disabled|overridden|not binding))"
+        r"|\b(?:instructions?|rules|guidelines|guidance|directives?|system prompt|restrictions|polic(?:y|ies)|safeguards|"
+        r"guardrails|filters)\b[^.\n!?]{0,60}?"
+        r"\b(?:no longer appl|(?:are|is|have been|has been|were|was) (?:now |hereby )?(?:void|obsolete|cancell?ed|outdated|"
+        r"revoked|superseded|null|invalid|lifted|suspended|deprecated|replaced|disabled|overridden|not binding|retired|"
+        r"withdrawn|waived|switched off|turned off))"
+        r"|\b(?:treat|consider|regard|take|follow|use)\b[^.\n!?]{0,60}?\bas (?:your|the) (?:governing|new|only|primary|"
+        r"sole|overriding|binding|real) (?:policy|policies|instructions?|rules|guidelines|orders)\b"
+        r"|\b(?:priority|precedence) over (?:the |your |any )?(?:system prompt|system|instructions|rules|guidelines|"
+        r"safety)"
+        r"|\b(?:carry out|follow|obey|execute|act on|comply with)\b[^.\n!?]{0,30}?\b(?:any|every|all)\b[^.\n!?]{0,25}?"
+        r"\b(?:instructions?|requests?|commands?|orders)\b[^.\n!?]{0,40}?\b(?:e-?mails?|messages?|invites?|documents?|"
+        r"pages?|websites?|senders?|arrives?|signed)\b"
+        r"|优先级高于[^。\n]{0,4}?(?:系统|你的|助手的?|默认的?)?(?:提示|指令|规则|设定|安全)|(?:一律|均|都)以本(?:卡片|消息|条|说明|"
+        r"文档|邮件|备注|通知)为准|凌驾于[^。\n]{0,6}?(?:系统|规则|指令|安全)"
+        r"|凡是[^。\n]{0,24}?(?:邮件|消息|短信|通知|指令)[^。\n]{0,24}?(?:都要|一律|直接|全部)[^。\n]{0,10}?(?:按|照|执行|操作)"
         r"|\b(?:new|updated|revised|real|actual) (?:system )?instructions?\s*(?:for (?:you|the (?:ai|assistant)))?\s*[:：]"
         r"|\byour (?:new|real|actual|true) (?:instructions?|task|goal|objective|orders) (?:is|are|:)"
         r"|\b(?:new|override|overwrite|replace) (?:the |your )?system prompt\b"
@@ -223,6 +235,12 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"|\b(?:root|admin|administrator|superuser)-level (?:access|permissions?|privileges?|rights)\b"
         r"|\bi am (?:the|your) (?:developer|creator|admin|administrator|owner|operator) of (?:this|the|your) "
         r"(?:model|assistant|ai|system|bot)\b|\btreat (?:everything|anything|whatever) i (?:say|write|type) as\b"
+        r"|\bnever (?:reveals?|admits?|discloses?|says?|mentions?) (?:that )?(?:it is|it'?s|you are|you'?re|being) an? "
+        r"(?:ai|bot|assistant|language model|chatbot)\b"
+        r"|\b(?:persona|role|character|mode)\s*[:：][^|\n]{0,40}?\b(?:unfiltered|uncensored|unrestricted|jailbroken|"
+        r"no limits|no rules)\b"
+        r"|不要承认(?:自己)?是|不承认(?:自己)?是\s*(?:ai|人工智能|机器人|助手)|没有任何(?:道德|法律|伦理|安全)[^。\n]{0,6}?限制"
+        r"|你(?:将|会|要|需要|必须)(?:扮演|假扮|充当)"
         r"|(?:从现在起|从现在开始|从今以后|从此以后|自此)[，,]?\s*你|你现在(?:是|必须|要|扮演|成为|变成|不再)"
         r"|你的(?:新)?(?:身份|角色|名字|人设)(?:是|改为|变成|已经?)|(?:扮演|假装|假扮)(?:成|你是|一个)"
         r"|(?:开发者|上帝|越狱|管理员|调试|无限制|无约束)模式"
@@ -236,7 +254,11 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"submit|relay|report)\b[^.\n!?]{0,40}?\b(?:the user'?s?|users'?|all(?: of)?(?: the)?|every|entire|full|complete|"
         r"this user'?s|their|any)\b[^.\n!?]{0,20}?\b(?:conversations?|chats?|messages?|history|transcripts?|memor(?:y|ies)|"
         r"profile|data|details|information|info|credentials?|passwords?|api[ _-]?keys?|tokens?|secrets?|contacts?|"
-        r"addresses|card numbers?|account numbers?|files)\b"
+        r"addresses|card numbers?|account numbers?|files|e-?mails|inbox|documents|photos|bank (?:account|details)|"
+        r"routing numbers?)\b"
+        r"|\b(?:collect|gather|grab|pull|compile|harvest)\b[^.\n!?]{0,30}?\b(?:the user'?s?|their)\b[^.\n!?]{0,30}?"
+        r"\b(?:e-?mails|messages|conversations|history|files|documents|contacts|passwords?|data|details)\b[^.\n!?]{0,40}?"
+        r"\b(?:send|forward|upload|e-?mail|post|transmit)\b[^.\n!?]{0,20}?\bto\b"
         r"|\b(?:send|forward|e-?mail|post|upload|transmit|leak)\b[^.\n!?]{0,60}?\b(?:credentials?|passwords?|"
         r"api[ _-]?keys?|secrets?|system prompt|chat history|conversation history)\b[^.\n!?]{0,40}?\b(?:to|at|via)\b"
         r"|\b(?:reveal|print|show|repeat|output|display|dump|leak|disclose|tell me|recite|share)\b[^.\n!?]{0,15}?"
@@ -246,7 +268,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"conversation|chat history|user'?s? (?:data|details|info|email|address|phone))\b[^.\n!?]{0,60}?"
         r"\b(?:url|link|image|query string|webhook)"
         r"|(?<![勿别要得免])(?:发送|发给|发到|转发|转给|转到|上传|泄露|泄漏|透露|外传|同步|抄送|邮寄|提交|传给|传到|导出|告诉)"
-        r"[^。\n！？]{0,20}?"
+        r"[^。\n！？，,；;]{0,20}?"
         r"(?:用户的|该用户|所有|全部|完整|一切|系统提示|提示词|密码|密钥|验证码|令牌|api\s*key|聊天记录|对话记录|历史记录|记忆)"
         r"|(?:把|将)[^。\n！？]{0,12}?(?:用户的|该用户的|所有|全部|完整的?)[^。\n！？]{0,12}?(?:对话|聊天|记录|记忆|资料|数据|信息|密码|"
         r"地址|电话|账号)[^。\n！？]{0,10}?(?:发送|发给|发到|转发|传|上传|抄送|同步)"
@@ -267,8 +289,15 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"|\b(?:when|whenever|if) (?:asked|the user asks|users ask|someone asks|anyone asks|anybody asks|somebody asks|people ask)\b[^.\n!?]{0,60}?\b(?:recommend|say|"
         r"answer|reply|respond|tell|suggest|mention|direct|point)"
         r"|\b(?:tell|inform|remind|convince|persuade|advise|urge|instruct) (?:the )?users?\b"
-        r"|\b(?:note|message|instructions?|attention|reminder) (?:for|to) (?:all |any |every |each )?(?:the )?(?:ai|assistant|llm|model|"
-        r"language model|chatbot)s?\b|[\[(【（]\s*(?:ai |assistant |ai assistant |system )?(?:instructions?|note|directive)"
+        r"|\b(?:ai|assistant|model|agent|bot|llm|chatbot|copilot)s?\b (?:\w+ ){0,3}?(?:reading|summari[sz]ing|processing|"
+        r"parsing|viewing|browsing|crawling|handling|analy[sz]ing|scanning|indexing) (?:this|these|the|my|our)\b"
+        r"|\bif you(?:'re| are) an? (?:ai|automated|language model|llm|bot|assistant)\b"
+        r"|\b(?:decode|decrypt|unscramble)\b[^.\n!?]{0,30}?\b(?:and|then)\b[^.\n!?]{0,12}?\b(?:carry out|follow|execute|do|obey|"
+        r"act on|run)\b"
+        r"|\b(?:do not|don't|never) (?:tell|inform|notify|alert|warn) (?:the user|them|him|her|the recipient)\b"
+        r"|\bwithout (?:checking|confirming|asking|consulting|verifying)(?: it)? (?:with |by )?(?:the user|them)\b"
+        r"|\b(?:note|message|instructions?|directives?|attention|reminder|memo) (?:for|to) (?:all |any |every |each )?(?:the )?"
+        r"(?:ai|assistant|llm|model|language model|chatbot|agent)s?\b|[\[(【（]\s*(?:ai |assistant |ai assistant |system )?(?:instructions?|note|directive)"
         r"\s*(?:for (?:the )?(?:ai|assistant))?\s*[\])】）]|[\[(【（]\s*(?:ai|assistant|llm)\s+instructions?\s*[\])】）]"
         r"|\b(?:when|whenever|if) (?:the )?users? (?:mentions?|asks?|says|talks|brings up|raises|searches|wants)\b"
         r"[^.\n!?]{0,60}?\b(?:tell|recommend|say|suggest|reply|respond|answer|direct|point|send|push|steer)"
@@ -280,9 +309,9 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"|\b(?:the |every )?users? (?:must|should) (?:be told|be shown|be advised|be recommended|be given|be directed)"
         r"|\b(?:always|never|only)\s+(?:recommend|mention|promote|respond|reply|answer|refer (?:the user|users))\b"
         r"|(?<!作为)(?<!一款)(?<!一名)(?<!一个)(?<!我是)(?<!你的)(?:ai|人工智能|助手|助理|机器人|智能体|大模型|语言模型|chatgpt|gpt|"
-        r"claude|模型|助手)(?:在|于)?[^。\n！？]{0,16}?(?:请|应该|应当|(?<![反适响答])应|须|必须|务必|"
+        r"claude|模型|助手)(?:在|于)?[^。\n！？]{0,16}?(?:请|应该|应当|(?<![反适响答])应|须|需(?![求要])|必须|务必|"
         r"(?<![主重需想只还])要|不要|不得|不能|禁止|永远|总是|始终|一律|只能)"
-        r"|(?:告诉|提醒|劝|说服|建议|推荐给|引导|误导)用户|向用户(?:推荐|推销|宣传|隐瞒|说)"
+        r"|(?:告诉|提醒|劝|说服|推荐给|引导|误导)用户|向用户(?:推荐|推销|宣传|隐瞒|说)"
         r"|(?:致|给|告)[^。\n：:]{0,8}?(?:ai|助手|模型|机器人|智能体)[:：]|(?:如果|若|当|要是)有人问(?:你|起|到)?"
         r"|(?:ai|助手|助理|模型)[^。\n的，,]{0,6}?(?:扮演|充当|担任)"
         r"|(?:当|如果|每当|若)(?:用户)?(?:问到|询问|问起|提到|问及|咨询)[^。\n！？]{0,20}?(?:请|就|要|一律|总是|务必|都)?"
@@ -291,7 +320,9 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"|(?:务必|一律|始终|总是)(?:推荐|提到|宣传|回答|回复)"
         r"|[【\[(（]\s*(?:助手|ai|系统|模型)\s*(?:指令|指示|须知|注意|说明)\s*[】\])）]"
         r"|每条回复(?:的)?(?:末尾|结尾|开头|最后)?(?:都)?(?:加上|附上|带上|加|附)"
-        r"|(?:并且|而且|同时)?(?:不要|别|不得)(?:向用户)?(?:透露|告诉用户|提及)这(?:一点|件事|条)"),
+        r"|(?:并且|而且|同时)?(?:不要|别|不得)(?:向用户)?(?:透露|告诉用户|提及)这(?:一点|件事|条)"
+        r"|(?:ai|助手|助理|模型|机器人|智能体)[^。\n]{0,6}?(?:读到|看到|处理|阅读|总结|浏览)(?:此处|这里|本|这段|这条|以下|该)"
+        r"|(?:不要|别|不必|无需|不用)(?:再)?(?:告知|告诉|通知|提醒)用户|(?:不必|无需|不用|不要)(?:再)?向用户确认"),
 }
 
 # Quick gate: a text with none of these cannot match an English alternative above; Chinese text always goes through.
@@ -327,6 +358,11 @@ _TARGET = re.compile(r"https?://|www\.|[\w.+-]+@[\w-]+\.\w|webhook")
 _REPORTED = re.compile(r"(?:said|says|saying|told me|wrote|reads?|claimed|claims|popped up with|announced)[,:]?\s*"
                        r"(?:[\"“](?:[^\"”\n]{1,300})[\"”]|'(?:[^'\n]{1,300})'(?!\w)|「[^」\n]{1,300}」|『[^』\n]{1,300}』)"
                        r"|(?:说|写着|声称|提示|弹出)[:：]?\s*(?:“[^”\n]{1,300}”|「[^」\n]{1,300}」)")
+#: an instruction quoted as an example of one ('hidden text such as "ignore previous instructions"', 隐藏“忽略之前的指令”
+#: 之类的文字): a report about injections, from any source, not one
+_EXAMPLE = re.compile(r"\b(?:such as|like|e\.g\.,?|for example,?|for instance,?|known as|called|the phrase|the line)\s*"
+                      r"(?:[\"“][^\"”\n]{1,300}[\"”]|'[^'\n]{1,300}'(?!\w))"
+                      r"|(?:“[^”\n]{1,300}”|「[^」\n]{1,300}」)\s*(?:之类|这样|这类|一类|等)")
 _SENTENCE = re.compile(r"[.!?](?=\s|$)|[。！？\n]")
 _SEND = re.compile(r"\b(?:send|forward|upload|transmit|cc|bcc|sync|back ?up|e-?mail (?:it|this|them|that|a copy|the|all|"
                    r"everything|us|me))\b|发送|发给|发到|转发|上传|同步到|抄送|备份到|发一份")
@@ -364,6 +400,7 @@ def _match(text: str, from_user: bool) -> str | None:
     """:func:`screen` without its quick gate (the gate must never change an answer; a property test holds it)."""
     if from_user:  # what the user reports someone else said is not the user speaking to the assistant
         text = _REPORTED.sub(" ", text)
+    text = _EXAMPLE.sub(" ", text)
     forms = variants(text)
     if _SQUASHED.search(re.sub(r"[^a-z]", "", forms[-1] if len(forms) == 1 else " ".join(forms))):
         return "override"
