@@ -286,7 +286,8 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bo
         position = saved[-1][0]
         erased_at = record.created_on
     key_destroyed = destroyed[0] if position is not None else ml.keystore.destroy(user_id)
-
+    if ml.db.sealer is not None:
+        ml.db.sealer.forget_user(user_id)  # what this process opened of the user's projection rows
     ml.catch_up(deferred=False)  # the vectors projection applies the tombstone at its next catch-up (a no-op then)
     purged = []
     with ml.db.transaction() as cur:

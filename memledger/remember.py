@@ -201,7 +201,8 @@ def _prior_key(store: Store, user_id: str, text: str, idempotency_key: str) -> s
 
     hp = store.history_projection
     with store.db.read() as cur:
-        cur.execute(f"SELECT DISTINCT key FROM {hp.table('versions')} WHERE user_id = ? AND text = ?", (user_id, text))
+        cur.execute(f"SELECT DISTINCT key FROM {hp.table('versions')} WHERE user_id = ? AND text = ?",
+                    (user_id, cur.seal(user_id, text)))  # sealing is deterministic: the sealed text matches
         keys = sorted(r[0] for r in cur.fetchall())
     for k in keys:
         if idempotency_key in store.app.load_fact(fact_id(user_id, k)).idempotency:

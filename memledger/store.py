@@ -42,6 +42,8 @@ CREATE TABLE IF NOT EXISTS optout_messages (
     fingerprint TEXT NOT NULL,
     PRIMARY KEY (user_id, session_id, message_id)
 )"""
+#: ``off`` keeps the projections' content in plaintext (measuring what sealing costs; docs/erasure.md)
+PROJECTION_SEALING_ENV = "MEMLEDGER_PROJECTION_SEALING"
 OPTOUT_TABLES = {"optout_sessions": SESSIONS_DDL, "optout_messages": MESSAGES_DDL}
 
 
@@ -104,6 +106,15 @@ class Store:
             with _readable(self.settings.home, "keys.db", "it holds the users' data keys, without which their "
                            "encrypted memories cannot be read: restore it from a backup"):
                 self.keystore = open_keystore(self.settings)
+            if self.keystore is not None:
+                from ledger.sealing import Sealer
+
+                # the projections' content under each user's key; "off" stops sealing new rows, and what was sealed
+                # still opens
+                self.db.sealer = Sealer(self.keystore, writes=os.environ.get(PROJECTION_SEALING_ENV, "").strip()
+                                        .lower() != "off")
+                if getattr(self, "vectors_projection", None) is not None:
+                    self.vectors_projection.sealer = self.db.sealer  # its index files on disk too
             with _readable(self.settings.home, "events.db", "it is the log every projection is built from: "
                            "restore it from a backup"):
                 self.settings.prepare_event_store()

@@ -199,6 +199,16 @@ def insert_rows(cur: Cursor, table: str, cols: Sequence[str], rows: Sequence[Seq
         cur.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", rows)
 
 
+def sealed(cur: Cursor, row: Sequence[Any], columns: Sequence[int]) -> list[Any]:
+    """``row`` with the values at ``columns`` sealed under the user named by its first value (``user_id``): the
+    personal content a projection keeps (ledger/sealing.py)."""
+    out = list(row)
+    if cur.sealer is not None and cur.sealer.writes:
+        for i in columns:
+            out[i] = cur.seal(out[0], out[i])
+    return out
+
+
 def iso_micros(iso: str | None, open_value: int | None = None) -> int | None:
     """An ISO 8601 instant stored in an event (a ``changes`` range end) -> microseconds since the epoch (UTC);
     ``None`` -> ``open_value``. ``datetime.fromisoformat`` first (the stored strings carry an offset; ~4x faster

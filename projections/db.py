@@ -17,6 +17,8 @@ from contextvars import ContextVar
 from typing import Any
 
 from ledger.config import use_wal
+from ledger.sealing import BYTES_PREFIX as SEALED_BYTES
+from ledger.sealing import PREFIX as SEALED_TEXT
 
 _ADVISORY_KEY = 0x6D656D6C  # "meml": the advisory lock every catch-up on one schema takes (with the schema's hash)
 _SETUP_KEY = 0x6D656D73  # "mems": held while a process creates a schema's tables
@@ -76,13 +78,31 @@ def protect_user_rows(cur: Cursor, table: str) -> None:
 
 
 class Cursor:
-    """A thin cursor: ``execute(sql, params)`` with ``?`` placeholders on both backends."""
+    """A thin cursor: ``execute(sql, params)`` with ``?`` placeholders on both backends.
 
-    def __init__(self, raw: Any, dialect: str, row_security: bool = False) -> None:
+    With a ``sealer`` (ledger/sealing.py), projections store personal content through :meth:`seal`, and every row
+    fetched comes back with its sealed values opened, whatever table or column they sit in: readers never see a
+    token."""
+
+    def __init__(self, raw: Any, dialect: str, row_security: bool = False, sealer: Any = None) -> None:
         self.raw = raw
         self.dialect = dialect
         #: row-level security holds this connection's role (PostgreSQL refuses COPY FROM into its tables then)
         self.row_security = row_security
+        self.sealer = sealer
+
+    def seal(self, user_id: str, value: Any) -> Any:
+        """``value`` sealed under ``user_id``'s data key (unchanged when sealing is off or it is None)."""
+        return value if self.sealer is None or value is None else self.sealer.seal(user_id, value)
+
+    def opened(self, row: Any) -> Any:
+        """``row`` with its sealed values opened (the row itself when it holds none)."""
+        for v in row:
+            if (v.__class__ is str and v.startswith(SEALED_TEXT)) or (v.__class__ is bytes and v[:4] == SEALED_BYTES):
+                op = self.sealer.open
+                return tuple(op(x) if (x.__class__ is str and x.startswith(SEALED_TEXT))
+                             or (x.__class__ is bytes and x[:4] == SEALED_BYTES) else x for x in row)
+        return row
 
     def _sql(self, sql: str) -> str:
         # psycopg's placeholders are %s, so a literal % (LIKE 'a%') must be doubled there. Projection SQL never
@@ -98,14 +118,17 @@ class Cursor:
             self.raw.executemany(self._sql(sql), [tuple(r) for r in rows])
 
     def fetchone(self) -> tuple | None:
-        return self.raw.fetchone()
+        row = self.raw.fetchone()
+        return row if self.sealer is None or row is None else self.opened(row)
 
     def fetchall(self) -> list[tuple]:
-        return self.raw.fetchall()
+        rows = self.raw.fetchall()
+        return rows if self.sealer is None else [self.opened(r) for r in rows]
 
     def fetchmany(self, size: int) -> list[tuple]:
         """Up to ``size`` more rows of the last query ([] when none are left): a large result read in pieces."""
-        return self.raw.fetchmany(size)
+        rows = self.raw.fetchmany(size)
+        return rows if self.sealer is None else [self.opened(r) for r in rows]
 
     @property
     def rowcount(self) -> int:
@@ -203,6 +226,9 @@ class ProjectionDB:
         self._local = threading.local()
         self._pool: Any = None
         self._bypass: bool | None = None
+        #: seals personal content under each user's key (ledger/sealing.py); set by the store once its key store is
+        #: open, None when encryption is off
+        self.sealer: Any = None
         self._all_sqlite: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         #: callables run with the cursor first thing in every transaction and read snapshot (before any other
@@ -246,7 +272,7 @@ class ProjectionDB:
             conn = self._sqlite()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                cur = Cursor(conn.cursor(), "sqlite")
+                cur = Cursor(conn.cursor(), "sqlite", sealer=self.sealer)
                 for hook in self.on_begin:
                     hook(cur)
                 yield cur
@@ -264,7 +290,7 @@ class ProjectionDB:
                     held = not self._bypasses_rls(conn)
                     if held:
                         cur.execute("SELECT set_config(%s, %s, true)", (USERS_SETTING, ALL_USERS))
-                    pcur = Cursor(cur, "postgres", row_security=held)
+                    pcur = Cursor(cur, "postgres", row_security=held, sealer=self.sealer)
                     for hook in self.on_begin:
                         hook(pcur)
                     yield pcur
@@ -276,7 +302,7 @@ class ProjectionDB:
             conn = self._sqlite()
             conn.execute("BEGIN")
             try:
-                cur = Cursor(conn.cursor(), "sqlite")
+                cur = Cursor(conn.cursor(), "sqlite", sealer=self.sealer)
                 for hook in self.on_begin:
                     hook(cur)
                 yield cur
@@ -288,7 +314,7 @@ class ProjectionDB:
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                     if not self._bypasses_rls(conn):
                         conn.execute("SELECT set_config(%s, %s, true)", (USERS_SETTING, scope_setting()))
-                    pcur = Cursor(conn.cursor(), "postgres")
+                    pcur = Cursor(conn.cursor(), "postgres", sealer=self.sealer)
                     for hook in self.on_begin:
                         hook(pcur)
                     yield pcur

@@ -42,8 +42,8 @@ class DisclosuresProjection(Projection):
             return
         cur.execute(
             f"INSERT INTO {self.table('log')} ({', '.join(COLS)}) VALUES ({', '.join('?' * len(COLS))})",
-            (e.user_id, le.position, le.recorded_at, e.key, e.version, e.sensitivity, e.session_id, e.purpose,
-             e.trace_id),
+            (e.user_id, le.position, le.recorded_at, e.key, e.version, e.sensitivity, e.session_id,
+             cur.seal(e.user_id, e.purpose), e.trace_id),
         )
 
     def purge_user(self, cur: Cursor, user_id: str) -> None:

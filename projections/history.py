@@ -22,7 +22,7 @@ from typing import Any
 from ledger.domain import Fact, fact_effect
 from ledger.timeutil import OPEN, to_micros
 
-from .base import LogEvent, Projection, insert_rows, iso_micros
+from .base import LogEvent, Projection, insert_rows, iso_micros, sealed
 from .db import Cursor
 
 VERSION_COLS = [
@@ -48,6 +48,7 @@ _RECORDED_TO, _POSITION_TO = TIMELINE_COLS.index("recorded_to"), TIMELINE_COLS.i
 _UNSET = object()  # a column no held write has set
 _FORGET_SET = "value_json = NULL, text = NULL, reason = NULL, status = 'forgotten'"
 _VALUE_JSON, _TEXT, _REASON = (VERSION_COLS.index(c) for c in ("value_json", "text", "reason"))
+_SEALED = (_VALUE_JSON, _TEXT, _REASON)  # a version's personal content, sealed under the user's key
 
 
 def _user_upto(user_id: str | None, upto: int | None) -> tuple[str, list[Any]]:
@@ -135,7 +136,8 @@ class _SqlWrites:
 
     def insert_version(self, row: list[Any]) -> None:
         self.cur.execute(
-            f"INSERT INTO {self.tv} ({', '.join(VERSION_COLS)}) VALUES ({', '.join('?' * len(VERSION_COLS))})", row)
+            f"INSERT INTO {self.tv} ({', '.join(VERSION_COLS)}) VALUES ({', '.join('?' * len(VERSION_COLS))})",
+            sealed(self.cur, row, _SEALED))
 
     def set_replaced_by(self, user_id: str, key: str, version: int, by: int) -> None:
         self.cur.execute(f"UPDATE {self.tv} SET replaced_by = ? WHERE user_id = ? AND key = ? AND version = ?",
@@ -261,7 +263,7 @@ class HistoryBulk:
                         "AND version = ? AND position_to = ?", self.closes)
         # after the edits: a forget in this chunk comes after every narrowing of the row held before it
         cur.executemany(f"UPDATE {self.tv} SET {_FORGET_SET} {where}", self.forgets)
-        insert_rows(cur, self.tv, VERSION_COLS, list(self.versions.values()))
+        insert_rows(cur, self.tv, VERSION_COLS, [sealed(cur, r, _SEALED) for r in self.versions.values()])
         insert_rows(cur, self.tt, TIMELINE_COLS, self.timeline)
         self._reset()
 

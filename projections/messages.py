@@ -53,8 +53,8 @@ class MessagesProjection(Projection):
         seq = int(cur.fetchone()[0]) + 1
         cur.execute(
             f"INSERT INTO {t} ({', '.join(['user_id'] + MESSAGE_COLS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (e.user_id, e.session_id, e.message_id, seq, e.role, e.speaker, e.text, to_micros(e.observed_at),
-             le.recorded_at, le.position),
+            (e.user_id, e.session_id, e.message_id, seq, e.role, cur.seal(e.user_id, e.speaker),
+             cur.seal(e.user_id, e.text), to_micros(e.observed_at), le.recorded_at, le.position),
         )
 
     def purge_user(self, cur: Cursor, user_id: str) -> None:

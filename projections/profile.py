@@ -13,7 +13,7 @@ from typing import Any
 from ledger.domain import Fact, fact_effect
 from ledger.timeutil import OPEN, to_micros
 
-from .base import LogEvent, Projection, iso_micros
+from .base import LogEvent, Projection, iso_micros, sealed
 from .db import Cursor
 from .history import add_missing_column, hygiene_json
 
@@ -23,6 +23,8 @@ COLS = [
     "confidence", "status", "source_ref", "session_id", "sensitivity", "position", "hygiene",
 ]
 _VERSION, _VALID_TO, _STATUS = COLS.index("version"), COLS.index("valid_to"), COLS.index("status")
+#: the personal content of a row, sealed under the user's key (ledger/sealing.py)
+_SEALED = (COLS.index("value_json"), COLS.index("text"))
 
 
 def project(le: LogEvent, w: Any) -> None:
@@ -63,7 +65,7 @@ class _SqlWrites:
         self.cur, self.t = cur, t
 
     def upsert(self, row: list[Any]) -> None:
-        self.cur.execute(_upsert_sql(self.t), row)
+        self.cur.execute(_upsert_sql(self.t), sealed(self.cur, row, _SEALED))
 
     def delete(self, user_id: str, key: str) -> None:
         self.cur.execute(f"DELETE FROM {self.t} WHERE user_id = ? AND key = ?", (user_id, key))
@@ -127,7 +129,7 @@ class ProfileBulk:
                         self.heads)
         cur.executemany(f"DELETE FROM {self.t} WHERE user_id = ? AND key = ?",
                         [k for k, r in self.rows.items() if r is None])
-        cur.executemany(_upsert_sql(self.t), [r for r in self.rows.values() if r is not None])
+        cur.executemany(_upsert_sql(self.t), [sealed(cur, r, _SEALED) for r in self.rows.values() if r is not None])
         self._reset()
 
 

@@ -121,8 +121,9 @@ class RelationsProjection(Projection):
         e = le.event
         if e.name is None:  # shredded content: nothing to show
             return
-        row = [e.user_id, e.entity_id, e.kind, e.name, json.dumps(list(e.aliases or []), ensure_ascii=False),
-               le.recorded_at, le.position]
+        # names are the user's words: sealed under their key (ledger/sealing.py)
+        row = [e.user_id, e.entity_id, e.kind, cur.seal(e.user_id, e.name),
+               cur.seal(e.user_id, json.dumps(list(e.aliases or []), ensure_ascii=False)), le.recorded_at, le.position]
         cur.execute(
             f"INSERT INTO {self.table('entities')} ({', '.join(ENTITY_COLS)}) VALUES ({', '.join('?' * len(row))}) "
             "ON CONFLICT (user_id, entity_id) DO UPDATE SET kind = excluded.kind, name = excluded.name, "
@@ -137,7 +138,8 @@ class RelationsProjection(Projection):
         vf = to_micros(e.valid_from) if value else None
         vt = to_micros(e.valid_to, OPEN) if value else None
         row = [e.user_id, e.key, e.originator_version, e.event_id, e.kind, e.effect, e.subject, e.relation_type,
-               e.object, e.text, e.reason, to_micros(e.observed_at), vf, vt, status, e.source, e.source_ref,
+               e.object, cur.seal(e.user_id, e.text), cur.seal(e.user_id, e.reason), to_micros(e.observed_at), vf, vt,
+               status, e.source, e.source_ref,
                e.confidence, e.sensitivity, le.recorded_at, le.position]
         cur.execute(f"INSERT INTO {tv} ({', '.join(VERSION_COLS)}) VALUES ({', '.join('?' * len(row))})", row)
         for ch in e.changes:
@@ -180,14 +182,14 @@ class RelationsProjection(Projection):
     # -- queries ---------------------------------------------------------------------------------------------------
     def entities(self, cur: Cursor, user_id: str) -> list[dict[str, Any]]:
         """The user's entities, by name then id: dicts of :data:`ENTITY_COLS` (``aliases`` decoded)."""
-        cur.execute(f"SELECT {', '.join(ENTITY_COLS)} FROM {self.table('entities')} WHERE user_id = ? "
-                    "ORDER BY name, entity_id", (user_id,))
+        cur.execute(f"SELECT {', '.join(ENTITY_COLS)} FROM {self.table('entities')} WHERE user_id = ?", (user_id,))
         out = []
         for r in cur.fetchall():
             d = dict(zip(ENTITY_COLS, r))
             d["aliases"] = json.loads(d["aliases"])
             out.append(d)
-        return out
+        # ordered here, not by SQL: the stored names are sealed (ledger/sealing.py)
+        return sorted(out, key=lambda d: (d["name"], d["entity_id"]))
 
     def edges(self, cur: Cursor, user_id: str, valid_at: int, as_of: int | None) -> list[dict[str, Any]]:
         """The user's edges true at ``valid_at`` (microseconds, UTC) as believed at system time ``as_of``

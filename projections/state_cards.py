@@ -75,6 +75,10 @@ class StateCardsProjection(Projection):
             return
         ts, tc = self.table("sessions"), self.table("cards")
         at = to_micros(e.observed_at)
+
+        def seal(value: Any) -> Any:  # a card's words are the user's: sealed under their key (ledger/sealing.py)
+            return cur.seal(e.user_id, value)
+
         if kind == "SessionStarted":
             inherited = e.inherited_card or {}
             card = inherited.get("card") or {}
@@ -82,15 +86,15 @@ class StateCardsProjection(Projection):
             cur.execute(
                 f"INSERT INTO {ts} (user_id, session_id, task, status, started_at, ended_at, last_at, messages, "
                 "implicit, start_position, position) VALUES (?, ?, ?, 'open', ?, NULL, ?, 0, ?, ?, ?)",
-                (e.user_id, e.session_id, task, at, at, int(bool(e.implicit)), le.position, le.position),
+                (e.user_id, e.session_id, seal(task), at, at, int(bool(e.implicit)), le.position, le.position),
             )
             cur.execute(
                 f"INSERT INTO {tc} (user_id, session_id, task, progress, decisions, open_questions, action_items, "
                 "status, touched_at, updated_at, continued_in, position) VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?, "
                 "NULL, ?)",
-                (e.user_id, e.session_id, task, card.get("progress"), json.dumps(card.get("decisions", [])),
-                 json.dumps(card.get("open_questions", [])), json.dumps(card.get("action_items", [])), at,
-                 None, le.position),
+                (e.user_id, e.session_id, seal(task), seal(card.get("progress")),
+                 seal(json.dumps(card.get("decisions", []))), seal(json.dumps(card.get("open_questions", []))),
+                 seal(json.dumps(card.get("action_items", []))), at, None, le.position),
             )
             if inherited.get("from_session"):
                 cur.execute(f"UPDATE {tc} SET status = 'continued', continued_in = ? WHERE user_id = ? AND "
@@ -111,12 +115,12 @@ class StateCardsProjection(Projection):
             cur.execute(
                 f"UPDATE {tc} SET task = ?, progress = ?, decisions = ?, open_questions = ?, action_items = ?, "
                 "status = ?, updated_at = ?, position = ? WHERE user_id = ? AND session_id = ?",
-                (c.get("task"), c.get("progress"), json.dumps(c.get("decisions", [])),
-                 json.dumps(c.get("open_questions", [])), json.dumps(c.get("action_items", [])),
+                (seal(c.get("task")), seal(c.get("progress")), seal(json.dumps(c.get("decisions", []))),
+                 seal(json.dumps(c.get("open_questions", []))), seal(json.dumps(c.get("action_items", []))),
                  c.get("status", "open"), at, le.position, e.user_id, e.session_id),
             )
             cur.execute(f"UPDATE {ts} SET task = ? WHERE user_id = ? AND session_id = ?",
-                        (c.get("task"), e.user_id, e.session_id))
+                        (seal(c.get("task")), e.user_id, e.session_id))
         elif kind == "SessionEnded":
             cur.execute(f"UPDATE {ts} SET status = 'ended', ended_at = ? WHERE user_id = ? AND session_id = ?",
                         (at, e.user_id, e.session_id))
@@ -156,7 +160,7 @@ class StateCardsProjection(Projection):
     def open_card_for_task(self, cur: Cursor, user_id: str, task: str) -> dict[str, Any] | None:
         """The most recently touched open card of ``task``, or None (a new session of that task inherits it)."""
         cur.execute(f"SELECT {', '.join(CARD_COLS)} FROM {self.table('cards')} WHERE user_id = ? AND task = ? AND "
-                    "status = 'open' ORDER BY touched_at DESC, position DESC", (user_id, task))
+                    "status = 'open' ORDER BY touched_at DESC, position DESC", (user_id, cur.seal(user_id, task)))
         row = cur.fetchone()
         return None if row is None else _card(row)
 

@@ -47,7 +47,7 @@ class SummariesProjection(Projection):
         cur.execute(
             f"INSERT INTO {self.table('pyramid')} ({', '.join(['user_id'] + SUMMARY_COLS)}) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (e.user_id, e.summary_id, e.session_id, e.level, e.text, json.dumps(list(e.covers)),
+            (e.user_id, e.summary_id, e.session_id, e.level, cur.seal(e.user_id, e.text), json.dumps(list(e.covers)),
              e.first_message_id, e.last_message_id, to_micros(e.observed_at), le.position),
         )
 

@@ -50,6 +50,7 @@ Its other jobs are mixins in projections/retrieval/: the embedding work (``embed
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -402,13 +403,14 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
             if vec is None:  # apply() called without prepare() (a caller outside the catch-up loop)
                 vec = self.embed_texts([e.text])[0]
                 self._note_dim(cur, int(vec.shape[0]))
+            seal = functools.partial(cur.seal, e.user_id)  # the document and its vectors: the user's (sealing.py)
             row = (
-                e.user_id, doc_id, e.key, e.originator_version, 1, e.text, stored_value_json(e.value_json, e.text),
-                e.source, e.source_ref,
+                e.user_id, doc_id, e.key, e.originator_version, 1, seal(e.text),
+                seal(stored_value_json(e.value_json, e.text)), e.source, e.source_ref,
                 e.session_id, e.confidence, None if e.role is None else json.dumps(e.role, sort_keys=True),
                 "current", le.recorded_at, to_micros(e.observed_at), to_micros(e.valid_from),
-                to_micros(e.valid_to, OPEN), encode_vector(vec), le.position,
-                self._cjk_vector(cur, e.text),
+                to_micros(e.valid_to, OPEN), seal(encode_vector(vec)), le.position,
+                seal(self._cjk_vector(cur, e.text)),
             )
             cur.execute(
                 f"INSERT INTO {t} ({', '.join(DOC_COLS)}) VALUES ({', '.join('?' * len(DOC_COLS))}) "

@@ -63,7 +63,8 @@ def rows(cur: Any, table: str, exclude: str | None = None,
         if not chunk:
             break
         for r in chunk:
-            yield tuple(r) if normalize is None else normalize(tuple(r))
+            r = tuple(r) if cur.sealer is None else cur.opened(tuple(r))  # compared as plaintext (ledger/sealing.py)
+            yield r if normalize is None else normalize(r)
     raw.close()
 
 

@@ -170,15 +170,19 @@ def _start(home: str, *verb: str, env: dict[str, str] | None = None) -> dict:
 def test_a_cold_profile_imports_no_cipher_and_the_cli_skips_pydantics_plugin_scan(tmp_path):
     """`import memledger` builds no pydantic model (so the CLI can turn pydantic's plugin scan off first: ~10 ms of
     reading every installed package's metadata), and a read that decrypts nothing never imports ``cryptography``
-    (~8 ms). A value of $PYDANTIC_DISABLE_PLUGINS the user set is kept."""
+    (~8 ms): a profile of projections written unsealed; one of sealed projections opens them, so it does. A value of
+    $PYDANTIC_DISABLE_PLUGINS the user set is kept."""
     home = str(tmp_path / "home")
-    wrote = _start(home, "assert", "u1", "preference.drink", "tea")
+    unsealed = {k: v for k, v in os.environ.items()} | {"MEMLEDGER_PROJECTION_SEALING": "off"}
+    wrote = _start(home, "assert", "u1", "preference.drink", "tea", env=unsealed)
     assert wrote["cryptography"] is True  # the write sealed the value with the user's key: encryption is on
     import memledger
 
     assert "MemoryLedger" in dir(memledger)  # editors complete it before its first use
     read = _start(home, "profile", "u1")
     assert read == {"api": False, "pydantic": False, "cryptography": False, "plugins": "__all__"}
+    _start(home, "assert", "u1", "preference.food", "ramen")  # sealed in the projections
+    assert _start(home, "profile", "u1")["cryptography"] is True
     env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"} | {
         "PYDANTIC_DISABLE_PLUGINS": "logfire"}
     assert _start(home, "profile", "u1", env=env)["plugins"] == "logfire"

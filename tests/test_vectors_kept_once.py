@@ -166,7 +166,9 @@ def test_vectors_are_stored_as_float16_and_float32_rows_of_older_stores_still_re
     # a row written before float16 (float32 bytes) is read as it is, beside float16 rows
     t = ml.vectors_projection.table("docs")
     with ml.db.transaction() as cur:
-        cur.execute(f"UPDATE {t} SET vector = ? WHERE text = ?", (exact.astype("<f4").tobytes(), "likes tea"))
+        # the text is sealed, and sealing is deterministic: the sealed words find the row (ledger/sealing.py)
+        cur.execute(f"UPDATE {t} SET vector = ? WHERE text = ?", (exact.astype("<f4").tobytes(),
+                                                                  cur.seal("u1", "likes tea")))
     ml.close()
     with MemoryLedger(home=tmp_path / "l", embedder=emb) as again:  # builds its FAISS index from the rows
         hits = again.search("u1", "likes tea", k=2)

@@ -56,7 +56,8 @@ class IndexFiles:
                 digests[stem] = hashlib.sha256(data).hexdigest()
                 if man["digests"][stem] != digests[stem]:
                     return None  # a file of another state (copied back, another user's): not this manifest's
-                lexical[user_id] = LexicalIndex.from_bytes(data)
+                # a user's file is one sealed blob (ledger/sealing.py), opened in one call: None once erased
+                lexical[user_id] = LexicalIndex.from_bytes(data if cur.sealer is None else cur.sealer.open(data))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         mem = Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim, digests=digests)
@@ -93,6 +94,9 @@ class IndexFiles:
                 if u is None:
                     continue
                 data = u.lexical.to_bytes()
+                sealer = getattr(self, "sealer", None)
+                if sealer is not None and sealer.writes:  # the words of the user's memories, sealed in one blob
+                    data = sealer.seal(user_id, data)
                 atomic_write(d / f"{stem}.lex", data)
                 mem.digests[stem] = hashlib.sha256(data).hexdigest()
             mem.digests = {stem: h for stem, h in mem.digests.items() if stem in keep}
