@@ -97,10 +97,10 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("profile.name", "single", (r"my name is|call me|i'm called|i am called",), ("我叫|我的名字是|叫我",)),
     _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b(?!\.\d|\s*(?:cm|mm|kg|lbs?|ft|feet|foot|inches|in\b|m\b|"
                                     r"metres?|meters?|pounds|stone|km|miles|%|percent|minutes|mins))|years old|turn(?:ed|s) \d{1,3}|"
-                                    r"(?<!size )(?<!number )(?<!code )(?<!floor )(?<!room )(?<!gate )(?<!locker )(?<!level )(?<!grade )(?<!score )"
-                                    r"(?<!bus )(?<!route )(?<!seat )(?<!spot )(?<!row )(?<!platform )(?<!line )(?<!table )"
-                                    r"(?<!combo )(?<!combination )(?<!pin )(?<!password )(?<!lock )"
-                                    r"\bis \d{1,2}\b(?![,.\-/:]\d)(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))",),
+                                    # "is 7" said of a person: the relative's name stripped ("my son is 7"), he / she, or
+                                    # an age; never of a thing ("my locker at the pool is 57", "my seat is 42")
+                                    r"(?:(?<![a-z] )(?<![a-z])|(?:he|she|age|who)\s|^[a-z]+ )(?:is|'s) \d{1,2}\b(?![,.\-/:]\d)"
+                                    r"(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))|\baged? \d{1,2}\b",),
           (r"我今年?\s*\d{1,3}\s*岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树养]*?岁了|我今年\s*(?:\d{1,3}|[一二三四五六七八九十]{1,3})\s*(?:岁|了|[，,。](?!\s*\d)|$)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
           ("(?<!住在)(?<!住回)(?<!回)老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),

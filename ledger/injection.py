@@ -105,6 +105,8 @@ def _decoded(text: str) -> Iterator[str]:
             yield out
     for m in _PERCENT.finditer(text):
         yield unquote(m.group(0))
+    if _PERCENT.search(text):
+        yield unquote(text)  # "%69%67%6e%6f%72%65 previous instructions": the run and the words around it
     if "&" in text and ";" in text:
         unescaped = html.unescape(text)
         if unescaped != text:
@@ -193,10 +195,13 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"sole|overriding|binding|real) (?:policy|policies|instructions?|rules|guidelines|orders)\b"
         r"|\b(?:priority|precedence) over (?:the |your |any )?(?:system prompt|system|instructions|rules|guidelines|"
         r"safety)"
+        r"|\b(?:guidelines|rules|instructions|polic(?:y|ies)|constraints|restrictions)\b (?:that )?you (?:operate|work|"
+        r"run|function|act) (?:under|by|with)\b[^.\n]{0,40}?\b(?:updated|changed|revised|replaced|lifted|removed|"
+        r"suspended|no longer)"
         r"|\b(?:carry out|follow|obey|execute|act on|comply with)\b[^.\n!?]{0,30}?\b(?:any|every|all)\b[^.\n!?]{0,25}?"
         r"\b(?:instructions?|requests?|commands?|orders)\b[^.\n!?]{0,40}?\b(?:e-?mails?|messages?|invites?|documents?|"
         r"pages?|websites?|senders?|arrives?|signed)\b"
-        r"|优先级高于[^。\n]{0,4}?(?:系统|你的|助手的?|默认的?)?(?:提示|指令|规则|设定|安全)|(?:一律|均|都)以本(?:卡片|消息|条|说明|"
+        r"|优先级高于[^。\n]{0,12}?(?:提示|指令|规则|设定|安全)|(?:一律|均|都)以本(?:卡片|消息|条|说明|"
         r"文档|邮件|备注|通知)为准|凌驾于[^。\n]{0,6}?(?:系统|规则|指令|安全)"
         r"|凡是[^。\n]{0,24}?(?:邮件|消息|短信|通知|指令)[^。\n]{0,24}?(?:都要|一律|直接|全部)[^。\n]{0,10}?(?:按|照|执行|操作)"
         r"|\b(?:new|updated|revised|real|actual) (?:system )?instructions?\s*(?:for (?:you|the (?:ai|assistant)))?\s*[:：]"
@@ -215,7 +220,8 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"|(?:不再适用|不适用)[^。\n]{0,4}?(?:助手|ai|模型)的?(?:默认)?(?:限制|规则|设定)"
         r"|用户说什么(?:你)?就(?:做|回答|执行)什么|直接执行用户的任何(?:要求|指令)"),
     "identity": re.compile(
-        r"\byou are (?:now|no longer)\b|\byou must now\b|\byou will now\b|\bfrom now on,? (?:you|you're)\b"
+        r"\byou are (?:now|no longer)\b|\bfrom now on,? (?:you are|you're|you will be|you'll be|your (?:name|role|"
+        r"identity|persona)|you (?:act|play|pretend|behave|become|have no))\b"
         r"|\b(?:pretend|imagine) (?:to be|you are|you're)\b"
         r"|\b(?:act|behave|respond|operate) as (?:if you (?:are|were) )?(?:an? |the )?(?:unrestricted|uncensored|"
         r"unfiltered|jailbroken|dan\b|evil|different|new)"
@@ -241,7 +247,9 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"no limits|no rules)\b"
         r"|不要承认(?:自己)?是|不承认(?:自己)?是\s*(?:ai|人工智能|机器人|助手)|没有任何(?:道德|法律|伦理|安全)[^。\n]{0,6}?限制"
         r"|你(?:将|会|要|需要|必须)(?:扮演|假扮|充当)"
-        r"|(?:从现在起|从现在开始|从今以后|从此以后|自此)[，,]?\s*你|你现在(?:是|必须|要|扮演|成为|变成|不再)"
+        r"|(?:从现在起|从现在开始|从今以后|从此以后|自此)[，,]?\s*你(?:是|就是|扮演|充当|成为|变成|不再是|叫|的(?:身份|名字|角色))"
+        r"|你现在(?:是|扮演|成为|变成|不再)"
+        r"|\bas an? (?:unrestricted|uncensored|unfiltered|jailbroken|unlocked) (?:ai|assistant|model|chatbot)\b"
         r"|你的(?:新)?(?:身份|角色|名字|人设)(?:是|改为|变成|已经?)|(?:扮演|假装|假扮)(?:成|你是|一个)"
         r"|(?:开发者|上帝|越狱|管理员|调试|无限制|无约束)模式"
         r"|(?:用户|该用户|此用户|这位用户)(?:是|已(?:被)?(?:认证|验证|授权)为|为|被设为)[^。\n]{0,4}?(?:管理员|超级用户|开发者|root|所有者)"
@@ -256,6 +264,8 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"profile|data|details|information|info|credentials?|passwords?|api[ _-]?keys?|tokens?|secrets?|contacts?|"
         r"addresses|card numbers?|account numbers?|files|e-?mails|inbox|documents|photos|bank (?:account|details)|"
         r"routing numbers?)\b"
+        r"|\byou (?:may|can|are (?:now )?(?:allowed|permitted|free) to) (?:now )?(?:share|send|disclose|reveal|forward|"
+        r"sell|pass on)\b[^.\n!?]{0,30}?\b(?:user|users'?|customer|personal|private|their)\b"
         r"|\b(?:collect|gather|grab|pull|compile|harvest)\b[^.\n!?]{0,30}?\b(?:the user'?s?|their)\b[^.\n!?]{0,30}?"
         r"\b(?:e-?mails|messages|conversations|history|files|documents|contacts|passwords?|data|details)\b[^.\n!?]{0,40}?"
         r"\b(?:send|forward|upload|e-?mail|post|transmit)\b[^.\n!?]{0,20}?\bto\b"
@@ -292,6 +302,9 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"|\b(?:ai|assistant|model|agent|bot|llm|chatbot|copilot)s?\b (?:\w+ ){0,3}?(?:reading|summari[sz]ing|processing|"
         r"parsing|viewing|browsing|crawling|handling|analy[sz]ing|scanning|indexing) (?:this|these|the|my|our)\b"
         r"|\bif you(?:'re| are) an? (?:ai|automated|language model|llm|bot|assistant)\b"
+        r"|\b(?:whichever|any|every|each) (?:ai|model|assistant|agent|llm|bot|chatbot)s? (?:that |who )?(?:reads?|sees?|"
+        r"processes|parses|summari[sz]es|finds)\b"
+        r"|\bnext time you (?:answer|reply|respond|write|speak|summari[sz]e)\b"
         r"|\b(?:decode|decrypt|unscramble)\b[^.\n!?]{0,30}?\b(?:and|then)\b[^.\n!?]{0,12}?\b(?:carry out|follow|execute|do|obey|"
         r"act on|run)\b"
         r"|\b(?:do not|don't|never) (?:tell|inform|notify|alert|warn) (?:the user|them|him|her|the recipient)\b"
@@ -321,7 +334,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"|[【\[(（]\s*(?:助手|ai|系统|模型)\s*(?:指令|指示|须知|注意|说明)\s*[】\])）]"
         r"|每条回复(?:的)?(?:末尾|结尾|开头|最后)?(?:都)?(?:加上|附上|带上|加|附)"
         r"|(?:并且|而且|同时)?(?:不要|别|不得)(?:向用户)?(?:透露|告诉用户|提及)这(?:一点|件事|条)"
-        r"|(?:ai|助手|助理|模型|机器人|智能体)[^。\n]{0,6}?(?:读到|看到|处理|阅读|总结|浏览)(?:此处|这里|本|这段|这条|以下|该)"
+        r"|(?:ai|助手|助理|模型|机器人|智能体)[^。\n]{0,6}?(?:读到|看到|处理|阅读|总结|浏览)(?:此|这里|本|这段|这条|这些|以下|该)"
         r"|(?:不要|别|不必|无需|不用)(?:再)?(?:告知|告诉|通知|提醒)用户|(?:不必|无需|不用|不要)(?:再)?向用户确认"),
 }
 
@@ -346,7 +359,8 @@ _USERS_WISH = re.compile(
     r"(?:has |had |have |also |always |often )?(?:asked|wants?|"
     r"prefers?|preferred|requested|would like|likes?|said|told|instructed|insisted)\b"
     r"|^\s*(?:prefers?|likes?|wants?|would like|asked|requested)\b"
-    r"|(?:用户|他|她|客户|对方)(?:要求|希望|想要|喜欢|说|提出|请|偏好|习惯|叮嘱|交代)|^\s*(?:希望|喜欢|偏好|要求)")
+    r"|(?<!说是)(?<!称是)(?<!假称)(?<!谎称)(?:用户|他|她|客户|对方)(?:要求|希望|想要|喜欢|说|提出|请|偏好|习惯|叮嘱|交代)"
+    r"|^\s*(?:希望|喜欢|偏好|要求)")  # "…并说是用户要求的": a claim to pass an instruction off as the user's
 
 
 # A warning not to share ("never share your code", 请勿向任何人透露验证码) names no one to send to: not exfiltration.

@@ -184,14 +184,17 @@ _PARTNER_EN = r"(?:boyfriend|girlfriend|husband|wife|partner|fianc[eé]e?)"
 #: name is read with its capital, so the pattern runs on the text as written. "my ex-boyfriend Tom" names no partner.
 _PARTNER_NAMED_EN = re.compile(
     rf"\b[Mm]y (?:new |current )?{_PARTNER_EN},? (?P<a>[A-Z][a-z]+)\b|\b(?P<b>[A-Z][a-z]+),? my (?:new |current )?"
-    rf"{_PARTNER_EN}\b|\b(?:been seeing|started seeing|dating|going out with|engaged to|married to) (?P<c>[A-Z][a-z]+)\b")
+    rf"{_PARTNER_EN}\b|\b(?:been seeing|started seeing|dating|going out with|engaged to|married to) (?P<c>[A-Z][a-z]+)\b"
+    r"|\b(?:dating|seeing) (?:someone|somebody|a (?:guy|girl|woman|man)) (?:named|called) (?P<d>[A-Z][a-z]+)\b"
+    rf"|\b[Mm]y {_PARTNER_EN}'s name is (?P<e>[A-Z][a-z]+)\b")
 _SURNAMES = ("王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔"
              "钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史黎贺顾毛郝龚邵万钱覃武戴孔汤庞樊兰殷施陶洪翟安颜倪严牛"
              "温芦季俞章鲁葛伍申尤毕聂柴焦向柳邢骆岳齐梅莫庄辛管祝左涂谷祁时舒耿牟卜路詹关苗凌费纪靳盛童欧甄项曲成游阳裴席卫"
              "查屈鲍位覃霍翁隋植甘景薄单包司柏宁柯阮桂闵欧阳解强丛华车冉房边辜吉饶刁瞿戚丘米池滕晋苑邬臧畅宫来嵺苟全褚廉简娄")
 #: 我男朋友叫陈浩 / 和男朋友周毅: a surname and one or two characters, or 小/阿 and one; what follows a name (去, 是, 说 ...) ends it
 _PARTNER_NAMED_ZH = re.compile(rf"(?:男朋友|女朋友|男友|女友|老公|老婆|丈夫|妻子|对象|未婚夫|未婚妻)叫?"
-                               rf"(?P<z>[{_SURNAMES}][\u4e00-\u9fff]{{1,2}}|[小阿][\u4e00-\u9fff])")
+                               rf"(?P<z>[{_SURNAMES}][\u4e00-\u9fff]{{1,2}}|[小阿][\u4e00-\u9fff])"
+                               rf"|和(?P<w>[{_SURNAMES}][\u4e00-\u9fff]{{1,2}}?|[小阿][\u4e00-\u9fff])(?:约会|在一起|谈恋爱|交往|谈朋友)")
 _AFTER_NAME = set("去是在和跟说的了也都就他她又还今昨明每这那想要会给带陪送请让对把被从到很挺")
 #: capitalised words that open a sentence and name no one ("Honestly, my boyfriend ...")
 _NOT_NAMES = set("honestly well so yes no okay ok anyway also and but today yesterday tonight sometimes actually sadly "
@@ -202,9 +205,13 @@ _NOT_NAMES = set("honestly well so yes no okay ok anyway also and but today yest
 def partner_names(text: str) -> set[str]:
     """The names a statement gives the user's partner (lower-cased; empty when it names none): "My boyfriend Tom",
     "Marcus, my boyfriend", "I've been seeing Hannah", 我男朋友叫陈浩, 和男朋友周毅去厦门."""
-    out = {(m.group("a") or m.group("b") or m.group("c")).lower() for m in _PARTNER_NAMED_EN.finditer(text)}
+    out = {(m.group("a") or m.group("b") or m.group("c") or m.group("d") or m.group("e")).lower()
+           for m in _PARTNER_NAMED_EN.finditer(text)}
     out -= _NOT_NAMES
     for m in _PARTNER_NAMED_ZH.finditer(unicodedata.normalize("NFC", text)):
+        if m.group("w"):  # 和李明约会: the verb after it ends the name
+            out.add(m.group("w"))
+            continue
         name = m.group("z")
         if len(name) == 3 and name[-1] in _AFTER_NAME:
             name = name[:2]
@@ -215,13 +222,14 @@ def partner_names(text: str) -> set[str]:
 
 def partner_renamed(text: str, candidates: list[Any]) -> Any | None:
     """The current memory naming the user's partner by another name than the statement does ("My boyfriend Tom ..."
-    of "Marcus, my boyfriend, ..."), the best-scored if several, or None. Only a memory outside the catalogue or in
-    ``relationship.status``: one in another slot ("My wife Anna and I live in Berlin") says more than who the partner
-    is."""
+    of "Marcus, my boyfriend, ..."), the best-scored if several, or None. Only a memory outside the catalogue, in
+    ``relationship.status`` or about the partner (``family.partner.*``): one in another slot of the user's ("My wife
+    Anna and I live in Berlin") says more than who the partner is."""
     names = partner_names(text)
     if not names:
         return None
-    was = [c for c in candidates if c.status == "current" and c.slot_key in (None, "relationship.status")
+    was = [c for c in candidates if c.status == "current"
+           and (c.slot_key in (None, "relationship.status") or (c.slot_key or "").startswith("family.partner."))
            and (theirs := partner_names(c.text)) and theirs.isdisjoint(names)]
     return max(was, key=lambda c: c.score) if was else None
 

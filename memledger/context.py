@@ -523,7 +523,8 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     # 5. recent messages
     for m, kind in zip(msgs, message_kinds(msgs)):
         at = from_micros(m["observed_at"])
-        who = f"{as_data(m['speaker'])} ({m['role']})" if m["speaker"] else m["role"]
+        # a withheld message shows its role only: its speaker's name is stored text, screened with it
+        who = f"{as_data(m['speaker'])} ({m['role']})" if m["speaker"] and kind is None else m["role"]
         stamp = format_local(at, tz) + (f", {AFTER_NOW}" if at is not None and at > now_dt else "")
         said = notice(kind) if kind is not None else as_data(_annotate(m['text'], at, tz))
         cand["messages"].append((f"- [{stamp}] {who}: {said}",

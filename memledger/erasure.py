@@ -94,7 +94,11 @@ def verify_certificate(certificate: Any, public_key: str | None = None) -> str |
     from ledger.signing import verify
 
     if isinstance(certificate, dict) and isinstance(certificate.get("certificate"), dict):
-        certificate = certificate["certificate"]  # the whole receipt was given
+        receipt, certificate = certificate, certificate["certificate"]  # the whole receipt was given
+        if "user_id" in receipt and receipt["user_id"] != certificate.get("user_id"):
+            # only the certificate is signed: a receipt saying another user would mislead whoever reads it
+            raise BadInput("user_id", f"the receipt names {receipt['user_id']!r} and its certificate "
+                           f"{certificate.get('user_id')!r}", "give the receipt as `erase --json` printed it")
     try:
         cert = ErasureCertificate.model_validate(certificate)
     except ValidationError as exc:
@@ -281,10 +285,19 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bo
         # the one write path, without the erased-user refusal (this is the erasure); the key goes right after the
         # save, before anything reads the events
         destroyed: list[Any] = []
-        saved = ml.write({user_id}, lambda: ml.recorded(ml.app.save(record)), refuse_erased=False,
-                         after_save=lambda: destroyed.append(ml.keystore.destroy(user_id)))
-        position = saved[-1][0]
-        erased_at = record.created_on
+        try:
+            saved = ml.write({user_id}, lambda: ml.recorded(ml.app.save(record)), refuse_erased=False,
+                             after_save=lambda: destroyed.append(ml.keystore.destroy(user_id)))
+            position = saved[-1][0]
+            erased_at = record.created_on
+        except Exception:
+            # another process recorded the tombstone between our look and our save (two erases at once): this one
+            # is then the second, which purges again; anything else is the error it is
+            try:
+                erased_at = ml.app.repository.get(subject_id(user_id)).created_on
+            except AggregateNotFoundError:
+                raise
+            already = True
     key_destroyed = destroyed[0] if position is not None else ml.keystore.destroy(user_id)
     if ml.db.sealer is not None:
         ml.db.sealer.forget_user(user_id)  # what this process opened of the user's projection rows

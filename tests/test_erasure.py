@@ -405,3 +405,29 @@ def test_erasing_an_id_never_seen_is_refused_and_burns_nothing(cli):
     assert code == 2 and err.startswith("error: user_id: nothing is held about 'nobody'")
     assert cli("assert", "nobody", "a.b", "1")[0] == 0  # the id was not burned by the typo
     assert cli.json("erase", "nobody", "--yes")["facts"] == 1
+
+
+def test_two_erases_at_once_both_succeed_and_one_records_the_tombstone(store_args: dict) -> None:
+    import threading
+
+    with MemoryLedger(**store_args) as ml:
+        populate(ml)
+    results: list[Any] = []
+
+    def erase() -> None:
+        with MemoryLedger(**store_args) as ml:
+            try:
+                results.append(ml.erase("alice"))
+            except Exception as exc:  # noqa: BLE001 - the test reports what went wrong
+                results.append(exc)
+
+    threads = [threading.Thread(target=erase) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(not isinstance(r, Exception) for r in results), results
+    assert sorted(r.position is None for r in results) in ([False, True], [True, True], [False, False]) and \
+        sum(r.position is not None for r in results) <= 1, results
+    with MemoryLedger(**store_args) as ml:
+        assert ml.profile("alice").facts == {} and ml.erased_at("alice") is not None

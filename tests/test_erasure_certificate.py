@@ -4,6 +4,7 @@ with the certificate and the store's public key alone (docs/erasure.md), on both
 from __future__ import annotations
 
 import copy
+import os
 import json
 from pathlib import Path
 from typing import Any
@@ -112,3 +113,39 @@ def test_the_cli_verifies_with_the_store_or_with_the_public_key_alone(cli: Any, 
     assert code == 2 and "FILE" in err and "Traceback" not in err
     code, out, err = cli("verify-certificate", str(tmp_path / "missing.json"))
     assert code == 2 and "cannot be read" in err
+
+
+def test_verify_certificate_refuses_what_is_no_certificate_or_no_key_with_exit_2(cli: Any, tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    assert cli("assert", "u1", "profile.city", "Lyon")[0] == 0
+    receipt = cli.json("erase", "u1", "--yes")
+    key = cli.json("signing-key")
+    good = tmp_path / "cert.json"
+    good.write_text(json.dumps(receipt))
+    empty = tmp_path / "no-store-here"
+
+    def verify(*args: str, home: Path | None = None) -> tuple[int, str, str]:
+        return run_cli(["--home", str(home), "verify-certificate", *args]) if home else cli("verify-certificate", *args)
+
+    # no store and no --public-key: nothing to check against, and nothing is created
+    code, _, err = verify(str(good), home=empty)
+    assert code == 2 and "--public-key" in err and not empty.exists()
+    code, _, err = run_cli(["--home", str(empty), "signing-key"])
+    assert code == 2 and not empty.exists()
+    # the key as `signing-key` prints it (id and key) is taken; a malformed one is bad input, not "altered"
+    line = f"{key['key_id']} {key['public_key']}"
+    assert verify(str(good), "--public-key", line, home=empty)[0] == 0
+    for bad in ("garbage", "", "AAAA"):
+        code, _, err = verify(str(good), "--public-key", bad, home=empty)
+        assert code == 2 and "--public-key" in err, bad
+    # files that are no certificate: binary, too deep, too big, a key twice, a receipt naming another user
+    cases = {"bin": os.urandom(64), "deep": b"[" * 200_000 + b"]" * 200_000, "big": b" " * 1_000_001,
+             "twice": json.dumps(receipt["certificate"]).replace('"user_id": "u1"', '"user_id": "eve", "user_id": "u1"',
+                                                                 1).encode(),
+             "other": json.dumps({**receipt, "user_id": "mallory"}).encode()}
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        code, _, err = verify(str(path), "--public-key", key["public_key"], home=empty)
+        assert code == 2 and "Traceback" not in err and "Error:" not in err.split("\n")[0], (name, err)

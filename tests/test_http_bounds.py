@@ -120,3 +120,11 @@ def test_a_whole_number_sent_as_a_string_is_refused_naming_the_field(api: httpx.
     assert api.post(f"/v1/users/u1/{route}", json={**body, field: good}).status_code == 200
     assert api.get(f"/v1/users/u1/{route}?{field}={good}" + ("&query=tea" if route == "search" else "")
                    ).status_code == 200
+
+
+def test_every_number_of_a_write_body_is_a_json_number_too(api: httpx.Client) -> None:
+    r = api.post("/v1/users/u1/facts/preference.drink", json={"value": "tea", "confidence": "0.9"})
+    assert r.status_code == 422 and r.json()["field"] == "confidence", r.text
+    r = api.post("/v1/users/u1/search", json={"query": "tea", "min_score": "0.3"})
+    assert r.status_code == 422 and r.json()["field"] == "min_score", r.text
+    assert api.post("/v1/users/u1/facts/preference.drink", json={"value": "tea", "confidence": 0.9}).status_code == 201

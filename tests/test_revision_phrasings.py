@@ -108,6 +108,9 @@ def test_a_negation_about_someone_else_is_no_change_of_the_memory(minilm_ledger)
     ("我男朋友叫陈浩，他是个游戏迷。", {"陈浩"}),
     ("下个月想和男朋友周毅去厦门玩几天。", {"周毅"}),
     ("我老公是程序员。", set()),  # an occupation, not a name
+    ("I'm now dating someone named Casey", {"casey"}),
+    ("My partner's name is Jordan.", {"jordan"}),
+    ("我现在在和李明约会", {"李明"}),
 ])
 def test_partner_names(text, names):
     from ledger.revision_cues import partner_names
@@ -122,6 +125,8 @@ def test_partner_names(text, names):
      "Since Priya and I split up in the spring I've been seeing Hannah, and honestly it's going really well.", True),
     ("My boyfriend Tom is hopeless with directions.", "Tom, my boyfriend, got us lost again today.", False),
     ("My wife Anna and I live in Berlin.", "My husband Tom is a chef.", False),  # the city is not lost
+    ("My boyfriend Tom loves hiking", "I've been seeing Hannah", True),  # what was said of the partner
+    ("我男朋友叫陈浩", "我现在在和李明约会", True),
 ])
 def test_another_name_for_the_partner_replaces_the_memory(minilm_ledger, old, new, replaced):
     r, facts = revise(minilm_ledger, old, new)
@@ -140,6 +145,10 @@ def test_another_name_for_the_partner_replaces_the_memory(minilm_ledger, old, ne
     ("我是小学语文老师，带三年级", "work.occupation"),
     ("I'm 183 cm tall.", None),  # a height is no age
     ("I'm 34", "profile.age"),
+    ("My locker at the pool is 57", None),  # a thing's number is no age
+    ("My seat in the office is 42", None),
+    ("My son is 7", "profile.age"),
+    ("He is 34", "profile.age"),
 ])
 def test_more_slots(text, slot):
     assert type_statement(text).slot == slot

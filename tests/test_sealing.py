@@ -44,8 +44,10 @@ def test_a_token_opens_for_its_user_only_and_to_none_once_the_key_is_gone() -> N
     keys.get_or_create("bo")
     with pytest.raises(ValueError, match="does not open"):
         s.open(forged)
-    keys.keys["ana"] = None  # erased: the key is destroyed
+    keys.keys["ana"] = None  # erased: the key is destroyed, and erase drops what the process opened of her
+    s.forget_user("ana")
     assert s.open(a) is None and s.open(blob) is None
+    assert Sealer(keys).open(a) is None  # another process
     off = Sealer(keys, writes=False)
     assert off.seal("bo", "tea") == "tea" and off.open(s.seal("bo", "tea")) == "tea"
 

@@ -133,10 +133,81 @@ def erase_cmd(ctx: typer.Context, user: str,
                   "the append-only log keeps their content (docs/erasure.md)")
 
 
+#: a certificate is about 2 KB: a file far larger is not one (and is never read whole)
+MAX_CERTIFICATE_BYTES = 1_000_000
+
+
+def _existing_store(ctx: typer.Context, fix: str) -> None:
+    """Refuse a home that holds no store (opening would make an empty one with a key nobody trusts)."""
+    from ledger.config import Settings
+
+    obj = ctx.find_root().obj or {}
+    settings = Settings.resolve(obj.get("home"), obj.get("dsn"), None)
+    if settings.home is not None and not (settings.home / "events.db").exists():
+        raise BadInput("--home", f"{str(settings.home)!r} holds no memledger store", fix)
+
+
+def _public_key(raw: str) -> str:
+    """The base64 public key of ``--public-key``: the key alone, or the whole line ``signing-key`` prints."""
+    import base64
+    import binascii
+
+    key = raw.strip().split()[-1] if raw.strip() else ""
+    try:
+        ok = len(base64.b64decode(key, validate=True)) == 32
+    except (binascii.Error, ValueError):
+        ok = False
+    if not ok:
+        raise BadInput("--public-key", f"{raw!r} is not an Ed25519 public key in base64 (32 bytes)",
+                       "give the key `memledger signing-key` prints on the store that signed")
+    return key
+
+
+def _certificate_file(path: str) -> Any:
+    """The JSON document of ``path`` (``-``: stdin), refused as bad input when it cannot be one."""
+    import os
+
+    if path != "-":
+        try:
+            size = os.path.getsize(path)
+            if size > MAX_CERTIFICATE_BYTES:
+                raise BadInput("FILE", f"{path!r} is {size} bytes; a certificate is a few kilobytes",
+                               "give the JSON `memledger erase USER --json` printed")
+            with open(path, "rb") as f:
+                data = f.read(MAX_CERTIFICATE_BYTES + 1)
+        except OSError as exc:
+            raise BadInput("FILE", f"{path!r} cannot be read ({exc.strerror})",
+                           "give the path of the JSON file") from None
+    else:
+        data = sys.stdin.buffer.read(MAX_CERTIFICATE_BYTES + 1)
+    if len(data) > MAX_CERTIFICATE_BYTES:
+        raise BadInput("FILE", f"more than {MAX_CERTIFICATE_BYTES} bytes; a certificate is a few kilobytes",
+                       "give the JSON `memledger erase USER --json` printed")
+
+    def no_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:  # parsers disagree on which one counts: a signed document must not be read two ways
+            raise BadInput("FILE", f"holds the key {twice[0]!r} twice", "give the JSON `erase --json` printed")
+        return dict(pairs)
+
+    try:
+        return json.loads(data.decode("utf-8"), object_pairs_hook=no_twice)
+    except UnicodeDecodeError:
+        raise BadInput("FILE", f"{path!r} is not UTF-8 text", "give the JSON `erase --json` printed") from None
+    except RecursionError:
+        raise BadInput("FILE", f"{path!r} is nested too deeply to be a certificate",
+                       "give the JSON `erase --json` printed") from None
+    except json.JSONDecodeError as exc:
+        raise BadInput("FILE", f"{path!r} is not JSON ({exc.msg}, line {exc.lineno})",
+                       "give the JSON `memledger erase USER --json` printed") from None
+
+
 @app.command("signing-key")
 def signing_key_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Print the store's public signing key, which signs erasure certificates: an auditor keeps it to check them."""
-    with open_ledger(ctx) as ml:
+    _existing_store(ctx, "name the store whose key you want with --home or --dsn")
+    with open_ledger(ctx, embedder="none") as ml:
         key = ml.signing_key()
     if as_json:
         emit_json(key)
@@ -156,17 +227,13 @@ def verify_certificate_cmd(ctx: typer.Context,
     another key). With --public-key no store is opened: an auditor needs only the certificate and the key."""
     from memledger.erasure import verify_certificate
 
-    try:
-        raw = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
-    except OSError as exc:
-        raise BadInput("FILE", f"{path!r} cannot be read ({exc.strerror})", "give the path of the JSON file") from None
-    try:
-        doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise BadInput("FILE", f"{path!r} is not JSON ({exc.msg}, line {exc.lineno})",
-                       "give the JSON `memledger erase USER --json` printed") from None
-    if public_key is None:
-        with open_ledger(ctx) as ml:
+    doc = _certificate_file(path)
+    if public_key is not None:
+        public_key = _public_key(public_key)
+    else:
+        _existing_store(ctx, "pass --public-key KEY (the key `memledger signing-key` prints on the store that "
+                             "signed), or name that store with --home or --dsn")
+        with open_ledger(ctx, embedder="none") as ml:
             public_key = ml.signing_key()["public_key"]
     why = verify_certificate(doc, public_key)
     cert = doc.get("certificate", doc) if isinstance(doc, dict) else {}

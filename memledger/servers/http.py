@@ -54,7 +54,11 @@ from .models import (
     CorrectBody,
     DiffArgs,
     HistoryArgs,
+    HttpAssertBody,
+    HttpContextBody,
+    HttpCorrectBody,
     HttpSearchBody,
+    HttpUnlinkBody,
     LogMessageBody,
     ObservedBody,
     ProfileArgs,
@@ -432,13 +436,13 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         return written(r.model_dump(mode="json"), _position(r), 201)
 
     @app.post("/v1/users/{user_id}/facts/{key}", tags=["writes"], status_code=201)
-    def assert_fact(body: AssertBody, user_id: str = Depends(user_of), key: str = Depends(key_of),
+    def assert_fact(body: HttpAssertBody, user_id: str = Depends(user_of), key: str = Depends(key_of),
                     idempotency_key: str | None = IdemHeader) -> Response:
         r = service.assert_fact(user_id, key, idem(body, idempotency_key))
         return written(r.model_dump(mode="json"), r.position, 201)
 
     @app.post("/v1/users/{user_id}/facts/{key}/corrections", tags=["writes"], status_code=201)
-    def correct(body: CorrectBody, user_id: str = Depends(user_of), key: str = Depends(key_of),
+    def correct(body: HttpCorrectBody, user_id: str = Depends(user_of), key: str = Depends(key_of),
                 idempotency_key: str | None = IdemHeader) -> Response:
         r = service.correct(user_id, key, idem(body, idempotency_key))
         return written(r.model_dump(mode="json"), r.position, 201)
@@ -454,7 +458,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
               description="Undo a wrong `remember` decision: `version` of `key` does not belong there (recorded "
                           "as events: the replaced value comes back, the statement moves to a key of its own, or a "
                           "conflict is settled). Returns the new decision (a remember receipt).")
-    def unlink(body: UnlinkBody, user_id: str = Depends(user_of), key: str = Depends(key_of)) -> Response:
+    def unlink(body: HttpUnlinkBody, user_id: str = Depends(user_of), key: str = Depends(key_of)) -> Response:
         r = service.unlink(user_id, key, body.version)
         return written(r.model_dump(mode="json"), _position(r), 201)
 
@@ -599,7 +603,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         return service.context(user_id, body).model_dump(mode="json")
 
     @app.post("/v1/users/{user_id}/context", tags=["reads"])
-    def context_post(request: Request, body: ContextBody, user_id: str = Depends(user_of)) -> Any:
+    def context_post(request: Request, body: HttpContextBody, user_id: str = Depends(user_of)) -> Any:
         labels_ok(principal(request), body.allow_sensitive)
         return service.context(user_id, body).model_dump(mode="json")
 

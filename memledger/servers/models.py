@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from ledger.errors import BadInput
 from ledger.schemas import HistoryRow
@@ -44,9 +44,21 @@ _AFTER = ("A log position from an earlier receipt: answer only once every projec
           "(read-your-writes across processes).")
 
 
-#: a whole number sent as a JSON number: "5" (a string) is refused naming the field, not read as 5 (the GET routes
-#: convert their query parameters before building these models)
-StrictInt = Annotated[int, Strict()]
+def _numeric(annotation: Any) -> bool:
+    import typing
+
+    kinds = set(typing.get_args(annotation)) or {annotation}
+    return bool(kinds & {int, float}) and bool not in kinds
+
+
+@classmethod  # type: ignore[misc]
+def json_numbers(cls: Any, value: Any, info: Any) -> Any:
+    """A number of an HTTP JSON body must be a JSON number: ``"5"`` is refused naming its field, not read as 5.
+    MCP tool arguments stay lenient (models writing tool calls often quote numbers); the GET routes convert their
+    query parameters before building the models."""
+    if isinstance(value, str) and _numeric(cls.model_fields[info.field_name].annotation):
+        raise ValueError("is a string; send a JSON number")
+    return value
 
 
 class _Model(BaseModel):
@@ -133,9 +145,27 @@ class CommandsBody(_Model):
 
 
 # -- reads -------------------------------------------------------------------------------------------------------
+class HttpAssertBody(AssertBody):
+    """The assert route's body, its numbers sent as JSON numbers."""
+
+    _numbers = field_validator("*", mode="before")(json_numbers)
+
+
+class HttpCorrectBody(CorrectBody):
+    """The correction route's body, its numbers sent as JSON numbers."""
+
+    _numbers = field_validator("*", mode="before")(json_numbers)
+
+
+class HttpUnlinkBody(UnlinkBody):
+    """The unlink route's body, its numbers sent as JSON numbers."""
+
+    _numbers = field_validator("*", mode="before")(json_numbers)
+
+
 class SearchBody(_Model):
     query: str = Field(max_length=MAX_QUERY, description=f"What to look for (at most {MAX_QUERY} characters).")
-    k: StrictInt = Field(10, ge=1, le=1000, description="How many hits (1..1000).")
+    k: int = Field(10, ge=1, le=1000, description="How many hits (1..1000).")
     as_of: Instant | None = Field(None, description="Search what was believed at this instant.")
     source: Source | None = Field(None, description="Only memories from this source.")
     role: str | None = Field(None, description="The agent's current role: memories recorded under it rank higher.")
@@ -161,7 +191,9 @@ class SearchBody(_Model):
 
 
 class HttpSearchBody(SearchBody):
-    """The search route's body: :class:`SearchBody` (the name is kept for clients that import it)."""
+    """The search route's body: :class:`SearchBody`, its numbers sent as JSON numbers (:func:`json_number`)."""
+
+    _numbers = field_validator("*", mode="before")(json_numbers)
 
 
 class ContextBody(_Model):
@@ -170,17 +202,24 @@ class ContextBody(_Model):
                               description=f"What the agent is about to do (selects memories; at most {MAX_QUERY} "
                               "characters).")
     now: Instant | None = Field(None, description="ISO 8601 with offset (default now).")
-    budget: StrictInt = Field(2000, ge=1, le=1_000_000, description="Token budget.")
+    budget: int = Field(2000, ge=1, le=1_000_000, description="Token budget.")
     allow_sensitive: list[str] | None = Field(None, description="Sensitivity labels to let in.")
     purpose: str | None = Field(None, description="Why (kept with each disclosure).")
     trace_id: str | None = Field(None, description="Kept with each disclosure this context records.")
-    recent_messages: StrictInt = Field(20, ge=0, le=1000, description="How many recent messages of the session.")
-    memories: StrictInt = Field(30, ge=0, le=1000, description="How many memories the query selects at most.")
+    recent_messages: int = Field(20, ge=0, le=1000, description="How many recent messages of the session.")
+    memories: int = Field(30, ge=0, le=1000, description="How many memories the query selects at most.")
     as_of: Instant | None = Field(None, description="Knowledge cut-off: only what the ledger knew at this instant.")
     axis: Axis = Field("system", description="system: as_of is recorded time; observed: it is when things were "
                        "said.")
     min_confidence: float | None = Field(None, ge=0, le=1, description=_MIN_CONFIDENCE)
     after: int | None = Field(None, ge=0, description=_AFTER)
+
+
+
+class HttpContextBody(ContextBody):
+    """The context route's body: :class:`ContextBody`, its numbers sent as JSON numbers."""
+
+    _numbers = field_validator("*", mode="before")(json_numbers)
 
 
 class LogMessageBody(_Model):
