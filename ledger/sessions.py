@@ -61,7 +61,8 @@ def session_stream_id(user_id: str, session_id: str) -> uuid.UUID:
 
 
 def check_session_id(session_id: Any, field: str = "session_id") -> str:
-    """Validate a session id: non-empty, no surrounding spaces or control characters, at most 200 characters.
+    """Validate a session id: non-empty, no surrounding spaces or control characters, at most 200 characters, and
+    not text that reads as an instruction to the assistant (ledger/injection.py; the id is shown in contexts).
 
     Raises:
         BadInput: naming ``field``.
@@ -75,6 +76,11 @@ def check_session_id(session_id: Any, field: str = "session_id") -> str:
                        "send the session id as UTF-8 (percent-encode its UTF-8 bytes in a URL)")
     if len(session_id) > MAX_SESSION:
         raise BadInput(field, f"is {len(session_id)} characters long", f"use at most {MAX_SESSION}")
+    from .injection import REASONS, screen
+
+    kind = screen(session_id, from_user=False)
+    if kind is not None:  # an id is shown in every context: it must never read as an instruction to the assistant
+        raise BadInput(field, f"{session_id!r} {REASONS[kind]}", "use an identifier, e.g. 2024-05-01 or chat-17")
     return unicodedata.normalize("NFC", session_id)
 
 
