@@ -72,6 +72,11 @@ _PHONE = re.compile(r"(?<![\w.])\+?\d[\d\s\-()]{6,}\d(?!\w|\.\d)")
 #: a token mixing letters and digits (plates, passwords, flight and locker codes): 沪A12345, tulip88, B-12
 _CODE = re.compile(r"(?<![A-Za-z0-9@_])[\u4e00-\u9fff]?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])"
                    r"[A-Za-z0-9][A-Za-z0-9_-]*(?![A-Za-z0-9@_])")
+#: a name after 叫 / 名叫 / 名字是 that ends its clause (叫外卖, 叫车 go on: no name)
+_ZH_CALLED = re.compile(r"(?:名字(?:叫|是)|名叫|叫做|叫)(?!外卖|车|醒|人|我|你|他|她|它)([\u4e00-\u9fff]{2,3})"
+                        r"(?<![了吗呢吧啊的])(?=[，,。！!？?~～\s]|$)")
+#: a code ending in a keypad symbol ("1234#", "0000*"): the symbol is part of it
+_KEYPAD = re.compile(r"(?<![\w#*])\d{2,}[#*](?![\w#*])")
 _PROVINCES = set("京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼")
 #: an amount with a scale suffix ("2.2k", "1.5m"), read before codes so that it is not one
 _SCALED = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?(\d+(?:\.\d+)?)\s?([kmw])(?![A-Za-z0-9])", re.I)
@@ -501,6 +506,7 @@ def value_parts(text: str) -> ValueParts:
             c = c[1:]  # a CJK character glued to a code is part of it only as a plate's province
         return c  # as written: a password's case and a code's hyphen are part of it (tulip88 is not Tulip-88)
 
+    take("code", _KEYPAD, lambda m: m.group(0))
     take("code", _CODE, code)
 
     def num(m: re.Match[str]) -> str | None:
@@ -563,6 +569,8 @@ def value_parts(text: str) -> ValueParts:
     if has_cjk(text):  # 王阿姨, 李老师, 张师傅: a surname and a form of address name one person
         names = itertools.chain(names, _ZH_NAME.finditer(text))
     parts["name"] = {n for n in (_name_of(m.group(0)) for m in names) if n}
+    if has_cjk(text):  # 我家猫叫团团, 名字叫球球: what something is called, ending its clause, is a name
+        parts["name"] |= {m.group(1) for m in _ZH_CALLED.finditer(nfc_text)}
     langs = language_names(text)
     if langs:
         # a language is one value however it is written ("Cantonese" / 粤语 / 广东话); "the two languages I speak",

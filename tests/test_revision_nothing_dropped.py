@@ -149,3 +149,19 @@ def test_a_text_that_shows_nothing_is_refused_as_text(fresh_ledger, text):
     with pytest.raises(BadInput) as err:
         fresh_ledger.remember("u", text)
     assert (err.value.field, err.value.problem, fresh_ledger.head()) == ("text", "is empty", head)
+
+
+@pytest.mark.parametrize("old,new,decision", [
+    ("我每周二、周四浇花", "我每周二浇花", "supersede"),  # fewer days: the days are the value
+    ("我家猫的名字叫球球", "我家猫叫团团", "add"),  # another name: never reaffirmed away
+    ("My gate code is 1234#", "My gate code is 1234*", "supersede"),  # a keypad symbol is part of the code
+])
+def test_what_only_a_day_a_chinese_name_or_a_symbol_says_is_not_reaffirmed_away(fresh_ledger, old, new, decision):
+    r, facts = revise(fresh_ledger, old, new, user=f"u{abs(hash(old + new))}")
+    assert (r.decision, facts.get(new)) == (decision, "current"), r.explanation
+
+
+def test_a_name_after_jiao_ends_its_clause():
+    assert value_parts("我家猫叫团团").parts.get("name") == frozenset({"团团"})
+    assert not value_parts("我叫外卖了").parts.get("name") and not value_parts("他叫什么来着吧").parts.get("name")
+    assert value_parts("My gate code is 1234#").parts.get("code") == frozenset({"1234#"})
