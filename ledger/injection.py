@@ -305,6 +305,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"|\b(?:whichever|any|every|each) (?:ai|model|assistant|agent|llm|bot|chatbot)s? (?:that |who )?(?:reads?|sees?|"
         r"processes|parses|summari[sz]es|finds)\b"
         r"|\bnext time you (?:answer|reply|respond|write|speak|summari[sz]e)\b"
+        r"|\bfrom now on,? (?:you|always|never)\b|(?:从现在起|从现在开始|从今以后)[，,]?\s*你(?:必须|要|得|应该|需要|一律)"
         r"|\b(?:decode|decrypt|unscramble)\b[^.\n!?]{0,30}?\b(?:and|then)\b[^.\n!?]{0,12}?\b(?:carry out|follow|execute|do|obey|"
         r"act on|run)\b"
         r"|\b(?:do not|don't|never) (?:tell|inform|notify|alert|warn) (?:the user|them|him|her|the recipient)\b"
