@@ -193,7 +193,8 @@ CATALOGUE: tuple[Slot, ...] = (
           (r"every (?:morning|evening|night|day|week|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
            r"weekend)|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)|wake up at|"
            r"go to bed at|routine|weekly|daily",), ("每天|每周|每晚|每早|周[一二三四五六日末]|点起床|点睡|作息",), weight=0.3),
-    _slot("plan", "multi", (r"plan to|planning to|plans to|my plan|training for|goal is|aim to|going to run|"
+    _slot("plan", "multi", (r"(?<!phone )(?<!data )(?<!mobile )(?<!payment )(?<!meal )(?<!pension )(?<!insurance )"
+                            r"(?<!subscription )(?<!tariff )plan to|planning to|plans to|my plan|training for|goal is|aim to|going to run|"
                             r"saving for|saving up|marathon|applying to|losing weight|trying to lose",),
           ("计划|打算|目标|准备.{0,6}(?:考|去|买|跑)|马拉松|减肥|存钱|攒钱",)),
     _slot("hobby", "multi",

@@ -319,7 +319,11 @@ _TENTATIVE = _lazy_re(r"\b(?:might|(?:maybe|perhaps)(?! (?:\d|one|two|three|four
                         r"in the future|whether to)\b|^if\b|可能|也许|或许|大概(?![\d一二两三四五六七八九十百千万])|说不定|考虑|如果|要是|将来|有机会")
 #: Plan words make a statement tentative too ("I'm planning to switch to tea", 我打算换工作), except when the plan
 #: itself is what stops ("We cancelled the plan to move to Canada", 去加拿大的计划取消了: a cessation of the plan).
-_PLANNING = _lazy_re(r"(?<!not )(?<!n't )(?<!no )\bplan(?:s|ning)? (?:to|on)\b|(?<!not )(?<!n't )\bgoing to\b(?! the| a )|"
+_PLANNING = _lazy_re(r"(?<!not )(?<!n't )(?<!no )(?<!phone )(?<!data )(?<!mobile )(?<!payment )(?<!meal )(?<!pension )"
+                     r"(?<!insurance )(?<!dental )(?<!subscription )(?<!tariff )\bplan(?:s|ning)? (?:to|on)\b|"
+                     # "I stopped going to yoga", "I keep going to the gym": going, not a plan
+                     r"(?<!not )(?<!n't )(?<!stopped )(?<!quit )(?<!keep )(?<!kept )(?<!been )(?<!started )(?<!enjoy )"
+                     r"\bgoing to\b(?! the| a )|"
                      r"(?<![不没])(?:打算|计划|准备)|(?<![不没])想(?:去|搬|换|学|买)")
 _PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计划|计划(?:取消|泡汤|搁置|作废|放弃|没了)|"
                         r"(?:放弃|取消|不再)了?.{0,8}计划")
@@ -353,7 +357,10 @@ _CESSATION = [_lazy_re(p) for p in (
 )]
 _CHANGE = [_lazy_re(p) for p in (
     r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",
-    r"\bmoved to\b", r"\bstarted\b", r"\bnew\b", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",
+    r"\bmoved to\b", r"\bstarted\b",
+    # "new", but not in a name (the New York Times, New Zealand, New Balance)
+    r"\bnew\b(?! (?:york|zealand|jersey|mexico|delhi|orleans|england|hampshire|haven|balance|order|brunswick|"
+    r"south wales|year'?s? (?:eve|day)|testament|wave|age)\b)", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",
     r"(?<!i've )(?<!we've )(?<!i have )(?<!we have )(?<!'ve )\bgot (?:a|an)\b", r"\bturned\b(?! (?:inside|upside|off|on|up|down|around|round|away|back|out|over|left|right|the|my|his|her|our|their|it|a|an|in|to)\b)", r"\bfrom now on\b", r"\bmoving to\b", r"\brelocated\b", r"\bjoined\b",
     r"现在", r"改(?!造|善|进|革|编|装)", r"换(?!别[人的家])", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
     r"升职|升为|晋升|当上|升到|涨到|降到|调到", r"\bpromoted\b", r"\brenamed\b", r"\bgot (?:pushed|moved|bumped)\b",

@@ -27,6 +27,8 @@ _users = itertools.count()
     ("上周五和小何去民政局领证了。", {"change"}),
     ("I turned 40 last week.", {"change"}),
     ("My umbrella turned inside out on the walk back, classic.", set()),
+    ("I subscribe to the New York Times", set()),  # "new" in a name says no change
+    ("I got a new phone", {"change"}),
     ("He turned the music down.", set()),
     ("头发一直都是阿杰给我剪的，换别人我不放心。", set()),
     ("猫粮一直喂的渴望，换别的牌子它闻都不闻。", set()),
@@ -152,6 +154,17 @@ def test_another_name_for_the_partner_replaces_the_memory(minilm_ledger, old, ne
 ])
 def test_more_slots(text, slot):
     assert type_statement(text).slot == slot
+
+
+@pytest.mark.parametrize("text,slot,mood", [
+    ("I stopped going to yoga", "hobby", "statement"),  # going, not a plan: a stop
+    ("I'm going to move to Berlin", "plan", "tentative"),
+    ("I switched my phone plan to Orange", None, "statement"),  # a phone plan is no plan of the user's
+    ("I plan to move to Berlin", "plan", "tentative"),
+])
+def test_going_to_and_a_phone_plan(text, slot, mood):
+    t = type_statement(text)
+    assert (t.slot, t.mood) == (slot, mood)
 
 
 def test_a_question_then_a_statement_states():
