@@ -128,3 +128,9 @@ def test_every_number_of_a_write_body_is_a_json_number_too(api: httpx.Client) ->
     r = api.post("/v1/users/u1/search", json={"query": "tea", "min_score": "0.3"})
     assert r.status_code == 422 and r.json()["field"] == "min_score", r.text
     assert api.post("/v1/users/u1/facts/preference.drink", json={"value": "tea", "confidence": 0.9}).status_code == 201
+
+
+@pytest.mark.parametrize("now", ["0001-01-01T00:00:00%2B10:00", "2024-01-01T00:00:00", "garbage"])
+def test_a_bad_resume_now_names_now(api: httpx.Client, now: str) -> None:
+    r = api.get(f"/v1/users/u1/resume?now={now}")
+    assert r.status_code == 422 and r.json()["field"] == "now", r.text
