@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from tests.conftest import ROOT
 
@@ -317,3 +319,9 @@ def test_remember_reads_a_long_text_from_standard_input(tmp_path):
     code, out, err = cli("remember", "alice", "-", input="\u200b")
     assert code == 2 and "text: is empty" in err and "Traceback" not in err
     assert len(cli.json("history", "alice")) == 1  # nothing written
+    # a byte-order mark is no part of the text; bytes that are not UTF-8 are refused, naming TEXT
+    key = json.loads(cli("remember", "bob", "-", "--json", input="\ufeff我住在杭州。")[1])["key"]
+    assert [h["text"] for h in cli.json("history", "bob", key)] == ["我住在杭州。"]
+    proc = subprocess.run([sys.executable, "-m", "memledger", "--home", str(tmp_path / "h"), "remember", "carol", "-"],
+                          input=b"\xff\xfe\x80 not utf-8", capture_output=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2 and b"not UTF-8" in proc.stderr and b"Traceback" not in proc.stderr

@@ -107,7 +107,15 @@ def remember_cmd(
     from memledger.remember import validate_remember
 
     if text == "-":
-        text = sys.stdin.read()
+        raw = getattr(sys.stdin, "buffer", None)
+        if raw is not None:
+            try:
+                text = raw.read().decode("utf-8")
+            except UnicodeDecodeError:
+                raise BadInput("TEXT", "standard input is not UTF-8 text", "send the text encoded as UTF-8") from None
+        else:  # a text stream handed in by the caller (tests, embedding hosts)
+            text = sys.stdin.read()
+        text = text.removeprefix("\ufeff")  # a byte-order mark an editor wrote is no part of what the user said
 
     fields = dict(observed_at=observed_at, valid_from=valid_from, source=source or "user_statement",
                   source_ref=source_ref, session_id=session, confidence=confidence, idempotency_key=idempotency_key,
