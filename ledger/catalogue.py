@@ -13,7 +13,7 @@ from typing import Literal
 Cardinality = Literal["single", "multi"]
 
 #: Bumped whenever a cue, slot or marker changes: recorded in each resolution's evidence.
-CATALOGUE_VERSION = "slots/9"
+CATALOGUE_VERSION = "slots/10"
 
 #: Labels of the special categories of personal data; nothing else gets a default label.
 SPECIAL_CATEGORIES = ("health", "religion", "politics", "sex_life", "ethnicity", "biometrics", "union_membership")
@@ -93,6 +93,9 @@ CATALOGUE: tuple[Slot, ...] = (
                                       r"\bmy (?:cell|mobile)\b(?! (?:phone|provider|plan|bill|contract|case|screen)\b)|"
                                       r"\bas my (?:cell|mobile|number)\b",),
           ("电话号码|手机号|电话是|换号|新号码|号码是|联系电话|联系方式",)),
+    # the work line is another number than the user's own mobile: a new mobile never replaces it
+    _slot("contact.work_phone", "single", (r"(?:work|office|desk|business) (?:phone|number|line|mobile|cell)(?: number)?|"
+                                           r"work extension",), ("工作电话|办公电话|座机|单位电话|公司电话",), weight=2.0),
     _slot("contact.email", "single", (r"e-?mail address|my e-?mail",), ("邮箱|电子邮件",)),
     _slot("profile.name", "single", (r"my name is|call me|i'm called|i am called",), ("我叫|我的名字是|叫我",)),
     _slot("profile.age", "single", (r"i(?:'m| am) \d{1,3}(?: years old)?\b(?!\.\d|\s*(?:cm|mm|kg|lbs?|ft|feet|foot|inches|in\b|m\b|"

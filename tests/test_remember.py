@@ -30,7 +30,7 @@ def test_change_of_mind_in_plain_words_supersedes(fresh_ledger):
     assert [(r.key, r.version, r.text, r.relation) for r in b.related] == [
         ("preference.drink", 1, "I love iced americano", "target")]
     assert b.explanation.startswith("supersede by rule same_slot: slot preference.drink (single), subject self")
-    assert "catalogue slots/9" in b.explanation and "embedder hash:" in b.explanation
+    assert "catalogue slots/10" in b.explanation and "embedder hash:" in b.explanation
     assert current(ml, "u") == {"preference.drink": ("I switched to hot lattes", 2, "current")}
     rows = ml.history("u", "preference.drink")
     assert [(h.version, h.status, h.valid_to) for h in rows][0][:2] == (1, "superseded")
@@ -174,7 +174,7 @@ def test_unsure_is_a_conflict_shown_to_confirm_and_audit_shows_evidence(fresh_le
             "(may replace: The team offsite with Dana is in Lisbon)") in lines
     chain = ml.audit("u", r.key).facts[r.key].chain
     assert chain[0].reason.startswith(f"remember: conflict -> {r.key} by rule free_unsure | slot none (single)")
-    assert "catalogue slots/9 | embedder hash:" in chain[0].reason and f"candidates: {a.key} v1 target" in chain[0].reason
+    assert "catalogue slots/10 | embedder hash:" in chain[0].reason and f"candidates: {a.key} v1 target" in chain[0].reason
 
 
 def test_unlink_restores_the_replaced_value_and_moves_the_statement(fresh_ledger):
@@ -313,7 +313,7 @@ def test_default_sensitivity_only_for_special_categories(fresh_ledger):
 def test_catalogue_and_registry():
     from ledger.slots import CATALOGUE, CATALOGUE_VERSION, SPECIAL_CATEGORIES, KeyRegistry, type_statement
 
-    assert CATALOGUE_VERSION == "slots/9"
+    assert CATALOGUE_VERSION == "slots/10"
     assert {s.sensitivity for s in CATALOGUE} - {None} <= set(SPECIAL_CATEGORIES)
     reg = KeyRegistry()
     assert (reg.cardinality("pet.2"), reg.cardinality("preference.drink"), reg.cardinality("custom.x")) == (

@@ -144,6 +144,8 @@ def test_another_name_for_the_partner_replaces_the_memory(minilm_ledger, old, ne
     ("Put 628-555-0349 down as my mobile.", "contact.phone"),
     ("联系电话填 159 8765 4321 就行", "contact.phone"),
     ("My mobile phone is an iPhone 15.", "device.phone"),
+    ("My work phone number is 555-0199", "contact.work_phone"),  # the work line is not the user's own mobile
+    ("我办公电话是010-12345678", "contact.work_phone"),
     ("我是小学语文老师，带三年级", "work.occupation"),
     ("I'm 183 cm tall.", None),  # a height is no age
     ("I'm 34", "profile.age"),
