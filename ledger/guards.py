@@ -65,8 +65,8 @@ def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any,
         if swapped:
             return "add", "another_value_beside", {"fresh_key": True, "note": f"it says {swapped!r} where the memory "
                                                                               "says another: both kept"}
-        days = [vp.qualifiers.get(k) for vp in (vm, vt) for k in ("day", "tod")]
-        if (days[0] and days[2] and days[0] != days[2]) or (days[1] and days[3] and days[1] != days[3]):
+        if any(vm.qualifiers.get(k) and vt.qualifiers.get(k) and vm.qualifiers[k] != vt.qualifiers[k]
+               for k in ("day", "tod")):
             # 我每周二浇花 of 我每周二、周四浇花: the days or times said are the value; another set replaces it
             return "supersede", "qualifier_changed", {"note": "the days or times it says differ: the newest holds"}
         if says_more(memory, text):

@@ -123,13 +123,18 @@ _CLAUSES = re.compile(r"[,;，；。!?！？—]|\.(?=\s|$)|\s(?:because|since|s
 MAX_CLAUSES = 12
 
 
+def clauses(text: str) -> list[str]:
+    """The statement's clauses (split at punctuation and joining words), the first :data:`MAX_CLAUSES` of them."""
+    return [c for c in _CLAUSES.split(text) if c and c.strip()][:MAX_CLAUSES]
+
+
 def cue_clause_tokens(text: str, registry: Any, user_name: str | None) -> set[str]:
     """The value words of the clause that carries a cessation or correction ("I've given up the football, my knee
     can't take it" -> football), or an empty set when the sentence is one clause or no clause carries the cue."""
-    clauses = [c for c in _CLAUSES.split(text) if c and c.strip()]
-    if len(clauses) < 2:
+    parts = clauses(text)
+    if len(parts) < 2:
         return set()
-    for clause in clauses[:MAX_CLAUSES]:
+    for clause in parts:
         t = type_statement(clause, registry, user_name)
         if t.cessation or t.correction:
             return {w for w in t.value_tokens if "'" not in w}
@@ -170,12 +175,12 @@ def negation_elsewhere(text: str, memory: str, memory_negated: bool) -> bool:
     """Whether the statement's negation sits only in clauses that share no word with the memory, the clauses that
     do share being as negated as the memory ("头发一直都是万达三楼的阿杰给我剪的，换别人我不放心" of "我剪头发一直找阿杰":
     the "not" is about anyone else): then the negation says nothing of the memory's value. False for one clause."""
-    clauses = [c for c in _CLAUSES.split(text) if c and c.strip()][:MAX_CLAUSES]
-    if len(clauses) < 2:
+    parts = clauses(text)
+    if len(parts) < 2:
         return False
     theirs = content_tokens(memory) - GENERIC - _GENERIC_STEMS
-    shared = [c for c in clauses if (content_tokens(c) - GENERIC - _GENERIC_STEMS) & theirs]
-    return bool(shared) and len(shared) < len(clauses) and \
+    shared = [c for c in parts if (content_tokens(c) - GENERIC - _GENERIC_STEMS) & theirs]
+    return bool(shared) and len(shared) < len(parts) and \
         all(value_parts(c).negated == memory_negated for c in shared)
 
 

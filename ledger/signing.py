@@ -43,11 +43,26 @@ def key_id(public_key: bytes) -> str:
     return f"{ALGORITHM}:{hashlib.sha256(public_key).hexdigest()[:16]}"
 
 
+def _named(raw: bytes) -> dict[str, str]:
+    return {"algorithm": ALGORITHM, "key_id": key_id(raw), "public_key": base64.b64encode(raw).decode("ascii")}
+
+
+def decode_public_key(text: str) -> bytes:
+    """The 32 raw bytes of an Ed25519 public key given in base64.
+
+    Raises:
+        ValueError: not base64, or not 32 bytes.
+    """
+    raw = base64.b64decode(text.strip(), validate=True)
+    if len(raw) != 32:
+        raise ValueError(f"{len(raw)} bytes, not the 32 of an Ed25519 public key")
+    return raw
+
+
 def public_key(keystore: Any) -> dict[str, str]:
     """``{"algorithm", "key_id", "public_key"}`` (the public key in base64) of the store's signing key, created on
     first use."""
-    raw = _raw_public(_private(keystore))
-    return {"algorithm": ALGORITHM, "key_id": key_id(raw), "public_key": base64.b64encode(raw).decode("ascii")}
+    return _named(_raw_public(_private(keystore)))
 
 
 def canonical(body: dict[str, Any]) -> bytes:
@@ -59,9 +74,7 @@ def sign(keystore: Any, body: dict[str, Any]) -> dict[str, str]:
     """The signature block of ``body`` (a JSON-ready dict): ``algorithm``, ``key_id``, ``public_key``, ``value``
     (base64 of the 64-byte Ed25519 signature over :func:`canonical` of ``body``)."""
     private = _private(keystore)
-    raw = _raw_public(private)
-    return {"algorithm": ALGORITHM, "key_id": key_id(raw), "public_key": base64.b64encode(raw).decode("ascii"),
-            "value": base64.b64encode(private.sign(canonical(body))).decode("ascii")}
+    return {**_named(_raw_public(private)), "value": base64.b64encode(private.sign(canonical(body))).decode("ascii")}
 
 
 def verify(body: dict[str, Any], signature: dict[str, Any], trusted_public_key: str | None = None) -> str | None:
@@ -83,9 +96,9 @@ def verify(body: dict[str, Any], signature: dict[str, Any], trusted_public_key: 
         return "the signature block's public key or value is not valid base64 of the right length"
     if trusted_public_key is not None:
         try:
-            trusted = base64.b64decode(trusted_public_key.strip(), validate=True)
+            trusted = decode_public_key(trusted_public_key)
         except ValueError:
-            return "the trusted public key is not valid base64"
+            return "the trusted public key is not an Ed25519 public key in base64"
         if trusted != raw:
             return (f"signed with {key_id(raw)}, not with the trusted key {key_id(trusted)}")
     if signature.get("key_id") != key_id(raw):

@@ -336,8 +336,8 @@ def _rows_held(ml: Store, user_id: str) -> dict[str, int]:
     """Rows each projection table (and each opt-out working table) holds for ``user_id``: ``{"profile.facts": 3}``."""
     from .store import OPTOUT_TABLES
 
-    tables = [(f"{p.name}.{short}", p.table(short)) for p in ml.projections for short, ddl in p.tables.items()
-              if "user_id" in ddl] + [(f"optout.{t.removeprefix('optout_')}", t) for t in OPTOUT_TABLES]
+    tables = [(f"{p.name}.{short}", p.table(short)) for p in ml.projections for short in p.user_tables] + [
+        (f"optout.{t.removeprefix('optout_')}", t) for t in OPTOUT_TABLES]
     out = {}
     with ml.db.read() as cur:
         for name, table in tables:

@@ -116,6 +116,11 @@ class Projection:
         other.suffix = suffix
         return other
 
+    @property
+    def user_tables(self) -> list[str]:
+        """The short names of this projection's tables that hold rows of a user (a ``user_id`` column)."""
+        return [short for short, ddl in self.tables.items() if "user_id" in ddl]
+
     def _names(self) -> dict[str, str]:
         return {f"t_{short}": self.table(short) for short in self.tables}
 
@@ -126,7 +131,7 @@ class Projection:
         names = self._names()
         for short, ddl in self.tables.items():
             cur.execute(ddl.format(t=self.table(short), **names))
-            if "user_id" in ddl:  # a user's rows: row-level security on PostgreSQL (projections/db.py)
+            if short in self.user_tables:  # a user's rows: row-level security on PostgreSQL (projections/db.py)
                 protect_user_rows(cur, self.table(short))
         for stmt in self.indexes:
             cur.execute(stmt.format(**names))
@@ -203,9 +208,8 @@ def sealed(cur: Cursor, row: Sequence[Any], columns: Sequence[int]) -> list[Any]
     """``row`` with the values at ``columns`` sealed under the user named by its first value (``user_id``): the
     personal content a projection keeps (ledger/sealing.py)."""
     out = list(row)
-    if cur.sealer is not None and cur.sealer.writes:
-        for i in columns:
-            out[i] = cur.seal(out[0], out[i])
+    for i in columns:
+        out[i] = cur.seal(out[0], out[i])
     return out
 
 

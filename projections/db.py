@@ -97,12 +97,14 @@ class Cursor:
 
     def opened(self, row: Any) -> Any:
         """``row`` with its sealed values opened (the row itself when it holds none)."""
-        for v in row:
-            if (v.__class__ is str and v.startswith(SEALED_TEXT)) or (v.__class__ is bytes and v[:4] == SEALED_BYTES):
-                op = self.sealer.open
-                return tuple(op(x) if (x.__class__ is str and x.startswith(SEALED_TEXT))
-                             or (x.__class__ is bytes and x[:4] == SEALED_BYTES) else x for x in row)
-        return row
+        tokens = [i for i, v in enumerate(row) if (v.__class__ is str and v.startswith(SEALED_TEXT))
+                  or (v.__class__ is bytes and v[:4] == SEALED_BYTES)]
+        if not tokens:
+            return row
+        out = list(row)
+        for i in tokens:
+            out[i] = self.sealer.open(out[i])
+        return tuple(out)
 
     def _sql(self, sql: str) -> str:
         # psycopg's placeholders are %s, so a literal % (LIKE 'a%') must be doubled there. Projection SQL never

@@ -149,17 +149,14 @@ def _existing_store(ctx: typer.Context, fix: str) -> None:
 
 def _public_key(raw: str) -> str:
     """The base64 public key of ``--public-key``: the key alone, or the whole line ``signing-key`` prints."""
-    import base64
-    import binascii
+    from ledger.signing import decode_public_key
 
     key = raw.strip().split()[-1] if raw.strip() else ""
     try:
-        ok = len(base64.b64decode(key, validate=True)) == 32
-    except (binascii.Error, ValueError):
-        ok = False
-    if not ok:
+        decode_public_key(key)
+    except ValueError:
         raise BadInput("--public-key", f"{raw!r} is not an Ed25519 public key in base64 (32 bytes)",
-                       "give the key `memledger signing-key` prints on the store that signed")
+                       "give the key `memledger signing-key` prints on the store that signed") from None
     return key
 
 

@@ -51,18 +51,21 @@ def _numeric(annotation: Any) -> bool:
     return bool(kinds & {int, float}) and bool not in kinds
 
 
-@classmethod  # type: ignore[misc]
-def json_numbers(cls: Any, value: Any, info: Any) -> Any:
-    """A number of an HTTP JSON body must be a JSON number: ``"5"`` is refused naming its field, not read as 5.
-    MCP tool arguments stay lenient (models writing tool calls often quote numbers); the GET routes convert their
-    query parameters before building the models."""
-    if isinstance(value, str) and _numeric(cls.model_fields[info.field_name].annotation):
-        raise ValueError("is a string; send a JSON number")
-    return value
-
-
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class JsonNumbers(BaseModel):
+    """Mixed into an HTTP body model: each of its numbers must be sent as a JSON number, ``"5"`` is refused naming
+    its field, not read as 5. MCP tool arguments stay lenient (models writing tool calls often quote numbers); the
+    GET routes convert their query parameters before building the models."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _json_numbers(cls, value: Any, info: Any) -> Any:
+        if isinstance(value, str) and _numeric(cls.model_fields[info.field_name].annotation):
+            raise ValueError("is a string; send a JSON number")
+        return value
 
 
 class UserArg(_Model):
@@ -145,22 +148,16 @@ class CommandsBody(_Model):
 
 
 # -- reads -------------------------------------------------------------------------------------------------------
-class HttpAssertBody(AssertBody):
+class HttpAssertBody(JsonNumbers, AssertBody):
     """The assert route's body, its numbers sent as JSON numbers."""
 
-    _numbers = field_validator("*", mode="before")(json_numbers)
 
-
-class HttpCorrectBody(CorrectBody):
+class HttpCorrectBody(JsonNumbers, CorrectBody):
     """The correction route's body, its numbers sent as JSON numbers."""
 
-    _numbers = field_validator("*", mode="before")(json_numbers)
 
-
-class HttpUnlinkBody(UnlinkBody):
+class HttpUnlinkBody(JsonNumbers, UnlinkBody):
     """The unlink route's body, its numbers sent as JSON numbers."""
-
-    _numbers = field_validator("*", mode="before")(json_numbers)
 
 
 class SearchBody(_Model):
@@ -190,10 +187,8 @@ class SearchBody(_Model):
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class HttpSearchBody(SearchBody):
-    """The search route's body: :class:`SearchBody`, its numbers sent as JSON numbers (:func:`json_number`)."""
-
-    _numbers = field_validator("*", mode="before")(json_numbers)
+class HttpSearchBody(JsonNumbers, SearchBody):
+    """The search route's body: :class:`SearchBody`, its numbers sent as JSON numbers (:class:`JsonNumbers`)."""
 
 
 class ContextBody(_Model):
@@ -216,10 +211,8 @@ class ContextBody(_Model):
 
 
 
-class HttpContextBody(ContextBody):
+class HttpContextBody(JsonNumbers, ContextBody):
     """The context route's body: :class:`ContextBody`, its numbers sent as JSON numbers."""
-
-    _numbers = field_validator("*", mode="before")(json_numbers)
 
 
 class LogMessageBody(_Model):
