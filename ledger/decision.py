@@ -3,11 +3,12 @@ search figures) and a :class:`Resolution` (what :func:`ledger.resolution.resolve
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from .attributes import Reading, read_statement
-from .slots import Typing
+from .slots import REGISTRY, KeyRegistry, Typing, type_statement
 from .values import ValueParts, value_parts
 
 
@@ -99,3 +100,23 @@ def relation_of(typing: Typing, c: Candidate) -> str:
     if c.slot_key is not None and typing.slot_key is not None:
         return "other_slot"
     return "similar"
+
+
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text).strip()
+
+
+def prepare(candidates: list[Candidate], registry: KeyRegistry = REGISTRY, user_name: str | None = None) -> None:
+    """Type each candidate: its slot key from its own key when registered, else from its text."""
+    for c in candidates:
+        if c.typing is None:
+            c.typing = type_statement(c.text, registry, user_name)
+        slot = registry.slot_of(c.key)
+        if slot is not None:
+            c.slot_key = slot if registry.cardinality(c.key) == "single" else slot
+        elif c.key.startswith("family."):
+            parts = c.key.split(".")
+            inner = registry.slot_of(".".join(parts[2:])) if len(parts) > 2 else None
+            c.slot_key = f"family.{parts[1]}.{inner}" if inner else None
+        else:
+            c.slot_key = c.typing.slot_key

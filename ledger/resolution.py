@@ -21,27 +21,14 @@ import unicodedata
 from typing import Any
 
 from .attributes import corrected, opposite_polarity, read_statement, same_attribute, substitution
-from .decision import Candidate, Resolution, clearly_closest, companion_ahead, relation_of
+from .decision import Candidate, Resolution, clearly_closest, companion_ahead, nfc, prepare, relation_of
 from .guards import guard
 from .lexicon import language_names, slot_values
 from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
                             REVISION_HINT, STATE_VERBS, WE, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
                             listed_words, names_replacement, narrows, negation_elsewhere, partner_renamed, wrong_value)
-from .slots import (
-    _GENERIC_STEMS,
-    CATALOGUE_VERSION,
-    GENERIC,
-    REGISTRY,
-    KeyRegistry,
-    Typing,
-    content_tokens,
-    has_cjk,
-    linked_slot_keys,
-    names_several,
-    overlap,
-    says_all,
-    type_statement,
-)
+from .slots import (_GENERIC_STEMS, CATALOGUE_VERSION, GENERIC, REGISTRY, KeyRegistry, Typing, content_tokens, has_cjk,
+                    linked_slot_keys, names_several, overlap, says_all)
 from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, NEAREST, NEAREST_ALONE,
                                  NEAREST_ALONE_MARGIN, NEAREST_COMPANION_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN,
                                  NEAREST_MARGIN, NEAREST_MODELS, PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH,
@@ -53,26 +40,6 @@ DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "confli
 #: the rules whose conflict an adjudicator may settle (unsure which memory, or whether it replaces it); a partial
 #: cessation is never settled by one: retiring the memory would lose its other values
 ADJUDICABLE = ("free_unsure", "named_unsure", "multi_unsure")
-
-
-def nfc(text: str) -> str:
-    return unicodedata.normalize("NFC", text).strip()
-
-
-def prepare(candidates: list[Candidate], registry: KeyRegistry = REGISTRY, user_name: str | None = None) -> None:
-    """Type each candidate: its slot key from its own key when registered, else from its text."""
-    for c in candidates:
-        if c.typing is None:
-            c.typing = type_statement(c.text, registry, user_name)
-        slot = registry.slot_of(c.key)
-        if slot is not None:
-            c.slot_key = slot if registry.cardinality(c.key) == "single" else slot
-        elif c.key.startswith("family."):
-            parts = c.key.split(".")
-            inner = registry.slot_of(".".join(parts[2:])) if len(parts) > 2 else None
-            c.slot_key = f"family.{parts[1]}.{inner}" if inner else None
-        else:
-            c.slot_key = c.typing.slot_key
 
 
 def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder: str | None = None,
