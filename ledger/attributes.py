@@ -140,6 +140,8 @@ def _clean_attr(attr: str) -> str:
     a = attr.strip(" ,.;:!?，。；：！？")
     a = re.sub(r"\b(?:now|currently|still|actually|finally|just|officially|these days|nowadays|anymore)\b", " ", a,
                flags=re.I)
+    # 我早饭一般就是… / 最近早饭都是…: how often or since when is not what the attribute is
+    a = re.sub(r"一般|通常|平时|平常|最近|现在|如今|目前|这阵子|这段时间|基本上?|(?<=[\u4e00-\u9fff])[都就](?=$|是)", "", a)
     return re.sub(r"\s+", " ", a).strip()
 
 
@@ -303,7 +305,7 @@ def _read_zh(text: str) -> Reading:
     m = _ZH_COPULA.match(t)
     if m:
         raw = m.group("attr")
-        attr = _ZH_POSSESSIVE.sub("", raw).strip("，, ")
+        attr = _clean_attr(_ZH_POSSESSIVE.sub("", raw).strip("，, "))
         if attr and attr not in ("我", "我们", "他", "她", "这", "那", "它") and not re.fullmatch(r"我们?|[他她它]们?", attr):
             lem = _lemmas(attr)
             if lem:

@@ -147,6 +147,7 @@ CATALOGUE: tuple[Slot, ...] = (
            r"made redundant|out of work|"
            r"between jobs|jobless|"
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)|"
+           r"(?:i|he|she) teach(?:es)? (?:[\w-]+ ){1,3}at (?:a|an|the) |"
            r"got the promotion|officially (?:a |an |the )?(?:senior |junior |lead |head )?\w+ (?:designer|engineer|developer|manager|analyst|nurse|teacher)",),
           ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是[^，,。是的a-z]{1,6}?(?:老师|教师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监|店长|厨师|服务员|收银员|司机|老板|柜员|客服|保安|店员|出纳)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|转岗|转行|(?:现在|如今|目前)(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
@@ -156,7 +157,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches|get|gets) the (?:[\w-]+ )?(?:bus|train|subway|metro|tube|"
                                 r"tram|ferry|line)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
-                                r"(?<!less )(?<!no )(?<!shorter )commut(?:e|ing)|gets me to (?:work|the office)",), (r"坐地铁|坐公交|[0-9一二两三四五六七八九十]+\s*号线|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班",),
+                                r"(?<!less )(?<!no )(?<!shorter )commut(?:e|ing)|gets me to (?:work|the office)",), (r"坐地铁|坐公交|[0-9一二两三四五六七八九十]+\s*号线|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班|^(?:骑|开|坐|走路|步行|打车)[^，,。]{0,5}(?:到|去)(?:公司|单位)",),
           weight=1.5),
     # what the user is paid: a new figure replaces the old ("Payslip came through: 46k before tax" of "my salary's 42k")
     _slot("work.salary", "single", (r"salary|payslip|pay ?slip|pay ?check|wages?|(?:before|after) tax|take-home pay|"

@@ -33,6 +33,7 @@ from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, 
                                  NEAREST_ALONE_MARGIN, NEAREST_COMPANION_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN,
                                  NEAREST_MARGIN, NEAREST_MODELS, PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH,
                                  dense_thresholds)
+from .unmarked import unmarked_target
 from .values import (_STRONG_KINDS, aspect_of, cjk_bigrams, differing, name_words, names_relative, qualifier_kinds,
                      names_within, qualifiers_clash, shared_cjk_word, value_parts, zh_numerals)
 
@@ -40,6 +41,8 @@ DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "confli
 #: the rules whose conflict an adjudicator may settle (unsure which memory, or whether it replaces it); a partial
 #: cessation is never settled by one: retiring the memory would lose its other values
 ADJUDICABLE = ("free_unsure", "named_unsure", "multi_unsure")
+#: the two slots of one job: a change said in either ends the job the other holds
+JOB_PAIRS = {"work.employer": "work.occupation", "work.occupation": "work.employer"}
 
 
 def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder: str | None = None,
@@ -289,6 +292,35 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                         note=f"same attribute, {('/'.join(changed) or 'value')} changed")
         return done("reaffirm", c.key, "attribute_paraphrase", c, note="same attribute, every value equal")
 
+    def job_changed() -> Resolution | None:
+        """A new employer, or a change of job said in one job slot, while the other holds the current job
+        ("Started at Monzo last month" of "I work as a data analyst at Ocado"; 入职字节第一周 of 我在美团做产品经理): one
+        job is held at a time, so the memory of the other slot is superseded."""
+        other = JOB_PAIRS.get(slot_key or "")
+        if other is None or typing.mood != "statement" or typing.additive or narrative:
+            return None
+        held = [c for c in candidates if c.slot_key == other and c.status in ("current", "contested")
+                and same_subject(c) and (c.typing is None or not c.typing.cessation)]
+        if len(held) != 1:
+            return None
+        mine_names, their_names = name_words(mine_vp), name_words(held[0].values)
+        elsewhere = slot_key == "work.employer" and mine_names and their_names and not mine_names & their_names
+        if not (typing.change or elsewhere):
+            return None  # "Title-wise I'm a senior UX researcher" of "I work at Google": the same job, another aspect
+        return done("supersede", slot_key, "job_changed", held[0], close_key=held[0].key,
+                    note="one job at a time: the memory of the other job slot is the job left")
+
+    def unmarked() -> Resolution | None:
+        """A change said with no word of change (ledger/unmarked.py): the one memory it replaces is superseded."""
+        if (typing.mood != "statement" or narrative or typing.additive or typing.cessation or typing.correction
+                or (PAST_EVENT.search(text) and not NOW.search(text))):
+            return None  # "Stopped by unit 214 on Sunday": an episode, not the value replaced
+        hit = unmarked_target(text, mine_vp, mine_rd, candidates, same_subject, typing.subject)
+        if hit is None:
+            return None
+        return done("supersede", hit[0].key, "unmarked_change", hit[0],
+                    note=f"another {'/'.join(hit[1])} for the same topic, said without a word of change")
+
     def marked_nearest() -> Resolution | None:
         """A statement that says something changed, was wrong or stopped, where one current memory of the same
         subject is by far the nearest ("Switched carriers, new number: ..." of "my cell is ..."; 辞职了，去咖啡店当店长了
@@ -499,7 +531,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if nearest is not None:
                 # 我跳槽了，现在在字节做产品 of 我在美团做产品经理 held outside the slot: by far the nearest memory
                 return nearest
-            return done("new", slot_key, "new_slot")
+            return job_changed() or unmarked() or done("new", slot_key, "new_slot")
         close = head.key if head.key != slot_key else None
         if typing.correction:
             return done("correct", slot_key, "correction", head, op="correct" if close is None else "assert",
@@ -630,7 +662,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 replaced = value_replacement([matched])
                 if replaced is not None:
                     return replaced
-                return done("add", None, "multi_new", note=f"{'/'.join(changed)} differs: another value")
+                return unmarked() or done("add", None, "multi_new", note=f"{'/'.join(changed)} differs: another value")
             if typing.change and matched.value_overlap < 1.0:
                 return done("supersede", matched.key if close is None else None, "multi_same_value", matched,
                             close_key=close)
@@ -649,7 +681,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         am = by_attribute()
         if am is not None and beside(am) is None:
             return on_attribute(am)
-        replaced = value_replacement()
+        replaced = value_replacement() or unmarked()
         if replaced is not None:
             return replaced
         return done("add", None, "multi_new")
@@ -742,8 +774,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             changed = value_changed(best_c)
             if not changed:
                 return done("reaffirm", best_c.key, "free_paraphrase", best_c)
-            return done("new", None, "new_memory", note=f"close to {best_c.key}, but its {'/'.join(changed)} "
-                                                         "differs: a memory of its own")
+            return unmarked() or done("new", None, "new_memory", note=f"close to {best_c.key}, but its "
+                                                                      f"{'/'.join(changed)} differs: a memory of its own")
         if similar and marked and best_c.slot_key is None and not narrative and same_subject(best_c):
             kept = beside(best_c) if moved_clash(best_c) or not qualifiers_clash(best_c.values, mine_vp) else None
             if kept is not None:  # summer / winter, also: both kept, nothing contested
@@ -764,4 +796,4 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("supersede", best_c.key, "free_change", best_c,
                             note="one memory holds most of its words and it says that changed")
             return marked_nearest() or done("conflict", None, "free_unsure", best_c, contest_key=best_c.key)
-    return marked_nearest() or done("new", None, "new_memory")
+    return marked_nearest() or unmarked() or done("new", None, "new_memory")

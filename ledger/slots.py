@@ -338,7 +338,7 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\blet (?:me|him|her) go\b", r"\blet \w+ go\b", r"\b(?:got|was|been) let go\b", r"\bmade redundant\b", r"\bout of work\b", r"\bbetween jobs\b", r"\bjobless\b",
     r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our|the)\b",
     r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
-    r"\bno more\b", r"\bcalled off\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
+    r"\bno more\b", r"\bcalled off\b", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
     r"取消", r"搬离", r"停了", r"不(?!能再[多少高低贵长短])(?!会再[多少高低贵])(?!.{0,2}[多少]了).{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
@@ -540,10 +540,17 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     mood, tentative_of = "statement", None
     # a question or a plan about a special category ("我可能对花生过敏", "is my asthma getting worse?") keeps its label
     sensitivity = None if slot is None else slot.sensitivity
-    if _QUESTION.search(t) and not _STATED_THEN_ASKED.search(t) and not _ASKED_THEN_STATED.search(t):
+    asked = bool(_QUESTION.search(t)) and not _STATED_THEN_ASKED.search(t) and not _ASKED_THEN_STATED.search(t)
+    planned = bool(_TENTATIVE.search(body) or (_PLANNING.search(body) and not (cess and _PLAN_NOUN.search(t))))
+    cased = unicodedata.normalize("NFC", text).replace("’", "'").strip()  # names are read by their capitals
+    if (asked or planned) and _stated_apart(_strip(cased, spans) if len(cased) == len(t) else body, best[3]):
+        # "What snack should I bring? Book club meets at Hannah's these days, so I'd like to bring something": the
+        # question and the wish are clauses of their own; the clause holding the value states it
+        asked = planned = False
+    if asked:
         # a question asks; it is a memory of its own, never a slot's value (and marks nothing stopped or changed)
         mood, slot = "question", None
-    elif _TENTATIVE.search(body) or (_PLANNING.search(body) and not (cess and _PLAN_NOUN.search(t))):
+    elif planned:
         # a plan or possibility: it changes nothing yet; with a slot it becomes a plan (a multi-valued slot)
         mood = "tentative"
         if slot is not None and slot.key != "plan":
@@ -570,6 +577,36 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
                   cue_weight=best[0], sensitivity=sensitivity,
                   negated_tokens=negated, additive=_adds(body, chg), mood=mood,
                   tentative_of=tentative_of)
+
+
+#: where a message's clauses part: its sentences, a consequence after ", so" / "，所以", a clause after "；"
+_CLAUSE_SPLIT = _lazy_re(r"(?<=[.!?])\s+|[。！？；;]|[,，]\s*(?=so\b|所以|那你|你(?:推荐|觉得|说|看))|(?<=[?？])")
+
+
+def _stated_apart(body: str, cues: list[re.Match[str]]) -> bool:
+    """Whether a message that asks or plans also states, in a clause of its own, something holding a value
+    ("...? Book club gets together at Hannah's house these days, so I'd like to bring something nice"): a clause
+    neither asked nor planned that holds a value-bearing part (a name, number, code, day) and every cue of the
+    statement's slot. A plan said beside a remark without a value ("I might move to Berlin. Rents are crazy") is
+    still a plan."""
+    from .values import value_parts  # values reads the subjects and lexicon modules only: no cycle at run time
+
+    bounds, start = [], 0
+    for m in _CLAUSE_SPLIT.finditer(body):
+        if m.start() > start:
+            bounds.append((start, m.start()))
+        start = m.end()
+    bounds.append((start, len(body)))
+    bounds = [(a, b) for a, b in bounds if body[a:b].strip()]
+    if len(bounds) < 2:
+        return False
+    low = body.lower()
+    plain = [(a, b) for a, b in bounds if not (_QUESTION.search(low[a:b].strip()) or _TENTATIVE.search(low[a:b])
+                                               or _PLANNING.search(low[a:b]))]
+    if not any(not value_parts(body[a:b]).empty or value_parts(body[a:b]).qualifiers.get("day")
+               for a, b in plain):
+        return False
+    return all(any(a <= cue.start() < b for a, b in plain) for cue in cues)
 
 
 def _adds(body: str, changes: list[re.Match[str]]) -> bool:

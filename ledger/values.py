@@ -52,7 +52,7 @@ _UNIT_WORDS = {
     "$": "usd", "usd": "usd", "dollar": "usd", "dollars": "usd", "bucks": "usd", "€": "eur", "eur": "eur",
     "euro": "eur", "euros": "eur", "£": "gbp", "gbp": "gbp", "pound": "gbp", "pounds": "gbp", "quid": "gbp", "¥": "cny", "元": "cny",
     "块": "cny", "rmb": "cny", "yuan": "cny", "kg": "kg", "kilo": "kg", "kilos": "kg", "公斤": "kg", "km": "km",
-    "公里": "km", "mile": "mi", "miles": "mi", "minute": "min", "minutes": "min", "mins": "min", "分钟": "min",
+    "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km", "公里": "km", "mile": "mi", "miles": "mi", "minute": "min", "minutes": "min", "mins": "min", "分钟": "min",
     "hour": "h", "hours": "h", "小时": "h", "year": "y", "years": "y", "岁": "y", "percent": "%", "%": "%",
 }
 
@@ -65,8 +65,10 @@ _SPELLED_DIGITS = re.compile(r"(?<![\w.,:-])\d(?:-\d){2,7}(?![\w.,:-]?\d)|(?<![\
 #: Chinese digits said one by one (零五二七 = 0527, 四七一九二 = 47192): four or more, or three after a leading 零; no
 #: 十/百/千 between them (三四五 is "three to five" more often than 345)
 _ZH_SPELLED_DIGITS = re.compile(r"[零〇][零〇一二三四五六七八九]{2,}|[一二三四五六七八九][零〇一二三四五六七八九]{3,}")
+#: a distance run, walked or swum: "5k" there is kilometres
+_RACE = re.compile(r"\b(?:run|runs|running|ran|race|races|jog|jogs|jogging|parkrun|walk|walks|swim|row|cycle)\b", re.I)
 #: a unit word right after a number said in words ("eight years", "twenty minutes")
-_UNIT_AFTER_WORDS = re.compile(r"[\s-]?(dollars?|bucks|quid|euros?|pounds?|kg|kilos?|km|miles?|minutes?|mins|hours?|"
+_UNIT_AFTER_WORDS = re.compile(r"[\s-]?(dollars?|bucks|quid|euros?|pounds?|kg|kilomet(?:re|er)s?|kilos?|km|miles?|minutes?|mins|hours?|"
                                r"years?|percent)\b", re.I)
 _PHONE = re.compile(r"(?<![\w.])\+?\d[\d\s\-()]{6,}\d(?!\w|\.\d)")
 #: a token mixing letters and digits (plates, passwords, flight and locker codes): 沪A12345, tulip88, B-12
@@ -75,6 +77,14 @@ _CODE = re.compile(r"(?<![A-Za-z0-9@_])[\u4e00-\u9fff]?(?=[A-Za-z0-9_-]*\d)(?=[A
 #: a name after 叫 / 名叫 / 名字是 that ends its clause (叫外卖, 叫车 go on: no name)
 _ZH_CALLED = re.compile(r"(?:名字(?:叫|是)|名叫|叫做|叫)(?!外卖|车|醒|人|我|你|他|她|它)([\u4e00-\u9fff]{2,3})"
                         r"(?<![了吗呢吧啊的])(?=[，,。！!？?~～\s]|$)")
+#: a place named after a verb of going or being somewhere (去西郊水库, 在钟书阁碰头, 到青龙湖, 在小林家客厅): the
+#: words before a place noun, up to five characters, are its name; someone's home (小林家, 老刘家) is a place too
+_ZH_PLACE = re.compile(r"(?:去|在|到|于|来|住在|搬到)(?:那个|那家|这家|这个)?"
+                       r"((?:[\u4e00-\u9fff]{1,5}?(?:水库|湖|公园|广场|商场|超市|图书馆|书店|书阁|书城|体育馆|健身房|"
+                       r"游泳馆|球馆|馆|中心|医院|诊所|药店|菜市场|市场|小区|花园|山|寺|庙|村|镇|路|街|桥|站|港|码头|"
+                       r"海滩|河|江|岛|酒店|宾馆|餐厅|饭店|食堂|咖啡馆|茶馆|书院|会所|俱乐部|店))|"
+                       r"(?:小|老|大)[\u4e00-\u9fff]家|[\u4e00-\u9fff]{1,2}(?:阿姨|老师|叔|姐|哥)家)"
+                       r"(?![\u4e00-\u9fff]{0,1}(?:人|们|长|员|口))")
 #: a code ending in a keypad symbol ("1234#", "0000*"): the symbol is part of it
 _KEYPAD = re.compile(r"(?<![\w#*])\d{2,}[#*](?![\w#*])")
 _PROVINCES = set("京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼")
@@ -130,7 +140,8 @@ _MONTH_RE = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
 _DATE_EN_WORDS = re.compile(rf"\b(?:the )?({_ORDINAL_RE}) (?:of )?{_MONTH_RE}\b|\b{_MONTH_RE} (?:the )?({_ORDINAL_RE})\b",
                             re.I)
 _NUM = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s?(thousand|grand|million|hundred)?"
-                  r"(?![A-Za-z0-9])\s?(%|percent|dollars?|bucks|quid|euros?|pounds?|usd|eur|gbp|rmb|yuan|元|块|kg|kilos?|公斤|km|公里|"
+                  r"(?![A-Za-z0-9])\s?(%|percent|dollars?|bucks|quid|euros?|pounds?|usd|eur|gbp|rmb|yuan|元|块|kg|kilomet(?:re|er)s?|kilos?|公斤|km|"
+                  r"公里|"
                   r"miles?|minutes?|mins|分钟|hours?|小时|years?|岁)?", re.I)
 # scales written as words: a lone letter (k, m, w) is a scale only right after digits (2.2k, 15w), never as a word
 # ("I'm thirty-four" is 34, not a million and 34)
@@ -154,7 +165,8 @@ _ZH_MEASURE = "元块岁个只条位次回遍趟号层楼分米斤天年月周�
 #: two or more capitalised words opening a sentence ("Eagle Ridge is ...", "Tony Stark fixed ..."); one alone is
 #: only the sentence's first word
 _LEAD_NAME = re.compile(r"^[A-Z][\w'&.-]*(?: (?:[A-Z][\w'&.-]*|of|de|van|von))* [A-Z][\w'&.-]*(?= |[,.;:!?]|$)")
-_NAME = re.compile(r"(?<=[\w,;:)] )(?:[A-Z][\w'&.-]*)(?: (?:[A-Z][\w'&.-]*|of|de|van|von))*")
+#: a run of capitalised words; "of", "de", "van", "von" join two of them ("Bank of America"), never end one
+_NAME = re.compile(r"(?<=[\w,;:)] )(?:[A-Z][\w'&.-]*)(?: (?:[A-Z][\w'&.-]*|(?:of|de|van|von)(?= [A-Z])))*")
 _NEGATION = re.compile(r"\bno(?! (?:exceptions?|matter|doubt|problem|worries|way|kidding|joke|idea|question)\b)\b|"
                        r"\b(?:not|never|don'?t|doesn'?t|didn'?t|isn'?t|aren'?t|wasn'?t|won'?t|can'?t|cannot|"
                        r"nobody|nothing)\b|n't\b|"
@@ -184,12 +196,15 @@ _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
                                                    ("wednesday", "周三|星期三"), ("thursday", "周四|星期四"),
                                                    ("friday", "周五|星期五")))),
     "season": ((r"\bsummers?\b|夏天|夏季", "summer"), (r"\bwinters?\b|冬天|冬季", "winter"),
-               (r"\bspring\b|春天|春季", "spring"), (r"\bautumn\b|\bfall\b(?= |$)|秋天|秋季", "autumn")),
+               (r"\bspring\b|春天|春季", "spring"), (r"\bautumn\b|\bfall\b(?= |$)|秋天|秋季", "autumn"),
+               # the weather names a case the same way: "when it rains I take a cab", 下雨天就打车
+               (r"\b(?:when|if) it(?:'s| is)? rain(?:s|ing|y)?\b|\brainy days?\b|\bin the rain\b|下雨|雨天", "rain"),
+               (r"\b(?:when|if) it(?:'s| is)? snow(?:s|ing|y)?\b|\bsnowy days?\b|下雪|雪天", "snow")),
     "place": ((r"\bat home\b|\bhome office\b|\b(?:home|personal|private) (?:phone|laptop|e-?mail|computer|number|"
                r"account|wifi|wi-fi|network|address|car)\b|在家|家里的?|家用|私人|个人的?", "home"),
               (r"\bat (?:work|the office|my office)\b|\bin the office\b|\b(?:work|office|company|business) (?:phone|"
                r"laptop|e-?mail|computer|number|account|wifi|wi-fi|network|address|car)\b|在公司|在单位|上班时|"
-               r"(?:公司|单位|办公室)的?(?:电话|手机|手机号|邮箱|电脑|笔记本|地址|账号|车|网络|wifi)|工作用的?|"
+               r"(?:公司|单位|办公室)的?(?:电话|手机|手机号|邮箱|电脑|笔记本|地址|账号|车|网络|wifi)|(?:公司|单位)那边|工作用的?|"
                r"工作(?:邮箱|电话|手机|电脑|号码?)", "work"),
               (r"\bat school\b|在学校", "school"), (r"\bwhen travell?ing\b|\bon trips?\b|出差|旅行时|旅游时", "travel")),
     "whom": ((r"\bfor (?:my |the )?(son|daughter|kids?|children|wife|husband|partner|mom|mum|dad|mother|father|"
@@ -461,6 +476,9 @@ def value_parts(text: str) -> ValueParts:
     def scaled(m: re.Match[str]) -> str:
         if m.group(1):
             parts["unit"].add(_UNIT_WORDS[m.group(1)])
+        elif m.group(3).lower() == "k" and _RACE.search(t):
+            parts["unit"].add("km")  # "I run 5k": a distance, five kilometres, not five thousand
+            return _fmt(float(m.group(2)))
         return _fmt(float(m.group(2)) * _EN_SCALES[m.group(3).lower()])
 
     take("number", _SCALED, scaled)
@@ -516,9 +534,9 @@ def value_parts(text: str) -> ValueParts:
             return None
         x = float(digits + ("." + m.group(3) if m.group(3) else ""))
         scale = (m.group(4) or "").lower()
+        unit = (m.group(1) or m.group(5) or "").lower()
         if scale:
             x *= _EN_SCALES[scale]
-        unit = (m.group(1) or m.group(5) or "").lower()
         if unit in _UNIT_WORDS:
             parts["unit"].add(_UNIT_WORDS[unit])
         return _fmt(x)
@@ -571,6 +589,7 @@ def value_parts(text: str) -> ValueParts:
     parts["name"] = {n for n in (_name_of(m.group(0)) for m in names) if n}
     if has_cjk(text):  # 我家猫叫团团, 名字叫球球: what something is called, ending its clause, is a name
         parts["name"] |= {m.group(1) for m in _ZH_CALLED.finditer(nfc_text)}
+        parts["name"] |= {m.group(1) for m in _ZH_PLACE.finditer(nfc_text)}
     langs = language_names(text)
     if langs:
         # a language is one value however it is written ("Cantonese" / 粤语 / 广东话); "the two languages I speak",

@@ -1,0 +1,149 @@
+"""A change said with no word of change: the statement gives another value of the same kind for the same topic.
+
+"The combination on my bike lock is 4-7-1-9", then "Bike lock code: 2286"; 我钓鱼一般都去西郊水库, then
+明天……反正我照常去青龙湖那个老钓位; "I water the plants on Sunday mornings", then "Thursday evenings are when the
+ferns get their water". Nothing says "now" or "changed", yet a topic holds one value and the user gave another.
+
+The reading (:func:`unmarked_target`): the one current memory of the same subject that
+
+* holds a value of a kind the statement also gives — an id (a bare number, a code, a phone number, an e-mail
+  address, a URL), a name or named place, a clock time, or specific weekdays — and none of the statement's values of that
+  kind (a statement repeating a value refines or adds to the memory: "Stopped by unit 214 on Sunday");
+* shares its topic: two content words besides the values, or one when either side has at most two;
+* is not about another case (summer / winter, at home / at work, weekdays / weekends: ledger/values.py
+  ``qualifiers_clash``); another weekday is the value here, not a case;
+* is not a sibling of a closed multi-valued slot (pets, allergies, conditions, languages, plans: two of them are two
+  values, whatever they share).
+
+It must be strictly ahead of any other such memory. A statement about one occasion ("tomorrow I'm fishing at
+Qinglong Lake") changes nothing unless it says it is the habit (as usual, always, 照常, 一般).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Callable
+
+from .attributes import Reading, same_attribute
+from .slots import _GENERIC_STEMS, GENERIC, content_tokens
+from .text import STOP_ZH, has_cjk
+from .values import ValueParts, qualifiers_clash
+
+if TYPE_CHECKING:
+    from .decision import Candidate
+
+#: multi-valued slots whose siblings are values of one closed kind: two of them are both true
+CLOSED_MULTI = ("pet", "health.", "profile.languages", "plan")
+_DAY_EN = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b")
+_DAY_ZH = re.compile(r"(?:周|星期|礼拜)([一二三四五六日天])(?![次回趟遍个]|下(?!午))")
+_ZH_DAY = {"一": "monday", "二": "tuesday", "三": "wednesday", "四": "thursday", "五": "friday", "六": "saturday",
+           "日": "sunday", "天": "sunday"}
+#: the search relevance (0..1) at which the first memory found is near enough for one shared topic word
+NEAR_SCORE = 0.5
+#: one occasion rather than the habit: today, tomorrow, this weekend, 明天, 这周末
+_OCCASION = re.compile(r"\b(?:today|tomorrow|tonight|yesterday|this (?:morning|afternoon|evening|weekend|week)|"
+                       r"last (?:night|weekend|week))\b|今天|明天|今晚|昨天|这周末|这个周末|上周末")
+#: the habit said over an occasion: as usual, always, 照常, 一般, 老地方
+_HABIT = re.compile(r"\b(?:as usual|as always|usually|always|normally|every|each|these days|nowadays)\b|"
+                    r"照常|照旧|一般|通常|平常|老地方|老钓位|老位置|每[周天次个]|这阵子|最近都")
+_ZH_NUMERALS = set("零〇一二两三四五六七八九十百千万")
+#: words of time and habit, which say when or how often, not what about
+_TIME_WORDS = {"morn", "morning", "afternoon", "even", "evening", "night", "week", "weekend", "weekday", "day",
+               "month", "year", "usually", "always", "normally", "every", "each", "sunday", "monday", "tuesday",
+               "wednesday", "thursday", "friday", "saturday", "now", "these", "days", "nowadays", "first",
+               "last", "next", "time", "today", "tomorrow", "tonight", "don't", "can't", "still"}
+_ZH_NOT_TOPIC = set("去在到来回般都每周星期礼拜天早晚上下午点些那这个们它他她你啥吗呢吧啊哈呀嘛就还才再也又很挺太真"
+                    "明今昨年月日号第次回趟阵子最近照常反正不知道想要能会得着过把被给让对跟和与及或")
+
+
+def specific_days(text: str) -> frozenset[str]:
+    """The weekdays named one by one in ``text`` ("Sunday mornings", 每周三, 周六): not weekdays or weekends as a
+    category, which name a case (ledger/values.py ``qualifiers_clash``)."""
+    low = text.lower()
+    days = {m.group(1) for m in _DAY_EN.finditer(low)}
+    days |= {_ZH_DAY[m.group(1)] for m in _DAY_ZH.finditer(low)}
+    return frozenset(days)
+
+
+def _values(vp: ValueParts, text: str) -> dict[str, frozenset[str]]:
+    ids = {f"{k}:{v}" for k in ("code", "phone", "email", "url") for v in vp.parts.get(k, ())}
+    if not (vp.parts.get("unit") or vp.parts.get("time") or vp.parts.get("date")):
+        # a bare number is an id (a locker, a combination, a floor); an amount with its unit ("5k", "five
+        # kilometres") or a count beside times ("every 12 hours, at 8am") is another reading, left to the other rules
+        ids |= {f"number:{v}" for v in vp.parts.get("number", ())}
+    out = {"id": frozenset(ids), "name": frozenset(n for n in vp.parts.get("name", ()) if not n.startswith("lang:")),
+           "day": specific_days(text), "time": vp.parts.get("time", frozenset())}
+    return {k: v for k, v in out.items() if v}
+
+
+def _topic(vp: ValueParts, text: str) -> set[str]:
+    base = vp.residue or text
+    for name in vp.parts.get("name", ()):  # a place read in Chinese is not blanked in the residue: its words go
+        base = re.sub(re.escape(name), " ", base, flags=re.I)
+    words = content_tokens(base) - GENERIC - _GENERIC_STEMS - _TIME_WORDS - _ZH_NOT_TOPIC
+    return {w for w in words if not w.isdigit()}
+
+
+def _modifiers(text: str, shared: set[str]) -> dict[str, set[str]]:
+    """For each shared topic word, the content words said just before it ("running" of "running shoes", 京 of
+    北京办公室): another modifier of the same noun names another case."""
+    out: dict[str, set[str]] = {}
+    low = text.lower()
+    words = re.findall(r"[a-z0-9][a-z0-9'\-]*", low)
+    for prev, word in zip(words, words[1:]):
+        (w,) = content_tokens(word) or {""}
+        mod = content_tokens(prev) - GENERIC - _GENERIC_STEMS - _TIME_WORDS
+        if w in shared and mod and not prev.isdigit() and not mod & shared:
+            out.setdefault(w, set()).update(mod)
+    for prev, ch in zip(low, low[1:]):
+        if ch in shared and has_cjk(prev) and prev not in shared and prev not in _ZH_NOT_TOPIC \
+                and prev not in GENERIC and prev not in STOP_ZH and prev not in _ZH_NUMERALS:
+            out.setdefault(ch, set()).add(prev)
+    return out
+
+
+def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: list[Candidate],
+                    same_subject: Callable[[Candidate], bool], subject: str) -> tuple[Candidate, list[str]] | None:
+    """The one current memory ``text`` (its value parts ``vp``, its attribute reading ``mine_rd``, its ``subject``: "self", a relation, or "none" for
+    a sentence about no one named) replaces without saying so, with the value kinds that differ; None when no
+    memory, or more than one equally, fits (see the module docstring). A sentence about no one named replaces
+    nothing this way ("the storage unit is $85 a month" says another thing of the unit)."""
+    if subject == "none" or (_OCCASION.search(text.lower()) and not _HABIT.search(text.lower())):
+        return None
+    mine = _values(vp, text)
+    if not mine:
+        return None
+    words = _topic(vp, text)
+    top = max((c for c in candidates if c.status in ("current", "contested")), key=lambda c: c.score, default=None)
+    found: list[tuple[int, float, Candidate, list[str]]] = []
+    for c in candidates:
+        if c.status not in ("current", "contested") or not same_subject(c) or c.text == text:
+            continue
+        if c.slot_key is not None and c.slot_key.startswith(CLOSED_MULTI):
+            continue
+        rd = c.reading
+        if (mine_rd.head and rd.head and "+" not in mine_rd.head + rd.head and mine_rd.head != rd.head
+                and not same_attribute(rd, mine_rd)):
+            continue  # "the rent on my storage unit" is not "my rent": two nouns read, two attributes
+        theirs = _values(c.values, c.text)
+        # another value of a kind both give; a value of that kind repeated means the statement refines or adds to
+        # the memory ("Stopped by unit 214 on Sunday"), a value of another kind repeated only says the topic is one
+        kinds = [k for k in mine if k in theirs and not mine[k] & theirs[k]]
+        if not kinds:
+            continue
+        cases = {"day", "tod"} if "day" in kinds else set()
+        if set(qualifiers_clash(c.values, vp)) - cases:
+            continue
+        shared = words & _topic(c.values, c.text)
+        mods_mine, mods_theirs = _modifiers(text, shared), _modifiers(c.text, shared)
+        if any(mods_mine[w].isdisjoint(mods_theirs[w]) for w in mods_mine.keys() & mods_theirs.keys()):
+            continue  # "my running shoes" / "my dress shoes", 北京办公室 / 上海办公室: the same noun, another case
+        small = min(len(words), len(_topic(c.values, c.text)))
+        # one shared word is enough when either side has few, or when search finds this memory first and close
+        # (浇水 / 喂点水: one character, but the nearest memory by far)
+        if len(shared) >= 2 or (shared and (small <= 2 or (c is top and c.score >= NEAR_SCORE))):
+            found.append((len(shared), c.score, c, kinds))
+    found.sort(key=lambda t: (-t[0], -t[1]))
+    if not found or (len(found) > 1 and found[1][0] >= found[0][0]):
+        return None
+    return found[0][2], found[0][3]

@@ -1,0 +1,109 @@
+"""A change said with no word of change (ledger/unmarked.py), one job at a time (work.employer / work.occupation),
+a statement inside a request, and the value readings these rest on (docs/resolution.md)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from ledger.slots import type_statement
+from ledger.unmarked import specific_days
+from ledger.values import value_parts
+
+T0, T1, T2 = "2024-01-01T09:00:00Z", "2024-01-02T09:00:00Z", "2024-02-01T09:00:00Z"
+NEUTRAL = ("The sunset tonight was this ridiculous orange-pink color.", "今天回南天，墙上都是水珠")
+_users = itertools.count()
+
+
+def revise(ml, old: str, new: str):
+    user = f"u{next(_users)}"
+    ml.remember(user, old, observed_at=T0)
+    for b in NEUTRAL:
+        ml.remember(user, b, observed_at=T1)
+    r = ml.remember(user, new, observed_at=T2)
+    facts = {f.text: f.status for f in ml.profile(user).facts.values()}
+    return r, facts
+
+
+@pytest.mark.parametrize("old,new,rule", [
+    ("The combination on my bike lock is 4-7-1-9.", "Bike lock code: 2286. Don't tell my roommate.",
+     "unmarked_change"),
+    ("我钓鱼一般都去西郊水库", "明天降温不知道鱼还开不开口，反正我照常去青龙湖那个老钓位蹲一天", "unmarked_change"),
+    ("阳台那几盆花我都是周六早上浇水", "每周三吃完晚饭给绿萝多肉它们喂点水", "unmarked_change"),
+    ("我们读书会每个月第一个周六在钟书阁碰头",
+     "周六读书会我想带点零食过去你推荐点啥，我们这阵子都是在小林家客厅聚的，她家地方大", "unmarked_change"),
+    ("Our book club meets at the Riverside Library branch on the first Tuesday of the month.",
+     "What's an easy snack to bring on Tuesday? Book club gets together at Hannah's house on Linden Avenue these "
+     "days and she always feeds us, so I'd like to bring something nice.", "value_replaced"),
+    ("I teach chemistry at a high school in Tacoma.",
+     "Can you help me word an out-of-office message? I'm a pharmacist at St. Luke's and I'll be away from the 12th "
+     "to the 19th.", "job_changed"),
+    ("我在美团做产品经理，主要负责外卖那块。", "入职字节第一周，光开会就开了二十多个，头都大了。", "job_changed"),
+    ("每天挤地铁2号线去上班，累死", "骑小电驴到公司二十来分钟，路上还能吹吹风", "value_changed"),
+    ("我早饭一般就是楼下买个煎饼果子", "最近早饭都是自己在家煮燕麦，加点蓝莓，省钱还健康", None),
+])
+def test_the_new_value_replaces_the_old(minilm_ledger, old, new, rule):
+    r, facts = revise(minilm_ledger, old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation
+    assert rule is None or f"by rule {rule}:" in r.explanation
+    assert all(facts.get(b) == "current" for b in NEUTRAL)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("My running shoes are size 10", "My dress shoes are a size 9.5"),  # another modifier of the noun: another case
+    ("At the downtown office my desk is on floor 5", "At the Oakland office I sit on floor 2"),
+    ("在北京办公室我坐5楼", "去上海办公室的时候我坐12楼"),
+    ("I rent a storage unit at SafeKeep, unit B-19", "the storage unit is $85 a month, autopay on the 1st"),
+    ("I rent unit 214 at the Public Storage on Route 9.", "Stopped by unit 214 on Sunday to grab the camping gear."),
+    ("I work at Google in the Dublin office", "Title-wise I'm a senior UX researcher, mostly on the Maps team"),
+    ("平时上班我坐公交", "下雨天我就打车去公司"),  # the weather names a case, as a season does
+    ("我钓鱼一般都去西郊水库", "明天我去青龙湖钓鱼"),  # one outing, not the habit
+    ("I have a cat named Miso", "We adopted a beagle called Pepper last weekend"),
+    ("My rent is 1,900 a month", "My landlord raised the rent on my storage unit to 150"),
+    ("On weekdays I run the canal loop, about 6k", "Weekends I do the longer route up Kestrel Hill and back"),
+])
+def test_both_stay_current(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, old, new)
+    assert (facts.get(old), facts.get(new)) == ("current", "current"), r.explanation
+
+
+def test_a_run_said_in_kilometres_is_a_paraphrase_not_a_new_number(minilm_ledger):
+    r, facts = revise(minilm_ledger, "I run 5k every Sunday", "Every Sunday I go for a five kilometre run")
+    assert facts.get("I run 5k every Sunday") == "current", r.explanation
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("I run 5k every Sunday", "number=5, unit=km, day:weekend"),
+    ("Every Sunday I go for a five kilometre run", "number=5, unit=km, day:weekend"),
+    ("I earn 50k", "number=50000"),
+    ("I ran 10 kilometers", "number=10, unit=km"),
+    ("I bank with Bank of America", "name=bank of america"),
+    ("At the Oakland office I sit on floor 2", "name=oakland, number=2"),  # "of" never ends a name
+    ("我钓鱼一般都去西郊水库", "name=西郊水库"),
+    ("麻将只在老刘家打哈", "name=老刘家"),
+    ("我去超市买菜", "none"),  # a place noun alone names no place
+    ("下雨天我就打车去公司", "season:rain"),
+])
+def test_value_readings(text, expected):
+    assert value_parts(text).describe() == expected
+
+
+def test_specific_days_are_values_and_categories_are_not():
+    assert specific_days("I water the plants on Sunday mornings") == {"sunday"}
+    assert specific_days("每周三吃完晚饭浇水，周六也浇") == {"wednesday", "saturday"}
+    assert specific_days("On weekends and weekdays alike") == frozenset()
+
+
+@pytest.mark.parametrize("text,mood", [
+    ("What's an easy snack to bring on Tuesday? Book club gets together at Hannah's house these days, so I'd like "
+     "to bring something nice.", "statement"),
+    ("I might move to Berlin next year. The rents there are crazy.", "tentative"),  # no value stated apart
+    ("Can you recommend a snack? I'd like to bring something nice.", "question"),
+])
+def test_a_clause_that_states_apart_from_the_question_or_wish(text, mood):
+    assert type_statement(text).mood == mood
+
+
+def test_teaching_at_a_school_is_an_occupation():
+    assert type_statement("I teach chemistry at a high school in Tacoma.").slot == "work.occupation"
