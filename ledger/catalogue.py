@@ -127,7 +127,7 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("profile.birth_date", "single", (r"born on|born in|birthday|date of birth",), ("生日|出生|我是(?:19|20)?\\d{2}年的|\\d{2}后",)),
     _slot("profile.languages", "multi",
           (r"speak|speaks|fluent|learning (?:french|spanish|german|japanese|chinese|mandarin|korean|italian|"
-           r"portuguese|arabic|russian)|native language|language|mother tongue|grew up speaking",), ("会说|说.{0,3}语|学.{0,3}语|语言|母语|(?:英|日|法|德|韩|俄|西班牙|意大利|葡萄牙|阿拉伯|泰|越南)(?:语|文)(?!课本|书)|"
+           r"portuguese|arabic|russian)|native language|language|mother tongue|grew up speaking",), ("会说|说.{0,3}语(?!文)|学.{0,3}语(?!文)|语言|母语|(?:英|日|法|德|韩|俄|西班牙|意大利|葡萄牙|阿拉伯|泰|越南)(?:语|文)(?!课本|书)|"
                                                   "粤语|普通话|国语|广东话|上海话|闽南话|四川话",)),
     _slot("pet", "multi", (_PETS,), ("狗|猫|宠物|仓鼠|鹦鹉|兔子|金鱼|乌龟|柯基|泰迪|金毛|哈士奇|柴犬|布偶|英短|养了?一?[只条头匹]",)),
     _slot("relationship.status", "single",
@@ -149,7 +149,7 @@ CATALOGUE: tuple[Slot, ...] = (
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)|"
            r"(?:i|he|she) teach(?:es)? (?:[\w-]+ ){1,3}at (?:a|an|the) |"
            r"got the promotion|officially (?:a |an |the )?(?:senior |junior |lead |head )?\w+ (?:designer|engineer|developer|manager|analyst|nurse|teacher)",),
-          ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是[^，,。是的a-z]{1,6}?(?:老师|教师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监|店长|厨师|服务员|收银员|司机|老板|柜员|客服|保安|店员|出纳)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|做.{0,6}工作|转岗|转行|(?:现在|如今|目前)(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
+          ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是[^，,。是的a-z]{1,6}?(?:老师|教师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监|店长|厨师|服务员|收银员|司机|老板|柜员|客服|保安|店员|出纳)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|在[^，,。]{1,6}教(?!练|室|堂|会|材)|做.{0,6}工作|转岗|转行|(?:现在|如今|目前)(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
                                       r"joined \w+(?: \w+)? as|employer|(?:i'm|i am) an? (?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
                                       r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|first (?:day|week|month) at (?!school\b|uni\b|the gym\b|the (?:new )?(?:flat|house|place)\b)|"
@@ -157,7 +157,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches|get|gets) the (?:[\w-]+ )?(?:bus|train|subway|metro|tube|"
                                 r"tram|ferry|line)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
-                                r"(?<!less )(?<!no )(?<!shorter )commut(?:e|ing)|gets me to (?:work|the office)",), (r"坐地铁|坐公交|[0-9一二两三四五六七八九十]+\s*号线|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班|^(?:骑|开|坐|走路|步行|打车)[^，,。]{0,5}(?:到|去)(?:公司|单位)",),
+                                r"(?<!less )(?<!no )(?<!shorter )commut(?:e|ing)|gets me to (?:work|the office)",), (r"坐地铁|坐公交|[0-9一二两三四五六七八九十]+\s*号线|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班|^(?:每天|平时|一般|现在|最近)?(?:骑|开|坐|走路|步行|打车)[^，,。]{0,5}(?:到|去)(?:公司|单位)",),
           weight=1.5),
     # what the user is paid: a new figure replaces the old ("Payslip came through: 46k before tax" of "my salary's 42k")
     _slot("work.salary", "single", (r"salary|payslip|pay ?slip|pay ?check|wages?|(?:before|after) tax|take-home pay|"
@@ -171,8 +171,8 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("residence.city", "single",
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )(?<!got )(?<!get )(?<!be )(?<!were )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown|did the move\b.{0,60}\bin [a-z]+|(?:our|my) new (?:flat|place|"
-           r"house|apartment|home) in \w+|(?:got|picked up) the keys to (?:our|my|the) (?:new )?(?:flat|place|house|apartment|home) in \w+|(?:unpacking|unpacked) (?:the |all the )?boxes in (?:our|my|the) \w+",),
-          ("住在|在.{1,6}住|我在.{1,6}生活|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
+           r"house|apartment|home) in \w+|(?:our|my) (?:flat|apartment|condo|house) in (?!the\b|a\b|an\b|my\b)[a-z]+|(?:got|picked up) the keys to (?:our|my|the) (?:new )?(?:flat|place|house|apartment|home) in \w+|(?:unpacking|unpacked) (?:the |all the )?boxes in (?:our|my|the) \w+",),
+          ("住在|在.{1,6}住|我在.{1,6}生活|在[^，,。]{1,6}租的?房|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|(?:started|start|began|back to) eating (?:meat|fish|seafood|chicken|pork|beef)|"
            r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),

@@ -315,11 +315,12 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if (typing.mood != "statement" or narrative or typing.additive or typing.cessation or typing.correction
                 or (PAST_EVENT.search(text) and not NOW.search(text))):
             return None  # "Stopped by unit 214 on Sunday": an episode, not the value replaced
-        hit = unmarked_target(text, mine_vp, mine_rd, candidates, same_subject, typing.subject)
+        hit = unmarked_target(text, mine_vp, mine_rd, candidates, same_subject, typing.subject, typing.change)
         if hit is None:
             return None
         return done("supersede", hit[0].key, "unmarked_change", hit[0],
-                    note=f"another {'/'.join(hit[1])} for the same topic, said without a word of change")
+                    note=f"another {'/'.join(hit[1])} for the same topic"
+                    + ("" if typing.change else ", said without a word of change"))
 
     def marked_nearest() -> Resolution | None:
         """A statement that says something changed, was wrong or stopped, where one current memory of the same

@@ -338,7 +338,8 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\blet (?:me|him|her) go\b", r"\blet \w+ go\b", r"\b(?:got|was|been) let go\b", r"\bmade redundant\b", r"\bout of work\b", r"\bbetween jobs\b", r"\bjobless\b",
     r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our|the)\b",
     r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
-    r"\bno more\b", r"\bcalled off\b", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
+    r"\bno more\b", r"\bcalled off\b", r"\bsince (?:my|the) last (?:cigarette|smoke|cig|drink|vape)\b",
+    r"\b(?:had to |have to |having to )?put (?:\w+ )?down\b(?= (?:on|last|this|yesterday|today)\b|[.,!]|$)", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
     r"取消", r"搬离", r"停了", r"不(?!能再[多少高低贵长短])(?!会再[多少高低贵])(?!.{0,2}[多少]了).{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
@@ -580,7 +581,9 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
 
 
 #: where a message's clauses part: its sentences, a consequence after ", so" / "，所以", a clause after "；"
-_CLAUSE_SPLIT = _lazy_re(r"(?<=[.!?])\s+|[。！？；;]|[,，]\s*(?=so\b|所以|那你|你(?:推荐|觉得|说|看))|(?<=[?？])")
+_CLAUSE_SPLIT = _lazy_re(r"(?<=[.!?])\s+|[。！？；;]|[,，]\s*(?=so\b|所以|那你|你(?:推荐|觉得|说|看))|(?<=[?？])|"
+                         r"[,，—–]\s*(?=any (?:tips|advice|ideas|suggestions|recommendations)\b|(?:what|how) (?:should|do|can|"
+                         r"would) i\b|(?:can|could|would) you\b|有没有|怎么办|求推荐)")
 
 
 def _stated_apart(body: str, cues: list[re.Match[str]]) -> bool:

@@ -45,10 +45,15 @@ _SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we'v
 _SELF_ZH = re.compile(r"我|用户|^[他她]|房东|^(?:" + _ZH_WHEN + r")?(?:终于把|上班|上秤|坚持|骑|坐|打车|走路|步行|[和跟](?=.{1,8}(?:领证|结婚|订婚|分手|在一起|搬家|同居))|联系电话|手机号|电话号码|邮箱|[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]|入职|辞职|跳槽|转岗|升职|离职|退休|毕业)")
 
 
+#: a note the user keeps, a label and one value ("garage keypad: 9032", "wifi: tiger123"): the user's own
+_NOTE = re.compile(r"^[a-z\u4e00-\u9fff][\w\s'’-]{1,40}[:：]\s*[\w#*+\-./@]+\s*[.!。]?$")
+
+
 def about_self(t: str, user_name: str | None = None) -> bool:
     """Whether a (lower-cased) statement speaks of the user: a first-person word, "the user", a leading he/she/they
     or bare verb (an agent's note), the user's own name; for Chinese, 我/用户 or a leading verb. "The cafe near
-    the office serves a great latte" and "公司附近的咖啡店..." do not: they open no slot of the user's."""
+    the office serves a great latte" and "公司附近的咖啡店..." do not: they open no slot of the user's. A note of a
+    label and one value ("garage keypad: 9032") is the user's own."""
     if user_name and re.search(r"(?<!\w)" + re.escape(user_name.lower()) + r"(?!\w)", t):
         return True
-    return bool(_SELF_EN.search(t) or _SELF_ZH.search(t))
+    return bool(_SELF_EN.search(t) or _SELF_ZH.search(t) or _NOTE.match(t))

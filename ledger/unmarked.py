@@ -46,6 +46,7 @@ _OCCASION = re.compile(r"\b(?:today|tomorrow|tonight|yesterday|this (?:morning|a
 #: the habit said over an occasion: as usual, always, 照常, 一般, 老地方
 _HABIT = re.compile(r"\b(?:as usual|as always|usually|always|normally|every|each|these days|nowadays)\b|"
                     r"照常|照旧|一般|通常|平常|老地方|老钓位|老位置|每[周天次个]|这阵子|最近都")
+_ZH_ROLE = re.compile(r"(阿姨|老师|师傅|医生|大夫|律师|经理|教练)$")
 _ZH_NUMERALS = set("零〇一二两三四五六七八九十百千万")
 #: words of time and habit, which say when or how often, not what about
 _TIME_WORDS = {"morn", "morning", "afternoon", "even", "evening", "night", "week", "weekend", "weekday", "day",
@@ -81,7 +82,9 @@ def _topic(vp: ValueParts, text: str) -> set[str]:
     for name in vp.parts.get("name", ()):  # a place read in Chinese is not blanked in the residue: its words go
         base = re.sub(re.escape(name), " ", base, flags=re.I)
     words = content_tokens(base) - GENERIC - _GENERIC_STEMS - _TIME_WORDS - _ZH_NOT_TOPIC
-    return {w for w in words if not w.isdigit()}
+    # 王教练 / 李教练, 张老师 / 汪老师: the role of a person named by surname and role is what both are about
+    roles = {f"role:{m.group(1)}" for name in vp.parts.get("name", ()) if (m := _ZH_ROLE.search(name))}
+    return {w for w in words if not w.isdigit()} | roles
 
 
 def _modifiers(text: str, shared: set[str]) -> dict[str, set[str]]:
@@ -103,12 +106,14 @@ def _modifiers(text: str, shared: set[str]) -> dict[str, set[str]]:
 
 
 def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: list[Candidate],
-                    same_subject: Callable[[Candidate], bool], subject: str) -> tuple[Candidate, list[str]] | None:
+                    same_subject: Callable[[Candidate], bool], subject: str,
+                    marked: bool = False) -> tuple[Candidate, list[str]] | None:
     """The one current memory ``text`` (its value parts ``vp``, its attribute reading ``mine_rd``, its ``subject``: "self", a relation, or "none" for
     a sentence about no one named) replaces without saying so, with the value kinds that differ; None when no
     memory, or more than one equally, fits (see the module docstring). A sentence about no one named replaces
-    nothing this way ("the storage unit is $85 a month" says another thing of the unit)."""
-    if subject == "none" or (_OCCASION.search(text.lower()) and not _HABIT.search(text.lower())):
+    nothing this way ("the storage unit is $85 a month" says another thing of the unit) unless it says something
+    changed (``marked``: 陶艺课挪到周日下午了)."""
+    if (subject == "none" and not marked) or (_OCCASION.search(text.lower()) and not _HABIT.search(text.lower())):
         return None
     mine = _values(vp, text)
     if not mine:
@@ -128,7 +133,8 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         theirs = _values(c.values, c.text)
         # another value of a kind both give; a value of that kind repeated means the statement refines or adds to
         # the memory ("Stopped by unit 214 on Sunday"), a value of another kind repeated only says the topic is one
-        kinds = [k for k in mine if k in theirs and not mine[k] & theirs[k]]
+        # said as a change, the old value may be named beside the new one (陶艺课挪到周日下午了，周三老加班去不了)
+        kinds = [k for k in mine if k in theirs and (mine[k] - theirs[k] if marked else not mine[k] & theirs[k])]
         if not kinds:
             continue
         cases = {"day", "tod"} if "day" in kinds else set()

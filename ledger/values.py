@@ -80,7 +80,7 @@ _ZH_CALLED = re.compile(r"(?:名字(?:叫|是)|名叫|叫做|叫)(?!外卖|车|�
 #: a place named after a verb of going or being somewhere (去西郊水库, 在钟书阁碰头, 到青龙湖, 在小林家客厅): the
 #: words before a place noun, up to five characters, are its name; someone's home (小林家, 老刘家) is a place too
 _ZH_PLACE = re.compile(r"(?:去|在|到|于|来|住在|搬到)(?:那个|那家|这家|这个)?"
-                       r"((?:[\u4e00-\u9fff]{1,5}?(?:水库|湖|公园|广场|商场|超市|图书馆|书店|书阁|书城|体育馆|健身房|"
+                       r"((?:(?![爬登逛上下进出回])[\u4e00-\u9fff]{1,5}?(?:水库|湖|公园|广场|商场|超市|图书馆|书店|书阁|书城|体育馆|健身房|"
                        r"游泳馆|球馆|馆|中心|医院|诊所|药店|菜市场|市场|小区|花园|山|寺|庙|村|镇|路|街|桥|站|港|码头|"
                        r"海滩|河|江|岛|酒店|宾馆|餐厅|饭店|食堂|咖啡馆|茶馆|书院|会所|俱乐部|店))|"
                        r"(?:小|老|大)[\u4e00-\u9fff]家|[\u4e00-\u9fff]{1,2}(?:阿姨|老师|叔|姐|哥)家)"
@@ -157,7 +157,8 @@ _ONE_PRONOUN_BEFORE = re.compile(r"\b(?:the|this|that|which|no|every|any|some|ea
                                  re.I)
 _ONE_PRONOUN_AFTER = re.compile(r"\s+(?:of|another)\b", re.I)
 _KUAI = re.compile(r"(?<![0-9.])(\d+)块(\d)(?![0-9])")
-_TIMES_A = re.compile(r"\b(once|twice|thrice)\b(?= (?:a|an|per|every|each)\b)", re.I)
+#: a count per period ("twice a week"); "once every ten days" counts nothing "every ten days" does not say
+_TIMES_A = re.compile(r"\b(?:(once)\b(?= (?:a|an|per)\b)|(twice|thrice)\b(?= (?:a|an|per|every|each)\b))", re.I)
 _ZH_PAIR = re.compile(r"[俩仨](?=狗|猫|孩|娃|儿子|闺女|女儿|小时|钟头|月|星期|礼拜|周|天|车|房)")
 _ZH_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?")
 #: measure words after which a lone Chinese digit is a count (两只猫), not part of a word (一起, 一直)
@@ -555,7 +556,7 @@ def value_parts(text: str) -> ValueParts:
         return None if x is None else _fmt(x)
 
     take("number", _NUM_WORDS, words)
-    take("number", _TIMES_A, lambda m: {"once": "1", "twice": "2", "thrice": "3"}[m.group(1).lower()])
+    take("number", _TIMES_A, lambda m: {"once": "1", "twice": "2", "thrice": "3"}[(m.group(1) or m.group(2)).lower()])
 
     def zh(m: re.Match[str]) -> str | None:
         s = m.group(0)

@@ -42,6 +42,12 @@ def revise(ml, old: str, new: str):
     ("我在美团做产品经理，主要负责外卖那块。", "入职字节第一周，光开会就开了二十多个，头都大了。", "job_changed"),
     ("每天挤地铁2号线去上班，累死", "骑小电驴到公司二十来分钟，路上还能吹吹风", "value_changed"),
     ("我早饭一般就是楼下买个煎饼果子", "最近早饭都是自己在家煮燕麦，加点蓝莓，省钱还健康", None),
+    ("The garage keypad code is 4471, I keep forgetting it so just noting it here.", "garage keypad: 9032", None),
+    ("我每周三晚上去上陶艺课", "陶艺课挪到周日下午了，周三老加班去不了", "unmarked_change"),  # the old day named too
+    ("I live in Portland, been here about six years now and honestly still love it.",
+     "My apartment in Denver has the worst water pressure, any tips for getting a decent shower?", None),
+    ("我在杭州住，就西湖边上，挺方便的", "我在成都租的房子离地铁站就五分钟，还挺满意的", None),
+    ("我每天坐地铁2号线上班", "每天骑电动车去公司，二十分钟就到", None),
 ])
 def test_the_new_value_replaces_the_old(minilm_ledger, old, new, rule):
     r, facts = revise(minilm_ledger, old, new)
@@ -68,6 +74,26 @@ def test_both_stay_current(minilm_ledger, old, new):
     assert (facts.get(old), facts.get(new)) == ("current", "current"), r.explanation
 
 
+@pytest.mark.parametrize("old,new", [
+    ("My kombucha SCOBY gets fresh sweet tea every 10 days.", "I refresh the scoby's tea roughly once every ten days."),
+    ("我是小学语文老师", "我在小学教语文的"),  # 语文 is a school subject, not a language
+])
+def test_said_again_in_other_words(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, old, new)
+    assert r.decision == "reaffirm" and facts.get(old) == "current", r.explanation
+
+
+@pytest.mark.parametrize("text,flags", [
+    ("It's been three months since my last cigarette and I'm not going back.", {"cessation"}),
+    ("We had to put Biscuit down on Tuesday.", {"cessation"}),
+    ("Put the phone down please", set()),
+    ("I put my name down for the trip", set()),
+])
+def test_stops_said_another_way(text, flags):
+    t = type_statement(text)
+    assert {n for n in ("correction", "cessation", "change") if getattr(t, n)} == flags
+
+
 def test_a_run_said_in_kilometres_is_a_paraphrase_not_a_new_number(minilm_ledger):
     r, facts = revise(minilm_ledger, "I run 5k every Sunday", "Every Sunday I go for a five kilometre run")
     assert facts.get("I run 5k every Sunday") == "current", r.explanation
@@ -77,6 +103,8 @@ def test_a_run_said_in_kilometres_is_a_paraphrase_not_a_new_number(minilm_ledger
     ("I run 5k every Sunday", "number=5, unit=km, day:weekend"),
     ("Every Sunday I go for a five kilometre run", "number=5, unit=km, day:weekend"),
     ("I earn 50k", "number=50000"),
+    ("I refresh it once every ten days", "number=10"),  # "once every" counts nothing "every" does not say
+    ("I swim once a week", "number=1"),
     ("I ran 10 kilometers", "number=10, unit=km"),
     ("I bank with Bank of America", "name=bank of america"),
     ("At the Oakland office I sit on floor 2", "name=oakland, number=2"),  # "of" never ends a name
@@ -105,5 +133,14 @@ def test_a_clause_that_states_apart_from_the_question_or_wish(text, mood):
     assert type_statement(text).mood == mood
 
 
-def test_teaching_at_a_school_is_an_occupation():
-    assert type_statement("I teach chemistry at a high school in Tacoma.").slot == "work.occupation"
+@pytest.mark.parametrize("text,slot,subject", [
+    ("I teach chemistry at a high school in Tacoma.", "work.occupation", "self"),
+    ("我在小学教语文的", "work.occupation", "self"),
+    ("My apartment in Denver has the worst water pressure.", "residence.city", "self"),
+    ("我在成都租的房子离地铁站就五分钟", "residence.city", "self"),
+    ("每天骑电动车去公司，二十分钟就到", "commute", "self"),
+    ("garage keypad: 9032", None, "self"),  # a note of a label and one value is the user's own
+])
+def test_slots_and_subjects(text, slot, subject):
+    t = type_statement(text)
+    assert (t.slot, t.subject) == (slot, subject)
