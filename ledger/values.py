@@ -85,6 +85,8 @@ _ZH_PLACE = re.compile(r"(?:去|在|到|于|来|住在|搬到)(?:那个|那家|�
                        r"海滩|河|江|岛|酒店|宾馆|餐厅|饭店|食堂|咖啡馆|茶馆|书院|会所|俱乐部|店))|"
                        r"(?:小|老|大)[\u4e00-\u9fff]家|[\u4e00-\u9fff]{1,2}(?:阿姨|老师|叔|姐|哥)家)"
                        r"(?![\u4e00-\u9fff]{0,1}(?:人|们|长|员|口))")
+#: a level below ground said in Chinese (负二层, 地下1层): the code B2, B1 as written on a car park's signs
+_BASEMENT = re.compile(r"(?:负|地下)\s*([1-9一二两三四五六七八九])\s*(?:层|楼)")
 #: a code ending in a keypad symbol ("1234#", "0000*"): the symbol is part of it
 _KEYPAD = re.compile(r"(?<![\w#*])\d{2,}[#*](?![\w#*])")
 _PROVINCES = set("京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼")
@@ -347,6 +349,8 @@ def value_parts(text: str) -> ValueParts:
     # 周一三五, 星期二和四: weekdays (qualifiers, read below), never the number 135; 隔三差五: no number either
     for m in [*_ZH_IDIOMS.finditer(t), *_ZH_WEEKDAYS.finditer(t)]:
         t = _blank(t, m.span())
+    # 负二层 / 地下二层 is the level written B2 (a car park, a basement): one code however it is said
+    take("code", _BASEMENT, lambda m: f"B{int(m.group(1)) if m.group(1).isdigit() else _fmt(zh_number(m.group(1)) or 0)}")
     take("email", _EMAIL, lambda m: m.group(0).lower())
     take("url", _URL, lambda m: re.sub(r"^(?:https?://)?(?:www\.)?", "", m.group(0).lower()).rstrip("/"))
     take("date", _DATE_ISO, lambda m: f"{int(m.group(1)):04d}-{int(m.group(2)):02d}-{int(m.group(3)):02d}")

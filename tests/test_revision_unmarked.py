@@ -112,6 +112,8 @@ def test_a_run_said_in_kilometres_is_a_paraphrase_not_a_new_number(minilm_ledger
     ("麻将只在老刘家打哈", "name=老刘家"),
     ("我去超市买菜", "none"),  # a place noun alone names no place
     ("下雨天我就打车去公司", "season:rain"),
+    ("我的车位在负二层218号", "code=B2, number=218"),  # 负二层 is the level written B2
+    ("我的车停在B2的218号位", "code=B2, number=218"),
 ])
 def test_value_readings(text, expected):
     assert value_parts(text).describe() == expected
