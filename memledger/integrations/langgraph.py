@@ -43,84 +43,9 @@ from langgraph.store.base import (BaseStore, GetOp, Item, ListNamespacesOp, Matc
                                   SearchItem, SearchOp)
 
 from ledger.errors import BadInput
-from ledger.schemas import KEY_RE, MAX_KEY, check_user_id
+from ledger.schemas import check_user_id
 
-ROOT = "lg"
-_PLAIN = re.compile(r"[a-z0-9\-]")  # new ledger keys are lowercase: capitals are escaped too
-_ESCAPED = re.compile(r"^(?:[a-z0-9\-]|_[0-9a-f]{2})+$")
-
-
-def escape(label: str) -> str:
-    """One namespace label or key as a ledger key segment (reversible; see the module docstring)."""
-    if label == "":
-        return "_"
-    out = []
-    for ch in label:
-        if _PLAIN.fullmatch(ch):
-            out.append(ch)
-        else:
-            out.extend(f"_{b:02x}" for b in ch.encode("utf-8", "surrogatepass"))
-    return "".join(out)
-
-
-def unescape(segment: str) -> str:
-    """The label or key a segment made by :func:`escape` stands for. Raises ValueError for anything else."""
-    if segment == "_":
-        return ""
-    if not _ESCAPED.match(segment):
-        raise ValueError(f"{segment!r} is not an escaped label")
-    raw = bytearray()
-    i = 0
-    while i < len(segment):
-        if segment[i] == "_":
-            raw.append(int(segment[i + 1:i + 3], 16))
-            i += 3
-        else:
-            raw.extend(segment[i].encode())
-            i += 1
-    return raw.decode("utf-8", "surrogatepass")
-
-
-def ledger_key(prefix: tuple[str, ...], key: str) -> str:
-    """The ledger key of item ``key`` under namespace ``(user_id, *prefix)``. Raises BadInput if too long."""
-    out = ".".join([ROOT, *(escape(p) for p in prefix), escape(key)])
-    if len(out) > MAX_KEY or not KEY_RE.match(out):
-        raise BadInput("key", f"namespace {prefix!r} and key {key[:40]!r} escape to {len(out)} characters",
-                       f"keep the escaped namespace and key within {MAX_KEY} characters")
-    return out
-
-
-def item_address(fact_key: str) -> tuple[tuple[str, ...], str] | None:
-    """``(prefix, key)`` of a ledger key made by :func:`ledger_key`, or None for a key outside the store."""
-    parts = fact_key.split(".")
-    if len(parts) < 2 or parts[0] != ROOT:
-        return None
-    try:
-        labels = [unescape(p) for p in parts[1:]]
-    except ValueError:
-        return None
-    return tuple(labels[:-1]), labels[-1]
-
-
-def _text_of(value: dict[str, Any]) -> str:
-    """The fact's sentence for search: the value's string leaves, in order (the JSON when it has none)."""
-    leaves: list[str] = []
-
-    def walk(x: Any) -> None:
-        if isinstance(x, str):
-            if x.strip():
-                leaves.append(x.strip())
-        elif isinstance(x, dict):
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, (list, tuple)):
-            for v in x:
-                walk(v)
-
-    walk(value)
-    text = ". ".join(leaves) if leaves else json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return text[:100_000] or "{}"
-
+from .lg_keys import ROOT, _text_of, escape, item_address, ledger_key, unescape  # noqa: F401  (public names here too)
 
 def _compare(item_value: Any, want: Any) -> bool:
     if isinstance(want, dict):
