@@ -33,8 +33,6 @@ escaped address is refused (``BadInput``, a ``ValueError``).
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
