@@ -1,0 +1,83 @@
+"""Bring memories kept by another system into the ledger: mem0 (:mod:`memledger.importers.mem0`) and a LangGraph
+store (:mod:`memledger.importers.langgraph`); ``memledger import mem0 PATH`` / ``memledger import langgraph PATH``.
+
+Each importer reads its file into commands first (nothing is written when the file is unreadable), then records
+them in batches through :meth:`~memledger.api.MemoryLedger.record`. Every item keeps its original creation time as
+the observed time (system time stays the import's) and its id as ``source_ref``; each command carries an
+idempotency key made from the source system, the item's id and the step of its history, so running the import
+again records nothing new. An item that cannot be carried over is skipped and named in the report with the reason;
+the rest are recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ledger.errors import BadInput
+
+#: commands per save (a batch holds at most 2,000)
+BATCH = 500
+
+
+@dataclass
+class ImportReport:
+    """What an import did: ``items`` read from the file, ``commands`` made of them, ``recorded`` (new events),
+    ``replayed`` (already recorded by an earlier run), ``users`` (commands per user), ``skipped`` (one
+    ``{"item", "reason"}`` per item not carried over)."""
+
+    source: str
+    items: int = 0
+    commands: int = 0
+    recorded: int = 0
+    replayed: int = 0
+    users: dict[str, int] = field(default_factory=dict)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    def skip(self, item: str, reason: str) -> None:
+        self.skipped.append({"item": item, "reason": reason})
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as the CLI's ``--json`` prints it (the fields above)."""
+        return {"source": self.source, "items": self.items, "commands": self.commands, "recorded": self.recorded,
+                "replayed": self.replayed, "users": dict(sorted(self.users.items())), "skipped": self.skipped}
+
+
+def instant(value: Any, field_name: str) -> datetime:
+    """An ISO 8601 time with its offset (mem0 and LangGraph write ``2024-07-20T10:05:33.123456-07:00``), as UTC.
+    Raises BadInput naming ``field_name`` for anything else: a time without a zone is never guessed."""
+    if isinstance(value, datetime):
+        t = value
+    elif isinstance(value, str):
+        try:
+            t = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise BadInput(field_name, f"{value[:40]!r} is not an ISO 8601 time",
+                           "write it as 2024-07-20T10:05:33+00:00") from None
+    else:
+        raise BadInput(field_name, f"is a {type(value).__name__}, not an ISO 8601 time",
+                       "write it as 2024-07-20T10:05:33+00:00")
+    if t.tzinfo is None:
+        raise BadInput(field_name, f"{str(value)[:40]!r} has no time zone",
+                       "add the offset it was written in (+00:00 for UTC)")
+    return t.astimezone(timezone.utc)
+
+
+def record_all(ml: Any, commands: list[dict[str, Any]], report: ImportReport) -> ImportReport:
+    """Record ``commands`` in batches of :data:`BATCH`, counting what was new and what an earlier run recorded.
+    Raises BadInput naming ``path`` (nothing written) when the file held items and none could be carried over."""
+    report.commands = len(commands)
+    if not commands and report.skipped:
+        first = report.skipped[0]
+        raise BadInput("path", f"none of its {report.items} items can be carried over ({first['item']}: "
+                       f"{first['reason']})", f"give a {report.source} file of the shape `memledger import "
+                       f"{report.source} --help` describes")
+    for i in range(0, len(commands), BATCH):
+        for r in ml.record(commands[i:i + BATCH]):
+            if r.replayed:
+                report.replayed += 1
+            else:
+                report.recorded += 1
+            report.users[r.user_id] = report.users.get(r.user_id, 0) + 1
+    return report
