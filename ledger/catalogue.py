@@ -51,7 +51,7 @@ def _slot(key: str, cardinality: Cardinality, en: tuple[str, ...], zh: tuple[str
 
 _DRINKS = (r"coffee|decaf|tea|chai|latte|lattes|negroni|cocktails?|gin|vodka|rum|sake|mojito|margarita|"
            r"americano|americanos|espresso|cappuccino|mocha|matcha|beer|wine|juice|"
-           r"smoothie|soda|cola|whisky|whiskey|milk tea|oat milk|flat white|cold brew|kombucha|lemonade")
+           r"smoothie|soda|cola|whisky|whiskey|milk tea|oat milk|flat whites?|cold brew|kombucha|lemonade")
 _PETS = r"dog|dogs|cat|cats|puppy|kitten|hamster|parrot|rabbit|bunny|goldfish|turtle|tortoise|retriever|labrador|poodle|pet|pets"
 
 #: People in the user's life known by their role ("my landlord is Mr. Lee", "我的房东是李先生"): one slot each,
@@ -151,7 +151,8 @@ CATALOGUE: tuple[Slot, ...] = (
            r"got the promotion|officially (?:a |an |the )?(?:senior |junior |lead |head )?\w+ (?:designer|engineer|developer|manager|analyst|nurse|teacher)",),
           ("工作是|职业|职位|岗位|职称|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是[^，,。是的a-z]{1,6}?(?:老师|教师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监|店长|厨师|服务员|收银员|司机|老板|柜员|客服|保安|店员|出纳)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|在[^，,。]{1,6}教(?!练|室|堂|会|材)|做.{0,6}工作|转岗|转行|(?:现在|如今|目前)(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
     _slot("work.employer", "single", (r"work (?:at|for)(?! \d)|works (?:at|for)(?! \d)|working (?:at|for)(?! \d)|employed by|"
-                                      r"joined \w+(?: \w+)? as|employer|(?:i'm|i am) an? (?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
+                                      r"joined \w+(?: \w+)? as|employer|(?:i'm|i am) an? (?!member\b|regular\b|customer\b|client\b|patient\b|"
+                                      r"volunteer\b|guest\b|fan\b|season ticket)(?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
                                       r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|first (?:day|week|month) at (?!school\b|uni\b|the gym\b|the (?:new )?(?:flat|house|place)\b)|"
                                       r"(?:i |will |i'll )start (?:a new job |working )?at (?!\d)|\bis where i work\b|(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
@@ -172,7 +173,7 @@ CATALOGUE: tuple[Slot, ...] = (
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )(?<!got )(?<!get )(?<!be )(?<!were )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown|did the move\b.{0,60}\bin [a-z]+|(?:our|my) new (?:flat|place|"
            r"house|apartment|home) in \w+|(?:our|my) (?:flat|apartment|condo|house) in (?!the\b|a\b|an\b|my\b)[a-z]+|(?:got|picked up) the keys to (?:our|my|the) (?:new )?(?:flat|place|house|apartment|home) in \w+|(?:unpacking|unpacked) (?:the |all the )?boxes in (?:our|my|the) \w+",),
-          ("住在|在.{1,6}住|我在.{1,6}生活|在[^，,。]{1,6}租的?房|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
+          ("住在|在.{1,6}住|(?:^|[，,])我(?:们|家)?住(?![在院了过的])[\u4e00-\u9fff]{2}|我在.{1,6}生活|在[^，,。]{1,6}租的?房|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|(?:started|start|began|back to) eating (?:meat|fish|seafood|chicken|pork|beef)|"
            r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),
@@ -180,7 +181,7 @@ CATALOGUE: tuple[Slot, ...] = (
           ("喝|咖啡(?![店馆厅])|(?<![茶咖])茶(?![馆楼叶店])|拿铁|美式|奶茶|啤酒|果汁|红酒|可乐|豆浆|酸奶|抹茶",)),
     _slot("preference.food", "single",
           (r"favou?rite food|favou?rite dish|cuisine|sushi|pizza|pasta|ramen|curry|burgers?|noodles|dumplings|"
-           r"tacos|steak|salad|love eating|like eating|food",), ("爱吃|喜欢吃|最爱吃|(?:[川湘粤鲁苏浙闽徽日韩泰西]|家常|东北|本帮)菜|菜系|[吃做点炒][^，,。]{0,3}菜(?![地园市场刀板])|火锅|饺子|面条|寿司|美食|料理",)),
+           r"tacos|steak|salad|love eating|like eating|food(?! bank| truck| poisoning)",), ("爱吃|喜欢吃|最爱吃|(?:[川湘粤鲁苏浙闽徽日韩泰西]|家常|东北|本帮)菜|菜系|[吃做点炒][^，,。]{0,3}菜(?![地园市场刀板])|火锅|饺子|面条|寿司|美食|料理",)),
     _slot("preference.music", "single",
           (r"music|listen to|listening to|band|singer|jazz|rock|hip[- ]hop|classical|k-pop|kpop|pop songs|"
            r"playlist|album",), ("音乐|听歌|歌手|乐队|爵士|摇滚|古典乐|流行歌|说唱",)),

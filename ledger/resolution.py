@@ -30,19 +30,16 @@ from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_
 from .slots import (_GENERIC_STEMS, CATALOGUE_VERSION, GENERIC, REGISTRY, KeyRegistry, Typing, content_tokens, has_cjk,
                     linked_slot_keys, names_several, overlap, says_all)
 from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, NEAREST, NEAREST_ALONE,
-                                 NEAREST_ALONE_MARGIN, NEAREST_COMPANION_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN,
-                                 NEAREST_MARGIN, NEAREST_MODELS, PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH,
-                                 dense_thresholds)
-from .unmarked import unmarked_target
+    NEAREST_ALONE_MARGIN, NEAREST_COMPANION_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN, NEAREST_MARGIN, NEAREST_MODELS,
+    PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH, dense_thresholds)
+from .unmarked import job_left, unmarked_target
 from .values import (_STRONG_KINDS, aspect_of, cjk_bigrams, differing, name_words, names_relative, qualifier_kinds,
-                     names_within, qualifiers_clash, shared_cjk_word, value_parts, zh_numerals)
+                     names_within, other_case, qualifiers_clash, shared_cjk_word, value_parts, zh_numerals)
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
 #: the rules whose conflict an adjudicator may settle (unsure which memory, or whether it replaces it); a partial
 #: cessation is never settled by one: retiring the memory would lose its other values
 ADJUDICABLE = ("free_unsure", "named_unsure", "multi_unsure")
-#: the two slots of one job: a change said in either ends the job the other holds
-JOB_PAIRS = {"work.employer": "work.occupation", "work.occupation": "work.employer"}
 
 
 def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder: str | None = None,
@@ -293,22 +290,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         return done("reaffirm", c.key, "attribute_paraphrase", c, note="same attribute, every value equal")
 
     def job_changed() -> Resolution | None:
-        """A new employer, or a change of job said in one job slot, while the other holds the current job
-        ("Started at Monzo last month" of "I work as a data analyst at Ocado"; 入职字节第一周 of 我在美团做产品经理): one
-        job is held at a time, so the memory of the other slot is superseded."""
-        other = JOB_PAIRS.get(slot_key or "")
-        if other is None or typing.mood != "statement" or typing.additive or narrative:
-            return None
-        held = [c for c in candidates if c.slot_key == other and c.status in ("current", "contested")
-                and same_subject(c) and (c.typing is None or not c.typing.cessation)]
-        if len(held) != 1:
-            return None
-        mine_names, their_names = name_words(mine_vp), name_words(held[0].values)
-        elsewhere = slot_key == "work.employer" and mine_names and their_names and not mine_names & their_names
-        if not (typing.change or elsewhere):
-            return None  # "Title-wise I'm a senior UX researcher" of "I work at Google": the same job, another aspect
-        return done("supersede", slot_key, "job_changed", held[0], close_key=held[0].key,
-                    note="one job at a time: the memory of the other job slot is the job left")
+        """One job at a time (ledger/unmarked.py ``job_left``): the other job slot's memory is the job left."""
+        left = None if narrative else job_left(slot_key, typing, mine_vp, candidates, same_subject)
+        return None if left is None else done("supersede", slot_key, "job_changed", left, close_key=left.key,
+                                              note="one job at a time: the memory of the other job slot is the job left")
 
     def unmarked() -> Resolution | None:
         """A change said with no word of change (ledger/unmarked.py): the one memory it replaces is superseded."""
@@ -471,7 +456,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 frac = max(frac, len(cue_tokens & theirs) / len(cue_tokens))
             if (name_words(mine_vp) & name_words(c.values) or shared_cjk_word(text, c.text)
                     or any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text, re.I) for w in name_words(c.values)
-                           if len(w) > 2)):
+                           if len(w) > 2 and not has_cjk(w))
+                    or any(w in text for w in name_words(c.values) if len(w) >= 2 and has_cjk(w))):  # 团子上周走了
                 frac = max(frac, 0.75)  # "Cancelled Spotify last night", "Biscuit passed away": it names what it ends
             if frac > 0:
                 found.append((frac, c.score, c))
@@ -711,6 +697,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("correct", target.key, "named_correction", target, op="correct")
             if partial(target):
                 return done("conflict", None, "partial_cessation", target, contest_key=target.key, note=partial_note)
+            if not typing.change and other_case(target.values, mine_vp):  # 周末就不喝美式了 of 工作日早上…冰美式
+                return done("add", None, "qualifier_sibling", None, fresh_key=True, note="another case stops")
             return done("retire", target.key, "named_cessation", target)
         if len(found) > 1 and found[0][0] >= 0.5:
             return done("conflict", None, "named_unsure", found[0][2], contest_key=found[0][2].key)

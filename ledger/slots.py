@@ -269,7 +269,7 @@ _ROLES_ZH = {"房东": "landlord", "医生": "doctor", "牙医": "dentist", "律
              "经理": "manager", "领导": "manager", "上司": "manager", "教练": "trainer", "理发师": "hairdresser",
              "老师": "teacher", "兽医": "vet", "保姆": "nanny", "阿姨": "nanny"}
 _ROLE_EN_RE = _lazy_re(_LEAD_EN + r"(?:my|our|the) (" + "|".join(sorted(_ROLES_EN, key=len, reverse=True))
-                       + r")(?:'s|s'|’s)\s")
+                       + r")(?:'s|s'|’s)\s(?!(?:a|an|the|called|named|still|now|just)\b)")  # "my barber's a guy": is
 _ROLE_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:我|我们)?(?:的|家)?(" + "|".join(sorted(_ROLES_ZH, key=len, reverse=True)) + ")的")
 
 #: "not" before a word of degree or manner negates how, not what ("I speak Portuguese too, not perfectly but enough",
@@ -278,7 +278,7 @@ _NOT_DEGREE = (r"(?!(?:\w+ly|very|quite|that|too|so|much|always|often|sure|great
                r"a lot|at all|yet)\b)")
 _CORRECTION = [_lazy_re(p) for p in (
     r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",
-    r"\bi was wrong\b", r"\bto correct\b", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
+    r"\bi was wrong\b", r"\bto correct\b", r"^(?:actually|oh|sorry|wait),? no\b(?! (?:longer|more)\b)", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
     r"\bmisremembered\b", r"\bnot " + _NOT_DEGREE + r"\w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b", r"\bscratch that\b",
     r"^oops\b", r"\bno wait\b", r"^wait,? no\b", r"\bi mixed (?:it|them|that) up\b", r"\b(?:got|get|was|were) (?:\w+ )?mixed up\b", r"\bgot (?:it|that) wrong\b",
     r"\bmeant to say\b", r"\b(?:it|that) (?:was|is) never\b", r"\b(?:read|looked at|saw|gave you|had) the wrong\b", r"\bwrong (?:number|date|time|day|name)\b", r"\bi misread\b", r"^no,? it'?s\b",
@@ -336,7 +336,7 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\bgiven up\b", r"\bdropped\b", r"\blost (?:my|his|her|their) job\b", r"\bleft (?:my|his|her) job\b",
     r"\blaid (?:\w+ )?off\b", r"\b(?:was|got|been|get) fired\b", r"\bfired (?:me|him|her)\b",
     r"\blet (?:me|him|her) go\b", r"\blet \w+ go\b", r"\b(?:got|was|been) let go\b", r"\bmade redundant\b", r"\bout of work\b", r"\bbetween jobs\b", r"\bjobless\b",
-    r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our|the)\b",
+    r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our|the|both|all|them|it)\b", r"\bstepped away from\b",
     r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
     r"\bno more\b", r"\bcalled off\b", r"\bsince (?:my|the) last (?:cigarette|smoke|cig|drink|vape)\b",
     r"\b(?:had to |have to |having to )?put (?:\w+ )?down\b(?= (?:on|last|this|yesterday|today)\b|[.,!]|$)", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
@@ -590,8 +590,8 @@ def _stated_apart(body: str, cues: list[re.Match[str]]) -> bool:
     """Whether a message that asks or plans also states, in a clause of its own, something holding a value
     ("...? Book club gets together at Hannah's house these days, so I'd like to bring something nice"): a clause
     neither asked nor planned that holds a value-bearing part (a name, number, code, day) and every cue of the
-    statement's slot. A plan said beside a remark without a value ("I might move to Berlin. Rents are crazy") is
-    still a plan."""
+    statement's slot, or that says something stopped. A plan said beside a remark without a value ("I might move
+    to Berlin. Rents are crazy") is still a plan."""
     from .values import value_parts  # values reads the subjects and lexicon modules only: no cycle at run time
 
     bounds, start = [], 0
@@ -607,6 +607,7 @@ def _stated_apart(body: str, cues: list[re.Match[str]]) -> bool:
     plain = [(a, b) for a, b in bounds if not (_QUESTION.search(low[a:b].strip()) or _TENTATIVE.search(low[a:b])
                                                or _PLANNING.search(low[a:b]))]
     if not any(not value_parts(body[a:b]).empty or value_parts(body[a:b]).qualifiers.get("day")
+               or any(p.search(low[a:b]) for p in _CESSATION)  # "so I cancelled my gym membership this morning"
                for a, b in plain):
         return False
     return all(any(a <= cue.start() < b for a, b in plain) for cue in cues)

@@ -15,7 +15,8 @@ The reading (:func:`unmarked_target`): the one current memory of the same subjec
 * is not a sibling of a closed multi-valued slot (pets, allergies, conditions, languages, plans: two of them are two
   values, whatever they share).
 
-It must be strictly ahead of any other such memory. A statement about one occasion ("tomorrow I'm fishing at
+It must be strictly ahead of any other such memory. :func:`job_left` reads the one change of this kind the
+catalogue knows: a new employer or a change of job said in one job slot ends the job the other slot holds. A statement about one occasion ("tomorrow I'm fishing at
 Qinglong Lake") changes nothing unless it says it is the habit (as usual, always, 照常, 一般).
 """
 
@@ -27,10 +28,11 @@ from typing import TYPE_CHECKING, Callable
 from .attributes import Reading, same_attribute
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens
 from .text import STOP_ZH, has_cjk
-from .values import ValueParts, qualifiers_clash
+from .values import ValueParts, name_words, qualifiers_clash
 
 if TYPE_CHECKING:
     from .decision import Candidate
+    from .slots import Typing
 
 #: multi-valued slots whose siblings are values of one closed kind: two of them are both true
 CLOSED_MULTI = ("pet", "health.", "profile.languages", "plan")
@@ -153,3 +155,26 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
     if not found or (len(found) > 1 and found[1][0] >= found[0][0]):
         return None
     return found[0][2], found[0][3]
+
+
+#: the two slots of one job: a change said in either ends the job the other holds
+JOB_PAIRS = {"work.employer": "work.occupation", "work.occupation": "work.employer"}
+
+
+def job_left(slot_key: str | None, typing: Typing, vp: ValueParts, candidates: list[Candidate],
+             same_subject: Callable[[Candidate], bool]) -> Candidate | None:
+    """The memory of the job left, when a statement lands in one job slot (``slot_key``: work.employer or
+    work.occupation) with nothing current there and the other holds the current job: it says a change ("Started at
+    Monzo last month", 入职字节第一周), or names another employer than the one held ("I'm a pharmacist at St. Luke's" of
+    "I teach chemistry at a high school in Tacoma"). None otherwise: "Title-wise I'm a senior UX researcher" of "I
+    work at Google" is the same job, another aspect of it."""
+    other = JOB_PAIRS.get(slot_key or "")
+    if other is None or typing.mood != "statement" or typing.additive:
+        return None
+    held = [c for c in candidates if c.slot_key == other and c.status in ("current", "contested")
+            and same_subject(c) and (c.typing is None or not c.typing.cessation)]
+    if len(held) != 1:
+        return None
+    mine_names, their_names = name_words(vp), name_words(held[0].values)
+    elsewhere = slot_key == "work.employer" and mine_names and their_names and not mine_names & their_names
+    return held[0] if typing.change or elsewhere else None

@@ -682,6 +682,12 @@ def qualifiers_clash(old: ValueParts, new: ValueParts) -> list[str]:
     return out
 
 
+def other_case(old: ValueParts, new: ValueParts) -> list[str]:
+    """The qualifier kinds both statements name, with different values (weekdays / weekends, summer / winter):
+    what ``new`` says, even that something stopped (周末就不喝美式了), is of another case than ``old``."""
+    return [k for k in qualifiers_clash(old, new) if old.qualifiers.get(k)]
+
+
 def qualifier_kinds(text: str) -> set[str]:
     """The qualifier kinds named in ``text`` (a value phrase: "Saturday mornings" names day and time of day)."""
     low = unicodedata.normalize("NFC", text).lower()

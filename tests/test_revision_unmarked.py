@@ -48,7 +48,14 @@ def revise(ml, old: str, new: str):
      "My apartment in Denver has the worst water pressure, any tips for getting a decent shower?", None),
     ("我在杭州住，就西湖边上，挺方便的", "我在成都租的房子离地铁站就五分钟，还挺满意的", None),
     ("我每天坐地铁2号线上班", "每天骑电动车去公司，二十分钟就到", None),
+    ("my barber's a guy called Remy at Sharp Edge on Cole Street",
+     "My barber is Tomasz, he's got a little two-chair place next to the launderette on Mill Road.", None),
+    ("我家在成都，住武侯区，离地铁站走路五分钟", "我住苏州工业园区，金鸡湖旁边那一片", None),
+    ("I basically run on flat whites, two a day minimum", "My standard order is a large iced oat chai, every morning.",
+     None),
 ])
+
+
 def test_the_new_value_replaces_the_old(minilm_ledger, old, new, rule):
     r, facts = revise(minilm_ledger, old, new)
     assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation
@@ -56,6 +63,17 @@ def test_the_new_value_replaces_the_old(minilm_ledger, old, new, rule):
     assert all(facts.get(b) == "current" for b in NEUTRAL)
 
 
+@pytest.mark.parametrize("old,new,decision", [
+    ("我养了一只柯基叫团子，三岁，腿短短的超可爱", "团子上周走了……查出来肾衰，没救回来。暂时不想再养了", "retire"),
+    ("I volunteer at the Eastside food bank every Thursday evening, mostly sorting tins",
+     "I've stepped away from the food bank completely — did my last Thursday shift, just can't fit it in anymore",
+     "retire"),
+    ("in my Thursday pottery class I'm on wheel 6, the one by the window",
+     "actually no, I'm on wheel 9 — wheel 6 is the one Priya uses, I always get them muddled", "correct"),
+])
+def test_the_old_statement_stops_or_is_corrected(minilm_ledger, old, new, decision):
+    r, facts = revise(minilm_ledger, old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == (decision, None, "current"), r.explanation
 @pytest.mark.parametrize("old,new", [
     ("My running shoes are size 10", "My dress shoes are a size 9.5"),  # another modifier of the noun: another case
     ("At the downtown office my desk is on floor 5", "At the Oakland office I sit on floor 2"),
@@ -67,6 +85,7 @@ def test_the_new_value_replaces_the_old(minilm_ledger, old, new, rule):
     ("我钓鱼一般都去西郊水库", "明天我去青龙湖钓鱼"),  # one outing, not the habit
     ("I have a cat named Miso", "We adopted a beagle called Pepper last weekend"),
     ("My rent is 1,900 a month", "My landlord raised the rent on my storage unit to 150"),
+    ("工作日早上我都要喝一杯冰美式，不然醒不过来", "周末就不喝美式了，一般在家慢慢泡杯拿铁"),  # another case stops
     ("On weekdays I run the canal loop, about 6k", "Weekends I do the longer route up Kestrel Hill and back"),
 ])
 def test_both_stay_current(minilm_ledger, old, new):
@@ -142,6 +161,11 @@ def test_a_clause_that_states_apart_from_the_question_or_wish(text, mood):
     ("我在成都租的房子离地铁站就五分钟", "residence.city", "self"),
     ("每天骑电动车去公司，二十分钟就到", "commute", "self"),
     ("garage keypad: 9032", None, "self"),  # a note of a label and one value is the user's own
+    ("I'm a member at PureGym on Station Road", None, "self"),  # a member is no employee
+    ("my barber's a guy called Remy", "person.hairdresser", "self"),  # "'s a" is "is a"
+    ("My barber's daughter is a nurse", None, "hairdresser"),
+    ("我住苏州工业园区，金鸡湖旁边那一片", "residence.city", "self"),
+    ("我住院了", None, "self"),
 ])
 def test_slots_and_subjects(text, slot, subject):
     t = type_statement(text)
