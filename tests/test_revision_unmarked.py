@@ -3,27 +3,18 @@ a statement inside a request, and the value readings these rest on (docs/resolut
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 from ledger.slots import type_statement
 from ledger.unmarked import specific_days
 from ledger.values import value_parts
+from tests.test_revision_phrasings import revise as revise_between
 
-T0, T1, T2 = "2024-01-01T09:00:00Z", "2024-01-02T09:00:00Z", "2024-02-01T09:00:00Z"
 NEUTRAL = ("The sunset tonight was this ridiculous orange-pink color.", "今天回南天，墙上都是水珠")
-_users = itertools.count()
 
 
 def revise(ml, old: str, new: str):
-    user = f"u{next(_users)}"
-    ml.remember(user, old, observed_at=T0)
-    for b in NEUTRAL:
-        ml.remember(user, b, observed_at=T1)
-    r = ml.remember(user, new, observed_at=T2)
-    facts = {f.text: f.status for f in ml.profile(user).facts.values()}
-    return r, facts
+    return revise_between(ml, old, new, between=NEUTRAL)
 
 
 @pytest.mark.parametrize("old,new,rule", [
