@@ -155,7 +155,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                       r"volunteer\b|guest\b|fan\b|season ticket)(?:[\w-]+ ){1,3}at (?!home\b|night\b|work\b|school\b|"
                                       r"the (?:moment|weekend|gym|office)\b|heart\b|least\b|first\b|times\b|\d)|company i work|started (?:a new job |working )?at|new job at|first (?:day|week|month) at (?!school\b|uni\b|the gym\b|the (?:new )?(?:flat|house|place)\b)|"
                                       r"(?:i |will |i'll )start (?:a new job |working )?at (?!\d)|\bis where i work\b|(?:just |recently )?joined (?!the (?:gym|club|team|choir|band|union|church|class)\b|"
-                                      r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
+                                      r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|去了[^，,。]{1,8}(?:工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches|get|gets) the (?:[\w-]+ )?(?:bus|train|subway|metro|tube|"
                                 r"tram|ferry|line)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
                                 r"(?<!less )(?<!no )(?<!shorter )commut(?:e|ing)|gets me to (?:work|the office)",), (r"坐地铁|坐公交|[0-9一二两三四五六七八九十]+\s*号线|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班|^(?:每天|平时|一般|现在|最近)?(?:骑|开|坐|走路|步行|打车)[^，,。]{0,5}(?:到|去)(?:公司|单位)",),
@@ -170,7 +170,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                           r"(?:our|my) (?:house|flat|apartment) (?:is|has)",),
           ("租房|租了.{0,4}房|买了?.{0,4}房|房贷|公寓",)),
     _slot("residence.city", "single",
-          (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|home is|(?<!was )(?<!been )(?<!is )(?<!got )(?<!get )(?<!be )(?<!were )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
+          (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|(?<!at )(?<!\w )home is(?! \d)|(?<!was )(?<!been )(?<!is )(?<!got )(?<!get )(?<!be )(?<!were )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown|did the move\b.{0,60}\bin [a-z]+|(?:our|my) new (?:flat|place|"
            r"house|apartment|home) in \w+|(?:our|my) (?:flat|apartment|condo|house) in (?!the\b|a\b|an\b|my\b)[a-z]+|(?:got|picked up) the keys to (?:our|my|the) (?:new )?(?:flat|place|house|apartment|home) in \w+|(?:unpacking|unpacked) (?:the |all the )?boxes in (?:our|my|the) \w+",),
           ("住在|在.{1,6}住|(?:^|[，,])我(?:们|家)?住(?![在院了过的])[\u4e00-\u9fff]{2}|我在.{1,6}生活|在[^，,。]{1,6}租的?房|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),

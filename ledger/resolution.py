@@ -32,7 +32,7 @@ from .slots import (_GENERIC_STEMS, CATALOGUE_VERSION, GENERIC, REGISTRY, KeyReg
 from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, NEAREST, NEAREST_ALONE,
     NEAREST_ALONE_MARGIN, NEAREST_COMPANION_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN, NEAREST_MARGIN, NEAREST_MODELS,
     PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH, dense_thresholds)
-from .unmarked import job_left, unmarked_target
+from .unmarked import JOB_PAIRS, job_left, unmarked_target
 from .values import (_STRONG_KINDS, aspect_of, cjk_bigrams, differing, name_words, names_relative, qualifier_kinds,
                      names_within, other_case, qualifiers_clash, shared_cjk_word, value_parts, zh_numerals)
 
@@ -504,6 +504,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                                        "slot")
             if elsewhere is not None:
                 return elsewhere
+            job = job_changed()
+            if job is not None or slot_key in JOB_PAIRS and any(
+                    c.slot_key == JOB_PAIRS[slot_key] and c.status == "current" and same_subject(c) for c in candidates):
+                return job or done("new", slot_key, "new_slot")  # "I work for Spotify now" of "I'm an engineer"
             am = by_attribute()
             if am is not None and not registry.slot_of(am.key):
                 # the slot holds nothing, but a free-text memory is about the same attribute: it is revised
@@ -518,7 +522,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if nearest is not None:
                 # 我跳槽了，现在在字节做产品 of 我在美团做产品经理 held outside the slot: by far the nearest memory
                 return nearest
-            return job_changed() or unmarked() or done("new", slot_key, "new_slot")
+            return unmarked() or done("new", slot_key, "new_slot")
         close = head.key if head.key != slot_key else None
         if typing.correction:
             return done("correct", slot_key, "correction", head, op="correct" if close is None else "assert",

@@ -339,7 +339,7 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our|the|both|all|them|it)\b", r"\bstepped away from\b",
     r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
     r"\bno more\b", r"\bcalled off\b", r"\bsince (?:my|the) last (?:cigarette|smoke|cig|drink|vape)\b",
-    r"\b(?:had to |have to |having to )?put (?:\w+ )?down\b(?= (?:on|last|this|yesterday|today)\b|[.,!]|$)", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
+    r"\b(?:had to |have to |having to )?put (?:\w+ )?down\b(?= (?:on|last|this|yesterday|today)\b|[.,!]|$)", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b(?! up\b)", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
     r"取消", r"搬离", r"停了", r"不(?!能再[多少高低贵长短])(?!会再[多少高低贵])(?!.{0,2}[多少]了).{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
@@ -358,7 +358,7 @@ _CESSATION = [_lazy_re(p) for p in (
 )]
 _CHANGE = [_lazy_re(p) for p in (
     r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",
-    r"\bmoved to\b", r"\bstarted\b",
+    r"\bmoved to\b", r"\bstarted\b", r"\bended up (?:buying|getting|with|going)\b", r"\bgot (?:totall?ed|written off)\b",
     # "new", but not in a name (the New York Times, New Zealand, New Balance)
     r"\bnew\b(?! (?:york|zealand|jersey|mexico|delhi|orleans|england|hampshire|haven|balance|order|brunswick|"
     r"south wales|year'?s? (?:eve|day)|testament|wave|age)\b)", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",
@@ -486,6 +486,7 @@ def _strip(text: str, spans: list[tuple[int, int]]) -> str:
 
 #: the statement is about how things used to be, not the current value ("we used to drink matcha", "小时候")
 _PAST = _lazy_re(r"\bused to\b|\bas a (?:kid|child|student)\b|\bwhen i was (?:a kid|young|little)\b|"
+                   r"\bbefore (?:i|we) (?:moved|came|relocated)\b|"
                    r"小时候|以前|过去|当年")
 
 
@@ -544,6 +545,8 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     asked = bool(_QUESTION.search(t)) and not _STATED_THEN_ASKED.search(t) and not _ASKED_THEN_STATED.search(t)
     planned = bool(_TENTATIVE.search(body) or (_PLANNING.search(body) and not (cess and _PLAN_NOUN.search(t))))
     cased = unicodedata.normalize("NFC", text).replace("’", "'").strip()  # names are read by their capitals
+    if asked and _PRESUPPOSED.search(t):
+        asked = False
     if (asked or planned) and _stated_apart(_strip(cased, spans) if len(cased) == len(t) else body, best[3]):
         # "What snack should I bring? Book club meets at Hannah's these days, so I'd like to bring something": the
         # question and the wish are clauses of their own; the clause holding the value states it
@@ -582,15 +585,19 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
 
 #: where a message's clauses part: its sentences, a consequence after ", so" / "，所以", a clause after "；"
 _CLAUSE_SPLIT = _lazy_re(r"(?<=[.!?])\s+|[。！？；;]|[,，]\s*(?=so\b|所以|那你|你(?:推荐|觉得|说|看))|(?<=[?？])|"
-                         r"[,，—–]\s*(?=any (?:tips|advice|ideas|suggestions|recommendations)\b|(?:what|how) (?:should|do|can|"
-                         r"would) i\b|(?:can|could|would) you\b|有没有|怎么办|求推荐)")
+                         r"[,，—–]\s*(?=any (?:\w+ )?(?:tips|advice|ideas|suggestions|recommendations)\b|(?:what|how) "
+                         r"(?:should|do|can|would) i\b|(?:can|could|would) you\b|有没有|有什么|怎么办|求推荐|推荐一下)")
+#: a question that takes a new value for granted ("any tips for my new flat in Leeds?", "good cafes near my new
+#: office at Canary Wharf?"): it states that value, whatever it asks
+_PRESUPPOSED = _lazy_re(r"\bmy new (?:flat|place|house|apartment|home|job|office|workplace|school) (?:in|at|near) "
+                        r"(?!the\b|a\b)\w+")
 
 
 def _stated_apart(body: str, cues: list[re.Match[str]]) -> bool:
     """Whether a message that asks or plans also states, in a clause of its own, something holding a value
     ("...? Book club gets together at Hannah's house these days, so I'd like to bring something nice"): a clause
-    neither asked nor planned that holds a value-bearing part (a name, number, code, day) and every cue of the
-    statement's slot, or that says something stopped. A plan said beside a remark without a value ("I might move
+    neither asked nor planned that holds every cue of the statement's slot (刚搬到杭州，有什么好吃的推荐吗？), or, with no
+    slot, a value-bearing part (a name, number, code, day) or a stop. A plan said beside a remark without a value ("I might move
     to Berlin. Rents are crazy") is still a plan."""
     from .values import value_parts  # values reads the subjects and lexicon modules only: no cycle at run time
 
@@ -606,9 +613,9 @@ def _stated_apart(body: str, cues: list[re.Match[str]]) -> bool:
     low = body.lower()
     plain = [(a, b) for a, b in bounds if not (_QUESTION.search(low[a:b].strip()) or _TENTATIVE.search(low[a:b])
                                                or _PLANNING.search(low[a:b]))]
-    if not any(not value_parts(body[a:b]).empty or value_parts(body[a:b]).qualifiers.get("day")
-               or any(p.search(low[a:b]) for p in _CESSATION)  # "so I cancelled my gym membership this morning"
-               for a, b in plain):
+    if not cues and not any(not value_parts(body[a:b]).empty or value_parts(body[a:b]).qualifiers.get("day")
+                            or any(p.search(low[a:b]) for p in _CESSATION)  # "so I cancelled my gym membership"
+                            for a, b in plain):
         return False
     return all(any(a <= cue.start() < b for a, b in plain) for cue in cues)
 

@@ -7,7 +7,8 @@ ferns get their water". Nothing says "now" or "changed", yet a topic holds one v
 The reading (:func:`unmarked_target`): the one current memory of the same subject that
 
 * holds a value of a kind the statement also gives — an id (a bare number, a code, a phone number, an e-mail
-  address, a URL), a name or named place, a clock time, or specific weekdays — and none of the statement's values of that
+  address, a URL), a name or named place, or specific weekdays (and a clock time when the statement says
+  something changed: "vitamins at 8am" / "magnesium at 9pm" are two things) — and none of the statement's values of that
   kind (a statement repeating a value refines or adds to the memory: "Stopped by unit 214 on Sunday");
 * shares its topic: two content words besides the values, or one when either side has at most two;
 * is not about another case (summer / winter, at home / at work, weekdays / weekends: ledger/values.py
@@ -54,7 +55,10 @@ _ZH_NUMERALS = set("零〇一二两三四五六七八九十百千万")
 _TIME_WORDS = {"morn", "morning", "afternoon", "even", "evening", "night", "week", "weekend", "weekday", "day",
                "month", "year", "usually", "always", "normally", "every", "each", "sunday", "monday", "tuesday",
                "wednesday", "thursday", "friday", "saturday", "now", "these", "days", "nowadays", "first",
-               "last", "next", "time", "today", "tomorrow", "tonight", "don't", "can't", "still"}
+               "last", "next", "time", "today", "tomorrow", "tonight", "don't", "can't", "still",
+               # verbs any topic uses: a shared "take" or "get" says nothing of what both are about
+               "tak", "take", "took", "get", "got", "go", "goe", "went", "mak", "make", "kep", "keep", "put", "see",
+               "set", "com", "come", "need", "want", "lik", "like", "lov", "love", "try", "tri", "start", "us", "use"}
 _ZH_NOT_TOPIC = set("去在到来回般都每周星期礼拜天早晚上下午点些那这个们它他她你啥吗呢吧啊哈呀嘛就还才再也又很挺太真"
                     "明今昨年月日号第次回趟阵子最近照常反正不知道想要能会得着过把被给让对跟和与及或")
 
@@ -68,14 +72,16 @@ def specific_days(text: str) -> frozenset[str]:
     return frozenset(days)
 
 
-def _values(vp: ValueParts, text: str) -> dict[str, frozenset[str]]:
+def _values(vp: ValueParts, text: str, marked: bool = False) -> dict[str, frozenset[str]]:
     ids = {f"{k}:{v}" for k in ("code", "phone", "email", "url") for v in vp.parts.get(k, ())}
     if not (vp.parts.get("unit") or vp.parts.get("time") or vp.parts.get("date")):
         # a bare number is an id (a locker, a combination, a floor); an amount with its unit ("5k", "five
         # kilometres") or a count beside times ("every 12 hours, at 8am") is another reading, left to the other rules
         ids |= {f"number:{v}" for v in vp.parts.get("number", ())}
     out = {"id": frozenset(ids), "name": frozenset(n for n in vp.parts.get("name", ()) if not n.startswith("lang:")),
-           "day": specific_days(text), "time": vp.parts.get("time", frozenset())}
+           "day": specific_days(text)}
+    if marked:  # a clock time alone is no topic's value: "vitamins at 8am" / "magnesium at 9pm" are two things
+        out["time"] = vp.parts.get("time", frozenset())
     return {k: v for k, v in out.items() if v}
 
 
@@ -117,7 +123,7 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
     changed (``marked``: 陶艺课挪到周日下午了)."""
     if (subject == "none" and not marked) or (_OCCASION.search(text.lower()) and not _HABIT.search(text.lower())):
         return None
-    mine = _values(vp, text)
+    mine = _values(vp, text, marked)
     if not mine:
         return None
     words = _topic(vp, text)
@@ -132,7 +138,7 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         if (mine_rd.head and rd.head and "+" not in mine_rd.head + rd.head and mine_rd.head != rd.head
                 and not same_attribute(rd, mine_rd)):
             continue  # "the rent on my storage unit" is not "my rent": two nouns read, two attributes
-        theirs = _values(c.values, c.text)
+        theirs = _values(c.values, c.text, marked)
         # another value of a kind both give; a value of that kind repeated means the statement refines or adds to
         # the memory ("Stopped by unit 214 on Sunday"), a value of another kind repeated only says the topic is one
         # said as a change, the old value may be named beside the new one (陶艺课挪到周日下午了，周三老加班去不了)
@@ -157,6 +163,8 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
     return found[0][2], found[0][3]
 
 
+#: a workplace named in a job memory ("at a high school", 在美团做): it says where the job is, not only what it is
+_WORKPLACE = re.compile(r"\b(?:at|for|with) (?:a|an|the|[a-z])|在[^，,。]{1,10}(?:做|当|上班|工作|教)")
 #: the two slots of one job: a change said in either ends the job the other holds
 JOB_PAIRS = {"work.employer": "work.occupation", "work.occupation": "work.employer"}
 
@@ -176,5 +184,7 @@ def job_left(slot_key: str | None, typing: Typing, vp: ValueParts, candidates: l
     if len(held) != 1:
         return None
     mine_names, their_names = name_words(vp), name_words(held[0].values)
+    if not (their_names or _WORKPLACE.search(held[0].text.lower())):
+        return None  # "I'm a software engineer" then "I work for Spotify now": one job said twice, both kept
     elsewhere = slot_key == "work.employer" and mine_names and their_names and not mine_names & their_names
     return held[0] if typing.change or elsewhere else None

@@ -120,3 +120,52 @@ def test_a_history_that_is_not_mem0s_is_refused(cli, mem0_files, tmp_path):
     assert code == 2 and err.startswith("error: history:"), err
     code, _, err = cli("import", "mem0", str(export), "--source", "llm")
     assert code == 2 and err.startswith("error: source:"), err
+
+
+def test_an_item_the_ledger_would_refuse_is_skipped_and_the_rest_imported(cli, tmp_path):
+    items = [{"id": "ok", "memory": "Likes tea", "user_id": "ana", "created_at": "2024-01-01T00:00:00+00:00"},
+             {"id": "sp", "memory": "Likes coffee", "user_id": " 张伟", "created_at": "2024-01-01T00:00:00+00:00"},
+             {"id": "old", "memory": "Ancient", "user_id": "ana", "created_at": "0001-01-01T00:00:00+14:00"},
+             {"id": 7, "memory": "x", "user_id": "ana"},
+             {"id": "meta", "memory": "x", "user_id": "ana", "metadata": [1, 2]}]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    report = cli.json("import", "mem0", str(path))
+    assert (report["recorded"], report["users"]) == (1, {"ana": 1})
+    reasons = {s["item"]: s["reason"] for s in report["skipped"]}
+    assert reasons["sp"].startswith("user_id:") and reasons["old"].startswith("created_at:")
+    assert reasons["results[3]"] == "id is a int, not a string" and reasons["meta"].startswith("metadata")
+    code, _, err = cli("import", "mem0", str(path), "--source", "user_statement")
+    assert code == 2 and err.startswith("error: source:"), err  # imported before with another source
+
+
+def test_mem0_times_are_read_back_through_the_compatible_api(cli, mem0_files, store_args):
+    from memledger.compat.mem0 import Memory
+
+    export, _ = mem0_files
+    cli.json("import", "mem0", str(export))
+    with Memory(**store_args) as m:
+        got = {r["memory"]: r["created_at"][:10] for r in m.get_all(filters={"user_id": "alice"})["results"]}
+    assert got == {"Likes oat flat whites": "2024-07-20", "Lives in Lisbon": "2024-07-21"}  # mem0's created_at
+
+
+@pytest.mark.parametrize("content,field", [
+    (b"[" * 100000 + b"]" * 100000, "path"),  # nests too deeply
+    (b'{"namespace": ["u"], "key": "k", "value": {"a": "caf\xe9"}}\n', "path"),  # not UTF-8
+])
+def test_a_file_that_cannot_be_read_exits_2(cli, tmp_path, content, field):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(content)
+    for verb in ("mem0", "langgraph"):
+        code, _, err = cli("import", verb, str(path))
+        assert code == 2 and err.startswith(f"error: {field}:") or err.startswith("error: line 1:"), (verb, err)
+
+
+def test_a_namespace_langgraph_refuses_is_not_imported(cli, tmp_path):
+    lines = [{"namespace": ["u1", "a.b"], "key": "c", "value": {"x": 1}},
+             {"namespace": ["u1", ""], "key": "c", "value": {"x": 1}},
+             {"namespace": ["u1", "ok"], "key": "c", "value": {"x": 1}}]
+    path = tmp_path / "items.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines), encoding="utf-8")
+    report = cli.json("import", "langgraph", str(path))
+    assert report["recorded"] == 1 and [s["item"] for s in report["skipped"]] == ["line 1", "line 2"]

@@ -39,6 +39,9 @@ def revise(ml, old: str, new: str):
      "My apartment in Denver has the worst water pressure, any tips for getting a decent shower?", None),
     ("我在杭州住，就西湖边上，挺方便的", "我在成都租的房子离地铁站就五分钟，还挺满意的", None),
     ("我每天坐地铁2号线上班", "每天骑电动车去公司，二十分钟就到", None),
+    ("I live in Manchester", "any tips for my new flat in Leeds?", None),  # a question that takes it for granted
+    ("I live in Manchester", "Moving into my new place in Leeds tomorrow, any packing tips?", None),
+    ("我住在上海", "刚搬到杭州，有什么好吃的推荐吗？", None),
     ("my barber's a guy called Remy at Sharp Edge on Cole Street",
      "My barber is Tomasz, he's got a little two-chair place next to the launderette on Mill Road.", None),
     ("我家在成都，住武侯区，离地铁站走路五分钟", "我住苏州工业园区，金鸡湖旁边那一片", None),
@@ -77,6 +80,12 @@ def test_the_old_statement_stops_or_is_corrected(minilm_ledger, old, new, decisi
     ("I have a cat named Miso", "We adopted a beagle called Pepper last weekend"),
     ("My rent is 1,900 a month", "My landlord raised the rent on my storage unit to 150"),
     ("工作日早上我都要喝一杯冰美式，不然醒不过来", "周末就不喝美式了，一般在家慢慢泡杯拿铁"),  # another case stops
+    ("I live in Paris", "My alarm code at home is 4411"),  # "home is 4411" says nothing of where home is
+    ("I live in Berlin", "Before I moved here I lived in Paris for ten years"),  # a past home
+    ("I take my vitamins at 8am", "In the evening I take magnesium at 9pm"),  # a clock time alone is no topic
+    ("我去罗马的航班9:40起飞", "回程航班18:05起飞"),
+    ("I'm a software engineer", "I work for Spotify now"),  # one job said twice: no workplace was held
+    ("I live in Denver", "Should I move to Boston? I love the mountains."),
     ("On weekdays I run the canal loop, about 6k", "Weekends I do the longer route up Kestrel Hill and back"),
 ])
 def test_both_stay_current(minilm_ledger, old, new):
@@ -98,6 +107,7 @@ def test_said_again_in_other_words(minilm_ledger, old, new):
     ("We had to put Biscuit down on Tuesday.", {"cessation"}),
     ("Put the phone down please", set()),
     ("I put my name down for the trip", set()),
+    ("Ended up getting a Honda Civic", {"change"}),  # "ended up" says what replaced it, not that it stopped
 ])
 def test_stops_said_another_way(text, flags):
     t = type_statement(text)

@@ -317,7 +317,8 @@ class Memory:
         from ledger.timeutil import from_micros
 
         store = self._ml
-        cols = ("key", "version", "event_id", "effect", "status", "recorded_at", "actor", "session_id", "sensitivity")
+        cols = ("key", "version", "event_id", "effect", "status", "recorded_at", "observed_at", "actor", "session_id",
+                "sensitivity")
         where, params = "user_id = ?", [user]
         if key is not None:
             where, params = where + " AND key = ?", [user, key]
@@ -330,6 +331,7 @@ class Memory:
         for row in fetched:
             r = dict(zip(cols, row))
             r["recorded_at"] = from_micros(r["recorded_at"])
+            r["observed_at"] = from_micros(r["observed_at"]) if r["observed_at"] is not None else None
             out.setdefault(r["key"], []).append(r)
         return out
 

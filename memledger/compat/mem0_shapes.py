@@ -297,7 +297,8 @@ def walk(rows: list[dict[str, Any]], memory_id: str | None = None, texts: dict[i
     """mem0 history rows of one fact, and its current :class:`Life` (None when it has no current memory).
 
     ``rows``: the fact's ``history_versions`` rows in log order (``version``, ``event_id``, ``effect``, ``status``,
-    ``recorded_at``, ``actor``, ``session_id``, ``sensitivity``); ``texts``/``actor_ids``: each version's memory and
+    ``recorded_at``, ``observed_at`` (the time used, when given), ``actor``, ``session_id``, ``sensitivity``);
+    ``texts``/``actor_ids``: each version's memory and
     message name, where known. A version that became current is an ADD (nothing current before) or an UPDATE (a
     supersede or a correction: ``old_memory`` the memory it replaced); a retraction, or a ``forget`` that shredded the
     current version, is a DELETE. Reaffirmations, backfills, contests and quarantined statements changed no memory
@@ -308,7 +309,9 @@ def walk(rows: list[dict[str, Any]], memory_id: str | None = None, texts: dict[i
     out: list[dict[str, Any]] = []
     life: Life | None = None
     for r in rows:
-        effect, at, version = r["effect"], iso(r["recorded_at"]), r["version"]
+        # when it was said: an imported memory keeps mem0's times (memledger/importers/mem0.py), a memory added here
+        # was observed as it was recorded
+        effect, at, version = r["effect"], iso(r.get("observed_at") or r["recorded_at"]), r["version"]
         text = texts.get(version)
         if effect == "new" or (effect in ("supersede", "correct") and life is None):
             event, old = "ADD", None

@@ -52,7 +52,8 @@ def instant(value: Any, field_name: str) -> datetime:
     elif isinstance(value, str):
         try:
             t = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
+            t.astimezone(timezone.utc)  # 0001-01-01T00:00+14:00 parses, then falls before year 1 in UTC
+        except (ValueError, OverflowError):
             raise BadInput(field_name, f"{value[:40]!r} is not an ISO 8601 time",
                            "write it as 2024-07-20T10:05:33+00:00") from None
     else:
@@ -62,6 +63,24 @@ def instant(value: Any, field_name: str) -> datetime:
         raise BadInput(field_name, f"{str(value)[:40]!r} has no time zone",
                        "add the offset it was written in (+00:00 for UTC)")
     return t.astimezone(timezone.utc)
+
+
+def checked(commands: list[tuple[str, dict[str, Any]]], report: ImportReport) -> list[dict[str, Any]]:
+    """The commands that pass the ledger's own validation; each item with one that does not is skipped whole and
+    reported with the field and the problem (``user_id: ' 张伟' has surrounding spaces``)."""
+    from ledger.schemas import validate_command
+
+    bad: dict[str, str] = {}
+    for item, cmd in commands:
+        if item in bad:
+            continue
+        try:
+            validate_command(cmd)
+        except BadInput as exc:
+            bad[item] = f"{exc.field}: {exc.problem}"
+    for item, reason in bad.items():
+        report.skip(item, reason)
+    return [cmd for item, cmd in commands if item not in bad]
 
 
 def record_all(ml: Any, commands: list[dict[str, Any]], report: ImportReport) -> ImportReport:
@@ -74,7 +93,15 @@ def record_all(ml: Any, commands: list[dict[str, Any]], report: ImportReport) ->
                        f"{first['reason']})", f"give a {report.source} file of the shape `memledger import "
                        f"{report.source} --help` describes")
     for i in range(0, len(commands), BATCH):
-        for r in ml.record(commands[i:i + BATCH]):
+        try:
+            receipts = ml.record(commands[i:i + BATCH])
+        except BadInput as exc:
+            if exc.field.endswith("idempotency_key"):
+                raise BadInput("source", "these items were imported before with another --source (or another "
+                               "version of the file changed an item's history)",
+                               "run it with the --source of the first import; an item is imported once") from None
+            raise
+        for r in receipts:
             if r.replayed:
                 report.replayed += 1
             else:

@@ -30,7 +30,7 @@ from typing import Any
 from ledger.errors import BadInput
 
 from ..compat.mem0_shapes import stored_value
-from . import ImportReport, instant, record_all
+from . import ImportReport, checked, instant, record_all
 
 SOURCES = ("agent_inference", "user_statement")
 #: the largest export read (bytes): a file this big is not a get_all answer
@@ -52,6 +52,9 @@ def read_export(path: Path) -> list[Any]:
                        "split the export by user (get_all per user_id)")
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except RecursionError:
+        raise BadInput("path", f"{str(path)!r} nests too deeply to be a get_all answer",
+                       "give the JSON file mem0's get_all was saved to") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadInput("path", f"{str(path)!r} is not JSON ({str(exc)[:80]})",
                        "give the JSON file mem0's get_all was saved to") from None
@@ -112,34 +115,46 @@ def mem0_commands(items: list[Any], history: dict[str, list[dict[str, Any]]] | N
         raise BadInput("source", f"{source!r} is not one of {', '.join(SOURCES)}",
                        "use agent_inference (mem0's LLM wrote them) or user_statement (added with infer=False)")
     report = ImportReport("mem0", items=len(items))
-    commands: list[dict[str, Any]] = []
+    commands: list[tuple[str, dict[str, Any]]] = []
     seen: set[str] = set()
     for n, it in enumerate(items):
         where = f"results[{n}]"
-        mid = it.get("id") if isinstance(it, dict) else None
+        if not isinstance(it, dict):
+            report.skip(where, f"is a {type(it).__name__}, not a memory object")
+            continue
+        mid = it.get("id")
         if not isinstance(mid, str) or not mid:
-            report.skip(where, "no id")
+            report.skip(where, "no id" if mid is None else f"id is a {type(mid).__name__}, not a string")
             continue
         if mid in seen:
-            report.skip(mid, "listed twice in the export")
+            report.skip(f"{where} ({mid})", "its id is listed earlier in the export: the first one is imported")
             continue
         seen.add(mid)
         user, text = it.get("user_id"), it.get("memory")
-        if not isinstance(user, str) or not user.strip():
+        if user is None or (isinstance(user, str) and not user.strip()):
             report.skip(mid, "no user_id: a memory of an agent or a run alone has no user to belong to")
             continue
+        if not isinstance(user, str):
+            report.skip(mid, f"user_id is a {type(user).__name__}, not a string")
+            continue
         if not isinstance(text, str) or not text.strip():
-            report.skip(mid, "no memory text")
+            report.skip(mid, "no memory text" if text is None else "memory is not a non-empty string")
+            continue
+        wrong = [f for f in ("agent_id", "run_id", "actor_id") if it.get(f) is not None and not isinstance(it[f], str)]
+        if it.get("metadata") is not None and not isinstance(it["metadata"], dict):
+            wrong.append("metadata")
+        if wrong:
+            report.skip(mid, f"{', '.join(wrong)}: not of mem0's type (a string; metadata an object)")
             continue
         try:
             cmds = _memory_commands(mid, it, (history or {}).get(mid, []), source)
         except BadInput as exc:
             report.skip(mid, f"{exc.field}: {exc.problem}")
             continue
-        commands.extend(cmds)
+        commands.extend((mid, c) for c in cmds)
     for mid in sorted(set(history or {}) - seen):
         report.skip(mid, "in the history only (deleted before the export): the history names no user")
-    return commands, report
+    return checked(commands, report), report
 
 
 def _memory_commands(mid: str, it: dict[str, Any], steps: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
