@@ -293,7 +293,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         """One job at a time (ledger/unmarked.py ``job_left``): the other job slot's memory is the job left."""
         left = None if narrative else job_left(slot_key, typing, mine_vp, candidates, same_subject)
         return None if left is None else done("supersede", slot_key, "job_changed", left, close_key=left.key,
-                                              note="one job at a time: the memory of the other job slot is the job left")
+                                              note="one job at a time: the other job slot's memory is the job left")
 
     def unmarked() -> Resolution | None:
         """A change said with no word of change (ledger/unmarked.py): the one memory it replaces is superseded."""
@@ -505,8 +505,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if elsewhere is not None:
                 return elsewhere
             job = job_changed()
-            if job is not None or slot_key in JOB_PAIRS and any(
-                    c.slot_key == JOB_PAIRS[slot_key] and c.status == "current" and same_subject(c) for c in candidates):
+            if job is not None or slot_key in JOB_PAIRS and any(c.slot_key == JOB_PAIRS[slot_key] and same_subject(c)
+                                                                and c.status == "current" for c in candidates):
                 return job or done("new", slot_key, "new_slot")  # "I work for Spotify now" of "I'm an engineer"
             am = by_attribute()
             if am is not None and not registry.slot_of(am.key):
@@ -768,7 +768,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if not changed:
                 return done("reaffirm", best_c.key, "free_paraphrase", best_c)
             return unmarked() or done("new", None, "new_memory", note=f"close to {best_c.key}, but its "
-                                                                      f"{'/'.join(changed)} differs: a memory of its own")
+                                      f"{'/'.join(changed)} differs: a memory of its own")
         if similar and marked and best_c.slot_key is None and not narrative and same_subject(best_c):
             kept = beside(best_c) if moved_clash(best_c) or not qualifiers_clash(best_c.values, mine_vp) else None
             if kept is not None:  # summer / winter, also: both kept, nothing contested

@@ -16,9 +16,11 @@ The reading (:func:`unmarked_target`): the one current memory of the same subjec
 * is not a sibling of a closed multi-valued slot (pets, allergies, conditions, languages, plans: two of them are two
   values, whatever they share).
 
-It must be strictly ahead of any other such memory. :func:`job_left` reads the one change of this kind the
-catalogue knows: a new employer or a change of job said in one job slot ends the job the other slot holds. A statement about one occasion ("tomorrow I'm fishing at
+It must be strictly ahead of any other such memory. A statement about one occasion ("tomorrow I'm fishing at
 Qinglong Lake") changes nothing unless it says it is the habit (as usual, always, 照常, 一般).
+
+:func:`job_left` reads the one change of this kind the catalogue knows: a new employer or a change of job said in one
+job slot ends the job the other slot holds.
 """
 
 from __future__ import annotations
@@ -116,11 +118,11 @@ def _modifiers(text: str, shared: set[str]) -> dict[str, set[str]]:
 def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: list[Candidate],
                     same_subject: Callable[[Candidate], bool], subject: str,
                     marked: bool = False) -> tuple[Candidate, list[str]] | None:
-    """The one current memory ``text`` (its value parts ``vp``, its attribute reading ``mine_rd``, its ``subject``: "self", a relation, or "none" for
-    a sentence about no one named) replaces without saying so, with the value kinds that differ; None when no
-    memory, or more than one equally, fits (see the module docstring). A sentence about no one named replaces
-    nothing this way ("the storage unit is $85 a month" says another thing of the unit) unless it says something
-    changed (``marked``: 陶艺课挪到周日下午了)."""
+    """The one current memory ``text`` replaces without saying so, with the value kinds that differ; None when no
+    memory, or more than one equally, fits (see the module docstring). ``vp``: its value parts; ``mine_rd``: its
+    attribute reading; ``subject``: "self", a relation, or "none" for a sentence about no one named, which
+    replaces nothing this way ("the storage unit is $85 a month" says another thing of the unit) unless it says
+    something changed (``marked``: 陶艺课挪到周日下午了)."""
     if (subject == "none" and not marked) or (_OCCASION.search(text.lower()) and not _HABIT.search(text.lower())):
         return None
     mine = _values(vp, text, marked)

@@ -623,9 +623,13 @@ def value_parts(text: str) -> ValueParts:
                       negated=bool(_NEGATION.search(low)), residue=t)
 
 
+#: capitals that name a kind of code, never a thing with a name ("my debit card PIN is 4821")
+_CODE_WORDS = {"pin", "id", "ssn", "atm", "vpn", "ip", "otp", "cvv", "zip", "iban", "swift", "nhs", "ni", "vin", "sim"}
+
+
 def _not_name(word: str) -> bool:
     w = word.lower().rstrip(".").removesuffix("'s").removesuffix("’s")
-    return (word in ("I", "I'm", "I've", "I'd", "I'll", "OK") or w[:3] in _MONTHS or w.rstrip("s") in _DAYS
+    return (word in ("I", "I'm", "I've", "I'd", "I'll", "OK") or (word.isupper() and w in _CODE_WORDS) or w[:3] in _MONTHS or w.rstrip("s") in _DAYS
             or w in ("the", "my", "our", "a", "an", "this", "that", "every", "on", "in", "at", "last", "next"))
 
 

@@ -42,6 +42,7 @@ def revise(ml, old: str, new: str):
     ("I live in Manchester", "any tips for my new flat in Leeds?", None),  # a question that takes it for granted
     ("I live in Manchester", "Moving into my new place in Leeds tomorrow, any packing tips?", None),
     ("我住在上海", "刚搬到杭州，有什么好吃的推荐吗？", None),
+    ("My debit card PIN is 4821", "PIN: 9913", "unmarked_change"),  # PIN names a kind of code, not a thing
     ("my barber's a guy called Remy at Sharp Edge on Cole Street",
      "My barber is Tomasz, he's got a little two-chair place next to the launderette on Mill Road.", None),
     ("我家在成都，住武侯区，离地铁站走路五分钟", "我住苏州工业园区，金鸡湖旁边那一片", None),
@@ -86,6 +87,7 @@ def test_the_old_statement_stops_or_is_corrected(minilm_ledger, old, new, decisi
     ("我去罗马的航班9:40起飞", "回程航班18:05起飞"),
     ("I'm a software engineer", "I work for Spotify now"),  # one job said twice: no workplace was held
     ("I live in Denver", "Should I move to Boston? I love the mountains."),
+    ("My debit card PIN is 4821", "My credit card PIN is 1234"),
     ("On weekdays I run the canal loop, about 6k", "Weekends I do the longer route up Kestrel Hill and back"),
 ])
 def test_both_stay_current(minilm_ledger, old, new):
@@ -127,6 +129,8 @@ def test_a_run_said_in_kilometres_is_a_paraphrase_not_a_new_number(minilm_ledger
     ("I swim once a week", "number=1"),
     ("I ran 10 kilometers", "number=10, unit=km"),
     ("I bank with Bank of America", "name=bank of america"),
+    ("My debit card PIN is 4821", "number=4821"),
+    ("I bank with IBM", "name=ibm"),
     ("At the Oakland office I sit on floor 2", "name=oakland, number=2"),  # "of" never ends a name
     ("我钓鱼一般都去西郊水库", "name=西郊水库"),
     ("麻将只在老刘家打哈", "name=老刘家"),

@@ -88,8 +88,8 @@ def read_history(path: Path) -> dict[str, list[dict[str, Any]]]:
             cols = {r[1] for r in con.execute("PRAGMA table_info(history)")}
             need = {"memory_id", "new_memory", "event", "created_at"}
             if not need <= cols:
-                raise BadInput("history", f"{str(path)!r} has no mem0 history table (columns {', '.join(sorted(need))})",
-                               "give mem0's history.db (~/.mem0/history.db)")
+                raise BadInput("history", f"{str(path)!r} has no mem0 history table "
+                               f"(columns {', '.join(sorted(need))})", "give mem0's history.db (~/.mem0/history.db)")
             wanted = [c for c in ("memory_id", "old_memory", "new_memory", "event", "created_at", "updated_at",
                                   "is_deleted", "actor_id", "role") if c in cols]
             rows = con.execute(f"SELECT {', '.join(wanted)} FROM history ORDER BY created_at, rowid").fetchall()
