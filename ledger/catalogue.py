@@ -104,7 +104,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                     # an age; never of a thing ("my locker at the pool is 57", "my seat is 42")
                                     r"(?:(?<![a-z] )(?<![a-z])|(?:he|she|age|who)\s|^[a-z]+ )(?:is|'s) \d{1,2}\b(?![,.\-/:]\d)"
                                     r"(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))|\baged? \d{1,2}\b",),
-          (r"我今年?\s*\d{1,3}\s*岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树养]*?岁了|我今年\s*(?:\d{1,3}|[一二三四五六七八九十]{1,3})\s*(?:岁|了|[，,。](?!\s*\d)|$)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
+          (r"我(?:今年)?\s*\d{1,3}\s*岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树养]*?岁了|我今年\s*(?:\d{1,3}|[一二三四五六七八九十]{1,3})\s*(?:岁|了|[，,。](?!\s*\d)|$)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
           ("(?<!住在)(?<!住回)(?<!回)老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"

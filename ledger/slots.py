@@ -358,7 +358,9 @@ _CESSATION = [_lazy_re(p) for p in (
 )]
 _CHANGE = [_lazy_re(p) for p in (
     r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",
-    r"\bmoved to\b", r"\bstarted\b", r"\bended up (?:buying|getting|with|going)\b", r"\bgot (?:totall?ed|written off)\b",
+    r"\bmoved to\b", r"\bstarted\b", r"\bended up (?:buying|getting|with|going)\b",
+    r"\b(?:down|cut back|cut down|dropped|back) to (?=\d|one|two|three|four|five|six|seven|eight|nine|ten|a |an )",
+    r"\bup to (?=\d|one|two|three|four|five|six|seven|eight|nine|ten)(?!.*\b(?:maximum|max|limit)\b)", r"\bgot (?:totall?ed|written off)\b",
     # "new", but not in a name (the New York Times, New Zealand, New Balance)
     r"\bnew\b(?! (?:york|zealand|jersey|mexico|delhi|orleans|england|hampshire|haven|balance|order|brunswick|"
     r"south wales|year'?s? (?:eve|day)|testament|wave|age)\b)", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",

@@ -87,6 +87,10 @@ def _values(vp: ValueParts, text: str, marked: bool = False) -> dict[str, frozen
     return {k: v for k, v in out.items() if v}
 
 
+def _personal(ids: frozenset[str]) -> bool:
+    return any(i.startswith(("email:", "phone:")) for i in ids)
+
+
 def _topic(vp: ValueParts, text: str) -> set[str]:
     base = vp.residue or text
     for name in vp.parts.get("name", ()):  # a place read in Chinese is not blanked in the residue: its words go
@@ -157,7 +161,12 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         small = min(len(words), len(_topic(c.values, c.text)))
         # one shared word is enough when either side has few, or when search finds this memory first and close
         # (浇水 / 喂点水: one character, but the nearest memory by far)
-        if len(shared) >= 2 or (shared and (small <= 2 or (c is top and c.score >= NEAR_SCORE))):
+        holder = "id" in kinds and _personal(mine["id"]) and sum(
+            1 for o in candidates if o.status in ("current", "contested") and same_subject(o)
+            and _personal(_values(o.values, o.text).get("id", frozenset()))) == 1
+        # an e-mail address or a phone number held by one memory only is the one replaced, whatever the words
+        # ("jo.smith@newmail.com is the best email for me" of "My email is jo@old.com")
+        if len(shared) >= 2 or holder or (shared and (small <= 2 or (c is top and c.score >= NEAR_SCORE))):
             found.append((len(shared), c.score, c, kinds))
     found.sort(key=lambda t: (-t[0], -t[1]))
     if not found or (len(found) > 1 and found[1][0] >= found[0][0]):

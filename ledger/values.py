@@ -203,10 +203,10 @@ _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
                # the weather names a case the same way: "when it rains I take a cab", 下雨天就打车
                (r"\b(?:when|if) it(?:'s| is)? rain(?:s|ing|y)?\b|\brainy days?\b|\bin the rain\b|下雨|雨天", "rain"),
                (r"\b(?:when|if) it(?:'s| is)? snow(?:s|ing|y)?\b|\bsnowy days?\b|下雪|雪天", "snow")),
-    "place": ((r"\bat home\b|\bhome office\b|\b(?:home|personal|private) (?:phone|laptop|e-?mail|computer|number|"
+    "place": ((r"\bat home\b|\bhome office\b|\b(?:home|personal|private) (?:phone|mobile|cell|line|laptop|e-?mail|computer|number|"
                r"account|wifi|wi-fi|network|address|car)\b|在家|家里的?|家用|私人|个人的?", "home"),
-              (r"\bat (?:work|the office|my office)\b|\bin the office\b|\b(?:work|office|company|business) (?:phone|"
-               r"laptop|e-?mail|computer|number|account|wifi|wi-fi|network|address|car)\b|在公司|在单位|上班时|"
+              (r"\bat (?:work|the office|my office)\b|\bin the office\b|\bwork-related\b|\bfor work\b|"
+               r"\b(?:work|office|company|business) (?:phone|mobile|cell|line|laptop|e-?mail|computer|number|account|wifi|wi-fi|network|address|car)\b|在公司|在单位|上班时|"
                r"(?:公司|单位|办公室)的?(?:电话|手机|手机号|邮箱|电脑|笔记本|地址|账号|车|网络|wifi)|(?:公司|单位)那边|工作用的?|"
                r"工作(?:邮箱|电话|手机|电脑|号码?)", "work"),
               (r"\bat school\b|在学校", "school"), (r"\bwhen travell?ing\b|\bon trips?\b|出差|旅行时|旅游时", "travel")),

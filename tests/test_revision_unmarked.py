@@ -43,6 +43,9 @@ def revise(ml, old: str, new: str):
     ("I live in Manchester", "Moving into my new place in Leeds tomorrow, any packing tips?", None),
     ("我住在上海", "刚搬到杭州，有什么好吃的推荐吗？", None),
     ("My debit card PIN is 4821", "PIN: 9913", "unmarked_change"),  # PIN names a kind of code, not a thing
+    ("My email is jo@old.com", "jo.smith@newmail.com is the best email for me", "unmarked_change"),  # the one holder
+    ("I have two coffees a day", "Down to one coffee a day", None),  # "down to" says the count changed
+    ("我35岁", "我今年36了", None),
     ("my barber's a guy called Remy at Sharp Edge on Cole Street",
      "My barber is Tomasz, he's got a little two-chair place next to the launderette on Mill Road.", None),
     ("我家在成都，住武侯区，离地铁站走路五分钟", "我住苏州工业园区，金鸡湖旁边那一片", None),
@@ -88,6 +91,9 @@ def test_the_old_statement_stops_or_is_corrected(minilm_ledger, old, new, decisi
     ("I'm a software engineer", "I work for Spotify now"),  # one job said twice: no workplace was held
     ("I live in Denver", "Should I move to Boston? I love the mountains."),
     ("My debit card PIN is 4821", "My credit card PIN is 1234"),
+    ("My work email is a@acme.com", "For personal stuff use alexkim88@gmail.com"),  # another case
+    ("My cell is 415-555-0182", "My brother's number is 415-555-9999"),
+    ("My personal mobile is 07911 123 456", "For anything work-related, use my office line, 0161 496 0732"),
     ("On weekdays I run the canal loop, about 6k", "Weekends I do the longer route up Kestrel Hill and back"),
 ])
 def test_both_stay_current(minilm_ledger, old, new):
@@ -109,7 +115,8 @@ def test_said_again_in_other_words(minilm_ledger, old, new):
     ("We had to put Biscuit down on Tuesday.", {"cessation"}),
     ("Put the phone down please", set()),
     ("I put my name down for the trip", set()),
-    ("Ended up getting a Honda Civic", {"change"}),  # "ended up" says what replaced it, not that it stopped
+    ("Ended up getting a Honda Civic", {"change"}),
+    ("That's up to you", set()),  # "ended up" says what replaced it, not that it stopped
 ])
 def test_stops_said_another_way(text, flags):
     t = type_statement(text)
