@@ -191,7 +191,9 @@ _PARTNER_NAMED_EN = re.compile(
     rf"\b[Mm]y (?:new |current )?{_PARTNER_EN},? (?P<a>[A-Z][a-z]+)\b|\b(?P<b>[A-Z][a-z]+),? my (?:new |current )?"
     rf"{_PARTNER_EN}\b|\b(?:been seeing|started seeing|dating|going out with|engaged to|married to) (?P<c>[A-Z][a-z]+)\b"
     r"|\b(?:dating|seeing) (?:someone|somebody|a (?:guy|girl|woman|man)) (?:named|called) (?P<d>[A-Z][a-z]+)\b"
-    rf"|\b[Mm]y {_PARTNER_EN}'s name is (?P<e>[A-Z][a-z]+)\b")
+    rf"|\b[Mm]y {_PARTNER_EN}'s name is (?P<e>[A-Z][a-z]+)\b|\b[Mm]y (?:new |current )?{_PARTNER_EN} is (?P<f>[A-Z][a-z]+)\b"
+    # "I'm seeing Alex now": the name ends the phrase ("I'm seeing Priya at the same shop" is a barber)
+    r"|\b(?:I'm|I am|i'm) (?:now )?seeing (?!(?:Dr|Mr|Mrs|Ms|Prof|Doctor|Nurse)\b)(?P<g>[A-Z][a-z]+)(?= now\b|[.,!;]|$)")
 _SURNAMES = ("王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔"
              "钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史黎贺顾毛郝龚邵万钱覃武戴孔汤庞樊兰殷施陶洪翟安颜倪严牛"
              "温芦季俞章鲁葛伍申尤毕聂柴焦向柳邢骆岳齐梅莫庄辛管祝左涂谷祁时舒耿牟卜路詹关苗凌费纪靳盛童欧甄项曲成游阳裴席卫"
@@ -209,8 +211,9 @@ _NOT_NAMES = set("honestly well so yes no okay ok anyway also and but today yest
 
 def partner_names(text: str) -> set[str]:
     """The names a statement gives the user's partner (lower-cased; empty when it names none): "My boyfriend Tom",
-    "Marcus, my boyfriend", "I've been seeing Hannah", 我男朋友叫陈浩, 和男朋友周毅去厦门."""
-    out = {(m.group("a") or m.group("b") or m.group("c") or m.group("d") or m.group("e")).lower()
+    "My boyfriend is Tom", "Marcus, my boyfriend", "I've been seeing Hannah", "I'm seeing Alex now", 我男朋友叫陈浩,
+    和男朋友周毅去厦门."""
+    out = {next(g for g in m.group("a", "b", "c", "d", "e", "f", "g") if g).lower()
            for m in _PARTNER_NAMED_EN.finditer(text)}
     out -= _NOT_NAMES
     for m in _PARTNER_NAMED_ZH.finditer(unicodedata.normalize("NFC", text)):

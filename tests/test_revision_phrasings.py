@@ -113,6 +113,11 @@ def test_a_negation_about_someone_else_is_no_change_of_the_memory(minilm_ledger)
     ("I'm now dating someone named Casey", {"casey"}),
     ("My partner's name is Jordan.", {"jordan"}),
     ("我现在在和李明约会", {"李明"}),
+    ("My boyfriend is Tom", {"tom"}),
+    ("Not with Tom anymore, I'm seeing Alex now", {"alex"}),
+    ("I'm seeing Priya at the same shop", set()),  # the name must end the phrase
+    ("I'm seeing Dr. Patel.", set()),
+    ("My wife is a nurse", set()),
 ])
 def test_partner_names(text, names):
     from ledger.revision_cues import partner_names
