@@ -453,8 +453,10 @@ def value_parts(text: str) -> ValueParts:
 
     def en_time(m: re.Match[str]) -> str | None:
         if not (m.group(2) or m.group(3) or m.group(4)):
-            before = t[max(0, m.start() - 12):m.start()].lower()
-            if not (re.search(r"\b(?:at|by|until|till|before|after|around|from)\s*$", before)
+            before = t[max(0, m.start() - 24):m.start()].lower()
+            # "at 8", "by 9", and a clock said of a time ("bedtime is 8", "curfew's 11")
+            if not (re.search(r"\b(?:at|by|until|till|before|after|around|from)\s*$|\b(?:bedtime|curfew|lights out|"
+                              r"alarm|wake-up time|check-in|check-out|pick-?up|drop-off)(?:'s| is| was)\s*$", before)
                     and int(m.group(1)) <= 12 and not re.match(r"\s*(?:%|percent|years?|kg|km|miles?|minutes?|hours?|"
                                                                   r"people|kids|times|days|weeks|months)", t[m.end():], re.I)):
                 return None  # a bare number is a time only after "at", "by", "until", ...

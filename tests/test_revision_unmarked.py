@@ -137,6 +137,8 @@ def test_a_run_said_in_kilometres_is_a_paraphrase_not_a_new_number(minilm_ledger
     ("I ran 10 kilometers", "number=10, unit=km"),
     ("I bank with Bank of America", "name=bank of america"),
     ("My debit card PIN is 4821", "number=4821"),
+    ("The kids' bedtime is 8 now", "time=08:00"),  # a clock said of a time
+    ("bedtime is 8 years away", "number=8, unit=y"),
     ("I bank with IBM", "name=ibm"),
     ("At the Oakland office I sit on floor 2", "name=oakland, number=2"),  # "of" never ends a name
     ("我钓鱼一般都去西郊水库", "name=西郊水库"),
