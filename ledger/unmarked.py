@@ -134,6 +134,11 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         return None
     words = _topic(vp, text)
     top = max((c for c in candidates if c.status in ("current", "contested")), key=lambda c: c.score, default=None)
+    # an e-mail address or a phone number held by one memory only is the one replaced, whatever the words
+    # ("jo.smith@newmail.com is the best email for me" of "My email is jo@old.com")
+    personal = _personal(mine.get("id", frozenset())) and sum(
+        1 for o in candidates if o.status in ("current", "contested") and same_subject(o)
+        and _personal(_values(o.values, o.text).get("id", frozenset()))) == 1
     found: list[tuple[int, float, Candidate, list[str]]] = []
     for c in candidates:
         if c.status not in ("current", "contested") or not same_subject(c) or c.text == text:
@@ -154,19 +159,15 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         cases = {"day", "tod"} if "day" in kinds else set()
         if set(qualifiers_clash(c.values, vp)) - cases:
             continue
-        shared = words & _topic(c.values, c.text)
+        theirs_words = _topic(c.values, c.text)
+        shared = words & theirs_words
         mods_mine, mods_theirs = _modifiers(text, shared), _modifiers(c.text, shared)
         if any(mods_mine[w].isdisjoint(mods_theirs[w]) for w in mods_mine.keys() & mods_theirs.keys()):
             continue  # "my running shoes" / "my dress shoes", 北京办公室 / 上海办公室: the same noun, another case
-        small = min(len(words), len(_topic(c.values, c.text)))
+        small = min(len(words), len(theirs_words))
         # one shared word is enough when either side has few, or when search finds this memory first and close
         # (浇水 / 喂点水: one character, but the nearest memory by far)
-        holder = "id" in kinds and _personal(mine["id"]) and sum(
-            1 for o in candidates if o.status in ("current", "contested") and same_subject(o)
-            and _personal(_values(o.values, o.text).get("id", frozenset()))) == 1
-        # an e-mail address or a phone number held by one memory only is the one replaced, whatever the words
-        # ("jo.smith@newmail.com is the best email for me" of "My email is jo@old.com")
-        if len(shared) >= 2 or holder or (shared and (small <= 2 or (c is top and c.score >= NEAR_SCORE))):
+        if len(shared) >= 2 or (personal and "id" in kinds) or (shared and (small <= 2 or (c is top and c.score >= NEAR_SCORE))):
             found.append((len(shared), c.score, c, kinds))
     found.sort(key=lambda t: (-t[0], -t[1]))
     if not found or (len(found) > 1 and found[1][0] >= found[0][0]):

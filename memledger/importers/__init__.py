@@ -12,7 +12,6 @@ the rest are recorded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from ledger.errors import BadInput
@@ -42,27 +41,6 @@ class ImportReport:
         """The report as the CLI's ``--json`` prints it (the fields above)."""
         return {"source": self.source, "items": self.items, "commands": self.commands, "recorded": self.recorded,
                 "replayed": self.replayed, "users": dict(sorted(self.users.items())), "skipped": self.skipped}
-
-
-def instant(value: Any, field_name: str) -> datetime:
-    """An ISO 8601 time with its offset (mem0 and LangGraph write ``2024-07-20T10:05:33.123456-07:00``), as UTC.
-    Raises BadInput naming ``field_name`` for anything else: a time without a zone is never guessed."""
-    if isinstance(value, datetime):
-        t = value
-    elif isinstance(value, str):
-        try:
-            t = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-            t.astimezone(timezone.utc)  # 0001-01-01T00:00+14:00 parses, then falls before year 1 in UTC
-        except (ValueError, OverflowError):
-            raise BadInput(field_name, f"{value[:40]!r} is not an ISO 8601 time",
-                           "write it as 2024-07-20T10:05:33+00:00") from None
-    else:
-        raise BadInput(field_name, f"is a {type(value).__name__}, not an ISO 8601 time",
-                       "write it as 2024-07-20T10:05:33+00:00")
-    if t.tzinfo is None:
-        raise BadInput(field_name, f"{str(value)[:40]!r} has no time zone",
-                       "add the offset it was written in (+00:00 for UTC)")
-    return t.astimezone(timezone.utc)
 
 
 def checked(commands: list[tuple[str, dict[str, Any]]], report: ImportReport) -> list[dict[str, Any]]:

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import BadInput
+from ledger.timeutil import parse_instant
 
 from ..integrations.lg_keys import _text_of, ledger_key
-from . import ImportReport, checked, instant, record_all
+from . import ImportReport, checked, record_all
 from .mem0 import SOURCES
 
 #: the longest line read (characters): a store item is far smaller
@@ -87,7 +88,7 @@ def langgraph_commands(lines: list[tuple[int, Any]], *, source: str = "agent_inf
         ref = "/".join(ns) + "#" + key
         try:
             fact = ledger_key(tuple(ns[1:]), key)
-            at = instant(it["created_at"], "created_at") if it.get("created_at") is not None else None
+            at = parse_instant(it["created_at"], "created_at") if it.get("created_at") is not None else None
             cmd = {"op": "assert", "user_id": ns[0], "key": fact, "value": value, "text": _text_of(value),
                    "source": source, "source_ref": f"langgraph:{ref}"[:1000],
                    "idempotency_key": "import:langgraph:" + hashlib.sha256(

@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import BadInput
+from ledger.timeutil import parse_instant
 
 from ..compat.mem0_shapes import stored_value
-from . import ImportReport, checked, instant, record_all
+from . import ImportReport, checked, record_all
 
 SOURCES = ("agent_inference", "user_statement")
 #: the largest export read (bytes): a file this big is not a get_all answer
@@ -170,7 +171,7 @@ def _memory_commands(mid: str, it: dict[str, Any], steps: list[dict[str, Any]], 
     last: str | None = None
     for i, s in enumerate(steps):
         event = str(s.get("event") or "").upper()
-        at = instant(s.get("updated_at") or s["created_at"] if event != "ADD" else s["created_at"],
+        at = parse_instant(s.get("updated_at") or s["created_at"] if event != "ADD" else s["created_at"],
                      "history.created_at")
         tag = {**common, "observed_at": at.isoformat(), "idempotency_key": f"import:mem0:{mid}:{i}"}
         if event in ("ADD", "UPDATE") and isinstance(s.get("new_memory"), str) and s["new_memory"].strip():
@@ -182,8 +183,8 @@ def _memory_commands(mid: str, it: dict[str, Any], steps: list[dict[str, Any]], 
             last = None
     text = it["memory"]
     if text != last or not out:  # the export holds the memory as it is now: its last step if the history lacks it
-        created = instant(it["created_at"], "created_at") if it.get("created_at") else None
-        updated = instant(it["updated_at"], "updated_at") if it.get("updated_at") else None
+        created = parse_instant(it["created_at"], "created_at") if it.get("created_at") else None
+        updated = parse_instant(it["updated_at"], "updated_at") if it.get("updated_at") else None
         at = (updated if out and updated else created) or updated
         step = {**common, "op": "assert", "value": stored_value(text, meta, actor_id), "text": text,
                 "idempotency_key": f"import:mem0:{mid}:now"}
