@@ -120,6 +120,7 @@ def test_a_history_that_is_not_mem0s_is_refused(cli, mem0_files, tmp_path):
     assert code == 2 and err.startswith("error: history:"), err
     code, _, err = cli("import", "mem0", str(export), "--source", "llm")
     assert code == 2 and err.startswith("error: source:"), err
+    assert cli.json("stats")["facts"] == 0  # nothing written by either refusal
 
 
 def test_an_item_the_ledger_would_refuse_is_skipped_and_the_rest_imported(cli, tmp_path):
@@ -137,6 +138,7 @@ def test_an_item_the_ledger_would_refuse_is_skipped_and_the_rest_imported(cli, t
     assert reasons["results[3]"] == "id is a int, not a string" and reasons["meta"].startswith("metadata")
     code, _, err = cli("import", "mem0", str(path), "--source", "user_statement")
     assert code == 2 and err.startswith("error: source:"), err  # imported before with another source
+    assert cli.json("stats")["facts"] == 1  # the refusal wrote nothing
 
 
 def test_mem0_times_are_read_back_through_the_compatible_api(cli, mem0_files, store_args):
