@@ -30,6 +30,8 @@ from typing import Annotated, Any, Literal
 import pydantic
 
 from .subjects import NOT_KIN_ZH, RELATIONS_EN, RELATIONS_ZH, about_self
+from .subjects import ROLES_EN as _ROLES_EN
+from .subjects import ROLES_ZH as _ROLES_ZH
 from .text import STOP_ZH, has_cjk
 
 # the catalogue's data (ledger/catalogue.py), re-exported: its readers import it from here
@@ -260,14 +262,6 @@ _REL_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:(?:我|我们)(?:的|家)?|(?=" + "|".join
                       + "))(" + "|".join(sorted(RELATIONS_ZH, key=len, reverse=True)) + ")")
 #: Someone known by their role, as the owner of what follows ("my landlord's phone number", 我房东的电话): the
 #: statement is about them, not the user ("my landlord is Mr. Lee" names the role's holder: slot person.landlord).
-_ROLES_EN = {"landlord": "landlord", "landlady": "landlord", "doctor": "doctor", "dentist": "dentist",
-             "therapist": "therapist", "manager": "manager", "accountant": "accountant", "lawyer": "lawyer",
-             "hairdresser": "hairdresser", "barber": "hairdresser", "trainer": "trainer", "coach": "trainer",
-             "vet": "vet", "teacher": "teacher", "mechanic": "mechanic", "tutor": "tutor", "nanny": "nanny",
-             "babysitter": "nanny", "team": "team", "company": "company", "gym": "gym", "school": "school"}
-_ROLES_ZH = {"房东": "landlord", "医生": "doctor", "牙医": "dentist", "律师": "lawyer", "会计": "accountant",
-             "经理": "manager", "领导": "manager", "上司": "manager", "教练": "trainer", "理发师": "hairdresser",
-             "老师": "teacher", "兽医": "vet", "保姆": "nanny", "阿姨": "nanny"}
 _ROLE_EN_RE = _lazy_re(_LEAD_EN + r"(?:my|our|the) (" + "|".join(sorted(_ROLES_EN, key=len, reverse=True))
                        + r")(?:'s|s'|’s)\s(?!(?:a|an|the|called|named|still|now|just)\b)")  # "my barber's a guy": is
 _ROLE_ZH_RE = _lazy_re(_LEAD_ZH + r"(?:我|我们)?(?:的|家)?(" + "|".join(sorted(_ROLES_ZH, key=len, reverse=True)) + ")的")

@@ -30,6 +30,16 @@ RELATIONS_ZH = {
 NOT_KIN_ZH = {"朋友", "同事", "老板", "室友", "邻居", "孩子", "对象"}
 
 
+#: Someone known by their role ("my landlord", 我房东), mapped to the subject slug that keys what is said of them
+ROLES_EN = {"landlord": "landlord", "landlady": "landlord", "doctor": "doctor", "dentist": "dentist",
+            "therapist": "therapist", "manager": "manager", "accountant": "accountant", "lawyer": "lawyer",
+            "hairdresser": "hairdresser", "barber": "hairdresser", "trainer": "trainer", "coach": "trainer",
+            "vet": "vet", "teacher": "teacher", "mechanic": "mechanic", "tutor": "tutor", "nanny": "nanny",
+            "babysitter": "nanny", "team": "team", "company": "company", "gym": "gym", "school": "school"}
+ROLES_ZH = {"房东": "landlord", "医生": "doctor", "牙医": "dentist", "律师": "lawyer", "会计": "accountant",
+            "经理": "manager", "领导": "manager", "上司": "manager", "教练": "trainer", "理发师": "hairdresser",
+            "老师": "teacher", "兽医": "vet", "保姆": "nanny", "阿姨": "nanny"}
+
 #: a time phrase a Chinese statement may open with before its (dropped) subject: 上个月搬去成都了, 周一去字节报到了
 _ZH_WHEN = (r"(?:上|这|下|本)(?:个)?(?:月|周|礼拜|星期)(?:初|末|底|[一二三四五六日天])?|周[一二三四五六日末]|星期[一二三四五六日天]|"
             r"[昨今前明]天|[去今前]年|最近|前(?:几|两)天|前阵子|这阵子|这段时间|年[初底]|月[初底]|刚刚?|上周末|(?:今天)?早上|今早|晚上")
