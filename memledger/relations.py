@@ -237,9 +237,9 @@ def relate(ml: Store, user_id: str, relation_type: str, entity: str, *, of: str 
             all_aliases = found["aliases"] + new if (new or obj_kind != found["kind"]) else None
         if obj_id == subject["entity_id"]:
             raise BadInput("entity", f"{entity!r} is the subject itself", "relate two different entities")
-        prelude = _entity_events(user_id, obj_id, obj_kind, name, all_aliases, found is None, fields)
+        prelude = entity_events(user_id, obj_id, obj_kind, name, all_aliases, found is None, fields)
         text = fields.pop("text", None) or rtype.reads(subject["name"], name)
-        cmd = _command("assert", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)
+        cmd = relation_command("assert", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)
         receipt = ml.execute([cmd], prelude=prelude)[0]
     return _receipt(receipt, subject["entity_id"], relation_type, obj_id, name, created)
 
@@ -266,7 +266,7 @@ def correct_relation(ml: Store, user_id: str, relation_type: str, entity: str, *
         found = resolve(rows, entity, "entity")
         obj_id = found["entity_id"] if found is not None else new_entity_id()
         name = found["name"] if found is not None else entity
-        prelude = None if found is not None else _entity_events(user_id, obj_id, rtype.kind, name, [], True, fields)
+        prelude = None if found is not None else entity_events(user_id, obj_id, rtype.kind, name, [], True, fields)
         text = fields.pop("text", None) or rtype.reads(subject["name"], name)
         if rtype.cardinality == "single":
             if not heads:
@@ -275,7 +275,7 @@ def correct_relation(ml: Store, user_id: str, relation_type: str, entity: str, *
             if wrong is not None and heads[-1]["object"] != wrong["entity_id"]:
                 raise BadInput("was", f"{was!r} is not {subject['name']}'s current {relation_type}",
                                "leave was out, or name the current one (listed by relations)")
-            cmds = [_command("correct", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)]
+            cmds = [relation_command("correct", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)]
         else:
             if wrong is None:
                 raise BadInput("was", f"is missing: {relation_type} is multi-valued, so the wrong one must be named",
@@ -293,9 +293,9 @@ def correct_relation(ml: Store, user_id: str, relation_type: str, entity: str, *
             end = None if head["valid_to"] is None else _open_end(head["valid_to"])
             if fields.get("valid_to") is None and end is not None:
                 fields["valid_to"] = end
-            cmds = [_command("retract", user_id, subject["entity_id"], relation_type, wrong["entity_id"],
+            cmds = [relation_command("retract", user_id, subject["entity_id"], relation_type, wrong["entity_id"],
                              misreported=True, **{**retract, "reason": reason or f"corrected: it is {name}"}),
-                    _command("assert", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)]
+                    relation_command("assert", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)]
         receipts = ml.execute(cmds, prelude=prelude)
     return _receipt(receipts[-1], subject["entity_id"], relation_type, obj_id, name,
                     [obj_id] if found is None else [])
@@ -327,7 +327,7 @@ def unrelate(ml: Store, user_id: str, relation_type: str, entity: str | None = N
             raise BadInput("entity", f"{who} current {relation_type} of {subject['name']}",
                            "name one listed by relations")
         obj_id = live[-1]["object"]
-        cmd = _command("retract", user_id, subject["entity_id"], relation_type, obj_id, **fields)
+        cmd = relation_command("retract", user_id, subject["entity_id"], relation_type, obj_id, **fields)
         receipt = ml.execute([cmd])[0]
     # the entity as the caller named it; left out, its id: a receipt never shows a name the caller did not send
     # (the name of a doctor_of entity is labelled health)
@@ -348,7 +348,7 @@ def _existing(rows: list[dict[str, Any]], ref: str, field: str) -> dict[str, Any
     return found
 
 
-def _entity_events(user_id: str, entity_id: str, kind: str, name: str, aliases: list[str] | None, new: bool,
+def entity_events(user_id: str, entity_id: str, kind: str, name: str, aliases: list[str] | None, new: bool,
                    fields: dict[str, Any]) -> Any:
     """The prelude of a save (``LedgerApplication.execute``): the entity's ``EntityRecorded`` when new, an
     ``EntityRevised`` when it gains aliases or a kind, else nothing (None)."""
@@ -366,8 +366,10 @@ def _entity_events(user_id: str, entity_id: str, kind: str, name: str, aliases: 
     return prelude
 
 
-def _command(op: str, user_id: str, subject: str, relation_type: str, obj: str, *, misreported: bool = False,
-             **fields: Any) -> RelationCommand:
+def relation_command(op: str, user_id: str, subject: str, relation_type: str, obj: str, *,
+                     misreported: bool = False, **fields: Any) -> RelationCommand:
+    """A validated relation command: ``obj`` is ``subject``'s ``relation_type`` (``subject``: ``self`` or an
+    entity id); a type's label is its sensitivity unless ``fields`` give one. Raises BadInput."""
     data = _common(fields)
     if op != "retract":
         data["value"] = obj

@@ -219,6 +219,17 @@ class RelationsProjection(Projection):
         return None if r is None else dict(zip(["version", "object", "valid_from", "valid_to", "status",
                                                 "sensitivity"], r))
 
+    def roles(self, cur: Cursor, user_id: str) -> list[tuple[str, str, int, bool]]:
+        """The user's own relations, one row per (entity, type) ever recorded: ``(object, relation_type,
+        first position, current)``, in log order; ``current``: its newest version is current or contested."""
+        cur.execute(f"SELECT object, relation_type, position, status FROM {self.table('versions')} "
+                    "WHERE user_id = ? AND subject = ? ORDER BY position", (user_id, SELF))
+        out: dict[tuple[str, str], list[Any]] = {}
+        for obj, rtype, pos, status in cur.fetchall():
+            row = out.setdefault((obj, rtype), [obj, rtype, pos, False])
+            row[3] = status in ("current", "contested")
+        return [tuple(r) for r in out.values()]  # type: ignore[misc]
+
     def live_keys(self, cur: Cursor, user_id: str, subject: str, relation_type: str) -> list[dict[str, Any]]:
         """The current edges of one (subject, type) as known now: dicts of ``key``, ``version``, ``object`` and
         ``valid_from`` / ``valid_to`` (microseconds since the epoch, UTC; None when not set)."""
