@@ -493,16 +493,37 @@ class RelatedMemory(BaseModel):
 Decision = Literal["new", "add", "reaffirm", "supersede", "correct", "retire", "conflict"]
 
 
+class EntityLink(BaseModel):
+    """A person a ``remember`` statement names or is about (``RememberReceipt.entities``; docs/relations.md).
+
+    ``effect``: ``created`` (a new entity, tied to the user by ``relation_type``), ``linked`` (a known entity, newly
+    tied), ``known`` (already so tied), ``about`` (the statement opens with their name: it was read as said of them,
+    in their slots), ``ambiguous`` (the name is shared by ``candidates``: nothing linked, never guessed),
+    ``not_linked`` (a tie of one person only, another holds it: relate to change it). ``key`` and ``version`` name
+    the relation version recorded, if any."""
+    model_config = ConfigDict(defer_build=True)
+
+    name: str
+    relation_type: str | None
+    effect: Literal["created", "linked", "known", "about", "ambiguous", "not_linked"]
+    entity_id: str | None = None
+    key: str | None = None
+    version: int | None = None
+    candidates: list[str] = Field(default_factory=list)
+
+
 class RememberReceipt(Receipt):
     """What ``remember`` returns: the receipt of the event that recorded the statement, plus how slot resolution
     decided (``decision``; ``key`` is the slot it landed in), which memories it weighed (``related``) and why
     (``explanation``: the rule and the figures). ``extra`` holds the receipts of any other events recorded in the
-    same save (a legacy key closed, a candidate marked contested)."""
+    same save (a legacy key closed, a candidate marked contested); ``entities`` the people the statement names or is
+    about (:class:`EntityLink`), with the relation versions recorded for them in the same save."""
 
     decision: Decision
     related: list[RelatedMemory] = Field(default_factory=list)
     explanation: str
     extra: list[Receipt] = Field(default_factory=list)
+    entities: list[EntityLink] = Field(default_factory=list)
 
 
 class FactFields(BaseModel):

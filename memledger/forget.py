@@ -37,7 +37,7 @@ from ledger.schemas import check_key, check_text, check_user_id
 from ledger.timeutil import now_utc
 
 from .erasure import _delete_snapshots, _vacuum_postgres, compact_sqlite, reload_user_index
-from .remember import user_lock
+from .locks import user_lock
 from .store import Store
 
 __all__ = ["ForgetReceipt", "check_forget_version", "forget_fact"]

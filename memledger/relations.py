@@ -213,7 +213,7 @@ def relate(ml: Store, user_id: str, relation_type: str, entity: str, *, of: str 
     alias_list = check_aliases(aliases)
     kind = check_kind(kind)
     of = None if of is None else check_name(of, "of")
-    from .remember import user_lock
+    from .locks import user_lock
 
     with user_lock(ml, user_id):
         ml.before_read()
@@ -254,7 +254,7 @@ def correct_relation(ml: Store, user_id: str, relation_type: str, entity: str, *
     of = None if of is None else check_name(of, "of")
     was = None if was is None else check_name(was, "was")
     rtype = RELATION_TYPES.get(relation_type)
-    from .remember import user_lock
+    from .locks import user_lock
 
     with user_lock(ml, user_id):
         ml.before_read()
@@ -309,7 +309,7 @@ def unrelate(ml: Store, user_id: str, relation_type: str, entity: str | None = N
     entity = None if entity is None else check_name(entity, "entity")
     of = None if of is None else check_name(of, "of")
     rtype = RELATION_TYPES.get(relation_type)
-    from .remember import user_lock
+    from .locks import user_lock
 
     with user_lock(ml, user_id):
         ml.before_read()

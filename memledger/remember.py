@@ -15,9 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from ledger.domain import NON_USER_SOURCES
@@ -25,9 +23,11 @@ from ledger.errors import BadInput
 from ledger.resolution import ADJUDICABLE, Candidate, Resolution, resolve
 from ledger.schemas import (MAX_TEXT, FactCommand, Receipt, RelatedMemory, RememberReceipt, canonical_json,
                             check_key, check_user_id, validate_command)
-from ledger.slots import CATALOGUE_VERSION, REGISTRY, KeyRegistry, linked_slot_keys, type_statement
+from ledger.slots import CATALOGUE_VERSION, REGISTRY, KeyRegistry, linked_slot_keys
 from ledger.text import INVISIBLE
 
+from . import linking
+from .locks import user_lock
 from .store import Store
 
 #: how many search hits are weighed besides the slot's own facts
@@ -37,47 +37,8 @@ EVIDENCE_CANDIDATES = 10
 #: search hits below this relevance are not reported as related
 RELATED_FLOOR = 0.2
 
-_THREAD_LOCKS: dict[tuple[str, str], threading.Lock] = {}
-_THREAD_LOCKS_GUARD = threading.Lock()
-
 EFFECT_DECISION = {"new": "new", "supersede": "supersede", "backfill": "supersede", "reaffirm": "reaffirm",
                    "correct": "correct", "contest": "conflict", "retract": "retire"}
-
-
-def _store_id(store: Store) -> str:
-    s = store.settings
-    return str(s.home) if s.home is not None else f"{s.dsn}#{s.schema}"
-
-
-@contextmanager
-def user_lock(store: Store, user_id: str) -> Iterator[None]:
-    """Serialise ``remember`` for one user: in this process (a lock per store and user) and across processes."""
-    ident = (_store_id(store), user_id)
-    with _THREAD_LOCKS_GUARD:
-        lock = _THREAD_LOCKS.setdefault(ident, threading.Lock())
-    digest = hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:16]
-    with lock:
-        if store.settings.home is not None:
-            import fcntl
-
-            d = store.settings.home / "locks"
-            d.mkdir(exist_ok=True)
-            with open(d / f"remember-{digest}.lock", "a+b") as f:
-                fcntl.flock(f, fcntl.LOCK_EX)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(f, fcntl.LOCK_UN)
-        else:
-            from projections.db import connect
-
-            with connect(store.settings.dsn) as conn:
-                key = int(digest[:15], 16)
-                conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-                try:
-                    yield
-                finally:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
 
 def check_text_arg(text: Any) -> str:
@@ -281,16 +242,25 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
             # same attribute would otherwise draw it elsewhere): the store answers it as a replay
             return _on_key(store, template, fp, prior, f"{{decision}}: a retry of idempotency key "
                                                        f"{template.idempotency_key!r}, recorded before under {{key}}")
-    typing = type_statement(text, registry, user_name=user_id)
     embedder = getattr(getattr(store, "vectors_projection", None), "model_id", None)
     with user_lock(store, user_id):
         store.before_read(deferred=True)
+        # the people the statement names, and the one it is about (memledger/linking.py): read under the lock, so
+        # two statements naming a new person at once create them once
+        known = linking.people(store, user_id)
+        links = linking.plan(text, known)
+        reading = linking.reading(text, known, links, registry, user_id)
+        typing = reading.typing
         cands, rows = _candidates(store, user_id, text, typing.slot_key, embedder)
-        res = resolve(text, typing, cands, embedder=embedder, registry=registry, user_name=user_id)
+        linking.type_candidates(cands, known, registry, user_id)
+        res = resolve(reading.text, typing, cands, embedder=embedder, registry=registry, user_name=user_id)
         if res.decision == "conflict" and res.rule in ADJUDICABLE and res.target is not None:
             _adjudicate(res, text)
         key = res.key or _mint_key(store, user_id, res, template.idempotency_key)
         evidence = _evidence(res, key, embedder)
+        named = linking.receipt_links(links, reading, [])
+        if named:
+            evidence += " | " + linking.describe(named)
         value: Any = text if value_of is None else value_of(text)
         if res.decision == "reaffirm" and res.target is not None:
             vj = rows.get(res.target.key, {}).get("value_json")
@@ -323,8 +293,11 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         proj = getattr(store, "vectors_projection", None)
         if proj is not None:
             proj.keep_as_passage(text)  # the catch-up indexing this sentence reuses its query vector
-        receipts = store.execute(commands)
+        ties, prelude = linking.commands(links, main, key)
+        receipts = store.execute(commands + ties, prelude=prelude)
     main_receipt = receipts[0]
+    named = linking.receipt_links(links, reading, receipts[len(commands):])
+    receipts = receipts[:len(commands)]
     decision = res.decision
     if main_receipt.effect == "contest":  # the policy would not let this source displace what the user said
         decision = "conflict"
@@ -338,8 +311,22 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
     if decision != res.decision:
         explanation = (f"conflict: a {template.source} never displaces a user_statement (recorded, contesting it); "
                        + explanation)
+    shared = [e for e in named if e.effect == "ambiguous" and e.relation_type is None]
+    if shared:
+        # a name two people share is never guessed: the statement stands as said, for the user to place
+        decision = "conflict"
+        explanation = ("conflict: " + "; ".join(f"{e.name!r} names {len(e.candidates)} people "
+                                                f"({', '.join(e.candidates)})" for e in shared)
+                       + ", so it is linked to none of them; to confirm, say whose it is (\"my sister Anna ...\") "
+                         "or relate it; " + explanation)
+    for e in named:
+        if e.effect in ("ambiguous", "not_linked") and e.relation_type is not None:
+            explanation += (f"; {e.name!r} was not linked as {e.relation_type}: "
+                            + ("another person of that name is known (" if e.effect == "ambiguous"
+                               else "another person holds that tie (") + ", ".join(e.candidates)
+                            + "); relate it to say who they are")
     return RememberReceipt(**main_receipt.model_dump(), decision=decision, related=related,  # type: ignore[arg-type]
-                           explanation=explanation, extra=receipts[1:])
+                           explanation=explanation, extra=receipts[1:], entities=named)
 
 
 def _close(template: FactCommand, row: dict[str, Any] | None, res: Resolution, key: str) -> FactCommand | None:

@@ -24,7 +24,7 @@ from ledger.errors import BadInput
 from ledger.schemas import RememberReceipt, check_key, check_user_id, validate_command
 
 from . import reads
-from .remember import user_lock
+from .locks import user_lock
 
 
 def unlink(ml: Any, user_id: str, key: str, version: Any) -> RememberReceipt:

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 from ledger.errors import BadInput
 from ledger.schemas import FactCommand, Receipt, check_text, check_user_id, validate_command
 
-from .remember import user_lock
+from .locks import user_lock
 
 ACTOR = "retract-source"
 _VERSION_EFFECTS = ("new", "supersede", "correct", "backfill")

@@ -113,7 +113,7 @@ def test_cli_remember_json_and_exit_2(cli):
         "user_id": "Jon", "key": "work.occupation", "version": 1, "position": 1, "kind": "asserted",
         "effect": "new", "decision": "new", "replayed": False}
     assert set(r) == {"event_id", "user_id", "key", "version", "position", "kind", "effect", "replayed", "decision",
-                      "related", "explanation", "extra"}
+                      "related", "explanation", "extra", "entities"}
     r = cli.json("remember", "Jon", "Jon lost his job as a banker", "--observed-at", "2023-02-01T00:00:00Z")
     assert (r["decision"], r["key"], r["version"]) == ("retire", "work.occupation", 2)
     assert r["related"][0] == {"key": "work.occupation", "version": 1, "text": "Jon works as a banker",

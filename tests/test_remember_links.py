@@ -1,0 +1,180 @@
+"""``remember`` and the relation layer: a statement naming someone by their tie links them as an entity ("my sister
+Anna"), a later statement opening with their name revises what was said of them ("Anna moved to Munich"), two
+people of one role keep their own slots, and what is not certain (a shared name, a tie someone else holds) is
+reported and never guessed. Through the CLI on SQLite and PostgreSQL, plus the reading rules on their own."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from ledger.mentions import Known, mentions, read
+from memledger import MemoryLedger
+
+
+def remember(cli: Any, text: str, *extra: str) -> dict[str, Any]:
+    return cli.json("remember", "u1", text, *extra)
+
+
+def links(r: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    return [(e["name"], e["effect"], e["relation_type"]) for e in r["entities"]]
+
+
+def current(cli: Any) -> dict[str, str]:
+    doc = cli.json("profile", "u1")
+    return {key: f["text"] for key, f in doc["facts"].items()}
+
+
+def ties(cli: Any) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for e in cli.json("relations", "u1")["relations"]:
+        out.setdefault(e["relation_type"], []).append(e["entity"])
+    return out
+
+
+def test_a_named_sister_is_linked_and_a_statement_opening_with_her_name_revises_her_city(cli: Any) -> None:
+    r = remember(cli, "My sister Anna lives in Berlin", "--observed-at", "2024-01-05T09:00:00Z")
+    assert (r["decision"], r["key"]) == ("new", "family.sister.residence.city")
+    assert links(r) == [("Anna", "created", "sister")]
+    anna = r["entities"][0]["entity_id"]
+    assert r["entities"][0]["key"] == f"self.sister.{anna}" and r["entities"][0]["version"] == 1
+    assert ties(cli) == {"sister": ["Anna"]}
+
+    r = remember(cli, "Anna moved to Munich", "--observed-at", "2024-06-01T09:00:00Z")
+    assert (r["decision"], r["key"], r["version"]) == ("supersede", "family.sister.residence.city", 2)
+    assert links(r) == [("Anna", "about", "sister")] and r["entities"][0]["entity_id"] == anna
+    facts = current(cli)
+    assert facts["family.sister.residence.city"] == "Anna moved to Munich"
+    assert not any("Berlin" in t for t in facts.values())
+    # the user's own city is another slot: untouched
+    r = remember(cli, "I live in Lisbon")
+    assert (r["decision"], r["key"], r["entities"]) == ("new", "residence.city", [])
+    assert current(cli)["family.sister.residence.city"] == "Anna moved to Munich"
+
+    # "why": the statement's evidence names the link, and the tie's version carries the sentence that made it
+    versions = cli.json("history", "u1", "family.sister.residence.city")
+    assert versions[0]["reason"].endswith(f"entities: Anna created {anna} as sister")
+    assert versions[1]["reason"].endswith(f"entities: Anna about {anna} as sister")
+    [edge] = cli.json("relations", "u1")["relations"]
+    assert edge["source"] == "user_statement" and edge["valid_from"] == "2024-01-05T09:00:00Z"
+
+
+def test_two_sisters_keep_their_own_slots(cli: Any) -> None:
+    remember(cli, "My sister Anna lives in Berlin")
+    r = remember(cli, "My sister Beth lives in Paris")
+    assert (r["decision"], r["key"]) == ("new", "family.sister-beth.residence.city")
+    r = remember(cli, "Beth moved to Rome")
+    assert (r["decision"], r["key"]) == ("supersede", "family.sister-beth.residence.city")
+    facts = current(cli)
+    assert facts["family.sister.residence.city"] == "My sister Anna lives in Berlin"
+    assert facts["family.sister-beth.residence.city"] == "Beth moved to Rome"
+    assert sorted(ties(cli)["sister"]) == ["Anna", "Beth"]
+
+
+def test_chinese_a_wife_named_once_is_the_wife_of_later_statements(cli: Any) -> None:
+    r = remember(cli, "我老婆小丽喜欢喝茶")
+    assert (r["key"], links(r)) == ("family.wife.preference.drink", [("小丽", "created", "wife")])
+    r = remember(cli, "小丽最近改喝咖啡了")
+    assert (r["decision"], r["key"]) == ("supersede", "family.wife.preference.drink")
+    assert links(r) == [("小丽", "about", "wife")]
+    # the same person said by the role alone lands in the same slots
+    r = remember(cli, "我老婆现在只喝白开水")
+    assert (r["decision"], r["key"]) == ("supersede", "family.wife.preference.drink")
+    assert ties(cli) == {"wife": ["小丽"]}
+
+
+def test_what_is_not_certain_is_reported_and_never_guessed(cli: Any) -> None:
+    remember(cli, "My sister Anna lives in Berlin")
+    before = ties(cli)
+    # another "Anna" by another tie: another person, or the same? nothing is linked
+    r = remember(cli, "My colleague Anna is vegetarian")
+    assert links(r) == [("Anna", "ambiguous", "colleague")]
+    assert "was not linked as colleague" in r["explanation"]
+    assert ties(cli) == before
+    # a one-person tie someone else holds is not moved by a passing name
+    remember(cli, "My wife Maria likes jazz")
+    r = remember(cli, "my wife's name is Lena")
+    assert links(r) == [("Lena", "not_linked", "wife")]
+    assert ties(cli)["wife"] == ["Maria"]
+
+    # two people answer to "Anna": a statement opening with it is a conflict to confirm, placed under neither
+    code, out, err = cli("relate", "u1", "friend", "Anna Kowalski", "--alias", "Anna")
+    assert code == 0, err
+    r = remember(cli, "Anna moved to Munich")
+    assert r["decision"] == "conflict" and r["key"].startswith("memory.")
+    [amb] = r["entities"]
+    assert (amb["effect"], amb["entity_id"], len(amb["candidates"])) == ("ambiguous", None, 2)
+    assert current(cli)["family.sister.residence.city"] == "My sister Anna lives in Berlin"
+
+
+def test_a_retry_links_once_and_concurrent_statements_create_one_person(store_args: dict[str, Any]) -> None:
+    with MemoryLedger(**store_args) as ml:
+        a = ml.remember("u1", "My brother Tom lives in Leeds", idempotency_key="k1")
+        b = ml.remember("u1", "My brother Tom lives in Leeds", idempotency_key="k1")
+        assert (a.event_id, [e.effect for e in a.entities]) == (b.event_id, ["created"])
+        errors: list[BaseException] = []
+
+        def say(text: str) -> None:
+            try:
+                ml.remember("u1", text)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=say, args=(f"My friend Sara likes {x}",)) for x in ("tea", "chess")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        names = sorted(e.name for e in ml.entities("u1").entities)
+        assert names == ["Sara", "Tom"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("My sister Anna lives in Berlin", [("sister", "Anna")]),
+    ("Omar, my manager, prefers email", [("manager_of", "Omar")]),
+    ("my boss Omar's phone is 555-1234", [("manager_of", "Omar")]),
+    ("my wife's name is Maria", [("wife", "Maria")]),
+    ("my son is called Leo", [("son", "Leo")]),
+    ("my doctor is Dr. Lee", [("doctor_of", "Dr. Lee")]),
+    ("Dr. O'Brien, my dentist, moved", [("dentist_of", "Dr. O'Brien")]),
+    ("My older brother Tom Smith is a nurse", [("brother", "Tom Smith")]),
+    ("I had lunch with my friend Tom and Sara", [("friend", "Tom")]),
+    ("我老婆小丽喜欢喝茶", [("wife", "小丽")]),
+    ("我同事叫王磊，人很好", [("colleague", "王磊")]),
+    ("我的朋友阿强搬去深圳了", [("friend", "阿强")]),
+    # no name: a capitalised word that is not one, a group, a word after the role
+    ("my sister In Berlin is nice", []),
+    ("My wife is French", []),
+    ("my parents Anna and Jo", []),
+    ("我妹妹小学毕业了", []),
+    ("我妈妈最近在学游泳", []),
+    ("My friend said Monday works", []),
+])
+def test_mentions(text: str, expected: list[tuple[str, str]]) -> None:
+    assert [(m.relation_type, m.name) for m in mentions(text)] == expected
+
+
+ANNA = Known("e1", "Anna", (), ("sister",), ("sister",), 1)
+BETH = Known("e2", "Beth", (), ("sister",), ("sister",), 2)
+XIAOLI = Known("e3", "小丽", (), ("wife",), ("wife",), 3)
+
+
+@pytest.mark.parametrize("text, slot_key, about", [
+    ("Anna moved to Munich", "family.sister.residence.city", "Anna"),
+    ("Oh, Anna moved to Munich", "family.sister.residence.city", "Anna"),
+    ("Beth moved to Paris", "family.sister-beth.residence.city", "Beth"),
+    ("Anna's phone number is 555 0101", "family.sister.contact.phone", "Anna"),
+    ("小丽最近在学游泳", "family.wife.hobby", "小丽"),
+    ("小丽的电话是13800001111", "family.wife.contact.phone", "小丽"),
+    # the user is a subject too, or the name is another word: read as it stands
+    ("Anna and I went hiking", "hobby", None),
+    ("小丽和我去爬山", "hobby", None),
+    ("Annabel moved to Munich", None, None),
+])
+def test_a_statement_opening_with_a_linked_name_is_about_that_person(text: str, slot_key: str | None,
+                                                                    about: str | None) -> None:
+    rd = read(text, [ANNA, BETH, XIAOLI], user_name="u1")
+    assert (rd.typing.slot_key, rd.about and rd.about.name) == (slot_key, about)
