@@ -127,9 +127,13 @@ def _role(word: str) -> tuple[str, str] | None:
     return rtype, RELATION_SLUG.get(rtype, rtype)
 
 
-def mentions(text: str) -> list[Mention]:
-    """The people ``text`` names with their tie, in order of appearance, each (type, name) once."""
+def mentions(text: str, user_name: str | None = None) -> list[Mention]:
+    """The people ``text`` names with their tie, in order of appearance, each (type, name) once. An agent's note
+    of the user in the third person ("the user's sister Anna", "Jon's sister Anna" with ``user_name`` Jon) names
+    them as "my sister Anna" does."""
     t = unicodedata.normalize("NFC", text).replace("’", "'")
+    owner = r"\b(?:the user|user" + (f"|{re.escape(user_name)}" if user_name else "") + r")'s\b"
+    t = re.sub(owner, lambda m: "my".rjust(len(m.group(0))), t, flags=re.IGNORECASE)  # offsets kept
     found: dict[tuple[str, str], Mention] = {}
     for pattern in (*_MENTIONS_EN, *_MENTIONS_ZH):
         for m in pattern.finditer(t):
@@ -222,7 +226,7 @@ def read(text: str, known: list[Known], registry: KeyRegistry = REGISTRY, user_n
     """Read ``text`` with the user's linked people in mind (see the module docstring). ``known``: the user's
     entities; ``pending``: the slugs of people this statement links now, by (relation type, folded name)."""
     typing = type_statement(text, registry, user_name=user_name)
-    ms = mentions(text)
+    ms = mentions(text, user_name)
     reading = Reading(typing=typing, text=text, mentions=ms)
     if not known and not ms:
         return reading
@@ -258,6 +262,30 @@ def read(text: str, known: list[Known], registry: KeyRegistry = REGISTRY, user_n
     return reading
 
 
+def named_in(query: str, known: list[Known]) -> list[tuple[Known, bool]]:
+    """The linked people a query speaks of: by a name or alias it contains ("where does Anna live?"), or by the
+    role they hold towards the user ("my sister", 我老婆: every current holder). Each with ``by_role``: True when
+    only the role named them (the name is not in the query). In the order of ``known``."""
+    t = unicodedata.normalize("NFC", query).replace("’", "'")
+    low = fold(t)
+    roles: set[str] = set()
+    for w in _ROLE_WORDS_EN:
+        if re.search(rf"(?<![\w-]){re.escape(w)}(?:'s|s)?(?![\w-])", low):
+            roles.add(_role(w)[0])  # type: ignore[index]
+    for w in _ROLE_WORDS_ZH:
+        if w in t:
+            roles.add(_role(w)[0])  # type: ignore[index]
+    out: list[tuple[Known, bool]] = []
+    for k in known:
+        by_name = any(n and not n.startswith(("my ", "我")) and (
+            n in low if _cjk(n[:1]) else re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", low)) for n in k.names())
+        if by_name:
+            out.append((k, False))
+        elif roles & set(k.current):
+            out.append((k, True))
+    return out
+
+
 def _base(subject: str) -> str:
     rtype = SLUG_RELATION.get(subject, subject)
     return RELATION_SLUG.get(rtype, rtype)
@@ -268,5 +296,5 @@ def _lead_len(text: str) -> int:
     return (m.end() if m else 0) + 12
 
 
-__all__ = ["Known", "Mention", "Reading", "RELATION_SLUG", "SLUG_RELATION", "fold", "mentions", "named", "new_slug",
-           "read", "slugs"]
+__all__ = ["Known", "Mention", "Reading", "RELATION_SLUG", "SLUG_RELATION", "fold", "mentions", "named", "named_in",
+           "new_slug", "read", "slugs"]

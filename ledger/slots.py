@@ -500,8 +500,20 @@ def _typed(text: str, user_name: str | None) -> Typing:
     return _type_statement(text, REGISTRY, user_name)
 
 
+#: the user named in the third person as the owner of a tie ("the user's sister", "Jon's doctor's number"): an
+#: agent's note saying "my sister", so the statement is about the sister, never the user's own slot
+_TIES = "|".join(sorted({*RELATIONS_EN, *_ROLES_EN}, key=len, reverse=True))
+
+
+@functools.lru_cache(maxsize=256)
+def _owner_re(user_name: str | None) -> re.Pattern[str]:
+    names = "the user|user" + (f"|{re.escape(user_name.lower())}" if user_name else "")
+    return re.compile(rf"(?<![\w-])(?:{names})(?:'s|’s) (?=(?:(?:older|younger|elder|big|little|baby|twin|oldest|"
+                      rf"youngest) )?(?:{_TIES})(?:'s|s'|’s)?\b)")
+
+
 def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> Typing:
-    t = nfc_lower(text).strip()
+    t = _owner_re(user_name).sub("my ", nfc_lower(text).strip())
     subject = "self"
     spans: list[tuple[int, int]] = []
     m = _REL_EN_RE.match(t) or _REL_ZH_RE.match(t)

@@ -361,7 +361,7 @@ class MemoryLedger(Store):
                allow_sensitive: Any = None, purpose: str | None = None,
                trace_id: str | None = None, also: Any = None, min_score: float | None = None,
                role_filter: str | None = None, exclude_source: Any = None,
-               within: str = "facts", min_confidence: float | None = None) -> list[SearchHit]:
+               within: str = "facts", min_confidence: float | None = None, expand: int = 0) -> list[SearchHit]:
         """``user_id``'s memories most relevant to ``query`` (``memledger search``): :func:`memledger.search.search`,
         without facts labelled sensitive unless ``allow_sensitive`` names their label; each labelled hit returned is
         recorded as a disclosure with ``purpose``/``trace_id``, as context does
@@ -371,14 +371,16 @@ class MemoryLedger(Store):
         ``also``: more user ids, searched each on their own indexes and merged by score (each hit's ``user_id``
         says whose). ``min_score``: drop hits below it. ``role_filter``: only memories recorded under that role
         (``role`` stays a bonus). ``exclude_source``: a source or list of sources to leave out. ``within``:
-        ``"facts"`` (default), ``"messages"`` (logged turns) or ``"all"``."""
+        ``"facts"`` (default), ``"messages"`` (logged turns) or ``"all"``. ``expand`` (0-3): also the memories of
+        the people the query names, and of those their relations lead to in that many hops, each hit with the
+        ``path`` that brought it (memledger/expansion.py, docs/relations.md)."""
         from . import sensitivity
 
         return sensitivity.search_with_sensitivity(
             self, user_id, query, k, as_of, source, role, allow_sensitive=allow_sensitive, purpose=purpose,
             trace_id=trace_id, after=after, timeout=timeout, half_lives=half_lives, role_bonus=role_bonus,
             also=also, min_score=min_score, role_filter=role_filter, exclude_source=exclude_source, within=within,
-            min_confidence=min_confidence)
+            min_confidence=min_confidence, expand=expand)
 
     def ingest(self, path: str | os.PathLike[str], format: str = "locomo", *,
                on_progress: Callable[[int, int], None] | None = None, batch_size: int = 500,

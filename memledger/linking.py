@@ -48,23 +48,10 @@ def people(store: Store, user_id: str) -> list[Known]:
     if proj is None:
         return []
     with store.db.read() as cur:
-        rows = proj.entities(cur, user_id)
-        if not rows:
-            return []
-        ties = proj.roles(cur, user_id)
-    roles: dict[str, list[tuple[int, str, bool]]] = {}
-    for obj, rtype, pos, current in ties:
-        roles.setdefault(obj, []).append((pos, rtype, current))
-    out = []
-    for r in rows:
-        mine = sorted(roles.get(r["entity_id"], []))
-        first = mine[0][0] if mine else r["position"]
-        out.append(Known(r["entity_id"], r["name"], tuple(r["aliases"]), tuple(t for _, t, _ in mine),
-                         tuple(t for _, t, c in mine if c), first))
-    return out
+        return proj.known(cur, user_id)
 
 
-def plan(text: str, known: list[Known]) -> Plan:
+def plan(text: str, known: list[Known], user_id: str | None = None) -> Plan:
     """Decide each mention of ``text``: the one entity of that name tied so already (``known``), the one entity of
     that name, tied to the user by nothing yet (``linked``), none (``created``), several, or one tied by another
     role ("my friend Anna" while Anna is the sister: another Anna, or the same? ``ambiguous``), or a single-valued
@@ -72,7 +59,7 @@ def plan(text: str, known: list[Known]) -> Plan:
     user to settle (``relate``), never guessed."""
     out = Plan()
     taken = set(slugs(known).values())
-    for m in mentions(text):
+    for m in mentions(text, user_id):
         named = [k for k in known if fold(m.name) in k.names()]
         holders = [k for k in named if m.relation_type in k.current]
         single = RELATION_TYPES.get(m.relation_type).cardinality == "single"
@@ -152,6 +139,9 @@ def receipt_links(the_plan: Plan, rd: Reading, receipts: list[Receipt]) -> list[
     if rd.about is not None and not any(e.entity_id == rd.about.entity_id for e in out):
         out.append(EntityLink(name=rd.about.name, relation_type=(rd.about.roles or (None,))[0], effect="about",
                               entity_id=rd.about.entity_id))
+    for e in out:
+        if e.effect in ("known", "about") and e.relation_type and RELATION_TYPES.get(e.relation_type).sensitivity:
+            e.relation_type = None  # a labelled tie (doctor_of) the statement did not state is not told back
     for name, people_ in rd.ambiguous:
         out.append(EntityLink(name=name, relation_type=None, effect="ambiguous",
                               candidates=[k.entity_id for k in people_]))

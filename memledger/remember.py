@@ -248,7 +248,7 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         # the people the statement names, and the one it is about (memledger/linking.py): read under the lock, so
         # two statements naming a new person at once create them once
         known = linking.people(store, user_id)
-        links = linking.plan(text, known)
+        links = linking.plan(text, known, user_id)
         reading = linking.reading(text, known, links, registry, user_id)
         typing = reading.typing
         cands, rows = _candidates(store, user_id, text, typing.slot_key, embedder)

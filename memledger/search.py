@@ -112,6 +112,9 @@ class SearchHit(BaseModel):
         "Every source that said this version: its own source_ref, then those of the statements that reaffirmed it "
         "(remember merges a statement said again into the memory it repeats), in log order, each once; with as_of, "
         "its own only."))
+    path: str | None = Field(default=None, exclude_if=lambda v: v is None, description=(
+        "With expand: the relations walked to this memory from the people the query names (\"sister Anna → husband "
+        "Mark\"); absent on a hit the query found itself."))
 
 
 #: the freshness factor of a contested version: the newer of two live versions of one attribute ranks first unless

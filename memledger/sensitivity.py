@@ -266,18 +266,21 @@ def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as
                             source: str | None = None, role: str | None = None, *, allow_sensitive: Any = None,
                             purpose: str | None = None, trace_id: str | None = None, also: Any = None,
                             min_score: Any = None, role_filter: Any = None, exclude_source: Any = None,
-                            within: Any = "facts", min_confidence: Any = None, **kwargs: Any) -> list[search.SearchHit]:
+                            within: Any = "facts", min_confidence: Any = None, expand: Any = 0,
+                            **kwargs: Any) -> list[search.SearchHit]:
     """:func:`memledger.search.search` under the same rule as context: a hit whose version carries a sensitivity
     label (health, finance, ...) is left out unless ``allow_sensitive`` names the label, and each labelled hit
     returned is recorded as a disclosure (``SensitiveFactIncluded`` with ``purpose``/``trace_id``) on the user whose
     fact it is, so ``audit`` and ``export`` show it. Withheld hits do not shorten the page: each user's search asks
     for ``k`` plus the number of their labelled versions, then the users' hits are merged by score, cut to ``k`` and
-    renumbered. ``also`` and the other filters: :class:`memledger.search.SearchFilters`.
+    renumbered. ``also`` and the other filters: :class:`memledger.search.SearchFilters`. ``expand`` (0-3): also
+    the memories of the people the query leads to along the user's relations (memledger/expansion.py), each
+    under the same label rule; a labelled relation the read does not allow is never walked.
 
     Raises:
         BadInput: a malformed ``allow_sensitive`` or search argument (nothing read, nothing recorded).
     """
-    from . import search
+    from . import expansion, search
 
     allow = check_allow_sensitive(allow_sensitive)
     purpose = check_purpose(purpose)
@@ -286,12 +289,16 @@ def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as
     flt = search.check_filters(user_id, also, min_score, role_filter, exclude_source, within, as_of, min_confidence,
                                source=source)
     search.check_role_bonus(kwargs.get("role_bonus", search.DEFAULT_ROLE_BONUS))
+    hops = expansion.check_expand(expand)
     ml.before_read(kwargs.pop("after", None), kwargs.pop("timeout", 10.0), deferred=True)
     per_user, labels_of = [], {}
     for u in (user_id, *flt.also):
         labels = labels_of[u] = sensitivity_labels(ml, u)
         ask = min(k + len(labels), search.MAX_K) if labels else k
         hits = search.search_caught_up(ml, u, query, ask, as_of, source, role, filters=flt, **kwargs)
+        if hops:
+            hits = expansion.expand(ml, u, query, hits, ask, hops, as_of, set(allow), lambda q, u=u, n=ask: (
+                search.search_caught_up(ml, u, q, n, as_of, source, role, filters=flt, **kwargs)))
         per_user.append([h for h in hits if h.kind != "fact" or labels.get((h.key, h.version)) in (None, *allow)])
     kept = search.merge_users(per_user, k)
     for u, labels in labels_of.items():

@@ -22,6 +22,7 @@ import hashlib
 import json
 from typing import Any
 
+from ledger.mentions import Known
 from ledger.relations import SELF, Entity, Relation
 from ledger.timeutil import OPEN, to_micros
 
@@ -229,6 +230,22 @@ class RelationsProjection(Projection):
             row = out.setdefault((obj, rtype), [obj, rtype, pos, False])
             row[3] = status in ("current", "contested")
         return [tuple(r) for r in out.values()]  # type: ignore[misc]
+
+    def known(self, cur: Cursor, user_id: str) -> list[Known]:
+        """The user's entities with the ties they hold or held towards the user, as ``remember`` and recall read
+        them (:class:`ledger.mentions.Known`: roles in the order first recorded, the current ones, first position)."""
+        rows = self.entities(cur, user_id)
+        if not rows:
+            return []
+        roles: dict[str, list[tuple[int, str, bool]]] = {}
+        for obj, rtype, pos, current in self.roles(cur, user_id):
+            roles.setdefault(obj, []).append((pos, rtype, current))
+        out = []
+        for r in rows:
+            mine = sorted(roles.get(r["entity_id"], []))
+            out.append(Known(r["entity_id"], r["name"], tuple(r["aliases"]), tuple(t for _, t, _ in mine),
+                             tuple(t for _, t, c in mine if c), mine[0][0] if mine else r["position"]))
+        return out
 
     def live_keys(self, cur: Cursor, user_id: str, subject: str, relation_type: str) -> list[dict[str, Any]]:
         """The current edges of one (subject, type) as known now: dicts of ``key``, ``version``, ``object`` and

@@ -23,7 +23,7 @@ Figures (MiniLM + BM25, absolute relevance; docs/retrieval.md has the table and 
 * held out, never tuned on: the other eight conversations of LoCoMo's locomo10.json (1,682 questions); not shipped
   (CC BY-NC): pass the file.
 
-Usage: python scripts/eval_locomo.py DATA.json [--embedder minilm] [--routed] [--resolve] [--json OUT]
+Usage: python scripts/eval_locomo.py DATA.json [--embedder minilm] [--routed] [--resolve] [--expand N] [--json OUT]
 """
 
 from __future__ import annotations
@@ -66,9 +66,10 @@ def routed_query(question: str, users: list[str]) -> str:
     return re.sub(rf"\b{re.escape(users[0])}('s)?\b", "they", question, flags=re.IGNORECASE)
 
 
-def retrieve(ml: MemoryLedger, users: list[str], question: str, k: int) -> list[set[str]]:
-    """The protocol: one search of the first user with ``also`` = the others, merged by score by the ledger."""
-    hits = ml.search(users[0], question, k=k, also=users[1:])
+def retrieve(ml: MemoryLedger, users: list[str], question: str, k: int, expand: int = 0) -> list[set[str]]:
+    """The protocol: one search of the first user with ``also`` = the others, merged by score by the ledger
+    (``expand``: following each user's relations that many hops, memledger/expansion.py)."""
+    hits = ml.search(users[0], question, k=k, also=users[1:], expand=expand)
     # every source a hit stands for: its own turn and those of the observations that said it again (reaffirmed)
     return [turn_ids(",".join(h.source_refs) or h.source_ref or "") for h in hits[:k]]
 
@@ -108,13 +109,14 @@ def recall(evidence: set[str], refs: list[set[str]]) -> float:
     return len(evidence & found) / len(evidence)
 
 
-MODES = ("ledger", "cosine", "routed")
+MODES = ("ledger", "cosine", "routed", "expand")
 
 
-def evaluate(data: list[dict], embedder: str, routed: bool = False, resolve: bool = False) -> tuple[dict, dict, dict]:
+def evaluate(data: list[dict], embedder: str, routed: bool = False, resolve: bool = False,
+             expand: int = 0) -> tuple[dict, dict, dict]:
     scores: dict[tuple[str, int, int], list[float]] = {}
     info = {"conversations": 0, "observations": 0, "questions": 0, "ingest_s": 0.0, "search_ms": [],
-            "decisions": {}}
+            "decisions": {}, "entities": 0}
     for conv in data:
         speakers = [conv["conversation"]["speaker_a"], conv["conversation"]["speaker_b"]]
         commands = locomo_commands([conv], resolve=resolve)
@@ -128,6 +130,7 @@ def evaluate(data: list[dict], embedder: str, routed: bool = False, resolve: boo
                 ml.record(commands[i:i + 500])
             ml.catch_up()
             info["ingest_s"] += time.perf_counter() - t0
+            info["entities"] += sum(len(ml.entities(u).entities) for u in speakers)
             info["conversations"] += 1
             info["observations"] += len(commands)
             cosine = PlainCosine(ml, [c for c in commands if getattr(c, "text", None)])
@@ -144,6 +147,9 @@ def evaluate(data: list[dict], embedder: str, routed: bool = False, resolve: boo
                     info["search_ms"].append((time.perf_counter() - t1) * 1000)
                     scores.setdefault(("ledger", cat, k), []).append(recall(evidence, refs))
                     scores.setdefault(("cosine", cat, k), []).append(recall(evidence, cosine.retrieve(q, k)))
+                    if expand:
+                        refs = retrieve(ml, speakers, q, k, expand)
+                        scores.setdefault(("expand", cat, k), []).append(recall(evidence, refs))
                     if routed:
                         named = speakers_named(q, speakers)
                         refs = retrieve_routed(ml, named, routed_query(q, named), k)
@@ -169,10 +175,12 @@ def main() -> None:
                     "the name replaced by 'they')")
     ap.add_argument("--resolve", action="store_true", help="ingest through remember (slot resolution): "
                     "a superseded or retired observation is no longer current, so it can no longer be retrieved")
+    ap.add_argument("--expand", type=int, default=0, help="also search following the relations N hops (1-3), "
+                    "printed per category beside the plain search of the same run")
     args = ap.parse_args()
     data = json.loads(args.data.read_text(encoding="utf-8"))
     data = data if isinstance(data, list) else [data]
-    table, counts, info = evaluate(data, args.embedder, args.routed, args.resolve)
+    table, counts, info = evaluate(data, args.embedder, args.routed, args.resolve, args.expand)
     med = sorted(info["search_ms"])[len(info["search_ms"]) // 2]
     ids = ", ".join(str(c.get("sample_id", "?")) for c in data)
     print(f"LoCoMo retrieval, {args.data.name} ({ids}): {info['observations']} observations, {info['questions']} "
@@ -197,6 +205,15 @@ def main() -> None:
         print(f"| overall, earlier protocol (--routed) | {sum(counts.values())} | "
               + " | ".join(f"{r2[k]:.1f}" for k in KS) + " | | | |")
     print("| LoCoMo paper: DRAGON over observations | | " + " | ".join(f"{BASELINE[k]:.1f}" for k in KS) + " | | | |")
+    if args.expand:
+        print(f"\nWith expand={args.expand} (entities linked at ingest: {info['entities']}), same run:\n")
+        print("| category | n | R@5 | R@10 | R@25 | R@10 without | R@10 difference |")
+        print("|---|---|---|---|---|---|---|")
+        for cat, name in [*CATEGORIES.items(), ("overall", "(1-4)")]:
+            e, r = table[("expand", cat)], table[("ledger", cat)]
+            n = counts[cat] if cat in counts else sum(counts.values())
+            print(f"| {cat} {name} | {n} | " + " | ".join(f"{e[k]:.1f}" for k in KS)
+                  + f" | {r[10]:.1f} | {e[10] - r[10]:+.1f} |")
     if args.json:
         args.json.write_text(json.dumps({m: {str(cat): table[(m, cat)] for cat in [*CATEGORIES, "overall"]
                                              if (m, cat) in table} for m in MODES} | {

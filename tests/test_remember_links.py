@@ -109,6 +109,18 @@ def test_what_is_not_certain_is_reported_and_never_guessed(cli: Any) -> None:
     assert current(cli)["family.sister.residence.city"] == "My sister Anna lives in Berlin"
 
 
+def test_an_agents_note_in_the_third_person_names_the_users_people(cli: Any) -> None:
+    # "Jon's sister Anna ..." written of user Jon is about the sister: never Jon's own city
+    assert cli.json("remember", "Jon", "Jon lives in Paris")["key"] == "residence.city"
+    r = cli.json("remember", "Jon", "Jon's sister Anna lives in Berlin", "--source", "agent_inference")
+    assert (r["decision"], r["key"]) == ("new", "family.sister.residence.city")
+    assert [(e["name"], e["effect"], e["relation_type"]) for e in r["entities"]] == [("Anna", "created", "sister")]
+    r = cli.json("remember", "Jon", "The user's doctor's phone number is 555 0101")
+    assert r["key"] == "family.doctor.contact.phone"
+    facts = cli.json("profile", "Jon")["facts"]
+    assert facts["residence.city"]["text"] == "Jon lives in Paris"
+
+
 def test_a_retry_links_once_and_concurrent_statements_create_one_person(store_args: dict[str, Any]) -> None:
     with MemoryLedger(**store_args) as ml:
         a = ml.remember("u1", "My brother Tom lives in Leeds", idempotency_key="k1")

@@ -131,6 +131,10 @@ def remember_cmd(
     out.print(f"  {r.explanation}")
     for m in r.related:
         out.print(f"  {m.relation:<13} {m.key} v{m.version} score {m.score:.3f}: {clip(m.text, 80)}")
+    for e in r.entities:
+        tie = f" as {e.relation_type}" if e.relation_type else ""
+        out.print(f"  {'person':<13} {e.name}{tie}: {e.effect}" + (f" ({e.entity_id})" if e.entity_id else "")
+                  + (f", one of {', '.join(e.candidates)}" if e.candidates else ""))
 
 
 # A negative VERSION ("-1") reached the parser as an unknown option ("No such option: -1"); read it as the argument,
@@ -217,6 +221,8 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
                    "hedged statements are recorded at 0.6 at most)."),
                role_bonus: Optional[float] = typer.Option(
                    None, "--role-bonus", help="Score added to memories recorded under --role (0..1; default 0.1)."),
+               expand: int = typer.Option(0, "--expand", help="Also the memories of the people the query names and of "
+                                          "those their relations lead to, in N hops (0-3; 0: none)."),
                half_life: Optional[list[str]] = typer.Option(
                    None, "--half-life", help="PREFIX=SECONDS: freshness half-life of keys under PREFIX (repeatable, "
                    "e.g. --half-life session.=86400). Default: the ledger's."),
@@ -227,10 +233,12 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
     from memledger.sensitivity import check_allow_sensitive
     from memledger.search import check_filters, check_search_args
 
+    from memledger.expansion import check_expand
     from memledger.search import check_half_lives, check_role_bonus
 
     check_search_args(user, query, k, as_of, source, role)  # refuse bad input before opening the store
     check_filters(user, also, min_score, role_filter, exclude_source, within, as_of, min_confidence, source=source)
+    check_expand(expand, "--expand")
     allow_sensitive = labels_given(allow_sensitive)
     check_allow_sensitive(allow_sensitive, "--allow-sensitive")
     tuning: dict[str, Any] = {}
@@ -242,18 +250,18 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
         hits = ml.search(user, query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
                          allow_sensitive=allow_sensitive, purpose=purpose, also=also, min_score=min_score,
                          role_filter=role_filter, exclude_source=exclude_source, within=within,
-                         min_confidence=min_confidence, trace_id=trace, **tuning)
+                         min_confidence=min_confidence, expand=expand, trace_id=trace, **tuning)
     if as_json:
         emit_json([h.model_dump(mode="json") for h in hits])
         return
     table = Table(title=f"search {user}: {query}")
-    many = bool(also)
-    for col in ("#", "score", *(("user",) if many else ()), "key", "text", "ref"):  # parts, provenance: --json
-        table.add_column(col, min_width=30 if col == "text" else None)
+    many, via = bool(also), any(h.path for h in hits)
+    for col in ("#", "score", *(("user",) if many else ()), "key", "text", "ref", *(("via",) if via else ())):
+        table.add_column(col, min_width=30 if col == "text" else None)  # parts, provenance: --json
     for h in hits:
         key = h.key if h.kind == "fact" else f"message {h.session_id}/{h.message_id}"
         table.add_row(str(h.rank), f"{h.score:.3f}", *((h.user_id or "",) if many else ()), key, h.text,
-                      h.source_ref or "")
+                      h.source_ref or "", *((h.path or "",) if via else ()))
     out.print(table)
 
 

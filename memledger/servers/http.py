@@ -570,10 +570,10 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                          min_score: float | None = Query(None), role_filter: str | None = Query(None),
                          exclude_source: list[str] | None = Query(None), within: str = Query("facts"),
                          min_confidence: float | None = Query(None), role_bonus: float | None = Query(None),
-                         trace_id: str | None = Query(None), after: int | None = After) -> Any:
+                         trace_id: str | None = Query(None), after: int | None = After, expand: int = Query(0)) -> Any:
         body = _validated(HttpSearchBody, query=query, k=k, as_of=as_of, source=source, role=role, also=also,
                           allow_sensitive=allow_sensitive, purpose=purpose, min_score=min_score,
-                          role_filter=role_filter, exclude_source=exclude_source, within=within,
+                          role_filter=role_filter, exclude_source=exclude_source, within=within, expand=expand,
                           min_confidence=min_confidence, role_bonus=role_bonus, trace_id=trace_id, after=after)
         return await service.call(_search, request, user_id, body)  # CPU-heavy: a worker thread, never the loop
 

@@ -177,6 +177,8 @@ class SearchBody(_Model):
     within: Literal["facts", "messages", "all"] = Field("facts", description="What to search: facts, messages "
                                                         "(logged turns) or all.")
     min_confidence: float | None = Field(None, ge=0, le=1, description=_MIN_CONFIDENCE)
+    expand: int = Field(0, ge=0, le=3, description="Also the memories of the people the query names and of those "
+                        "their relations lead to, in that many hops (0-3; 0: none); each such hit carries `path`.")
     also: list[str] | None = Field(None, description="Other users to search too (the key must hold each); hits "
                                    "then carry user_id and are merged by score.")
     role_bonus: float | None = Field(None, ge=0, le=1, description="Score added to a memory recorded under `role` "

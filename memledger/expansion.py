@@ -1,0 +1,115 @@
+"""Recall that follows the links: ``search(..., expand=N)`` (docs/relations.md).
+
+The people a query speaks of are the seeds: by a name or alias it contains ("where did Anna's husband grow up?"),
+or by the tie they hold towards the user ("my sister", 我老婆). From each seed the relations true at the search's
+time (as believed at its ``as_of``) are walked, at most N hops (1-3), never through a relation whose label the read
+does not allow (doctor_of: ``health``). For each person, place or organisation reached, nearest first and at most
+:data:`MAX_REACHED`, the query is asked again with their name added, so that the memories that speak of them are
+ranked by the same absolute score as every other hit. A hit the plain search did not return joins the others with
+that score times :data:`DECAY` per hop, and with ``path``, the walk that brought it ("sister Anna → husband Mark").
+The plain hits keep their place and score; the best ``k`` of all are returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ledger.errors import BadInput
+from ledger.mentions import Known, named_in
+from ledger.relations import SELF
+from ledger.timeutil import now_utc, parse_instant, to_micros
+
+
+#: how far a walk goes at most (the relation layer's own limit)
+MAX_EXPAND = 3
+#: a hit found through a person counts this much less per hop than one the query found itself
+DECAY = 0.9
+#: how many people reached are searched for (nearest first)
+MAX_REACHED = 8
+
+
+def check_expand(value: Any, field: str = "expand") -> int:
+    """0 (no expansion, the default), 1, 2 or 3 hops. Raises BadInput naming ``field``."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_EXPAND:
+        raise BadInput(field, f"{value!r} is not 0, 1, 2 or 3",
+                       f"give 0 to {MAX_EXPAND}: how many relation hops to follow (0: none)")
+    return value
+
+
+def expand(store: Any, user_id: str, query: str, hits: list[Any], k: int, hops: int, as_of: Any,
+           allowed: set[str], ask: Callable[[str], list[Any]]) -> list[Any]:
+    """``hits`` (the plain search of ``user_id``) with the memories of the people the query leads to, best ``k``
+    (see the module docstring). ``allowed``: the sensitivity labels the read allows; ``ask(query)`` runs the same
+    search for another query. A query naming nobody linked returns ``hits`` unchanged."""
+    if getattr(store, "relations_projection", None) is None:
+        return hits
+    with store.db.read() as cur:
+        known = store.relations_projection.known(cur, user_id)
+    seeds = named_in(query, known) if known else []
+    if not seeds:
+        return hits
+    reached = _reach(store, user_id, seeds, hops, as_of, allowed)
+    have = {h.doc_id for h in hits}
+    extra: dict[str, Any] = {}
+    for name, hop, path in reached[:MAX_REACHED]:
+        for h in ask(f"{query} {name}"):
+            if h.doc_id in have:
+                continue
+            score = round(h.score * DECAY ** max(hop, 1), 4)
+            if h.doc_id not in extra or extra[h.doc_id].score < score:
+                extra[h.doc_id] = h.model_copy(update={"score": score, "path": path})
+    return sorted([*hits, *extra.values()], key=lambda h: -h.score)[:k]
+
+
+def _reach(store: Any, user_id: str, seeds: list[tuple[Known, bool]], hops: int, as_of: Any,
+           allowed: set[str]) -> list[tuple[str, int, str]]:
+    """(name, hops, path) of each entity the walk reaches, nearest first, each once: a seed the query named only
+    by its role at hop 0 (its name is not in the query yet), then those 1..``hops`` away."""
+    from projections.relations import walk
+
+    as_of_us = None if as_of is None else to_micros(parse_instant(as_of, "as_of"))
+    valid_us = to_micros(now_utc()) if as_of_us is None else as_of_us
+    proj = store.relations_projection
+    with store.db.read() as cur:
+        edges = proj.edges(cur, user_id, valid_us, as_of_us)
+        names = {r["entity_id"]: r["name"] for r in proj.entities(cur, user_id)}
+    for e in edges:
+        label = e["sensitivity"]
+        e["withheld"] = label if label is not None and label not in allowed else None
+    ties = [e for e in edges if e["subject"] == SELF]
+    hidden = {e["object"] for e in ties if e["withheld"]} - {e["object"] for e in ties if not e["withheld"]}
+    out: list[tuple[str, int, str]] = []
+    seen: set[str] = set()
+    for k, by_role in seeds:
+        if k.entity_id in hidden:
+            continue  # "my doctor": reached only through a labelled tie the read does not allow
+        label = f"{k.current[0]} {k.name}" if by_role and k.current else k.name
+        if by_role and k.entity_id not in seen:
+            out.append((k.name, 0, label))
+        seen.add(k.entity_id)
+        for hop, path, e in walk(edges, k.entity_id, hops):
+            far = path[-1]
+            if e["withheld"] or far in seen or far == SELF or far not in names:
+                continue
+            seen.add(far)
+            out.append((names[far], hop, _path(label, path, edges, names)))
+    return sorted(out, key=lambda t: t[1])
+
+
+def _path(label: str, nodes: list[str], edges: list[dict[str, Any]], names: dict[str, str]) -> str:
+    """"sister Anna → husband Mark": each step the relation and the name reached; a step against the relation's
+    direction reads "← lives_in Anna" (Berlin is where Anna lives)."""
+    steps = [label]
+    for a, b in zip(nodes, nodes[1:]):
+        fwd = next((e for e in edges if e["subject"] == a and e["object"] == b), None)
+        back = None if fwd else next((e for e in edges if e["subject"] == b and e["object"] == a), None)
+        e = fwd or back
+        rtype = e["relation_type"] if e else "?"
+        steps.append(f"→ {rtype} {names.get(b, b)}" if fwd else f"← {rtype} {names.get(b, b)}")
+    return " ".join(steps)
+
+
+__all__ = ["DECAY", "MAX_EXPAND", "MAX_REACHED", "check_expand", "expand"]
