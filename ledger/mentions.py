@@ -222,15 +222,26 @@ def _cjk(ch: str) -> bool:
 
 
 def read(text: str, known: list[Known], registry: KeyRegistry = REGISTRY, user_name: str | None = None,
-         pending: dict[tuple[str, str], str] | None = None) -> Reading:
+         pending: dict[tuple[str, str], str] | None = None, about: Known | None = None) -> Reading:
     """Read ``text`` with the user's linked people in mind (see the module docstring). ``known``: the user's
-    entities; ``pending``: the slugs of people this statement links now, by (relation type, folded name)."""
-    typing = type_statement(text, registry, user_name=user_name)
-    ms = mentions(text, user_name)
+    entities; ``pending``: the slugs of people this statement links now, by (relation type, folded name).
+    ``about``: the person who said it, or for whom it was said (``remember --about``): what it says of "I" or of no
+    one is theirs, in their slots; the people it names are theirs ("my husband Mark" is Anna's husband)."""
+    typing = type_statement(text, registry, user_name=None if about is not None else user_name)
+    ms = mentions(text, None if about is not None else user_name)
     reading = Reading(typing=typing, text=text, mentions=ms)
+    by_id = slugs(known)
+    if about is not None:
+        reading.about, reading.slug = about, by_id.get(about.entity_id)
+        if typing.subject in ("self", "none"):
+            reading.typing = dataclasses.replace(typing, subject=reading.slug or typing.subject,
+                                                 tentative_of=_prefixed(typing.tentative_of, reading.slug))
+        else:  # "my husband Mark is a carpenter" said by Anna: her husband's, never the user's husband's slot
+            reading.typing = dataclasses.replace(typing, subject=reading.slug or typing.subject, slot=None,
+                                                 cardinality="single", tentative_of=None)
+        return reading
     if not known and not ms:
         return reading
-    by_id = slugs(known)
     lead = ms[0] if ms and typing.subject != "self" and ms[0].start <= _lead_len(text) else None
     if lead is not None and lead.slug == _base(typing.subject):
         # "My sister Anna lives in Berlin": about Anna, in the slots of the sister she is
@@ -255,11 +266,16 @@ def read(text: str, known: list[Known], registry: KeyRegistry = REGISTRY, user_n
                 reading.typing, reading.text = retyped, said
     if reading.slug is not None and reading.slug != reading.typing.subject:
         ty = reading.typing
-        tentative = ty.tentative_of
-        if tentative is not None:
-            tentative = f"family.{reading.slug}.{tentative.split('.', 2)[2] if tentative.startswith('family.') else tentative}"
-        reading.typing = dataclasses.replace(ty, subject=reading.slug, tentative_of=tentative)
+        reading.typing = dataclasses.replace(ty, subject=reading.slug,
+                                             tentative_of=_prefixed(ty.tentative_of, reading.slug))
     return reading
+
+
+def _prefixed(slot: str | None, slug: str | None) -> str | None:
+    """A slot key under ``slug``'s prefix ("residence.city" -> "family.sister.residence.city")."""
+    if slot is None or slug is None:
+        return slot
+    return f"family.{slug}.{slot.split('.', 2)[2] if slot.startswith('family.') else slot}"
 
 
 def named_in(query: str, known: list[Known]) -> list[tuple[Known, bool]]:

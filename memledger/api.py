@@ -160,9 +160,14 @@ class MemoryLedger(Store):
                  source: str = "user_statement", source_ref: str | None = None, session_id: str | None = None,
                  actor: str | None = None, trace_id: str | None = None, confidence: float | None = None,
                  role: RoleContext | dict[str, Any] | None = None, sensitivity: str | None = None,
-                 idempotency_key: str | None = None, key: str | None = None) -> Any:
+                 idempotency_key: str | None = None, key: str | None = None, about: str | None = None) -> Any:
         """Remember a free-text statement: slot resolution decides which key it lands in and what it does there
         (docs/resolution.md; rules in ledger/resolution.py, catalogue in ledger/slots.py).
+
+        ``about``: a person linked to the user (entity id, name or alias) who said it or for whom it was said ("I
+        like jazz" from the sister's phone): it lands in that person's slots (``family.sister.*``) and the user's
+        own facts are untouched (docs/relations.md). The people a statement names are linked (receipt
+        ``entities``).
 
         Returns a :class:`~ledger.schemas.RememberReceipt`: the receipt fields plus ``decision`` (new, add,
         reaffirm, supersede, correct, retire, conflict), ``key`` (the slot it landed in), ``related``
@@ -179,7 +184,7 @@ class MemoryLedger(Store):
         receipt = remember(self, user_id, text, observed_at=observed_at, valid_from=valid_from, source=source,
                            source_ref=source_ref, session_id=session_id, actor=actor, trace_id=trace_id,
                            confidence=confidence, role=role, sensitivity=sensitivity,
-                           idempotency_key=idempotency_key, key=key)
+                           idempotency_key=idempotency_key, key=key, about=about)
         return withhold_related(self, receipt)
 
     def unlink(self, user_id: str, key: str, version: int) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ledger.errors import BadInput
 from ledger.mentions import Known, Reading, fold, mentions, new_slug, read, slugs
 from ledger.relations import RELATION_TYPES, SELF, new_entity_id
 from ledger.schemas import EntityLink, FactCommand, Receipt
@@ -32,6 +33,7 @@ class Link:
     entity_id: str | None = None
     write: bool = False
     candidates: list[str] = field(default_factory=list)
+    subject: str = SELF
 
 
 @dataclass
@@ -51,7 +53,28 @@ def people(store: Store, user_id: str) -> list[Known]:
         return proj.known(cur, user_id)
 
 
-def plan(text: str, known: list[Known], user_id: str | None = None) -> Plan:
+def about_whom(known: list[Known], ref: str) -> Known:
+    """The one linked person ``ref`` names (an entity id, a name or an alias), for ``remember --about``.
+
+    Raises:
+        BadInput: ``about`` names no one, several people, or someone with no tie to the user to file it under.
+    """
+    from ledger.relations import ENTITY_ID_RE
+
+    found = [k for k in known if (k.entity_id == ref if ENTITY_ID_RE.match(ref) else fold(ref) in k.names())]
+    if not found:
+        raise BadInput("about", f"{ref!r} names no one linked to this user",
+                       "relate them first (relate USER sister Anna), or name one listed by entities")
+    if len(found) > 1:
+        raise BadInput("about", f"{ref!r} names {len(found)} people: " + ", ".join(k.entity_id for k in found),
+                       "pass the entity id of the one you mean")
+    if not found[0].roles:
+        raise BadInput("about", f"{found[0].name!r} has no tie to the user to file the statement under",
+                       "relate them to the user first (e.g. relate USER friend NAME)")
+    return found[0]
+
+
+def plan(text: str, known: list[Known], user_id: str | None = None, about: Known | None = None) -> Plan:
     """Decide each mention of ``text``: the one entity of that name tied so already (``known``), the one entity of
     that name, tied to the user by nothing yet (``linked``), none (``created``), several, or one tied by another
     role ("my friend Anna" while Anna is the sister: another Anna, or the same? ``ambiguous``), or a single-valued
@@ -59,6 +82,20 @@ def plan(text: str, known: list[Known], user_id: str | None = None) -> Plan:
     user to settle (``relate``), never guessed."""
     out = Plan()
     taken = set(slugs(known).values())
+    if about is not None:
+        # said by or for a relative: the people it names are theirs ("my husband Mark": Anna's husband)
+        for m in mentions(text):
+            named = [k for k in known if fold(m.name) in k.names() and k.entity_id != about.entity_id]
+            if len(named) > 1:
+                out.links.append(Link(m.name, m.relation_type, "ambiguous", candidates=[k.entity_id for k in named],
+                                      subject=about.entity_id))
+            elif named:
+                out.links.append(Link(m.name, m.relation_type, "linked", named[0].entity_id, write=True,
+                                      subject=about.entity_id))
+            else:
+                out.links.append(Link(m.name, m.relation_type, "created", new_entity_id(), write=True,
+                                      subject=about.entity_id))
+        return out
     for m in mentions(text, user_id):
         named = [k for k in known if fold(m.name) in k.names()]
         holders = [k for k in named if m.relation_type in k.current]
@@ -90,9 +127,10 @@ def plan(text: str, known: list[Known], user_id: str | None = None) -> Plan:
     return out
 
 
-def reading(text: str, known: list[Known], the_plan: Plan, registry: KeyRegistry, user_id: str) -> Reading:
+def reading(text: str, known: list[Known], the_plan: Plan, registry: KeyRegistry, user_id: str,
+            about: Known | None = None) -> Reading:
     """:func:`ledger.mentions.read` with the plan's slugs for the people named now."""
-    return read(text, known, registry, user_name=user_id, pending=the_plan.pending)
+    return read(text, known, registry, user_name=user_id, pending=the_plan.pending, about=about)
 
 
 def type_candidates(candidates: list[Any], known: list[Known], registry: KeyRegistry, user_id: str) -> None:
@@ -118,7 +156,7 @@ def commands(the_plan: Plan, template: FactCommand, key: str) -> tuple[list[Any]
             continue
         if link.effect == "created":
             preludes.append(entity_events(template.user_id, link.entity_id, "person", link.name, [], True, fields))
-        cmds.append(relation_command("assert", template.user_id, SELF, link.relation_type, link.entity_id,
+        cmds.append(relation_command("assert", template.user_id, link.subject, link.relation_type, link.entity_id,
                                      text=template.text, reason=f"remember: named in the statement recorded at {key}",
                                      **fields))
     if not preludes:
@@ -156,4 +194,4 @@ def describe(links: list[EntityLink]) -> str:
         + (f" (one of {', '.join(e.candidates)})" if e.candidates else "") for e in links)
 
 
-__all__ = ["Link", "Plan", "commands", "describe", "people", "plan", "reading", "receipt_links", "type_candidates"]
+__all__ = ["Link", "Plan", "about_whom", "commands", "describe", "people", "plan", "reading", "receipt_links", "type_candidates"]

@@ -227,8 +227,15 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
     statement itself (the statement stays the ``text`` that is resolved and searched; a reaffirmation keeps the
     current value; with ``key=`` or on an idempotent retry the statement itself is recorded). memledger.compat.mem0
     keeps a memory's metadata beside its text this way."""
+    about_ref = fields.pop("about", None)
     user_id, text, template = validate_remember(user_id, text, fields)
-    fp = _fingerprint(user_id, text, template)
+    if about_ref is not None:
+        from .relations import check_name
+
+        about_ref = check_name(about_ref, "about")
+        if fields.get("key") is not None:
+            raise BadInput("about", "is given with key", "leave key out: the statement lands in that person's slots")
+    fp = _fingerprint(user_id, text, template) + ("" if about_ref is None else f"\x1fabout={about_ref}")
     explicit = fields.get("key")
     if explicit is not None:
         return _on_key(store, template, fp, explicit, "{decision}: key {key} given by the caller (no slot "
@@ -248,8 +255,9 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         # the people the statement names, and the one it is about (memledger/linking.py): read under the lock, so
         # two statements naming a new person at once create them once
         known = linking.people(store, user_id)
-        links = linking.plan(text, known, user_id)
-        reading = linking.reading(text, known, links, registry, user_id)
+        about = None if about_ref is None else linking.about_whom(known, about_ref)
+        links = linking.plan(text, known, user_id, about)
+        reading = linking.reading(text, known, links, registry, user_id, about)
         typing = reading.typing
         cands, rows = _candidates(store, user_id, text, typing.slot_key, embedder)
         linking.type_candidates(cands, known, registry, user_id)
@@ -257,6 +265,8 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         if res.decision == "conflict" and res.rule in ADJUDICABLE and res.target is not None:
             _adjudicate(res, text)
         key = res.key or _mint_key(store, user_id, res, template.idempotency_key)
+        if about is not None and reading.slug and key.startswith("memory."):
+            key = f"family.{reading.slug}.{key}"  # a memory of theirs without a slot still shows under them
         evidence = _evidence(res, key, embedder)
         named = linking.receipt_links(links, reading, [])
         if named:

@@ -190,3 +190,61 @@ def test_a_statement_opening_with_a_linked_name_is_about_that_person(text: str, 
                                                                     about: str | None) -> None:
     rd = read(text, [ANNA, BETH, XIAOLI], user_name="u1")
     assert (rd.typing.slot_key, rd.about and rd.about.name) == (slot_key, about)
+
+
+def test_about_files_a_relatives_statement_under_them_and_leaves_the_users_own(cli: Any) -> None:
+    remember(cli, "My sister Anna lives in Berlin")
+    remember(cli, "I like green tea")
+    r = remember(cli, "I like black coffee", "--about", "Anna")
+    assert (r["decision"], r["key"]) == ("new", "family.sister.preference.drink")
+    assert links(r) == [("Anna", "about", "sister")]
+    r = remember(cli, "I moved to Munich", "--about", "anna")  # names fold case
+    assert (r["decision"], r["key"]) == ("supersede", "family.sister.residence.city")
+    # the people a relative names are theirs; what they say of them stays under the relative
+    r = remember(cli, "My husband Mark is a carpenter", "--about", "Anna")
+    assert r["key"].startswith("family.sister.memory.")
+    assert links(r)[0] == ("Mark", "created", "husband")
+    [edge] = [e for e in cli.json("relations", "u1", "--hops", "2")["relations"] if e["entity"] == "Mark"]
+    assert (edge["subject"], edge["relation_type"], edge["hops"]) == ("Anna", "husband", 2)
+    facts = current(cli)
+    assert facts["preference.drink"] == "I like green tea"
+    assert facts["family.sister.preference.drink"] == "I like black coffee"
+    assert not any(k.startswith(("residence.", "family.husband.")) for k in facts)
+
+    before = current(cli)
+    for args, field in ((("--about", "Bob"), "about"), (("--about", "Anna", "--key", "x.y"), "about"),
+                        (("--about", " "), "about")):
+        code, _, err = cli("remember", "u1", "I like tea", *args)
+        assert code == 2 and err.startswith(f"error: {field}:"), err
+    assert current(cli) == before
+
+
+def test_about_through_http_and_mcp(store_args: dict[str, Any]) -> None:
+    import asyncio
+
+    from fastapi.testclient import TestClient
+
+    from memledger.servers.http import create_app
+    from memledger.servers.keys import APIKeyStore
+    from memledger.servers.mcp import build_mcp
+    from memledger.servers.ops import Service
+
+    with MemoryLedger(**store_args) as ml:
+        ml.remember("u1", "My brother Tom lives in Leeds")
+        secret = APIKeyStore(ml).create(["u1"]).secret
+        with TestClient(create_app(Service(ml), mcp=False), headers={"Authorization": f"Bearer {secret}"}) as http:
+            r = http.post("/v1/users/u1/memories", json={"text": "I play the drums", "about": "Tom"})
+            assert r.status_code == 201, r.text
+            assert r.json()["key"].startswith("family.brother.hobby")
+            bad = http.post("/v1/users/u1/memories", json={"text": "I play the drums", "about": "Zed"})
+            assert bad.status_code == 422 and bad.json()["field"] == "about"
+
+        async def run() -> Any:
+            from mcp import Client
+
+            async with Client(build_mcp(Service(ml), user="u1")) as c:
+                return await c.call_tool("remember", {"text": "I moved to York", "about": "Tom"})
+
+        out = asyncio.run(run())
+        assert not out.is_error and out.structured_content["key"] == "family.brother.residence.city"
+        assert out.structured_content["decision"] == "supersede"

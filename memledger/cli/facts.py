@@ -100,6 +100,8 @@ def remember_cmd(
     key: Optional[str] = typer.Option(None, "--key", help="Land in this key (no slot resolution)."),
     idempotency_key: Optional[str] = IdemOpt, actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt,
     role: Optional[str] = RoleOpt, as_json: bool = JsonOpt,
+    about: Optional[str] = typer.Option(None, "--about", help="A person linked to USER (name, alias or entity id) "
+                                        "who said it, or for whom it was said: it lands in their slots."),
 ) -> None:
     """Remember free TEXT about USER: slot resolution decides new, add, reaffirm, supersede, correct, retire or
     conflict, and records why (docs/resolution.md). TEXT "-" reads it from standard input (a text longer than the
@@ -122,7 +124,7 @@ def remember_cmd(
                   actor=actor, trace_id=trace, key=key, role=_role(role))
     validate_remember(user, text, fields)  # refuse bad input before opening the store
     with open_ledger(ctx) as ml:
-        r = ml.remember(user, text, **fields)
+        r = ml.remember(user, text, about=about, **fields)
     if as_json:
         emit_json(r.model_dump(mode="json"))
         return

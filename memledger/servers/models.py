@@ -107,6 +107,8 @@ class RememberBody(Provenance):
                                     "context unless a caller allows it.")
     key: str | None = Field(None, description="Force the fact's dotted key instead of letting slot resolution "
                             "choose one.")
+    about: str | None = Field(None, description="A person linked to the user (entity id, name or alias) who said "
+                              "it, or for whom it was said: it lands in that person's slots, never the user's.")
 
 
 class AssertBody(Provenance):
