@@ -42,7 +42,7 @@ from .schemas import FactCommand, check_label
 __all__ = [
     "ENTITY_KINDS", "SELF", "RELATION_TYPES", "RelationType", "RelationTypes", "Entity", "EntityRecorded",
     "Relation", "RelationCommand", "entity_stream_id", "relation_stream_id", "new_entity_id", "relation_key",
-    "check_relation_type", "check_entity_id", "MAX_HOPS",
+    "check_relation_type", "check_entity_id", "MAX_HOPS", "IDENTITY_TYPES",
 ]
 
 #: the kinds an entity may have
@@ -140,6 +140,11 @@ RELATION_TYPES.register("works_at", "multi", kind="organisation", phrase="{subje
 RELATION_TYPES.register("member_of", "multi", kind="organisation", phrase="{subject} is a member of {object}")
 RELATION_TYPES.register("lives_in", "single", kind="place", phrase="{subject} lives in {object}")
 RELATION_TYPES.register("owns", "multi", kind="pet", phrase="{subject} owns {object}")
+# identity links between two user ids of one person (memledger/identity.py): never a role of the user
+RELATION_TYPES.register("same_person", "multi", kind="other", phrase="{subject} and {object} are the same person")
+RELATION_TYPES.register("may_be_same_person", "multi", kind="other",
+                        phrase="{subject} may be the same person as {object} (not confirmed)")
+IDENTITY_TYPES = ("same_person", "may_be_same_person")
 
 
 def new_entity_id() -> str:

@@ -51,13 +51,13 @@ def annotation_namespace() -> dict[str, Any]:
     from ledger.sessions import SessionCommand
 
     from . import forget as forgetting
-    from . import erasure, hygiene, message_search, relations, sensitivity, sessions, timetravel
+    from . import erasure, hygiene, identity, message_search, relations, sensitivity, sessions, timetravel
     from .context import Context
     from .search import SearchHit
 
     return {**globals(), "SessionCommand": SessionCommand, "forgetting": forgetting, "hygiene": hygiene,
             "message_search": message_search, "erasure": erasure, "sensitivity": sensitivity, "sessions": sessions,
-            "relations": relations,
+            "relations": relations, "identity": identity,
             "timetravel": timetravel, "Context": Context, "SearchHit": SearchHit}
 
 
@@ -265,7 +265,8 @@ class MemoryLedger(PeopleVerbs, Store):
                allow_sensitive: Any = None, purpose: str | None = None,
                trace_id: str | None = None, also: Any = None, min_score: float | None = None,
                role_filter: str | None = None, exclude_source: Any = None,
-               within: str = "facts", min_confidence: float | None = None, expand: int = 0) -> list[SearchHit]:
+               within: str = "facts", min_confidence: float | None = None, expand: int = 0,
+               linked: bool = True) -> list[SearchHit]:
         """``user_id``'s memories most relevant to ``query`` (``memledger search``): :func:`memledger.search.search`,
         without facts labelled sensitive unless ``allow_sensitive`` names their label; each labelled hit returned is
         recorded as a disclosure with ``purpose``/``trace_id``, as context does
@@ -277,14 +278,15 @@ class MemoryLedger(PeopleVerbs, Store):
         (``role`` stays a bonus). ``exclude_source``: a source or list of sources to leave out. ``within``:
         ``"facts"`` (default), ``"messages"`` (logged turns) or ``"all"``. ``expand`` (0-3): also the memories of
         the people the query names, and of those their relations lead to in that many hops, each hit with the
-        ``path`` that brought it (memledger/expansion.py, docs/relations.md)."""
+        ``path`` that brought it (memledger/expansion.py, docs/relations.md). ``linked``: also the memories of the
+        user ids confirmed as the same person (``identity link``), each hit with its ``user_id``."""
         from . import sensitivity
 
         return sensitivity.search_with_sensitivity(
             self, user_id, query, k, as_of, source, role, allow_sensitive=allow_sensitive, purpose=purpose,
             trace_id=trace_id, after=after, timeout=timeout, half_lives=half_lives, role_bonus=role_bonus,
             also=also, min_score=min_score, role_filter=role_filter, exclude_source=exclude_source, within=within,
-            min_confidence=min_confidence, expand=expand)
+            min_confidence=min_confidence, expand=expand, linked=linked)
 
     def ingest(self, path: str | os.PathLike[str], format: str = "locomo", *,
                on_progress: Callable[[int, int], None] | None = None, batch_size: int = 500,

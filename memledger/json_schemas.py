@@ -24,6 +24,7 @@ from .withdrawal import SourceRetraction
 from .message_search import MessageHit
 from .forget import ForgetReceipt
 from .erasure import ErasureReceipt, UserExport
+from .identity import IdentityLinks, IdentityReceipt
 from .relations import Entities, RelationReceipt, Relations
 from .sensitivity import _audit_models
 from .sharding.rebalance import RebalanceReport
@@ -138,6 +139,8 @@ def _outputs() -> dict[str, tuple[Any, str, str]]:
         "relation-receipt": (RelationReceipt, "serialization", "relate, correct-relation, unrelate"),
         "relations": (Relations, "serialization", "relations"),
         "entities": (Entities, "serialization", "entities"),
+        "identity-receipt": (IdentityReceipt, "serialization", "identity link, identity unlink"),
+        "identity-links": (IdentityLinks, "serialization", "identity list"),
     }
     try:  # the free-text verb's receipt, where it exists
         from ledger.schemas import RememberReceipt  # type: ignore[attr-defined]

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 from ledger.schemas import Receipt
 
 if TYPE_CHECKING:
-    from . import relations
+    from . import identity, relations
 
 
 class PeopleVerbs:
-    """``relate``, ``correct_relation``, ``unrelate``, ``entities``, ``relations`` of a ledger (``self`` is the
-    opened :class:`memledger.store.Store`)."""
+    """``relate``, ``correct_relation``, ``unrelate``, ``entities``, ``relations`` and the identity links of a
+    ledger (``self`` is the opened :class:`memledger.store.Store`)."""
 
     def relate(self, user_id: str, relation_type: str, entity: str, *, of: str | None = None,
                aliases: list[str] | str | None = None, kind: str | None = None, text: str | None = None,
@@ -116,3 +116,33 @@ class PeopleVerbs:
         relations.check_hops(hops)
         self.before_read(after, timeout)
         return relations.relations(self, user_id, entity, hops, as_of, valid_at, grant)
+
+    # -- identity links (memledger/identity.py) ----------------------------------------------------------------
+    def identity_link(self, user_id: str, other: str, status: str = "may_be", *, reason: str | None = None,
+                      observed_at: Any = None, valid_from: Any = None, source: str | None = None,
+                      actor: str | None = None, trace_id: str | None = None) -> identity.IdentityReceipt:
+        """Link two user ids of one person: ``status="may_be"`` (shown to the agent, merges nothing) or
+        ``"confirmed"`` (a search of either also reads the other's memories, each hit with its ``user_id``). Nothing
+        links by itself. Raises BadInput (nothing written): the same id twice, an unknown status, an erased id."""
+        from . import identity
+
+        return identity.link(self, user_id, other, status, reason=reason, observed_at=observed_at,  # type: ignore[arg-type]
+                             valid_from=valid_from, source=source, actor=actor, trace_id=trace_id)
+
+    def identity_unlink(self, user_id: str, other: str, *, reason: str | None = None, observed_at: Any = None,
+                        source: str | None = None, actor: str | None = None,
+                        trace_id: str | None = None) -> identity.IdentityReceipt:
+        """Withdraw the link between two user ids (both ledgers, one save). Raises BadInput: they are not linked."""
+        from . import identity
+
+        return identity.unlink(self, user_id, other, reason=reason, observed_at=observed_at,  # type: ignore[arg-type]
+                               source=source, actor=actor, trace_id=trace_id)
+
+    def identity_links(self, user_id: str, *, after: int | Receipt | Iterable[Receipt] | None = None,
+                       timeout: float = 10.0) -> identity.IdentityLinks:
+        """The user's current identity links (``memledger identity list USER --json``), confirmed first."""
+        from . import identity
+
+        self.before_read(after, timeout)  # type: ignore[attr-defined]
+        return identity.links(self, user_id)  # type: ignore[arg-type]
+

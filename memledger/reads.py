@@ -131,3 +131,17 @@ def history_row(r: dict[str, Any]) -> HistoryRow:
         sensitivity=r.get("sensitivity"),
     )
 
+
+def same_person(ml: Store, user_id: str) -> list[str]:
+    """The user ids confirmed as the same person as ``user_id`` (``identity link --confirmed``) and not erased:
+    the users a search of ``user_id`` also reads (memledger/identity.py)."""
+    proj = getattr(ml, "relations_projection", None)
+    if proj is None:
+        return []
+    from ledger.relations import IDENTITY_TYPES
+
+    with ml.db.read() as cur:
+        rows = proj.identity_links(cur, user_id, to_micros(now_utc()))
+    keys = getattr(ml, "keystore", None)
+    return sorted(them for them, t, _ in rows if t == IDENTITY_TYPES[0]
+                  and not (keys is not None and keys.is_destroyed(them)))

@@ -267,7 +267,7 @@ def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as
                             purpose: str | None = None, trace_id: str | None = None, also: Any = None,
                             min_score: Any = None, role_filter: Any = None, exclude_source: Any = None,
                             within: Any = "facts", min_confidence: Any = None, expand: Any = 0,
-                            **kwargs: Any) -> list[search.SearchHit]:
+                            linked: bool = True, **kwargs: Any) -> list[search.SearchHit]:
     """:func:`memledger.search.search` under the same rule as context: a hit whose version carries a sensitivity
     label (health, finance, ...) is left out unless ``allow_sensitive`` names the label, and each labelled hit
     returned is recorded as a disclosure (``SensitiveFactIncluded`` with ``purpose``/``trace_id``) on the user whose
@@ -275,12 +275,13 @@ def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as
     for ``k`` plus the number of their labelled versions, then the users' hits are merged by score, cut to ``k`` and
     renumbered. ``also`` and the other filters: :class:`memledger.search.SearchFilters`. ``expand`` (0-3): also
     the memories of the people the query leads to along the user's relations (memledger/expansion.py), each
-    under the same label rule; a labelled relation the read does not allow is never walked.
+    under the same label rule; a labelled relation the read does not allow is never walked. ``linked``: also the
+    memories of the user ids confirmed as the same person (memledger/identity.py), each hit with its ``user_id``.
 
     Raises:
         BadInput: a malformed ``allow_sensitive`` or search argument (nothing read, nothing recorded).
     """
-    from . import expansion, search
+    from . import expansion, reads, search
 
     allow = check_allow_sensitive(allow_sensitive)
     purpose = check_purpose(purpose)
@@ -292,7 +293,8 @@ def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as
     hops = expansion.check_expand(expand)
     ml.before_read(kwargs.pop("after", None), kwargs.pop("timeout", 10.0), deferred=True)
     per_user, labels_of = [], {}
-    for u in (user_id, *flt.also):
+    same = [u for u in reads.same_person(ml, user_id) if u not in flt.also] if linked else []
+    for u in (user_id, *flt.also, *same):
         labels = labels_of[u] = sensitivity_labels(ml, u)
         ask = min(k + len(labels), search.MAX_K) if labels else k
         hits = search.search_caught_up(ml, u, query, ask, as_of, source, role, filters=flt, **kwargs)

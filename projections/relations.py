@@ -23,7 +23,7 @@ import json
 from typing import Any
 
 from ledger.mentions import Known
-from ledger.relations import SELF, Entity, Relation
+from ledger.relations import IDENTITY_TYPES, SELF, Entity, Relation
 from ledger.timeutil import OPEN, to_micros
 
 from .base import LogEvent, Projection, iso_micros
@@ -239,12 +239,24 @@ class RelationsProjection(Projection):
             return []
         roles: dict[str, list[tuple[int, str, bool]]] = {}
         for obj, rtype, pos, current in self.roles(cur, user_id):
-            roles.setdefault(obj, []).append((pos, rtype, current))
+            if rtype not in IDENTITY_TYPES:  # another id of the user is no person of the user's life
+                roles.setdefault(obj, []).append((pos, rtype, current))
         out = []
         for r in rows:
             mine = sorted(roles.get(r["entity_id"], []))
             out.append(Known(r["entity_id"], r["name"], tuple(r["aliases"]), tuple(t for _, t, _ in mine),
                              tuple(t for _, t, c in mine if c), mine[0][0] if mine else r["position"]))
+        return out
+
+    def identity_links(self, cur: Cursor, user_id: str, valid_at: int) -> list[tuple[str, str, int]]:
+        """The user's identity links true at ``valid_at`` (microseconds, UTC) as known now: ``(other user id,
+        relation type, valid_from)``, read from the entities named ``user:<id>`` (memledger/identity.py)."""
+        names = {r["entity_id"]: r["name"] for r in self.entities(cur, user_id)}
+        out = []
+        for e in self.edges(cur, user_id, valid_at, None):
+            name = names.get(e["object"], "")
+            if e["subject"] == SELF and e["relation_type"] in IDENTITY_TYPES and name.startswith("user:"):
+                out.append((name[len("user:"):], e["relation_type"], e["valid_from"]))
         return out
 
     def live_keys(self, cur: Cursor, user_id: str, subject: str, relation_type: str) -> list[dict[str, Any]]:

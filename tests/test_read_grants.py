@@ -319,6 +319,7 @@ HTTP_WRITES = {
                                                            "sent, ids, version)",
     ("POST", "/v1/users/{user_id}/relations/retractions"): "unrelate: a relation receipt (the entity as the caller "
                                                            "named it, else its id)",
+    ("POST", "/v1/users/{user_id}/identity-links"): "identity_link: the two ids the caller sent, a status, receipts",
 }
 #: reads sent as POST (their query in the body): called like the GETs
 HTTP_POST_READS = {"/v1/users/{user_id}/search", "/v1/users/{user_id}/context"}
@@ -331,6 +332,7 @@ MCP_WRITES = {
     "relate": "a relation receipt (what the caller sent, ids, version)",
     "correct_relation": "a relation receipt (what the caller sent, ids, version)",
     "unrelate": "a relation receipt (the entity as the caller named it, else its id)",
+    "identity_link": "the two ids the caller sent, a status, receipts",
 }
 #: a value for each parameter a read may require, by name (a new required parameter must be added here)
 SAMPLE = {"user_id": "u1", "key": "health.condition", "session_id": "s1", "as_of": LATER, "valid_at": LATER,

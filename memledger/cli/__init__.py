@@ -46,7 +46,7 @@ VERB_MODULES = {
     "quarantine": "hygiene", "due": "hygiene", "stats": "hygiene", "retract-source": "hygiene",
     "forget": "forget", "timeline": "timeline", "shards": "shards",
     "relate": "relations", "correct-relation": "relations", "unrelate": "relations", "relations": "relations",
-    "entities": "relations", "import": "imports",
+    "entities": "relations", "identity": "relations", "import": "imports",
 }
 #: Verbs that embed a query in a fresh process: the ONNX session is prewarmed for them (:func:`main`).
 _QUERY_VERBS = ("search", "context", "remember")

@@ -225,6 +225,8 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
                    None, "--role-bonus", help="Score added to memories recorded under --role (0..1; default 0.1)."),
                expand: int = typer.Option(0, "--expand", help="Also the memories of the people the query names and of "
                                           "those their relations lead to, in N hops (0-3; 0: none)."),
+               linked: bool = typer.Option(True, "--linked/--not-linked", help="Also the memories of the user ids "
+                                           "confirmed as the same person (identity link; default: yes)."),
                half_life: Optional[list[str]] = typer.Option(
                    None, "--half-life", help="PREFIX=SECONDS: freshness half-life of keys under PREFIX (repeatable, "
                    "e.g. --half-life session.=86400). Default: the ledger's."),
@@ -252,12 +254,12 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
         hits = ml.search(user, query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
                          allow_sensitive=allow_sensitive, purpose=purpose, also=also, min_score=min_score,
                          role_filter=role_filter, exclude_source=exclude_source, within=within,
-                         min_confidence=min_confidence, expand=expand, trace_id=trace, **tuning)
+                         min_confidence=min_confidence, expand=expand, linked=linked, trace_id=trace, **tuning)
     if as_json:
         emit_json([h.model_dump(mode="json") for h in hits])
         return
     table = Table(title=f"search {user}: {query}")
-    many, via = bool(also), any(h.path for h in hits)
+    many, via = bool(also) or any(h.user_id not in (None, user) for h in hits), any(h.path for h in hits)
     for col in ("#", "score", *(("user",) if many else ()), "key", "text", "ref", *(("via",) if via else ())):
         table.add_column(col, min_width=30 if col == "text" else None)  # parts, provenance: --json
     for h in hits:

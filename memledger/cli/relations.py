@@ -143,3 +143,58 @@ def entities_cmd(
         name = e.name if e.name is not None else f"withheld ({e.withheld})"
         table.add_row(e.entity_id, e.kind, name, ", ".join(e.aliases or []))
     out.print(table)
+
+
+identity_app = typer.Typer(no_args_is_help=True, help="Identity links: two user ids of one person (docs/relations.md).")
+app.add_typer(identity_app, name="identity")
+
+
+@identity_app.command("link")
+def identity_link_cmd(ctx: typer.Context, user: str, other: str,
+                      may_be: bool = typer.Option(False, "--may-be", help="Possibly the same person: shown to the "
+                                                  "agent as such, merges nothing."),
+                      confirmed: bool = typer.Option(False, "--confirmed", help="The same person: a search of "
+                                                     "either id also reads the other's memories."),
+                      reason: Optional[str] = ReasonOpt, actor: Optional[str] = ActorOpt,
+                      trace: Optional[str] = TraceOpt, as_json: bool = JsonOpt) -> None:
+    """Link USER and OTHER as one person, --may-be or --confirmed (one of them), in both ledgers."""
+    from ledger.errors import BadInput
+
+    if may_be == confirmed:
+        raise BadInput("--may-be/--confirmed", "give exactly one", "say --may-be (to confirm) or --confirmed")
+    with open_ledger(ctx) as ml:
+        r = ml.identity_link(user, other, "confirmed" if confirmed else "may_be", reason=reason, actor=actor,
+                             trace_id=trace)
+    if as_json:
+        emit_json(r.model_dump(mode="json"))
+        return
+    out.print(f"linked {r.user_id} and {r.other}: {r.status} (positions "
+              f"{', '.join(str(x.position) for x in r.receipts)})")
+
+
+@identity_app.command("unlink")
+def identity_unlink_cmd(ctx: typer.Context, user: str, other: str, reason: Optional[str] = ReasonOpt,
+                        actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt,
+                        as_json: bool = JsonOpt) -> None:
+    """Withdraw the identity link between USER and OTHER (the existing `unlink USER KEY VERSION` undoes a
+    remember decision)."""
+    with open_ledger(ctx) as ml:
+        r = ml.identity_unlink(user, other, reason=reason, actor=actor, trace_id=trace)
+    if as_json:
+        emit_json(r.model_dump(mode="json"))
+        return
+    out.print(f"unlinked {r.user_id} and {r.other} (positions {', '.join(str(x.position) for x in r.receipts)})")
+
+
+@identity_app.command("list")
+def identity_list_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt,
+                      timeout: float = TimeoutOpt) -> None:
+    """USER's current identity links, confirmed first."""
+    with open_ledger(ctx) as ml:
+        r = ml.identity_links(user, after=after, timeout=timeout)
+    if as_json:
+        emit_json(r.model_dump(mode="json"))
+        return
+    for x in r.links:
+        out.print(f"{x.other}: {x.status} since {x.since.isoformat()}" + (" (erased)" if x.erased else ""))
+

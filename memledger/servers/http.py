@@ -466,7 +466,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     from .relation_routes import add_relation_routes
 
     add_relation_routes(app, service, user_of=user_of, written=written, labels_ok=labels_ok, principal=principal,
-                        query=_query)
+                        query=_query, problem=Problem)
 
     @app.post("/v1/commands", tags=["writes"], status_code=201)
     def commands(request: Request, body: CommandsBody, idempotency_key: str | None = IdemHeader) -> Response:
@@ -570,15 +570,17 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                          min_score: float | None = Query(None), role_filter: str | None = Query(None),
                          exclude_source: list[str] | None = Query(None), within: str = Query("facts"),
                          min_confidence: float | None = Query(None), role_bonus: float | None = Query(None),
-                         trace_id: str | None = Query(None), after: int | None = After, expand: int = Query(0)) -> Any:
+                         trace_id: str | None = Query(None), after: int | None = After, expand: int = Query(0),
+                         linked: bool = Query(True)) -> Any:
         body = _validated(HttpSearchBody, query=query, k=k, as_of=as_of, source=source, role=role, also=also,
-                          allow_sensitive=allow_sensitive, purpose=purpose, min_score=min_score,
+                          allow_sensitive=allow_sensitive, purpose=purpose, min_score=min_score, linked=linked,
                           role_filter=role_filter, exclude_source=exclude_source, within=within, expand=expand,
                           min_confidence=min_confidence, role_bonus=role_bonus, trace_id=trace_id, after=after)
         return await service.call(_search, request, user_id, body)  # CPU-heavy: a worker thread, never the loop
 
     def _search(request: Request, user_id: str, body: HttpSearchBody) -> Any:
         p = principal(request)
+        body = service.linked_also(user_id, body, p.allows)  # type: ignore[assignment]
         labels_ok(p, body.allow_sensitive)
         for other in body.also or []:  # the ledger merges the users' hits; the key must hold each of them
             other = check_user_id(other, "also")

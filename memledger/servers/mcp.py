@@ -138,6 +138,9 @@ DESCRIPTIONS = {
     "unrelate": "End a relation: withdrawn entirely, or with `valid_to` true only until then (\"Dana left in May\"). "
                 "`entity` may be left out when the type has one current entity.",
     "entities": "The people, pets, places and organisations known in the user's life: id, kind, name, aliases.",
+    "identity_link": "Link the user and `other`, two user ids of one person (the app's and the web's): `confirmed` "
+                     "makes a recall of either also search the other's memories (each hit names its user_id); "
+                     "`may_be` is shown as such and merges nothing. Never link on a guess: ask the user.",
     "erase": "DESTRUCTIVE and irreversible: erase everything about the user (their key is destroyed, every "
              "projection purged). `confirm` must repeat the user id.",
     "forget": "DESTRUCTIVE and irreversible: shred one fact's text and value (every version of `key`, or `version` "
@@ -362,7 +365,7 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
                                if "pinned" in exc.problem else exc.fix) from None
             except PermissionError as exc:
                 raise PermissionError(str(exc).replace("user_id:", "also:", 1)) from None
-        return s.recall(u, a)
+        return s.recall(u, s.linked_also(u, a, lambda other: policy.pinned is None and (p is None or p.allows(other))))
 
     def context(u: str, a: ContextArgs, p: Principal | None) -> LedgerContext:
         policy.check_labels(a.allow_sensitive, p)
@@ -407,6 +410,19 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
         reg("unrelate", UnrelateArgs, RelationReceipt, lambda u, a, p: s.unrelate(u, a), write)
         reg("relations", RelationsArgs, Relations, granted(s.relations), ro)
         reg("entities", EntitiesArgs, Entities, granted(s.entities), ro)
+        from ..identity import IdentityReceipt
+        from .models import IdentityLinkArgs
+
+        def identity_link(u: str, a: IdentityLinkArgs, p: Principal | None) -> IdentityReceipt:
+            try:  # the other id under the same rule as user_id: the pin and the key must hold it
+                policy.resolve(a.other, p)
+            except BadInput as exc:
+                raise BadInput("other", exc.problem, exc.fix) from None
+            except PermissionError as exc:
+                raise PermissionError(str(exc).replace("user_id:", "other:", 1)) from None
+            return s.identity_link(u, a)
+
+        reg("identity_link", IdentityLinkArgs, IdentityReceipt, identity_link, write)
     reg("resume", ResumeArgs, Resume, lambda u, a, p: s.resume(u, now=a.now, expiry_hours=a.expiry_hours), ro)
     reg("log_message", LogMessageArgs, SessionReceipt, lambda u, a, p: s.log_message(u, a.session_id, a), write)
     reg("update_card", UpdateCardArgs, SessionReceipt, lambda u, a, p: s.update_card(u, a.session_id, a), write)

@@ -181,6 +181,8 @@ class SearchBody(_Model):
     min_confidence: float | None = Field(None, ge=0, le=1, description=_MIN_CONFIDENCE)
     expand: int = Field(0, ge=0, le=3, description="Also the memories of the people the query names and of those "
                         "their relations lead to, in that many hops (0-3; 0: none); each such hit carries `path`.")
+    linked: bool = Field(True, description="Also the memories of the user ids confirmed as the same person "
+                         "(identity links) that this key holds; each hit carries its user_id.")
     also: list[str] | None = Field(None, description="Other users to search too (the key must hold each); hits "
                                    "then carry user_id and are merged by score.")
     role_bonus: float | None = Field(None, ge=0, le=1, description="Score added to a memory recorded under `role` "
@@ -424,6 +426,19 @@ class CorrectRelationArgs(UserArg, CorrectRelationBody):
 
 class UnrelateArgs(UserArg, UnrelateBody):
     """MCP ``unrelate``."""
+
+
+class IdentityLinkBody(_Model):
+    """``identity_link``: the user and ``other`` are one person (``confirmed``) or may be (``may_be``)."""
+
+    other: str = Field(description="The other user id (the API key must hold it too).")
+    status: Literal["confirmed", "may_be"] = Field(description="confirmed: a search of either id also reads the "
+                                                   "other's memories; may_be: shown to the agent, merges nothing.")
+    reason: str | None = Field(None, description="Why (kept in history).")
+
+
+class IdentityLinkArgs(UserArg, IdentityLinkBody):
+    pass
 
 
 class RelateArgs(UserArg, RelateBody):

@@ -111,6 +111,23 @@ class Service:
         with self.lock:
             return self.ml.retract_fact(user_id, key, **kw)
 
+    def identity_link(self, user_id: str, body: Any) -> Any:
+        """``MemoryLedger.identity_link`` from an :class:`~memledger.servers.models.IdentityLinkBody` (the caller
+        has checked that the key holds both ids)."""
+        with self.lock:
+            return self.ml.identity_link(user_id, body.other, body.status, reason=body.reason)
+
+    def linked_also(self, user_id: str, body: SearchBody, holds: Callable[[str], bool]) -> SearchBody:
+        """A search body whose ``linked`` is spelt out: the ids confirmed as the same person as ``user_id`` that
+        ``holds`` (the caller's API key), added to ``also``; ``linked`` then off, so no other id is read."""
+        if not body.linked:
+            return body
+        from ..reads import same_person
+
+        with self.lock:
+            same = [u for u in same_person(self.ml, user_id) if holds(u) and u not in (body.also or [])]
+        return body.model_copy(update={"also": [*(body.also or []), *same] or None, "linked": False})
+
     def relate(self, user_id: str, body: Any) -> Any:
         """``MemoryLedger.relate`` from a :class:`~memledger.servers.models.RelateBody`: a RelationReceipt."""
         kw = _fields(body, "relation_type", "entity", "user_id")

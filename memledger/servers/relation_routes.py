@@ -1,7 +1,8 @@
 """The HTTP routes of entities and relations (docs/relations.md), behind the same API keys as every route:
 ``POST /v1/users/{user_id}/relations`` (relate), ``POST .../relations/corrections`` (correct_relation), ``POST
 .../relations/retractions`` (unrelate), ``GET /v1/users/{user_id}/relations`` (walk, with ``hops``,
-``as_of``, ``valid_at``, ``entity``) and ``GET /v1/users/{user_id}/entities``. Labelled relations are shown only
+``as_of``, ``valid_at``, ``entity``), ``GET /v1/users/{user_id}/entities`` and ``POST
+/v1/users/{user_id}/identity-links`` (identity_link; the key must hold both ids). Labelled relations are shown only
 when ``allow_sensitive`` asks for the label and the key holds it (403 otherwise), each one shown recorded as a
 disclosure."""
 
@@ -12,16 +13,17 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response
 
-from .models import CorrectRelationBody, EntitiesArgs, RelateBody, RelationsArgs, UnrelateBody
+from .models import CorrectRelationBody, EntitiesArgs, IdentityLinkBody, RelateBody, RelationsArgs, UnrelateBody
 from .ops import Service
 
 
 def add_relation_routes(app: FastAPI, service: Service, *, user_of: Callable[..., str],
                         written: Callable[..., Response], labels_ok: Callable[[Any, Any], None],
-                        principal: Callable[[Request], Any], query: Callable[[type], Any]) -> None:
-    """Add the five routes to ``app``; the callables are the HTTP module's (``user_of`` checks the key holds the
+                        principal: Callable[[Request], Any], query: Callable[[type], Any],
+                        problem: Callable[..., Exception]) -> None:
+    """Add the routes to ``app``; the callables are the HTTP module's (``user_of`` checks the key holds the
     path's user, ``written`` sets ``X-Ledger-Position``, ``labels_ok`` checks the key's labels, ``query`` reads a
-    model from the query string)."""
+    model from the query string, ``problem`` makes its problem+json errors)."""
 
     @app.post("/v1/users/{user_id}/relations", tags=["relations"], status_code=201,
               description="ENTITY is the RELATION_TYPE of the user (or of `of`): a new name creates the entity; "
@@ -48,6 +50,16 @@ def add_relation_routes(app: FastAPI, service: Service, *, user_of: Callable[...
                         q: RelationsArgs = Depends(query(RelationsArgs))) -> Any:
         labels_ok(principal(request), q.allow_sensitive)
         return (await service.call(service.relations, user_id, q, inline=True)).model_dump(mode="json")
+
+    @app.post("/v1/users/{user_id}/identity-links", tags=["relations"], status_code=201,
+              description="The user and `other` are one person (`confirmed`: a search of either also reads the "
+                          "other's memories) or may be (`may_be`: shown, merges nothing). The key must hold both.")
+    def identity_link(request: Request, body: IdentityLinkBody, user_id: str = Depends(user_of)) -> Response:
+        if not principal(request).allows(body.other):
+            raise problem(403, "Forbidden", f"this API key does not hold user {body.other!r} (fix: use a key that "
+                          "holds both ids)", field="other")
+        r = service.identity_link(user_id, body)
+        return written(r.model_dump(mode="json"), max(x.position for x in r.receipts), 201)
 
     @app.get("/v1/users/{user_id}/entities", tags=["relations"])
     async def entities(request: Request, user_id: str = Depends(user_of),
