@@ -32,6 +32,10 @@ from .store import Store
 
 MAX_NAME = 200
 MAX_ALIASES = 50
+#: live relations an entity (or the user) keeps before the least recently used are folded into one summary
+#: relation, so a walk from a busy node stays small; ``$MEMLEDGER_MAX_LIVE_RELATIONS`` sets another
+MAX_LIVE = 50
+MAX_LIVE_ENV = "MEMLEDGER_MAX_LIVE_RELATIONS"
 #: how the user is named in a path and a sentence
 USER_NAME = "user"
 
@@ -213,6 +217,7 @@ def relate(ml: Store, user_id: str, relation_type: str, entity: str, *, of: str 
     alias_list = check_aliases(aliases)
     kind = check_kind(kind)
     of = None if of is None else check_name(of, "of")
+    cap = max_live()
     from .locks import user_lock
 
     with user_lock(ml, user_id):
@@ -241,6 +246,7 @@ def relate(ml: Store, user_id: str, relation_type: str, entity: str, *, of: str 
         text = fields.pop("text", None) or rtype.reads(subject["name"], name)
         cmd = relation_command("assert", user_id, subject["entity_id"], relation_type, obj_id, text=text, **fields)
         receipt = ml.execute([cmd], prelude=prelude)[0]
+        fold_over_cap(ml, user_id, [subject["entity_id"]], cap, **_provenance(fields))
     return _receipt(receipt, subject["entity_id"], relation_type, obj_id, name, created)
 
 
@@ -332,6 +338,61 @@ def unrelate(ml: Store, user_id: str, relation_type: str, entity: str | None = N
     # the entity as the caller named it; left out, its id: a receipt never shows a name the caller did not send
     # (the name of a doctor_of entity is labelled health)
     return _receipt(receipt, subject["entity_id"], relation_type, obj_id, entity if entity is not None else obj_id, [])
+
+
+def max_live() -> int:
+    """The cap on an entity's live relations: ``$MEMLEDGER_MAX_LIVE_RELATIONS`` (an integer >= 2), else
+    :data:`MAX_LIVE`. Raises BadInput naming the variable."""
+    import os
+
+    raw = os.environ.get(MAX_LIVE_ENV)
+    if raw is None or not raw.strip():
+        return MAX_LIVE
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 2:
+        raise BadInput(MAX_LIVE_ENV, f"{raw!r} is not an integer of at least 2",
+                       f"set it to how many live relations an entity keeps (default {MAX_LIVE})")
+    return value
+
+
+def fold_over_cap(ml: Store, user_id: str, subjects: Any, cap: int, **fields: Any) -> list[Receipt]:
+    """Keep each of ``subjects`` (``self`` or entity ids) within ``cap`` (:func:`max_live`) live relations: beyond it, the
+    least recently used are retracted (``valid_to`` now: true until then) and one dated summary relation
+    (``folded``) to a new entity of kind ``other`` names them ("12 earlier ties, 2019-03-01 to 2023-06-30: friend
+    Tom; ..."), in one save. The events keep every relation: ``history`` and ``relations --as-of`` still show them.
+    Called under the user's lock, after a save that added relations; returns the receipts (none under the cap)."""
+    proj = ml.relations_projection
+    with ml.db.read() as cur:
+        names = {r["entity_id"]: r["name"] for r in proj.entities(cur, user_id)}
+        live = {s: proj.live_of(cur, user_id, s) for s in set(subjects)}
+    cmds: list[Any] = []
+    preludes = []
+    now = now_utc()
+    for subject, edges in sorted(live.items()):
+        if len(edges) <= cap:
+            continue
+        old = edges[:len(edges) - cap + 1]  # the summary takes one place
+        dates = sorted(from_micros(e["valid_from"]).date().isoformat() for e in old)
+        listed = "; ".join(f"{e['relation_type']} {names.get(e['object'], e['object'])}" for e in old)
+        name = f"{len(old)} earlier ties, {dates[0]} to {dates[-1]}"
+        eid = new_entity_id()
+        preludes.append(entity_events(user_id, eid, "other", name, [], True, fields))
+        for e in old:
+            until = {"valid_to": now} if from_micros(e["valid_from"]) < now else {}  # else withdrawn
+            cmds.append(relation_command("retract", user_id, subject, e["relation_type"], e["object"],
+                                         reason=f"folded: over the cap of {cap} live relations", **until, **fields))
+        cmds.append(relation_command("assert", user_id, subject, "folded", eid, text=f"{name}: {listed}",
+                                     reason=f"folded: over the cap of {cap} live relations", **fields))
+    if not cmds:
+        return []
+    return ml.execute(cmds, prelude=lambda app, at: [e for p in preludes for e in p(app, at)])
+
+
+def _provenance(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if k in ("observed_at", "source", "source_ref", "actor", "trace_id")}
 
 
 def _subject(rows: list[dict[str, Any]], of: str | None) -> dict[str, Any]:

@@ -242,6 +242,9 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
                                                        "resolution; policy effect {effect})")
     store.check_keys()
     store.refuse_erased([user_id])
+    from .relations import max_live
+
+    cap = max_live()  # a bad cap refuses before anything is written
     if template.idempotency_key is not None:
         prior = _prior_key(store, user_id, text, template.idempotency_key)
         if prior is not None:
@@ -305,6 +308,10 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
             proj.keep_as_passage(text)  # the catch-up indexing this sentence reuses its query vector
         ties, prelude = linking.commands(links, main, key)
         receipts = store.execute(commands + ties, prelude=prelude)
+        if ties:  # an entity past its cap of live relations folds its least recently used (memledger/relations.py)
+            from .relations import fold_over_cap
+
+            fold_over_cap(store, user_id, {t.subject for t in ties}, cap, source=template.source)
     main_receipt = receipts[0]
     named = linking.receipt_links(links, reading, receipts[len(commands):])
     receipts = receipts[:len(commands)]

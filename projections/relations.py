@@ -269,6 +269,19 @@ class RelationsProjection(Projection):
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
+    def live_of(self, cur: Cursor, user_id: str, subject: str) -> list[dict[str, Any]]:
+        """Every current edge of ``subject`` (``self`` or an entity id) as known now, least recently used first:
+        dicts of ``key``, ``relation_type``, ``object``, ``valid_from`` (microseconds, UTC) and ``used``, the log
+        position of the newest event of its stream (a reaffirmation counts as a use)."""
+        tv = self.table("versions")
+        cur.execute(f"SELECT v.key, v.relation_type, v.object, v.valid_from, "
+                    f"(SELECT MAX(u.position) FROM {tv} u WHERE u.user_id = v.user_id AND u.key = v.key) "
+                    f"FROM {tv} v WHERE v.user_id = ? AND v.subject = ? AND v.status IN ('current', 'contested')",
+                    (user_id, subject))
+        rows = {r[0]: dict(zip(["key", "relation_type", "object", "valid_from", "used"], r)) for r in cur.fetchall()}
+        return sorted(rows.values(), key=lambda r: (r["used"], r["key"]))
+
+
 def walk(edges: list[dict[str, Any]], start: str, hops: int) -> list[tuple[int, list[str], dict[str, Any]]]:
     """Breadth-first along ``edges`` (either direction) from ``start`` (``self`` or an entity id), at most ``hops``
     edges deep; returns ``(hop, node path, edge)`` for each edge reached, nearest first, each edge once. The path

@@ -200,3 +200,27 @@ def test_bad_input_names_the_field_and_writes_nothing(cli: Any, store_args: dict
     assert f"{field}:" in err and "(" in err  # the field, the problem and the fix
     with MemoryLedger(**store_args) as ml:
         assert ml.head() == head
+
+
+def test_an_entity_past_its_cap_folds_its_least_recently_used_relations(cli: Any) -> None:
+    cli.env["MEMLEDGER_MAX_LIVE_RELATIONS"] = "3"
+    for name, since in (("Tom", "2019-03-01"), ("Sara", "2020-05-01"), ("Lee", "2021-01-01")):
+        assert cli("relate", "u1", "friend", name, "--valid-from", f"{since}T00:00:00Z")[0] == 0
+    assert cli("relate", "u1", "friend", "Tom")[0] == 0  # Tom said again: used, so not among the oldest
+    before = now_iso()
+    assert cli("relate", "u1", "colleague", "Ann")[0] == 0  # the fourth live relation: two fold into one
+    live = {(e["relation_type"], e["entity"]) for e in cli.json("relations", "u1")["relations"]}
+    assert live == {("friend", "Tom"), ("colleague", "Ann"), ("folded", "2 earlier ties, 2020-05-01 to 2021-01-01")}
+    [summary] = [e for e in cli.json("relations", "u1")["relations"] if e["relation_type"] == "folded"]
+    assert summary["reads"] == "user → folded → 2 earlier ties, 2020-05-01 to 2021-01-01"
+    # the events keep everything: as believed before, and true before the fold
+    then = {e["entity"] for e in cli.json("relations", "u1", "--as-of", before)["relations"]}
+    assert then == {"Tom", "Sara", "Lee"}
+    assert {"Sara", "Lee"} <= {e["entity"] for e in cli.json("relations", "u1", "--valid-at",
+                                                               "2022-01-01T00:00:00Z")["relations"]}
+    # a bad cap is refused before anything is written
+    cli.env["MEMLEDGER_MAX_LIVE_RELATIONS"] = "1"
+    code, _, err = cli("relate", "u1", "friend", "Zed")
+    assert code == 2 and err.startswith("error: MEMLEDGER_MAX_LIVE_RELATIONS:")
+    del cli.env["MEMLEDGER_MAX_LIVE_RELATIONS"]
+    assert "Zed" not in {e["name"] for e in cli.json("entities", "u1")["entities"]}
