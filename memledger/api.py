@@ -623,7 +623,8 @@ class MemoryLedger(PeopleVerbs, Store):
         """Everything held about ``user_id`` in one document (``memledger export USER --json``): a UserExport.
 
         Complete (the operator's copy, and the user's right of access): labelled versions are shown, and each is
-        recorded as a disclosure with ``purpose`` (default :data:`memledger.sensitivity.PURPOSE_EXPORT`).
+        recorded as a disclosure with ``purpose`` (default :data:`memledger.sensitivity.PURPOSE_EXPORT`). The
+        entities and every relation version are in it, gated the same way (a labelled relation: doctor_of).
         ``complete=False`` gates the export as every other read (``allow_sensitive``; an API key that is not an
         admin's gets that one).
 
@@ -631,12 +632,18 @@ class MemoryLedger(PeopleVerbs, Store):
         """
         from . import erasure, sensitivity
 
+        from . import relations
+
         grant = sensitivity.check_grant(allow_sensitive, purpose)
         doc = erasure.export_user(self, user_id)
         if complete:
-            grant = sensitivity.Grant(sensitivity.export_labels(self, doc.user_id),
+            grant = sensitivity.Grant(sensitivity.export_labels(self, doc.user_id) | relations.labels(self, doc.user_id),
                                       grant.purpose or sensitivity.PURPOSE_EXPORT)
-        return sensitivity.gate(self, doc.user_id, doc, grant)
+        doc = sensitivity.gate(self, doc.user_id, doc, grant)
+        if doc.erased:
+            return doc
+        return doc.model_copy(update={"entities": relations.entities(self, doc.user_id, grant).entities,
+                                      "relations": relations.versions(self, doc.user_id, grant, record=False)})
 
     def disclosures(self, user_id: str) -> list[erasure.DisclosureRow]:
         """Every disclosure of ``user_id``'s labelled facts, in log order: key, version, label, when, session,

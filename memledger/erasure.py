@@ -30,6 +30,7 @@ from ledger.timeutil import now_utc
 
 from . import reads
 from .optout import open_sessions
+from .relation_models import EntityView, RelationVersion
 from .store import Store
 
 __all__ = [
@@ -159,7 +160,8 @@ class UserExport(BaseModel):
     ``profile``: current facts; ``history``: every event of every fact in log order (values, texts, reasons,
     provenance, valid and system times); ``disclosures``: each time a sensitive fact was let into context;
     ``sessions``: the user's sessions with card, messages and summaries, JSON-shaped (instants as ISO 8601 UTC
-    strings), then open ``--no-memory`` sessions with the messages they keep until they end. ``erased``:
+    strings), then open ``--no-memory`` sessions with the messages they keep until they end; ``entities`` and
+    ``relations``: the people in the user's life and every version of every relation (docs/relations.md). ``erased``:
     the user was erased -- everything else is then empty.
     """
 
@@ -173,6 +175,9 @@ class UserExport(BaseModel):
     history: list[HistoryRow]
     disclosures: list[DisclosureRow] = Field(default_factory=list)
     sessions: list[dict[str, Any]] = Field(default_factory=list)
+    #: the people, places and organisations in the user's life, and every version of every relation
+    entities: list[EntityView] = Field(default_factory=list)
+    relations: list[RelationVersion] = Field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------------------------------- erase

@@ -28,6 +28,7 @@ from ledger.relations import (ENTITY_ID_RE, ENTITY_KINDS, MAX_HOPS, RELATION_TYP
 from ledger.schemas import Receipt, check_text, check_user_id, validate_command
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 
+from .relation_models import EntityView, RelationVersion
 from .store import Store
 
 MAX_NAME = 200
@@ -41,19 +42,6 @@ USER_NAME = "user"
 
 
 # ------------------------------------------------------------------------------------------------------ read models
-
-
-class EntityView(BaseModel):
-    """One entity of a user (``memledger entities USER --json``). ``withheld`` names the label of the only relations
-    that tie it to the user when the read did not allow it: then ``name`` and ``aliases`` are null."""
-
-    model_config = ConfigDict(defer_build=True)
-    entity_id: str
-    kind: str
-    name: str | None
-    aliases: list[str] | None
-    recorded_at: datetime = Field(description="when the entity was first recorded (system time, UTC)")
-    withheld: str | None = None
 
 
 class Entities(BaseModel):
@@ -547,3 +535,42 @@ def _open_end(us: int) -> datetime | None:
     from ledger.timeutil import OPEN
 
     return None if us == OPEN else from_micros(us)
+
+
+def versions(ml: Store, user_id: str, grant: Any, *, record: bool = True) -> list[RelationVersion]:
+    """Every relation version of the user in log order (``export``): a labelled one whose label ``grant`` does not
+    let out keeps its place, its ``text`` and ``reason`` null and ``withheld`` the label; each labelled one shown is
+    recorded as a disclosure with the grant's purpose (``record=False``: the caller has recorded them, as
+    :func:`entities` does for the relations that tie the entities it shows)."""
+    from .sensitivity import record_disclosures
+
+    with ml.db.read() as cur:
+        rows = ml.relations_projection.versions(cur, user_id)
+    out, shown = [], set()
+    for r in rows:
+        label = r["sensitivity"]
+        hidden = label if label is not None and label not in grant.labels else None
+        if label is not None and not hidden:
+            shown.add((r["key"], int(r["version"]), label))
+        out.append(RelationVersion(
+            key=r["key"], version=int(r["version"]), kind=r["kind"], effect=r["effect"], subject_id=r["subject"],
+            relation_type=r["relation_type"], entity_id=r["object"], text=None if hidden else r["text"],
+            reason=None if hidden else r["reason"], observed_at=_instant(r["observed_at"]),
+            valid_from=_instant(r["valid_from"]), valid_to=_instant(r["valid_to"]), status=r["status"],
+            source=r["source"], source_ref=r["source_ref"], confidence=r["confidence"], sensitivity=label,
+            recorded_at=from_micros(r["recorded_at"]), position=int(r["position"]), withheld=hidden))
+    if record:
+        record_disclosures(ml, user_id, sorted(shown), purpose=grant.purpose, trace_id=grant.trace_id)
+    return out
+
+
+def labels(ml: Store, user_id: str) -> frozenset[str]:
+    """Every label among the user's relation versions: with the facts', the grant of a complete export."""
+    with ml.db.read() as cur:
+        return frozenset(r["sensitivity"] for r in ml.relations_projection.versions(cur, user_id)
+                         if r["sensitivity"] is not None)
+
+
+def _instant(us: Any) -> datetime | None:
+    return None if us is None else from_micros(us)
+

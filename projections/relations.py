@@ -248,6 +248,18 @@ class RelationsProjection(Projection):
                              tuple(t for _, t, c in mine if c), mine[0][0] if mine else r["position"]))
         return out
 
+    def versions(self, cur: Cursor, user_id: str) -> list[dict[str, Any]]:
+        """Every version of every relation of the user, in log order: dicts of :data:`VERSION_COLS` (instants in
+        microseconds, UTC; ``valid_to`` None when open)."""
+        cur.execute(f"SELECT {', '.join(VERSION_COLS)} FROM {self.table('versions')} WHERE user_id = ? "
+                    "ORDER BY position", (user_id,))
+        out = []
+        for r in cur.fetchall():
+            d = dict(zip(VERSION_COLS, r))
+            d["valid_to"] = None if d["valid_to"] in (None, OPEN) else d["valid_to"]
+            out.append(d)
+        return out
+
     def identity_links(self, cur: Cursor, user_id: str, valid_at: int) -> list[tuple[str, str, int]]:
         """The user's identity links true at ``valid_at`` (microseconds, UTC) as known now: ``(other user id,
         relation type, valid_from)``, read from the entities named ``user:<id>`` (memledger/identity.py)."""

@@ -224,3 +224,29 @@ def test_an_entity_past_its_cap_folds_its_least_recently_used_relations(cli: Any
     assert code == 2 and err.startswith("error: MEMLEDGER_MAX_LIVE_RELATIONS:")
     del cli.env["MEMLEDGER_MAX_LIVE_RELATIONS"]
     assert "Zed" not in {e["name"] for e in cli.json("entities", "u1")["entities"]}
+
+
+def test_export_holds_the_entities_and_every_relation_version_gated_like_every_read(cli: Any,
+                                                                                    store_args: dict[str, Any]) -> None:
+    assert cli("relate", "u1", "sister", "Anna", "--alias", "my sister")[0] == 0
+    assert cli("relate", "u1", "manager_of", "Dana")[0] == 0
+    assert cli("relate", "u1", "manager_of", "Omar")[0] == 0  # supersedes Dana: both versions are exported
+    assert cli("relate", "u1", "doctor_of", "Dr. Lee")[0] == 0
+    doc = cli.json("export", "u1")
+    assert sorted(e["name"] for e in doc["entities"]) == ["Anna", "Dana", "Dr. Lee", "Omar"]
+    rows = [(r["relation_type"], r["effect"], r["withheld"]) for r in doc["relations"]]
+    assert rows == [("sister", "new", None), ("manager_of", "new", None), ("manager_of", "supersede", None),
+                    ("doctor_of", "new", None)]
+    assert [r["status"] for r in doc["relations"] if r["relation_type"] == "manager_of"] == ["superseded", "current"]
+
+    from memledger import MemoryLedger
+
+    with MemoryLedger(**store_args) as ml:
+        gated = ml.export("u1", complete=False)
+    [doctor] = [r for r in gated.relations if r.relation_type == "doctor_of"]
+    assert (doctor.text, doctor.withheld) == (None, "health")
+    assert None in [e.name for e in gated.entities] and "Dr. Lee" not in [e.name for e in gated.entities]
+
+    assert cli("erase", "u1", "--yes")[0] == 0
+    erased = cli.json("export", "u1")
+    assert (erased["erased"], erased["entities"], erased["relations"]) == (True, [], [])
