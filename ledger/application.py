@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.application import AggregateNotFoundError, Application
 
 from .domain import Fact, fact_id
 from .errors import BadInput
@@ -147,25 +147,13 @@ class LedgerApplication(Application):
         return found
 
     def save_events(self, events: list[Any]) -> list[Any]:
-        """``Application.save(*events)`` for domain events (not aggregates), in one transaction; returns the
-        library's ``Recording`` objects (event and notification id), in the order given.
-
-        The same steps as eventsourcing 9.5's ``Application.save`` (record, snapshots, notify hooks) except that the
-        events go straight into the ``ProcessingEvent``: ``save`` tests every object against the runtime-checkable
-        ``DomainEventProtocol`` first, which on Python 3.11 walks the protocol's members each time (~7 us per
-        event, ~4% of a batched append; scripts/bench_append.py).
-        """
+        """Save domain events (not aggregates) in one transaction with the library's public ``Application.save``;
+        returns its ``Recording`` objects (event and notification id), in the order given. The batch's per-fact
+        keys are prepared first, in one key-store transaction, before the events are encoded (ledger/crypto.py)."""
         prepare = getattr(self.mapper, "prepare_fact_keys", None)
         if prepare is not None:
-            # the batch's per-fact keys in one key-store transaction, before the events are encoded (ledger/crypto.py)
             prepare(events)
-        processing_event: ProcessingEvent[Any] = ProcessingEvent()
-        processing_event.events.extend(events)
-        recordings = self._record(processing_event)
-        self._take_snapshots(processing_event)
-        self._notify(recordings)
-        self.notify(processing_event.events)  # the library's deprecated hook, as save() calls it
-        return recordings
+        return self.save(*events)
 
     def execute(self, commands: list[FactCommand],
                 prelude: Callable[[LedgerApplication, datetime], list[Any]] | None = None) -> list[Outcome]:
