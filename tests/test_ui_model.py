@@ -275,3 +275,31 @@ def test_cli_timeline_refuses_a_bad_user(tmp_path: Path) -> None:
     cli = CLI({"home": tmp_path / "ledger"})
     code, out, err = cli("timeline", "", "--html", str(tmp_path / "t.html"))
     assert code == 2 and "USER" in err and not (tmp_path / "t.html").exists()
+
+
+def test_the_people_lane_draws_each_relation_over_its_valid_range(fresh_ledger: Any) -> None:
+    ml = fresh_ledger
+    ml.relate("u1", "manager_of", "Dana", valid_from="2023-01-01T00:00:00Z", observed_at="2023-01-02T00:00:00Z")
+    ml.relate("u1", "manager_of", "Omar", valid_from="2024-02-01T00:00:00Z", observed_at="2024-02-02T00:00:00Z")
+    ml.relate("u1", "doctor_of", "Dr. Lee", valid_from="2024-03-01T00:00:00Z")
+    ml.relate("u1", "lives_in", "Berlin", of="Omar", valid_from="2024-02-01T00:00:00Z")
+    view = user_view(ml, "u1")
+    people = {(p["relation_type"], p["entity"]): p for p in view["people"]}
+    dana, omar = people[("manager_of", "Dana")], people[("manager_of", "Omar")]
+    assert (dana["status"], dana["valid_from"], dana["valid_to"]) == ("superseded", "2023-01-01T00:00:00.000000Z",
+                                                                      "2024-02-01T00:00:00.000000Z")
+    assert (omar["status"], omar["valid_to"]) == ("current", None)
+    assert people[("lives_in", "Berlin")]["subject"] == "Omar"
+    [doctor] = [p for p in view["people"] if p["relation_type"] == "doctor_of"]
+    assert (doctor["entity"], doctor["text"], doctor["withheld"]) == (None, None, "health")
+    assert not any(key.startswith("self.doctor_of") for key, _, _ in view["shown"])
+
+    page = user_page(view)
+    lane = page[page.index('data-lane-name="people"'):page.index('data-lane-name="disclosures"')]
+    assert lane.count('class="bar person') == 4
+    assert "manager_of Omar" in lane and "lives_in Berlin of Omar" in lane and "withheld (health)" in lane
+    assert "Dr. Lee" not in page
+
+    allowed = user_view(ml, "u1", allow_sensitive={"health"})
+    assert [p["entity"] for p in allowed["people"] if p["relation_type"] == "doctor_of"] == ["Dr. Lee"]
+    assert [(k.split(".")[1], label) for k, _, label in allowed["shown"]] == [("doctor_of", "health")]

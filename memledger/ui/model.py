@@ -121,8 +121,8 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
         now: the instant the page is drawn at (default the current time, UTC): scheduled facts, the slider's end.
 
     Returns a JSON-shaped dict (instants as :func:`iso` strings): ``user_id``, ``generated_at``, ``erased``
-    (then ``erasure`` and nothing else), ``keys``, ``sessions``, ``disclosures``, ``ticks``, ``shown`` (the
-    ``(key, version, label)`` of each labelled version shown, for :func:`record_shown`).
+    (then ``erasure`` and nothing else), ``keys``, ``sessions``, ``people`` (the relation versions), ``disclosures``,
+    ``ticks``, ``shown`` (the ``(key, version, label)`` of each labelled version shown, for :func:`record_shown`).
 
     Raises:
         BadInput: an invalid ``user_id`` or ``now``.
@@ -134,7 +134,7 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
     if erased_at is not None:
         return {"user_id": user_id, "generated_at": iso(now_dt), "erased": True,
                 "erasure": erasure_receipt(ml, user_id, erased_at), "keys": [], "sessions": [], "disclosures": [],
-                "ticks": [], "observed_ticks": [], "shown": []}
+                "ticks": [], "observed_ticks": [], "shown": [], "people": []}
     ml.before_read(None, 10.0)
     tt = ml.timetravel_queries.tt
     with ml.db.read() as cur:
@@ -202,13 +202,41 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
                              ms[0]["observed_at"], "ended_at": None, "last_at": ms[-1]["observed_at"], "messages": ms})
     ticks = _ticks(timeline, now_us)
     observed_ticks = _observed_ticks(rows, timeline, now_us)
+    people = _people(ml, user_id, allow_sensitive, shown)
     return {"user_id": user_id, "generated_at": iso(now_dt), "erased": False, "erasure": None,
-            "keys": [by_key[k] for k in sorted(by_key)], "sessions": session_rows,
+            "keys": [by_key[k] for k in sorted(by_key)], "sessions": session_rows, "people": people,
             "disclosures": [{"key": d["key"], "version": d["version"], "sensitivity": d["sensitivity"],
                              "recorded_at": iso(d["recorded_at"]), "position": d["position"],
                              "session_id": d["session_id"], "purpose": d["purpose"], "trace_id": d["trace_id"]}
                             for d in disclosures],
             "ticks": ticks, "observed_ticks": observed_ticks, "shown": shown}
+
+
+def _people(ml: Any, user_id: str, allow_sensitive: Any, shown: list[tuple[str, int, str]]) -> list[dict[str, Any]]:
+    """The people lane: each relation version that made a valid range (docs/relations.md), as known now, with
+    its entity's name and sentence; a labelled one not allowed keeps its bar with ``withheld`` and no name. Each
+    labelled one shown is added to ``shown`` (recorded as a disclosure with the page's)."""
+    proj = getattr(ml, "relations_projection", None)
+    if proj is None:
+        return []
+    with ml.db.read() as cur:
+        names = {r["entity_id"]: r["name"] for r in proj.entities(cur, user_id)}
+        rows = proj.versions(cur, user_id)
+    out = []
+    for r in rows:
+        if r["effect"] not in ("new", "supersede", "backfill", "correct") or r["valid_from"] is None:
+            continue
+        label = r["sensitivity"]
+        withheld = label if label is not None and label not in allow_sensitive else None
+        if label is not None and withheld is None:
+            shown.append((r["key"], int(r["version"]), label))
+        subject = "user" if r["subject"] == "self" else names.get(r["subject"], "?")
+        out.append({"key": r["key"], "version": int(r["version"]), "relation_type": r["relation_type"],
+                    "subject": None if withheld else subject, "entity": None if withheld else names.get(r["object"]),
+                    "text": None if withheld else r["text"], "status": r["status"], "withheld": withheld,
+                    "valid_from": iso(r["valid_from"]), "valid_to": iso(r["valid_to"]), "source": r["source"],
+                    "recorded_at": iso(r["recorded_at"]), "position": int(r["position"])})
+    return out
 
 
 def _ticks(timeline: list[tuple], now_us: int) -> list[str]:

@@ -203,6 +203,7 @@ def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
     instants = [x for k in view["keys"] for v in k["versions"] for x in (v["bar_from"], v["bar_to"])]
     instants += [s["started_at"] for s in view["sessions"]] + [s["last_at"] for s in view["sessions"]]
     instants += [d["recorded_at"] for d in view["disclosures"]]
+    instants += [x for p in view.get("people", []) for x in (p["valid_from"], p["valid_to"])]
     axis = Axis([x for x in instants if x], view["generated_at"])
     labels = "".join(f'<span class="tick" data-x="{x:.3f}">{esc(t)}</span>' for x, t in axis.labels())
     out.append('<section class="chart" id="rows" aria-labelledby="rows-h"><h2 id="rows-h">Facts, one row per key'
@@ -213,15 +214,16 @@ def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
     for k in view["keys"]:
         out.append(_key_row(k, axis))
     out.append(_sessions_lane(view, axis))
+    out.append(_people_lane(view, axis))
     out.append(_disclosures_lane(view, axis))
     out.append("</section>")
     out.append('<section id="audit" class="audit" tabindex="-1" aria-live="polite" aria-labelledby="audit-h">'
-               '<h2 id="audit-h">Audit</h2><p id="audit-empty">Choose a version, a session or a disclosure '
-               '(click it, or Tab to it and press Enter) to see its events and provenance here.</p>'
+               '<h2 id="audit-h">Audit</h2><p id="audit-empty">Choose a version, a session, a relation or a '
+               'disclosure (click it, or Tab to it and press Enter) to see its events and provenance here.</p>'
                '<div id="audit-body"></div></section>')
     out.append("</main>")
-    data = {k: view[k] for k in ("user_id", "generated_at", "keys", "sessions", "disclosures", "ticks",
-                                 "observed_ticks")}
+    data = {k: view.get(k, []) for k in ("user_id", "generated_at", "keys", "sessions", "people", "disclosures",
+                                         "ticks", "observed_ticks")}
     data["axis"] = {"from": axis.lo.isoformat().replace("+00:00", "Z"), "span_seconds": axis.hi_s}
     out.append(f'<script type="application/json" id="ml-data">{json_for_script(data)}</script>')
     if inline:
@@ -289,6 +291,26 @@ def _sessions_lane(view: dict[str, Any], axis: Axis) -> str:
     return ('<div class="row lane" data-lane-name="sessions"><div class="rowlabel"><span class="key">Sessions and '
             f'messages</span></div><div class="track" data-lanes="{height}">{"".join(items)}'
             f'<div class="msgs" data-lane="{height - 1}">{"".join(marks)}</div>{empty}</div></div>')
+
+
+def _people_lane(view: dict[str, Any], axis: Axis) -> str:
+    """A bar per relation version over its valid range ("sister Anna", "manager_of Omar"; superseded ones end where
+    the next began), stacked so that overlapping ones show; a labelled one not allowed shows its label only."""
+    people = view.get("people", [])
+    spans = [(axis.pct(p["valid_from"]), max(axis.pct(p["valid_from"]), axis.pct(p["valid_to"]))) for p in people]
+    lanes = _lanes(spans)
+    items = []
+    for i, (p, (a, b), lane) in enumerate(zip(people, spans, lanes)):
+        who = f"withheld ({p['withheld']})" if p["withheld"] else f"{p['relation_type']} {p['entity']}"
+        of = "" if p["subject"] in (None, "user") else f" of {p['subject']}"
+        label = (f"relation {who}{of}, {p['status']}: valid {p['valid_from']} to {p['valid_to'] or 'open'}; "
+                 f"recorded {p['recorded_at']}")
+        items.append(_bar(f"person st-{esc(p['status'] or '')}", a, b, lane,
+                          f'data-person="{i}" title="{esc(label)}"', label, f"\u263a {who}{of}"))
+    height = max(lanes, default=0) + 1
+    empty = "" if items else '<span class="none">no people or relations</span>'
+    return ('<div class="row lane" data-lane-name="people"><div class="rowlabel"><span class="key">People and '
+            f'relations</span></div><div class="track" data-lanes="{height}">{"".join(items)}{empty}</div></div>')
 
 
 def _disclosures_lane(view: dict[str, Any], axis: Axis) -> str:

@@ -300,6 +300,14 @@
     });
     body.appendChild(ul);
   }
+  function auditPerson(i) {
+    var p = data.people[i];
+    open("Relation " + p.key + " v" + p.version);
+    body.appendChild(dl([["relation", p.relation_type], ["of", p.subject], ["entity", p.entity || p.withheld],
+                         ["sentence", p.text], ["status", p.status], ["valid from", p.valid_from],
+                         ["valid to", p.valid_to === null ? "open" : p.valid_to], ["source", p.source],
+                         ["recorded at", p.recorded_at], ["log position", p.position]]));
+  }
   function auditDisclosure(i) {
     var d = data.disclosures[i];
     open("Disclosure of " + d.key + " v" + d.version);
@@ -313,6 +321,7 @@
     if (b.dataset.version !== undefined) { auditVersion(b.dataset.key, Number(b.dataset.version)); }
     else if (b.dataset.session !== undefined) { auditSession(Number(b.dataset.session)); }
     else if (b.dataset.disclosure !== undefined) { auditDisclosure(Number(b.dataset.disclosure)); }
+    else if (b.dataset.person !== undefined) { auditPerson(Number(b.dataset.person)); }
     else { return; }
     b.classList.add("selected");
     panel.scrollIntoView({block: "nearest"});
