@@ -252,11 +252,14 @@ def test_a_user_whose_rows_span_several_reads_is_loaded_whole(tmp_path: Any, mon
             for u, n in users.items():
                 want = {f"fact:note.n{i}" for i in range(n)} - ({"fact:note.n2"} if u == "u3" else set())
                 idx = mem.users[u]
-                assert set(idx.meta) == want and set(idx.vectors.doc_ids()) == want
+                assert set(idx.vectors.doc_ids()) == want
                 assert set(idx.lexical.doc_ids()) == want
+                with ml.db.read() as cur:  # the texts stay in the table: read for the documents a search ranks
+                    rows = ml.vectors_projection.doc_rows(cur, u, sorted(want))
+                assert set(rows) == want
                 for doc in want:
                     text = f"{u} note number {doc.rsplit('n', 1)[1]}"
-                    assert idx.meta[doc]["text"] == text
+                    assert rows[doc]["text"] == text
                     assert np.allclose(idx.vectors.get_vector(doc), HashingEmbedder(64).embed_passages([text])[0],
                                        atol=1e-6)
             assert texts(ml, "u3", "u3 note number 6", 1) == ["u3 note number 6"]
