@@ -63,6 +63,8 @@ class IndexFiles:
         mem = Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim, digests=digests)
         for user_id, li in lexical.items():
             mem.users[user_id] = UserIndex(UserVectorIndex(dim), li)
+            if li.stale_format:  # written again, in today's form, at close
+                mem.dirty.add(user_id)
         return mem if self._read_rows(cur, mem, lexical_from_files=True) else None
 
     def save_files(self) -> None:
