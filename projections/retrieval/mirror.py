@@ -79,6 +79,8 @@ class Memory:
     lock: threading.RLock = field(default_factory=threading.RLock)
     #: sha256 (hex) of each user's BM25 file as last written or read (file stem -> digest), for the manifest
     digests: dict[str, str] = field(default_factory=dict)
+    #: sha256 (hex) of each user's vectors file as last written or read (file stem -> digest)
+    vector_digests: dict[str, str] = field(default_factory=dict)
 
 
 class Mirror:

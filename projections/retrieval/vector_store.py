@@ -140,6 +140,14 @@ class UserVectorIndex:
         """Indexed doc ids in insertion order."""
         return list(self._to_int)
 
+    def export(self) -> tuple[list[str], np.ndarray]:
+        """Every doc id and its stored float32 vector, as ``(doc_ids, (n, dim) matrix)`` in the index's order:
+        :meth:`add_many` of them builds the same index."""
+        n = len(self)
+        ids = faiss.vector_to_array(self._index.id_map)[:n].tolist()
+        mat = self._index.index.reconstruct_n(0, n) if n else np.zeros((0, self.dim), dtype=np.float32)
+        return [self._to_str[i] for i in ids], mat
+
     def get_vector(self, doc_id: str) -> np.ndarray:
         """The stored float32 ``(dim,)`` vector of ``doc_id``. Raises KeyError if absent."""
         return self._index.reconstruct(self._to_int[doc_id])
