@@ -64,9 +64,7 @@ def vectors_from_bytes(data: bytes, dim: int, cjk_dim: int | None) -> tuple[Any,
         n, width = len(h["docs"]), np.dtype(h["dtype"]).itemsize
         mat = np.frombuffer(data, dtype=h["dtype"], count=n * want, offset=at).astype(np.float32).reshape(n, want)
         at += n * want * width
-        index = UserVectorIndex(want)
-        index.add_many(h["docs"], mat)
-        out.append(index)
+        out.append(UserVectorIndex.from_matrix(want, [str(x) for x in h["docs"]], mat))
     if at != len(data) or out[0] is None:
         raise ValueError("a vectors file of another length")
     return out[0], out[1]

@@ -430,10 +430,8 @@ class LexicalIndex:
     def _doc_order(self) -> np.ndarray:
         """slot -> rank of its doc_id among the live documents' ids in string order (dead slots last); cached."""
         if self._order is None:
-            live = sorted(self._slot.items())
             order = np.full(len(self._ids), len(self._ids), dtype=np.int64)
-            by_id = sorted(range(len(live)), key=lambda i: live[i][0])
-            slots = np.array([live[i][1] for i in by_id], dtype=np.int64)
+            slots = np.array([slot for _, slot in sorted(self._slot.items())], dtype=np.int64)
             order[slots] = np.arange(len(slots), dtype=np.int64)
             self._order = order
         return self._order
@@ -463,6 +461,7 @@ class LexicalIndex:
             "offsets": _b64(offsets),
             "slots": _b64(renumber[slots]),
             "tfs": _b64(tfs),
+            "order": _b64(self._doc_order()[live]),  # each document's rank by doc id: ties are broken by it
         }
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
@@ -513,6 +512,11 @@ class LexicalIndex:
         idx._live[:n] = True
         idx._total_len = int(lengths.sum())
         idx._terms, idx._offsets, idx._slots, idx._tfs = terms, offsets, slots, tfs
+        if "order" in payload:
+            order = _unb64(payload["order"]).astype(np.int64)
+            if len(order) == n and n and order.min() >= 0 and order.max() < n and bool(
+                    (np.bincount(order, minlength=n) == 1).all()):  # a permutation of the documents
+                idx._order = order
         return idx
 
     def save(self, path: str | os.PathLike[str]) -> None:
