@@ -386,7 +386,7 @@ def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:
 
 def reload_user_index(ml: Store, proj: Any, user_id: str) -> None:
     """After the vectors table changed for ``user_id`` (erase, forget) and its generation was bumped: reload this
-    process's mirror from the rows, delete the user's ``.lex`` files (and ``.faiss`` files of an older layout) in
+    process's mirror from the rows, delete the user's ``.lex`` and ``.vec`` files (and ``.faiss`` files of an older layout) in
     every model/copy directory, and rewrite the manifest and files from the mirror."""
     from projections.retrieval.documents import user_file_stem
 
@@ -398,7 +398,7 @@ def reload_user_index(ml: Store, proj: Any, user_id: str) -> None:
             proj.refresh(cur)  # the generation changed: reload the mirror from the rows
     if ml.settings.home is not None:
         stem = user_file_stem(user_id)
-        for suffix in (".faiss", ".lex"):
+        for suffix in (".faiss", ".lex", ".vec"):
             for path in (ml.settings.home / "vectors").rglob(stem + suffix):
                 path.unlink(missing_ok=True)
         if not mismatch:

@@ -32,6 +32,7 @@ through the embedding cache, never the current index.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from datetime import datetime
@@ -358,18 +359,25 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any 
     while True:
         with ml.db.read() as cur:
             mem, u = proj.user_index(cur, user_id)
-        with mem.lock:
-            if u is None or not u.meta:
-                return []
-            # A CJK query over a user with CJK memories is judged by the companion: the main model is not asked.
-            # Query vectors are cached per model (projections/retrieval/embedding.py), so a widened pool does not re-embed.
-            if proj.uses_companion(query, u.cjk):
-                qvec, cvec = None, proj.embed_cjk_query(query)
-            else:
-                qvec, cvec = proj.embed_query(query), None
-            cands = proj.rank(u.vectors, u.lexical, u.meta, query, qvec, pool, companion=u.cjk,
-                              companion_vector=cvec)
-            n_docs = len(u.meta)
+            with mem.lock:
+                if u is None or not len(u):
+                    return []
+                routed = proj.uses_companion(query, u.cjk)
+        # A CJK query over a user with CJK memories is judged by the companion: the main model is not asked. The
+        # query is embedded outside any transaction; query vectors are cached per model
+        # (projections/retrieval/embedding.py), so a widened pool or a second look does not re-embed.
+        qvec, cvec = (None, proj.embed_cjk_query(query)) if routed else (proj.embed_query(query), None)
+        with ml.db.read() as cur:
+            mem, u = proj.user_index(cur, user_id)  # the candidates' rows are read in the index's snapshot
+            with mem.lock:
+                if u is None or not len(u):
+                    return []
+                if proj.uses_companion(query, u.cjk) != routed:  # the user's CJK memories came or went meanwhile
+                    routed = not routed
+                    qvec, cvec = (None, proj.embed_cjk_query(query)) if routed else (proj.embed_query(query), None)
+                cands = proj.rank(u.vectors, u.lexical, functools.partial(proj.doc_rows, cur, user_id), query, qvec,
+                                  pool, companion=u.cjk, companion_vector=cvec)
+                n_docs = len(u)
         hits = _score(cands, k, at_us, source, role, half_lives, role_bonus, flt, user_id)
         if len(hits) >= k or pool >= n_docs or not filtered:
             return hits

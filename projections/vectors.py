@@ -14,10 +14,9 @@ What it promises:
   *from* it, after the transaction committed: at each search, rows whose ``position`` is past the position the
   memory reflects are read in the reader's snapshot and applied. So a rolled-back catch-up never reaches memory,
   another process's writes are seen by the next search here, and a crash can never leave a stale vector served.
-  Index files under ``<home>/vectors/<model-slug>/`` (per-user BM25 ``.lex`` and ``manifest.json``) only speed up
-  opening: they are used only when the manifest's model, generation and position equal the table's; otherwise the
-  BM25 indexes are rebuilt from the table too. The FAISS indexes are always built from the table's vectors (no
-  model call, and no second copy of each vector on disk).
+  Index files under ``<home>/vectors/<model-slug>/`` (per-user BM25 ``.lex``, per-user vectors ``.vec`` and
+  ``manifest.json``) only speed up opening: they are used only when the manifest's model, generation, position and
+  digests equal the table's; otherwise the indexes are rebuilt from the table's rows (no model call).
 
 Documents are named ``fact:<key>`` so other kinds (e.g. ``msg:<id>`` for session messages) can join later.
 Deleted documents stay as tombstone rows (``live = 0``, text and vector cleared) so that the incremental refresh

@@ -28,7 +28,8 @@ Four tables, each figure beside its baseline measured in the same run:
    test double: the same bytes per vector as MiniLM, built in seconds instead of hours), then a fresh process opens
    that store and serves searches; VmRSS after the imports (its baseline), after opening, after the first search
    (index loaded), after ``--probes`` more, peak (VmHWM), and with ``--rss-minilm`` after the MiniLM query encoder
-   is loaded too. Also that store's bytes on disk per memory, all files counted, vectors included.
+   is loaded too; the first search's time and the warm searches' p50/p95; each beside the same for a user with 1,000
+   memories in the same run. Also that store's bytes on disk per memory, all files counted, vectors included.
 
 Nothing here is asserted: speed and size are reported, never tested. Run it alone on a shared machine
 (``flock /tmp/memledger-heavy.lock python scripts/bench_growth.py ...``); the load average is printed beside each
@@ -63,6 +64,7 @@ from memledger import MemoryLedger  # noqa: E402
 LOCOMO = Path("/work/shared/data/locomo/locomo_sample.json")
 SAMPLE = ROOT / "samples" / "locomo_conv30.json"
 PROBE_USER = "probe-small"
+RSS_BASELINE = 1000  # table 4's baseline: a user with this many memories, measured in the same run
 
 
 def load() -> float:
@@ -103,7 +105,7 @@ def dir_bytes(path: Path) -> dict[str, int]:
         if p.is_file():
             rel = p.relative_to(path)
             name = str(rel)
-            if p.suffix in (".faiss", ".lex") and len(rel.parts) > 1:
+            if p.suffix in (".faiss", ".lex", ".vec") and len(rel.parts) > 1:
                 name = f"{rel.parts[0]}/*/*{p.suffix} (per-user index files)"
             out[name] = out.get(name, 0) + p.stat().st_size
     return out
@@ -370,9 +372,9 @@ def serve(home: str, user: str, probes: int, minilm: bool) -> None:
     print(json.dumps(out))
 
 
-def rss(a: argparse.Namespace) -> None:
-    """Table 4: resident memory of a process serving search for a user with ``--rss-memories`` memories."""
-    n, user = a.rss_memories, "bigUser"
+def serve_one(a: argparse.Namespace, n: int, user: str) -> tuple[dict[str, Any], dict[str, int], float, float, float]:
+    """One store with ``user`` holding ``n`` memories, served by a fresh process (:func:`serve`): its figures, the
+    store's files, the build and index times, and the load when it was measured."""
     with tempfile.TemporaryDirectory(prefix="bench_growth_rss_") as d:
         home = Path(d) / "l"
         w = time.perf_counter()
@@ -383,30 +385,44 @@ def rss(a: argparse.Namespace) -> None:
             ml.search(user, "warm up", k=10)  # builds the user's vectors and index files
             indexed = time.perf_counter() - w - built
         files = dir_bytes(home)
-        disk_load = load()
         p = subprocess.run([sys.executable, __file__, "--_serve", str(home), user, str(a.probes or 10)]
                            + (["--rss-minilm"] if a.rss_minilm else []),
                            capture_output=True, text=True, cwd=ROOT)
         if p.returncode != 0:
             raise SystemExit(f"serving process failed: {p.stderr[-1500:]}")
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-        ld = load()
+        return json.loads(p.stdout.strip().splitlines()[-1]), files, built, indexed, load()
+
+
+def rss(a: argparse.Namespace) -> None:
+    """Table 4: a process serving search for a user with ``--rss-memories`` memories, beside the same for a user
+    with 1,000 (the baseline, measured in the same run)."""
+    n, user = a.rss_memories, "bigUser"
+    small, _, _, _, small_load = serve_one(a, RSS_BASELINE, user)
+    r, files, built, indexed, ld = serve_one(a, n, user)
+    disk_load = ld
     mb = 1024 * 1024
-    base = r["imports"]
     print()
     print(f"Resident memory: one user with {n:,} memories (recorded in {built:.0f} s, vectors + index built by the "
-          f"first search in {indexed:.0f} s); a fresh process opens the store and searches (load {ld:.2f})")
+          f"first search in {indexed:.0f} s); a fresh process opens the store and searches (load {ld:.2f}); beside "
+          f"it the same for a user with {RSS_BASELINE:,} memories (load {small_load:.2f})")
     print()
-    print("| state of the serving process | VmRSS MB | over the baseline MB | ratio to the baseline | load |")
+    print(f"| measure | {RSS_BASELINE:,} memories (baseline) | {n:,} memories | ratio | load |")
     print("|---|---:|---:|---:|---:|")
-    rows = [("baseline: interpreter + memledger imported", base), ("store opened", r["open"]),
-            (f"after the first search ({r['first_ms']:.0f} ms: index loaded)", r["first"]),
-            (f"after {len(r['warm_ms'])} more searches (p50 {statistics.median(r['warm_ms']):.1f} ms)", r["warm"])]
-    if "minilm" in r:
-        rows.append((f"+ MiniLM query encoder loaded ({r['backend']}), one query embedded", r["minilm"]))
-    rows.append(("peak (VmHWM)", r["hwm"]))
-    for name, v in rows:
-        print(f"| {name} | {v / mb:,.1f} | {(v - base) / mb:,.1f} | {v / base:.2f} | {ld:.2f} |")
+
+    def row(name: str, x: float, y: float, fmt: str) -> None:
+        print(f"| {name} | {x:{fmt}} | {y:{fmt}} | {y / x if x else float('nan'):.2f} | {ld:.2f} |")
+
+    row("first search ms (the user's index loaded)", small["first_ms"], r["first_ms"], ",.1f")
+    row(f"warm search p50 ms ({len(r['warm_ms'])} searches)", statistics.median(small["warm_ms"]),
+        statistics.median(r["warm_ms"]), ",.2f")
+    row("warm search p95 ms", pct(small["warm_ms"], 0.95), pct(r["warm_ms"], 0.95), ",.2f")
+    for name, key in (("VmRSS MB, interpreter + memledger imported", "imports"), ("VmRSS MB, store opened", "open"),
+                      ("VmRSS MB after the first search", "first"), ("VmRSS MB after the warm searches", "warm"),
+                      *((("VmRSS MB + MiniLM query encoder loaded, one query embedded", "minilm"),)
+                        if "minilm" in r else ()), ("peak VmRSS MB (VmHWM)", "hwm")):
+        row(name, small[key] / mb, r[key] / mb, ",.1f")
+    row("MB over the store opened, after the warm searches", (small["warm"] - small["open"]) / mb,
+        (r["warm"] - r["open"]) / mb, ",.1f")
     total = sum(files.values())
     print()
     print(f"Disk of that store ({n:,} memories, vectors included, load {disk_load:.2f}): {total:,} bytes, "

@@ -141,7 +141,7 @@ def test_index_files_are_used_only_when_the_manifest_matches(tmp_path: Any) -> N
         assert texts(ml, "u1", "favourite colour blue", 5) == ["my favourite colour is red"]
 
 
-def test_vectors_are_read_from_the_table_and_a_foreign_index_file_is_not_trusted(tmp_path: Any) -> None:
+def test_vectors_load_from_their_files_and_a_foreign_index_file_is_not_trusted(tmp_path: Any) -> None:
     home = tmp_path / "l"
     with MemoryLedger(home=home) as ml:
         ml.assert_fact("u1", "preference.color", "blue", text="my favourite colour is blue")
@@ -149,7 +149,8 @@ def test_vectors_are_read_from_the_table_and_a_foreign_index_file_is_not_trusted
         ml.search("u1", "colour", k=1)
     d = home / "vectors" / "hash_v2_64" / "serving"
     lex = sorted(p.name for p in d.iterdir() if p.suffix == ".lex")
-    assert len(lex) == 2 and list(d.rglob("*.faiss")) == []  # no file copy of the vectors
+    vecs = sorted(p.name for p in d.iterdir() if p.suffix == ".vec")  # each user's vectors, one blob
+    assert len(lex) == 2 and [v[:-4] for v in vecs] == [x[:-4] for x in lex] and list(d.rglob("*.faiss")) == []
     # a FAISS file left by an older layout goes at the next save; each user's BM25 file swapped for the other's
     # (the manifest still matches the table) is caught by its documents and rebuilt from the rows
     (d / "old.faiss").write_bytes(b"stale")
@@ -166,10 +167,18 @@ def test_vectors_are_read_from_the_table_and_a_foreign_index_file_is_not_trusted
         vec = mem.users["u1"].vectors.get_vector("fact:preference.color")
         stored = HashingEmbedder(64).embed_passages(["my favourite colour is blue"])[0].astype(np.float16)
         assert np.array_equal(vec, stored.astype(np.float32))  # the table's float16 vector, exactly
-    assert sorted(p.name for p in d.rglob("*") if p.is_file()) == sorted([*lex, "manifest.json"])
+    assert sorted(p.name for p in d.rglob("*") if p.is_file()) == sorted([*lex, *vecs, "manifest.json"])
     with MemoryLedger(home=home) as ml:
-        assert mirror(ml).dirty == set()  # the rewritten files are trusted again
+        mem = mirror(ml)
+        assert mem.dirty == set()  # the rewritten files are trusted again: the vectors come from them
         assert texts(ml, "u2", "tennis", 5) == ["I play tennis on Sundays"]
+        assert np.array_equal(mem.users["u1"].vectors.get_vector("fact:preference.color"), stored.astype(np.float32))
+    a, b = (d / vecs[0]).read_bytes(), (d / vecs[1]).read_bytes()  # the vectors files swapped: not trusted either
+    (d / vecs[0]).write_bytes(b)
+    (d / vecs[1]).write_bytes(a)
+    with MemoryLedger(home=home) as ml:
+        assert mirror(ml).dirty == {"u1", "u2"}
+        assert texts(ml, "u1", "tennis colour", 5) == ["my favourite colour is blue"]
 
 
 def test_an_index_file_of_another_state_is_not_trusted(tmp_path: Any) -> None:
@@ -252,11 +261,14 @@ def test_a_user_whose_rows_span_several_reads_is_loaded_whole(tmp_path: Any, mon
             for u, n in users.items():
                 want = {f"fact:note.n{i}" for i in range(n)} - ({"fact:note.n2"} if u == "u3" else set())
                 idx = mem.users[u]
-                assert set(idx.meta) == want and set(idx.vectors.doc_ids()) == want
+                assert set(idx.vectors.doc_ids()) == want
                 assert set(idx.lexical.doc_ids()) == want
+                with ml.db.read() as cur:  # the texts stay in the table: read for the documents a search ranks
+                    rows = ml.vectors_projection.doc_rows(cur, u, sorted(want))
+                assert set(rows) == want
                 for doc in want:
                     text = f"{u} note number {doc.rsplit('n', 1)[1]}"
-                    assert idx.meta[doc]["text"] == text
+                    assert rows[doc]["text"] == text
                     assert np.allclose(idx.vectors.get_vector(doc), HashingEmbedder(64).embed_passages([text])[0],
                                        atol=1e-6)
             assert texts(ml, "u3", "u3 note number 6", 1) == ["u3 note number 6"]

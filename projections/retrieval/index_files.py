@@ -1,7 +1,8 @@
-"""The index files of the ``vectors`` projection, under ``<home>/vectors/<model-slug>/<copy>/``: one BM25 ``.lex``
-file per user and ``manifest.json``. They only make opening faster: they are used only when the manifest's model,
-generation, position and digests match the table exactly; otherwise the mirror is rebuilt from the table. The FAISS
-indexes are always built from the table's vectors (no second copy of each vector on disk).
+"""The index files of the ``vectors`` projection, under ``<home>/vectors/<model-slug>/<copy>/``: per user a BM25
+``.lex`` file and a ``.vec`` file (the user's vectors, main and companion, in one array each: one blob, sealed under
+the user's key, opened in one call), and ``manifest.json``. They only make opening faster: they are used only when
+the manifest's model, generation, position and digests match the table exactly; otherwise the mirror is rebuilt from
+the table. A manifest without vectors files (written before them) has its vectors read from the table's rows.
 """
 
 from __future__ import annotations
@@ -10,11 +11,63 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from ..db import Cursor
 from ..files import atomic_write
 from .documents import lexical_version, model_slug, user_file_stem
 from .mirror import Memory, UserIndex
+
+#: the first line of a ``.vec`` file; a JSON header line (dimensions, dtypes, doc ids) follows, then the matrices
+VEC_MAGIC = b"memledger.vectors/1\n"
+
+
+def vectors_to_bytes(u: UserIndex) -> bytes:
+    """A user's vectors as one blob: the main index's and the companion's doc ids and matrices, float16 when every
+    component is one (vectors read from the table's float16 rows), else float32."""
+    import numpy as np
+
+    header: dict = {}
+    parts = []
+    for name, index in (("main", u.vectors), ("cjk", u.cjk)):
+        if index is None:
+            continue
+        docs, mat = index.export()
+        half = mat.astype("<f2")
+        exact = bool(np.array_equal(half.astype(np.float32), mat))
+        header[name] = {"dim": index.dim, "dtype": "<f2" if exact else "<f4", "docs": docs}
+        parts.append(half.tobytes() if exact else mat.astype("<f4").tobytes())
+    return VEC_MAGIC + json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" + b"".join(parts)
+
+
+def vectors_from_bytes(data: bytes, dim: int, cjk_dim: int | None) -> tuple[Any, Any]:
+    """The main and companion (None: none) :class:`UserVectorIndex` of a blob of :func:`vectors_to_bytes`.
+
+    Raises:
+        ValueError: not such a blob, or its dimensions are not the table's."""
+    import numpy as np
+
+    from .vector_store import UserVectorIndex
+
+    if not data.startswith(VEC_MAGIC):
+        raise ValueError("not a vectors file")
+    end = data.index(b"\n", len(VEC_MAGIC))
+    header = json.loads(data[len(VEC_MAGIC):end])
+    at, out = end + 1, []
+    for name, want in (("main", dim), ("cjk", cjk_dim)):
+        h = header.get(name)
+        if h is None:
+            out.append(None)
+            continue
+        if h["dim"] != want:
+            raise ValueError(f"a vectors file of {h['dim']}-d vectors, the table's are {want}-d")
+        n, width = len(h["docs"]), np.dtype(h["dtype"]).itemsize
+        mat = np.frombuffer(data, dtype=h["dtype"], count=n * want, offset=at).astype(np.float32).reshape(n, want)
+        at += n * want * width
+        out.append(UserVectorIndex.from_matrix(want, [str(x) for x in h["docs"]], mat))
+    if at != len(data) or out[0] is None:
+        raise ValueError("a vectors file of another length")
+    return out[0], out[1]
 
 
 class IndexFiles:
@@ -27,15 +80,14 @@ class IndexFiles:
 
     def _load_files(self, cur: Cursor, generation: int, position: int, dim: int | None,
                     cjk_dim: int | None = None) -> Memory | None:
-        """The memory from the BM25 index files and the table's vectors, if the manifest matches this table exactly
-        (companion model and dim included) and every user's file holds exactly the user's live documents; else None
-        (the caller rebuilds everything from the table).
+        """The memory from the index files, if the manifest matches this table exactly (companion model and dim
+        included), every file is the one the manifest was written with (its digest) and each user's two files hold
+        the same documents; else None (the caller rebuilds everything from the table).
 
-        The FAISS indexes are not kept in files: they are built from the table's ``vector`` / ``cjk_vector``
-        columns, which hold the same float32 bytes. A file per user was a third copy of every vector on disk
-        (1,585 of 9,573 bytes per LoCoMo memory); reading the blobs and one ``add_with_ids`` per user costs about
-        what reading the FAISS file did (docs/performance.md, footprint). The BM25 files stay: rebuilding them means
-        tokenizing every text."""
+        Each user's vectors come from their ``.vec`` file: one blob opened in one call, instead of every row's
+        vector read and opened (at 100,000 memories, 100,000 openings: seconds). A manifest written before the
+        ``.vec`` files has its vectors read from the table's ``vector`` / ``cjk_vector`` columns, and the files are
+        written at close. The BM25 files spare tokenizing every text."""
         d = self._files_dir()
         if d is None or dim is None or not (d / "manifest.json").is_file():
             return None
@@ -50,7 +102,8 @@ class IndexFiles:
                                             lexical_version(TOKENIZER_VERSION),
                                             self.table("docs"), self.cjk_model_id, cjk_dim):
                 return None
-            lexical, digests = {}, {}
+            lexical, digests, vectors, vector_digests = {}, {}, {}, {}
+            stored = man.get("vectors")  # {stem: digest} of each user's vectors file; None: written before them
             for user_id, stem in man["users"].items():
                 data = (d / f"{stem}.lex").read_bytes()
                 digests[stem] = hashlib.sha256(data).hexdigest()
@@ -58,11 +111,30 @@ class IndexFiles:
                     return None  # a file of another state (copied back, another user's): not this manifest's
                 # a user's file is one sealed blob (ledger/sealing.py), opened in one call: None once erased
                 lexical[user_id] = LexicalIndex.from_bytes(data if cur.sealer is None else cur.sealer.open(data))
+                if stored is not None:
+                    data = (d / f"{stem}.vec").read_bytes()
+                    vector_digests[stem] = hashlib.sha256(data).hexdigest()
+                    if stored[stem] != vector_digests[stem]:
+                        return None
+                    vectors[user_id] = vectors_from_bytes(data if cur.sealer is None else cur.sealer.open(data),
+                                                          dim, cjk_dim)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        mem = Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim, digests=digests)
+        mem = Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim, digests=digests,
+                     vector_digests=vector_digests)
         for user_id, li in lexical.items():
-            mem.users[user_id] = UserIndex(UserVectorIndex(dim), li)
+            if stored is None:
+                mem.users[user_id] = UserIndex(UserVectorIndex(dim), li)
+                mem.dirty.add(user_id)  # its vectors file is written at close
+            else:
+                main, cjk = vectors[user_id]
+                if len(main) != len(li) or set(main.doc_ids()) != set(li.doc_ids()):
+                    return None  # the two files of one user do not hold the same documents
+                mem.users[user_id] = UserIndex(main, li, cjk)
+            if li.stale_format:  # written again, in today's form, at close
+                mem.dirty.add(user_id)
+        if stored is not None:
+            return mem
         return mem if self._read_rows(cur, mem, lexical_from_files=True) else None
 
     def save_files(self) -> None:
@@ -99,15 +171,22 @@ class IndexFiles:
                     data = sealer.seal(user_id, data)
                 atomic_write(d / f"{stem}.lex", data)
                 mem.digests[stem] = hashlib.sha256(data).hexdigest()
+                data = vectors_to_bytes(u)
+                if sealer is not None and sealer.writes:  # the user's vectors, sealed in one blob
+                    data = sealer.seal(user_id, data)
+                atomic_write(d / f"{stem}.vec", data)
+                mem.vector_digests[stem] = hashlib.sha256(data).hexdigest()
             mem.digests = {stem: h for stem, h in mem.digests.items() if stem in keep}
+            mem.vector_digests = {stem: h for stem, h in mem.vector_digests.items() if stem in keep}
             # The digest of each file: an open trusts a file only if it is the very one this manifest was written
             # with (an older file copied back, or two users' files of the same document ids swapped, would otherwise
             # be trusted and rank by stale or foreign words).
             manifest["digests"] = dict(sorted(mem.digests.items()))
+            manifest["vectors"] = dict(sorted(mem.vector_digests.items()))
             for p in d.iterdir():
                 # an erased user's files go, and FAISS files a store written before kept (vectors are read from
                 # the table now, see _load_files)
-                if p.suffix == ".faiss" or (p.suffix == ".lex" and p.stem not in keep):
+                if p.suffix == ".faiss" or (p.suffix in (".lex", ".vec") and p.stem not in keep):
                     p.unlink(missing_ok=True)
             if (d / "cjk").is_dir():
                 shutil.rmtree(d / "cjk", ignore_errors=True)

@@ -15,6 +15,7 @@ English stemmer (so "hiking" and "hikes" both match "hike"). The index stores to
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import json
 import math
@@ -27,6 +28,9 @@ from pathlib import Path
 from typing import Iterable
 
 from ..files import atomic_write
+from ..lazy import lazy_module
+
+np = lazy_module("numpy")
 
 __all__ = [
     "TOKENIZER_VERSION",
@@ -160,6 +164,26 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+#: a search ranks the documents it matched with Python's ``heapq`` when they are at most this many, else with numpy
+#: (the same order: score descending, then doc id)
+_PY_TOP = 2048
+#: postings added since the index was loaded or last compacted are kept in dicts; past this many (and more than a
+#: quarter of the compact postings) they are merged into the compact arrays at the next search
+_OVERLAY_MIN = 4096
+
+
+def _b64(arr: object) -> str:
+    import base64
+
+    return base64.b64encode(np.ascontiguousarray(arr, dtype="<i4").tobytes()).decode("ascii")
+
+
+def _unb64(text: str) -> "np.ndarray":
+    import base64
+
+    return np.frombuffer(base64.b64decode(text), dtype="<i4").astype(np.int32)
+
+
 class LexicalIndex:
     """Okapi BM25 index over the documents of ONE user.
 
@@ -174,6 +198,13 @@ class LexicalIndex:
     Documents are keyed by a caller-chosen string ``doc_id`` (e.g. a fact version or event id). Only token
     counts are stored, not the text; erasing a subject is ``remove(doc_id)`` for each of their documents
     (or dropping the whole per-user index).
+
+    How it is held: each document has a slot (an int, in insertion order); the postings are kept once, as compact
+    arrays per term (sorted terms, offsets, slots, term counts: what :meth:`to_bytes` writes and :meth:`from_bytes`
+    reads without rebuilding anything), plus the postings of documents added since, in dicts, merged into the
+    arrays when they grow. A removed document's slot is marked dead (its compact postings stay until the next
+    merge). A search scores the matched documents with numpy, in the formula's own order of operations, so the
+    scores are the same floats as one Python loop gives, bit for bit.
 
     Not thread-safe: guard with a lock if one index is shared by threads.
     """
@@ -192,10 +223,23 @@ class LexicalIndex:
             raise ValueError(f"b must be in [0, 1], got {b!r}")
         self.k1 = float(k1)
         self.b = float(b)
-        self._docs: dict[str, Counter[str]] = {}  # doc_id -> term frequencies
-        self._lengths: dict[str, int] = {}  # doc_id -> token count
-        self._postings: dict[str, dict[str, int]] = {}  # term -> {doc_id: tf}
+        self._ids: list[str | None] = []  # slot -> doc_id (None: removed)
+        self._slot: dict[str, int] = {}  # live doc_id -> slot
+        self._length = np.zeros(16, dtype=np.float64)  # slot -> token count
+        self._live = np.zeros(16, dtype=bool)
         self._total_len = 0
+        # compact postings: term i's documents are _slots[_offsets[i]:_offsets[i + 1]] (dead slots included)
+        self._terms: list[str] = []
+        self._offsets = np.zeros(1, dtype=np.int32)
+        self._slots = np.zeros(0, dtype=np.int32)
+        self._tfs = np.zeros(0, dtype=np.int32)
+        # postings of documents added since: term -> {slot: tf}, and each such slot's terms (for remove)
+        self._extra: dict[str, dict[int, int]] = {}
+        self._extra_terms: dict[int, tuple[str, ...]] = {}
+        self._extra_count = 0
+        self._order: np.ndarray | None = None  # slot -> rank of its doc_id in string order (cached, for ties)
+        #: read from the previous format (:meth:`from_bytes`): worth writing again in this one
+        self.stale_format = False
 
     # --- mutation -----------------------------------------------------------------------------------------
     def add(self, doc_id: str, text: str) -> None:
@@ -210,48 +254,112 @@ class LexicalIndex:
         tf = Counter(tokenize(text))
         self._add_counts(doc_id, tf)
 
-    def _add_counts(self, doc_id: str, tf: Counter[str]) -> None:
-        if doc_id in self._docs:
-            self.remove(doc_id)
-        self._docs[doc_id] = tf
-        n = sum(tf.values())
-        self._lengths[doc_id] = n
+    def _new_slot(self, doc_id: str, n: int) -> int:
+        slot = len(self._ids)
+        if slot >= len(self._length):
+            grow = max(16, 2 * len(self._length))
+            self._length = np.concatenate([self._length, np.zeros(grow - len(self._length))])
+            self._live = np.concatenate([self._live, np.zeros(grow - len(self._live), dtype=bool)])
+        self._ids.append(doc_id)
+        self._slot[doc_id] = slot
+        self._length[slot] = n
+        self._live[slot] = True
         self._total_len += n
+        self._order = None
+        return slot
+
+    def _add_counts(self, doc_id: str, tf: Counter[str]) -> None:
+        if doc_id in self._slot:
+            self.remove(doc_id)
+        slot = self._new_slot(doc_id, sum(tf.values()))
         for term, c in tf.items():
-            self._postings.setdefault(term, {})[doc_id] = c
+            self._extra.setdefault(term, {})[slot] = c
+        self._extra_terms[slot] = tuple(tf)
+        self._extra_count += len(tf)
 
     def remove(self, doc_id: str) -> bool:
         """Remove ``doc_id`` and every posting of it. Returns True if it was present, False otherwise (so
         that replaying a retraction twice is harmless)."""
-        tf = self._docs.pop(doc_id, None)
-        if tf is None:
+        slot = self._slot.pop(doc_id, None)
+        if slot is None:
             return False
-        self._total_len -= self._lengths.pop(doc_id)
-        for term in tf:
-            plist = self._postings[term]
-            del plist[doc_id]
+        self._total_len -= int(self._length[slot])
+        self._live[slot] = False
+        self._ids[slot] = None
+        self._order = None
+        for term in self._extra_terms.pop(slot, ()):
+            plist = self._extra[term]
+            del plist[slot]
+            self._extra_count -= 1
             if not plist:  # drop empty postings so df and the vocabulary really shrink
-                del self._postings[term]
+                del self._extra[term]
         return True
+
+    def _compact_postings(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Every live posting as compact arrays: (sorted terms, offsets, slots, tfs), slots ascending per term."""
+        counts = np.diff(self._offsets)
+        term_of = np.repeat(np.arange(len(self._terms), dtype=np.int64), counts)
+        keep = self._live[self._slots]
+        term_of, slots, tfs = term_of[keep], self._slots[keep], self._tfs[keep]
+        present = np.zeros(len(self._terms), dtype=bool)
+        present[term_of] = True
+        terms = sorted({t for t, p in zip(self._terms, present.tolist()) if p} | set(self._extra))
+        at = {t: i for i, t in enumerate(terms)}
+        remap = np.array([at.get(t, -1) for t in self._terms], dtype=np.int64)
+        ex_terms, ex_slots, ex_tfs = [], [], []
+        for t, plist in self._extra.items():
+            i = at[t]
+            ex_terms.extend([i] * len(plist))
+            ex_slots.extend(plist.keys())
+            ex_tfs.extend(plist.values())
+        all_terms = np.concatenate([remap[term_of], np.array(ex_terms, dtype=np.int64)])
+        all_slots = np.concatenate([slots, np.array(ex_slots, dtype=np.int32)])
+        all_tfs = np.concatenate([tfs, np.array(ex_tfs, dtype=np.int32)])
+        order = np.lexsort((all_slots, all_terms))
+        offsets = np.zeros(len(terms) + 1, dtype=np.int32)
+        np.cumsum(np.bincount(all_terms, minlength=len(terms)), out=offsets[1:])
+        return terms, offsets, all_slots[order].astype(np.int32), all_tfs[order].astype(np.int32)
+
+    def _merge(self) -> None:
+        """Move the dict postings into the compact arrays (and drop the dead slots' postings)."""
+        self._terms, self._offsets, self._slots, self._tfs = self._compact_postings()
+        self._extra, self._extra_terms, self._extra_count = {}, {}, 0
 
     # --- queries ------------------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._slot)
 
     def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._docs
+        return doc_id in self._slot
 
     def doc_ids(self) -> list[str]:
         """All indexed doc ids, in insertion order."""
-        return list(self._docs)
+        return [d for d in self._ids if d is not None]
+
+    def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """The live documents holding ``term``: (slots, tfs), compact postings first, then those added since."""
+        i = bisect.bisect_left(self._terms, term)
+        if i < len(self._terms) and self._terms[i] == term:
+            a, z = int(self._offsets[i]), int(self._offsets[i + 1])
+            slots, tfs = self._slots[a:z], self._tfs[a:z]
+            keep = self._live[slots]
+            if not keep.all():
+                slots, tfs = slots[keep], tfs[keep]
+        else:
+            slots, tfs = self._slots[:0], self._tfs[:0]
+        extra = self._extra.get(term)
+        if extra:
+            slots = np.concatenate([slots, np.fromiter(extra.keys(), dtype=np.int32, count=len(extra))])
+            tfs = np.concatenate([tfs, np.fromiter(extra.values(), dtype=np.int32, count=len(extra))])
+        return slots, tfs
 
     def document_frequency(self, term: str) -> int:
         """How many documents hold ``term`` (a token as :func:`tokenize` makes it); 0 if none."""
-        return len(self._postings.get(term, ()))
+        return len(self._postings(term)[0])
 
     def vocabulary_size(self) -> int:
         """Number of distinct terms currently indexed."""
-        return len(self._postings)
+        return len(self._compact_postings()[0])
 
     def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
         """Rank documents for ``query``.
@@ -270,48 +378,96 @@ class LexicalIndex:
         """
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        if k == 0 or not self._docs:
+        if k == 0 or not self._slot:
             return []
-        n_docs = len(self._docs)
+        if self._extra_count > max(_OVERLAY_MIN, len(self._slots) // 4):
+            self._merge()
+        n_docs = len(self._slot)
         avgdl = self._total_len / n_docs if self._total_len else 1.0
         k1, b = self.k1, self.b
         k1p1, one_b = k1 + 1.0, 1.0 - b
-        lengths = self._lengths
-        scores: dict[str, float] = {}
-        get = scores.get
+        scores: np.ndarray | None = None
+        hit: np.ndarray | None = None
         for term in dict.fromkeys(tokenize(query)):  # distinct terms, stable order
-            plist = self._postings.get(term)
-            if not plist:
+            slots, tfs = self._postings(term)
+            df = len(slots)
+            if not df:
                 continue
-            df = len(plist)
             idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-            for doc_id, tf in plist.items():
-                # the formula's own order of operations: the same floats as ever, bit for bit
-                scores[doc_id] = get(doc_id, 0.0) + idf * tf * k1p1 / (tf + k1 * (one_b + b * lengths[doc_id] / avgdl))
-        # the best k, as sorted() would order them (score descending, then doc_id), without sorting every match
-        return heapq.nsmallest(k, scores.items(), key=lambda kv: (-kv[1], kv[0]))
+            tf = tfs.astype(np.float64)
+            # the formula's own order of operations: the same floats as a Python loop, bit for bit
+            part = idf * tf * k1p1 / (tf + k1 * (one_b + b * self._length[slots] / avgdl))
+            if scores is None:
+                scores = np.zeros(len(self._ids), dtype=np.float64)
+                hit = np.zeros(len(self._ids), dtype=bool)
+            scores[slots] = scores[slots] + part
+            hit[slots] = True
+        if scores is None:
+            return []
+        return self._best(np.flatnonzero(hit), scores, k)
+
+    def _best(self, slots: np.ndarray, by_slot: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The best ``k`` of the matched ``slots`` (``by_slot``: each slot's score), as ``sorted`` would order them
+        (score descending, then doc_id)."""
+        ids = self._ids
+        scores = by_slot[slots]
+        key = lambda kv: (-kv[1], kv[0])  # noqa: E731
+        if len(slots) <= max(_PY_TOP, k):
+            return heapq.nsmallest(k, zip([ids[s] for s in slots.tolist()], scores.tolist()), key=key)
+        kth = float(-np.partition(-scores, k - 1)[k - 1])  # the k-th best score
+        above = slots[scores > kth]
+        ties = slots[scores == kth]
+        need = k - len(above)
+        if len(ties) > need:  # the tied documents with the smallest doc ids
+            if len(ties) <= _PY_TOP:
+                ties = np.array(sorted(ties.tolist(), key=ids.__getitem__)[:need], dtype=np.int64)
+            else:
+                rank = self._doc_order()[ties]
+                ties = ties[np.argpartition(rank, need - 1)[:need]]
+        chosen = np.concatenate([above, ties]).astype(np.int64)
+        return sorted(zip([ids[s] for s in chosen.tolist()], by_slot[chosen].tolist()), key=key)
+
+    def _doc_order(self) -> np.ndarray:
+        """slot -> rank of its doc_id among the live documents' ids in string order (dead slots last); cached."""
+        if self._order is None:
+            order = np.full(len(self._ids), len(self._ids), dtype=np.int64)
+            slots = np.array([slot for _, slot in sorted(self._slot.items())], dtype=np.int64)
+            order[slots] = np.arange(len(slots), dtype=np.int64)
+            self._order = order
+        return self._order
 
     # --- persistence --------------------------------------------------------------------------------------
     _MAGIC = "memledger.lexical"
-    _FORMAT = 1
+    _FORMAT = 2
 
     def to_bytes(self) -> bytes:
-        """Serialise to UTF-8 JSON (term counts per doc, parameters, tokenizer version). Postings are rebuilt
-        on load, so the payload is not redundant. Contains tokens of the indexed texts: treat as personal
+        """Serialise to UTF-8 JSON: the parameters, the tokenizer version, the live doc ids in insertion order, and
+        the postings once, as sorted terms with base64 arrays (token counts per document, offsets, documents, term
+        counts) that :meth:`from_bytes` reads as they are. Contains tokens of the indexed texts: treat as personal
         data."""
+        terms, offsets, slots, tfs = self._compact_postings()
+        live = [s for s, d in enumerate(self._ids) if d is not None]
+        renumber = np.full(max(len(self._ids), 1), -1, dtype=np.int64)
+        renumber[live] = np.arange(len(live))
         payload = {
             "magic": self._MAGIC,
             "format": self._FORMAT,
             "tokenizer": TOKENIZER_VERSION,
             "k1": self.k1,
             "b": self.b,
-            "docs": {doc_id: dict(tf) for doc_id, tf in self._docs.items()},
+            "docs": [self._ids[s] for s in live],
+            "lengths": _b64(self._length[live]),
+            "terms": terms,
+            "offsets": _b64(offsets),
+            "slots": _b64(renumber[slots]),
+            "tfs": _b64(tfs),
+            "order": _b64(self._doc_order()[live]),  # each document's rank by doc id: ties are broken by it
         }
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "LexicalIndex":
-        """Inverse of :meth:`to_bytes`.
+        """Inverse of :meth:`to_bytes` (also reads the previous format, term counts per document).
 
         Raises:
             ValueError: if ``data`` is not a serialised LexicalIndex, has an unknown format, or was built with
@@ -323,7 +479,7 @@ class LexicalIndex:
             raise ValueError(f"not a serialised LexicalIndex: {exc}") from exc
         if not isinstance(payload, dict) or payload.get("magic") != cls._MAGIC:
             raise ValueError("not a serialised LexicalIndex (bad magic)")
-        if payload.get("format") != cls._FORMAT:
+        if payload.get("format") not in (1, cls._FORMAT):
             raise ValueError(f"unsupported LexicalIndex format {payload.get('format')!r}, expected {cls._FORMAT}")
         if payload.get("tokenizer") != TOKENIZER_VERSION:
             raise ValueError(
@@ -331,8 +487,36 @@ class LexicalIndex:
                 f"{TOKENIZER_VERSION!r}: rebuild the index"
             )
         idx = cls(k1=payload["k1"], b=payload["b"])
-        for doc_id, tf in payload["docs"].items():
-            idx._add_counts(doc_id, Counter({str(t): int(c) for t, c in tf.items()}))
+        if payload["format"] == 1:
+            for doc_id, tf in payload["docs"].items():
+                idx._add_counts(doc_id, Counter({str(t): int(c) for t, c in tf.items()}))
+            idx._merge()
+            idx.stale_format = True
+            return idx
+        try:
+            docs = [str(d) for d in payload["docs"]]
+            lengths = _unb64(payload["lengths"]).astype(np.float64)
+            terms = [str(t) for t in payload["terms"]]
+            offsets, slots, tfs = (_unb64(payload[f]) for f in ("offsets", "slots", "tfs"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a serialised LexicalIndex: {exc}") from exc
+        n = len(docs)
+        if (len(lengths) != n or len(set(docs)) != n or len(offsets) != len(terms) + 1 or len(slots) != len(tfs)
+                or (len(offsets) and (offsets[0] != 0 or offsets[-1] != len(slots)))
+                or (len(slots) and (slots.min() < 0 or slots.max() >= n))):
+            raise ValueError("not a serialised LexicalIndex (inconsistent postings)")
+        idx._ids = list(docs)
+        idx._slot = dict(zip(docs, range(n)))
+        idx._length = np.concatenate([lengths, np.zeros(max(16, n) - n)]) if n < 16 else lengths.copy()
+        idx._live = np.zeros(len(idx._length), dtype=bool)
+        idx._live[:n] = True
+        idx._total_len = int(lengths.sum())
+        idx._terms, idx._offsets, idx._slots, idx._tfs = terms, offsets, slots, tfs
+        if "order" in payload:
+            order = _unb64(payload["order"]).astype(np.int64)
+            if len(order) == n and n and order.min() >= 0 and order.max() < n and bool(
+                    (np.bincount(order, minlength=n) == 1).all()):  # a permutation of the documents
+                idx._order = order
         return idx
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -1,5 +1,7 @@
 """The in-memory mirror of the ``vectors`` table: per user, a FAISS index of the main embedder's vectors, one of
-the CJK companion's, a BM25 index and each document's metadata. It is a cache of the table, only ever updated
+the CJK companion's and a BM25 index: what ranking needs, nothing else. A document's text, value and provenance stay
+in the table and are read for the candidates a search ranks (:meth:`Mirror.doc_rows`, one query in the reader's
+snapshot), so a user with 100,000 memories holds no 100,000 dicts of opened text. It is a cache of the table, only ever updated
 *from* it after the transaction committed (:meth:`Mirror.refresh`): rows past the position the mirror reflects are
 read in the reader's snapshot and applied, and a ``generation`` change (erasure, model change) reloads it whole.
 
@@ -21,9 +23,11 @@ from typing import Any
 
 from ..base import position_of
 from ..db import Cursor
-from .documents import DOC_COLS, META_COLS, stack_vectors, doc_meta, decode_vector, lexical_document
+from .documents import DOC_COLS, META_COLS, stack_vectors, doc_meta, decode_vector, lexical_document, value_json_of
 
 LOAD_CHUNK = 2048  # rows per fetch when the mirror is opened from the table's vectors
+#: the columns read when the BM25 indexes come from their files: the documents' ids and vectors only
+LOAD_COLS = ["user_id", "doc_id", "vector", "cjk_vector"]
 #: resident bytes a loaded document costs besides its float32 vectors, and a loaded user besides their documents:
 #: the metadata dict (text, value, provenance), the BM25 postings, FAISS's id maps and what the allocator keeps.
 #: Measured as the process's VmRSS growth over 400 users of 100 memories loaded at once (hash:384 vectors: 5.7 KB a
@@ -36,18 +40,26 @@ USER_OVERHEAD_BYTES = 16384
 def user_bytes(u: UserIndex) -> int:
     """The estimated resident size of one loaded user, in bytes: each document's vectors (main and companion,
     float32) plus :data:`DOC_OVERHEAD_BYTES` a document and :data:`USER_OVERHEAD_BYTES`."""
-    n = len(u.meta)
+    n = len(u.vectors)
     main = n * 4 * u.vectors.dim
     cjk = 0 if u.cjk is None else len(u.cjk) * 4 * u.cjk.dim
     return USER_OVERHEAD_BYTES + main + cjk + n * DOC_OVERHEAD_BYTES
 
 
+#: candidates whose rows one query reads (:meth:`Mirror.doc_rows`): SQLite's and PostgreSQL's parameter limits
+ROWS_CHUNK = 500
+
+
 @dataclass
 class UserIndex:
+    """One user's loaded indexes: the documents are those of ``vectors`` (the same ids in ``lexical``)."""
+
     vectors: Any  # UserVectorIndex
     lexical: Any  # LexicalIndex
-    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     cjk: Any = None  # UserVectorIndex of the CJK companion (only documents with CJK text), None until one exists
+
+    def __len__(self) -> int:
+        return len(self.vectors)
 
 
 @dataclass
@@ -67,6 +79,8 @@ class Memory:
     lock: threading.RLock = field(default_factory=threading.RLock)
     #: sha256 (hex) of each user's BM25 file as last written or read (file stem -> digest), for the manifest
     digests: dict[str, str] = field(default_factory=dict)
+    #: sha256 (hex) of each user's vectors file as last written or read (file stem -> digest)
+    vector_digests: dict[str, str] = field(default_factory=dict)
 
 
 class Mirror:
@@ -192,12 +206,11 @@ class Mirror:
             return  # bounded: a user not loaded is read whole, in the reader's snapshot, at their next search
         if not row["live"]:
             u = mem.users.get(user_id)
-            if u is not None and doc_id in u.meta:
+            if u is not None and doc_id in u.vectors:
                 u.vectors.remove(doc_id)
                 u.lexical.remove(doc_id)
                 if u.cjk is not None:
                     u.cjk.remove(doc_id)
-                del u.meta[doc_id]
                 mem.dirty.add(user_id)
             return
         u = self._user(mem, user_id)
@@ -212,12 +225,24 @@ class Mirror:
             u.cjk.add(doc_id, cvec)
         elif u.cjk is not None:
             u.cjk.remove(doc_id)  # the new version's text has no CJK: its old companion vector goes
-        meta = doc_meta(row[c] for c in META_COLS)
-        u.lexical.add(doc_id, lexical_document(row["key"], row["text"], meta["value_json"]))
-        u.meta[doc_id] = meta
+        u.lexical.add(doc_id, lexical_document(row["key"], row["text"], value_json_of(row["value_json"], row["text"])))
         mem.dirty.add(user_id)
         if mem.budget is not None:
             mem.sizes[user_id] = user_bytes(u)
+
+    def doc_rows(self, cur: Cursor, user_id: str, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The metadata (:data:`META_COLS`: text, value, provenance, times) of ``user_id``'s live documents among
+        ``doc_ids``, read from the table in this snapshot: a search reads its candidates' rows only, never the
+        whole user's. A document not live in this snapshot is absent."""
+        out: dict[str, dict[str, Any]] = {}
+        cols = ", ".join(META_COLS)
+        for i in range(0, len(doc_ids), ROWS_CHUNK):
+            part = doc_ids[i:i + ROWS_CHUNK]
+            cur.execute(f"SELECT doc_id, {cols} FROM {self.table('docs')} WHERE user_id = ? AND live = 1 "
+                        f"AND doc_id IN ({', '.join('?' * len(part))})", (user_id, *part))
+            for r in cur.fetchall():
+                out[r[0]] = doc_meta(r[1:])
+        return out
 
     def _load(self, cur: Cursor, generation: int, position: int, dim: int | None,
               cjk_dim: int | None = None) -> Memory:
@@ -230,15 +255,18 @@ class Mirror:
         return mem
 
     def _read_rows(self, cur: Cursor, mem: Memory, *, lexical_from_files: bool) -> bool:
-        """Add the table's live rows to ``mem``: vectors into FAISS (main and companion), metadata, and, unless
+        """Add the table's live rows to ``mem``: vectors into FAISS (main and companion) and, unless
         ``lexical_from_files``, each row's BM25 document. With ``lexical_from_files`` every user already holds the
-        BM25 index read from its file, and False is returned as soon as that file does not hold exactly the user's
-        live documents (the files are not this table's).
+        BM25 index read from its file, only the vectors are read, and False is returned as soon as that file does not
+        hold exactly the user's live documents (the files are not this table's).
 
-        Rows are read in pieces of :data:`LOAD_CHUNK`, each added at once: the whole result held in Python (150 MB
-        of bytes objects at 100k memories) left the process ~140 MB larger for good (bench_growth.py --rss-memories).
+        Rows are read in pieces of :data:`LOAD_CHUNK`; a user's vectors go into FAISS in one call: the whole result
+        held in Python (150 MB of bytes objects at 100k memories) left the process ~140 MB larger for good
+        (bench_growth.py --rss-memories), and FAISS's arrays grown piece by piece cost seconds in copies.
         """
-        cur.execute(f"SELECT {', '.join(DOC_COLS)} FROM {self.table('docs')} WHERE live = 1 ORDER BY user_id, doc_id")
+        cols = LOAD_COLS if lexical_from_files else DOC_COLS
+        cur.execute(f"SELECT {', '.join(cols)} FROM {self.table('docs')} WHERE live = 1 ORDER BY user_id, doc_id")
+        pending: list[tuple] = []
         while rows := cur.fetchmany(LOAD_CHUNK):
             for user_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):
                 part = list(group)
@@ -246,17 +274,23 @@ class Mirror:
                     u = mem.users.get(user_id)
                     if u is None or any(r[1] not in u.lexical for r in part):
                         return False
-                self._add_rows(mem, user_id, part, lexical=not lexical_from_files)
-        return not lexical_from_files or all(len(u.meta) == len(u.lexical) for u in mem.users.values())
+                if pending and pending[0][0] != user_id:
+                    self._add_rows(mem, pending[0][0], pending, cols, lexical=not lexical_from_files)
+                    pending = []
+                pending.extend(part)
+        if pending:
+            self._add_rows(mem, pending[0][0], pending, cols, lexical=not lexical_from_files)
+        return not lexical_from_files or all(len(u) == len(u.lexical) for u in mem.users.values())
 
-    def _add_rows(self, mem: Memory, user_id: str, part: list[tuple], *, lexical: bool) -> None:
-        """Add one user's live rows (``DOC_COLS`` tuples) to ``mem``: vectors into FAISS (main and companion),
-        metadata, and with ``lexical`` each row's BM25 document."""
+    def _add_rows(self, mem: Memory, user_id: str, part: list[tuple], cols: list[str] = DOC_COLS, *,
+                  lexical: bool) -> None:
+        """Add one user's live rows (tuples of ``cols``) to ``mem``: vectors into FAISS (main and companion), and
+        with ``lexical`` (``cols`` then holds key, text and value) each row's BM25 document."""
         from .lexical import LexicalIndex
         from .vector_store import UserVectorIndex
 
-        at = {c: i for i, c in enumerate(DOC_COLS)}
-        vec, cvec, meta_at = at["vector"], at["cjk_vector"], [at[c] for c in META_COLS]
+        at = {c: i for i, c in enumerate(cols)}
+        vec, cvec = at["vector"], at["cjk_vector"]
         if mem.dim is None:  # the meta row notes it with the first vector; else the embedder's
             mem.dim = self._dim_of("vector")
         u = mem.users.get(user_id)
@@ -269,8 +303,7 @@ class Mirror:
             if u.cjk is None:
                 u.cjk = UserVectorIndex(cdim)
             u.cjk.add_many([r[1] for r in cjk], stack_vectors(cjk, cvec, cdim))
-        metas = [(r[1], doc_meta(r[i] for i in meta_at)) for r in part]
         if lexical:
-            for doc_id, m in metas:
-                u.lexical.add(doc_id, lexical_document(m["key"], m["text"], m["value_json"]))
-        u.meta.update(metas)
+            key, text, value = at["key"], at["text"], at["value_json"]
+            for r in part:
+                u.lexical.add(r[1], lexical_document(r[key], r[text], value_json_of(r[value], r[text])))

@@ -8,7 +8,7 @@ embedder's. memledger/search.py turns the candidates into scored hits (confidenc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from ledger.text import has_cjk
 
@@ -35,7 +35,7 @@ class Candidate:
     """
 
     doc_id: str
-    meta: dict[str, Any]
+    meta: dict[str, Any] | None = None  # the document's row (text, value, provenance), read once it is a candidate
     dense: float | None = None
     dense_rank: int | None = None
     lexical: float | None = None
@@ -93,7 +93,8 @@ class Ranking:
         (English queries, English-only users, no companion: today's MiniLM + BM25 RRF, unchanged)."""
         return companion is not None and len(companion) > 0 and self.cjk_embedder is not None and has_cjk(query)
 
-    def rank(self, vectors: Any, lexical: Any, meta: dict[str, dict[str, Any]], query: str,
+    def rank(self, vectors: Any, lexical: Any,
+             meta: Mapping[str, dict[str, Any]] | Callable[[list[str]], Mapping[str, dict[str, Any]]], query: str,
              query_vector: np.ndarray | None, pool: int, *, companion: Any = None,
              companion_vector: np.ndarray | None = None) -> list[Candidate]:
         """Score the union of the dense and lexical top-``pool`` candidates of one user's indexes, best first.
@@ -107,6 +108,10 @@ class Ranking:
         main embedder's (``fusion="companion"``); a memory the companion does not hold (English text) is judged by
         its words alone. ``rrf`` (dense weight as before, the companion's doubled) is kept as an explanation and a
         tie-break.
+
+        ``meta`` gives each candidate's row: a mapping of every document, or a function reading the rows of the
+        candidates it is given (one call; a candidate it does not return is left out: not live in the reader's
+        snapshot).
         """
         from .fusion import rrf
         from .relevance import lexical_bound, relevance_function
@@ -123,7 +128,7 @@ class Ranking:
         dense = index.search(vec, pool) if index is not None else []
         if dense:
             for i, (doc, s) in enumerate(dense, 1):
-                cands[doc] = Candidate(doc, meta[doc], dense=s, dense_rank=i, dense_model=model)
+                cands[doc] = Candidate(doc, dense=s, dense_rank=i, dense_model=model)
             rankings.append([d for d, _ in dense])
             weights.append(2.0 * self.dense_weight if routed else self.dense_weight_for(query))
         lex = lexical.search(query, pool)
@@ -131,7 +136,7 @@ class Ranking:
         for i, (doc, s) in enumerate(lex, 1):
             c = cands.get(doc)
             if c is None:
-                c = cands[doc] = Candidate(doc, meta[doc])
+                c = cands[doc] = Candidate(doc)
                 if index is not None and doc in index:
                     words_only.append(c)
             c.lexical, c.lexical_rank = s, i
@@ -148,7 +153,7 @@ class Ranking:
             near = companion.search(cvec, pool)
             for doc, _s in near:
                 if doc not in cands:
-                    cands[doc] = Candidate(doc, meta[doc])
+                    cands[doc] = Candidate(doc)
             cjk_docs = [d for d in cands if d in companion]
             for doc, sim in zip(cjk_docs, companion.similarities(cvec, cjk_docs).tolist()):
                 c = cands[doc]
@@ -163,9 +168,13 @@ class Ranking:
         score_of = relevance_function(model, bound, lw, dw, has_cjk(query))
         score_cross = relevance_function(self.cjk_model_id, bound, self.cjk_lexical_weight, 1.0, False) if crossed \
             else None
+        rows = meta(list(cands)) if callable(meta) else meta
         out = []
         for doc, score in rrf(rankings, k=self.rrf_k, weights=weights):
             c = cands[doc]
+            c.meta = rows.get(doc)
+            if c.meta is None:
+                continue
             c.rrf = score
             if doc in crossed:
                 c.relevance, c.dense_z, c.lexical_n = score_cross(c.dense, c.lexical)

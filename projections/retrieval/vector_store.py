@@ -117,6 +117,24 @@ class UserVectorIndex:
             self._to_int[d] = i
             self._to_str[i] = d
 
+    @classmethod
+    def from_matrix(cls, dim: int, doc_ids: list[str], vectors: np.ndarray) -> UserVectorIndex:
+        """An index of ``doc_ids`` and their float32 ``(n, dim)`` ``vectors`` as :meth:`export` gave them (an index's
+        own vectors, read back from its stored form): one FAISS call, without :meth:`add_many`'s per-vector checks.
+
+        Raises:
+            ValueError: ids repeat, or the matrix is not ``(len(doc_ids), dim)``."""
+        index = cls(dim)
+        n = len(doc_ids)
+        if vectors.shape != (n, index.dim) or len(set(doc_ids)) != n:
+            raise ValueError("doc ids and vectors that no index exported")
+        if n:
+            index._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), np.arange(n, dtype=np.int64))
+        index._to_int = dict(zip(doc_ids, range(n)))
+        index._to_str = dict(zip(range(n), doc_ids))
+        index._next_id = n
+        return index
+
     def remove(self, doc_id: str) -> bool:
         """Remove ``doc_id``'s vector from the FAISS index itself (not just from the id map), so it can
         never be returned again and ``ntotal`` shrinks. Returns True if it was present, else False."""
@@ -139,6 +157,14 @@ class UserVectorIndex:
     def doc_ids(self) -> list[str]:
         """Indexed doc ids in insertion order."""
         return list(self._to_int)
+
+    def export(self) -> tuple[list[str], np.ndarray]:
+        """Every doc id and its stored float32 vector, as ``(doc_ids, (n, dim) matrix)`` in the index's order:
+        :meth:`add_many` of them builds the same index."""
+        n = len(self)
+        ids = faiss.vector_to_array(self._index.id_map)[:n].tolist()
+        mat = self._index.index.reconstruct_n(0, n) if n else np.zeros((0, self.dim), dtype=np.float32)
+        return [self._to_str[i] for i in ids], mat
 
     def get_vector(self, doc_id: str) -> np.ndarray:
         """The stored float32 ``(dim,)`` vector of ``doc_id``. Raises KeyError if absent."""
