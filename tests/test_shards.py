@@ -666,3 +666,26 @@ def test_shard_verbs_refuse_bad_input_with_exit_2(maps: Any, tmp_path: Path) -> 
     with opened(two) as ml:  # nothing moved, nothing written, the ring untouched
         assert ml.heads() == heads and ml.directory.ring() == (["a", "b"], None)
         assert ml.directory.placements() == []
+
+
+def test_identity_links_hold_within_a_shard_and_are_refused_across(maps: Any) -> None:
+    two, _ = maps
+    with opened(two) as ml:
+        users = [f"id-{i}" for i in range(12)]
+        for u in users:
+            ml.assert_fact(u, "preference.drink", "tea")
+        by_shard: dict[str, list[str]] = {}
+        for u in users:
+            by_shard.setdefault(ml.shard_of(u), []).append(u)
+        same = max(by_shard.values(), key=len)  # at least 6 of the 12
+        r = ml.identity_link(same[0], same[1], "confirmed")
+        assert r.status == "confirmed"
+        assert [x.other for x in ml.identity_links(same[0]).links] == [same[1]]
+        if len(by_shard) > 1:
+            a, b = ([u for u in us if u not in same[:2]][0] for us in list(by_shard.values())[:2])
+            from ledger.errors import BadInput
+
+            with pytest.raises(BadInput) as exc:
+                ml.identity_link(a, b, "may_be")
+            assert exc.value.field == "other" and "different shards" in exc.value.problem
+            assert ml.identity_links(a).links == []

@@ -36,7 +36,7 @@ from .shardmap import SHARDS_ENV, ShardMap, load_shard_map
 USER_READS = frozenset({
     "profile", "history", "user_timezone", "search", "believed", "true_at", "diff", "audit", "sessions", "messages",
     "summary_gaps", "resume", "search_messages", "quarantine", "due", "scheduled", "export", "erased_at",
-    "disclosures", "entities", "relations",
+    "disclosures", "entities", "relations", "identity_links",
 })
 #: verbs about one user that write (or may: ``context`` records disclosures of sensitive facts)
 USER_WRITES = frozenset({
@@ -290,6 +290,26 @@ class ShardedLedger:
             if name is None:
                 return []
             return tag(self.shard(name).record(commands), name)
+
+    def identity_link(self, user_id: str, other: str, *args: Any, **kwargs: Any) -> Any:
+        """``MemoryLedger.identity_link`` on the shard of both ids (one save in both ledgers: refused, BadInput,
+        when the two live on different shards)."""
+        return self._pair("identity_link", user_id, other, *args, **kwargs)
+
+    def identity_unlink(self, user_id: str, other: str, *args: Any, **kwargs: Any) -> Any:
+        """``MemoryLedger.identity_unlink`` on the shard of both ids (refused across shards, as a link is)."""
+        return self._pair("identity_unlink", user_id, other, *args, **kwargs)
+
+    def _pair(self, verb: str, user_id: Any, other: Any, *args: Any, **kwargs: Any) -> Any:
+        users = [check_user_id(user_id), check_user_id(other, "other")]
+        try:
+            with self._batch_leases(users) as name:
+                return getattr(self.shard(name), verb)(users[0], users[1], *args, **kwargs)
+        except BadInput as exc:
+            if exc.field != "commands":
+                raise
+            raise BadInput("other", exc.problem.replace("the batch's users", "the two ids"),
+                           "link ids held by one shard (move one there with shards rebalance)") from None
 
     def record_session(self, commands: Iterable[Any]) -> list[Any]:
         """``MemoryLedger.record_session`` on the one shard of the batch's users (refused across shards)."""
