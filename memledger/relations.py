@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.errors import BadInput
-from ledger.relations import (ENTITY_ID_RE, ENTITY_KINDS, MAX_HOPS, RELATION_TYPES, SELF, Entity, RelationCommand,
-                              check_relation_type, entity_stream_id, new_entity_id, relation_key)
+from ledger.relations import (ENTITY_ID_RE, ENTITY_KINDS, IDENTITY_TYPES, MAX_HOPS, RELATION_TYPES, SELF, Entity,
+                              RelationCommand, check_relation_type, entity_stream_id, new_entity_id, relation_key)
 from ledger.schemas import Receipt, check_text, check_user_id, validate_command
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 
@@ -37,6 +37,8 @@ MAX_ALIASES = 50
 #: relation, so a walk from a busy node stays small; ``$MEMLEDGER_MAX_LIVE_RELATIONS`` sets another
 MAX_LIVE = 50
 MAX_LIVE_ENV = "MEMLEDGER_MAX_LIVE_RELATIONS"
+#: the type of the summary relation the folded ones are named in
+FOLDED = "folded"
 #: how the user is named in a path and a sentence
 USER_NAME = "user"
 
@@ -200,7 +202,7 @@ def relate(ml: Store, user_id: str, relation_type: str, entity: str, *, of: str 
            aliases: Any = None, kind: str | None = None, **fields: Any) -> RelationReceipt:
     """Record that ``entity`` is ``of``'s (default: the user's) ``relation_type`` (see ``MemoryLedger.relate``)."""
     user_id = check_user_id(user_id)
-    relation_type = check_relation_type(relation_type)
+    relation_type = check_own_type(relation_type)
     entity = check_name(entity, "entity")
     alias_list = check_aliases(aliases)
     kind = check_kind(kind)
@@ -243,7 +245,7 @@ def correct_relation(ml: Store, user_id: str, relation_type: str, entity: str, *
     """Correct a relation: ``entity`` is ``of``'s ``relation_type``, and ``was`` never was (see
     ``MemoryLedger.correct_relation``)."""
     user_id = check_user_id(user_id)
-    relation_type = check_relation_type(relation_type)
+    relation_type = check_own_type(relation_type)
     entity = check_name(entity, "entity")
     of = None if of is None else check_name(of, "of")
     was = None if was is None else check_name(was, "was")
@@ -299,7 +301,7 @@ def unrelate(ml: Store, user_id: str, relation_type: str, entity: str | None = N
              **fields: Any) -> RelationReceipt:
     """Retract a relation: withdrawn entirely, or true only until ``valid_to`` (see ``MemoryLedger.unrelate``)."""
     user_id = check_user_id(user_id)
-    relation_type = check_relation_type(relation_type)
+    relation_type = check_own_type(relation_type)
     entity = None if entity is None else check_name(entity, "entity")
     of = None if of is None else check_name(of, "of")
     rtype = RELATION_TYPES.get(relation_type)
@@ -358,8 +360,11 @@ def fold_over_cap(ml: Store, user_id: str, subjects: Any, cap: int, **fields: An
         live = {s: proj.live_of(cur, user_id, s) for s in set(subjects)}
     cmds: list[Any] = []
     preludes = []
-    now = now_utc()
+    at = parse_instant(fields["observed_at"], "observed_at") if fields.get("observed_at") else now_utc()
     for subject, edges in sorted(live.items()):
+        # identity links are not ties of the user's life; an earlier summary folds only when nothing else is left
+        edges = sorted((e for e in edges if e["relation_type"] not in IDENTITY_TYPES),
+                       key=lambda e: e["relation_type"] == FOLDED)
         if len(edges) <= cap:
             continue
         old = edges[:len(edges) - cap + 1]  # the summary takes one place
@@ -369,14 +374,26 @@ def fold_over_cap(ml: Store, user_id: str, subjects: Any, cap: int, **fields: An
         eid = new_entity_id()
         preludes.append(entity_events(user_id, eid, "other", name, [], True, fields))
         for e in old:
-            until = {"valid_to": now} if from_micros(e["valid_from"]) < now else {}  # else withdrawn
+            until = {"valid_to": at} if from_micros(e["valid_from"]) < at else {}  # else withdrawn
             cmds.append(relation_command("retract", user_id, subject, e["relation_type"], e["object"],
                                          reason=f"folded: over the cap of {cap} live relations", **until, **fields))
-        cmds.append(relation_command("assert", user_id, subject, "folded", eid, text=f"{name}: {listed}",
-                                     reason=f"folded: over the cap of {cap} live relations", **fields))
+        cmds.append(relation_command("assert", user_id, subject, FOLDED, eid, text=f"{name}: {listed}",
+                                     valid_from=at, reason=f"folded: over the cap of {cap} live relations",
+                                     **fields))
     if not cmds:
         return []
     return ml.execute(cmds, prelude=lambda app, at: [e for p in preludes for e in p(app, at)])
+
+
+def check_own_type(relation_type: Any) -> str:
+    """A relation type a caller may relate, correct or unrelate: not one kept for identity links (``same_person``,
+    ``may_be_same_person``: only ``identity link``/``unlink`` write them, in both ledgers at once). Raises
+    BadInput."""
+    relation_type = check_relation_type(relation_type)
+    if relation_type in IDENTITY_TYPES:
+        raise BadInput("relation_type", f"{relation_type!r} is kept for identity links",
+                       "link two user ids with identity link (and end it with identity unlink)")
+    return relation_type
 
 
 def _provenance(fields: dict[str, Any]) -> dict[str, Any]:
@@ -448,27 +465,41 @@ def entities(ml: Store, user_id: str, grant: Any) -> Entities:
 
     with ml.db.read() as cur:
         rows = ml.relations_projection.entities(cur, user_id)
-        cur.execute(f"SELECT key, version, subject, object, sensitivity FROM {ml.relations_projection.table('versions')} "
-                    "WHERE user_id = ? AND effect IN ('new', 'supersede', 'backfill', 'correct')", (user_id,))
-        edges = [(k, int(v), s, o, lab) for k, v, s, o, lab in cur.fetchall()]
-    free = _reach(edges, lambda lab: lab is None)
-    allowed = _reach(edges, lambda lab: lab is None or lab in grant.labels)
-    behind = _reach(edges, lambda lab: True)
-    out, shown = [], set()
+    hidden, shown = hidden_entities(ml, user_id, grant)
+    out = []
     for r in rows:
-        eid = r["entity_id"]
-        hidden = None
-        if eid in behind and eid not in allowed:
-            hidden = next((lab for _, _, s, o, lab in edges if lab is not None and lab not in grant.labels
-                           and (s == eid or o == eid or s in behind - allowed or o in behind - allowed)), "withheld")
-        elif eid in allowed and eid not in free:
-            shown.update((k, v, lab) for k, v, s, o, lab in edges if lab is not None and eid in (s, o))
-        out.append(EntityView(entity_id=eid, kind=r["kind"], name=None if hidden else r["name"],
-                              aliases=None if hidden else r["aliases"], recorded_at=from_micros(r["recorded_at"]),
-                              withheld=hidden))
+        label = hidden.get(r["entity_id"])
+        out.append(EntityView(entity_id=r["entity_id"], kind=r["kind"], name=None if label else r["name"],
+                              aliases=None if label else r["aliases"], recorded_at=from_micros(r["recorded_at"]),
+                              withheld=label))
     record_disclosures(ml, user_id, sorted(shown), purpose=grant.purpose, trace_id=grant.trace_id)
     out.sort(key=lambda v: (v.name is None, v.name or "", v.entity_id))  # a withheld name's place tells nothing
     return Entities(user_id=user_id, entities=out)
+
+
+def hidden_entities(ml: Store, user_id: str, grant: Any) -> tuple[dict[str, str], set[tuple[str, int, str]]]:
+    """The entities the user reaches only through a labelled relation ``grant`` does not allow (entity id -> the
+    label), whose names no read shows, whatever relation it reaches them by; and the ``(key, version, label)`` of
+    the labelled relations tying the entities shown because the grant allows them (to record as disclosures)."""
+    with ml.db.read() as cur:
+        cur.execute(f"SELECT key, version, subject, object, sensitivity FROM {ml.relations_projection.table('versions')} "
+                    "WHERE user_id = ? AND effect IN ('new', 'supersede', 'backfill', 'correct')", (user_id,))
+        edges = [(k, int(v), s, o, lab) for k, v, s, o, lab in cur.fetchall()]
+    if not any(lab is not None for *_, lab in edges):
+        return {}, set()
+    free = _reach(edges, lambda lab: lab is None)
+    allowed = _reach(edges, lambda lab: lab is None or lab in grant.labels)
+    behind = _reach(edges, lambda lab: True)
+    hidden: dict[str, str] = {}
+    shown: set[tuple[str, int, str]] = set()
+    for eid in behind - {SELF}:
+        if eid not in allowed:
+            hidden[eid] = next((lab for _, _, s, o, lab in edges if lab is not None and lab not in grant.labels
+                                and (s == eid or o == eid or s in behind - allowed or o in behind - allowed)),
+                               "withheld")
+        elif eid not in free:
+            shown.update((k, v, lab) for k, v, s, o, lab in edges if lab is not None and eid in (s, o))
+    return hidden, shown
 
 
 def _reach(edges: list[tuple[str, int, str, str, str | None]], passes: Any) -> set[str]:
@@ -500,9 +531,11 @@ def relations(ml: Store, user_id: str, entity: str | None, hops: int, as_of: Any
         edges = proj.edges(cur, user_id, to_micros(valid_dt), to_micros(as_of_dt))
     start = SELF if entity is None else _existing(rows, check_name(entity, "entity"), "entity")["entity_id"]
     by_id = {r["entity_id"]: r for r in rows}
+    secret, _ = hidden_entities(ml, user_id, grant)  # behind a labelled tie: never named, by any relation
     for e in edges:
         label = e["sensitivity"]
-        e["withheld"] = label if label is not None and label not in grant.labels else None
+        e["withheld"] = (label if label is not None and label not in grant.labels
+                         else secret.get(e["subject"]) or secret.get(e["object"]))
     from projections.relations import walk
 
     out: list[RelationEdge] = []
@@ -513,9 +546,10 @@ def relations(ml: Store, user_id: str, entity: str | None, hops: int, as_of: Any
             shown.add((e["key"], int(e["version"]), e["sensitivity"]))
         subj = by_id.get(e["subject"])
         obj = by_id.get(e["object"])
-        subject_name = USER_NAME if e["subject"] == SELF else (subj["name"] if subj else None)
+        subject_name = USER_NAME if e["subject"] == SELF else (subj["name"] if subj and not hidden else None)
         obj_name = obj["name"] if obj else None
-        names = [USER_NAME if n == SELF else (by_id[n]["name"] if n in by_id else None) for n in path]
+        names = [USER_NAME if n == SELF else (by_id[n]["name"] if n in by_id and n not in secret else None)
+                 for n in path]
         if hidden:
             names = names[:-1] + [None] if path[-1] in (e["object"], e["subject"]) else names
         out.append(RelationEdge(
@@ -546,10 +580,12 @@ def versions(ml: Store, user_id: str, grant: Any, *, record: bool = True) -> lis
 
     with ml.db.read() as cur:
         rows = ml.relations_projection.versions(cur, user_id)
+    secret, _ = hidden_entities(ml, user_id, grant)
     out, shown = [], set()
     for r in rows:
         label = r["sensitivity"]
-        hidden = label if label is not None and label not in grant.labels else None
+        hidden = (label if label is not None and label not in grant.labels
+                  else secret.get(r["subject"]) or secret.get(r["object"]))
         if label is not None and not hidden:
             shown.add((r["key"], int(r["version"]), label))
         out.append(RelationVersion(

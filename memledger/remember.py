@@ -311,7 +311,8 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         if ties:  # an entity past its cap of live relations folds its least recently used (memledger/relations.py)
             from .relations import fold_over_cap
 
-            fold_over_cap(store, user_id, {t.subject for t in ties}, cap, source=template.source)
+            fold_over_cap(store, user_id, {t.subject for t in ties}, cap, source=template.source,
+                          **({"observed_at": template.observed_at} if template.observed_at else {}))
     main_receipt = receipts[0]
     named = linking.receipt_links(links, reading, receipts[len(commands):])
     receipts = receipts[:len(commands)]

@@ -5,6 +5,7 @@ runs on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -250,3 +251,33 @@ def test_export_holds_the_entities_and_every_relation_version_gated_like_every_r
     assert cli("erase", "u1", "--yes")[0] == 0
     erased = cli.json("export", "u1")
     assert (erased["erased"], erased["entities"], erased["relations"]) == (True, [], [])
+
+
+def test_a_person_behind_a_labelled_tie_is_named_by_no_relation_of_theirs(cli: Any, store_args: dict[str, Any]) -> None:
+    assert cli("relate", "u1", "doctor_of", "Dr. Hidden")[0] == 0
+    assert cli("relate", "u1", "lives_in", "Secretville", "--of", "Dr. Hidden")[0] == 0
+    assert cli("relate", "u1", "sister", "Anna")[0] == 0
+    entities = cli.json("entities", "u1")["entities"]
+    place = next(e["entity_id"] for e in entities if e["withheld"] and e["kind"] == "place")
+    walk = cli.json("relations", "u1", "--entity", place, "--hops", "2")
+    assert "Hidden" not in json.dumps(walk) and "Secretville" not in json.dumps(walk)
+
+    from memledger import MemoryLedger
+    from memledger.ui import user_view
+    from memledger.ui.render import user_page
+
+    with MemoryLedger(**store_args) as ml:
+        gated = ml.export("u1", complete=False).model_dump_json()
+        page = user_page(user_view(ml, "u1"))
+        assert "Hidden" not in gated and "Secretville" not in gated and "Anna" in gated
+        assert "Hidden" not in page and "Secretville" not in page and "sister Anna" in page
+        shown = ml.relations("u1", hops=2, allow_sensitive="health", purpose="appointment")
+        assert "Dr. Hidden lives in Secretville" in [e.reads for e in shown.relations]
+
+
+def test_identity_types_are_written_by_identity_links_only(cli: Any) -> None:
+    for verb in (("relate", "u1", "same_person", "user:victim"), ("relate", "u1", "may_be_same_person", "x"),
+                 ("unrelate", "u1", "same_person", "user:victim")):
+        code, _, err = cli(*verb)
+        assert code == 2 and err.startswith("error: relation_type:") and "identity link" in err
+    assert cli.json("entities", "u1")["entities"] == []

@@ -219,15 +219,20 @@ def _people(ml: Any, user_id: str, allow_sensitive: Any, shown: list[tuple[str, 
     proj = getattr(ml, "relations_projection", None)
     if proj is None:
         return []
+    from ..relations import hidden_entities
+    from ..sensitivity import Grant
+
     with ml.db.read() as cur:
         names = {r["entity_id"]: r["name"] for r in proj.entities(cur, user_id)}
         rows = proj.versions(cur, user_id)
+    secret, _ = hidden_entities(ml, user_id, Grant(frozenset(allow_sensitive)))
     out = []
     for r in rows:
         if r["effect"] not in ("new", "supersede", "backfill", "correct") or r["valid_from"] is None:
             continue
         label = r["sensitivity"]
-        withheld = label if label is not None and label not in allow_sensitive else None
+        withheld = (label if label is not None and label not in allow_sensitive
+                    else secret.get(r["subject"]) or secret.get(r["object"]))
         if label is not None and withheld is None:
             shown.append((r["key"], int(r["version"]), label))
         subject = "user" if r["subject"] == "self" else names.get(r["subject"], "?")
