@@ -45,13 +45,15 @@ _NOT_NAMES = {"i", "i'm", "i've", "i'd", "i'll", "the", "a", "an", "and", "but",
               "easter", "english", "french", "german", "spanish", "italian", "chinese", "japanese"}
 _TITLE = r"(?:(?:Dr|Mr|Mrs|Ms|Prof)\.? )"
 _TITLE_ALONE = re.compile(r"(?:Dr|Mr|Mrs|Ms|Prof)\.?")
-_WORD = r"(?:[A-Z]'[A-Z][a-z]+|[A-Z][a-z]+(?:-[A-Z]?[a-z]+)?)"
+#: a word of a name in any alphabet ("Élodie", "Łukasz", "O'Brien", "Mary-Jane"); that it is capitalised is checked
+#: after the match (:func:`_clean`), since a regular expression here cannot ask for a capital outside ASCII
+_WORD = r"(?:[^\W\d_]'[^\W\d_]+|[^\W\d_]+(?:-[^\W\d_]+)?)"
 _NAME = rf"(?:{_TITLE}?{_WORD}(?: {_WORD})?)"
 _ROLE = r"(?i:" + "|".join(re.escape(w) for w in _ROLE_WORDS_EN) + ")"
 _MY = r"(?i:\b(?:my|our) (?:(?:older|younger|elder|big|little|baby|twin|oldest|youngest|new|old) )?)"
 _MENTIONS_EN = [
     # "my sister Anna", "my boss, Omar,", "my friend named Tom", "my wife's name is Maria", "my son is called Leo"
-    re.compile(rf"{_MY}(?P<role>{_ROLE})(?:,? |(?:'s name is| is (?:called|named)| (?:called|named)) )"
+    re.compile(rf"{_MY}(?P<role>{_ROLE})(?:(?:'s name is| is (?:called|named)| (?:called|named)) |,? )"
                rf"(?P<name>{_NAME})(?![\w-])"),
     # "Anna, my sister,", "Omar (my manager)"
     re.compile(rf"(?<![\w.'])(?P<name>{_NAME}),? \(?{_MY}(?P<role>{_ROLE})\b"),
@@ -146,13 +148,21 @@ def mentions(text: str, user_name: str | None = None) -> list[Mention]:
 
 
 def _clean(name: str) -> str | None:
+    """The name as written, without the words after it that are no name (lower-case, "In", "And"); None when it
+    does not start as a name (a capital letter, not a title alone, no CJK)."""
+    if _cjk(name[:1]):
+        return name  # a Chinese name was read by its own patterns (叫 / 小 / 阿)
     words = name.split(" ")
-    while words and words[-1].lower().rstrip(".") in _NOT_NAMES:
+    while words and (words[-1].lower().rstrip(".") in _NOT_NAMES or not _capitalised(words[-1])):
         words.pop()
     if not words or words[0].lower().rstrip(".") in _NOT_NAMES or (len(words) == 1 and _TITLE_ALONE.fullmatch(
             words[0])):
         return None
     return " ".join(words)
+
+
+def _capitalised(word: str) -> bool:
+    return word[:1].isupper() and not _cjk(word[:1]) and not word.isupper() or word in ("Dr.", "Mr.", "Mrs.", "Ms.")
 
 
 def slugs(known: list[Known]) -> dict[str, str]:
@@ -183,7 +193,9 @@ def new_slug(rtype: str, name: str, entity_id: str, taken: set[str]) -> str:
 
 
 def _ascii(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", fold(name)).strip("-")[:40]
+    """The name as a key segment: letters without their accents ("Zoë" -> "zoe"), other characters as "-"."""
+    plain = unicodedata.normalize("NFKD", fold(name)).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", plain).strip("-")[:40]
 
 
 def named(text: str, known: list[Known]) -> tuple[list[Known], str, bool]:
@@ -248,8 +260,11 @@ def read(text: str, known: list[Known], registry: KeyRegistry = REGISTRY, user_n
         holders = [k for k in known if fold(lead.name) in k.names() and lead.relation_type in k.roles]
         if len(holders) == 1:
             reading.about, reading.slug = holders[0], by_id.get(holders[0].entity_id)
-        elif not holders and pending:
-            reading.slug = pending.get((lead.relation_type, fold(lead.name)))
+        elif not holders and pending and (lead.relation_type, fold(lead.name)) in pending:
+            reading.slug = pending[(lead.relation_type, fold(lead.name))]
+        elif lead.slug in by_id.values() and _multi(lead.relation_type) and _ascii(lead.name):
+            # "my friend Anna" not linked (another Anna is known): not the first friend's slots, but her own
+            reading.slug = f"{lead.slug}-{_ascii(lead.name)}"
     elif typing.subject in ("none", "self") and not ms:
         people, rest, possessive = named(text, known)
         if len(people) > 1:
@@ -269,6 +284,12 @@ def read(text: str, known: list[Known], registry: KeyRegistry = REGISTRY, user_n
         reading.typing = dataclasses.replace(ty, subject=reading.slug,
                                              tentative_of=_prefixed(ty.tentative_of, reading.slug))
     return reading
+
+
+def _multi(relation_type: str) -> bool:
+    from .relations import RELATION_TYPES
+
+    return RELATION_TYPES.get(relation_type).cardinality == "multi"
 
 
 def _prefixed(slot: str | None, slug: str | None) -> str | None:

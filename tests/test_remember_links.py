@@ -73,6 +73,23 @@ def test_two_sisters_keep_their_own_slots(cli: Any) -> None:
     assert sorted(ties(cli)["sister"]) == ["Anna", "Beth"]
 
 
+def test_a_person_not_linked_keeps_out_of_the_first_persons_slots(cli: Any) -> None:
+    remember(cli, "My sister Anna lives in Berlin")
+    tom = remember(cli, "My friend Tom likes jazz music")["key"]
+    assert tom == "family.friend.preference.music"
+    r = remember(cli, "My friend Anna likes jazz")  # another Anna, or the same? not linked, and not Tom's
+    assert links(r) == [("Anna", "ambiguous", "friend")]
+    assert r["key"] == "family.friend-anna.preference.music"
+    assert current(cli)[tom] == "My friend Tom likes jazz music"
+
+
+def test_names_in_any_alphabet_keep_their_own_slots(cli: Any) -> None:
+    assert remember(cli, "My brother Élodie lives in Lyon")["key"] == "family.brother.residence.city"
+    r = remember(cli, "My brother Zoë lives in Oslo")
+    assert (r["decision"], r["key"]) == ("new", "family.brother-zoe.residence.city")
+    assert current(cli)["family.brother.residence.city"] == "My brother Élodie lives in Lyon"
+
+
 def test_chinese_a_wife_named_once_is_the_wife_of_later_statements(cli: Any) -> None:
     r = remember(cli, "我老婆小丽喜欢喝茶")
     assert (r["key"], links(r)) == ("family.wife.preference.drink", [("小丽", "created", "wife")])
@@ -154,6 +171,8 @@ def test_a_retry_links_once_and_concurrent_statements_create_one_person(store_ar
     ("Dr. O'Brien, my dentist, moved", [("dentist_of", "Dr. O'Brien")]),
     ("My older brother Tom Smith is a nurse", [("brother", "Tom Smith")]),
     ("I had lunch with my friend Tom and Sara", [("friend", "Tom")]),
+    ("My brother Élodie lives in Lyon", [("brother", "Élodie")]),
+    ("my friend Łukasz moved to Gdańsk", [("friend", "Łukasz")]),
     ("我老婆小丽喜欢喝茶", [("wife", "小丽")]),
     ("我同事叫王磊，人很好", [("colleague", "王磊")]),
     ("我的朋友阿强搬去深圳了", [("friend", "阿强")]),
