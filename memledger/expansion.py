@@ -2,21 +2,24 @@
 
 The people a query speaks of are the seeds: by a name or alias it contains ("where did Anna's husband grow up?"),
 or by the tie they hold towards the user ("my sister", 我老婆). From each seed the relations true at the search's
-time (as believed at its ``as_of``) are walked, at most N hops (1-3), never through a relation whose label the read
-does not allow (doctor_of: ``health``). For each person, place or organisation reached, nearest first and at most
-:data:`MAX_REACHED`, the query is asked again with their name added, so that the memories that speak of them are
-ranked by the same absolute score as every other hit. A hit the plain search did not return joins the others with
-that score times :data:`DECAY` per hop, and with ``path``, the walk that brought it ("sister Anna → husband Mark").
-The plain hits keep their place and score; the best ``k`` of all are returned.
+time (as believed at its ``as_of``) are walked, at most N hops (1-3), never through the user (the sister's husband is
+no relation of the wife's) and never through a relation whose label the read does not allow (doctor_of:
+``health``). For each person, place or organisation reached, nearest first and at most :data:`MAX_REACHED`, the
+query is asked again with their name added; a hit that is about them (in their slots, ``family.sister.*``, or
+naming them) and that the plain search did not return joins the others with that score times :data:`DECAY` per hop
+(a seed named by its tie counts as one hop), and with ``path``, the walk that brought it ("sister Anna → husband
+Mark"). The plain hits keep their scores; all are ranked by score and the best ``k`` returned, so an added hit may
+outrank a weak plain one.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from ledger.errors import BadInput
-from ledger.mentions import Known, named_in
+from ledger.mentions import Known, fold, named_in, slugs
 from ledger.relations import SELF
 from ledger.timeutil import now_utc, parse_instant, to_micros
 
@@ -53,10 +56,15 @@ def expand(store: Any, user_id: str, query: str, hits: list[Any], k: int, hops: 
         return hits
     reached = _reach(store, user_id, seeds, hops, as_of, allowed)
     have = {h.doc_id for h in hits}
+    slug_of = slugs(known)
+    by_id = {k.entity_id: k for k in known}
     extra: dict[str, Any] = {}
-    for name, hop, path in reached[:MAX_REACHED]:
+    for eid, name, hop, path in reached[:MAX_REACHED]:
+        person = by_id.get(eid)
+        words = {fold(name)} | (person.names() if person else set())
+        prefix = f"family.{slug_of[eid]}." if eid in slug_of else None
         for h in ask(f"{query} {name}"):
-            if h.doc_id in have:
+            if h.doc_id in have or not _about(h, words, prefix):
                 continue
             score = round(h.score * DECAY ** max(hop, 1), 4)
             if h.doc_id not in extra or extra[h.doc_id].score < score:
@@ -64,10 +72,24 @@ def expand(store: Any, user_id: str, query: str, hits: list[Any], k: int, hops: 
     return sorted([*hits, *extra.values()], key=lambda h: -h.score)[:k]
 
 
+def _about(hit: Any, words: set[str], prefix: str | None) -> bool:
+    """Whether a memory found for a person is about them: it is in their slots, or it names them."""
+    if prefix is not None and (hit.key or "").startswith(prefix):
+        return True
+    text = fold(hit.text or "")
+    return any(w and (w in text if _cjk(w[:1]) else re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text))
+               for w in words if not w.startswith(("my ", "我")))
+
+
+def _cjk(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fff"
+
+
 def _reach(store: Any, user_id: str, seeds: list[tuple[Known, bool]], hops: int, as_of: Any,
-           allowed: set[str]) -> list[tuple[str, int, str]]:
-    """(name, hops, path) of each entity the walk reaches, nearest first, each once: a seed the query named only
-    by its role at hop 0 (its name is not in the query yet), then those 1..``hops`` away."""
+           allowed: set[str]) -> list[tuple[str, str, int, str]]:
+    """(entity id, name, hops, path) of each entity the walk reaches, nearest first, each once: a seed the query
+    named only by its role at hop 0 (its name is not in the query yet), then those 1..``hops`` away. The walk never
+    passes through the user (from the sister to the wife is no relation of theirs)."""
     from projections.relations import walk
 
     as_of_us = None if as_of is None else to_micros(parse_instant(as_of, "as_of"))
@@ -81,22 +103,23 @@ def _reach(store: Any, user_id: str, seeds: list[tuple[Known, bool]], hops: int,
         e["withheld"] = label if label is not None and label not in allowed else None
     ties = [e for e in edges if e["subject"] == SELF]
     hidden = {e["object"] for e in ties if e["withheld"]} - {e["object"] for e in ties if not e["withheld"]}
-    out: list[tuple[str, int, str]] = []
+    edges = [e for e in edges if SELF not in (e["subject"], e["object"])]
+    out: list[tuple[str, str, int, str]] = []
     seen: set[str] = set()
     for k, by_role in seeds:
         if k.entity_id in hidden:
             continue  # "my doctor": reached only through a labelled tie the read does not allow
         label = f"{k.current[0]} {k.name}" if by_role and k.current else k.name
         if by_role and k.entity_id not in seen:
-            out.append((k.name, 0, label))
+            out.append((k.entity_id, k.name, 0, label))
         seen.add(k.entity_id)
         for hop, path, e in walk(edges, k.entity_id, hops):
             far = path[-1]
             if e["withheld"] or far in seen or far == SELF or far not in names:
                 continue
             seen.add(far)
-            out.append((names[far], hop, _path(label, path, edges, names)))
-    return sorted(out, key=lambda t: t[1])
+            out.append((far, names[far], hop, _path(label, path, edges, names)))
+    return sorted(out, key=lambda t: t[2])
 
 
 def _path(label: str, nodes: list[str], edges: list[dict[str, Any]], names: dict[str, str]) -> str:

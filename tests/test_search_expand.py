@@ -45,6 +45,16 @@ def test_expand_follows_the_relations_to_the_people_the_query_leads_to(cli: Any)
         if text in plain:
             assert h["score"] == plain[text]["score"] and "path" not in h
 
+    # a hit brought by a person is about them, and no walk passes through the user to their other ties
+    assert cli("relate", "u1", "wife", "Lena")[0] == 0
+    assert cli("remember", "u1", "Lena loves the opera")[0] == 0
+    wide = cli.json("search", "u1", query, "-k", "10", "--expand", "3")
+    assert all("self" not in h.get("path", "") and "Lena" not in h.get("path", "") for h in wide)
+    for h in wide:
+        if "path" in h:
+            name = h["path"].split(" ")[-1]
+            assert name in h["text"] or h["key"].startswith("family.sister."), h
+
     # one hop reaches Mark, not Mark's employer; two hops do
     assert "Siemens opened an office in Porto" not in found(cli, "where is my sister's husband's company based?",
                                                             "--expand", "1")
