@@ -206,7 +206,12 @@ _AFTER_NAME = set("去是在和跟说的了也都就他她又还今昨明每这�
 #: capitalised words that open a sentence and name no one ("Honestly, my boyfriend ...")
 _NOT_NAMES = set("honestly well so yes no okay ok anyway also and but today yesterday tonight sometimes actually sadly "
                  "luckily apparently basically seriously thankfully obviously now then oh ah hey guess what sorry "
-                 "monday tuesday wednesday thursday friday saturday sunday".split())
+                 "monday tuesday wednesday thursday friday saturday sunday "
+                 # what a partner "is" without being a name: "My wife is French", "my husband is Catholic"
+                 "french german spanish italian english british american canadian australian irish scottish welsh "
+                 "dutch swiss swedish norwegian danish finnish polish russian ukrainian chinese japanese korean indian "
+                 "mexican brazilian portuguese greek turkish jewish catholic christian muslim buddhist hindu vegan "
+                 "vegetarian pregnant retired".split())
 
 
 def partner_names(text: str) -> set[str]:
@@ -238,6 +243,8 @@ def partner_renamed(text: str, candidates: list[Any]) -> Any | None:
         return None
     was = [c for c in candidates if c.status == "current"
            and (c.slot_key in (None, "relationship.status") or (c.slot_key or "").startswith("family.partner."))
+           # a memory kept under another person (family.sister.memory.*: "my husband Mark" said by the sister)
+           and not (c.key.startswith("family.") and not c.key.startswith("family.partner."))
            and (theirs := partner_names(c.text)) and theirs.isdisjoint(names)]
     return max(was, key=lambda c: c.score) if was else None
 

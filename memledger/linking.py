@@ -138,9 +138,13 @@ def type_candidates(candidates: list[Any], known: list[Known], registry: KeyRegi
     theirs), so that the two meet in the same person's slots."""
     if not known:
         return
+    owner = {slug: next(k for k in known if k.entity_id == eid) for eid, slug in slugs(known).items()}
     for c in candidates:
         if getattr(c, "typing", None) is None:
-            c.typing = read(c.text, known, registry, user_name=user_id).typing
+            # a memory kept under a person (family.sister-beth.*, "I like black coffee" said by Beth) is theirs
+            parts = c.key.split(".")
+            mine = owner.get(parts[1]) if len(parts) > 2 and parts[0] == "family" else None
+            c.typing = read(c.text, known, registry, user_name=user_id, about=mine).typing
 
 
 def commands(the_plan: Plan, template: FactCommand, key: str) -> tuple[list[Any], Callable[..., list[Any]] | None]:

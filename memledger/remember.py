@@ -263,6 +263,8 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         reading = linking.reading(text, known, links, registry, user_id, about)
         typing = reading.typing
         cands, rows = _candidates(store, user_id, text, typing.slot_key, embedder)
+        if about is not None:  # said by or for a relative: only what is theirs can be revised by it
+            cands = [c for c in cands if c.key.startswith(f"family.{reading.slug}.")]
         linking.type_candidates(cands, known, registry, user_id)
         res = resolve(reading.text, typing, cands, embedder=embedder, registry=registry, user_name=user_id)
         if res.decision == "conflict" and res.rule in ADJUDICABLE and res.target is not None:

@@ -230,6 +230,13 @@ def test_about_files_a_relatives_statement_under_them_and_leaves_the_users_own(c
     assert facts["family.sister.preference.drink"] == "I like black coffee"
     assert not any(k.startswith(("residence.", "family.husband.")) for k in facts)
 
+    # nothing of the user's own is acted on by what a relative said (a name of the user's wife stays)
+    remember(cli, "my wife's name is Lena")
+    r = remember(cli, "My wife is French", "--about", "Anna")
+    assert r["key"].startswith("family.sister.") and all(not m["key"].startswith("memory.") or m["relation"] != "target"
+                                                          for m in r["related"])
+    assert "my wife's name is Lena" in current(cli).values()
+
     before = current(cli)
     for args, field in ((("--about", "Bob"), "about"), (("--about", "Anna", "--key", "x.y"), "about"),
                         (("--about", " "), "about")):
@@ -267,3 +274,16 @@ def test_about_through_http_and_mcp(store_args: dict[str, Any]) -> None:
         out = asyncio.run(run())
         assert not out.is_error and out.structured_content["key"] == "family.brother.residence.city"
         assert out.structured_content["decision"] == "supersede"
+
+
+def test_a_users_own_change_never_acts_on_what_a_relative_said(cli: Any) -> None:
+    remember(cli, "My sister Beth lives in Paris")
+    assert remember(cli, "I like black coffee", "--about", "Beth")["key"] == "family.sister.preference.drink"
+    remember(cli, "Beth's favourite band is Queen")
+    for text in ("I quit coffee", "I switched to green tea", "My favourite band is Muse now"):
+        r = remember(cli, text)
+        assert not r["key"].startswith("family.sister."), r
+        assert all(e["key"] is None or not e["key"].startswith("family.sister.") for e in r["extra"])
+    facts = current(cli)
+    assert facts["family.sister.preference.drink"] == "I like black coffee"
+    assert any(t == "Beth's favourite band is Queen" for t in facts.values())
