@@ -381,12 +381,23 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
                 history_rows[key] = ml.history_projection.versions(cur, user_id, key)
         return history_rows[key]
 
+    whose = _whose(ml, user_id)
+
     def fact_line(key: str, f: Any) -> str:
-        """A current fact as its context line, or the withheld notice in its place when it reads as poisoning."""
+        """A current fact as its context line, or the withheld notice in its place when it reads as poisoning. A
+        relative's fact shown by its own sentence is marked with whose it is ("[sister Beth] I like black coffee"),
+        since that sentence may say "I" of them."""
         kind = fact_kind(f.text, f.source, f.value)
         if kind is not None:
             return _withheld_line(kind, f.valid_from, f.source, tz, getattr(f, "source_ref", None))
-        return _fact_line(_said_text(rows_of, key, f), f.valid_from, f.source, f.status, tz, f.valid_to, now_dt,
+        said = _said_text(rows_of, key, f)
+        parts = key.split(".")
+        if parts[0] == "family" and len(parts) > 2 and parts[1] in whose:
+            if parts[2] == "memory":  # kept under them, read as said: its "my husband" is theirs, not the user's
+                said = f.text or f"{key}: {f.value}"
+            if said == (f.text or f"{key}: {f.value}"):
+                said = f"[{whose[parts[1]]}] {said}"
+        return _fact_line(said, f.valid_from, f.source, f.status, tz, f.valid_to, now_dt,
                           hedged=getattr(f, "hedged", False), unconfirmed_since=unconfirmed(key))
 
     # 1. profile: stable facts
@@ -548,6 +559,19 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         header.append(f"As the ledger knew it at {format_local(as_of_dt, tz)}: only what was {said} by then.")
     return fit_budget(user_id, now_dt, tz, session_id if session_id else msg_session, query, budget, memories_from,
                       header, cand)
+
+
+def _whose(ml: Any, user_id: str) -> dict[str, str]:
+    """The people the user's ``family.<slug>.*`` facts are about: slug -> "sister Beth" (its role and name)."""
+    from ledger.mentions import slugs
+
+    proj = getattr(ml, "relations_projection", None)
+    if proj is None:
+        return {}
+    with ml.db.read() as cur:
+        known = proj.known(cur, user_id)
+    by_id = {k.entity_id: k for k in known}
+    return {slug: f"{by_id[eid].roles[0].removesuffix('_of')} {by_id[eid].name}" for eid, slug in slugs(known).items()}
 
 
 def _people(ml: Any, user_id: str, query: str | None, now_dt: datetime, as_of_dt: datetime | None,

@@ -99,7 +99,11 @@ def link(ml: Store, user_id: str, other: str, status: str, *, reason: str | None
     """
     user_id, other = _pair(user_id, other)
     status = check_status(status)
-    ml.refuse_erased([user_id, other])
+    ml.refuse_erased([user_id])
+    try:
+        ml.refuse_erased([other])
+    except BadInput as exc:
+        raise BadInput("other", exc.problem, "link ids that were not erased") from None
     rtype = STATUS_TYPES[status]
     cmds: list[Any] = []
     preludes = []

@@ -126,6 +126,10 @@ def check_name(value: Any, field: str = "entity") -> str:
     if len(value) > MAX_NAME:
         raise BadInput(field, f"is {len(value)} characters long", f"use at most {MAX_NAME}")
     check_text(value, field)
+    if any(ch in value.strip() for ch in "\n\r\t\v\f\u2028\u2029"):
+        raise BadInput(field, f"{value!r} holds a line break or tab", "give the name on one line")
+    if _fold(value) in (SELF, USER_NAME):
+        raise BadInput(field, f"{value!r} is how relations name the user", "give the person's own name")
     return unicodedata.normalize("NFC", value.strip())
 
 

@@ -70,7 +70,7 @@ def test_erasing_one_id_keeps_the_others_own_and_reads_nothing_of_it(cli: Any) -
     [link] = cli.json("identity", "list", "app-1")["links"]
     assert (link["other"], link["erased"]) == ("web-1", True)
     code, _, err = cli("identity", "link", "app-1", "web-1", "--confirmed")
-    assert code == 2 and "erased" in err
+    assert code == 2 and err.startswith("error: other:") and "erased" in err
 
 
 def test_bad_input_writes_nothing(cli: Any) -> None:
@@ -106,6 +106,10 @@ def test_servers_merge_only_what_the_key_holds(fresh_ledger: MemoryLedger) -> No
             assert r.status_code == 200, r.text
             return {h.get("user_id") or "app-1" for h in r.json()}
 
+        for bad in ({"linked": "no"}, {"linked": 0}, {"expand": True}, {"expand": "2"}):
+            r = http.post("/v1/users/app-1/search", json={"query": "car", **bad},
+                          headers={"Authorization": f"Bearer {both}"})
+            assert r.status_code == 422 and r.json()["field"] == next(iter(bad)), (bad, r.text)
         assert users(both) == {"app-1", "web-1"}
         assert users(one) == {"app-1"}  # the key does not hold web-1: nothing of it is read
         assert users(both, linked="false") == {"app-1"}

@@ -281,3 +281,21 @@ def test_identity_types_are_written_by_identity_links_only(cli: Any) -> None:
         code, _, err = cli(*verb)
         assert code == 2 and err.startswith("error: relation_type:") and "identity link" in err
     assert cli.json("entities", "u1")["entities"] == []
+
+
+def test_the_timeline_of_a_user_with_relations_only(cli: Any, tmp_path: Any) -> None:
+    assert cli("relate", "u1", "manager_of", "Dana", "--valid-from", "2023-01-01T00:00:00Z")[0] == 0
+    page = tmp_path / "u1.html"
+    code, _, err = cli("timeline", "u1", "--html", str(page))
+    assert code == 0, err
+    assert 'data-lane-name="people"' in page.read_text() and "manager_of Dana" in page.read_text()
+    code, _, err = cli("timeline", "nobody", "--html", str(tmp_path / "n.html"))
+    assert code == 2 and "no fact, session, relation or erasure" in err
+
+
+@pytest.mark.parametrize("name", ["An\nna", "An\tna", "self", "User"])
+def test_a_name_on_two_lines_or_naming_the_user_is_refused(cli: Any, name: str) -> None:
+    code, _, err = cli("relate", "u1", "sister", name)
+    assert code == 2 and err.startswith("error: entity:"), err
+    assert cli.json("entities", "u1")["entities"] == []
+

@@ -228,6 +228,11 @@ def test_about_files_a_relatives_statement_under_them_and_leaves_the_users_own(c
     facts = current(cli)
     assert facts["preference.drink"] == "I like green tea"
     assert facts["family.sister.preference.drink"] == "I like black coffee"
+    # the agent reads whose each of them is: never "I like black coffee" as the user's
+    text = cli.json("context", "u1")["text"]
+    assert "- [sister Anna] I like black coffee (" in text
+    assert "- [sister Anna] My husband Mark is a carpenter (" in text
+    assert "- I like green tea (" in text
     assert not any(k.startswith(("residence.", "family.husband.")) for k in facts)
 
     # nothing of the user's own is acted on by what a relative said (a name of the user's wife stays)

@@ -87,10 +87,10 @@ def timeline_cmd(
 
         ml = opened.shard(opened.shard_of(user)) if is_sharded(opened) else opened  # the user's shard on a map
         view = user_view(ml, user, allow_sensitive=labels, now=now)
-        if not view["erased"] and not view["keys"] and not view["sessions"]:
+        if not view["erased"] and not view["keys"] and not view["sessions"] and not view["people"]:
             # a mistyped USER or --home would otherwise give an auditor an empty file and exit 0
-            raise BadInput("USER", f"the ledger at this home holds nothing about {user!r} (no fact, session or "
-                           "erasure)", "check the user id (memledger stats lists the store) and --home/--dsn")
+            raise BadInput("USER", f"the ledger at this home holds nothing about {user!r} (no fact, session, "
+                           "relation or erasure)", "check the user id (memledger stats lists the store) and --home/--dsn")
         page = user_page(view, inline=True)
         _write(target, page)
         positions = record_shown(ml, view, PURPOSE_EXPORT)

@@ -179,9 +179,9 @@ class SearchBody(_Model):
     within: Literal["facts", "messages", "all"] = Field("facts", description="What to search: facts, messages "
                                                         "(logged turns) or all.")
     min_confidence: float | None = Field(None, ge=0, le=1, description=_MIN_CONFIDENCE)
-    expand: int = Field(0, ge=0, le=3, description="Also the memories of the people the query names and of those "
+    expand: int = Field(0, ge=0, le=3, strict=True, description="Also the memories of the people the query names and of those "
                         "their relations lead to, in that many hops (0-3; 0: none); each such hit carries `path`.")
-    linked: bool = Field(True, description="Also the memories of the user ids confirmed as the same person "
+    linked: bool = Field(True, strict=True, description="Also the memories of the user ids confirmed as the same person "
                          "(identity links) that this key holds; each hit carries its user_id.")
     also: list[str] | None = Field(None, description="Other users to search too (the key must hold each); hits "
                                    "then carry user_id and are merged by score.")

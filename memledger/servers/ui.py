@@ -175,10 +175,10 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
         with request_scope(p.scope):  # the database holds the page to the key's users too
             page, view = service.run(user_html, service.run(service.store_of, user_id), user_id,
                                      allow_sensitive=sorted(grant.labels), purpose=grant.purpose)
-        if not view["erased"] and not view["keys"] and not view["sessions"]:
+        if not view["erased"] and not view["keys"] and not view["sessions"] and not view["people"]:
             # a mistyped id would otherwise look like a user whose memory is empty (timeline --html refuses it too)
-            return _page(message_page("Not found", f"The ledger holds nothing about {user_id!r}: no fact, session "
-                                      "or erasure. Check the user id.", here), 404)
+            return _page(message_page("Not found", f"The ledger holds nothing about {user_id!r}: no fact, "
+                                      "session, relation or erasure. Check the user id.", here), 404)
         return _page(page, 410 if view["erased"] else 200)
 
     @router.api_route("/ui/health", methods=["GET", "HEAD"])
