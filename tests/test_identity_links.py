@@ -113,16 +113,25 @@ def test_servers_merge_only_what_the_key_holds(fresh_ledger: MemoryLedger) -> No
         assert users(both) == {"app-1", "web-1"}
         assert users(one) == {"app-1"}  # the key does not hold web-1: nothing of it is read
         assert users(both, linked="false") == {"app-1"}
+        listed = http.get("/v1/users/web-1/identity-links", headers={"Authorization": f"Bearer {both}"}).json()
+        assert [(x["other"], x["status"]) for x in listed["links"]] == [("app-1", "confirmed")]
+        refused = http.post("/v1/users/app-1/identity-links/removals", json={"other": "web-1"})
+        assert refused.status_code == 403 and refused.json()["field"] == "other"
+        gone = http.post("/v1/users/app-1/identity-links/removals", json={"other": "web-1", "reason": "two people"},
+                         headers={"Authorization": f"Bearer {both}"})
+        assert gone.status_code == 201 and gone.json()["status"] is None
+        assert users(both) == {"app-1"}
 
     async def run() -> Any:
         from mcp import Client
 
         async with Client(build_mcp(Service(ml))) as c:
+            link = await c.call_tool("identity_link", {"user_id": "app-1", "other": "web-1", "status": "confirmed"})
             hits = await c.call_tool("recall", {"user_id": "web-1", "query": "tea", "k": 5})
-            link = await c.call_tool("identity_link", {"user_id": "app-1", "other": "web-1", "status": "may_be"})
-            return hits.structured_content, link
+            maybe = await c.call_tool("identity_link", {"user_id": "app-1", "other": "web-1", "status": "may_be"})
+            return link, hits.structured_content, maybe
 
-    hits, link = asyncio.run(run())
+    link, hits, maybe = asyncio.run(run())
+    assert not link.is_error and link.structured_content["status"] == "confirmed"
     assert {h.get("user_id") for h in hits["hits"]} >= {"app-1"}
-    assert not link.is_error and link.structured_content["status"] == "may_be"
-    assert ml.identity_links("web-1").links[0].status == "may_be"
+    assert not maybe.is_error and ml.identity_links("web-1").links[0].status == "may_be"

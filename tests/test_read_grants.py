@@ -320,6 +320,7 @@ HTTP_WRITES = {
     ("POST", "/v1/users/{user_id}/relations/retractions"): "unrelate: a relation receipt (the entity as the caller "
                                                            "named it, else its id)",
     ("POST", "/v1/users/{user_id}/identity-links"): "identity_link: the two ids the caller sent, a status, receipts",
+    ("POST", "/v1/users/{user_id}/identity-links/removals"): "identity_unlink: the two ids the caller sent, receipts",
 }
 #: reads sent as POST (their query in the body): called like the GETs
 HTTP_POST_READS = {"/v1/users/{user_id}/search", "/v1/users/{user_id}/context"}

@@ -441,6 +441,13 @@ class IdentityLinkArgs(UserArg, IdentityLinkBody):
     pass
 
 
+class IdentityUnlinkBody(_Model):
+    """``identity_unlink``: the link between the user and ``other`` is withdrawn, in both ledgers."""
+
+    other: str = Field(description="The other user id (the API key must hold it too).")
+    reason: str | None = Field(None, description="Why (kept in history).")
+
+
 class RelateArgs(UserArg, RelateBody):
     pass
 

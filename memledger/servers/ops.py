@@ -117,6 +117,16 @@ class Service:
         with self.lock:
             return self.ml.identity_link(user_id, body.other, body.status, reason=body.reason)
 
+    def identity_unlink(self, user_id: str, body: Any) -> Any:
+        """``MemoryLedger.identity_unlink`` from an :class:`~memledger.servers.models.IdentityUnlinkBody`."""
+        with self.lock:
+            return self.ml.identity_unlink(user_id, body.other, reason=body.reason)
+
+    def identity_links(self, user_id: str) -> Any:
+        """``MemoryLedger.identity_links``: the user's current identity links."""
+        with self.lock:
+            return self.ml.identity_links(user_id)
+
     def linked_also(self, user_id: str, body: SearchBody, holds: Callable[[str], bool]) -> SearchBody:
         """A search body whose ``linked`` is spelt out: the ids confirmed as the same person as ``user_id`` that
         ``holds`` (the caller's API key), added to ``also``; ``linked`` then off, so no other id is read."""

@@ -1,8 +1,9 @@
 """The HTTP routes of entities and relations (docs/relations.md), behind the same API keys as every route:
 ``POST /v1/users/{user_id}/relations`` (relate), ``POST .../relations/corrections`` (correct_relation), ``POST
 .../relations/retractions`` (unrelate), ``GET /v1/users/{user_id}/relations`` (walk, with ``hops``,
-``as_of``, ``valid_at``, ``entity``), ``GET /v1/users/{user_id}/entities`` and ``POST
-/v1/users/{user_id}/identity-links`` (identity_link; the key must hold both ids). Labelled relations are shown only
+``as_of``, ``valid_at``, ``entity``), ``GET /v1/users/{user_id}/entities``, and the identity links: ``POST
+/v1/users/{user_id}/identity-links`` (link), ``POST .../identity-links/removals`` (unlink; the key must hold both
+ids) and ``GET .../identity-links``. Labelled relations are shown only
 when ``allow_sensitive`` asks for the label and the key holds it (403 otherwise), each one shown recorded as a
 disclosure."""
 
@@ -13,7 +14,8 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response
 
-from .models import CorrectRelationBody, EntitiesArgs, IdentityLinkBody, RelateBody, RelationsArgs, UnrelateBody
+from .models import (CorrectRelationBody, EntitiesArgs, IdentityLinkBody, IdentityUnlinkBody, RelateBody, RelationsArgs,
+                     UnrelateBody)
 from .ops import Service
 
 
@@ -60,6 +62,19 @@ def add_relation_routes(app: FastAPI, service: Service, *, user_of: Callable[...
                           "holds both ids)", field="other")
         r = service.identity_link(user_id, body)
         return written(r.model_dump(mode="json"), max(x.position for x in r.receipts), 201)
+
+    @app.post("/v1/users/{user_id}/identity-links/removals", tags=["relations"], status_code=201,
+              description="The link between the user and `other` is withdrawn in both ledgers (`identity unlink`).")
+    def identity_unlink(request: Request, body: IdentityUnlinkBody, user_id: str = Depends(user_of)) -> Response:
+        if not principal(request).allows(body.other):
+            raise problem(403, "Forbidden", f"this API key does not hold user {body.other!r} (fix: use a key that "
+                          "holds both ids)", field="other")
+        r = service.identity_unlink(user_id, body)
+        return written(r.model_dump(mode="json"), max(x.position for x in r.receipts), 201)
+
+    @app.get("/v1/users/{user_id}/identity-links", tags=["relations"])
+    async def identity_links(user_id: str = Depends(user_of)) -> Any:
+        return (await service.call(service.identity_links, user_id, inline=True)).model_dump(mode="json")
 
     @app.get("/v1/users/{user_id}/entities", tags=["relations"])
     async def entities(request: Request, user_id: str = Depends(user_of),
