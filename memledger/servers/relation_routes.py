@@ -57,19 +57,19 @@ def add_relation_routes(app: FastAPI, service: Service, *, user_of: Callable[...
               description="The user and `other` are one person (`confirmed`: a search of either also reads the "
                           "other's memories) or may be (`may_be`: shown, merges nothing). The key must hold both.")
     def identity_link(request: Request, body: IdentityLinkBody, user_id: str = Depends(user_of)) -> Response:
-        if not principal(request).allows(body.other):
-            raise problem(403, "Forbidden", f"this API key does not hold user {body.other!r} (fix: use a key that "
-                          "holds both ids)", field="other")
-        r = service.identity_link(user_id, body)
-        return written(r.model_dump(mode="json"), max(x.position for x in r.receipts), 201)
+        return both_held(request, body, lambda: service.identity_link(user_id, body))
 
     @app.post("/v1/users/{user_id}/identity-links/removals", tags=["relations"], status_code=201,
               description="The link between the user and `other` is withdrawn in both ledgers (`identity unlink`).")
     def identity_unlink(request: Request, body: IdentityUnlinkBody, user_id: str = Depends(user_of)) -> Response:
+        return both_held(request, body, lambda: service.identity_unlink(user_id, body))
+
+    def both_held(request: Request, body: Any, write: Callable[[], Any]) -> Response:
+        """An identity link's write, when the key holds the other id too (403 naming ``other`` otherwise)."""
         if not principal(request).allows(body.other):
             raise problem(403, "Forbidden", f"this API key does not hold user {body.other!r} (fix: use a key that "
                           "holds both ids)", field="other")
-        r = service.identity_unlink(user_id, body)
+        r = write()
         return written(r.model_dump(mode="json"), max(x.position for x in r.receipts), 201)
 
     @app.get("/v1/users/{user_id}/identity-links", tags=["relations"])
