@@ -131,7 +131,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                                   "粤语|普通话|国语|广东话|上海话|闽南话|四川话",)),
     _slot("pet", "multi", (_PETS,), ("狗|猫|宠物|仓鼠|鹦鹉|兔子|金鱼|乌龟|柯基|泰迪|金毛|哈士奇|柴犬|布偶|英短|养了?一?[只条头匹]",)),
     _slot("relationship.status", "single",
-          (r"(?:i'?m|i am|still|been|being|stay(?:ing)?|currently|happily|now) single\b|\bsingle (?:again|now|mum|mom|dad|parent)\b|married|divorced|engaged|dating|girlfriend|boyfriend|fianc[eé]e?|broke up|widowed|"
+          (r"(?:i'?m|i am|still|been|being|stay(?:ing)?|currently|happily|now) single\b|\bsingle (?:again|now|mum|mom|dad|parent)\b|married|divorced|engaged|dating|(?<!\bher )(?<!\bhis )(?<!\btheir )(?<!\byour )(?:girlfriend|boyfriend)|fianc[eé]e?|broke up|widowed|"
            r"seeing (?:someone|somebody|a guy|a girl|a woman|a man|each other)|been seeing [a-z]+(?=[,.!;]| and (?:it|honestly|things)\b|$)|split up|"
            r"in a relationship|got married|separated",),
           ("单身|结婚|离婚|订婚|恋爱|女朋友|男朋友|分手|对象|脱单|在一起了|交往|谈恋爱|领证|领了证|扯证|办了?婚礼",)),

@@ -69,6 +69,9 @@ _MENTIONS_ZH = [
 ]
 #: the user named beside someone else
 _FIRST_PERSON = re.compile(r"(?i:\b(?:i|me|my|we|us|our)\b|i'(?:m|ve|d|ll))|我")
+#: where a clause ends: what follows is said apart from the clause naming the person
+_CLAUSE_END = re.compile(r"[,;!?，。；！？—–]|(?<!Mr)(?<!Ms)(?<!Dr)(?<!St)(?<!Mrs)(?<!\d)\.(?!\d)|"
+                         r"\b(?:so|but|because|and then)\b|所以|但是|因为")
 #: words a statement may open with before its subject ("Oh, Anna moved", "对了，小丽...")
 _OPENING = re.compile(r"^(?:(?:oh|btw|fyi|update|so|also|and|actually|well|by the way|quick update|对了|还有|另外|哦|嗯)"
                       r"(?![a-z])[\s,，:：;.!-]*)*", re.IGNORECASE)
@@ -110,6 +113,9 @@ class Reading:
     typing: Typing
     text: str
     about: Known | None = None
+    #: the whole statement said of them, when ``text`` is only the clause naming them (what a "said again" decision
+    #: must be checked against: a value in a later clause is still a value)
+    full_text: str | None = None
     slug: str | None = None
     mentions: list[Mention] = field(default_factory=list)
     ambiguous: list[tuple[str, list[Known]]] = field(default_factory=list)
@@ -222,8 +228,10 @@ def named(text: str, known: list[Known]) -> tuple[list[Known], str, bool]:
     if not best[1]:
         return [], t, False
     rest = body[best[0]:]
-    if _FIRST_PERSON.search(rest):
-        return [], t, False  # "Anna and I went hiking", 小丽和我去爬山: about the user too, read as it stands
+    if _FIRST_PERSON.search(_CLAUSE_END.split(rest, maxsplit=1)[0]):
+        # "Anna and I went hiking", 小丽和我去爬山: about the user too, read as it stands ("Anna moved to Munich, so
+        # my trip changes" is about Anna: the user comes in a clause of their own)
+        return [], t, False
     possessive = bool(re.match(r"'s?\b|的", rest))
     rest = re.sub(r"^(?:'s?\b|的)", "", rest)
     return best[1], rest, possessive
@@ -270,15 +278,30 @@ def read(text: str, known: list[Known], registry: KeyRegistry = REGISTRY, user_n
         if len(people) > 1:
             reading.ambiguous.append((people[0].name, people))
         elif people:
-            rest = rest.lstrip()
+            # in English the clause that names them is what is said of them ("Anna moved to Munich, so my trip
+            # changes"); a Chinese sentence runs on across its commas (小丽跳槽了，去了一家律所当财务主管)
+            full = rest.lstrip()
+            rest = (rest if _cjk(people[0].name[:1]) else _CLAUSE_END.split(rest, maxsplit=1)[0]).lstrip()
             if _cjk(rest[:1]) or _cjk(people[0].name[-1:]):
-                said = ("我的" if possessive else "我") + rest
+                opener = "我的" if possessive else "我"
             else:
-                said = ("my " if possessive else "she ") + rest
+                opener = "my " if possessive else "she "
+            said, whole = opener + rest, opener + full
             retyped = type_statement(said, registry, user_name=None)
             if retyped.subject == "self":
                 reading.about, reading.slug = people[0], by_id.get(people[0].entity_id)
-                reading.typing, reading.text = retyped, said
+                reading.typing, reading.text, reading.full_text = retyped, said, whole
+                if whole != said:
+                    # a correction or a change said in a later clause ("Lily's lessons are with Mr. Alvarez — I got
+                    # mixed up before") still marks it: then the whole statement is read, in the clause's slot
+                    marks = type_statement(whole, registry, user_name=None)
+                    if (marks.correction, marks.cessation, marks.change) != (retyped.correction, retyped.cessation,
+                                                                           retyped.change):
+                        reading.typing = dataclasses.replace(
+                            retyped, correction=retyped.correction or marks.correction,
+                            cessation=retyped.cessation or marks.cessation, change=retyped.change or marks.change,
+                            negated_tokens=retyped.negated_tokens | marks.negated_tokens)
+                        reading.text = whole
     if reading.slug is not None and reading.slug != reading.typing.subject:
         ty = reading.typing
         reading.typing = dataclasses.replace(ty, subject=reading.slug,

@@ -204,6 +204,9 @@ XIAOLI = Known("e3", "小丽", (), ("wife",), ("wife",), 3)
     ("Anna and I went hiking", "hobby", None),
     ("小丽和我去爬山", "hobby", None),
     ("Annabel moved to Munich", None, None),
+    # the clause naming her is what is said of her; the user comes in a clause of their own
+    ("Anna just moved to Munich for her boyfriend's job, so my trip to see her will look different",
+     "family.sister.residence.city", "Anna"),
 ])
 def test_a_statement_opening_with_a_linked_name_is_about_that_person(text: str, slot_key: str | None,
                                                                     about: str | None) -> None:
@@ -292,3 +295,25 @@ def test_a_users_own_change_never_acts_on_what_a_relative_said(cli: Any) -> None
     facts = current(cli)
     assert facts["family.sister.preference.drink"] == "I like black coffee"
     assert any(t == "Beth's favourite band is Queen" for t in facts.values())
+
+
+def test_a_later_clause_keeps_its_values_and_its_marks() -> None:
+    from ledger.mentions import read as read_of
+
+    lily = Known("e9", "Lily", (), ("daughter",), ("daughter",), 1)
+    rd = read_of("Lily's piano lessons are with Mr. Alvarez — I got mixed up before, Mrs. Henderson was her teacher",
+                 [lily], user_name="u1")
+    # the clause names her; the correction said after it still marks the statement, and no value is cut away
+    assert rd.about is lily and rd.typing.correction and "Alvarez" in rd.text and "Henderson" in rd.text
+    rd = read_of("Lily starts at Oakfield Primary, and the bus is the 42", [lily], user_name="u1")
+    assert rd.full_text is not None and "42" in rd.full_text
+
+
+def test_nothing_said_after_the_clause_naming_the_person_is_lost(minilm_ledger: Any) -> None:
+    ml = minilm_ledger
+    ml.remember("lily", "My daughter Lily's piano teacher is Mrs. Henderson.")
+    r = ml.remember("lily", "Lily's piano lessons are with Mr. Alvarez — I got mixed up before, Mrs. Henderson was "
+                            "her teacher two years ago.")
+    assert r.decision != "reaffirm"
+    texts = [f.text for f in ml.profile("lily").facts.values()]
+    assert any("Alvarez" in (t or "") for t in texts)
