@@ -337,13 +337,18 @@ def named_in(query: str, known: list[Known]) -> list[tuple[Known, bool]]:
             roles.add(_role(w)[0])  # type: ignore[index]
     out: list[tuple[Known, bool]] = []
     for k in known:
-        by_name = any(n and not n.startswith(("my ", "我")) and (
-            n in low if _cjk(n[:1]) else re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", low)) for n in k.names())
-        if by_name:
+        if names_any(low, k.names()):
             out.append((k, False))
         elif roles & set(k.current):
             out.append((k, True))
     return out
+
+
+def names_any(folded: str, names: set[str]) -> bool:
+    """Whether a folded text (:func:`fold`) names someone by one of ``names`` (folded): a whole word in an
+    alphabet, a substring in Chinese. A role alias ("my sister", 我姐姐) is no name."""
+    return any(n and not n.startswith(("my ", "我")) and (
+        n in folded if _cjk(n[:1]) else re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", folded)) for n in names)
 
 
 def _base(subject: str) -> str:
@@ -357,4 +362,5 @@ def _lead_len(text: str) -> int:
 
 
 __all__ = ["Known", "Mention", "Reading", "RELATION_SLUG", "SLUG_RELATION", "fold", "mentions", "named", "named_in",
+           "names_any",
            "new_slug", "read", "slugs"]

@@ -381,7 +381,8 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
                 history_rows[key] = ml.history_projection.versions(cur, user_id, key)
         return history_rows[key]
 
-    whose = _whose(ml, user_id)
+    known = reads.people(ml, user_id)  # the user's people, read once for whose facts are whose and the People section
+    whose = _whose(known)
 
     def fact_line(key: str, f: Any) -> str:
         """A current fact as its context line, or the withheld notice in its place when it reads as poisoning. A
@@ -549,7 +550,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
                                  float(m["seq"])))
 
     # 6. people: the relations that matter to the query
-    cand["people"] = _people(ml, user_id, query, now_dt, as_of_dt, tz)
+    cand["people"] = _people(ml, user_id, known, query, now_dt, as_of_dt, tz)
 
     header = [f"# Context for {user_id}. Now: {format_local(now_dt, tz)} ({tz})",
               f"Times are shown in {tz}; '[= date]' after a relative phrase is the date it meant when said.",
@@ -561,33 +562,25 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
                       header, cand)
 
 
-def _whose(ml: Any, user_id: str) -> dict[str, str]:
+def _whose(known: list[Any]) -> dict[str, str]:
     """The people the user's ``family.<slug>.*`` facts are about: slug -> "sister Beth" (its role and name)."""
     from ledger.mentions import slugs
 
-    proj = getattr(ml, "relations_projection", None)
-    if proj is None:
-        return {}
-    with ml.db.read() as cur:
-        known = proj.known(cur, user_id)
     by_id = {k.entity_id: k for k in known}
     return {slug: f"{by_id[eid].roles[0].removesuffix('_of')} {by_id[eid].name}" for eid, slug in slugs(known).items()}
 
 
-def _people(ml: Any, user_id: str, query: str | None, now_dt: datetime, as_of_dt: datetime | None,
-            tz: str) -> list[tuple[str, float]]:
+def _people(ml: Any, user_id: str, known: list[Any], query: str | None, now_dt: datetime,
+            as_of_dt: datetime | None, tz: str) -> list[tuple[str, float]]:
     """The People section's lines: ``- Anna is the user's sister (since 2024-01-05, the user said)``, ranked
     newest first (see the module docstring); names are stored text, shown as data."""
     from ledger.mentions import named_in
     from ledger.relations import RELATION_TYPES, SELF
 
-    proj = getattr(ml, "relations_projection", None)
-    if proj is None:
+    if not known:
         return []
+    proj = ml.relations_projection
     with ml.db.read() as cur:
-        known = proj.known(cur, user_id)
-        if not known:
-            return []
         edges = [e for e in proj.edges(cur, user_id, to_micros(now_dt), None if as_of_dt is None else
                                        to_micros(as_of_dt)) if e["sensitivity"] is None]
     names = {k.entity_id: k.name for k in known}

@@ -14,14 +14,15 @@ outrank a weak plain one.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from ledger.errors import BadInput
-from ledger.mentions import Known, fold, named_in, slugs
+from ledger.mentions import Known, fold, named_in, names_any, slugs
 from ledger.relations import SELF
 from ledger.timeutil import now_utc, parse_instant, to_micros
+
+from .reads import people
 
 
 #: how far a walk goes at most (the relation layer's own limit)
@@ -47,10 +48,7 @@ def expand(store: Any, user_id: str, query: str, hits: list[Any], k: int, hops: 
     """``hits`` (the plain search of ``user_id``) with the memories of the people the query leads to, best ``k``
     (see the module docstring). ``allowed``: the sensitivity labels the read allows; ``ask(query)`` runs the same
     search for another query. A query naming nobody linked returns ``hits`` unchanged."""
-    if getattr(store, "relations_projection", None) is None:
-        return hits
-    with store.db.read() as cur:
-        known = store.relations_projection.known(cur, user_id)
+    known = people(store, user_id)
     seeds = named_in(query, known) if known else []
     if not seeds:
         return hits
@@ -76,13 +74,7 @@ def _about(hit: Any, words: set[str], prefix: str | None) -> bool:
     """Whether a memory found for a person is about them: it is in their slots, or it names them."""
     if prefix is not None and (hit.key or "").startswith(prefix):
         return True
-    text = fold(hit.text or "")
-    return any(w and (w in text if _cjk(w[:1]) else re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text))
-               for w in words if not w.startswith(("my ", "我")))
-
-
-def _cjk(ch: str) -> bool:
-    return "\u4e00" <= ch <= "\u9fff"
+    return names_any(fold(hit.text or ""), words)
 
 
 def _reach(store: Any, user_id: str, seeds: list[tuple[Known, bool]], hops: int, as_of: Any,

@@ -24,7 +24,7 @@ from ledger.relations import SELF, new_entity_id
 from ledger.schemas import Receipt, check_user_id
 
 from .locks import user_lock
-from .relations import entity_events, relation_command
+from .relations import chain, entity_events, relation_command
 from .store import Store
 
 CONFIRMED, MAY_BE = "same_person", "may_be_same_person"
@@ -121,11 +121,7 @@ def link(ml: Store, user_id: str, other: str, status: str, *, reason: str | None
                                                  **fields))
             cmds.append(relation_command("assert", me, SELF, rtype, eid, text=f"{me} and {them}: {status}",
                                          reason=reason, **fields))
-
-        def prelude(app: Any, at: Any) -> list[Any]:
-            return [e for p in preludes for e in p(app, at)]
-
-        receipts = ml.execute(cmds, prelude=prelude if preludes else None)
+        receipts = ml.execute(cmds, prelude=chain(preludes))
     return IdentityReceipt(user_id=user_id, other=other, status=status,  # type: ignore[arg-type]
                            receipts=[r for r in receipts if r.effect != "retract"])
 
@@ -150,14 +146,13 @@ def unlink(ml: Store, user_id: str, other: str, *, reason: str | None = None, **
 
 def links(ml: Store, user_id: str) -> IdentityLinks:
     """The user's current identity links, confirmed first, then by the other id."""
-    from ledger.timeutil import from_micros, now_utc, to_micros
+    from ledger.timeutil import from_micros
+
+    from .reads import identity_rows
 
     user_id = check_user_id(user_id)
-    with ml.db.read() as cur:
-        rows = ml.relations_projection.identity_links(cur, user_id, to_micros(now_utc()))
-    keys = getattr(ml, "keystore", None)
     out = [IdentityLink(other=them, status="confirmed" if t == CONFIRMED else "may_be", since=from_micros(vf),
-                        erased=keys is not None and keys.is_destroyed(them)) for them, t, vf in rows]
+                        erased=erased) for them, t, vf, erased in identity_rows(ml, user_id)]
     return IdentityLinks(user_id=user_id, links=sorted(out, key=lambda x: (x.status != "confirmed", x.other)))
 
 

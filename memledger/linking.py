@@ -2,7 +2,7 @@
 lands in their slots (the rules are in ledger/mentions.py; docs/relations.md).
 
 Called inside ``remember``'s user lock, so two statements naming a new person at once never create them twice:
-:func:`people` reads the user's entities and ties, :func:`plan` decides what each mention does (an entity created,
+:func:`memledger.reads.people` reads the user's entities and ties, :func:`plan` decides what each mention does (an entity created,
 a tie recorded, nothing, or an ambiguity reported), and :func:`commands` turns the plan into the relation commands
 and entity events recorded in the statement's own save.
 """
@@ -18,8 +18,7 @@ from ledger.relations import RELATION_TYPES, SELF, new_entity_id
 from ledger.schemas import EntityLink, FactCommand, Receipt
 from ledger.slots import KeyRegistry
 
-from .relations import entity_events, relation_command
-from .store import Store
+from .relations import chain, entity_events, relation_command
 
 
 @dataclass
@@ -42,15 +41,6 @@ class Plan:
 
     links: list[Link] = field(default_factory=list)
     pending: dict[tuple[str, str], str] = field(default_factory=dict)
-
-
-def people(store: Store, user_id: str) -> list[Known]:
-    """The user's entities with the ties they hold or held towards the user (see :class:`ledger.mentions.Known`)."""
-    proj = getattr(store, "relations_projection", None)
-    if proj is None:
-        return []
-    with store.db.read() as cur:
-        return proj.known(cur, user_id)
 
 
 def about_whom(known: list[Known], ref: str) -> Known:
@@ -163,9 +153,7 @@ def commands(the_plan: Plan, template: FactCommand, key: str) -> tuple[list[Any]
         cmds.append(relation_command("assert", template.user_id, link.subject, link.relation_type, link.entity_id,
                                      text=template.text, reason=f"remember: named in the statement recorded at {key}",
                                      **fields))
-    if not preludes:
-        return cmds, None
-    return cmds, lambda app, at: [e for p in preludes for e in p(app, at)]
+    return cmds, chain(preludes)
 
 
 def receipt_links(the_plan: Plan, rd: Reading, receipts: list[Receipt]) -> list[EntityLink]:
@@ -198,4 +186,4 @@ def describe(links: list[EntityLink]) -> str:
         + (f" (one of {', '.join(e.candidates)})" if e.candidates else "") for e in links)
 
 
-__all__ = ["Link", "Plan", "about_whom", "commands", "describe", "people", "plan", "reading", "receipt_links", "type_candidates"]
+__all__ = ["Link", "Plan", "about_whom", "commands", "describe", "plan", "reading", "receipt_links", "type_candidates"]

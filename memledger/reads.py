@@ -132,16 +132,31 @@ def history_row(r: dict[str, Any]) -> HistoryRow:
     )
 
 
-def same_person(ml: Store, user_id: str) -> list[str]:
-    """The user ids confirmed as the same person as ``user_id`` (``identity link --confirmed``) and not erased:
-    the users a search of ``user_id`` also reads (memledger/identity.py)."""
+def people(ml: Store, user_id: str) -> list[Any]:
+    """The user's entities with the ties they hold or held towards the user (:class:`ledger.mentions.Known`);
+    none without the relations projection."""
     proj = getattr(ml, "relations_projection", None)
     if proj is None:
         return []
-    from ledger.relations import IDENTITY_TYPES
+    with ml.db.read() as cur:
+        return proj.known(cur, user_id)
 
+
+def identity_rows(ml: Store, user_id: str) -> list[tuple[str, str, int, bool]]:
+    """The user's identity links true now (memledger/identity.py): ``(other user id, relation type, valid_from in
+    microseconds, erased)``; none without the relations projection."""
+    proj = getattr(ml, "relations_projection", None)
+    if proj is None:
+        return []
     with ml.db.read() as cur:
         rows = proj.identity_links(cur, user_id, to_micros(now_utc()))
     keys = getattr(ml, "keystore", None)
-    return sorted(them for them, t, _ in rows if t == IDENTITY_TYPES[0]
-                  and not (keys is not None and keys.is_destroyed(them)))
+    return [(them, t, vf, keys is not None and keys.is_destroyed(them)) for them, t, vf in rows]
+
+
+def same_person(ml: Store, user_id: str) -> list[str]:
+    """The user ids confirmed as the same person as ``user_id`` (``identity link --confirmed``) and not erased:
+    the users a search of ``user_id`` also reads (memledger/identity.py)."""
+    from ledger.relations import IDENTITY_TYPES
+
+    return sorted(them for them, t, _, erased in identity_rows(ml, user_id) if t == IDENTITY_TYPES[0] and not erased)

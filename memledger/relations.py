@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.errors import BadInput
+from ledger.mentions import fold
 from ledger.relations import (ENTITY_ID_RE, ENTITY_KINDS, IDENTITY_TYPES, MAX_HOPS, RELATION_TYPES, SELF, Entity,
                               RelationCommand, check_relation_type, entity_stream_id, new_entity_id, relation_key)
 from ledger.schemas import Receipt, check_text, check_user_id, validate_command
@@ -115,10 +116,6 @@ class RelationReceipt(Receipt):
 # ------------------------------------------------------------------------------------------------------- validation
 
 
-def _fold(name: str) -> str:
-    return unicodedata.normalize("NFKC", name).casefold().strip()
-
-
 def check_name(value: Any, field: str = "entity") -> str:
     """A name or alias: non-blank text, no control characters, at most 200 characters (NFC). Raises BadInput."""
     if not isinstance(value, str) or not value.strip():
@@ -128,7 +125,7 @@ def check_name(value: Any, field: str = "entity") -> str:
     check_text(value, field)
     if any(ch in value.strip() for ch in "\n\r\t\v\f\u2028\u2029"):
         raise BadInput(field, f"{value!r} holds a line break or tab", "give the name on one line")
-    if _fold(value) in (SELF, USER_NAME):
+    if fold(value) in (SELF, USER_NAME):
         raise BadInput(field, f"{value!r} is how relations name the user", "give the person's own name")
     return unicodedata.normalize("NFC", value.strip())
 
@@ -146,7 +143,7 @@ def check_aliases(value: Any, field: str = "aliases") -> list[str]:
     out: list[str] = []
     for x in value:
         name = check_name(x, field)
-        if _fold(name) not in {_fold(a) for a in out}:
+        if fold(name) not in {fold(a) for a in out}:
             out.append(name)
     return out
 
@@ -173,8 +170,8 @@ def check_hops(value: Any, field: str = "hops") -> int:
 def _matches(rows: list[dict[str, Any]], ref: str) -> list[dict[str, Any]]:
     if ENTITY_ID_RE.match(ref):
         return [r for r in rows if r["entity_id"] == ref]
-    f = _fold(ref)
-    return [r for r in rows if _fold(r["name"]) == f or f in {_fold(a) for a in r["aliases"]}]
+    f = fold(ref)
+    return [r for r in rows if fold(r["name"]) == f or f in {fold(a) for a in r["aliases"]}]
 
 
 def _describe(r: dict[str, Any]) -> str:
@@ -231,8 +228,8 @@ def relate(ml: Store, user_id: str, relation_type: str, entity: str, *, of: str 
             created.append(obj_id)
         else:
             obj_id, name, obj_kind = found["entity_id"], found["name"], kind or found["kind"]
-            known = {_fold(a) for a in found["aliases"]} | {_fold(found["name"])}
-            new = [a for a in alias_list if _fold(a) not in known]
+            known = {fold(a) for a in found["aliases"]} | {fold(found["name"])}
+            new = [a for a in alias_list if fold(a) not in known]
             all_aliases = found["aliases"] + new if (new or obj_kind != found["kind"]) else None
         if obj_id == subject["entity_id"]:
             raise BadInput("entity", f"{entity!r} is the subject itself", "relate two different entities")
@@ -386,7 +383,7 @@ def fold_over_cap(ml: Store, user_id: str, subjects: Any, cap: int, **fields: An
                                      **fields))
     if not cmds:
         return []
-    return ml.execute(cmds, prelude=lambda app, at: [e for p in preludes for e in p(app, at)])
+    return ml.execute(cmds, prelude=chain(preludes))
 
 
 def check_own_type(relation_type: Any) -> str:
@@ -434,6 +431,13 @@ def entity_events(user_id: str, entity_id: str, kind: str, name: str, aliases: l
                            source=source, recorded_at=recorded_at, **provenance)]
 
     return prelude
+
+
+def chain(preludes: list[Any]) -> Any:
+    """One prelude (:func:`entity_events`) saving the events of each of ``preludes`` in turn; None for none."""
+    if not preludes:
+        return None
+    return lambda app, recorded_at: [e for p in preludes for e in p(app, recorded_at)]
 
 
 def relation_command(op: str, user_id: str, subject: str, relation_type: str, obj: str, *,

@@ -26,7 +26,7 @@ from ledger.schemas import (MAX_TEXT, FactCommand, Receipt, RelatedMemory, Remem
 from ledger.slots import CATALOGUE_VERSION, REGISTRY, KeyRegistry, linked_slot_keys
 from ledger.text import INVISIBLE
 
-from . import linking
+from . import linking, reads
 from .locks import user_lock
 from .store import Store
 
@@ -257,7 +257,7 @@ def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REG
         store.before_read(deferred=True)
         # the people the statement names, and the one it is about (memledger/linking.py): read under the lock, so
         # two statements naming a new person at once create them once
-        known = linking.people(store, user_id)
+        known = reads.people(store, user_id)
         about = None if about_ref is None else linking.about_whom(known, about_ref)
         links = linking.plan(text, known, user_id, about)
         reading = linking.reading(text, known, links, registry, user_id, about)

@@ -263,13 +263,16 @@ class RelationsProjection(Projection):
     def identity_links(self, cur: Cursor, user_id: str, valid_at: int) -> list[tuple[str, str, int]]:
         """The user's identity links true at ``valid_at`` (microseconds, UTC) as known now: ``(other user id,
         relation type, valid_from)``, read from the entities named ``user:<id>`` (memledger/identity.py)."""
+        # every search asks this: the links first (no names opened), the sealed names only when there are some
+        cur.execute(f"SELECT object, relation_type, valid_from FROM {self.table('timeline')} WHERE user_id = ? "
+                    "AND subject = ? AND relation_type IN (?, ?) AND recorded_to = ? AND valid_from <= ? "
+                    "AND ? < valid_to ORDER BY key, version", (user_id, SELF, *IDENTITY_TYPES, OPEN, valid_at, valid_at))
+        links = cur.fetchall()
+        if not links:
+            return []
         names = {r["entity_id"]: r["name"] for r in self.entities(cur, user_id)}
-        out = []
-        for e in self.edges(cur, user_id, valid_at, None):
-            name = names.get(e["object"], "")
-            if e["subject"] == SELF and e["relation_type"] in IDENTITY_TYPES and name.startswith("user:"):
-                out.append((name[len("user:"):], e["relation_type"], e["valid_from"]))
-        return out
+        return [(names[obj][len("user:"):], rtype, vf) for obj, rtype, vf in links
+                if names.get(obj, "").startswith("user:")]
 
     def live_keys(self, cur: Cursor, user_id: str, subject: str, relation_type: str) -> list[dict[str, Any]]:
         """The current edges of one (subject, type) as known now: dicts of ``key``, ``version``, ``object`` and

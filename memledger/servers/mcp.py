@@ -206,6 +206,25 @@ class UserPolicy:
                            "--user)")
         return user_id
 
+    def resolve_as(self, field: str, user_id: str, principal: Principal | None, pinned_fix: str | None = None) -> str:
+        """:meth:`resolve` for another user a call names (``also``, ``other``): the same rule, its errors naming
+        ``field`` (``pinned_fix``: the fix when the server is pinned to another user)."""
+        try:
+            return self.resolve(user_id, principal)
+        except BadInput as exc:
+            fix = pinned_fix if pinned_fix and "pinned" in exc.problem else exc.fix
+            raise BadInput(field, exc.problem, fix) from None
+        except PermissionError as exc:
+            raise PermissionError(str(exc).replace("user_id:", f"{field}:", 1)) from None
+
+    def holds(self, user_id: str, principal: Principal | None) -> bool:
+        """Whether a call may read ``user_id`` under :meth:`resolve`'s rule (a confirmed identity link's other id)."""
+        try:
+            self.resolve(user_id, principal)
+        except (BadInput, PermissionError):
+            return False
+        return True
+
     @staticmethod
     def check_labels(labels: list[str] | None, principal: Principal | None) -> None:
         if principal is None or not labels:
@@ -358,14 +377,8 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
     def recall(u: str, a: RecallArgs, p: Principal | None) -> RecallResult:
         policy.check_labels(a.allow_sensitive, p)
         for other in a.also or []:  # the same rule as user_id: the pin and the key must hold each user searched
-            try:
-                policy.resolve(other, p)
-            except BadInput as exc:
-                raise BadInput("also", exc.problem, "search the pinned user only (leave also out)"
-                               if "pinned" in exc.problem else exc.fix) from None
-            except PermissionError as exc:
-                raise PermissionError(str(exc).replace("user_id:", "also:", 1)) from None
-        return s.recall(u, s.linked_also(u, a, lambda other: policy.pinned is None and (p is None or p.allows(other))))
+            policy.resolve_as("also", other, p, "search the pinned user only (leave also out)")
+        return s.recall(u, s.linked_also(u, a, lambda other: policy.holds(other, p)))
 
     def context(u: str, a: ContextArgs, p: Principal | None) -> LedgerContext:
         policy.check_labels(a.allow_sensitive, p)
@@ -414,12 +427,7 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
         from .models import IdentityLinkArgs
 
         def identity_link(u: str, a: IdentityLinkArgs, p: Principal | None) -> IdentityReceipt:
-            try:  # the other id under the same rule as user_id: the pin and the key must hold it
-                policy.resolve(a.other, p)
-            except BadInput as exc:
-                raise BadInput("other", exc.problem, exc.fix) from None
-            except PermissionError as exc:
-                raise PermissionError(str(exc).replace("user_id:", "other:", 1)) from None
+            policy.resolve_as("other", a.other, p)  # the same rule as user_id: the pin and the key must hold it
             return s.identity_link(u, a)
 
         reg("identity_link", IdentityLinkArgs, IdentityReceipt, identity_link, write)
