@@ -79,7 +79,13 @@ def test_bad_input_writes_nothing(cli: Any) -> None:
                         (("app-1", "web-1", "--may-be", "--confirmed"), "--may-be/--confirmed")):
         code, _, err = cli("identity", "link", *args)
         assert code == 2 and err.startswith(f"error: {field}:"), err
+    for args, field in ((("unlink", "app-1", "app-1"), "other"), (("unlink", "app-1", "web-1"), "other"),
+                        (("unlink", "", "web-1"), "user_id"), (("list", ""), "user_id"),
+                        (("link", "app-1", "", "--may-be"), "other")):
+        code, _, err = cli("identity", *args)
+        assert code == 2 and err.startswith(f"error: {field}:") and "Traceback" not in err, (args, err)
     assert cli.json("identity", "list", "app-1")["links"] == []
+    assert cli.json("identity", "list", "web-1")["links"] == []
 
 
 def test_servers_merge_only_what_the_key_holds(fresh_ledger: MemoryLedger) -> None:
