@@ -25,6 +25,7 @@ from typing import Any
 
 from .attributes import insertion, opposite_polarity, replaced_word
 from .revision_cues import says_more
+from .slots import content_tokens
 from .values import differing, value_parts
 
 #: a one-off event in the past: something tried, met, read, seen, visited or done once
@@ -34,16 +35,48 @@ EPISODE = re.compile(r"\b(?:tried|met|read|saw|watched|visited|went (?:\w+ing|to
 
 #: two values joined in one sentence: "pork or beef", "tennis and golf", 猪肉和牛肉, 英语、法语
 _PAIR = re.compile(r"\b([a-z]+),? (?:and|or|nor) ([a-z]+)\b|([\u4e00-\u9fff]{2,4})[和或、跟]([\u4e00-\u9fff]{2,4})", re.I)
+#: set phrases that join two words and name no two values ("rain or shine" is "always")
+_JOINED_IDIOMS = frozenset({
+    ("rain", "shine"), ("more", "less"), ("now", "then"), ("on", "off"), ("off", "on"), ("back", "forth"),
+    ("sooner", "later"), ("here", "there"), ("over", "over"), ("again", "again"), ("give", "take"), ("by", "large"),
+    ("safe", "sound"), ("sick", "tired"), ("pros", "cons"), ("ups", "downs"), ("day", "night"), ("true", "false"),
+    ("trial", "error"), ("wear", "tear"), ("bits", "pieces"), ("odds", "ends"), ("hit", "miss"), ("touch", "go"),
+})
+
+
+def _names_word(word: str, text: str) -> bool:
+    """Whether ``text`` holds ``word`` as a word of its own, or its plural ("rain" is not in "train")."""
+    return re.search(rf"\b{re.escape(word)}(?:s|es)?\b", text) is not None
+
+
+def _content_pair(m: re.Match[str]) -> bool:
+    """Whether a :data:`_PAIR` match joins two values: two content words, not a set phrase (Chinese: always)."""
+    if not m.group(1):
+        return True
+    a, b = m.group(1).lower(), m.group(2).lower()
+    return (a, b) not in _JOINED_IDIOMS and a != b and bool(content_tokens(a)) and bool(content_tokens(b))
 
 
 def names_one_of_two(memory: str, text: str) -> bool:
-    """Whether ``memory`` joins two values ("pork or beef", 猪肉和牛肉) and ``text`` names one of them, not both."""
-    m = _PAIR.search(memory)
-    if m is None:
-        return False
-    a, b = (m.group(1), m.group(2)) if m.group(1) else (m.group(3)[-2:], m.group(4)[:2])
+    """Whether ``memory`` joins two values ("pork or beef", 猪肉和牛肉) and ``text`` names one of them, not both.
+
+    Only a pair of content words counts ("six years now and still ..." and "evening, and I ..." join clauses, not
+    values), never a set phrase ("rain or shine"); a word counts as named only whole ("rain" is not in "train")."""
     t = text.lower()
-    return (a.lower() in t) != (b.lower() in t)
+    if any(_content_pair(m) for m in _PAIR.finditer(text)):
+        return False  # "no eggs or dairy for me anymore": it says the whole list again, not one of the memory's
+    for m in _PAIR.finditer(memory):
+        if m.group(1):
+            if not _content_pair(m):
+                continue
+            a, b = m.group(1).lower(), m.group(2).lower()
+            if _names_word(a, t) != _names_word(b, t):
+                return True
+        else:
+            a, b = m.group(3)[-2:], m.group(4)[:2]
+            if (a in t) != (b in t):
+                return True
+    return False
 
 
 def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any,

@@ -27,8 +27,8 @@ from .lexicon import language_names, slot_values
 from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
                             REVISION_HINT, STATE_VERBS, WE, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
                             listed_words, names_replacement, narrows, negation_elsewhere, partner_renamed, wrong_value)
-from .slots import (_GENERIC_STEMS, CATALOGUE_VERSION, GENERIC, REGISTRY, KeyRegistry, Typing, content_tokens, has_cjk,
-                    linked_slot_keys, names_several, overlap, says_all)
+from .slots import (_GENERIC_STEMS, CATALOGUE_VERSION, GENERIC, REGISTRY, KeyRegistry, Typing, compound_shared,
+                    content_tokens, has_cjk, linked_slot_keys, names_several, overlap, says_all)
 from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, NEAREST, NEAREST_ALONE,
     NEAREST_ALONE_MARGIN, NEAREST_COMPANION_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN, NEAREST_MARGIN, NEAREST_MODELS,
     PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH, dense_thresholds)
@@ -319,6 +319,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if not live:
             return None
         by_score = by_meaning = False
+        if not cjk_statement and any(c.dense is not None for c in live):
+            live = [c for c in live if c.dense is not None]  # a Chinese memory (no cosine) is not what English revises
         if all(c.dense is not None for c in live):
             # English: the cosine, which scores unrelated sentences near 0 ("my cell is ..." 0.39, the rest < 0.1)
             if not (embedder or "").startswith(NEAREST_MODELS):
@@ -339,7 +341,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         best = live[0]
         # and the two share something besides their markers: a content word, a pair of Chinese characters (快递, 驿站),
         # a value of one kind (a code, a phone number, a date; a number, for a correction), or a close cosine
-        words = (content_tokens(text) & content_tokens(best.text)) - GENERIC - _GENERIC_STEMS - CHANGE_STEMS
+        mine_words, best_words = (content_tokens(t) - GENERIC - _GENERIC_STEMS - CHANGE_STEMS for t in (text, best.text))
+        words = (mine_words & best_words) | compound_shared(mine_words, best_words)  # "hives" of "beehives"
         kinds = ("code", "phone", "email", "url", "time", "date") + (("number",) if typing.correction else ())
         clear = best.dense is not None and (best.dense >= NEAREST_ALONE
                                             and best.dense - (live[1].dense or 0.0 if len(live) > 1 else 0.0)
@@ -351,6 +354,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         if not (same_subject(best) or names_theirs(best) or typing.subject == "none") or moved_clash(best) \
                 or (best.typing is not None and best.typing.mood == "question"):
             return None
+        heads = (mine_rd.head, best.reading.head)
+        if not (typing.correction or typing.cessation) and all(heads) and "+" not in "".join(heads) \
+                and heads[0] != heads[1] and heads[1] in mine_words and not same_attribute(best.reading, mine_rd):
+            return None  # "the rent on my storage unit" is not "my rent": it names the memory's noun, of another
         if typing.correction:
             return done("correct", best.key, "nearest_correction", best, op="correct",
                         note="it says something was wrong, and one memory is by far the nearest")
@@ -672,10 +679,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         am = by_attribute()
         if am is not None and beside(am) is None:
             return on_attribute(am)
-        replaced = value_replacement() or unmarked()
-        if replaced is not None:
-            return replaced
-        return done("add", None, "multi_new")
+        # a change landing in a list that holds nothing ("Book club's switched to Tuesdays ... swimming" typed as a
+        # hobby): the memory it changes was filed elsewhere, and by far the nearest one is it
+        replaced = value_replacement() or unmarked() or (marked_nearest() if typing.change and not siblings else None)
+        return replaced or done("add", None, "multi_new")
 
     # a correction that names the wrong value ("the reservation is for 9pm, not 8", "最后四位是5687，不是5678"): the one
     # current memory of the same subject holding that value, as written, is the one it corrects

@@ -336,7 +336,7 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\b(?:had to |have to |having to )?put (?:\w+ )?down\b(?= (?:on|last|this|yesterday|today)\b|[.,!]|$)", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b(?! up\b)", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
-    r"取消", r"搬离", r"停了", r"不(?!能再[多少高低贵长短])(?!会再[多少高低贵])(?!.{0,2}[多少]了).{1,4}了", r"没有.{1,6}了", r"送人了", r"不养",
+    r"取消", r"搬离", r"停了", r"不(?!能再[多少高低贵长短])(?!会再[多少高低贵])(?!.{0,2}[多少]了)[^，,。！？!?；;]{1,4}了", r"没有[^，,。！？!?；;]{1,6}了", r"送人了", r"不养",
     r"\blet .{1,40}?(?:lapse|expire)\b", r"戒(?=烟|酒|糖|掉|了)", r"放下了|先放一放|搁置了|暂停了|停掉了",
     r"\bhung up (?:my|the|his|her) (?:boots|gloves|apron)\b|\bhanded in (?:my|his|her) notice\b|\b(?:was|is) my last (?:\w+ )?(?:day|shift|session|class|match|game)\b",
     r"\band left\b", r"\bleft (?:the )?\w+ (?:club|gym|team|group|choir|band|company|firm|school|church|league|class)\b", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
@@ -362,9 +362,10 @@ _CHANGE = [_lazy_re(p) for p in (
     r"现在", r"改(?!造|善|进|革|编|装)", r"换(?!别[人的家])", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
     r"升职|升为|晋升|当上|升到|涨到|降到|调到", r"\bpromoted\b", r"\brenamed\b", r"\bgot (?:pushed|moved|bumped)\b",
     r"\b(?:raised|reset|bumped|reshuffled|relocated|rescheduled|re-?registered|upped|hiked|lowered)\b",
-    r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced|hiking)\b",
+    r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced)\b|\bhiking (?:up|the|my|our|their|its|prices?|rents?|fees?)\b",
     r"\bgot new\b", r"\bgot the keys to\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
     r"\bpushed (?:back|forward|to|up|the)\b|\bbrought forward\b|\brerouted\b|\bre-?timed\b",
+    r"\bmoved (?:my|our|the|his|her) (?:[\w'-]+ ){1,3}?(?:up |back |forward )?to\b",  # "moved my run to 5:45"
     r"调课|挪到|换到|调到|改成|上瘾了|跳槽|转行|改行|入职|重新分配|重新安排|领证|领了证|扯证", r"\bgoing forward\b|\b(?:moved|gone|switched|went) (?:over|across) to\b", r"\b(?:gone|went|jumped|risen|rose|dropped|fallen|fell|climbed) (?:up |down )?from\b", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",
 )]
 # "now" in "I don't ... anymore, I now drink tea" marks a new value after a cessation: then it is a change.
@@ -430,6 +431,26 @@ def content_tokens(text: str) -> set[str]:
     # function words of two characters go whole, so that their characters (经 of 已经) still count in other words
     t = _ZH_FUNCTION_WORDS.sub(" ", t)
     out |= {c for c in t if has_cjk(c) and c not in STOP_ZH}
+    return out
+
+
+#: endings that make a noun of a noun or verb ("membership" of "member"): a word with one is the same thing said
+#: of the shorter word
+_DERIVED = ("ship", "ships", "er", "ers", "hood", "ment", "ments")
+
+
+def compound_shared(a: set[str], b: set[str]) -> set[str]:
+    """The English content tokens of ``a`` that name a token of ``b`` as a part of a compound word ("hive" of
+    "beehive", "gym" of "PureGym") or with a derived ending ("member" of "membership"): the same thing, written as
+    one word. The shorter word has at least three letters."""
+    out = set()
+    for x in a:
+        for y in b:
+            if x == y or not (x.isascii() and y.isascii()) or min(len(x), len(y)) < 3:
+                continue
+            short, long = (x, y) if len(x) < len(y) else (y, x)
+            if long.endswith(short) or (long.startswith(short) and long[len(short):] in _DERIVED):
+                out.add(x)
     return out
 
 

@@ -50,7 +50,7 @@ _DROPPED_I = (r"^(?:just |finally |recently |so |oh |well |ok |okay )?(?!(?:rain
               r"done with|finished|started|hung)\b")
 _SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
                       r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
-                      r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b|^(?:first|new) (?:day|week|month|shift|job) (?:at|in|as)\b|"
+                      r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b|^(?:first|new) (?:day|week|month|shift|job)s? (?:done |over |in )?(?:at|in|as)\b|"
                       + _DROPPED_I)
 _SELF_ZH = re.compile(r"我|用户|^[他她]|房东|^(?:" + _ZH_WHEN + r")?(?:终于把|上班|上秤|坚持|骑|坐|打车|走路|步行|[和跟](?=.{1,8}(?:领证|结婚|订婚|分手|在一起|搬家|同居))|联系电话|手机号|电话号码|邮箱|[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]|入职|辞职|跳槽|转岗|升职|离职|退休|毕业)")
 

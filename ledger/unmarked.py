@@ -125,10 +125,13 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
     """The one current memory ``text`` replaces without saying so, with the value kinds that differ; None when no
     memory, or more than one equally, fits (see the module docstring). ``vp``: its value parts; ``mine_rd``: its
     attribute reading; ``subject``: "self", a relation, or "none" for a sentence about no one named, which
-    replaces nothing this way ("the storage unit is $85 a month" says another thing of the unit) unless it says
-    something changed (``marked``: 陶艺课挪到周日下午了)."""
-    if (subject == "none" and not marked) or (_OCCASION.search(text.lower()) and not _HABIT.search(text.lower())):
+    replaces nothing this way on one shared word ("the storage unit is $85 a month" says another thing of the unit)
+    unless it says something changed (``marked``: 陶艺课挪到周日下午了); a note naming two topic words of the memory
+    and another value of its kind ("overnight thermostat: 17 degrees" of "I keep the thermostat at 19 degrees
+    overnight") is the user's, as a note is."""
+    if _OCCASION.search(text.lower()) and not _HABIT.search(text.lower()):
         return None
+    noted = subject == "none" and not marked  # a note with no one named: the strongest topic match only
     mine = _values(vp, text, marked)
     if not mine:
         return None
@@ -167,7 +170,10 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         small = min(len(words), len(theirs_words))
         # one shared word is enough when either side has few, or when search finds this memory first and close
         # (浇水 / 喂点水: one character, but the nearest memory by far)
-        if len(shared) >= 2 or (personal and "id" in kinds) or (shared and (small <= 2 or (c is top and c.score >= NEAR_SCORE))):
+        if noted:
+            if len(shared) >= 2 and "id" in kinds:
+                found.append((len(shared), c.score, c, kinds))
+        elif len(shared) >= 2 or (personal and "id" in kinds) or (shared and (small <= 2 or (c is top and c.score >= NEAR_SCORE))):
             found.append((len(shared), c.score, c, kinds))
     found.sort(key=lambda t: (-t[0], -t[1]))
     if not found or (len(found) > 1 and found[1][0] >= found[0][0]):

@@ -54,7 +54,13 @@ _UNIT_WORDS = {
     "块": "cny", "rmb": "cny", "yuan": "cny", "kg": "kg", "kilo": "kg", "kilos": "kg", "公斤": "kg", "km": "km",
     "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km", "公里": "km", "mile": "mi", "miles": "mi", "minute": "min", "minutes": "min", "mins": "min", "分钟": "min",
     "hour": "h", "hours": "h", "小时": "h", "year": "y", "years": "y", "岁": "y", "percent": "%", "%": "%",
+    "g": "g", "gram": "g", "grams": "g", "gramme": "g", "grammes": "g", "克": "g", "mg": "mg", "milligram": "mg",
+    "milligrams": "mg", "毫克": "mg", "ml": "ml", "millilitre": "ml", "millilitres": "ml", "milliliter": "ml",
+    "milliliters": "ml", "毫升": "ml", "cm": "cm", "centimetre": "cm", "centimetres": "cm", "centimeter": "cm",
+    "centimeters": "cm", "厘米": "cm", "lb": "lb", "lbs": "lb", "oz": "oz", "ounce": "oz", "ounces": "oz",
 }
+#: an amount written with its unit glued on ("50g", "5mg", "500ml"): an amount, not a code
+_GLUED_UNIT = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)\s?(mg|g|ml|cm|lbs?|oz)(?![A-Za-z0-9])", re.I)
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _URL = re.compile(r"(?<![A-Za-z0-9])(?:https?://|www\.)[^\s，。,]+|(?<![A-Za-z0-9_.])[a-z0-9][A-Za-z0-9_-]{2,}(?:\.[A-Za-z0-9_-]+)*\.(?:com|org|net|io|cn|de|uk|dev|"
@@ -69,7 +75,8 @@ _ZH_SPELLED_DIGITS = re.compile(r"[零〇][零〇一二三四五六七八九]{2,
 _RACE = re.compile(r"\b(?:run|runs|running|ran|race|races|jog|jogs|jogging|parkrun|walk|walks|swim|row|cycle)\b", re.I)
 #: a unit word right after a number said in words ("eight years", "twenty minutes")
 _UNIT_AFTER_WORDS = re.compile(r"[\s-]?(dollars?|bucks|quid|euros?|pounds?|kg|kilomet(?:re|er)s?|kilos?|km|miles?|minutes?|mins|hours?|"
-                               r"years?|percent)\b", re.I)
+                               r"years?|percent|grams?|grammes?|milligrams?|millilit(?:re|er)s?|centimet(?:re|er)s?|"
+                               r"ounces?)\b", re.I)
 _PHONE = re.compile(r"(?<![\w.])\+?\d[\d\s\-()]{6,}\d(?!\w|\.\d)")
 #: a token mixing letters and digits (plates, passwords, flight and locker codes): 沪A12345, tulip88, B-12
 _CODE = re.compile(r"(?<![A-Za-z0-9@_])[\u4e00-\u9fff]?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])"
@@ -95,7 +102,7 @@ _SCALED = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?(\d+(?:\.\d+)?)\s?([kmw])(?
 _TIME_EN = re.compile(
     r"(?<![A-Za-z0-9.:])(\d{1,2})(?::(\d{2}))?\s*(a\.?m\.?|p\.?m\.?|o'?clock)?(?:\s+(?:in the|at)\s+(morning|afternoon|evening|night))?"
     r"(?![A-Za-z0-9]|[,.]\d)", re.I)
-_HALF_PAST = re.compile(r"\b(half|quarter) (past|to) (\w+)\b", re.I)
+_HALF_PAST = re.compile(r"\b(half|quarter) (past|to) (\w+)\b(?:\s+(?:in the|at)\s+(morning|afternoon|evening|night))?", re.I)
 _ZH_NAME = re.compile(r"[王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈"
                       r"姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤]"
                       r"(?:阿姨|老师|师傅|先生|女士|医生|大夫|律师|经理|教练|姐|哥|叔|伯)")
@@ -128,7 +135,8 @@ _TIME_ZH_TO = re.compile(r"(早上|早晨|上午|中午|下午|傍晚|晚上|夜
 _COMPARATIVE = set("早晚快慢多少好大小高低短长近远轻重简宜贵有")
 _DAY_OF_MONTH = re.compile(r"(?<![0-9])(0?[1-9]|[12][0-9]|3[01])[号日](?![0-9线楼])|\bthe (\d{1,2})(?:st|nd|rd|th)\b", re.I)
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
-_DATE_ZH = re.compile(r"(?:(\d{4}|[零〇一二两三四五六七八九]{4})年)?([\d一二三四五六七八九十]{1,3})月([\d一二三四五六七八九十]{1,3})[日号]")
+_DATE_ZH = re.compile(r"(?:(\d{4}|[零〇一二两三四五六七八九]{4})\s*年\s*)?([\d一二三四五六七八九十]{1,3})\s*月\s*"
+                      r"([\d一二三四五六七八九十]{1,3})\s*[日号]")
 _DATE_EN = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? (\d{1,2})(?:st|nd|rd|th)?\b|"
                       r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b",
                       re.I)
@@ -139,6 +147,9 @@ _ORDINALS = {**_ORDINAL_UNITS, "tenth": 10, "eleventh": 11, "twelfth": 12, "thir
              "thirtieth": 30, **{f"twenty-{w}": 20 + n for w, n in _ORDINAL_UNITS.items()}, "thirty-first": 31}
 _ORDINAL_RE = "|".join(sorted((w.replace("-", "[ -]") for w in _ORDINALS), key=len, reverse=True))
 _MONTH_RE = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*"
+#: a day of the month in words, said of a date ("due on the first", "on the 15th of each month" is read above):
+#: only where the clause or "of the month" ends it, so "on the first try" is no date
+_DAY_OF_MONTH_WORDS = re.compile(rf"\bon the ({_ORDINAL_RE})\b(?=\s*(?:of (?:the|each|every) month\b|[,.;!?)]|$))", re.I)
 _DATE_EN_WORDS = re.compile(rf"\b(?:the )?({_ORDINAL_RE}) (?:of )?{_MONTH_RE}\b|\b{_MONTH_RE} (?:the )?({_ORDINAL_RE})\b",
                             re.I)
 _NUM = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s?(thousand|grand|million|hundred)?"
@@ -155,13 +166,16 @@ _NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_WORD_SCALES
                         + r"|and(?=[\s-]+(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True)) + r")\b))\b)*"
                         r"(?:\s+and a half\b(?:\s+(?:hundred|thousand|grand|million)\b)?)?", re.I)
 #: "one" as a pronoun: after a determiner ("the one", "this one", "no one") or before "of" ("one of my ...")
-_ONE_PRONOUN_BEFORE = re.compile(r"\b(?:the|this|that|which|no|every|any|some|each|another|a|new|old|little|big)\s+$",
+_ONE_PRONOUN_BEFORE = re.compile(r"\b(?:the|this|that|which|no|every|any|some|each|another|a|new|old|little|big|single)\s+$",
                                  re.I)
 _ONE_PRONOUN_AFTER = re.compile(r"\s+(?:of|another)\b", re.I)
+#: "and" between two numbers said in words where no scale comes before it: a list, not one number
+_LIST_AND = re.compile(r"(?<!hundred)(?<!thousand)(?<!million)(?<!grand)\s+and\s+(?!a half\b)", re.I)
 _KUAI = re.compile(r"(?<![0-9.])(\d+)块(\d)(?![0-9])")
 #: a count per period ("twice a week"); "once every ten days" counts nothing "every ten days" does not say
 _TIMES_A = re.compile(r"\b(?:(once)\b(?= (?:a|an|per)\b)|(twice|thrice)\b(?= (?:a|an|per|every|each)\b))", re.I)
-_ZH_PAIR = re.compile(r"[俩仨](?=狗|猫|孩|娃|儿子|闺女|女儿|小时|钟头|月|星期|礼拜|周|天|车|房)")
+#: 俩 / 仨 are two / three with their measure word in them (俩肉包, 仨孩子, 我们俩)
+_ZH_PAIR = re.compile(r"[俩仨]")
 _ZH_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?")
 #: measure words after which a lone Chinese digit is a count (两只猫), not part of a word (一起, 一直)
 _ZH_MEASURE = "元块岁个只条位次回遍趟号层楼分米斤天年月周张本辆台件套间家门双部首杯瓶公千克小钟节"
@@ -174,7 +188,7 @@ _NEGATION = re.compile(r"\bno(?! (?:exceptions?|matter|doubt|problem|worries|way
                        r"\b(?:not|never|don'?t|doesn'?t|didn'?t|isn'?t|aren'?t|wasn'?t|won'?t|can'?t|cannot|"
                        r"nobody|nothing)\b|n't\b|"
                        # 不 and 没 negate, but not inside 差不多, 不错, 不少, 不过, 没关系, 别的 ...
-                       r"(?<!差)不(?!多|错|少|过(?!敏)|仅|但|久|然|同|如|断|停|管|论|止|好意思)|没有?(?!关系|事儿?|错)|"
+                       r"(?<!差)不(?!多|错|少|过(?!敏)|仅|但|久|然|同|如|断|停|管|论|止|好意思)|没有?(?!关系|事儿?|错|问题)|"
                        r"别(?=[吃喝买去做用忘])|未(?!来)|勿")
 
 #: weekdays said as a list after one 周 / 星期 / 礼拜 (周一三五, 星期二、四)
@@ -193,7 +207,7 @@ _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
     "tod": ((r"\b(?:in the )?mornings?\b|\bbreakfast\b|早上|早晨|上午|早饭|早餐", "morning"),
             (r"\b(?:in the )?afternoons?\b|\blunch\b|下午|午饭|午餐|中午", "afternoon"),
             (r"\b(?:in the )?evenings?\b|\bat night\b|\btonight\b|\bdinner\b|\bnights\b|晚上|夜里|晚饭|晚餐|睡前", "evening")),
-    "day": ((r"\bweekdays?\b|\bworkdays?\b|\bmondays? to fridays?\b|周一到周五|星期一到星期五|工作日|平时|平日", "weekday"),
+    "day": ((r"\bweekdays?\b|\bwork ?days?\b|\bmondays? to fridays?\b|周一到周五|星期一到星期五|工作日|平时|平日", "weekday"),
             (r"\bweekends?\b|\bsaturdays?\b|\bsundays?\b|周末|周六|周日|星期六|星期天|星期日|礼拜天", "weekend"),
             *((rf"\b{d}s?\b|(?:{z})(?![次回趟遍个]|下(?!午))", d) for d, z in (("monday", "周一|星期一"), ("tuesday", "周二|星期二"),
                                                    ("wednesday", "周三|星期三"), ("thursday", "周四|星期四"),
@@ -375,6 +389,7 @@ def value_parts(text: str) -> ValueParts:
                                            f"{_ORDINALS[(m.group(1) or m.group(4)).lower().replace(' ', '-')]:02d}")
     # a day of the month without one: 每月1号, "on the 1st"
     take("date", _DAY_OF_MONTH, lambda m: f"day-{int(m.group(1) or m.group(2)):02d}")
+    take("date", _DAY_OF_MONTH_WORDS, lambda m: f"day-{_ORDINALS[m.group(1).lower().replace(' ', '-')]:02d}")
 
     def zh_time(m: re.Match[str]) -> str | None:
         hs = m.group(2)
@@ -421,7 +436,7 @@ def value_parts(text: str) -> ValueParts:
         mm = 30 if m.group(1).lower() == "half" else 15
         if m.group(2).lower() == "to":
             h, mm = h - 1, 60 - mm
-        return _clock(int(h), mm, None)
+        return _clock(int(h), mm, m.group(4))
 
     take("time", _HALF_PAST, half_past)
     # "half nine" = 9:30 (British)
@@ -532,6 +547,9 @@ def value_parts(text: str) -> ValueParts:
         return c  # as written: a password's case and a code's hyphen are part of it (tulip88 is not Tulip-88)
 
     take("code", _KEYPAD, lambda m: m.group(0))
+    # "50g", "5mg": an amount and its unit, as "fifty grams" and "five-milligram" are, not a code
+    take("number", _GLUED_UNIT, lambda m: (parts["unit"].add(_UNIT_WORDS[m.group(2).lower()]),
+                                           _fmt(float(m.group(1))))[1])
     take("code", _CODE, code)
 
     def num(m: re.Match[str]) -> str | None:
@@ -553,6 +571,15 @@ def value_parts(text: str) -> ValueParts:
     def words(m: re.Match[str]) -> str | None:
         if m.group(0).strip().lower() in ("a", "an", "and"):
             return None
+        pieces = _LIST_AND.split(m.group(0))
+        if len(pieces) > 1:
+            # "nineteen and thirty-three" lists two numbers; "two hundred and five" (after a scale) is one
+            for piece in pieces[:-1]:
+                x = en_number_words(piece)
+                if x is not None:
+                    parts["number"].add(_fmt(x))
+            x = en_number_words(pieces[-1])
+            return None if x is None else _fmt(x)
         if m.group(0).strip().lower() == "one" and (
                 _ONE_PRONOUN_BEFORE.search(t[:m.start()]) or _ONE_PRONOUN_AFTER.match(t, m.end())):
             return None  # "the one who fixes my car", "one of my friends": a pronoun, no number
@@ -607,9 +634,12 @@ def value_parts(text: str) -> ValueParts:
     low = unicodedata.normalize("NFC", text).lower()
     quals: dict[str, set[str]] = {}
     ranged = _WEEKDAY_RANGE.search(low) is not None
+    past = _PAST_VERB.search(low) is not None
     for kind, table in _QUALIFIERS.items():
         for pattern, label in table:
             for m in re.finditer(pattern, low):
+                if kind in ("day", "tod") and _occasion(low, m, past):
+                    continue  # "cancelled it this morning", "sold them on Sunday": when it happened, not a case
                 value = m.expand(label) if "\\" in label else label
                 value = _WHOM_ALIASES.get(value, value)
                 if kind == "day" and ranged and value not in ("weekday", "weekend"):
@@ -619,10 +649,29 @@ def value_parts(text: str) -> ValueParts:
                 quals.setdefault(kind, set()).add(value)
     if not ranged:
         for m in _ZH_WEEKDAYS.finditer(low):
+            if _occasion(low, m, past):
+                continue
             quals.setdefault("day", set()).update(_ZH_DAY_NAMES[c] for c in m.group(1) if c in _ZH_DAY_NAMES)
     return ValueParts(parts={k: frozenset(v) for k, v in parts.items() if v},
                       qualifiers={k: frozenset(v) for k, v in quals.items()},
                       negated=bool(_NEGATION.search(low)), residue=t)
+
+
+#: words that make a day or a time of day one occasion: "this morning", "last Sunday", 昨天早上, 上周六
+_OCCASION_BEFORE = re.compile(r"\b(?:this|last|yesterday|tomorrow|next|that)\s+$|(?:今天|昨天|前天|明天|后天|上个?|这个?|本|那个?)$")
+#: a verb in the past tense: "on Sunday" after one is the day something happened
+_PAST_VERB = re.compile(r"\b(?:\w{3,}ed|sold|quit|left|gave|went|got|took|made|had|did|was|were|came|bought|met|"
+                        r"saw|told|said|found|lost|put|sent|spent|won|broke|ran)\b")
+
+
+def _occasion(low: str, m: re.Match[str], past: bool) -> bool:
+    """Whether the qualifier matched at ``m`` names one occasion (when something happened) rather than a case
+    (which mornings, which days): "this morning", 昨天早上, 上周六; "on Sunday", said once, after a past-tense verb."""
+    before = low[max(0, m.start() - 12):m.start()]
+    if _OCCASION_BEFORE.search(before):
+        return True
+    word = m.group(0).strip()
+    return past and word.isascii() and not word.endswith("s") and before.endswith("on ")
 
 
 #: capitals that name a kind of code, never a thing with a name ("my debit card PIN is 4821")

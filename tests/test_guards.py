@@ -66,3 +66,12 @@ def test_names_one_of_two():
     assert names_one_of_two("I don't eat pork or beef", "I eat pork now")
     assert not names_one_of_two("I don't eat pork or beef", "I eat pork and beef now")
     assert not names_one_of_two("I live in Bath", "I moved to Leeds")
+    # clauses joined by "and", set phrases and words inside other words are no two values
+    assert not names_one_of_two("I live in Bristol, been here six years now and still get lost",
+                                "any tips for my new flat in Leeds? don't know anyone")  # "now" inside "know"
+    assert not names_one_of_two("I run at 6:30 every morning, rain or shine", "moved my run to 5:45 for the train")
+    assert not names_one_of_two("Dad is on warfarin, 5mg every evening, and I sort his pill box",
+                                "Dad's warfarin went up to 7.5mg, so I redo his pill box")
+    assert names_one_of_two("I play tennis and golf on weekends", "I play golf now")
+    # a statement listing values of its own says the list again, whichever of the memory's it names
+    assert not names_one_of_two("no meat or fish, but I still eat eggs and cheese", "fully vegan, no eggs or dairy")

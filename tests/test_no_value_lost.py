@@ -133,6 +133,16 @@ def test_a_changed_value_is_recorded_and_found_through_remember(fresh_ledger, pa
     ("8:30", "八点半"), ("45 minutes", "three quarters of an hour"), ("一个半小时", "90分钟"),
     ("twice a week", "two times a week"), ("May 3", "the 3rd of May"), ("3月3日", "March 3"),
     ("twenty to eight", "7:40"), ("12,000", "twelve grand"), ("10.5", "ten and a half"),
+    # units glued to an amount, said in words on the other side
+    ("50g flour", "fifty grams of flour"), ("amlodipine 5mg", "my five-milligram amlodipine"),
+    ("500ml of milk", "five hundred millilitres of milk"), ("5mg", "5 mg"),
+    # a clock time with its part of the day in words, a date with spaces, a day of the month in words
+    ("Thursdays at 6:30pm", "Thursday, half past six in the evening"), ("6:15", "quarter past six"),
+    ("10 月 3 号", "十月三日"), ("due on the 1st", "due on the first."),
+    # a list said in words, and "one" as a pronoun
+    ("4, 19, 33", "four, nineteen and thirty-three"), ("I get up at 6:15, every single one", "I get up at 6:15"),
+    # 俩 counts what follows it; 没问题 is no negation
+    ("两个肉包", "俩肉包"), ("普通话没问题", "普通话可以"),
 ])
 def test_a_reworded_value_reads_equal(a, b):
     assert differing(value_parts(a), value_parts(b)) == []
@@ -143,6 +153,9 @@ def test_a_reworded_value_reads_equal(a, b):
     ("a@x.com", "b@x.com", "email"), ("I shop at Aldi", "I shop at Lidl", "name"), ("I eat meat", "I don't eat meat",
                                                                                    "negation"),
     ("三千五", "三千二", "number"), ("May 3", "May 4", "date"),
+    ("50g", "60g", "number"), ("5mg", "5g", "unit"), ("half past six in the morning", "6:30pm", "time"),
+    ("two hundred and five", "two hundred", "number"), ("on the first.", "on the second.", "date"),
+    ("我们俩去", "我们仨去", "number"),
 ])
 def test_a_changed_value_reads_different(a, b, kind):
     assert kind in differing(value_parts(a), value_parts(b))

@@ -60,6 +60,17 @@ def test_near_in_meaning_with_something_new_is_never_a_reaffirmation(minilm_ledg
     ("我每天坐2号线去上班。", "每天早上挤10号线去公司，人多到脚都不用沾地。", "supersede"),
     ("I'm pescatarian, fish is the only meat I eat.",
      "I'm vegan, so could you swap the honey in that recipe for something else?", "supersede"),
+    # a stop naming part of a compound word ("hive" of "beehive", "gym" of "CityGym"), said with the day it happened
+    ("I keep three beehives behind my uncle's barn.", "sold all the hives to a neighbour on Saturday, done with bees",
+     "retire"),
+    ("I have a membership at CityGym near the station.", "I cancelled my gym membership this morning.", "retire"),
+    # a note naming the topic and another value, with no one named and no word of change
+    ("I set the fridge to 4 degrees because the milk kept spoiling.", "fridge setting: 3 degrees, milk lasts longer",
+     "supersede"),
+    ("我家空调夏天一直开 26 度。", "空调夏天 24 度，睡得舒服点", "supersede"),
+    # a clause joined by "and", "rain or shine": no two values, so the change is recorded, not left to confirm
+    ("I cycle to work at 7:15 every day, rain or shine.", "moved my ride to 6:40 so I can catch the early meeting",
+     "supersede"),
 ])
 def test_a_revision_reaches_the_memory_it_revises(minilm_ledger, old, new, decision):
     r, facts = revise(minilm_ledger, f"r{abs(hash(old)) % 10**6}", old, new)
@@ -143,3 +154,23 @@ def test_a_closed_vocabulary_fact_shows_its_values_as_written(fresh_ledger):
     shown = sorted((f.attribute, f.extracted_value) for f in facts.values())
     assert shown == [("allergy", "peanut, shellfish"), ("language", "English, Portuguese"),
                      ("language", "普通话, 粤语, 英语")]
+
+
+@pytest.mark.parametrize("text,qualifiers", [
+    # when something happened is no case of it
+    ("I cancelled it this morning", {}), ("sold them on Sunday", {}), ("上周六把车卖了", {}), ("yesterday evening I quit", {}),
+    # which mornings or days are cases: another one is a sibling, not a replacement
+    ("I drink coffee in the mornings", {"tod": {"morning"}}), ("I go to church on Sunday", {"day": {"weekend"}}),
+    ("我每周六去练车", {"day": {"weekend"}}),
+])
+def test_an_occasion_is_not_a_case(text, qualifiers):
+    assert {k: set(v) for k, v in value_parts(text).qualifiers.items()} == qualifiers
+
+
+def test_compound_words_and_derived_nouns_share_their_part():
+    from ledger.slots import compound_shared
+
+    assert compound_shared({"hive", "sold"}, {"beehive", "barn"}) == {"hive"}
+    assert compound_shared({"gym", "membership"}, {"citygym", "member"}) == {"gym", "membership"}
+    assert compound_shared({"car"}, {"card", "carpet"}) == set()  # a prefix alone is another word
+    assert compound_shared({"ox"}, {"box"}) == set()  # too short to be a part
