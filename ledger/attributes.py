@@ -201,6 +201,9 @@ def read_statement(text: str) -> Reading:
 _CORRECTED_ZH = re.compile(r"不是(?P<old>[^，,。]+?)[，,]?\s*(?:而|应该|其实)?是(?P<val>[^，,。]+)")
 #: the right value first: "最后四位是5687，不是5678"
 _CORRECTED_ZH_AFTER = re.compile(r"(?:是|为)(?P<val>[^，,。是]+?)[，,]\s*(?:而)?不是(?P<old>[^，,。]+)")
+#: the right value, then how the wrong one came about: "舞蹈课是周四晚上七点，我之前写成周三了", "是汪老师…我刚才打成王了"
+_CORRECTED_ZH_MISWRITTEN = re.compile(r"(?:是|为)(?P<val>[^，,。是]+?)[，,].{0,12}?(?:写成|打成|记成|说成|看成|写错成|打错成)"
+                                      r"(?P<old>[^，,。了]+)")
 _CORRECTED_EN = re.compile(r"(?:it'?s|is|was|are|i'?m|meant)\s+(?P<val>[^,.;]+?),?\s+not\s+(?P<old>[^,.;]+)|"
                            r"\bnot\s+(?P<old2>[^,.;]+?),?\s+(?:but|it'?s|rather)\s+(?P<val2>[^,.;]+)", re.I)
 
@@ -211,7 +214,7 @@ def corrected(text: str) -> tuple[str, str] | None:
     m = _CORRECTED_ZH.search(t)
     if m:
         return _clean_val(m.group("val")), _clean_val(m.group("old"))
-    m = _CORRECTED_ZH_AFTER.search(t)
+    m = _CORRECTED_ZH_AFTER.search(t) or _CORRECTED_ZH_MISWRITTEN.search(t)
     if m:
         return _clean_val(m.group("val")), _clean_val(m.group("old"))
     m = _CORRECTED_EN.search(t)

@@ -307,6 +307,15 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                     note=f"another {'/'.join(hit[1])} for the same topic"
                     + ("" if typing.change else ", said without a word of change"))
 
+    def wrong_named() -> Resolution | None:
+        """A correction naming the wrong value ("9pm, not 8", 我之前写成周三了): the one memory holding it is corrected."""
+        pair = corrected(text) if typing.correction else None
+        wrong = wrong_value(pair[1]) if pair else None
+        holding = [c for c in candidates if c.status in ("current", "contested") and (same_subject(c) or typing.subject
+                   == "self") and wrong.search(unicodedata.normalize("NFKC", c.text).lower())] if wrong else []
+        return done("correct", holding[0].key, "named_wrong_value", holding[0], op="correct",
+                    note=f"it says {pair[1]!r} was wrong and {pair[0]!r} is right") if len(holding) == 1 else None
+
     def marked_nearest() -> Resolution | None:
         """A statement that says something changed, was wrong or stopped, where one current memory of the same
         subject is by far the nearest ("Switched carriers, new number: ..." of "my cell is ..."; 辞职了，去咖啡店当店长了
@@ -367,10 +376,11 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("conflict", None, "partial_cessation", best, contest_key=best.key, note=partial_note)
             return done("retire", best.key, "nearest_cessation", best,
                         note="it says something stopped, and one memory is by far the nearest")
+        units = mine_vp.parts.get("unit", frozenset()) & best.values.parts.get("unit", frozenset())
         if best.slot_key and registry.cardinality(best.key) == "multi" and not replacing \
-                and not (FAVOURITE.search(text) and FAVOURITE.search(best.text)):
-            # "I joined a chess club" beside "a member of the running club": another value of a list; but a
-            # favourite is one ("我现在最喜欢走龙井那条线" of "我最喜欢的徒步路线是九溪十八涧")
+                and not (FAVOURITE.search(text) and FAVOURITE.search(best.text)) and not (units and words):
+            # "I joined a chess club" beside "the running club": another of a list; not a favourite (我现在最喜欢走龙井那条线
+            # of 我最喜欢的…是九溪十八涧) nor an amount of one thing in one unit ("50mg of sertraline" / "sertraline to 100mg")
             return None
         verbs = [r.lemmas - PREPOSITIONS for r in (mine_rd, best.reading) if r.form == "verb"]
         if len(verbs) == 2 and verbs[0] and verbs[1] and not verbs[0] & verbs[1] and verbs[0] | verbs[1] <= STATE_VERBS:
@@ -618,7 +628,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("conflict", None, "multi_unsure", best, contest_key=best.key if best else None)
             if target is None and typing.correction:
                 # 我记错日子了，体检其实是5月21号 of 我体检约的是5月12号 (a memory outside the slot): the one it corrects
-                fixed = value_replacement() or marked_nearest()
+                fixed = wrong_named() or value_replacement() or marked_nearest()
                 if fixed is not None:
                     return fixed
             if target is None:
@@ -679,22 +689,13 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         am = by_attribute()
         if am is not None and beside(am) is None:
             return on_attribute(am)
-        # a change landing in a list that holds nothing ("Book club's switched to Tuesdays ... swimming" typed as a
-        # hobby): the memory it changes was filed elsewhere, and by far the nearest one is it
-        replaced = value_replacement() or unmarked() or (marked_nearest() if typing.change and not siblings else None)
-        return replaced or done("add", None, "multi_new")
+        # a change landing in an empty list (typed a hobby by "swimming"): the nearest memory filed elsewhere is it
+        return (value_replacement() or unmarked() or (marked_nearest() if typing.change and not siblings else None)
+                or done("add", None, "multi_new"))
 
-    # a correction that names the wrong value ("the reservation is for 9pm, not 8", "最后四位是5687，不是5678"): the one
-    # current memory of the same subject holding that value, as written, is the one it corrects
-    if typing.correction:
-        pair = corrected(text)
-        wrong = wrong_value(pair[1]) if pair else None
-        if wrong is not None:
-            holding = [c for c in candidates if c.status in ("current", "contested") and same_subject(c)
-                       and wrong.search(unicodedata.normalize("NFKC", c.text).lower())]
-            if len(holding) == 1:
-                return done("correct", holding[0].key, "named_wrong_value", holding[0], op="correct",
-                            note=f"it says {pair[1]!r} was wrong and {pair[0]!r} is right")
+    fixed = wrong_named()
+    if fixed is not None:
+        return fixed
 
     # no slot, but it stops or corrects something it names ("I gave up chess", "Max passed away", "我放弃减肥了"):
     # the one current memory sharing its value words is the target

@@ -151,6 +151,8 @@ def wrong_value(value: str) -> re.Pattern[str] | None:
         return re.compile(rf"(?<![0-9]){v}(?![0-9])" + (rf"|[0-9]+{v}(?![0-9])" if len(v) >= 3 else ""))
     if len(v) < 2:
         return None
+    if has_cjk(v):
+        return re.compile(re.escape(v))  # Chinese has no spaces: 周三 is found inside 每周三晚上
     return re.compile(rf"(?<!\w){re.escape(v)}(?!\w)")
 
 

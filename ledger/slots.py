@@ -281,7 +281,7 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"[记说写打搞弄看填报](?:错|岔)了?(?:日子|时间|号|数|名字|地址|号码|字|日期|一位|位)了", r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"[，,]不是[^，,是]{1,10}$",
     r"\bautocorrect", r"\bwrong row\b", r"\bdid i (?:say|write|type)\b", r"\bfat[- ]?finger", r"\bhad (?:it|that) wrong\b",
     r"\b(?:typed|wrote|spelt|spelled|entered|put|gave you)(?= (?:[\w']+ ){1,4}?(?:down |in )?wrong\b)",
-    r"刚才?说的.{0,8}(?:不对|错了)", r"打成.{1,8}了",
+    r"刚才?说的.{0,8}(?:不对|错了)", r"打成.{1,8}了", r"(?:我|之前|刚才|前面|上次)(?:之前|刚才|前面|上次|又|都|给)?[写记说看]成[^，,。]{1,8}了", r"^抱歉[，,]",
     r"[报填输算]错了", r"[，,]\s*不是\s*[\d一二两三四五六七八九十]+[^，,。]{0,3}[，,。]", r"打错字", r"看岔", r"[记写说看听打]反了", r"^(?:哦|噢|啊|嗯)?[，,]?不对",
     r"^不是[^，,。]{1,12}[，,]\s*(?:应该|其实)?是",
 )]
@@ -363,7 +363,7 @@ _CHANGE = [_lazy_re(p) for p in (
     r"升职|升为|晋升|当上|升到|涨到|降到|调到", r"\bpromoted\b", r"\brenamed\b", r"\bgot (?:pushed|moved|bumped)\b",
     r"\b(?:raised|reset|bumped|reshuffled|relocated|rescheduled|re-?registered|upped|hiked|lowered)\b",
     r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced)\b|\bhiking (?:up|the|my|our|their|its|prices?|rents?|fees?)\b",
-    r"\bgot new\b", r"\bgot the keys to\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
+    r"\bgot new\b", r"\bgot the keys\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
     r"\bpushed (?:back|forward|to|up|the)\b|\bbrought forward\b|\brerouted\b|\bre-?timed\b",
     r"\bmoved (?:my|our|the|his|her) (?:[\w'-]+ ){1,3}?(?:up |back |forward )?to\b",  # "moved my run to 5:45"
     r"调课|挪到|换到|调到|改成|上瘾了|跳槽|转行|改行|入职|重新分配|重新安排|领证|领了证|扯证", r"\bgoing forward\b|\b(?:moved|gone|switched|went) (?:over|across) to\b", r"\b(?:gone|went|jumped|risen|rose|dropped|fallen|fell|climbed) (?:up |down )?from\b", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",

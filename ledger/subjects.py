@@ -55,8 +55,11 @@ _SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we'v
 _SELF_ZH = re.compile(r"我|用户|^[他她]|房东|^(?:" + _ZH_WHEN + r")?(?:终于把|上班|上秤|坚持|骑|坐|打车|走路|步行|[和跟](?=.{1,8}(?:领证|结婚|订婚|分手|在一起|搬家|同居))|联系电话|手机号|电话号码|邮箱|[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]|入职|辞职|跳槽|转岗|升职|离职|退休|毕业)")
 
 
+#: where a sentence or a Chinese clause ends: what follows opens a statement of its own
+_SENTENCE_START = re.compile(r"[.!?;]\s+|[。！？；，]\s*|[,，]\s*(?=刚|已经|上周|上个月|这周|昨天)")
+
 #: a note the user keeps, a label and one value ("garage keypad: 9032", "wifi: tiger123"): the user's own
-_NOTE = re.compile(r"^[a-z\u4e00-\u9fff][\w\s'’-]{1,40}[:：]\s*[\w#*+\-./@]+\s*[.!。]?$")
+_NOTE = re.compile(r"^[a-z\u4e00-\u9fff][\w\s'’-]{1,40}[:：]\s*[\w#*+\-./@!$%&?]+\s*[.!。]?$")
 
 
 def about_self(t: str, user_name: str | None = None) -> bool:
@@ -66,4 +69,9 @@ def about_self(t: str, user_name: str | None = None) -> bool:
     label and one value ("garage keypad: 9032") is the user's own."""
     if user_name and re.search(r"(?<!\w)" + re.escape(user_name.lower()) + r"(?!\w)", t):
         return True
-    return bool(_SELF_EN.search(t) or _SELF_ZH.search(t) or _NOTE.match(t))
+    if _SELF_EN.search(t) or _SELF_ZH.search(t) or _NOTE.match(t):
+        return True
+    # a later sentence may open the same way: "Any tips for a flat in Leeds? Just got the keys", "济南有啥好玩的？刚搬过来"
+    # ("她叫林筱" later on is about whoever was named before: a leading he/she is the user's only opening a note)
+    return any((_SELF_EN.match(c) or _SELF_ZH.match(c)) and not re.match(r"(?:he|she|they)\b|[他她]", c)
+               for c in _SENTENCE_START.split(t)[1:] if c)

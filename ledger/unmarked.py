@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Callable
 from .attributes import Reading, same_attribute
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens
 from .text import STOP_ZH, has_cjk
-from .values import ValueParts, name_words, qualifiers_clash
+from .values import ValueParts, abbreviates, name_words, qualifiers_clash
 
 if TYPE_CHECKING:
     from .decision import Candidate
@@ -163,7 +163,7 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         if set(qualifiers_clash(c.values, vp)) - cases:
             continue
         theirs_words = _topic(c.values, c.text)
-        shared = words & theirs_words
+        shared = words & theirs_words | {w for w in words if any(abbreviates(w, o) for o in theirs_words)}  # pw
         mods_mine, mods_theirs = _modifiers(text, shared), _modifiers(c.text, shared)
         if any(mods_mine[w].isdisjoint(mods_theirs[w]) for w in mods_mine.keys() & mods_theirs.keys()):
             continue  # "my running shoes" / "my dress shoes", 北京办公室 / 上海办公室: the same noun, another case

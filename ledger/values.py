@@ -188,7 +188,7 @@ _NEGATION = re.compile(r"\bno(?! (?:exceptions?|matter|doubt|problem|worries|way
                        r"\b(?:not|never|don'?t|doesn'?t|didn'?t|isn'?t|aren'?t|wasn'?t|won'?t|can'?t|cannot|"
                        r"nobody|nothing)\b|n't\b|"
                        # 不 and 没 negate, but not inside 差不多, 不错, 不少, 不过, 没关系, 别的 ...
-                       r"(?<!差)不(?!多|错|少|过(?!敏)|仅|但|久|然|同|如|断|停|管|论|止|好意思)|没有?(?!关系|事儿?|错|问题)|"
+                       r"(?<!差)不(?!多|错|少|过(?!敏)|仅|但|久|然|同|如|断|停|管|论|止|好意思)|没有?(?!关系|事儿?|错|问题|意见)|"
                        r"别(?=[吃喝买去做用忘])|未(?!来)|勿")
 
 #: weekdays said as a list after one 周 / 星期 / 礼拜 (周一三五, 星期二、四)

@@ -71,6 +71,17 @@ def test_near_in_meaning_with_something_new_is_never_a_reaffirmation(minilm_ledg
     # a clause joined by "and", "rain or shine": no two values, so the change is recorded, not left to confirm
     ("I cycle to work at 7:15 every day, rain or shine.", "moved my ride to 6:40 so I can catch the early meeting",
      "supersede"),
+    # a move said in passing: a question about the new place, then a sentence that drops its "I" (or a clause, 刚搬过来)
+    ("I rent a room in Glasgow near the university.",
+     "Where can I buy cheap furniture for a two-bed house in Cardiff? Just got the keys on Friday.", "supersede"),
+    ("我住在厦门思明区，楼下就是菜市场。", "大连夏天哪里海鲜便宜？刚搬过来三周，还不太熟。", "supersede"),
+    # the wrong value said as how it was mistyped, found inside a Chinese word (每周三)
+    ("儿子的围棋课在每周三下午四点。", "抱歉，围棋课是周五下午四点，我前面写成周三了。", "correct"),
+    # a note whose label is written short ("pw" of "password")
+    ("my router admin password is BlueHeron77", "router admin pw: RedFinch!4", "supersede"),
+    # a dose of the same medicine in the same unit, though the first statement was filed in a list
+    ("I take 20mg of fluoxetine every morning.", "The psychiatrist raised my fluoxetine to 40mg from Monday.",
+     "supersede"),
 ])
 def test_a_revision_reaches_the_memory_it_revises(minilm_ledger, old, new, decision):
     r, facts = revise(minilm_ledger, f"r{abs(hash(old)) % 10**6}", old, new)
@@ -174,3 +185,18 @@ def test_compound_words_and_derived_nouns_share_their_part():
     assert compound_shared({"gym", "membership"}, {"citygym", "member"}) == {"gym", "membership"}
     assert compound_shared({"car"}, {"card", "carpet"}) == set()  # a prefix alone is another word
     assert compound_shared({"ox"}, {"box"}) == set()  # too short to be a part
+
+
+@pytest.mark.parametrize("text,subject", [
+    ("Any tips for a cheap sofa? Just moved into a flat in Leeds.", "self"),  # a later sentence drops its "I"
+    ("哪里能买到便宜的沙发？刚搬过来。", "self"),
+    ("The cafe near the office serves a great latte.", "none"),
+    ("公司楼下新开了家面馆。她说很好吃", "none"),  # a later "she" is whoever was named, not the user
+])
+def test_who_a_statement_is_about_is_read_in_each_sentence(text, subject):
+    assert type_statement(text).subject == subject
+
+
+def test_idioms_of_no_are_no_negation():
+    assert not value_parts("猫吃着也没意见").negated and not value_parts("英文没问题").negated
+    assert value_parts("我没养猫").negated
