@@ -29,6 +29,14 @@ NOT_VERSIONS = ("reaffirmation", "retraction", "withdrawal")
 #: the purpose recorded with each disclosure a page or an export makes
 PURPOSE_PAGE = "timeline page (memledger serve http /ui)"
 PURPOSE_EXPORT = "timeline export (memledger timeline --html)"
+#: a statement said this long (microseconds) before the ledger recorded it counts as back-dated (imported)
+IMPORTED_GAP_US = 86_400 * 1_000_000
+#: how many words of a free-text memory name its row
+NAME_WORDS = 8
+#: ... and at most this many characters of it
+NAME_CHARS = 48
+#: the group a free-text memory (``memory.<hex>``, a key derived from its text) is shown in
+FREE_TEXT_GROUP = "memory"
 
 
 def iso(value: Any) -> str | None:
@@ -82,6 +90,61 @@ def category(row: dict[str, Any], now_us: int) -> str:
     return "current"
 
 
+def row_name(key: str, versions: list[dict[str, Any]]) -> str:
+    """The name a row is shown under: the key, unless the key is a free-text memory's digest (``memory.<hex>``,
+    ``family.anna.memory.<hex>``), which says nothing to a reader; then the first words (at most
+    :data:`NAME_CHARS` characters) of its latest shown text (or value), or "withheld (LABEL)" / "forgotten memory" when there is none to show."""
+    parts = key.split(".")
+    if FREE_TEXT_GROUP not in parts[:-1]:
+        return key
+    for v in reversed(versions):
+        said = v.get("text") or (v.get("value") if isinstance(v.get("value"), str) else None)
+        if said:
+            said = " ".join(said.split())
+            name = " ".join(said.split(" ")[:NAME_WORDS])[:NAME_CHARS].rstrip()  # Chinese has no spaces to cut at
+            return name if name == said else name + "\u2026"
+    if any(v.get("withheld") for v in versions):
+        return f"withheld ({next(v['withheld'] for v in versions if v.get('withheld'))})"
+    return "forgotten memory" if versions else key
+
+
+def group_of(key: str) -> str:
+    """The attribute a row is grouped under: the key's first part (``preference`` of ``preference.drink``);
+    free-text memories of anyone, the user's or a relative's, share one group."""
+    parts = key.split(".")
+    return FREE_TEXT_GROUP if FREE_TEXT_GROUP in parts[:-1] else parts[0]
+
+
+def _activity(entry: dict[str, Any]) -> str:
+    """The latest instant anything was said about a key (an event's observed time, else its recorded time): when
+    the row last moved in the user's life, which for imported history is long before it was recorded."""
+    return max((e["observed_at"] or e["recorded_at"] or "") for e in entry["events"]) if entry["events"] else ""
+
+
+def groups(keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows grouped by attribute, the group with the latest activity first and, inside a group, the row with
+    the latest activity first (ties by name): ``[{"group", "keys": [key, ...], "last_activity"}]``."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for k in keys:
+        by.setdefault(k["group"], []).append(k)
+    out = []
+    for name, ks in by.items():
+        ks = sorted(ks, key=lambda k: k["name"].lower())
+        ks.sort(key=lambda k: k["last_activity"], reverse=True)
+        out.append({"group": name, "keys": [k["key"] for k in ks], "last_activity": ks[0]["last_activity"]})
+    out.sort(key=lambda g: g["group"])
+    out.sort(key=lambda g: g["last_activity"], reverse=True)
+    return out
+
+
+def default_axis(rows: list[dict[str, Any]]) -> str:
+    """``"observed"`` when the history was imported (most statements said more than a day before the ledger
+    recorded them: on system time they all sit within the seconds of the import), else ``"system"``."""
+    said = [r for r in rows if r.get("observed_at") is not None and r.get("recorded_at") is not None]
+    back = sum(1 for r in said if r["recorded_at"] - r["observed_at"] > IMPORTED_GAP_US)
+    return "observed" if rows and back * 2 > len(rows) else "system"
+
+
 def believed_at(view: dict[str, Any], at: str, axis: str = "system") -> dict[str, dict[str, Any]]:
     """``{key: {"version", "status"}}`` believed at instant ``at`` (an :func:`iso` string) about the same valid
     instant: the rule the page's script applies (timeline.js ``heldAt``), written once more in Python so a test can
@@ -122,7 +185,10 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
 
     Returns a JSON-shaped dict (instants as :func:`iso` strings): ``user_id``, ``generated_at``, ``erased``
     (then ``erasure`` and nothing else), ``keys``, ``sessions``, ``people`` (the relation versions), ``disclosures``,
-    ``ticks``, ``shown`` (the ``(key, version, label)`` of each labelled version shown, for :func:`record_shown`).
+    ``ticks`` and ``observed_ticks`` (the slider's stops on each axis), ``default_axis`` (:func:`default_axis`),
+    ``groups`` (:func:`groups`: the order rows are drawn in), ``shown`` (the ``(key, version, label)`` of each
+    labelled version shown, for :func:`record_shown`). Each key carries its ``name`` (:func:`row_name`), ``group``
+    (:func:`group_of`) and ``last_activity``.
 
     Raises:
         BadInput: an invalid ``user_id`` or ``now``.
@@ -134,7 +200,8 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
     if erased_at is not None:
         return {"user_id": user_id, "generated_at": iso(now_dt), "erased": True,
                 "erasure": erasure_receipt(ml, user_id, erased_at), "keys": [], "sessions": [], "disclosures": [],
-                "ticks": [], "observed_ticks": [], "shown": [], "people": []}
+                "ticks": [], "observed_ticks": [], "shown": [], "people": [], "groups": [],
+                "default_axis": "system"}
     ml.before_read(None, 10.0)
     tt = ml.timetravel_queries.tt
     with ml.db.read() as cur:
@@ -200,11 +267,17 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
     for sid, ms in by_session.items():  # messages kept by an open --no-memory session
         session_rows.append({"session_id": sid, "task": None, "status": "no memory", "started_at":
                              ms[0]["observed_at"], "ended_at": None, "last_at": ms[-1]["observed_at"], "messages": ms})
+    for entry in by_key.values():
+        entry["name"] = row_name(entry["key"], entry["versions"] or entry["events"])
+        entry["group"] = group_of(entry["key"])
+        entry["last_activity"] = _activity(entry)
+    keys = [by_key[k] for k in sorted(by_key)]
     ticks = _ticks(timeline, now_us)
     observed_ticks = _observed_ticks(rows, timeline, now_us)
     people = _people(ml, user_id, allow_sensitive, shown)
     return {"user_id": user_id, "generated_at": iso(now_dt), "erased": False, "erasure": None,
-            "keys": [by_key[k] for k in sorted(by_key)], "sessions": session_rows, "people": people,
+            "keys": keys, "groups": groups(keys), "default_axis": default_axis(rows),
+            "sessions": session_rows, "people": people,
             "disclosures": [{"key": d["key"], "version": d["version"], "sensitivity": d["sensitivity"],
                              "recorded_at": iso(d["recorded_at"]), "position": d["position"],
                              "session_id": d["session_id"], "purpose": d["purpose"], "trace_id": d["trace_id"]}
@@ -303,7 +376,8 @@ def health_view(ml: Any, *, points: int = 12, now: Any = None, top: int = 10) ->
     to ``now`` (UTC), each with ``memledger stats --now`` at that instant (docs/hygiene.md: the facts said by then,
     judged then): ``facts``, ``freshness_7d``, ``conflict_rate``, ``correction_rate_per_1k_messages``,
     ``quarantined``, ``due``. ``window``: the first and last instant and the step in seconds. ``top_conflicts``:
-    users by contested beliefs held now, then by disputes ever recorded; ``users``: users holding a belief now.
+    users by contested beliefs held now, then by disputes ever recorded; ``users``: how many users hold a belief
+    now, and ``user_ids``: who (sorted), so the page links to each one's timeline.
 
     Raises:
         BadInput: ``points`` outside 2..200, or a bad ``now``.
@@ -341,9 +415,11 @@ def health_view(ml: Any, *, points: int = 12, now: Any = None, top: int = 10) ->
                  "contests_recorded": contests.get(u, 0)} for u in users
                 if held.get(u, (0, 0))[0] or contests.get(u, 0)][:top]
     return {"generated_at": iso(now_dt), "series": series, "top_conflicts": top_rows, "users": len(held),
+            "user_ids": sorted(held),
             "window": None if not series else {"from": series[0]["at"], "to": series[-1]["at"],
                                                 "step_seconds": round(step / 1e6, 3)}}
 
 
 __all__ = ["CATEGORIES", "CATEGORY_WORD", "PURPOSE_EXPORT", "PURPOSE_PAGE", "believed_at", "category",
-           "erasure_receipt", "health_view", "iso", "record_shown", "user_view"]
+           "default_axis", "erasure_receipt", "group_of", "groups", "health_view", "iso", "record_shown", "row_name",
+           "user_view"]
