@@ -17,22 +17,25 @@ import hashlib
 import html
 import json
 import urllib.parse
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib import resources
 from typing import Any
 
 from ledger.timeutil import parse_instant
 
-from .model import CATEGORIES, CATEGORY_WORD
+from .model import CATEGORIES, CATEGORY_WORD, FREE_TEXT_GROUP
 
 #: the glyph each category's bar starts with (beside its word: never colour alone)
 GLYPH = {"forgotten": "\u2205", "quarantined": "\u2298", "scheduled": "\u2192", "corrected": "\u270e", "retracted": "\u2715",
          "superseded": "\u21b7", "contested": "\u26a0", "contesting": "\u2047", "hedged": "~", "current": "\u25cf"}
 STATIC = ("timeline.css", "timeline.js")
-#: how far past ``now`` the valid-time axis reaches, as a share of its span (scheduled facts further out are
-#: drawn at the right edge with their date)
-FUTURE_MARGIN = 0.08
-
+#: how the page names each time axis (the script writes the same words when the choice changes)
+AXIS_WORD = {"system": "system time (when the ledger recorded it)", "observed": "observed time (when it was said)"}
+#: the room left on each side of the data on the valid-time axis, as a share of the data's span
+AXIS_MARGIN = 0.03
+#: ``now`` closes the axis when the data ends within this share of its span before it (a live user's rows run
+#: to today); data that ended long ago (a history imported years later) keeps the axis to itself
+NOW_REACH = 0.25
 
 def esc(value: Any) -> str:
     """``value`` as HTML text or attribute content (``&<>"'`` escaped); None -> ``""``."""
@@ -80,27 +83,33 @@ def value_text(v: dict[str, Any]) -> str:
 
 
 class Axis:
-    """The valid-time axis: instants (ISO strings) -> percent of the track width, clamped to [0, 100]."""
+    """The valid-time axis: instants (ISO strings) -> percent of the track width, clamped to [0, 100].
+
+    It spans the shown rows' instants up to ``now`` (later ones, scheduled far ahead, are drawn at the right
+    edge with their date), with a small margin each side; it reaches ``now`` only when the data ends close to it.
+    """
 
     def __init__(self, instants: list[str], now: str) -> None:
-        pts = sorted({x for x in instants if x} | {now})
-        lo, hi = _dt(pts[0]), _dt(now)
-        finite_hi = max([_dt(x) for x in pts if x <= now] or [hi])
-        hi = max(hi, finite_hi)
+        now_dt = _dt(now)
+        past = sorted(t for t in {_dt(x) for x in instants if x} if t <= now_dt)
+        lo, hi = (past[0], past[-1]) if past else (now_dt, now_dt)
+        if (now_dt - hi).total_seconds() <= (hi - lo).total_seconds() * NOW_REACH:
+            hi = now_dt
         span = (hi - lo).total_seconds() or 86400.0
-        self.lo = lo
-        self.hi_s = span * (1 + FUTURE_MARGIN)
+        self.lo = lo - timedelta(seconds=span * AXIS_MARGIN)
+        self.hi_s = span * (1 + 2 * AXIS_MARGIN)
 
     def pct(self, instant: str | None, open_end: float = 100.0) -> float:
+        """Where ``instant`` falls, in percent of the track (``open_end`` for an open end)."""
         if instant is None:
             return open_end
         x = (_dt(instant) - self.lo).total_seconds() / self.hi_s * 100
         return max(0.0, min(100.0, x))
 
     def labels(self, n: int = 6) -> list[tuple[float, str]]:
-        from datetime import timedelta
-
-        return [(i * 100 / (n - 1), (self.lo + timedelta(seconds=self.hi_s * i / (n - 1))).strftime("%Y-%m-%d"))
+        """``n`` evenly spaced ``(percent, date)`` ticks; with the time of day when the axis spans under 3 days."""
+        fmt = "%Y-%m-%d" if self.hi_s >= 3 * 86400 else "%m-%d %H:%M"
+        return [(i * 100 / (n - 1), (self.lo + timedelta(seconds=self.hi_s * i / (n - 1))).strftime(fmt))
                 for i in range(n)]
 
 
@@ -177,24 +186,29 @@ def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
     out.append(f'<p class="meta">Drawn at {esc(view["generated_at"])} (UTC) from the ledger: {len(view["keys"])} '
                f'keys, {n_versions} versions, {len(view["sessions"])} sessions, {len(view["disclosures"])} '
                'disclosures. Bars span valid time (when a fact held in the world); the slider moves through '
-               '<span id="axis-word">system time (when the ledger recorded it)</span>.</p>')
+               f'<span id="axis-word">{AXIS_WORD[view.get("default_axis") or "system"]}</span>.</p>')
     if not inline:
         out.append('<form method="post" action="/ui/logout" class="logout"><button type="submit">Sign out'
                    "</button></form>")
     out.append("</header><main>")
-    ticks = view["ticks"]
+    observed = view.get("default_axis") == "observed"
+    ticks = view["observed_ticks"] if observed else view["ticks"]
     last = len(ticks) - 1
+    axis_name = "Observed time" if observed else "System time"
+    checked = {"system": "" if observed else " checked", "observed": " checked" if observed else ""}
     out.append('<section class="slider" aria-labelledby="asof-h"><h2 id="asof-h">As we believed on '
                f'<output id="asof-out" for="asof">{esc(ticks[last])}</output></h2>'
                f'<input type="range" id="asof" min="0" max="{last}" step="1" value="{last}" '
-               f'aria-label="System time: as we believed on" aria-valuetext="{esc(ticks[last])}">'
+               f'aria-label="{axis_name}: as we believed on" aria-valuetext="{esc(ticks[last])}">'
                '<p class="hint">Arrow keys step to the previous or next instant at which a belief changed. Each '
                'row then shows the value believed at that instant about that instant, as '
                '<code>memledger believed USER --as-of</code> answers.</p>'
                '<fieldset class="axis-choice"><legend>Time axis</legend><label><input type="radio" '
-               'name="axis" value="system" checked> system time: when the ledger recorded it</label> <label>'
-               '<input type="radio" name="axis" value="observed"> observed time: when it was said (imported '
-               'history; <code>--axis observed</code>)</label></fieldset>'
+               f'name="axis" value="system"{checked["system"]}> system time: when the ledger recorded it</label> '
+               f'<label><input type="radio" name="axis" value="observed"{checked["observed"]}> observed time: '
+               'when it was said (imported history; <code>--axis observed</code>)</label>'
+               + (' <span class="hint">(observed time is shown first: most of this history was said long before '
+                  'it was recorded)</span>' if observed else '') + '</fieldset>'
                '<form id="asof-form" class="asof-form"><label for="asof-text">Exact instant (ISO 8601 with an '
                'offset)</label> <input id="asof-text" type="text" inputmode="text" autocomplete="off" '
                f'spellcheck="false" value="{esc(ticks[last])}"> <button type="submit">Show</button> '
@@ -206,13 +220,26 @@ def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
     instants += [x for p in view.get("people", []) for x in (p["valid_from"], p["valid_to"])]
     axis = Axis([x for x in instants if x], view["generated_at"])
     labels = "".join(f'<span class="tick" data-x="{x:.3f}">{esc(t)}</span>' for x, t in axis.labels())
-    out.append('<section class="chart" id="rows" aria-labelledby="rows-h"><h2 id="rows-h">Facts, one row per key'
-               '</h2><div class="axis" aria-hidden="true"><span class="rowlabel"></span>'
+    n_rows = len(view["keys"])
+    out.append('<section class="chart" id="rows" aria-labelledby="rows-h"><h2 id="rows-h">Facts, one row per key, '
+               'grouped by attribute, the latest said first</h2>'
+               '<div class="filter" role="search"><label for="row-filter">Filter rows</label> <input '
+               'id="row-filter" type="search" autocomplete="off" spellcheck="false" placeholder="name or value" '
+               'aria-describedby="filter-count"> <span id="filter-count" class="hint" aria-live="polite">'
+               f'{n_rows} of {n_rows} rows</span></div>'
+               '<div class="axis" aria-hidden="true"><span class="rowlabel"></span>'
                f'<div class="track axis-track">{labels}</div></div>')
     out.append('<div class="cursor-wrap" aria-hidden="true"><span class="rowlabel"></span><div class="track '
                'cursor-track"><span id="cursor" class="cursor" data-x="100"></span></div></div>')
-    for k in view["keys"]:
-        out.append(_key_row(k, axis))
+    by_key = {k["key"]: k for k in view["keys"]}
+    for i, g in enumerate(view.get("groups") or [{"group": "", "keys": list(by_key)}]):
+        n = len(g["keys"])
+        title = "free-text memories" if g["group"] == FREE_TEXT_GROUP else g["group"]
+        out.append(f'<div class="group" role="group" data-group="{esc(g["group"])}" aria-labelledby="group-{i}">'
+                   f'<h3 class="group-h" id="group-{i}">{esc(title)} <span class="count">({n} '
+                   f'row{"" if n == 1 else "s"})</span></h3>')
+        out.extend(_key_row(by_key[key], axis) for key in g["keys"])
+        out.append("</div>")
     out.append(_sessions_lane(view, axis))
     out.append(_people_lane(view, axis))
     out.append(_disclosures_lane(view, axis))
@@ -221,9 +248,10 @@ def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
                '<h2 id="audit-h">Audit</h2><p id="audit-empty">Choose a version, a session, a relation or a '
                'disclosure (click it, or Tab to it and press Enter) to see its events and provenance here.</p>'
                '<div id="audit-body"></div></section>')
+    out.append('<div id="bar-tip" class="tip" role="tooltip" hidden></div>')
     out.append("</main>")
     data = {k: view.get(k, []) for k in ("user_id", "generated_at", "keys", "sessions", "people", "disclosures",
-                                         "ticks", "observed_ticks")}
+                                         "ticks", "observed_ticks", "default_axis")}
     data["axis"] = {"from": axis.lo.isoformat().replace("+00:00", "Z"), "span_seconds": axis.hi_s}
     out.append(f'<script type="application/json" id="ml-data">{json_for_script(data)}</script>')
     if inline:
@@ -242,6 +270,8 @@ def _bar(cls: str, a: float, b: float, lane: int, attrs: str, label: str, text: 
 
 def _key_row(k: dict[str, Any], axis: Axis) -> str:
     key = k["key"]
+    # a free-text memory's key is a digest: its bars are read out by what it is, its text follows as the value
+    who = key if (k.get("name") or key) == key else "free-text memory"
     spans = []
     for v in k["versions"]:
         a = axis.pct(v["bar_from"])
@@ -256,7 +286,7 @@ def _key_row(k: dict[str, Any], axis: Axis) -> str:
         cat = v["category"]
         value = value_text(v)
         until = v["bar_to"] or "open"
-        label = (f"{key} version {v['version']}: {value}; {v['word']}; valid {v['bar_from']} to {until}; "
+        label = (f"{who} version {v['version']}: {value}; {v['word']}; valid {v['bar_from']} to {until}; "
                  f"recorded {v['recorded_at']}")
         text = f"{GLYPH[cat]} {v['word']}: {value}"
         if v["bar_from"] and axis.pct(v["bar_from"]) >= 99.0:
@@ -265,12 +295,24 @@ def _key_row(k: dict[str, Any], axis: Axis) -> str:
                  f'data-observed="{esc(v["observed_at"] or v["recorded_at"])}" title="{esc(label)}"')
         bars.append(_bar(f"cat-{cat}", a, b, lane, attrs, label, text))
     height = max(lanes, default=0) + 1
-    return (f'<div class="row" data-key="{esc(key)}"><div class="rowlabel"><span class="key">{esc(key)}</span> '
+    name = k.get("name") or key
+    shown = (f'<span class="key">{esc(key)}</span>' if name == key else
+             f'<span class="key name" title="{esc(key)}">{esc(name)}</span>')
+    return (f'<div class="row" data-key="{esc(key)}"><div class="rowlabel">{shown} '
             f'<span class="believed" data-believed="{esc(key)}"></span></div><div class="track" '
             f'data-lanes="{height}">{"".join(bars)}</div></div>')
 
 
+def session_tag(session_id: str) -> str:
+    """A session's id as short as it stays telling: the part after its last ``:`` or ``/`` (``session_1`` of
+    ``conv-30:session_1``), the whole id when that part is empty."""
+    tail = session_id.replace("/", ":").rsplit(":", 1)[-1]
+    return tail or session_id
+
+
 def _sessions_lane(view: dict[str, Any], axis: Axis) -> str:
+    """A bar per session from its start to its end (or last message), labelled with its short id and message
+    count; the script widens each bar to its label and stacks the ones that would overlap."""
     spans, items = [], []
     for s in view["sessions"]:
         a = axis.pct(s["started_at"])
@@ -279,17 +321,19 @@ def _sessions_lane(view: dict[str, Any], axis: Axis) -> str:
     lanes = _lanes(spans)
     for i, (s, (a, b), lane) in enumerate(zip(view["sessions"], spans, lanes)):
         n = len(s["messages"])
-        label = f"session {s['session_id']}: {n} messages, {s['started_at']} to {s['ended_at'] or s['last_at']}"
-        items.append(_bar("session", a, b, lane, f'data-session="{i}" title="{esc(label)}"', label,
-                          f"\u25a4 {s['session_id']} ({n})"))
+        words = f"{n} message{'' if n == 1 else 's'}"
+        label = f"session {s['session_id']}: {words}, {s['started_at']} to {s['ended_at'] or s['last_at']}"
+        items.append(_bar("session", a, b, lane, f'data-session="{i}" data-fit="label" title="{esc(label)}"',
+                          label, f"\u25a4 {session_tag(s['session_id'])} \u00b7 {words}"))
     marks = []
     for s in view["sessions"]:
         for m in s["messages"]:
             marks.append(f'<span class="msg" data-x="{axis.pct(m["observed_at"]):.3f}" aria-hidden="true"></span>')
     height = max(lanes, default=0) + 2
     empty = "" if items else '<span class="none">no sessions or messages</span>'
+    count = f" ({len(items)})" if items else ""
     return ('<div class="row lane" data-lane-name="sessions"><div class="rowlabel"><span class="key">Sessions and '
-            f'messages</span></div><div class="track" data-lanes="{height}">{"".join(items)}'
+            f'messages{count}</span></div><div class="track" data-lanes="{height}">{"".join(items)}'
             f'<div class="msgs" data-lane="{height - 1}">{"".join(marks)}</div>{empty}</div></div>')
 
 
@@ -319,7 +363,7 @@ def _disclosures_lane(view: dict[str, Any], axis: Axis) -> str:
         a = axis.pct(d["recorded_at"])
         label = (f"disclosure: {d['key']} v{d['version']} ({d['sensitivity']}) let into a context at "
                  f"{d['recorded_at']}")
-        items.append(_bar("disclosure", a, a, 0, f'data-disclosure="{i}" title="{esc(label)}"', label,
+        items.append(_bar("disclosure", a, a, 0, f'data-disclosure="{i}" data-fit="label" title="{esc(label)}"', label,
                           f"\u25c9 {d['key']} ({d['sensitivity']})"))
     lanes = _lanes([(axis.pct(d["recorded_at"]), axis.pct(d["recorded_at"]) + 12) for d in view["disclosures"]])
     items = [s.replace('data-lane="0"', f'data-lane="{lane}"', 1) for s, lane in zip(items, lanes)]
@@ -330,16 +374,20 @@ def _disclosures_lane(view: dict[str, Any], axis: Axis) -> str:
 
 
 # -- health --------------------------------------------------------------------------------------------------------
-METRICS = (("freshness_7d", "Freshness (share of current facts confirmed in the last 7 days)", False),
-           ("conflict_rate", "Conflict rate (contested share of current facts)", False),
-           ("correction_rate_per_1k_messages", "Corrections per 1000 messages", False),
-           ("quarantined", "Quarantined statements pending", True),
-           ("due", "Facts due for re-confirmation", True))
+#: (figure, chart title, whole numbers?, what the y axis counts)
+METRICS = (("freshness_7d", "Freshness (share of current facts confirmed in the last 7 days)", False, "share"),
+           ("conflict_rate", "Conflict rate (contested share of current facts)", False, "share"),
+           ("correction_rate_per_1k_messages", "Corrections per 1000 messages", False, "per 1000 messages"),
+           ("quarantined", "Quarantined statements pending", True, "statements"),
+           ("due", "Facts due for re-confirmation", True, "facts"))
+#: the most users the health page links to by name (a larger store: open /ui/users/ID)
+USER_LINKS = 500
 
 
 def health_page(view: dict[str, Any]) -> str:
-    """The store's memory health (``view`` from :func:`memledger.ui.model.health_view`): one chart per metric
-    (inline SVG, each with its numbers in a table beside it) and the users with the most conflicts."""
+    """The store's memory health (``view`` from :func:`memledger.ui.model.health_view`): one full-width chart per
+    metric (inline SVG with ticks on both axes, its numbers in a table under it), the users with the most
+    conflicts, and a link to each user's timeline."""
     out = [_head("memledger: memory health", False, None), "<body>",
            '<header><h1>Memory health</h1>'
            f'<p class="meta">Drawn at {esc(view["generated_at"])} (UTC); {view["users"]} user{"" if view["users"] == 1 else "s"} hold{"s" if view["users"] == 1 else ""} beliefs. '
@@ -350,8 +398,8 @@ def health_page(view: dict[str, Any]) -> str:
     series = view["series"]
     if not series:
         out.append("<p>No fact has been recorded yet.</p>")
-    for name, title, whole in METRICS:
-        out.append(_chart(name, title, series, whole))
+    for name, title, whole, unit in METRICS:
+        out.append(_chart(name, title, series, whole, unit))
     rows = "".join(f'<tr><th scope="row">{_user_link(r["user_id"])}</th>'
                    f'<td>{r["contested_now"]}</td><td>{r["beliefs_now"]}</td><td>{r["contests_recorded"]}</td></tr>'
                    for r in view["top_conflicts"])
@@ -359,7 +407,13 @@ def health_page(view: dict[str, Any]) -> str:
                '<table class="numbers" id="top-conflicts"><thead><tr><th scope="col">user</th><th scope="col">'
                'contested beliefs now</th><th scope="col">beliefs now</th><th scope="col">contests recorded'
                f'</th></tr></thead><tbody>{rows or "<tr><td colspan=4>no conflicts</td></tr>"}</tbody></table>'
-               "</section></main></body></html>")
+               "</section>")
+    ids = view.get("user_ids") or []
+    links = "".join(f"<li>{_user_link(u)}</li>" for u in ids[:USER_LINKS])
+    more = (f'<p class="hint">and {len(ids) - USER_LINKS} more: open <code>/ui/users/USER</code>.</p>'
+            if len(ids) > USER_LINKS else "")
+    out.append('<section aria-labelledby="users-h"><h2 id="users-h">Timelines</h2><ul class="users" id="user-links">'
+               f'{links or "<li>no user holds a belief</li>"}</ul>{more}</section></main></body></html>')
     return "".join(out)
 
 
@@ -379,35 +433,74 @@ def axis_figure(value: float) -> str:
     return text if "e" not in text else f"{value:.2f}"
 
 
-def _chart(name: str, title: str, series: list[dict[str, Any]], whole: bool) -> str:
-    w, h, pad, left = 600, 160, 30, 64  # left: room for the y-axis figures (e.g. 1234.5)
+def nice_ticks(top: float, whole: bool, most: int = 5) -> list[float]:
+    """Round y-axis ticks from 0 to at least ``top``: steps of 1, 2 or 5 times a power of ten, at most ``most``
+    steps (at least two), whole steps for counts (``nice_ticks(0.37, False)`` -> 0, 0.1, 0.2, 0.3, 0.4;
+    ``nice_ticks(1, True)`` -> 0, 1, 2)."""
+    import math
+
+    top = top if top > 0 else 1.0
+    raw = top / most
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    if whole:
+        step = max(1.0, float(round(step)))
+    count = max(2, math.ceil(top / step - 1e-9))  # three figures at least, so the scale reads
+    return [round(i * step, 10) for i in range(count + 1)]
+
+
+def _chart(name: str, title: str, series: list[dict[str, Any]], whole: bool, unit: str) -> str:
+    # the drawing is scaled to the page's width; these are its own units (left: room for the y figures and title)
+    w, h, top_pad, right, bottom, left = 1000, 230, 14, 26, 52, 88
     values = [s[name] for s in series]
     known = [v for v in values if v is not None]
-    top = max(known + [1 if not whole else 1]) or 1
-    pts, dots = [], []
+    yt = nice_ticks(max(known + [0]) or (1 if whole else 1.0), whole)
+    top = yt[-1]
+    plot_w, plot_h = w - left - right, h - top_pad - bottom
     n = max(len(series) - 1, 1)
+
+    def x_of(i: int) -> float:
+        return left + plot_w * i / n
+
+    def y_of(v: float) -> float:
+        return h - bottom - plot_h * (v / top)
+
+    pts, dots = [], []
     for i, v in enumerate(values):
         if v is None:
             continue
-        x = left + (w - left - pad) * i / n
-        y = h - pad - (h - 2 * pad) * (v / top)
-        pts.append(f"{x:.1f},{y:.1f}")
-        dots.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3"><title>{esc(series[i]["at"])}: {esc(v)}</title>'
-                    "</circle>")
-    first, last = (series[0]["at"][:16], series[-1]["at"][:16]) if series else ("", "")
-    svg = (f'<svg viewBox="0 0 {w} {h}" role="img" aria-labelledby="{name}-h" class="spark">'
-           f'<line x1="{left}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" class="ax"/>'
-           f'<line x1="{left}" y1="{pad}" x2="{left}" y2="{h - pad}" class="ax"/>'
-           f'<text x="{left - 4}" y="{pad + 4}" text-anchor="end">{esc(axis_figure(top))}</text>'
-           f'<text x="{left - 4}" y="{h - pad}" text-anchor="end">0</text>'
-           f'<text x="{left}" y="{h - 8}">{esc(first)}</text>'
-           f'<text x="{w - pad}" y="{h - 8}" text-anchor="end">{esc(last)}</text>'
-           f'<polyline points="{" ".join(pts)}" class="line"/>{"".join(dots)}</svg>')
+        pts.append(f"{x_of(i):.1f},{y_of(v):.1f}")
+        dots.append(f'<circle cx="{x_of(i):.1f}" cy="{y_of(v):.1f}" r="3"><title>{esc(series[i]["at"])}: '
+                    f"{esc(v)}</title></circle>")
+    parts = [f'<svg viewBox="0 0 {w} {h}" role="img" aria-labelledby="{name}-h" class="spark" '
+             'preserveAspectRatio="xMidYMid meet">']
+    for v in yt:  # y ticks: a faint grid line and the figure
+        y = y_of(v)
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{w - right}" y2="{y:.1f}" class="grid"/>'
+                     f'<line x1="{left - 5}" y1="{y:.1f}" x2="{left}" y2="{y:.1f}" class="ax"/>'
+                     f'<text class="ytick" x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">'
+                     f"{esc(axis_figure(v))}</text>")
+    if series:  # x ticks: up to 6 instants of the series, the first and the last among them
+        span = (_dt(series[-1]["at"]) - _dt(series[0]["at"])).total_seconds()
+        cut = 10 if span >= 3 * 86400 else 16
+        picks = sorted({round(j * (len(series) - 1) / 5) for j in range(6)}) if len(series) > 1 else [0]
+        for i in picks:
+            anchor = "start" if i == 0 and len(series) > 1 else "end" if i == len(series) - 1 else "middle"
+            parts.append(f'<line x1="{x_of(i):.1f}" y1="{h - bottom}" x2="{x_of(i):.1f}" y2="{h - bottom + 5}" '
+                         f'class="ax"/><text class="xtick" x="{x_of(i):.1f}" y="{h - bottom + 18}" '
+                         f'text-anchor="{anchor}">{esc(series[i]["at"][:cut].replace("T", " "))}</text>')
+    parts.append(f'<line x1="{left}" y1="{h - bottom}" x2="{w - right}" y2="{h - bottom}" class="ax"/>'
+                 f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{h - bottom}" class="ax"/>'
+                 f'<text class="xtitle" x="{left + plot_w / 2:.1f}" y="{h - 8}" text-anchor="middle">'
+                 'when (UTC)</text>'
+                 f'<text class="ytitle" x="14" y="{top_pad + plot_h / 2:.1f}" text-anchor="middle" '
+                 f'transform="rotate(-90 14 {top_pad + plot_h / 2:.1f})">{esc(unit)}</text>'
+                 f'<polyline points="{" ".join(pts)}" class="line"/>{"".join(dots)}</svg>')
     cells = "".join(f"<tr><td>{esc(s['at'][:19])}Z</td><td>{'n/a' if s[name] is None else esc(s[name])}</td></tr>"
                     for s in series)
     return (f'<section class="metric" id="metric-{name}" aria-labelledby="{name}-h"><h2 id="{name}-h">'
-            f'{esc(title)}</h2>{svg}<details><summary>Numbers</summary><table class="numbers"><thead><tr>'
-            f'<th scope="col">at (UTC)</th><th scope="col">{esc(name)}</th></tr></thead><tbody>{cells}</tbody>'
+            f'{esc(title)}</h2>{"".join(parts)}<details><summary>Numbers</summary><table class="numbers"><thead>'
+            f'<tr><th scope="col">at (UTC)</th><th scope="col">{esc(name)}</th></tr></thead><tbody>{cells}</tbody>'
             "</table></details></section>")
 
 

@@ -17,8 +17,10 @@
   var data = JSON.parse(node.textContent);
   var byKey = {};
   data.keys.forEach(function (k) { byKey[k.key] = k; });
-  var axis = "system";
-  var ticks = data.ticks;
+  /* imported history opens on observed time (the model decides: most of it said long before it was recorded) */
+  var defaultAxis = data.default_axis === "observed" ? "observed" : "system";
+  var axis = defaultAxis;
+  var ticks = axis === "system" ? data.ticks : data.observed_ticks;
 
   function el(tag, text, cls) {
     var e = document.createElement(tag);
@@ -44,6 +46,96 @@
     e.style.height = (Number(e.dataset.lanes) * 1.9 + 0.1) + "em";
   });
   var rowsHeight = document.getElementById("rows");
+
+  /* bars that carry a label wider than their span (a session of minutes on an axis of months, a disclosure at one
+     instant): each is widened to its label from where it starts (or, near the right edge, up to where it ends) and
+     those that would then overlap are stacked, measured in pixels so no label hides another */
+  function fitLabels() {
+    Array.prototype.forEach.call(document.querySelectorAll(".track[data-lanes]"), function (track) {
+      var bars = Array.prototype.slice.call(track.querySelectorAll(".bar[data-fit]"));
+      if (!bars.length) { return; }
+      var full = track.clientWidth, ends = [];
+      bars.sort(function (p, q) { return Number(p.dataset.x) - Number(q.dataset.x); }).forEach(function (b) {
+        var t = b.querySelector(".t"), need = t.scrollWidth + 14;
+        var a = Number(b.dataset.x) / 100 * full, w = Math.max(Number(b.dataset.w) / 100 * full, need);
+        var left = a + w > full ? Math.max(0, a + Number(b.dataset.w) / 100 * full - w) : a;
+        b.classList.toggle("end-anchored", left < a);
+        var lane = 0;
+        while (lane < ends.length && left < ends[lane] + 4) { lane++; }
+        ends[lane] = left + w;
+        b.style.left = left + "px";
+        b.style.width = w + "px";
+        b.style.top = (lane * 1.9) + "em";
+      });
+      var msgs = track.querySelector(".msgs");
+      if (msgs) { msgs.style.top = (ends.length * 1.9) + "em"; }
+      track.style.height = ((ends.length + (msgs ? 1 : 0)) * 1.9 + 0.1) + "em";
+    });
+  }
+  fitLabels();
+  window.addEventListener("resize", fitLabels);
+
+  /* a bar too short for its words shows them in a tooltip on hover and on keyboard focus (its aria-label, read
+     by a screen reader, already holds them); Escape hides it */
+  var tip = document.getElementById("bar-tip");
+  function clipped(b) {
+    var t = b.querySelector(".t");
+    return t !== null && t.getBoundingClientRect().right > b.getBoundingClientRect().right - 2;
+  }
+  function showTip(b) {
+    if (!tip || !clipped(b)) { hideTip(); return; }
+    tip.textContent = b.getAttribute("aria-label");
+    tip.hidden = false;
+    var r = b.getBoundingClientRect(), w = tip.offsetWidth;
+    tip.style.left = Math.max(4, Math.min(window.innerWidth - w - 4, r.left)) + window.scrollX + "px";
+    tip.style.top = r.bottom + window.scrollY + 4 + "px";
+    b.setAttribute("aria-describedby", "bar-tip");
+  }
+  function hideTip() {
+    if (!tip) { return; }
+    tip.hidden = true;
+    Array.prototype.forEach.call(document.querySelectorAll('[aria-describedby="bar-tip"]'), function (b) {
+      b.removeAttribute("aria-describedby");
+    });
+  }
+  document.addEventListener("mouseover", function (ev) {
+    var b = ev.target.closest ? ev.target.closest("button.bar") : null;
+    if (b) { showTip(b); } else if (!(document.activeElement && document.activeElement.matches("button.bar"))) { hideTip(); }
+  });
+  document.addEventListener("focusin", function (ev) {
+    if (ev.target.matches && ev.target.matches("button.bar")) { showTip(ev.target); } else { hideTip(); }
+  });
+  document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") { hideTip(); } });
+  window.addEventListener("scroll", function () {
+    if (tip && !tip.hidden && document.activeElement && document.activeElement.matches("button.bar")) {
+      showTip(document.activeElement);
+    }
+  }, {passive: true});
+
+  /* the filter box: a row stays when its name, key or any value shown in it contains every word typed (any case);
+     a group with no row left is hidden with them */
+  var filter = document.getElementById("row-filter"), filterCount = document.getElementById("filter-count");
+  function haystack(k) {
+    var parts = [k.key, k.name || ""];
+    k.versions.forEach(function (v) { parts.push(shown(v)); if (v.text) { parts.push(v.text); } });
+    return parts.join("\n").toLowerCase();
+  }
+  function applyFilter() {
+    var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean), seen = 0, total = 0;
+    Array.prototype.forEach.call(document.querySelectorAll(".group"), function (g) {
+      var any = false;
+      Array.prototype.forEach.call(g.querySelectorAll(".row[data-key]"), function (r) {
+        var k = byKey[r.dataset.key], text = k._text || (k._text = haystack(k));
+        var keep = words.every(function (w) { return text.indexOf(w) >= 0; });
+        r.hidden = !keep;
+        total++;
+        if (keep) { seen++; any = true; }
+      });
+      g.hidden = !any;
+    });
+    filterCount.textContent = seen + " of " + total + " rows";
+  }
+  if (filter) { filter.addEventListener("input", applyFilter); }
 
   /* the version of key k believed at instant `at` about valid instant `at`: memledger believed --as-of, on the
      system axis (the row held at `at`) or the observed axis (the row held just before the key's first event said
@@ -181,6 +273,7 @@
     slider.max = String(ticks.length - 1);
     slider.value = String(snap(current));
     if (axisWord) { axisWord.textContent = AXIS_WORD[axis]; }
+    slider.setAttribute("aria-label", (axis === "system" ? "System time" : "Observed time") + ": as we believed on");
   }
   /* the view in the address (#as_of=...&axis=...), so it can be kept, sent or reloaded; replaceState adds no
      history entry per slider step and fires no hashchange */
@@ -345,7 +438,7 @@
   function fromHash() {
     var hash = window.location.hash;
     var ax = /(?:^#|&)axis=(system|observed)(?:&|$)/.exec(hash);
-    var name = ax ? ax[1] : "system";
+    var name = ax ? ax[1] : defaultAxis;
     if (name !== axis) {
       document.querySelector('input[name="axis"][value="' + name + '"]').checked = true;
       setAxis(name);
