@@ -120,12 +120,14 @@ def open_page(site: Any, fragment: str = "", height: int = 900) -> Any:
 
 
 def test_rows_slider_audit_and_keyboard(site: Any) -> None:
-    page = open_page(site)
+    page = open_page(site, "axis=system")  # the demo was said in 2024 and recorded now: it opens on observed time
     home = site["home"]
     with MemoryLedger(home=home, embedder="none") as ml:
         keys = sorted({r.key for r in ml.history(USER)})
-    # one row per key, in key order
-    assert page.eval_on_selector_all(".row[data-key]", "rs => rs.map(r => r.dataset.key)") == keys
+        order = [key for g in user_view(ml, USER)["groups"] for key in g["keys"]]
+    # one row per key, grouped by attribute, the group said to last first
+    assert sorted(order) == keys
+    assert page.eval_on_selector_all(".row[data-key]", "rs => rs.map(r => r.dataset.key)") == order
     assert page.evaluate("document.cookie") == ""  # HttpOnly: no script reads the key
     page.screenshot(path=str(ARTIFACTS / "timeline-now.png"), full_page=True)
 
@@ -245,6 +247,9 @@ def test_the_export_opens_offline_with_the_same_content(site: Any, tmp_path: Pat
         served.eval_on_selector_all(rows, "rs => rs.map(r => r.dataset.key)")
     with MemoryLedger(home=site["home"], embedder="none") as ml:
         rec = [row.recorded_at for row in ml.history(USER)]
+    for p in (offline, served):  # both open on observed time (the demo was said before it was recorded)
+        assert p.is_checked('input[name="axis"][value="observed"]')
+        p.check('input[name="axis"][value="system"]')
     for at in (iso(rec[1]), iso(from_micros((to_micros(rec[3]) + to_micros(rec[4])) // 2)), iso(rec[-1])):
         for p in (offline, served):
             p.fill("#asof-text", at)
@@ -269,15 +274,34 @@ def test_health_page(site: Any) -> None:
     page.wait_for_url("**/ui/health")
     assert page.locator("svg.spark").count() == 5
     assert page.text_content("#top-conflicts tbody th") == USER
-    # every y-axis figure lies inside its chart (a long one was clipped at the left edge)
+    # every figure and title lies inside its chart (a long one was clipped at the left edge)
     boxes = page.evaluate("""() => Array.from(document.querySelectorAll('svg.spark')).map(svg => {
         const s = svg.getBoundingClientRect();
         return Array.from(svg.querySelectorAll('text')).map(t => { const b = t.getBoundingClientRect();
             return [t.textContent, b.left - s.left, s.right - b.right]; }); }).flat()""")
-    assert len(boxes) == 20 and all(left >= 0 and right >= 0 for _, left, right in boxes), boxes
+    assert len(boxes) >= 5 * 8 and all(left >= 0 and right >= 0 for _, left, right in boxes), boxes
+    # full width: each chart as wide as the page's main column, not a third of it
+    widths = page.evaluate("""() => [document.querySelector('main').clientWidth,
+        ...Array.from(document.querySelectorAll('svg.spark')).map(s => s.getBoundingClientRect().width)]""")
+    assert all(w >= 0.9 * (widths[0] - 40) for w in widths[1:]), widths
+    # ticks on both axes: at least 3 dated instants under each chart and 3 figures beside it, and axis titles
+    ticks = page.evaluate("""() => Array.from(document.querySelectorAll('svg.spark')).map(svg => [
+        Array.from(svg.querySelectorAll('text.xtick')).map(t => t.textContent),
+        Array.from(svg.querySelectorAll('text.ytick')).map(t => t.textContent),
+        svg.querySelector('text.xtitle').textContent, svg.querySelector('text.ytitle').textContent])""")
+    for xs, ys, xtitle, ytitle in ticks:
+        assert len(set(xs)) >= 3 and all(x[:2] == "20" for x in xs), xs
+        assert len(ys) >= 3 and ys[0] == "0" and ytitle and xtitle == "when (UTC)", (ys, ytitle)
+    assert ticks[0][1][-1] in ("1", "0.2", "0.4", "0.5", "0.6", "0.8")  # a share runs to a round figure
+    # a link to each user's timeline, which opens it
+    links = page.eval_on_selector_all("#user-links a", "as => as.map(a => [a.textContent, a.getAttribute('href')])")
+    assert links == [[USER, f"/ui/users/{USER}"]]
     result = page.evaluate(CONTRAST_JS)
     assert result["checked"] > 10 and result["low"] == [], result
     page.screenshot(path=str(ARTIFACTS / "health.png"), full_page=True)
+    page.click("#user-links a")
+    page.wait_for_url(f"**/ui/users/{USER}")
+    assert page.locator(".row[data-key]").count() == 8
     context.close()
 
 
