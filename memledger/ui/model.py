@@ -93,7 +93,8 @@ def category(row: dict[str, Any], now_us: int) -> str:
 def row_name(key: str, versions: list[dict[str, Any]]) -> str:
     """The name a row is shown under: the key, unless the key is a free-text memory's digest (``memory.<hex>``,
     ``family.anna.memory.<hex>``), which says nothing to a reader; then the first words (at most
-    :data:`NAME_CHARS` characters) of its latest shown text (or value), or "withheld (LABEL)" / "forgotten memory" when there is none to show."""
+    :data:`NAME_CHARS` characters) of its latest shown text (or value), or "withheld (LABEL)" / "forgotten
+    memory" when there is none to show."""
     parts = key.split(".")
     if FREE_TEXT_GROUP not in parts[:-1]:
         return key

@@ -56,7 +56,9 @@
       if (!bars.length) { return; }
       var full = track.clientWidth, ends = [];
       bars.sort(function (p, q) { return Number(p.dataset.x) - Number(q.dataset.x); }).forEach(function (b) {
-        var t = b.querySelector(".t"), need = t.scrollWidth + 14;
+        var t = b.querySelector(".t"), cs = getComputedStyle(b);
+        var need = Math.ceil(t.getBoundingClientRect().width) + (b.offsetWidth - b.clientWidth) +
+          parseFloat(cs.paddingLeft) + parseFloat(cs.paddingRight) + 4;
         var a = Number(b.dataset.x) / 100 * full, w = Math.max(Number(b.dataset.w) / 100 * full, need);
         var left = a + w > full ? Math.max(0, a + Number(b.dataset.w) / 100 * full - w) : a;
         b.classList.toggle("end-anchored", left < a);
