@@ -349,3 +349,192 @@ def test_the_view_lives_in_the_address_and_focus_stays_in_sight(site: Any) -> No
     assert seen >= 10, (seen, where)
     assert page.errors == []  # type: ignore[attr-defined]
     page.context.close()
+
+
+# -- imported histories: the shipped LoCoMo sample (Jon, said in 2023) and a Chinese user -------------------------
+SAMPLE = ROOT / "samples" / "locomo_conv30.json"
+CJK_USER = "li"
+CJK_MEMORIES = ("我每天早上在公园跑步，然后去公司附近的咖啡馆吃早餐", "周末我常和女儿一起去图书馆看书",
+                "我对花生过敏，所以不吃含花生的点心")
+#: the timeline's row names: a free-text memory's key is a digest and is never shown as its name
+HEX_NAME = r"^(?:\w+\.)*memory\.[0-9a-f]{12}$"
+BAR_BOXES_JS = """sel => Array.from(document.querySelectorAll(sel)).map(b => { const r = b.getBoundingClientRect(),
+    t = b.closest('.track').getBoundingClientRect(), l = b.querySelector('.t');
+    return {left: r.left - t.left, right: r.right - t.left, top: r.top, bottom: r.bottom, track: t.width,
+            text: b.textContent, label: b.getAttribute('aria-label'), title: b.getAttribute('title'),
+            clipped: l.getBoundingClientRect().right > r.right - 2}; })"""
+
+
+@pytest.fixture(scope="module")
+def imported(site: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The shipped sample ingested as scripts/main_job.sh does it (then Jon's drink: a change of mind and a
+    correction), and a Chinese user whose history was said in 2023; both pages written as the export."""
+    from memledger.ingest import content_key
+    from memledger.ui import user_html
+
+    out = tmp_path_factory.mktemp("ui-imported")
+    with MemoryLedger(home=out / "h", embedder="none") as ml:
+        ml.ingest(SAMPLE)
+        ml.assert_fact("Jon", "preference.drink", "tea", observed_at="2023-01-20T16:04:00Z", source_ref="D1:1")
+        ml.assert_fact("Jon", "preference.drink", "coffee", observed_at="2023-03-01T10:00:00Z")
+        ml.correct_fact("Jon", "preference.drink", "espresso", reason="misheard: espresso, not coffee")
+        ml.session_start(CJK_USER, "微信:2023-05-02", observed_at="2023-05-02T08:00:00Z")
+        for i, text in enumerate(CJK_MEMORIES):
+            at = f"2023-05-0{2 + 3 * i}T08:0{i}:00Z"
+            ml.log_message(CJK_USER, "微信:2023-05-02", role="user", message_id=f"m{i}", text=text, observed_at=at)
+            ml.assert_fact(CJK_USER, content_key(text), text, text=text, observed_at=at)
+        ml.assert_fact(CJK_USER, "preference.drink", "乌龙茶", text="我只喝乌龙茶", observed_at="2023-04-01T09:00:00Z")
+        ml.assert_fact(CJK_USER, "residence.city", "杭州", text="我住在杭州", observed_at="2023-03-01T09:00:00Z")
+        pages = {}
+        for user in ("Jon", CJK_USER):
+            html_text, view = user_html(ml, user, inline=True)
+            (out / f"{user}.html").write_text(html_text, encoding="utf-8")
+            pages[user] = (out / f"{user}.html", view)
+    return pages
+
+
+def open_export(site: Any, path: Path, height: int = 900) -> Any:
+    """The exported page in a fresh offline context; ``page.requests`` lists every request it made."""
+    context = site["browser"].new_context(viewport={"width": 1280, "height": height}, offline=True)
+    requests: list[str] = []
+    context.on("request", lambda req: requests.append(req.url))
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(path.as_uri())
+    page.errors = errors  # type: ignore[attr-defined]
+    page.requests = requests  # type: ignore[attr-defined]
+    return page
+
+
+def test_an_imported_history_reads_on_an_axis_fitted_to_it(site: Any, imported: Any) -> None:
+    path, view = imported["Jon"]
+    page = open_export(site, path)
+    assert page.requests == [path.as_uri()]  # nothing fetched, the export as ever
+    # observed time is the default axis: most of Jon's history was said in 2023 and recorded now
+    assert view["default_axis"] == "observed"
+    assert page.is_checked('input[name="axis"][value="observed"]')
+    assert page.text_content("#axis-word").startswith("observed time")
+    assert page.text_content("#asof-out") == view["observed_ticks"][-1]
+    assert len(view["observed_ticks"]) > 15  # the stops of 2023, not 5 instants seconds apart
+    assert page.get_attribute("#asof", "max") == str(len(view["observed_ticks"]) - 1)
+    # the axis spans 2023, where the data is, not up to now and three months on
+    labels = page.eval_on_selector_all(".axis-track .tick", "ts => ts.map(t => t.textContent)")
+    assert len(labels) == 6 and all(t.startswith("2023-") for t in labels), labels
+    data = json.loads(page.text_content("#ml-data"))
+    assert data["axis"]["from"].startswith("2023-01") and data["axis"]["span_seconds"] < 200 * 86400
+    # the first thing said (2023-01-20) starts near the left edge, the last (2023-07-23) near the right edge
+    firsts = sorted((v["bar_from"], k["key"]) for k in view["keys"] for v in k["versions"])
+    first_key, last_key = firsts[0][1], firsts[-1][1]
+    first = page.evaluate(BAR_BOXES_JS, f'.bar[data-key="{first_key}"][data-version="1"]')[0]
+    last = page.evaluate(BAR_BOXES_JS, f'.bar[data-key="{last_key}"][data-version="1"]')[0]
+    assert first["left"] < 0.05 * first["track"] and last["left"] > 0.9 * last["track"], (first, last)
+    # every bar says what it is to a pointer (title) and to a screen reader (aria-label)
+    bars = page.evaluate(BAR_BOXES_JS, ".row[data-key] .bar")
+    assert len(bars) == 89 and all(b["label"] and b["title"] == b["label"] for b in bars)
+    # a short bar (its words cut off) shows them in a tooltip on hover and on keyboard focus; Escape hides it
+    short = next(i for i, b in enumerate(bars) if b["clipped"])
+    bar = page.locator(".row[data-key] .bar").nth(short)
+    bar.hover()
+    assert page.is_visible("#bar-tip") and page.text_content("#bar-tip") == bars[short]["label"]
+    tip = page.evaluate("() => document.getElementById('bar-tip').getBoundingClientRect().width")
+    assert tip > 200  # readable, not a stub
+    page.mouse.move(5, 5)
+    assert not page.is_visible("#bar-tip")
+    page.focus("#row-filter")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")  # past the filter, through the preference.drink versions, to a short one
+    for _ in range(20):
+        if page.evaluate("document.activeElement.classList.contains('bar')") and page.evaluate(
+                "document.activeElement.getAttribute('aria-describedby') === 'bar-tip'"):
+            break
+        page.keyboard.press("Tab")
+    assert page.is_visible("#bar-tip")
+    assert page.text_content("#bar-tip") == page.evaluate("document.activeElement.getAttribute('aria-label')")
+    page.keyboard.press("Escape")
+    assert not page.is_visible("#bar-tip")
+    page.screenshot(path=str(ARTIFACTS / "imported-jon.png"))
+    assert page.errors == []  # type: ignore[attr-defined]
+    page.context.close()
+
+
+def test_an_imported_history_groups_names_and_filters_its_rows(site: Any, imported: Any) -> None:
+    import re
+
+    path, view = imported["Jon"]
+    page = open_export(site, path)
+    rows = page.eval_on_selector_all(".row[data-key]", "rs => rs.map(r => [r.dataset.key, "
+                                     "r.querySelector('.key').textContent])")
+    assert len(rows) == 87
+    # the drink Jon changed his mind about comes first: the latest said; then the free-text memories, latest first
+    assert rows[0] == ["preference.drink", "preference.drink"]
+    groups = page.eval_on_selector_all(".group", "gs => gs.map(g => [g.dataset.group, g.querySelectorAll("
+                                       "'.row[data-key]').length, g.querySelector('h3').textContent])")
+    assert groups == [["preference", 1, "preference (1 row)"], ["memory", 86, "free-text memories (86 rows)"]]
+    said = {k["key"]: k["last_activity"] for k in view["keys"]}
+    assert [said[k] for k, _ in rows[1:]] == sorted((said[k] for k, _ in rows[1:]), reverse=True)
+    # named by their words, never by the digest in their key
+    assert not [n for _, n in rows if re.match(HEX_NAME, n)]
+    banker = next(k["key"] for k in view["keys"] if (k["versions"][0]["text"] or "").startswith(
+        "Jon lost his job as a banker"))
+    assert dict(rows)[banker] == "Jon lost his job as a banker the\u2026"  # its first 8 words
+    # the filter box: a text match on name or value, rows and empty groups hidden, a count said aloud
+    page.fill("#row-filter", "ESPRESSO")
+    assert page.eval_on_selector_all(".row[data-key]:not([hidden])", "rs => rs.map(r => r.dataset.key)") == [
+        "preference.drink"]
+    assert page.text_content("#filter-count") == "1 of 87 rows"
+    assert page.is_hidden('.group[data-group="memory"]') and page.is_visible('.group[data-group="preference"]')
+    page.fill("#row-filter", "dance studio")
+    visible = page.eval_on_selector_all(".row[data-key]:not([hidden]) .key", "ks => ks.map(k => k.title)")
+    # every word typed, anywhere in the row (its key, its name, a version's value or text), in any case
+    wanted = [k["key"] for k in view["keys"] if all(w in " ".join([k["key"], k["name"]] + [
+        f"{v['value']} {v['text']}" for v in k["versions"]]).lower() for w in ("dance", "studio"))]
+    assert sorted(visible) == sorted(wanted) and 5 < len(wanted) < 87
+    assert page.is_hidden('.group[data-group="preference"]')
+    page.screenshot(path=str(ARTIFACTS / "imported-jon-filtered.png"))
+    page.fill("#row-filter", "")
+    assert page.locator(".row[data-key]:not([hidden])").count() == 87
+    assert page.text_content("#filter-count") == "87 of 87 rows"
+    # the sessions lane: 19 sessions, each labelled with its short id and its message count, none hiding another
+    sessions = page.evaluate(BAR_BOXES_JS, ".bar.session")
+    assert len(sessions) == 19
+    for s, data in zip(sessions, view["sessions"]):
+        n = len(data["messages"])
+        assert s["text"] == f"\u25a4 {data['session_id'].split(':')[-1]} \u00b7 {n} messages", s
+        assert not s["clipped"] and f"{n} messages" in s["label"] and data["session_id"] in s["label"]
+        assert 0 <= s["left"] and s["right"] <= s["track"] + 1
+    for i, a in enumerate(sessions):
+        for b in sessions[i + 1:]:
+            assert a["right"] <= b["left"] or b["right"] <= a["left"] or a["bottom"] <= b["top"] \
+                or b["bottom"] <= a["top"], (a["text"], b["text"])
+    page.evaluate("document.querySelector('[data-lane-name=sessions]').scrollIntoView()")
+    page.screenshot(path=str(ARTIFACTS / "imported-jon-sessions.png"))
+    page.click(".bar.session >> nth=0")
+    assert page.text_content("#audit-body").startswith("Session conv-30:session_1")
+    assert page.errors == []  # type: ignore[attr-defined]
+    page.context.close()
+
+
+def test_a_chinese_history_names_its_rows_in_chinese_on_a_cjk_font_stack(site: Any, imported: Any) -> None:
+    path, view = imported[CJK_USER]
+    page = open_export(site, path)
+    assert view["default_axis"] == "observed" and page.is_checked('input[name="axis"][value="observed"]')
+    names = page.eval_on_selector_all(".row[data-key] .key", "ks => ks.map(k => k.textContent)")
+    assert set(names) == {"preference.drink", "residence.city", *(t[:48] for t in CJK_MEMORIES)}, names
+    assert page.text_content(".bar.session .t") == "\u25a4 2023-05-02 \u00b7 3 messages"
+    # the CJK font stack, in every text of the page (a system without any shows boxes: docs/timeline.md)
+    stack = ('"Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Micro Hei"')
+    for sel in ("body", ".row[data-key] .key.name", ".bar .t", ".row[data-key] .key:not(.name)"):
+        assert stack in page.eval_on_selector(sel, "e => getComputedStyle(e).fontFamily"), sel
+    page.fill("#row-filter", "乌龙")
+    assert page.eval_on_selector_all(".row[data-key]:not([hidden])", "rs => rs.map(r => r.dataset.key)") == [
+        "preference.drink"]
+    page.fill("#row-filter", "")
+    labels = page.eval_on_selector_all(".axis-track .tick", "ts => ts.map(t => t.textContent)")
+    assert all(t.startswith("2023-") for t in labels), labels
+    contrast = page.evaluate(CONTRAST_JS)
+    assert contrast["low"] == [] and contrast["unknown"] == [], contrast
+    page.screenshot(path=str(ARTIFACTS / "imported-chinese.png"), full_page=True)
+    assert page.errors == []  # type: ignore[attr-defined]
+    page.context.close()

@@ -9,12 +9,13 @@ from __future__ import annotations
 import html
 import json
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ledger.timeutil import parse_instant, to_micros
+from ledger.timeutil import now_utc, parse_instant, to_micros
 from memledger.ui import health_view, user_html, user_view
 from memledger.ui.model import believed_at, iso
 from memledger.ui.render import json_for_script, user_page
@@ -303,3 +304,76 @@ def test_the_people_lane_draws_each_relation_over_its_valid_range(fresh_ledger: 
     allowed = user_view(ml, "u1", allow_sensitive={"health"})
     assert [p["entity"] for p in allowed["people"] if p["relation_type"] == "doctor_of"] == ["Dr. Lee"]
     assert [(k.split(".")[1], label) for k, _, label in allowed["shown"]] == [("doctor_of", "health")]
+
+
+def test_live_history_opens_on_system_time_and_an_imported_one_on_observed(fresh_ledger: Any) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("live", "preference.drink", "tea")  # said now: recorded as it was said
+    ml.assert_fact("live", "residence.city", "Oslo", observed_at=iso(now_utc() - timedelta(minutes=5)))
+    assert user_view(ml, "live")["default_axis"] == "system"
+    for day in ("2023-01-02", "2023-02-03"):  # said in 2023, imported today
+        ml.assert_fact("old", f"note.d{day[-2:]}", day, observed_at=f"{day}T09:00:00Z")
+    ml.assert_fact("old", "preference.drink", "coffee")
+    view = user_view(ml, "old")
+    assert view["default_axis"] == "observed"
+    page = user_page(view)
+    assert re.search(r'value="observed" checked', page) and not re.search(r'value="system" checked', page)
+    assert f'id="asof-out" for="asof">{view["observed_ticks"][-1]}<' in page
+
+
+def test_free_text_memories_are_named_by_their_words_and_rows_grouped_latest_first(fresh_ledger: Any) -> None:
+    from memledger.ingest import content_key
+
+    ml = fresh_ledger
+    long_text = "Jon lost his job as a banker the day before the conversation."
+    chinese = "我每天早上在公园跑步，然后去公司附近的咖啡馆吃早餐，再坐地铁去上班，晚上回家给女儿讲故事，周末和家人一起去西湖边散步喝茶"
+    ml.assert_fact("u", content_key(long_text), long_text, text=long_text, observed_at="2023-01-20T16:04:00Z")
+    ml.assert_fact("u", content_key(chinese), chinese, text=chinese, observed_at="2023-05-01T08:00:00Z")
+    ml.assert_fact("u", "diet.type", "vegan", observed_at="2023-02-01T08:00:00Z")
+    ml.assert_fact("u", "preference.drink", "tea", observed_at="2023-01-01T08:00:00Z")
+    ml.assert_fact("u", "preference.food", "rice", observed_at="2023-03-01T08:00:00Z")
+    view = user_view(ml, "u")
+    names = {k["key"]: k["name"] for k in view["keys"]}
+    assert names[content_key(long_text)] == "Jon lost his job as a banker the\u2026"
+    assert names[content_key(chinese)] == chinese[:48] + "\u2026"
+    assert names["diet.type"] == "diet.type"
+    assert [(g["group"], g["keys"]) for g in view["groups"]] == [
+        ("memory", [content_key(chinese), content_key(long_text)]),
+        ("preference", ["preference.food", "preference.drink"]), ("diet", ["diet.type"])]
+    page = user_page(view)
+    assert page.index('data-key="preference.food"') < page.index('data-key="preference.drink"') < page.index(
+        'data-key="diet.type"')
+    assert f'title="{content_key(long_text)}">Jon lost his job as a banker the\u2026</span>' in page
+
+
+def test_the_axis_fits_the_data_and_reaches_now_only_when_the_data_does() -> None:
+    from memledger.ui.render import AXIS_MARGIN, Axis
+
+    old = Axis(["2023-01-20T00:00:00.000000Z", "2023-07-23T00:00:00.000000Z", None,
+                "2099-01-01T00:00:00.000000Z"], "2026-12-07T00:00:00.000000Z")
+    span = (parse_instant("2023-07-23T00:00:00Z", "t") - parse_instant("2023-01-20T00:00:00Z", "t")).total_seconds()
+    assert abs(old.hi_s - span * (1 + 2 * AXIS_MARGIN)) < 1
+    assert 2 < old.pct("2023-01-20T00:00:00.000000Z") < 4 and 96 < old.pct("2023-07-23T00:00:00.000000Z") < 98
+    assert old.pct("2026-12-07T00:00:00.000000Z") == 100.0 and old.pct(None) == 100.0
+    assert [t for _, t in old.labels()][0].startswith("2023-01") and all(
+        t.startswith("2023-") for _, t in old.labels())
+    live = Axis(["2026-06-01T00:00:00.000000Z", "2026-11-30T00:00:00.000000Z"], "2026-12-07T00:00:00.000000Z")
+    assert 96 < live.pct("2026-12-07T00:00:00.000000Z") < 98  # a live user's rows run to today
+    burst = Axis(["2026-12-07T00:00:00.000000Z", "2026-12-07T00:00:05.000000Z"], "2026-12-07T00:00:06.000000Z")
+    assert ":" in burst.labels()[0][1]  # seconds apart: the ticks tell the time of day
+
+
+def test_health_ticks_are_round_and_every_user_is_listed(seeded: Any) -> None:
+    from memledger.ui import health_html
+    from memledger.ui.render import nice_ticks
+
+    assert nice_ticks(0.37, False) == [0, 0.1, 0.2, 0.3, 0.4]
+    assert nice_ticks(1.0, False) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert nice_ticks(1, True) == [0, 1, 2] and nice_ticks(0, True) == [0, 1, 2]
+    assert nice_ticks(1234, True) == [0, 500, 1000, 1500]
+    seeded.assert_fact("Jon/Gina", "preference.drink", "tea")
+    page = health_html(seeded, points=4)
+    assert health_view(seeded, points=4)["user_ids"] == ["Jon/Gina", USER]
+    assert '<ul class="users" id="user-links"><li><a href="/ui/users/Jon%2FGina">Jon/Gina</a></li><li><a ' \
+           f'href="/ui/users/{USER}">{USER}</a></li></ul>' in page
+    assert page.count('class="xtick"') >= 5 * 3 and page.count('class="ytick"') >= 5 * 3
