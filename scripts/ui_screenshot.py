@@ -78,7 +78,9 @@ def main() -> None:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
             context = browser.new_context(viewport={"width": 1280, "height": 1180}, offline=True)
             page = context.new_page()
-            page.goto(page_file.as_uri())
+            # the demo was said in early 2024 and is recorded now, so the page would open on observed time; the
+            # instant below is one of system time (between two recordings)
+            page.goto(page_file.as_uri() + "#axis=system")
             page.fill("#asof-text", at)
             page.press("#asof-text", "Enter")
             page.click('.bar[data-key="diet.type"][data-version="1"]')
