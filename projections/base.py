@@ -87,10 +87,11 @@ class Projection:
         (compare rows exactly). For values that are derived but not bit-reproducible (float vectors)."""
         return None
 
-    def verify_close(self, short: str) -> Any:
+    def verify_close(self, short: str, cur: Any = None, replay: Projection | None = None) -> Any:
         """A function ``(serving_row, replay_row) -> None | str`` that ``verify`` applies to each pair of raw rows of
         table ``short`` (in row order) after the checksums agree: None if they agree within tolerance, else what
-        differs. None (the default): the checksum alone decides."""
+        differs. None (the default): the checksum alone decides. ``cur`` and ``replay`` (the scratch copy) let it
+        read what a row refers to in another table of either copy."""
         return None
 
     def __init__(self, suffix: str = "") -> None:
@@ -151,6 +152,11 @@ class Projection:
         """Called once per catch-up batch, before :meth:`apply` sees any of ``events`` (only those after this
         copy's position), in the same transaction. Default: nothing. The ``vectors`` projection embeds the
         batch's new texts here in one model call (batch 64 is ~5x faster per sentence than batch 1)."""
+
+    def finish(self, cur: Cursor, events: list[LogEvent]) -> None:
+        """Called once per catch-up batch, after :meth:`apply` saw every event of ``events`` (those :meth:`prepare`
+        was given), in the same transaction, before the tracking row moves. Default: nothing. The ``vectors``
+        projection moves the batch's new vectors into their users' packs here (projections/retrieval/packs.py)."""
 
     def apply(self, cur: Cursor, le: LogEvent) -> None:
         """Apply one event. Events this projection does not care about are ignored."""

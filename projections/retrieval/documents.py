@@ -177,10 +177,15 @@ def encode_vector(vec: Any) -> bytes:
 
 def decode_vector(blob: Any, dim: int) -> np.ndarray:
     """A stored vector as a float32 ``(dim,)`` array: ``dim * 2`` bytes are float16, ``dim * 4`` float32 (rows
-    written before vectors were stored as float16, or by :func:`encode_vector`'s fallback).
+    written before vectors were stored as float16, or by :func:`encode_vector`'s fallback); an array (a pack's) as
+    it is.
 
     Raises:
         ValueError: the blob has neither length (a corrupted row, or another model's vector)."""
+    if isinstance(blob, np.ndarray):  # a vector read from a user's pack (projections/retrieval/packs.py)
+        if blob.shape != (dim,):
+            raise ValueError(f"a stored vector of shape {blob.shape}, not ({dim},)")
+        return blob.astype(np.float32, copy=False)
     b = bytes(blob)
     if len(b) == 2 * dim:
         return np.frombuffer(b, dtype=STORED_DTYPE).astype(np.float32)
@@ -194,11 +199,11 @@ def as_f32(v: Any, dim: int) -> Any:
     return decode_vector(v, dim) if isinstance(v, (bytes, bytearray, memoryview)) else v
 
 
-
-
 def stack_vectors(rows: list[tuple], col: int, dim: int) -> np.ndarray:
     """The float32 ``(len(rows), dim)`` matrix of the vector blobs in column ``col`` of ``rows`` (see
     :func:`decode_vector`; one conversion for the whole piece when every row has the same format)."""
+    if any(isinstance(r[col], np.ndarray) for r in rows):  # some from a user's pack (packs.py)
+        return np.stack([decode_vector(r[col], dim) for r in rows])
     blobs = [bytes(r[col]) for r in rows]
     for width, dtype in ((2, STORED_DTYPE), (4, "<f4")):
         if all(len(b) == width * dim for b in blobs):
