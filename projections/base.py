@@ -12,6 +12,7 @@ A projection is a read model rebuilt by replaying the log. Each one:
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -193,6 +194,27 @@ class BulkApplier(Protocol):
     def purge_user(self, user_id: str) -> None: ...
 
     def flush(self, cur: Cursor) -> None: ...
+
+
+#: ``value_json`` of a fact (in ``vectors_docs``) whose value is its own sentence as a JSON string (every free-text memory:
+#: ``remember``, an ingested observation): the empty string, which is no JSON value, instead of the sentence a second
+#: time in the row (90 bytes of a LoCoMo observation's ~1.1 KB). Readers see ``json.dumps(text)`` (:func:`value_json_of`).
+SAME_AS_TEXT = ""
+
+
+def stored_value_json(value_json: str | None, text: str | None) -> str | None:
+    """What a projection row stores for a fact's value: :data:`SAME_AS_TEXT` when the value is exactly its text as
+    a JSON string, else the value as it is."""
+    if text is not None and value_json is not None and value_json == json.dumps(text, ensure_ascii=False):
+        return SAME_AS_TEXT
+    return value_json
+
+
+def value_json_of(value_json: str | None, text: str | None) -> str | None:
+    """A stored value read back (the inverse of :func:`stored_value_json`; rows written before store the value)."""
+    if value_json == SAME_AS_TEXT and text is not None:
+        return json.dumps(text, ensure_ascii=False)
+    return value_json
 
 
 def insert_rows(cur: Cursor, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
