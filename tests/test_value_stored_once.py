@@ -1,0 +1,38 @@
+"""A free-text memory's value is its own sentence: the profile row stores it once, as its text, and every read gives
+the value back as recorded (projections/profile.py, projections/base.py ``stored_value_json``). On SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memledger import MemoryLedger
+
+
+def stored(ml: MemoryLedger) -> dict[str, str | None]:
+    """``{key: value_json as stored}`` of u1's profile rows (opened)."""
+    with ml.db.read() as cur:
+        cur.execute(f"SELECT key, value_json FROM {ml.profile_projection.table('facts')} WHERE user_id = 'u1'")
+        return dict(cur.fetchall())
+
+
+def test_a_value_that_is_its_own_sentence_is_stored_once_and_read_back(store_args: dict[str, Any]) -> None:
+    with MemoryLedger(**store_args) as ml:
+        ml.assert_fact("u1", "memory.a1", "I walk the dog at six", text="I walk the dog at six")
+        ml.assert_fact("u1", "pet.name", "Rex", text="my dog is called Rex")
+        ml.assert_fact("u1", "memory.q1", "say \"hi\" 你好", text="say \"hi\" 你好")
+        assert stored(ml) == {"memory.a1": "", "pet.name": '"Rex"', "memory.q1": ""}
+        values = {k: f.value for k, f in ml.profile("u1").facts.items()}
+        assert values == {"memory.a1": "I walk the dog at six", "pet.name": "Rex", "memory.q1": "say \"hi\" 你好"}
+        assert all(r.ok for r in ml.verify())
+        # a row written before (the value spelled out) reads the same and verifies against a replay that elides it
+        with ml.db.transaction() as cur:
+            cur.execute(f"UPDATE {ml.profile_projection.table('facts')} SET value_json = ? WHERE key = 'memory.a1'",
+                        (cur.seal("u1", json.dumps("I walk the dog at six")),))
+        assert {k: f.value for k, f in ml.profile("u1").facts.items()}["memory.a1"] == "I walk the dog at six"
+        assert all(r.ok for r in ml.verify())
+        with ml.db.transaction() as cur:
+            cur.execute(f"UPDATE {ml.profile_projection.table('facts')} SET value_json = ? WHERE key = 'memory.a1'",
+                        (cur.seal("u1", json.dumps("I walk the cat")),))
+        assert not {r.projection: r for r in ml.verify()}["profile"].ok
