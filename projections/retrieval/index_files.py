@@ -110,10 +110,14 @@ class IndexFiles:
                 if not keep and not fresh:
                     parts.append(None)
                     continue
-                mats = [p_mat[[at[d] for d in keep]]] if keep else []
-                if fresh:
-                    mats.append(np.stack([decode_vector(v, want) for _, v in fresh]))
-                parts.append(UserVectorIndex.from_matrix(want, keep + [d for d, _ in fresh], np.concatenate(mats)))
+                if not fresh and len(keep) == len(p_docs):  # the whole pack, as it is: no copy before FAISS's own
+                    ids, mat = p_docs, p_mat
+                else:
+                    mats = [p_mat[[at[d] for d in keep]].astype(np.float32)] if keep else []
+                    if fresh:
+                        mats.append(np.stack([decode_vector(v, want) for _, v in fresh]))
+                    ids, mat = keep + [d for d, _ in fresh], np.concatenate(mats)
+                parts.append(UserVectorIndex.from_matrix(want, ids, mat))
             out[user_id] = (parts[0] or UserVectorIndex(dim), parts[1])
         return out
 

@@ -57,7 +57,8 @@ def encode_pack(parts: dict[str, tuple[int, list[str], Any]]) -> bytes:
 
 
 def decode_pack(data: bytes) -> dict[str, tuple[int, list[str], Any]]:
-    """The parts of a blob of :func:`encode_pack`, matrices as float32.
+    """The parts of a blob of :func:`encode_pack`, each matrix as stored (float16, or float32): a read-only view of
+    ``data``, converted by whoever reads it (a 100,000-memory pack is not copied to float32 whole just to be read).
 
     Raises:
         ValueError: not such a blob (altered, truncated)."""
@@ -74,7 +75,7 @@ def decode_pack(data: bytes) -> dict[str, tuple[int, list[str], Any]]:
         width = np.dtype(h["dtype"]).itemsize
         if at + len(docs) * dim * width > len(data):
             raise ValueError("a vectors pack of another length")
-        mat = np.frombuffer(data, dtype=h["dtype"], count=len(docs) * dim, offset=at).astype(np.float32)
+        mat = np.frombuffer(data, dtype=h["dtype"], count=len(docs) * dim, offset=at)
         at += len(docs) * dim * width
         out[name] = (dim, docs, mat.reshape(len(docs), dim))
     if at != len(data):
