@@ -36,3 +36,45 @@ def test_a_value_that_is_its_own_sentence_is_stored_once_and_read_back(store_arg
             cur.execute(f"UPDATE {ml.profile_projection.table('facts')} SET value_json = ? WHERE key = 'memory.a1'",
                         (cur.seal("u1", json.dumps("I walk the cat")),))
         assert not {r.projection: r for r in ml.verify()}["profile"].ok
+
+
+def _stored_states(ml: MemoryLedger, user: str, key: str) -> list[dict[str, Any]]:
+    """The stored (transcoded, still encrypted) states of the fact stream's events."""
+    from ledger.domain import fact_id
+
+    mapper = ml.app.mapper
+    out = []
+    for stored in ml.app.recorder.select_events(fact_id(user, key)):
+        state = stored.state
+        if mapper.cipher:
+            state = mapper.cipher.decrypt(state)
+        if mapper.compressor:
+            state = mapper.compressor.decompress(state)
+        out.append(mapper.transcoder.decode(state))
+    return out
+
+
+def test_the_log_stores_a_free_text_value_once_and_decodes_it_as_recorded(store_args: dict[str, Any]) -> None:
+    from ledger.crypto import TOKEN_PREFIX, VALUE_IS_TEXT
+
+    with MemoryLedger(**store_args) as ml:
+        ml.assert_fact("u1", "memory.a1", "I walk the dog at six", text="I walk the dog at six")
+        ml.assert_fact("u1", "pet.name", "Rex", text="my dog is called Rex")
+        [free] = _stored_states(ml, "u1", "memory.a1")
+        assert "value_json" not in free and free[VALUE_IS_TEXT] is True and free["text"].startswith(TOKEN_PREFIX)
+        [named] = _stored_states(ml, "u1", "pet.name")
+        assert VALUE_IS_TEXT not in named and named["value_json"].startswith(TOKEN_PREFIX)
+        history = {r.key: r.value for r in ml.history("u1", "memory.a1")}
+        assert history == {"memory.a1": "I walk the dog at six"}
+        ml.rebuild(["profile", "history"], blue_green=True)  # a replay decodes the value back
+        assert ml.profile("u1").facts["memory.a1"].value == "I walk the dog at six"
+        assert all(r.ok for r in ml.verify())
+        # forgotten: the text's key is destroyed, and the value it stood for is gone with it
+        ml.forget("u1", "memory.a1", actor="test")
+        from ledger.domain import fact_id
+
+        first = ml.app.recorder.select_events(fact_id("u1", "memory.a1"))[0]
+        event = ml.app.mapper.to_domain_event(first)
+        assert (event.text, event.value_json) == (None, None)
+        assert [r.value for r in ml.history("u1", "memory.a1")][0] is None
+        assert all(r.ok for r in ml.verify())
