@@ -266,6 +266,9 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, Ranking, Proje
         self._cache: Any = None
         self._prepared: dict[str, np.ndarray] = {}
         self._stale: dict[str, int] = {}  # user -> pack entries the batch being applied makes stale (packs.py)
+        #: the vectors the batch being applied gives its documents, {(user_id, doc_id): (vector, cjk vector)}, kept
+        #: for its end (packs.py ``finish``); None outside a catch-up batch (``apply`` then writes them in the row)
+        self._batch: dict[tuple[str, str], tuple[bytes, bytes | None]] | None = None
         #: (model_id, text) -> (last position of its warm batch, vector): handed from warm to prepare
         self._warmed: dict[tuple[str, str], tuple[int, np.ndarray]] = {}
         self._memories: dict[str, Memory] = {}  # suffix -> memory of that copy
@@ -436,6 +439,8 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, Ranking, Proje
         copy."""
         cur.execute(f"DELETE FROM {self.table('docs')} WHERE user_id = ?", (user_id,))
         cur.execute(f"DELETE FROM {self.table('packs')} WHERE user_id = ?", (user_id,))
+        if self._batch:
+            self._batch = {doc: v for doc, v in self._batch.items() if doc[0] != user_id}
         meta = self._meta(cur)
         self._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
 
@@ -449,19 +454,26 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, Ranking, Proje
             return
         t = self.table("docs")
         doc_id = fact_doc_id(e.key)
+        if self._batch is not None and effect in (*CURRENT_EFFECTS, "retract", "forget"):
+            self._batch.pop((e.user_id, doc_id), None)  # the batch's earlier vector of this document is not live
         if effect in CURRENT_EFFECTS and e.text is not None:
             vec = self._prepared.get(e.text)
             if vec is None:  # apply() called without prepare() (a caller outside the catch-up loop)
                 vec = self.embed_texts([e.text])[0]
                 self._note_dim(cur, int(vec.shape[0]))
             seal = functools.partial(cur.seal, e.user_id)  # the document and its vectors: the user's (sealing.py)
+            vector, cjk_vector = encode_vector(vec), self._cjk_vector(cur, e.text)
+            if self._batch is not None:
+                # held until the batch's end, which packs them or writes them into the row (packs.py): a row
+                # written with its vector and cleared by the packing would keep its pages at the bigger size
+                self._batch[(e.user_id, doc_id)] = (vector, cjk_vector)
+                vector = cjk_vector = None
             row = (
                 e.user_id, doc_id, e.key, e.originator_version, 1, seal(e.text),
                 seal(stored_value_json(e.value_json, e.text)), e.source, e.source_ref,
                 e.session_id, e.confidence, None if e.role is None else json.dumps(e.role, sort_keys=True),
                 "current", le.recorded_at, to_micros(e.observed_at), to_micros(e.valid_from),
-                to_micros(e.valid_to, OPEN), seal(encode_vector(vec)), le.position,
-                seal(self._cjk_vector(cur, e.text)),
+                to_micros(e.valid_to, OPEN), seal(vector), le.position, seal(cjk_vector),
             )
             cur.execute(
                 f"INSERT INTO {t} ({', '.join(DOC_COLS)}) VALUES ({', '.join('?' * len(DOC_COLS))}) "

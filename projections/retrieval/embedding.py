@@ -202,6 +202,7 @@ class EmbeddingWork:
         self._prepared = {}
         self._prepared_cjk = {}
         self._stale = {}  # counted for this batch only (a batch rolled back left nothing to count)
+        self._batch = {}  # the batch's vectors, held by apply for its end (packs.py)
         final, forgotten = batch_outcome(events)
         try:
             self._prepare(cur, events, unique, final, forgotten)

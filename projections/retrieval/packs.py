@@ -3,10 +3,11 @@ search loads in one read and one opening.
 
 A vector lives in exactly one place at a time, inside the projection database and its transactions:
 
-* a row a batch has just written holds its vector in ``vectors_docs.vector`` / ``cjk_vector`` (float16, as before);
-* at the end of the batch (:meth:`Packs.finish`, same transaction) a user whose unpacked vectors or stale pack
-  entries reach :data:`PACK_RATIO` of their pack is *packed*: their live rows' vectors go into the pack (doc ids
-  and one float16 matrix per model, sealed under the user's key as one blob) and those rows' columns are cleared.
+* a batch's vectors are held in memory while it is applied; at its end (:meth:`Packs.finish`, same transaction) a
+  user whose new vectors, vectors in rows and stale pack entries reach 1/:data:`PACK_RATIO` of their vectors is
+  *packed*: the pack is rewritten with every live document's vector (doc ids and one float16 matrix per model,
+  sealed under the user's key as one blob) and those rows' vector columns are cleared; any other user's new vectors
+  go into their rows (``vectors_docs.vector`` / ``cjk_vector``, float16) until their next packing.
   A small user is packed at every batch; a user of 100,000 memories every ~12,500 changes, so a write never
   rewrites a big pack (an amortised ~8 copies of each vector over its life, not one per write).
 
@@ -147,10 +148,11 @@ class Packs:
                             f"its row nor in the user's pack; rebuild the index: `memledger rebuild vectors "
                             "--blue-green`")
 
-    def pack_user(self, cur: Cursor, user_id: str) -> int:
-        """Move every vector of ``user_id``'s live rows into their pack (rewritten whole, without stale entries)
-        and clear those rows' vector columns; the pack row goes when no live row is left. Returns the vectors
-        packed (main model)."""
+    def pack_user(self, cur: Cursor, user_id: str, held: dict[str, tuple[Any, Any]] | None = None) -> int:
+        """Move every vector of ``user_id``'s live documents into their pack (rewritten whole, without stale
+        entries) and clear those rows' vector columns; the pack row goes when no live row is left. ``held``: the
+        vectors the batch being applied gives the user's documents (``{doc_id: (vector, cjk vector)}``, kept out
+        of their rows until now). Returns the vectors packed (main model)."""
         packs, docs_t = self.table("packs"), self.table("docs")
         cur.execute(f"SELECT doc_id, vector, cjk_vector FROM {docs_t} WHERE user_id = ? AND live = 1 ORDER BY doc_id",
                     (user_id,))
@@ -158,6 +160,8 @@ class Packs:
         if not rows:
             cur.execute(f"DELETE FROM {packs} WHERE user_id = ?", (user_id,))
             return 0
+        if held:
+            rows = [(d, *held[d]) if d in held else (d, v, c) for d, v, c in rows]
         old_main, old_cjk = lookup(self.read_pack(cur, user_id) if any(r[1] is None for r in rows) else None)
         meta = self._meta(cur)
         dim, cjk_dim = int(meta["dim"]), int(meta.get("cjk_dim") or 0)
@@ -196,7 +200,11 @@ class Packs:
         """After a batch: pack each user it touched whose unpacked vectors and stale pack entries reach
         1/:data:`PACK_RATIO` of their vectors, and every user a ``forget`` touched (see the module doc)."""
         final, forgotten = batch_outcome(events)
-        users = sorted({u for u, _ in final} | {u for u, _ in forgotten} | set(self._stale))
+        batch, self._batch = self._batch or {}, None
+        held: dict[str, dict[str, tuple[Any, Any]]] = {}
+        for (user_id, doc_id), vectors in batch.items():
+            held.setdefault(user_id, {})[doc_id] = vectors
+        users = sorted({u for u, _ in final} | {u for u, _ in forgotten} | set(self._stale) | set(held))
         stale, self._stale = self._stale, {}
         must = {u for u, _ in forgotten}
         packs, docs_t = self.table("packs"), self.table("docs")
@@ -205,11 +213,16 @@ class Packs:
             row = cur.fetchone()
             packed, old = (0, 0) if row is None else (int(row[0]), int(row[1]))
             cur.execute(f"SELECT COUNT(*) FROM {docs_t} WHERE user_id = ? AND vector IS NOT NULL", (user_id,))
-            fresh = int(cur.fetchone()[0])
+            mine = held.get(user_id, {})
+            fresh = int(cur.fetchone()[0]) + len(mine)
             waste = old + stale.get(user_id, 0)
             if user_id in must or (fresh + waste and (fresh + waste) * PACK_RATIO >= packed + fresh):
-                self.pack_user(cur, user_id)
-            elif waste != old:
+                self.pack_user(cur, user_id, mine)
+                continue
+            for doc_id, (vec, cvec) in mine.items():  # not packed this time: the rows hold them until then
+                cur.execute(f"UPDATE {docs_t} SET vector = ?, cjk_vector = ? WHERE user_id = ? AND doc_id = ?",
+                            (cur.seal(user_id, vec), cur.seal(user_id, cvec), user_id, doc_id))
+            if waste != old:
                 cur.execute(f"UPDATE {packs} SET stale = ? WHERE user_id = ?", (waste, user_id))
 
     def stored_vectors(self, cur: Cursor) -> dict[tuple[str, str], tuple[Any, Any]]:
