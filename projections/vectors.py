@@ -454,8 +454,10 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, Ranking, Proje
             return
         t = self.table("docs")
         doc_id = fact_doc_id(e.key)
-        if self._batch is not None and effect in (*CURRENT_EFFECTS, "retract", "forget"):
-            self._batch.pop((e.user_id, doc_id), None)  # the batch's earlier vector of this document is not live
+        if self._batch is not None and (effect in (*CURRENT_EFFECTS, "retract")
+                                        or (effect == "forget" and e.replaces is not None)):
+            # the document's live version changes (or goes): the batch's earlier vector of it is not live any more
+            self._batch.pop((e.user_id, doc_id), None)
         if effect in CURRENT_EFFECTS and e.text is not None:
             vec = self._prepared.get(e.text)
             if vec is None:  # apply() called without prepare() (a caller outside the catch-up loop)
