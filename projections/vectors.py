@@ -70,7 +70,7 @@ from .retrieval.documents import (CURRENT_EFFECTS, DOC_COLS, NO_COMPANION, valid
 from .retrieval.embedding import EmbeddingWork
 from .retrieval.index_files import IndexFiles
 from .retrieval.mirror import Memory, Mirror
-from .retrieval.packs import Packs
+from .retrieval.packs import DELTA, Packs
 from .retrieval.ranking import CJK_LEXICAL_WEIGHT, Ranking
 
 np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
@@ -135,14 +135,16 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, Ranking, Proje
             name TEXT PRIMARY KEY,
             value TEXT NOT NULL
         )""",
-        # each user's vectors, one sealed blob (projections/retrieval/packs.py); ``stale``: entries whose rows
-        # were rewritten since it was written
+        # each user's vectors, a base and a delta, each one sealed blob (projections/retrieval/packs.py);
+        # ``stale``: base entries whose rows were rewritten since it was written
         "packs": """
         CREATE TABLE IF NOT EXISTS {t} (
-            user_id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            level INTEGER NOT NULL,
             docs BIGINT NOT NULL,
             stale BIGINT NOT NULL,
-            vectors {blob} NOT NULL
+            vectors {blob} NOT NULL,
+            PRIMARY KEY (user_id, level)
         )""",
     }
     indexes = ["CREATE INDEX IF NOT EXISTS {t_docs}_pos ON {t_docs} (position)",
@@ -208,7 +210,7 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, Ranking, Proje
                 return row
             user_id = row[0]
             if held.get(side, ("",))[0] != user_id:
-                held[side] = (user_id, copy.read_pack(cur, user_id))
+                held[side] = (user_id, (copy.read_pack(cur, user_id), copy.read_pack(cur, user_id, DELTA)))
             return copy.with_packed(cur, [row], DOC_COLS, {user_id: held[side][1]})[0]
 
         def close(a: tuple, b: tuple) -> str | None:
@@ -265,7 +267,7 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, Ranking, Proje
         self.cjk_dense_weight = cjk_dense_weight
         self._cache: Any = None
         self._prepared: dict[str, np.ndarray] = {}
-        self._stale: dict[str, int] = {}  # user -> pack entries the batch being applied makes stale (packs.py)
+        self._stale: dict[str, set[str]] = {}  # user -> their packed documents the batch rewrites (packs.py)
         #: the vectors the batch being applied gives its documents, {(user_id, doc_id): (vector, cjk vector)}, kept
         #: for its end (packs.py ``finish``); None outside a catch-up batch (``apply`` then writes them in the row)
         self._batch: dict[tuple[str, str], tuple[bytes, bytes | None]] | None = None

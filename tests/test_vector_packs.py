@@ -1,6 +1,6 @@
-"""One stored copy of each vector: a user's vectors are one sealed blob in ``vectors_packs`` (their pack), a row
-holds its vector only until its batch's end packs it (projections/retrieval/packs.py); forget and erase leave none of
-a forgotten vector anywhere; a store written before packs is upgraded when opened. On SQLite and PostgreSQL."""
+"""One stored copy of each vector: a user's vectors are in ``vectors_packs``, a base and a delta, each one sealed
+blob (projections/retrieval/packs.py), never in their rows; forget and erase leave none of a forgotten vector
+anywhere; a store written before packs is upgraded when opened. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from memledger import MemoryLedger
 from projections.retrieval.embedders import HashingEmbedder
-from projections.retrieval.packs import PACK_RATIO, decode_pack
+from projections.retrieval.packs import DELTA, PACK_RATIO, decode_pack
 
 DIM = 64
 
@@ -21,17 +21,24 @@ def f16(text: str) -> np.ndarray:
     return HashingEmbedder(DIM).embed_passages([text])[0].astype(np.float16).astype(np.float32)
 
 
-def packs(ml: MemoryLedger) -> dict[str, tuple[int, int]]:
-    """``{user: (docs, stale)}`` of the serving copy's packs."""
+def packs(ml: MemoryLedger) -> dict[str, tuple[int, int, int]]:
+    """``{user: (docs in the base, its stale entries, docs in the delta)}`` of the serving copy's packs."""
+    out: dict[str, list[int]] = {}
     with ml.db.read() as cur:
-        cur.execute(f"SELECT user_id, docs, stale FROM {ml.vectors_projection.table('packs')} ORDER BY user_id")
-        return {u: (int(d), int(s)) for u, d, s in cur.fetchall()}
+        cur.execute(f"SELECT user_id, level, docs, stale FROM {ml.vectors_projection.table('packs')}")
+        for u, level, d, st in cur.fetchall():
+            row = out.setdefault(u, [0, 0, 0])
+            if level == DELTA:
+                row[2] = int(d)
+            else:
+                row[0], row[1] = int(d), int(st)
+    return {u: tuple(v) for u, v in sorted(out.items())}  # type: ignore[misc]
 
 
-def pack(ml: MemoryLedger, user: str) -> dict[str, np.ndarray]:
-    """``{doc_id: main vector}`` of ``user``'s pack, opened."""
+def pack(ml: MemoryLedger, user: str, level: int = 0) -> dict[str, np.ndarray]:
+    """``{doc_id: main vector}`` of ``user``'s base (or delta) pack, opened."""
     with ml.db.read() as cur:
-        parts = ml.vectors_projection.read_pack(cur, user)
+        parts = ml.vectors_projection.read_pack(cur, user, level)
     if parts is None:
         return {}
     _, docs, mat = parts["main"]
@@ -56,7 +63,7 @@ def test_each_vector_is_stored_once_in_its_users_sealed_pack(store_args: dict[st
         ml.assert_fact("u1", "pet.name", "Rex", text="my dog is called Rex")
         ml.assert_fact("u2", "hobby.sport", "tennis", text="plays tennis on Sundays")
         assert ml.search("u1", "green tea", k=1)[0].text == "likes green tea"
-        assert packs(ml) == {"u1": (2, 0), "u2": (1, 0)} and in_rows(ml) == set()
+        assert packs(ml) == {"u1": (2, 0, 0), "u2": (1, 0, 0)} and in_rows(ml) == set()
         got = pack(ml, "u1")
         assert sorted(got) == ["fact:pet.name", "fact:preference.drink"]
         assert np.array_equal(got["fact:preference.drink"], f16("likes green tea"))
@@ -66,32 +73,44 @@ def test_each_vector_is_stored_once_in_its_users_sealed_pack(store_args: dict[st
         # a supersede: the new vector replaces the old in the pack, and the old one is in no row nor pack
         ml.assert_fact("u1", "preference.drink", "coffee", text="drinks black coffee now")
         assert ml.search("u1", "coffee", k=1)[0].text == "drinks black coffee now"
-        assert packs(ml)["u1"] == (2, 0)
+        assert packs(ml)["u1"] == (2, 0, 0)
         assert np.array_equal(pack(ml, "u1")["fact:preference.drink"], f16("drinks black coffee now"))
         assert all(r.ok for r in ml.verify())
 
 
-def test_a_big_users_pack_is_rewritten_only_when_its_changes_reach_an_eighth(store_args: dict[str, Any]) -> None:
+def test_a_big_users_base_is_rewritten_only_when_its_changes_reach_an_eighth(store_args: dict[str, Any]) -> None:
     with MemoryLedger(**store_args) as ml:
         many(ml, "u1", 20)
         ml.search("u1", "rivers", k=1)
-        assert packs(ml) == {"u1": (20, 0)} and PACK_RATIO == 8
-        ml.assert_fact("u1", "pet.name", "Rex", text="my dog is called Rex")  # 1 * 8 < 21: stays in its row
+        assert packs(ml) == {"u1": (20, 0, 0)} and PACK_RATIO == 8
+        ml.assert_fact("u1", "pet.name", "Rex", text="my dog is called Rex")  # 1 * 8 < 21: into the delta
         assert ml.search("u1", "dog Rex", k=1)[0].text == "my dog is called Rex"
-        assert packs(ml) == {"u1": (20, 0)} and in_rows(ml) == {("u1", "fact:pet.name")}
-        ml.retract_fact("u1", "note.n3", reason="wrong")  # a stale entry: (1 + 1) * 8 < 21
+        assert packs(ml) == {"u1": (20, 0, 1)} and in_rows(ml) == set()
+        assert np.array_equal(pack(ml, "u1", DELTA)["fact:pet.name"], f16("my dog is called Rex"))
+        ml.retract_fact("u1", "note.n3", reason="wrong")  # a stale base entry: (1 + 1) * 8 < 21
         ml.search("u1", "rivers", k=1)
-        assert packs(ml) == {"u1": (20, 1)}
+        assert packs(ml) == {"u1": (20, 1, 1)}
         assert "note number 3 about rivers" not in [h.text for h in ml.search("u1", "note number 3", k=25)]
-        # a supersede of a packed memory: its new vector in the row, its old entry stale, (2 + 2) * 8 >= 22: packed
+        ml.retract_fact("u1", "pet.name", reason="no dog")  # leaves the delta, not the base's count
+        assert ml.search("u1", "dog Rex", k=1)[0].key != "pet.name"
+        assert packs(ml) == {"u1": (20, 1, 0)}
+        # a supersede of a base memory: its new vector in the delta, its old entry stale, (1 + 2) * 8 >= 20: the
+        # base is rewritten, with every live vector and nothing stale
         ml.assert_fact("u1", "note.n5", 55, text="note number five about lakes")
         assert ml.search("u1", "lakes", k=1)[0].text == "note number five about lakes"
-        assert packs(ml) == {"u1": (20, 0)} and in_rows(ml) == set()  # 19 notes and the dog
-        assert "fact:note.n3" not in pack(ml, "u1")
+        assert packs(ml) == {"u1": (19, 0, 0)} and in_rows(ml) == set()  # 19 notes
+        assert "fact:note.n3" not in pack(ml, "u1") and "fact:pet.name" not in pack(ml, "u1")
         assert np.array_equal(pack(ml, "u1")["fact:note.n5"], f16("note number five about lakes"))
+        ml.assert_fact("u1", "note.n6", 66, text="note number six about the sea")
+        assert packs(ml) == {"u1": (19, 0, 0)}  # the vectors projection catches up at the next search
         assert all(r.ok for r in ml.verify())
-    with MemoryLedger(**store_args) as ml:  # a fresh process loads the same index
+        assert packs(ml) == {"u1": (19, 1, 1)}
+    with MemoryLedger(**store_args) as ml:  # a fresh process loads the same index: the base, less its stale entry,
+        # and the delta
         assert ml.search("u1", "lakes", k=1)[0].text == "note number five about lakes"
+        assert ml.search("u1", "sea", k=1)[0].text == "note number six about the sea"
+        mem = ml.vectors_projection._memories[ml.vectors_projection.suffix]
+        assert len(mem.users["u1"].vectors) == 19
 
 
 def test_forget_and_erase_leave_no_forgotten_vector_in_any_pack(store_args: dict[str, Any]) -> None:
@@ -105,18 +124,18 @@ def test_forget_and_erase_leave_no_forgotten_vector_in_any_pack(store_args: dict
         # a supersede leaves a stale entry in the pack, below the packing threshold
         ml.assert_fact("u1", "note.n0", 100, text="note about a secret plan")
         ml.search("u1", "rivers", k=1)
-        assert packs(ml)["u1"][1] == 1
+        assert packs(ml)["u1"] == (21, 1, 1)  # 20 notes and the asthma; the new note 0 in the delta
         ml.forget("u1", "health.condition", actor="test")
         ml.forget("u1", "note.n0", actor="test")
         ml.search("u1", "rivers", k=1)
         left = pack(ml, "u1")
         assert "fact:health.condition" not in left and "fact:note.n0" not in left and len(left) == 19
-        assert packs(ml)["u1"] == (19, 0) and in_rows(ml) == set()
+        assert packs(ml)["u1"] == (19, 0, 0) and in_rows(ml) == set()
         gone = [f16(t).astype(np.float16).tobytes() for t in ("I have asthma", "note number 0 about rivers",
                                                                 "note about a secret plan")]
         with ml.db.read() as cur:
             cur.execute(f"SELECT vectors FROM {ml.vectors_projection.table('packs')} WHERE user_id = 'u1'")
-            opened = bytes(cur.fetchone()[0])  # the cursor opens sealed values
+            opened = b"".join(bytes(r[0]) for r in cur.fetchall())  # the cursor opens sealed values
         assert not any(g in opened for g in gone)
         assert all(r.ok for r in ml.verify())
         ml.erase("u2", actor="test")
@@ -141,7 +160,7 @@ def test_a_store_written_before_packs_moves_its_vectors_into_packs_when_opened(s
         d = next((home / "vectors").glob("*/serving"))
         (d / "0123456789abcdef.vec").write_bytes(b"an old vectors file")
     with MemoryLedger(**store_args) as ml:
-        assert packs(ml) == {"u1": (3, 0), "u2": (1, 0)} and in_rows(ml) == set()
+        assert packs(ml) == {"u1": (3, 0, 0), "u2": (1, 0, 0)} and in_rows(ml) == set()
         assert np.array_equal(pack(ml, "u2")["fact:pet.name"], f16("my dog is called Rex"))
         assert ml.search("u2", "dog", k=1)[0].text == "my dog is called Rex"
         assert all(r.ok for r in ml.verify())
@@ -161,7 +180,7 @@ def test_a_pack_altered_on_disk_is_caught_by_verify(store_args: dict[str, Any]) 
             dim, docs, mat = parts["main"]
             mat = mat.copy()
             mat[0, 0] += 0.25
-            cur.execute(f"UPDATE {p.table('packs')} SET vectors = ? WHERE user_id = 'u1'",
+            cur.execute(f"UPDATE {p.table('packs')} SET vectors = ? WHERE user_id = 'u1' AND level = 0",
                         (cur.seal("u1", encode_pack({"main": (dim, docs, mat)})),))
         bad = {r.projection: r for r in ml.verify()}["vectors"]
         assert not bad.ok and bad.difference["problem"].startswith("vector differs by up to 0.2")

@@ -78,9 +78,10 @@ class IndexFiles:
     def _vectors_of(self, cur: Cursor, live: dict[str, list[str]], dim: int,
                     cjk_dim: int | None) -> dict[str, tuple[Any, Any]] | None:
         """Each user's main and companion (None: no CJK document) vector indexes of exactly the documents
-        ``live[user]``: from their pack, and from the rows not packed yet (which win over a pack's stale entry).
-        None when a live document has no vector in either, or a row holds one for a document not live (the files
-        are not this table's)."""
+        ``live[user]``: from their base pack, less its stale entries, then their delta pack and any row holding its
+        own vector (which win, in that order). None when a live document has no vector anywhere, or a row holds one
+        for a document not live (the files are not this table's)."""
+        from .packs import DELTA, lookup
         from .vector_store import UserVectorIndex
 
         cur.execute(f"SELECT user_id, doc_id, vector, cjk_vector FROM {self.table('docs')} "
@@ -92,31 +93,41 @@ class IndexFiles:
             return None
         out: dict[str, tuple[Any, Any]] = {}
         for user_id, docs in live.items():
+            wanted = set(docs)
             own = rows.get(user_id, {})
-            if not set(own) <= set(docs):
+            if not set(own) <= wanted:
                 return None
-            pack = self.read_pack(cur, user_id) if len(own) < len(docs) else None
+            base = self.read_pack(cur, user_id)
+            d_main, d_cjk = lookup(self.read_pack(cur, user_id, DELTA))
+            newer = {d: (v, d_cjk.get(d)) for d, v in d_main.items() if d in wanted}
+            newer.update(own)  # a row's own vector wins over the packs
             parts = []
             for name, want, col in (("main", dim, 0), ("cjk", cjk_dim, 1)):
-                p_docs, p_mat = ([], None) if pack is None or name not in pack else pack[name][1:]
-                if p_mat is not None and pack[name][0] != want:
+                b_docs, b_mat = ([], None) if base is None or name not in base else base[name][1:]
+                if b_mat is not None and base[name][0] != want:
                     return None
-                at = {d: i for i, d in enumerate(p_docs)}
-                # the pack's entries of live documents not rewritten since, in one numpy take, then the rows' own
-                keep = [d for d in docs if d not in own and d in at]
-                fresh = [(d, v[col]) for d, v in own.items() if v[col] is not None]
-                if name == "main" and len(keep) + len(fresh) != len(docs):
+                # the base's entries of live documents not rewritten since, in one numpy take, then the newer ones
+                keep = [i for i, d in enumerate(b_docs) if d in wanted and d not in newer]
+                fresh = [(d, v[col]) for d, v in newer.items() if v[col] is not None]
+                if name == "main" and len(keep) + len(fresh) != len(wanted):
                     return None  # a live document without a vector
                 if not keep and not fresh:
                     parts.append(None)
                     continue
-                if not fresh and len(keep) == len(p_docs):  # the whole pack, as it is: no copy before FAISS's own
-                    ids, mat = p_docs, p_mat
-                else:
-                    mats = [p_mat[[at[d] for d in keep]].astype(np.float32)] if keep else []
+                if keep and len(keep) == len(b_docs):
+                    # the whole base as it is (no copy before FAISS's own), then the newer vectors in one add: the
+                    # common case of a big user, whose delta holds new memories and the base nothing stale
+                    index = UserVectorIndex.from_matrix(want, b_docs, b_mat)
                     if fresh:
-                        mats.append(np.stack([decode_vector(v, want) for _, v in fresh]))
-                    ids, mat = keep + [d for d, _ in fresh], np.concatenate(mats)
+                        index.add_many([d for d, _ in fresh], np.stack([decode_vector(v, want) for _, v in fresh]))
+                    parts.append(index)
+                    continue
+                mat = np.empty((len(keep) + len(fresh), want), dtype=np.float32)
+                if keep:
+                    mat[:len(keep)] = b_mat[keep]
+                for i, (_, v) in enumerate(fresh, start=len(keep)):
+                    mat[i] = decode_vector(v, want)
+                ids = [b_docs[i] for i in keep] + [d for d, _ in fresh]
                 parts.append(UserVectorIndex.from_matrix(want, ids, mat))
             out[user_id] = (parts[0] or UserVectorIndex(dim), parts[1])
         return out
