@@ -128,6 +128,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import os
 import threading
 import uuid
@@ -194,6 +195,10 @@ ERASED_MARKER = "_erased"
 FACT_KEY_FIELD = "fact_key_id"
 #: put in a decoded event's ``__dict__`` when its per-fact key was destroyed (``memledger forget``)
 FORGOTTEN_MARKER = "_forgotten"
+#: the plaintext state flag of a stored event whose ``value_json`` is its ``text`` as a JSON string (a free-text
+#: memory: ``remember``, an ingested observation): the value is not stored (and encrypted) a second time beside the
+#: text; decoding gives it back from the decrypted text, so every reader sees the event as it was recorded
+VALUE_IS_TEXT = "value_is_text"
 DEFAULT_ENCRYPTED_FIELDS: frozenset[str] = frozenset(
     {"value_json", "text", "reason", "summary", "card", "message_text"}
 )
@@ -652,7 +657,8 @@ class EncryptingMapper(Mapper[Any]):
         changed = False
         user_id = self._user_of(state)
         if user_id is not None and names:
-            changed = self._encrypt_fields(state, names, user_id, originator_id, originator_version)
+            changed = _elide_value(state, names)
+            changed = self._encrypt_fields(state, names, user_id, originator_id, originator_version) or changed
         nested = state.get("state")
         if isinstance(nested, dict) and names:
             nested_user = self._user_of(nested)
@@ -730,6 +736,9 @@ class EncryptingMapper(Mapper[Any]):
                     fact_keys=fact_keys,
                 )
                 erased, forgotten = outcome == "erased", outcome == "forgotten"
+            if event_state.pop(VALUE_IS_TEXT, False):  # the value stored once, as the text (to_stored_event)
+                text = event_state.get("text")
+                event_state["value_json"] = None if text is None else json.dumps(text, ensure_ascii=False)
             nested = event_state.get("state")
             if isinstance(nested, dict):
                 nested_user = self._user_of(nested)
@@ -763,3 +772,17 @@ class EncryptingMapper(Mapper[Any]):
         domain_event = object.__new__(cls)
         object.__setattr__(domain_event, "__dict__", event_state)
         return domain_event
+
+
+def _elide_value(state: dict[str, Any], names: frozenset[str]) -> bool:
+    """Store an event's value once when it is exactly its text as a JSON string (:data:`VALUE_IS_TEXT`): the two
+    were each encrypted (~180 bytes of token apiece for a LoCoMo observation). Lossless: only an exact match is
+    elided, and decoding writes the same string back. Returns whether it elided."""
+    if "value_json" not in names or "text" not in names:
+        return False
+    text, value = state.get("text"), state.get("value_json")
+    if not isinstance(text, str) or not isinstance(value, str) or value != json.dumps(text, ensure_ascii=False):
+        return False
+    del state["value_json"]
+    state[VALUE_IS_TEXT] = True
+    return True

@@ -386,7 +386,7 @@ def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:
 
 def reload_user_index(ml: Store, proj: Any, user_id: str) -> None:
     """After the vectors table changed for ``user_id`` (erase, forget) and its generation was bumped: reload this
-    process's mirror from the rows, delete the user's ``.lex`` and ``.vec`` files (and ``.faiss`` files of an older layout) in
+    process's mirror from the rows, delete the user's ``.lex`` files (and ``.vec`` and ``.faiss`` files of older layouts) in
     every model/copy directory, and rewrite the manifest and files from the mirror."""
     from projections.retrieval.documents import user_file_stem
 

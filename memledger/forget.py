@@ -252,6 +252,7 @@ def _purge_vectors(ml: Store, user_id: str, key: str, versions: list[int], texts
                     "source_ref = NULL, role = NULL, status = 'removed' "
                     f"WHERE user_id = ? AND doc_id = ? AND version IN ({marks})",
                     (user_id, fact_doc_id(key), *versions))
+        proj.pack_user(cur, user_id)  # the user's pack rewritten from their live rows: the forgotten vectors go
         meta = proj._meta(cur)
         proj._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
     reload_user_index(ml, proj, user_id)

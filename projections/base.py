@@ -12,6 +12,7 @@ A projection is a read model rebuilt by replaying the log. Each one:
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -87,10 +88,11 @@ class Projection:
         (compare rows exactly). For values that are derived but not bit-reproducible (float vectors)."""
         return None
 
-    def verify_close(self, short: str) -> Any:
+    def verify_close(self, short: str, cur: Any = None, replay: Projection | None = None) -> Any:
         """A function ``(serving_row, replay_row) -> None | str`` that ``verify`` applies to each pair of raw rows of
         table ``short`` (in row order) after the checksums agree: None if they agree within tolerance, else what
-        differs. None (the default): the checksum alone decides."""
+        differs. None (the default): the checksum alone decides. ``cur`` and ``replay`` (the scratch copy) let it
+        read what a row refers to in another table of either copy."""
         return None
 
     def __init__(self, suffix: str = "") -> None:
@@ -152,6 +154,11 @@ class Projection:
         copy's position), in the same transaction. Default: nothing. The ``vectors`` projection embeds the
         batch's new texts here in one model call (batch 64 is ~5x faster per sentence than batch 1)."""
 
+    def finish(self, cur: Cursor, events: list[LogEvent]) -> None:
+        """Called once per catch-up batch, after :meth:`apply` saw every event of ``events`` (those :meth:`prepare`
+        was given), in the same transaction, before the tracking row moves. Default: nothing. The ``vectors``
+        projection moves the batch's new vectors into their users' packs here (projections/retrieval/packs.py)."""
+
     def apply(self, cur: Cursor, le: LogEvent) -> None:
         """Apply one event. Events this projection does not care about are ignored."""
         raise NotImplementedError
@@ -187,6 +194,27 @@ class BulkApplier(Protocol):
     def purge_user(self, user_id: str) -> None: ...
 
     def flush(self, cur: Cursor) -> None: ...
+
+
+#: ``value_json`` of a fact (in ``vectors_docs``) whose value is its own sentence as a JSON string (every free-text memory:
+#: ``remember``, an ingested observation): the empty string, which is no JSON value, instead of the sentence a second
+#: time in the row (90 bytes of a LoCoMo observation's ~1.1 KB). Readers see ``json.dumps(text)`` (:func:`value_json_of`).
+SAME_AS_TEXT = ""
+
+
+def stored_value_json(value_json: str | None, text: str | None) -> str | None:
+    """What a projection row stores for a fact's value: :data:`SAME_AS_TEXT` when the value is exactly its text as
+    a JSON string, else the value as it is."""
+    if text is not None and value_json is not None and value_json == json.dumps(text, ensure_ascii=False):
+        return SAME_AS_TEXT
+    return value_json
+
+
+def value_json_of(value_json: str | None, text: str | None) -> str | None:
+    """A stored value read back (the inverse of :func:`stored_value_json`; rows written before store the value)."""
+    if value_json == SAME_AS_TEXT and text is not None:
+        return json.dumps(text, ensure_ascii=False)
+    return value_json
 
 
 def insert_rows(cur: Cursor, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

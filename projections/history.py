@@ -6,6 +6,9 @@ Two tables:
 *as known now* (later events narrow it: a superseded value shows its closed range; a misreported or withdrawn value
 an empty one). This is what ``memledger history`` and ``audit`` print.
 
+A free-text memory's value (its own sentence as a JSON string) is stored once in ``history_versions``, as its text:
+the row's ``value_json`` is ``''`` and every query here reads the value back (:func:`version_rows`).
+
 ``history_timeline`` — bitemporal rows: for a version, a valid range ``[valid_from, valid_to)`` together with the
 system-time range ``[recorded_from, recorded_to)`` during which the ledger held that belief. Rows are only ever
 inserted and closed (``recorded_to`` set), never edited otherwise, so the belief at any past system time stays
@@ -22,8 +25,18 @@ from typing import Any
 from ledger.domain import Fact, fact_effect
 from ledger.timeutil import OPEN, to_micros
 
-from .base import LogEvent, Projection, insert_rows, iso_micros, sealed
+from .base import LogEvent, Projection, insert_rows, iso_micros, sealed, stored_value_json, value_json_of
 from .db import Cursor
+
+def version_rows(cols: list[str], rows: list[tuple]) -> list[dict[str, Any]]:
+    """Fetched rows of ``cols`` as dicts, ``value_json`` read back as recorded where the row stores a free-text
+    memory's value as its text (:func:`projections.base.stored_value_json`)."""
+    out = [dict(zip(cols, r)) for r in rows]
+    if "value_json" in cols and "text" in cols:
+        for d in out:
+            d["value_json"] = value_json_of(d["value_json"], d["text"])
+    return out
+
 
 VERSION_COLS = [
     "user_id", "key", "version", "event_id", "kind", "effect", "value_json", "text", "reason", "recorded_at",
@@ -101,7 +114,7 @@ def project(le: LogEvent, w: Any) -> None:
     recorded, position = le.recorded_at, le.position
     valid_from, valid_to = to_micros(e.valid_from), to_micros(e.valid_to)
     w.insert_version([
-        user_id, key, version, e.event_id, e.kind, effect, e.value_json, e.text, e.reason,
+        user_id, key, version, e.event_id, e.kind, effect, stored_value_json(e.value_json, e.text), e.text, e.reason,
         recorded, to_micros(e.observed_at), valid_from, valid_to,
         _INITIAL_STATUS[effect], e.replaces, None, e.source, e.source_ref, e.session_id, e.actor,
         e.trace_id, json.dumps(list(e.derived_from)) if e.derived_from else "[]", e.confidence,
@@ -340,6 +353,21 @@ class HistoryProjection(Projection):
         """An in-memory applier for replaying many events at once (see :class:`HistoryBulk`)."""
         return HistoryBulk(self.table("versions"), self.table("timeline"))
 
+    def verify_row(self, short: str) -> Any:
+        """For ``verify``: a value stored as :data:`~projections.base.SAME_AS_TEXT` equals one written out (rows
+        written before the value of a free-text memory was elided compare equal to a replay's)."""
+        if short != "versions":
+            return None
+        value_at, text_at = VERSION_COLS.index("value_json"), VERSION_COLS.index("text")
+
+        def spelled_out(row: tuple) -> tuple:
+            out = list(row)
+            if len(out) > text_at:
+                out[value_at] = value_json_of(out[value_at], out[text_at])
+            return tuple(out)
+
+        return spelled_out
+
     def purge_user(self, cur: Cursor, user_id: str) -> None:
         for short in self.tables:
             cur.execute(f"DELETE FROM {self.table(short)} WHERE user_id = ?", (user_id,))
@@ -353,7 +381,7 @@ class HistoryProjection(Projection):
             sql += " AND key = ?"
             params.append(key)
         cur.execute(sql + " ORDER BY position", params)
-        return [dict(zip(VERSION_COLS, r)) for r in cur.fetchall()]
+        return version_rows(VERSION_COLS, cur.fetchall())
 
     # -- hygiene (memledger/hygiene.py, docs/hygiene.md) -------------------------------------------------------
     def quarantine_rows(self, cur: Cursor, user_id: str | None) -> tuple[list[dict[str, Any]],
@@ -368,7 +396,7 @@ class HistoryProjection(Projection):
             sql += " AND user_id = ?"
             params.append(user_id)
         cur.execute(sql + " ORDER BY position", params)
-        rows = [dict(zip(VERSION_COLS, r)) for r in cur.fetchall()]
+        rows = version_rows(VERSION_COLS, cur.fetchall())
         held = [r for r in rows if r["effect"] == "quarantine"]
         releases = {}
         for r in rows:
@@ -414,7 +442,7 @@ class HistoryProjection(Projection):
                     "AND valid_to IS NOT NULL AND valid_to > ? AND valid_to > valid_from "
                     "ORDER BY valid_from DESC, version DESC", (user_id, key, at, at))
         row = cur.fetchone()
-        return None if row is None else dict(zip(VERSION_COLS, row))
+        return None if row is None else version_rows(VERSION_COLS, [row])[0]
 
     def observed_at_of(self, cur: Cursor, user_id: str, key: str, version: int) -> int | None:
         """When the version's event was said (``observed_at`` micros), or None."""

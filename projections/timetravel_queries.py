@@ -28,7 +28,7 @@ from typing import Any
 from ledger.timeutil import OPEN
 
 from .db import Cursor
-from .history import VERSION_COLS, HistoryProjection
+from .history import VERSION_COLS, HistoryProjection, version_rows
 
 #: the columns of a belief row: the timeline row's bitemporal ranges, and its version's event fields
 BELIEF_COLS = [
@@ -104,7 +104,7 @@ class TimeTravelQueries:
             sql += " AND t.key = ?"
             params.append(key)
         cur.execute(sql + " ORDER BY t.key", params)
-        return [dict(zip(BELIEF_COLS, r)) for r in cur.fetchall()]
+        return version_rows(BELIEF_COLS, cur.fetchall())
 
     def users(self, cur: Cursor) -> list[str]:
         """Every user with a fact event in the projection, in order (``memledger stats`` of the whole store)."""
@@ -137,7 +137,7 @@ class TimeTravelQueries:
             "ORDER BY t.key, t.valid_from",
             [*join_params, user_id, *where_params, *([] if starting_after is None else [starting_after])],
         )
-        return [dict(zip(LIVE_COLS, r)) for r in cur.fetchall()]
+        return version_rows(LIVE_COLS, cur.fetchall())
 
     def event_at(self, cur: Cursor, user_id: str, position: int) -> dict[str, Any] | None:
         """The ``history_versions`` row (dict of VERSION_COLS) of the user's event at log ``position``."""
@@ -146,7 +146,7 @@ class TimeTravelQueries:
             (user_id, position),
         )
         row = cur.fetchone()
-        return None if row is None else dict(zip(VERSION_COLS, row))
+        return None if row is None else version_rows(VERSION_COLS, [row])[0]
 
     def closing_position(self, cur: Cursor, user_id: str, key: str, version: int, position_from: int) -> int:
         """``position_to`` of the timeline row opened at ``position_from`` for (key, version); OPEN if open."""
@@ -184,4 +184,4 @@ class TimeTravelQueries:
             sql += " AND v.position < COALESCE(c.f, ?)"
             params.append(OPEN)
         cur.execute(sql + " ORDER BY v.position", params)
-        return [dict(zip(VERSION_COLS, r)) for r in cur.fetchall()]
+        return version_rows(VERSION_COLS, cur.fetchall())

@@ -9,13 +9,14 @@ What it promises:
 * **Isolated per user by construction.** Each user has their own
   :class:`~projections.retrieval.vector_store.UserVectorIndex` and :class:`~projections.retrieval.lexical.LexicalIndex`;
   a search is handed one user's indexes, so it cannot score, let alone return, another user's memory. There is no global index and no post-filter on ``user_id``.
-* **Derivable.** The SQL table ``vectors_docs`` (one row per document, with its float32 vector as bytes) is the
-  truth and moves with the tracking row. The in-memory indexes are a cache of that table and are only ever updated
+* **Derivable.** The SQL tables ``vectors_docs`` (one row per document) and ``vectors_packs`` (each user's vectors
+  as one sealed blob; a row's vector sits in its column until the end-of-batch packing moves it there:
+  projections/retrieval/packs.py, one stored copy of each vector) are the truth and move with the tracking row. The in-memory indexes are a cache of that table and are only ever updated
   *from* it, after the transaction committed: at each search, rows whose ``position`` is past the position the
   memory reflects are read in the reader's snapshot and applied. So a rolled-back catch-up never reaches memory,
   another process's writes are seen by the next search here, and a crash can never leave a stale vector served.
-  Index files under ``<home>/vectors/<model-slug>/`` (per-user BM25 ``.lex``, per-user vectors ``.vec`` and
-  ``manifest.json``) only speed up opening: they are used only when the manifest's model, generation, position and
+  Index files under ``<home>/vectors/<model-slug>/`` (per-user BM25 ``.lex`` and ``manifest.json``) only speed
+  up opening: they are used only when the manifest's model, generation, position and
   digests equal the table's; otherwise the indexes are rebuilt from the table's rows (no model call).
 
 Documents are named ``fact:<key>`` so other kinds (e.g. ``msg:<id>`` for session messages) can join later.
@@ -43,8 +44,8 @@ absolute relevance); every other query takes the MiniLM + BM25 path.
 
 This module holds the projection itself: its tables, ``apply``, the model bookkeeping and ``verify``'s comparison.
 Its other jobs are mixins in projections/retrieval/: the embedding work (``embedding.py``), the in-memory mirror
-(``mirror.py``), the index files (``index_files.py``) and the ranking (``ranking.py``); the row format is
-``documents.py``.
+(``mirror.py``), the per-user vector packs (``packs.py``), the index files (``index_files.py``) and the ranking
+(``ranking.py``); the row format is ``documents.py``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.domain import Fact, fact_effect
+from ledger.text import has_cjk
 from ledger.timeutil import OPEN, to_micros
 
 from .base import LogEvent, Projection
@@ -68,6 +70,7 @@ from .retrieval.documents import (CURRENT_EFFECTS, DOC_COLS, NO_COMPANION, valid
 from .retrieval.embedding import EmbeddingWork
 from .retrieval.index_files import IndexFiles
 from .retrieval.mirror import Memory, Mirror
+from .retrieval.packs import DELTA, Packs
 from .retrieval.ranking import CJK_LEXICAL_WEIGHT, Ranking
 
 np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
@@ -78,7 +81,7 @@ VERIFY_ATOL = 1e-4
 VERIFY_RTOL = 2.0 ** -10
 
 
-class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
+class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, Ranking, Projection):
     """Current memories per user, embedded, in FAISS (dense) and BM25 (lexical) indexes.
 
     Args:
@@ -132,13 +135,28 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
             name TEXT PRIMARY KEY,
             value TEXT NOT NULL
         )""",
+        # each user's vectors, a base and a delta, each one sealed blob (projections/retrieval/packs.py);
+        # ``stale``: base entries whose rows were rewritten since it was written
+        "packs": """
+        CREATE TABLE IF NOT EXISTS {t} (
+            user_id TEXT NOT NULL,
+            level INTEGER NOT NULL,
+            docs BIGINT NOT NULL,
+            stale BIGINT NOT NULL,
+            vectors {blob} NOT NULL,
+            PRIMARY KEY (user_id, level)
+        )""",
     }
-    indexes = ["CREATE INDEX IF NOT EXISTS {t_docs}_pos ON {t_docs} (position)"]
+    indexes = ["CREATE INDEX IF NOT EXISTS {t_docs}_pos ON {t_docs} (position)",
+               # the rows whose vectors are not packed yet: counted after each batch, read when a mirror loads
+               "CREATE INDEX IF NOT EXISTS {t_docs}_unpacked ON {t_docs} (user_id) WHERE vector IS NOT NULL"]
     # ``generation`` counts reloads (erasure, model change) to tell other processes to drop their in-memory copy, and
     # ``dim``/``cjk_dim`` are noted when a first vector is embedded (an erased user's may be the only ones ever):
     # bookkeeping a scratch replay cannot reproduce, so verify compares every other row (else verify
     # would fail after every erase). The vectors themselves are compared row by row in ``docs``.
-    verify_exclude = {"meta": "name IN ('generation', 'dim', 'cjk_dim')"}
+    # Which rows' vectors are packed depends on where batches ended (projections/retrieval/packs.py), so the packs
+    # are not compared as rows: each live row's vector, from its column or its pack, is (verify_row, verify_close).
+    verify_exclude = {"meta": "name IN ('generation', 'dim', 'cjk_dim')", "packs": "1 = 1"}
 
     def verify_row(self, short: str) -> Any:
         """For ``verify``'s checksum, the float32 vectors of ``docs`` are replaced by their dimension: their values are
@@ -154,10 +172,19 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
         idx = {DOC_COLS.index("vector"): self._dim_of("vector"), DOC_COLS.index("cjk_vector"): self._dim_of("cjk")}
         text_at, value_at = DOC_COLS.index("text"), DOC_COLS.index("value_json")
 
+        live_at, vec_at, cjk_at = DOC_COLS.index("live"), DOC_COLS.index("vector"), DOC_COLS.index("cjk_vector")
+        cjk_dim = self._dim_of("cjk")
+
         def shape_only(row: tuple) -> tuple:
             out = list(row)
             if len(out) > value_at:  # a value stored as SAME_AS_TEXT equals one written out (rows written before)
                 out[value_at] = value_json_of(out[value_at], out[text_at])
+            if len(out) > cjk_at and out[live_at] and out[vec_at] is None:
+                # packed: its vectors are in the user's pack, the companion's when the text has CJK (as when the
+                # row held them: documents.py); verify_close compares their values
+                out[vec_at] = f"<{idx[vec_at]}-d vector>"
+                out[cjk_at] = f"<{cjk_dim}-d vector>" if cjk_dim is not None and has_cjk(out[text_at] or "") else None
+                return tuple(out)
             for i, dim in idx.items():
                 if i < len(out) and out[i] is not None:
                     n = len(bytes(out[i]))
@@ -166,15 +193,31 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
 
         return shape_only
 
-    def verify_close(self, short: str) -> Any:
+    def verify_close(self, short: str, cur: Cursor | None = None, replay: Projection | None = None) -> Any:
         """``(serving_row, replay_row) -> None | str``: None when their vectors agree within :data:`VERIFY_ATOL` per
-        component (see :meth:`verify_row`), else what differs."""
+        component (see :meth:`verify_row`), else what differs. A packed row's vectors are read from its user's pack
+        in this copy or in ``replay``'s (through ``cur``), one user's pack at a time (rows come in user order)."""
         if short != "docs":
             return None
         idx = {DOC_COLS.index("vector"): ("vector", self._dim_of("vector")),
                DOC_COLS.index("cjk_vector"): ("cjk_vector", self._dim_of("cjk"))}
+        held: dict[int, tuple[str, list[tuple]]] = {}  # side -> (user, that user's pack as one with_packed input)
+
+        vec_at, live_at = DOC_COLS.index("vector"), DOC_COLS.index("live")
+
+        def unpacked(side: int, copy: Any, row: tuple) -> tuple:
+            if cur is None or copy is None or row[vec_at] is not None or not row[live_at]:
+                return row
+            user_id = row[0]
+            if held.get(side, ("",))[0] != user_id:
+                held[side] = (user_id, (copy.read_pack(cur, user_id), copy.read_pack(cur, user_id, DELTA)))
+            return copy.with_packed(cur, [row], DOC_COLS, {user_id: held[side][1]})[0]
 
         def close(a: tuple, b: tuple) -> str | None:
+            try:
+                a, b = unpacked(0, self, a), unpacked(1, replay, b)
+            except (RuntimeError, ValueError) as exc:  # a live row whose vector is nowhere, a damaged pack
+                return str(exc)
             for i, (name, dim) in idx.items():
                 if dim is None:
                     continue
@@ -224,6 +267,10 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
         self.cjk_dense_weight = cjk_dense_weight
         self._cache: Any = None
         self._prepared: dict[str, np.ndarray] = {}
+        self._stale: dict[str, set[str]] = {}  # user -> their packed documents the batch rewrites (packs.py)
+        #: the vectors the batch being applied gives its documents, {(user_id, doc_id): (vector, cjk vector)}, kept
+        #: for its end (packs.py ``finish``); None outside a catch-up batch (``apply`` then writes them in the row)
+        self._batch: dict[tuple[str, str], tuple[bytes, bytes | None]] | None = None
         #: (model_id, text) -> (last position of its warm batch, vector): handed from warm to prepare
         self._warmed: dict[tuple[str, str], tuple[int, np.ndarray]] = {}
         self._memories: dict[str, Memory] = {}  # suffix -> memory of that copy
@@ -339,12 +386,20 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
               and (cjk := self.cjk_model_id) != NO_COMPANION):
             # the one-time upgrade of a table built before the companion existed
             cur.execute(f"DELETE FROM {self.table('docs')}")
+            cur.execute(f"DELETE FROM {self.table('packs')}")
             cur.execute("UPDATE projection_tracking SET position = 0, recorded_at = 0 WHERE projection = ?",
                         (self.tracking_name,))
             cur.execute(f"DELETE FROM {self.table('meta')} WHERE name IN ('dim', 'cjk_dim')")
             self._set_meta(cur, "cjk_model_id", cjk)
             self._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
         # otherwise the table keeps its models; a mismatch is refused when this object is used (check_model)
+        cur.execute(f"SELECT 1 FROM {self.table('packs')} LIMIT 1")
+        if cur.fetchone() is None:
+            # No pack yet, and vectors in rows: a store written before packs (a new one packs at every batch's end).
+            # Its upgrade, once: each user's vectors move from their rows into their pack (docs/performance.md).
+            cur.execute(f"SELECT 1 FROM {self.table('docs')} WHERE vector IS NOT NULL LIMIT 1")
+            if cur.fetchone() is not None:
+                self.pack_all(cur)
         self._seen_meta = self._meta(cur)
 
     def model_mismatch(self, meta: dict[str, str]) -> str | None:
@@ -382,8 +437,12 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
                     "ON CONFLICT (name) DO UPDATE SET value = excluded.value", (name, value))
 
     def purge_user(self, cur: Cursor, user_id: str) -> None:
-        """Erasure: delete the user's rows and bump ``generation`` so every process drops its in-memory copy."""
+        """Erasure: delete the user's rows and pack, and bump ``generation`` so every process drops its in-memory
+        copy."""
         cur.execute(f"DELETE FROM {self.table('docs')} WHERE user_id = ?", (user_id,))
+        cur.execute(f"DELETE FROM {self.table('packs')} WHERE user_id = ?", (user_id,))
+        if self._batch:
+            self._batch = {doc: v for doc, v in self._batch.items() if doc[0] != user_id}
         meta = self._meta(cur)
         self._set_meta(cur, "generation", str(int(meta.get("generation", "0")) + 1))
 
@@ -397,19 +456,28 @@ class VectorsProjection(EmbeddingWork, Mirror, IndexFiles, Ranking, Projection):
             return
         t = self.table("docs")
         doc_id = fact_doc_id(e.key)
+        if self._batch is not None and (effect in (*CURRENT_EFFECTS, "retract")
+                                        or (effect == "forget" and e.replaces is not None)):
+            # the document's live version changes (or goes): the batch's earlier vector of it is not live any more
+            self._batch.pop((e.user_id, doc_id), None)
         if effect in CURRENT_EFFECTS and e.text is not None:
             vec = self._prepared.get(e.text)
             if vec is None:  # apply() called without prepare() (a caller outside the catch-up loop)
                 vec = self.embed_texts([e.text])[0]
                 self._note_dim(cur, int(vec.shape[0]))
             seal = functools.partial(cur.seal, e.user_id)  # the document and its vectors: the user's (sealing.py)
+            vector, cjk_vector = encode_vector(vec), self._cjk_vector(cur, e.text)
+            if self._batch is not None:
+                # held until the batch's end, which packs them or writes them into the row (packs.py): a row
+                # written with its vector and cleared by the packing would keep its pages at the bigger size
+                self._batch[(e.user_id, doc_id)] = (vector, cjk_vector)
+                vector = cjk_vector = None
             row = (
                 e.user_id, doc_id, e.key, e.originator_version, 1, seal(e.text),
                 seal(stored_value_json(e.value_json, e.text)), e.source, e.source_ref,
                 e.session_id, e.confidence, None if e.role is None else json.dumps(e.role, sort_keys=True),
                 "current", le.recorded_at, to_micros(e.observed_at), to_micros(e.valid_from),
-                to_micros(e.valid_to, OPEN), seal(encode_vector(vec)), le.position,
-                seal(self._cjk_vector(cur, e.text)),
+                to_micros(e.valid_to, OPEN), seal(vector), le.position, seal(cjk_vector),
             )
             cur.execute(
                 f"INSERT INTO {t} ({', '.join(DOC_COLS)}) VALUES ({', '.join('?' * len(DOC_COLS))}) "

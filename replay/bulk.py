@@ -153,9 +153,11 @@ def bulk_catch_up(app: Any, db: Any, projections: Sequence[Projection], *, until
                     else:
                         mine = [le for le in held if le.position > pos]
                         for i in range(0, len(mine), BATCH):  # as apply_batch: prepare what is applied
-                            p.prepare(c, [le for le in mine[i:i + BATCH] if actions[le.position] is APPLY])
+                            applied = [le for le in mine[i:i + BATCH] if actions[le.position] is APPLY]
+                            p.prepare(c, applied)
                             for le in mine[i:i + BATCH]:
                                 apply_one(c, p, le, actions[le.position])
+                            p.finish(c, applied)
                     # the running clock after the last event (not a max of stamps: a UserArrived marker lowers it)
                     state[p.tracking_name] = (last.position, tracked_clock(rec, last))
                     set_position(c, p.tracking_name, *state[p.tracking_name])

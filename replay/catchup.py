@@ -173,13 +173,15 @@ def apply_batch(cur: Any, app: Any, projections: Sequence[Projection], head: int
     actions = erasure_actions(cur, events)
     for p in projections:
         pos, recorded = positions[p.tracking_name]
-        p.prepare(cur, [le for le in events if le.position > pos and actions[le.position] is APPLY])
+        mine = [le for le in events if le.position > pos and actions[le.position] is APPLY]
+        p.prepare(cur, mine)
         applied = False
         for le in events:
             if le.position > pos:
                 apply_one(cur, p, le, actions[le.position])
                 applied = True
                 recorded = tracked_clock(recorded, le)
+        p.finish(cur, mine)
         if applied:
             set_position(cur, p.tracking_name, events[-1].position, recorded)
     return low, events

@@ -101,7 +101,7 @@ def first_difference(cur: Any, serving: Projection, replay: Projection) -> dict[
 def close_difference(cur: Any, serving: Projection, replay: Projection) -> dict[str, Any] | None:
     """The first row pair (in :func:`rows` order) that a projection's ``verify_close`` rejects; None if all pass."""
     for short in serving.tables:
-        close = serving.verify_close(short)
+        close = serving.verify_close(short, cur, replay)
         if close is None:
             continue
         skip = serving.verify_exclude.get(short)

@@ -69,11 +69,13 @@ def ml(store_args: dict[str, Any], fake: ConceptEmbedder):
 
 
 def cjk_rows(ml: MemoryLedger) -> dict[tuple[str, str], bytes | None]:
-    """(user, doc_id) -> the companion vector bytes of every row of the serving vectors table (caught up)."""
+    """(user, doc_id) -> the companion vector (float16 bytes) of every document of the serving vectors copy, from
+    its row or its user's pack (caught up)."""
     ml.catch_up()
     with ml.db.read() as cur:
-        cur.execute(f"SELECT user_id, doc_id, cjk_vector FROM {ml.vectors_projection.table('docs')}")
-        return {(u, d): None if v is None else bytes(v) for u, d, v in cur.fetchall()}
+        stored = ml.vectors_projection.stored_vectors(cur)
+    return {k: None if v is None else v.astype("<f2").tobytes() if isinstance(v, np.ndarray) else bytes(v)
+            for k, (_, v) in stored.items()}
 
 
 def companion_docs(ml: MemoryLedger, user: str) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memledger import MemoryLedger
@@ -54,9 +55,9 @@ def top(ml: MemoryLedger, query: str) -> str:
 
 def dims(ml: MemoryLedger) -> set[int]:
     """Components of every live vector in the serving vectors copy (stored as float16: 2 bytes each)."""
-    with ml.db.read() as cur:  # the table name is resolved in this snapshot (the serving copy)
-        cur.execute(f"SELECT vector FROM {ml.vectors_projection.table('docs')} WHERE live = 1")
-        return {len(bytes(r[0])) // 2 for r in cur.fetchall()}
+    with ml.db.read() as cur:  # the table names are resolved in this snapshot (the serving copy)
+        stored = ml.vectors_projection.stored_vectors(cur)
+    return {len(v) if isinstance(v, np.ndarray) else len(bytes(v)) // 2 for v, _ in stored.values() if v is not None}
 
 
 def test_switch_builds_beside_the_old_index_and_every_process_follows(

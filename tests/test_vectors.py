@@ -6,6 +6,8 @@ model load, and exact vectors.
 
 from __future__ import annotations
 
+import sqlite3
+
 import threading
 from typing import Any
 
@@ -149,11 +151,15 @@ def test_vectors_load_from_their_files_and_a_foreign_index_file_is_not_trusted(t
         ml.search("u1", "colour", k=1)
     d = home / "vectors" / "hash_v2_64" / "serving"
     lex = sorted(p.name for p in d.iterdir() if p.suffix == ".lex")
-    vecs = sorted(p.name for p in d.iterdir() if p.suffix == ".vec")  # each user's vectors, one blob
-    assert len(lex) == 2 and [v[:-4] for v in vecs] == [x[:-4] for x in lex] and list(d.rglob("*.faiss")) == []
-    # a FAISS file left by an older layout goes at the next save; each user's BM25 file swapped for the other's
-    # (the manifest still matches the table) is caught by its documents and rebuilt from the rows
+    assert len(lex) == 2 and list(d.rglob("*.faiss")) == [] and list(d.rglob("*.vec")) == []
+    with sqlite3.connect(home / "projections.db") as db:  # each user's vectors: one blob in the table, only there
+        assert db.execute("SELECT user_id, docs, stale FROM vectors_packs ORDER BY 1").fetchall() == [
+            ("u1", 1, 0), ("u2", 1, 0)]
+        assert db.execute("SELECT COUNT(*) FROM vectors_docs WHERE vector IS NOT NULL").fetchone() == (0,)
+    # FAISS and vectors files left by an older layout go at the next save; each user's BM25 file swapped for the
+    # other's (the manifest still matches the table) is caught by its documents and rebuilt from the rows
     (d / "old.faiss").write_bytes(b"stale")
+    (d / f"{lex[0][:-4]}.vec").write_bytes(b"stale")
     (d / "cjk").mkdir()
     (d / "cjk" / "old.faiss").write_bytes(b"stale")
     a, b = (d / lex[0]).read_bytes(), (d / lex[1]).read_bytes()
@@ -167,18 +173,12 @@ def test_vectors_load_from_their_files_and_a_foreign_index_file_is_not_trusted(t
         vec = mem.users["u1"].vectors.get_vector("fact:preference.color")
         stored = HashingEmbedder(64).embed_passages(["my favourite colour is blue"])[0].astype(np.float16)
         assert np.array_equal(vec, stored.astype(np.float32))  # the table's float16 vector, exactly
-    assert sorted(p.name for p in d.rglob("*") if p.is_file()) == sorted([*lex, *vecs, "manifest.json"])
+    assert sorted(p.name for p in d.rglob("*") if p.is_file()) == sorted([*lex, "manifest.json"])
     with MemoryLedger(home=home) as ml:
         mem = mirror(ml)
-        assert mem.dirty == set()  # the rewritten files are trusted again: the vectors come from them
+        assert mem.dirty == set()  # the rewritten files are trusted again, the vectors come from the packs
         assert texts(ml, "u2", "tennis", 5) == ["I play tennis on Sundays"]
         assert np.array_equal(mem.users["u1"].vectors.get_vector("fact:preference.color"), stored.astype(np.float32))
-    a, b = (d / vecs[0]).read_bytes(), (d / vecs[1]).read_bytes()  # the vectors files swapped: not trusted either
-    (d / vecs[0]).write_bytes(b)
-    (d / vecs[1]).write_bytes(a)
-    with MemoryLedger(home=home) as ml:
-        assert mirror(ml).dirty == {"u1", "u2"}
-        assert texts(ml, "u1", "tennis colour", 5) == ["my favourite colour is blue"]
 
 
 def test_an_index_file_of_another_state_is_not_trusted(tmp_path: Any) -> None:

@@ -33,10 +33,13 @@ def cached(ml: MemoryLedger, model: str = MODEL) -> set[bytes]:
 
 
 def live(ml: MemoryLedger) -> dict[str, bytes]:
-    """``{text: vector bytes}`` of the serving copy's live rows."""
+    """``{text: vector bytes}`` of the serving copy's live rows: the row's own, or its user's pack's (as float16)."""
+    p = ml.vectors_projection
+    cols = ["user_id", "doc_id", "text", "vector", "cjk_vector"]
     with ml.db.read() as cur:
-        cur.execute(f"SELECT text, vector FROM {ml.vectors_projection.table('docs')} WHERE live = 1")
-        return {t: bytes(v) for t, v in cur.fetchall()}
+        cur.execute(f"SELECT {', '.join(cols)} FROM {p.table('docs')} WHERE live = 1")
+        rows = p.with_packed(cur, cur.fetchall(), cols)
+    return {r[2]: r[3].astype("<f2").tobytes() if isinstance(r[3], np.ndarray) else bytes(r[3]) for r in rows}
 
 
 def keys(*texts: str) -> set[bytes]:
@@ -170,8 +173,6 @@ def test_vectors_are_stored_as_float16_and_float32_rows_of_older_stores_still_re
         cur.execute(f"UPDATE {t} SET vector = ? WHERE text = ?", (exact.astype("<f4").tobytes(),
                                                                   cur.seal("u1", "likes tea")))
     ml.close()
-    for f in (tmp_path / "l").rglob("*.vec"):  # a store of then had no vectors files: the rows are read
-        f.unlink()
     with MemoryLedger(home=tmp_path / "l", embedder=emb) as again:  # builds its FAISS index from the rows
         hits = again.search("u1", "likes tea", k=2)
         assert hits[0].text == "likes tea" and hits[0].parts.dense == pytest.approx(1.0, abs=1e-6)

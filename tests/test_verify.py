@@ -89,8 +89,9 @@ def test_verify_tolerates_batch_noise_in_vectors_but_not_a_real_difference(fresh
 
     def nudge(delta: float) -> None:
         with ml.db.transaction() as cur:
-            cur.execute(f"SELECT vector FROM {t} WHERE user_id = ?", ("u1",))
-            v = decode_vector(cur.fetchone()[0], ml.vectors_projection.embedder.dim)
+            # the row's vector (from the user's pack), written back into the row: a row's own vector wins
+            [(v, _)] = ml.vectors_projection.stored_vectors(cur).values()
+            v = decode_vector(v, ml.vectors_projection.embedder.dim)
             v[0] += delta
             # written back as float32, which readers also take (rows stored before float16): a float16 step is
             # coarser than the nudge

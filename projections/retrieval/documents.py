@@ -14,7 +14,7 @@ from typing import Any
 from ledger.domain import fact_effect
 from ledger.timeutil import OPEN, parse_instant, to_micros
 
-from ..base import LogEvent
+from ..base import SAME_AS_TEXT, LogEvent, stored_value_json, value_json_of  # noqa: F401 (importers of the row format)
 from ..lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
@@ -42,27 +42,6 @@ NO_COMPANION = "none"
 #: = its sentence, the words of its key and its value's words when the sentence does not hold them (see
 #: :func:`lexical_document`). Changing it invalidates saved ``.lex`` files (the indexes are rebuilt from the table).
 LEXICAL_DOCUMENT = "text+key+slot+value"
-
-
-#: ``vectors_docs.value_json`` of a fact whose value is its own sentence as a JSON string (every free-text memory:
-#: ``remember``, an ingested observation): the empty string, which is no JSON value, instead of the sentence a second
-#: time in the row (90 bytes of a LoCoMo observation's ~1.1 KB). Readers see ``json.dumps(text)`` (:func:`value_json_of`).
-SAME_AS_TEXT = ""
-
-
-def stored_value_json(value_json: str | None, text: str | None) -> str | None:
-    """What ``vectors_docs`` stores for a fact's value: :data:`SAME_AS_TEXT` when the value is exactly its text as
-    a JSON string, else the value as it is."""
-    if text is not None and value_json is not None and value_json == json.dumps(text, ensure_ascii=False):
-        return SAME_AS_TEXT
-    return value_json
-
-
-def value_json_of(value_json: str | None, text: str | None) -> str | None:
-    """A stored value read back (the inverse of :func:`stored_value_json`; rows written before store the value)."""
-    if value_json == SAME_AS_TEXT and text is not None:
-        return json.dumps(text, ensure_ascii=False)
-    return value_json
 
 
 def doc_meta(values: Any) -> dict[str, Any]:
@@ -177,10 +156,15 @@ def encode_vector(vec: Any) -> bytes:
 
 def decode_vector(blob: Any, dim: int) -> np.ndarray:
     """A stored vector as a float32 ``(dim,)`` array: ``dim * 2`` bytes are float16, ``dim * 4`` float32 (rows
-    written before vectors were stored as float16, or by :func:`encode_vector`'s fallback).
+    written before vectors were stored as float16, or by :func:`encode_vector`'s fallback); an array (a pack's) as
+    it is.
 
     Raises:
         ValueError: the blob has neither length (a corrupted row, or another model's vector)."""
+    if isinstance(blob, np.ndarray):  # a vector read from a user's pack (projections/retrieval/packs.py)
+        if blob.shape != (dim,):
+            raise ValueError(f"a stored vector of shape {blob.shape}, not ({dim},)")
+        return blob.astype(np.float32, copy=False)
     b = bytes(blob)
     if len(b) == 2 * dim:
         return np.frombuffer(b, dtype=STORED_DTYPE).astype(np.float32)
@@ -194,11 +178,11 @@ def as_f32(v: Any, dim: int) -> Any:
     return decode_vector(v, dim) if isinstance(v, (bytes, bytearray, memoryview)) else v
 
 
-
-
 def stack_vectors(rows: list[tuple], col: int, dim: int) -> np.ndarray:
     """The float32 ``(len(rows), dim)`` matrix of the vector blobs in column ``col`` of ``rows`` (see
     :func:`decode_vector`; one conversion for the whole piece when every row has the same format)."""
+    if any(isinstance(r[col], np.ndarray) for r in rows):  # some from a user's pack (packs.py)
+        return np.stack([decode_vector(r[col], dim) for r in rows])
     blobs = [bytes(r[col]) for r in rows]
     for width, dtype in ((2, STORED_DTYPE), (4, "<f4")):
         if all(len(b) == width * dim for b in blobs):

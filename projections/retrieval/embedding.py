@@ -201,6 +201,8 @@ class EmbeddingWork:
         unique = current_texts(events)
         self._prepared = {}
         self._prepared_cjk = {}
+        self._stale = {}  # counted for this batch only (a batch rolled back left nothing to count)
+        self._batch = {}  # the batch's vectors, held by apply for its end (packs.py)
         final, forgotten = batch_outcome(events)
         try:
             self._prepare(cur, events, unique, final, forgotten)
@@ -216,6 +218,7 @@ class EmbeddingWork:
         if not final:
             return
         own, lent, lent_cjk = self._lenders(cur, list(final))
+        self.note_unpacked(own)  # the batch rewrites these rows: a packed one's pack entry goes stale
         companion = self.cjk_embedder
         cjk = [t for t in unique if has_cjk(t)] if companion is not None else []
         cached: set[str] = set()
@@ -234,7 +237,7 @@ class EmbeddingWork:
         banned = forgotten_texts(events, forgotten) if forgotten else set()
         spill: dict[str, Any] = {}
         spill_cjk: dict[str, Any] = {}
-        for doc, (text, vec, cvec) in own.items():  # vectors leaving their rows
+        for doc, (text, vec, cvec, _) in own.items():  # vectors leaving their rows
             if final[doc] != text and doc not in forgotten and text not in live:
                 spill[text] = as_f32(vec, int(self.embedder.dim))
                 if cvec is not None and companion is not None:
@@ -280,29 +283,33 @@ class EmbeddingWork:
             out[i] = v
         return out, set(hits)
 
-    def _live_rows(self, cur: Cursor, table: str, docs: list[tuple[str, str]]
-                   ) -> dict[tuple[str, str], tuple[str, Any, Any]]:
-        """``{(user_id, doc_id): (text, vector bytes, cjk vector bytes or None)}`` of the live rows of ``table``
-        among ``docs`` (by the primary key, in pieces)."""
+    def _live_rows(self, cur: Cursor, copy: Any, docs: list[tuple[str, str]]
+                   ) -> dict[tuple[str, str], tuple[str, Any, Any, bool]]:
+        """``{(user_id, doc_id): (text, vector, cjk vector or None, packed)}`` of the live rows of ``copy`` (this
+        projection or another copy of it) among ``docs`` (by the primary key, in pieces); a packed row's vectors
+        come from its user's pack (projections/retrieval/packs.py)."""
         by_user: dict[str, list[str]] = {}
         for user_id, doc_id in docs:
             by_user.setdefault(user_id, []).append(doc_id)
-        out: dict[tuple[str, str], tuple[str, Any, Any]] = {}
+        out: dict[tuple[str, str], tuple[str, Any, Any, bool]] = {}
+        cols = ["user_id", "doc_id", "text", "vector", "cjk_vector"]
         for user_id, ids in by_user.items():
+            rows: list[tuple] = []
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                cur.execute(f"SELECT doc_id, text, vector, cjk_vector FROM {table} WHERE user_id = ? AND doc_id IN "
+                cur.execute(f"SELECT {', '.join(cols)} FROM {copy.table('docs')} WHERE user_id = ? AND doc_id IN "
                             f"({', '.join('?' * len(chunk))}) AND live = 1", (user_id, *chunk))
-                for doc_id, text, vec, cvec in cur.fetchall():
-                    if text is not None and vec is not None:
-                        out[(user_id, doc_id)] = (text, vec, cvec)
+                rows.extend(r for r in cur.fetchall() if r[2] is not None)
+            packed = {r[1] for r in rows if r[3] is None}
+            for _, doc_id, text, vec, cvec in copy.with_packed(cur, rows, cols):
+                out[(user_id, doc_id)] = (text, vec, cvec, doc_id in packed)
         return out
 
     def _lenders(self, cur: Cursor, docs: list[tuple[str, str]]
                  ) -> tuple[dict[tuple[str, str], tuple[str, Any, Any]], dict[str, Any], dict[str, Any]]:
         """This copy's live rows among ``docs``, and ``{text: vector bytes}`` of the main and companion models that
         those rows and the origin copy's (when it still exists and was built with the same models) can lend."""
-        own = self._live_rows(cur, self.table("docs"), docs)
+        own = self._live_rows(cur, self, docs)
         lent: dict[str, Any] = {}
         lent_cjk: dict[str, Any] = {}
         rows = list(own.values())
@@ -314,12 +321,12 @@ class EmbeddingWork:
                 meta = origin._meta(cur)
                 same_main = meta.get("model_id") == self.model_id
                 same_cjk = meta.get("cjk_model_id", NO_COMPANION) == self.cjk_model_id
-                for text, vec, cvec in self._live_rows(cur, origin.table("docs"), docs).values():
+                for text, vec, cvec, _ in self._live_rows(cur, origin, docs).values():
                     if same_main:
                         lent.setdefault(text, vec)
                     if same_cjk and cvec is not None:
                         lent_cjk.setdefault(text, cvec)
-        for text, vec, cvec in rows:
+        for text, vec, cvec, _ in rows:
             lent[text] = vec
             if cvec is not None:
                 lent_cjk[text] = cvec
@@ -346,13 +353,16 @@ class EmbeddingWork:
         dim, cjk_dim = int(meta.get("dim") or 0), int(meta.get("cjk_dim") or 0)
         if model is not None and not dim:
             model = None  # no vector was ever stored
-        cur.execute(f"SELECT text, vector, cjk_vector FROM {self.table('docs')} WHERE live = 1 AND vector IS NOT NULL")
+        packs = self.read_packs(cur)  # whole, before the rows' cursor: it is reused for nothing else then
+        cols = ["user_id", "doc_id", "text", "vector", "cjk_vector"]
+        cur.execute(f"SELECT {', '.join(cols)} FROM {self.table('docs')} WHERE live = 1 AND text IS NOT NULL")
         cache = self._embedding_cache()
         stored = 0
         while True:
             rows = cur.fetchmany(LOAD_CHUNK)
             if not rows:
                 return stored
+            rows = [r[2:] for r in self.with_packed(cur, rows, cols, packs)]
             if model is not None:
                 stored += cache.put_many(model, {t: decode_vector(v, dim) for t, v, _ in rows})
             if cjk_model != NO_COMPANION and cjk_dim:
@@ -367,9 +377,9 @@ class EmbeddingWork:
         Raises:
             MemledgerError: the table was built with other models (:meth:`check_model`)."""
         self.check_model(cur)
-        rows = self._live_rows(cur, self.table("docs"), [(user_id, d) for d, _ in docs])
+        rows = self._live_rows(cur, self, [(user_id, d) for d, _ in docs])
         lent = {}
-        for text, vec, cvec in rows.values():
+        for text, vec, cvec, _ in rows.values():
             v = cvec if cjk else vec
             if v is not None:
                 lent[text] = v

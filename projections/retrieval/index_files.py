@@ -1,8 +1,9 @@
 """The index files of the ``vectors`` projection, under ``<home>/vectors/<model-slug>/<copy>/``: per user a BM25
-``.lex`` file and a ``.vec`` file (the user's vectors, main and companion, in one array each: one blob, sealed under
-the user's key, opened in one call), and ``manifest.json``. They only make opening faster: they are used only when
-the manifest's model, generation, position and digests match the table exactly; otherwise the mirror is rebuilt from
-the table. A manifest without vectors files (written before them) has its vectors read from the table's rows.
+``.lex`` file (sealed under the user's key, opened in one call), and ``manifest.json``. They only make opening
+faster: they are used only when the manifest's model, generation, position and digests match the table exactly;
+otherwise the mirror is rebuilt from the table. The vectors are not in a file: each user's are one blob in the
+table ``vectors_packs`` (projections/retrieval/packs.py), their one stored copy; ``.vec`` files a store wrote
+before are deleted at the next save.
 """
 
 from __future__ import annotations
@@ -15,59 +16,11 @@ from typing import Any
 
 from ..db import Cursor
 from ..files import atomic_write
-from .documents import lexical_version, model_slug, user_file_stem
+from ..lazy import lazy_module
+from .documents import decode_vector, lexical_version, model_slug, user_file_stem
 from .mirror import Memory, UserIndex
 
-#: the first line of a ``.vec`` file; a JSON header line (dimensions, dtypes, doc ids) follows, then the matrices
-VEC_MAGIC = b"memledger.vectors/1\n"
-
-
-def vectors_to_bytes(u: UserIndex) -> bytes:
-    """A user's vectors as one blob: the main index's and the companion's doc ids and matrices, float16 when every
-    component is one (vectors read from the table's float16 rows), else float32."""
-    import numpy as np
-
-    header: dict = {}
-    parts = []
-    for name, index in (("main", u.vectors), ("cjk", u.cjk)):
-        if index is None:
-            continue
-        docs, mat = index.export()
-        half = mat.astype("<f2")
-        exact = bool(np.array_equal(half.astype(np.float32), mat))
-        header[name] = {"dim": index.dim, "dtype": "<f2" if exact else "<f4", "docs": docs}
-        parts.append(half.tobytes() if exact else mat.astype("<f4").tobytes())
-    return VEC_MAGIC + json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" + b"".join(parts)
-
-
-def vectors_from_bytes(data: bytes, dim: int, cjk_dim: int | None) -> tuple[Any, Any]:
-    """The main and companion (None: none) :class:`UserVectorIndex` of a blob of :func:`vectors_to_bytes`.
-
-    Raises:
-        ValueError: not such a blob, or its dimensions are not the table's."""
-    import numpy as np
-
-    from .vector_store import UserVectorIndex
-
-    if not data.startswith(VEC_MAGIC):
-        raise ValueError("not a vectors file")
-    end = data.index(b"\n", len(VEC_MAGIC))
-    header = json.loads(data[len(VEC_MAGIC):end])
-    at, out = end + 1, []
-    for name, want in (("main", dim), ("cjk", cjk_dim)):
-        h = header.get(name)
-        if h is None:
-            out.append(None)
-            continue
-        if h["dim"] != want:
-            raise ValueError(f"a vectors file of {h['dim']}-d vectors, the table's are {want}-d")
-        n, width = len(h["docs"]), np.dtype(h["dtype"]).itemsize
-        mat = np.frombuffer(data, dtype=h["dtype"], count=n * want, offset=at).astype(np.float32).reshape(n, want)
-        at += n * want * width
-        out.append(UserVectorIndex.from_matrix(want, [str(x) for x in h["docs"]], mat))
-    if at != len(data) or out[0] is None:
-        raise ValueError("a vectors file of another length")
-    return out[0], out[1]
+np = lazy_module("numpy")
 
 
 class IndexFiles:
@@ -84,15 +37,14 @@ class IndexFiles:
         included), every file is the one the manifest was written with (its digest) and each user's two files hold
         the same documents; else None (the caller rebuilds everything from the table).
 
-        Each user's vectors come from their ``.vec`` file: one blob opened in one call, instead of every row's
-        vector read and opened (at 100,000 memories, 100,000 openings: seconds). A manifest written before the
-        ``.vec`` files has its vectors read from the table's ``vector`` / ``cjk_vector`` columns, and the files are
-        written at close. The BM25 files spare tokenizing every text."""
+        Each user's vectors come from their pack (one blob opened in one call, projections/retrieval/packs.py) and
+        the rows whose vectors are not packed yet: the live documents are those of the user's BM25 file (the
+        manifest's position is the table's), a pack entry of any other document is stale and left out. The BM25
+        files spare tokenizing every text."""
         d = self._files_dir()
         if d is None or dim is None or not (d / "manifest.json").is_file():
             return None
         from .lexical import TOKENIZER_VERSION, LexicalIndex
-        from .vector_store import UserVectorIndex
 
         try:
             man = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
@@ -102,8 +54,7 @@ class IndexFiles:
                                             lexical_version(TOKENIZER_VERSION),
                                             self.table("docs"), self.cjk_model_id, cjk_dim):
                 return None
-            lexical, digests, vectors, vector_digests = {}, {}, {}, {}
-            stored = man.get("vectors")  # {stem: digest} of each user's vectors file; None: written before them
+            lexical, digests = {}, {}
             for user_id, stem in man["users"].items():
                 data = (d / f"{stem}.lex").read_bytes()
                 digests[stem] = hashlib.sha256(data).hexdigest()
@@ -111,31 +62,75 @@ class IndexFiles:
                     return None  # a file of another state (copied back, another user's): not this manifest's
                 # a user's file is one sealed blob (ledger/sealing.py), opened in one call: None once erased
                 lexical[user_id] = LexicalIndex.from_bytes(data if cur.sealer is None else cur.sealer.open(data))
-                if stored is not None:
-                    data = (d / f"{stem}.vec").read_bytes()
-                    vector_digests[stem] = hashlib.sha256(data).hexdigest()
-                    if stored[stem] != vector_digests[stem]:
-                        return None
-                    vectors[user_id] = vectors_from_bytes(data if cur.sealer is None else cur.sealer.open(data),
-                                                          dim, cjk_dim)
+            vectors = self._vectors_of(cur, {u: li.doc_ids() for u, li in lexical.items()}, dim, cjk_dim)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        mem = Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim, digests=digests,
-                     vector_digests=vector_digests)
+        if vectors is None:
+            return None
+        mem = Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim, digests=digests)
         for user_id, li in lexical.items():
-            if stored is None:
-                mem.users[user_id] = UserIndex(UserVectorIndex(dim), li)
-                mem.dirty.add(user_id)  # its vectors file is written at close
-            else:
-                main, cjk = vectors[user_id]
-                if len(main) != len(li) or set(main.doc_ids()) != set(li.doc_ids()):
-                    return None  # the two files of one user do not hold the same documents
-                mem.users[user_id] = UserIndex(main, li, cjk)
+            main, cjk = vectors[user_id]
+            mem.users[user_id] = UserIndex(main, li, cjk)
             if li.stale_format:  # written again, in today's form, at close
                 mem.dirty.add(user_id)
-        if stored is not None:
-            return mem
-        return mem if self._read_rows(cur, mem, lexical_from_files=True) else None
+        return mem
+
+    def _vectors_of(self, cur: Cursor, live: dict[str, list[str]], dim: int,
+                    cjk_dim: int | None) -> dict[str, tuple[Any, Any]] | None:
+        """Each user's main and companion (None: no CJK document) vector indexes of exactly the documents
+        ``live[user]``: from their base pack, less its stale entries, then their delta pack and any row holding its
+        own vector (which win, in that order). None when a live document has no vector anywhere, or a row holds one
+        for a document not live (the files are not this table's)."""
+        from .packs import DELTA, lookup
+        from .vector_store import UserVectorIndex
+
+        cur.execute(f"SELECT user_id, doc_id, vector, cjk_vector FROM {self.table('docs')} "
+                    "WHERE vector IS NOT NULL ORDER BY user_id, doc_id")
+        rows: dict[str, dict[str, tuple[Any, Any]]] = {}
+        for user_id, doc_id, vec, cvec in cur.fetchall():
+            rows.setdefault(user_id, {})[doc_id] = (vec, cvec)
+        if not set(rows) <= set(live):
+            return None
+        out: dict[str, tuple[Any, Any]] = {}
+        for user_id, docs in live.items():
+            wanted = set(docs)
+            own = rows.get(user_id, {})
+            if not set(own) <= wanted:
+                return None
+            base = self.read_pack(cur, user_id)
+            d_main, d_cjk = lookup(self.read_pack(cur, user_id, DELTA))
+            newer = {d: (v, d_cjk.get(d)) for d, v in d_main.items() if d in wanted}
+            newer.update(own)  # a row's own vector wins over the packs
+            parts = []
+            for name, want, col in (("main", dim, 0), ("cjk", cjk_dim, 1)):
+                b_docs, b_mat = ([], None) if base is None or name not in base else base[name][1:]
+                if b_mat is not None and base[name][0] != want:
+                    return None
+                # the base's entries of live documents not rewritten since, in one numpy take, then the newer ones
+                keep = [i for i, d in enumerate(b_docs) if d in wanted and d not in newer]
+                fresh = [(d, v[col]) for d, v in newer.items() if v[col] is not None]
+                if name == "main" and len(keep) + len(fresh) != len(wanted):
+                    return None  # a live document without a vector
+                if not keep and not fresh:
+                    parts.append(None)
+                    continue
+                if keep and len(keep) == len(b_docs):
+                    # the whole base as it is (no copy before FAISS's own), then the newer vectors in one add: the
+                    # common case of a big user, whose delta holds new memories and the base nothing stale
+                    index = UserVectorIndex.from_matrix(want, b_docs, b_mat)
+                    if fresh:
+                        index.add_many([d for d, _ in fresh], np.stack([decode_vector(v, want) for _, v in fresh]))
+                    parts.append(index)
+                    continue
+                mat = np.empty((len(keep) + len(fresh), want), dtype=np.float32)
+                if keep:
+                    mat[:len(keep)] = b_mat[keep]
+                for i, (_, v) in enumerate(fresh, start=len(keep)):
+                    mat[i] = decode_vector(v, want)
+                ids = [b_docs[i] for i in keep] + [d for d, _ in fresh]
+                parts.append(UserVectorIndex.from_matrix(want, ids, mat))
+            out[user_id] = (parts[0] or UserVectorIndex(dim), parts[1])
+        return out
 
     def save_files(self) -> None:
         """Write the serving copy's changed per-user index files and the manifest (at close; atomic per file).
@@ -171,22 +166,15 @@ class IndexFiles:
                     data = sealer.seal(user_id, data)
                 atomic_write(d / f"{stem}.lex", data)
                 mem.digests[stem] = hashlib.sha256(data).hexdigest()
-                data = vectors_to_bytes(u)
-                if sealer is not None and sealer.writes:  # the user's vectors, sealed in one blob
-                    data = sealer.seal(user_id, data)
-                atomic_write(d / f"{stem}.vec", data)
-                mem.vector_digests[stem] = hashlib.sha256(data).hexdigest()
             mem.digests = {stem: h for stem, h in mem.digests.items() if stem in keep}
-            mem.vector_digests = {stem: h for stem, h in mem.vector_digests.items() if stem in keep}
             # The digest of each file: an open trusts a file only if it is the very one this manifest was written
             # with (an older file copied back, or two users' files of the same document ids swapped, would otherwise
             # be trusted and rank by stale or foreign words).
             manifest["digests"] = dict(sorted(mem.digests.items()))
-            manifest["vectors"] = dict(sorted(mem.vector_digests.items()))
             for p in d.iterdir():
-                # an erased user's files go, and FAISS files a store written before kept (vectors are read from
-                # the table now, see _load_files)
-                if p.suffix == ".faiss" or (p.suffix in (".lex", ".vec") and p.stem not in keep):
+                # an erased user's files go, and the FAISS and vectors files a store written before kept (each
+                # user's vectors are one blob in the table now, its one stored copy: projections/retrieval/packs.py)
+                if p.suffix in (".faiss", ".vec") or (p.suffix == ".lex" and p.stem not in keep):
                     p.unlink(missing_ok=True)
             if (d / "cjk").is_dir():
                 shutil.rmtree(d / "cjk", ignore_errors=True)

@@ -79,8 +79,6 @@ class Memory:
     lock: threading.RLock = field(default_factory=threading.RLock)
     #: sha256 (hex) of each user's BM25 file as last written or read (file stem -> digest), for the manifest
     digests: dict[str, str] = field(default_factory=dict)
-    #: sha256 (hex) of each user's vectors file as last written or read (file stem -> digest)
-    vector_digests: dict[str, str] = field(default_factory=dict)
 
 
 class Mirror:
@@ -125,7 +123,10 @@ class Mirror:
                 cols = ", ".join(DOC_COLS)
                 cur.execute(f"SELECT {cols} FROM {self.table('docs')} WHERE position > ? ORDER BY position",
                             (mem.position,))
-                for r in cur.fetchall():
+                rows = cur.fetchall()
+                if mem.budget is not None:  # bounded: rows of users not loaded are not applied (nor unpacked)
+                    rows = [r for r in rows if r[0] in mem.users]
+                for r in self.with_packed(cur, rows, DOC_COLS):
                     self._apply_row(mem, dict(zip(DOC_COLS, r)))
                 mem.position = position
         return mem
@@ -184,6 +185,7 @@ class Mirror:
         rows = cur.fetchall()
         if not rows:
             return None
+        rows = self.with_packed(cur, rows, DOC_COLS)
         one = Memory(generation=mem.generation, position=mem.position, dim=mem.dim, cjk_dim=mem.cjk_dim)
         self._add_rows(one, user_id, rows, lexical=True)
         if mem.dim is None:
@@ -214,7 +216,7 @@ class Mirror:
                 mem.dirty.add(user_id)
             return
         u = self._user(mem, user_id)
-        vec = decode_vector(row["vector"], mem.dim if mem.dim is not None else self._dim_of("vector"))
+        vec = decode_vector(row["vector"], mem.dim if mem.dim is not None else self._dim_of("vector"))  # or a pack's
         u.vectors.add(doc_id, vec)  # add replaces: one live vector per doc_id
         if row["cjk_vector"] is not None:
             from .vector_store import UserVectorIndex
@@ -265,9 +267,11 @@ class Mirror:
         (bench_growth.py --rss-memories), and FAISS's arrays grown piece by piece cost seconds in copies.
         """
         cols = LOAD_COLS if lexical_from_files else DOC_COLS
+        packs = self.read_packs(cur)  # whole, before the rows' cursor: it is reused for nothing else then
         cur.execute(f"SELECT {', '.join(cols)} FROM {self.table('docs')} WHERE live = 1 ORDER BY user_id, doc_id")
         pending: list[tuple] = []
         while rows := cur.fetchmany(LOAD_CHUNK):
+            rows = self.with_packed(cur, rows, cols, packs)
             for user_id, group in itertools.groupby(rows, key=operator.itemgetter(0)):
                 part = list(group)
                 if lexical_from_files:
