@@ -17,24 +17,24 @@ Every other candidate is reported as ``related`` with its relation (``same_slot`
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
 
-from .attributes import corrected, opposite_polarity, read_statement, same_attribute, substitution
+from .attributes import opposite_polarity, read_statement, same_attribute, substitution
 from .decision import Candidate, Resolution, clearly_closest, companion_ahead, nfc, prepare, relation_of
 from .guards import guard
 from .lexicon import language_names, slot_values
 from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
                             REVISION_HINT, STATE_VERBS, WE, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
-                            listed_words, names_replacement, narrows, negation_elsewhere, partner_renamed, wrong_value)
+                            listed_words, names_replacement, narrows, negation_elsewhere, partner_renamed, wrong_value_holder)
 from .slots import (_GENERIC_STEMS, CATALOGUE_VERSION, GENERIC, REGISTRY, KeyRegistry, Typing, compound_shared,
                     content_tokens, has_cjk, linked_slot_keys, names_several, overlap, says_all)
 from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, NEAREST, NEAREST_ALONE,
     NEAREST_ALONE_MARGIN, NEAREST_COMPANION_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN, NEAREST_MARGIN, NEAREST_MODELS,
     PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH, dense_thresholds)
 from .unmarked import JOB_PAIRS, job_left, unmarked_target
-from .values import (_STRONG_KINDS, aspect_of, cjk_bigrams, differing, name_words, names_relative, qualifier_kinds,
-                     names_within, other_case, qualifiers_clash, shared_cjk_word, value_parts, zh_numerals)
+from .value_words import cjk_bigrams, names_relative, names_within, shared_cjk_word
+from .values import (_STRONG_KINDS, aspect_of, differing, name_words, other_case, qualifier_kinds, qualifiers_clash,
+                     value_parts, zh_numerals)
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
 #: the rules whose conflict an adjudicator may settle (unsure which memory, or whether it replaces it); a partial
@@ -309,12 +309,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
 
     def wrong_named() -> Resolution | None:
         """A correction naming the wrong value ("9pm, not 8", 我之前写成周三了): the one memory holding it is corrected."""
-        pair = corrected(text) if typing.correction else None
-        wrong = wrong_value(pair[1]) if pair else None
-        holding = [c for c in candidates if c.status in ("current", "contested") and (same_subject(c) or typing.subject
-                   == "self") and wrong.search(unicodedata.normalize("NFKC", c.text).lower())] if wrong else []
-        return done("correct", holding[0].key, "named_wrong_value", holding[0], op="correct",
-                    note=f"it says {pair[1]!r} was wrong and {pair[0]!r} is right") if len(holding) == 1 else None
+        hit = wrong_value_holder(text, candidates, lambda c: same_subject(c) or typing.subject == "self") \
+            if typing.correction else None
+        return done("correct", hit[0].key, "named_wrong_value", hit[0], op="correct", note=f"it says {hit[1][1]!r} "
+                    f"was wrong and {hit[1][0]!r} is right") if hit else None
 
     def marked_nearest() -> Resolution | None:
         """A statement that says something changed, was wrong or stopped, where one current memory of the same

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .lexicon import allergens, diet_of, language_names
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens, type_statement
 from .text import has_cjk
-from .values import ValueParts, cjk_bigrams, value_parts
+from .values import ValueParts, value_parts
 
 if TYPE_CHECKING:
     from .slots import KeyRegistry
@@ -154,6 +154,18 @@ def wrong_value(value: str) -> re.Pattern[str] | None:
     if has_cjk(v):
         return re.compile(re.escape(v))  # Chinese has no spaces: 周三 is found inside 每周三晚上
     return re.compile(rf"(?<!\w){re.escape(v)}(?!\w)")
+
+
+def wrong_value_holder(text: str, candidates: list[Any], eligible: Any) -> tuple[Any, tuple[str, str]] | None:
+    """The one current memory among ``candidates`` (those ``eligible`` accepts) holding, as written, the value a
+    correction calls wrong ("9pm, not 8", 我之前写成周三了), with the (right, wrong) pair; None when none or several."""
+    from .attributes import corrected
+
+    pair = corrected(text)
+    wrong = wrong_value(pair[1]) if pair else None
+    holding = [c for c in candidates if c.status in ("current", "contested") and eligible(c)
+               and wrong.search(unicodedata.normalize("NFKC", c.text).lower())] if wrong else []
+    return (holding[0], pair) if len(holding) == 1 and pair else None
 
 
 def says_more(old: str, new: str) -> bool:

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Callable
 from .attributes import Reading, same_attribute
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens
 from .text import STOP_ZH, has_cjk
-from .values import ValueParts, abbreviates, name_words, qualifiers_clash
+from .value_words import abbreviates
+from .values import ValueParts, name_words, qualifiers_clash
 
 if TYPE_CHECKING:
     from .decision import Candidate

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from ledger.slots import type_statement
-from ledger.values import abbreviates, value_parts
+from ledger.value_words import abbreviates
+from ledger.values import value_parts
 
 T1, T2 = "2024-01-01T09:00:00Z", "2024-02-01T09:00:00Z"
 NEUTRAL = ("It rained all afternoon.", "Watched a documentary about whales.", "今天中午吃了牛肉面")

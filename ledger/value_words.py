@@ -1,0 +1,56 @@
+"""Word-level helpers of value comparison: a name written short ("Beacon St." / "Beacon Street"), a shared Chinese
+word or character pair, whether a text names a relative. No I/O, no model."""
+
+from __future__ import annotations
+
+import re
+
+from .subjects import RELATIONS_EN, RELATIONS_ZH
+from .text import STOP_ZH, has_cjk
+
+
+def abbreviates(short: str, long: str) -> bool:
+    """Whether ``short`` is a written short form of ``long``: "st." of "street" (or "saint"), "ave" of "avenue",
+    "dr" of "doctor": at most four letters, the same first letter, its letters in order in the longer word."""
+    short, long = short.rstrip(".").lower(), long.rstrip(".").lower()
+    if not short or len(short) > 4 or len(short) >= len(long) or short[0] != long[0] or not short.isalpha():
+        return False
+    rest = iter(long)
+    return all(ch in rest for ch in short)
+
+
+def names_within(words: set[str], others: set[str]) -> bool:
+    """Whether every name word of ``words`` is one of ``others``, written in full or short ("Beacon St." within
+    "Beacon Street")."""
+    return all(any(w.rstrip(".") == o.rstrip(".") or abbreviates(w, o) or abbreviates(o, w) for o in others)
+               for w in words)
+
+
+def shared_cjk_word(a: str, b: str) -> bool:
+    """Whether two Chinese sentences share a run of three or more characters that are not function words (褪黑素,
+    钟点工): a named thing, as distinctive as a shared name."""
+    if not (has_cjk(a) and has_cjk(b)):
+        return False
+    import difflib
+
+    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
+    run = a[m.a:m.a + m.size]
+    return m.size >= 3 and sum(1 for ch in run if has_cjk(ch) and ch not in STOP_ZH) >= 3
+
+
+def cjk_bigrams(text: str) -> set[str]:
+    """The pairs of adjacent Chinese characters in ``text`` neither of which is a function character (快递, 驿站, 羽毛)."""
+    return {text[i:i + 2] for i in range(len(text) - 1)
+            if has_cjk(text[i]) and has_cjk(text[i + 1]) and text[i] not in STOP_ZH and text[i + 1] not in STOP_ZH}
+
+
+def names_relative(text: str, subject: str) -> bool:
+    """Whether ``text`` names the relative ``subject`` ("brother", "daughter", ...; "swim practice for my daughter"
+    names the daughter); never for the user ("self") or no one ("none")."""
+    if subject in ("self", "none"):
+        return False
+
+    words = [w for w, rel in {**RELATIONS_EN, **RELATIONS_ZH}.items() if rel == subject]
+    low = text.lower()
+    return any((w in low) if has_cjk(w) else re.search(rf"\b{re.escape(w)}\b", low) for w in words)
+
