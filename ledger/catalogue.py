@@ -105,8 +105,9 @@ CATALOGUE: tuple[Slot, ...] = (
                                     r"(?:(?<![a-z] )(?<![a-z])|(?:he|she|age|who)\s|^[a-z]+ )(?:is|'s) \d{1,2}\b(?![,.\-/:]\d)"
                                     r"(?! (?:am|pm|minutes|hours|kg|km|miles|euros|dollars))|\baged? \d{1,2}\b",),
           (r"我(?:今年)?\s*\d{1,3}\s*岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树养]*?岁了|我今年\s*(?:\d{1,3}|[一二三四五六七八九十]{1,3})\s*(?:岁|了|[，,。](?!\s*\d)|$)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
-    _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in",),
-          ("(?<!住在)(?<!住回)(?<!回)老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])",)),
+    _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in|"
+                                         r"born and raised in|(?:was|were) born in (?!(?:19|20)\d\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|the (?:spring|summer|autumn|fall|winter|year|month)\b)[a-z]+",),
+          ("(?<!住在)(?<!住回)(?<!回)老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])|(?:出生|生)在(?![一二三四五六七八九十\d]{1,4}年|[一二三四五六七八九十\d]{1,2}月)[\u4e00-\u9fff]{2,}",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
                                   r"grad school|phd|master's|bachelor's",), ("专业|大学|读研|读博|在读|学位|毕业于|研[一二三]|大[一二三四](?:学生|了)?|高[一二三](?:学生|了)|博[一二三四五]",)),
     _slot("preference.sport_team", "single", (r"supporter of|(?:i|we) support|fan of|favou?rite (?:team|club|player)|"
@@ -124,7 +125,7 @@ CATALOGUE: tuple[Slot, ...] = (
                                        r"(?:step(?:ped)?|got|get|hopped) on the scales?|(?:i'm|i am|down to) \d{2,3}(?:\.\d)? ?"
                                        r"(?:kg|kilos?|lbs?|pounds|stone)",),
           (r"体重|上秤|称了?一?下体重|我(?:现在)?\s*\d{2,3}(?:\.\d)?\s*(?:公斤|斤)",), "health", weight=2.0),
-    _slot("profile.birth_date", "single", (r"born on|born in|birthday|date of birth",), ("生日|出生|我是(?:19|20)?\\d{2}年的|\\d{2}后",)),
+    _slot("profile.birth_date", "single", (r"born on|born in (?=(?:19|20)\d\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|the (?:spring|summer|autumn|fall|winter|year|month)\b)|birthday|date of birth",), ("生日|出生|我是(?:19|20)?\\d{2}年的|\\d{2}后",)),
     _slot("profile.languages", "multi",
           (r"speak|speaks|fluent|learning (?:french|spanish|german|japanese|chinese|mandarin|korean|italian|"
            r"portuguese|arabic|russian)|native language|language|mother tongue|grew up speaking",), ("会说|说.{0,3}语(?!文)|学.{0,3}语(?!文)|语言|母语|(?:英|日|法|德|韩|俄|西班牙|意大利|葡萄牙|阿拉伯|泰|越南)(?:语|文)(?!课本|书)|"
@@ -174,7 +175,7 @@ CATALOGUE: tuple[Slot, ...] = (
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|(?<!at )(?<!\w )home is(?! \d)|(?<!was )(?<!been )(?<!is )(?<!got )(?<!get )(?<!be )(?<!were )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown|did the move\b.{0,60}\bin [a-z]+|(?:our|my) new (?:flat|place|"
            r"house|apartment|home) in \w+|(?:our|my) (?:flat|apartment|condo|house) in (?!the\b|a\b|an\b|my\b)[a-z]+|(?:got|picked up) the keys to (?:our|my|the) (?:new )?(?:flat|place|house|apartment|home) in \w+|(?:flat|place|house|apartment|studio|home) in (?!the\b|a\b|an\b)[a-z]+\b.{0,80}\b(?:got the keys|moved in|moved here)\b|rent (?:a|an|my) (?:room|flat|studio|apartment|house|place) in (?!the\b|a\b|an\b)[a-z]+|(?:unpacking|unpacked) (?:the |all the )?boxes in (?:our|my|the) \w+",),
-          ("住在|在.{1,6}住|(?:^|[，,])我(?:们|家)?住(?![在院了过的])[\u4e00-\u9fff]{2}|我在.{1,6}生活|在[^，,。]{1,6}租的?房|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬过来[一两几三四五六七八九十半]+个?(?:周|天|月|年|星期|礼拜)|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
+          ("住在|在.{1,6}住|(?:刚|已经)?拿到(?:了)?(?:新房|新家|房子)的?钥匙|收房了|(?:^|[，,])我(?:们|家)?住(?![在院了过的])[\u4e00-\u9fff]{2}|我在.{1,6}生活|在[^，,。]{1,6}租的?房|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬过来[一两几三四五六七八九十半]+个?(?:周|天|月|年|星期|礼拜)|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|(?:started|start|began|back to) eating (?:meat|fish|seafood|chicken|pork|beef)|"
            r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),

@@ -88,6 +88,13 @@ def _values(vp: ValueParts, text: str, marked: bool = False) -> dict[str, frozen
     return {k: v for k, v in out.items() if v}
 
 
+def _other_contact(mine: frozenset[str], theirs: frozenset[str]) -> bool:
+    """Whether one side gives a contact (e-mail, phone, URL) of a kind the other has none of: another thing."""
+    kind = {i.split(":", 1)[0] for i in mine}
+    held = {i.split(":", 1)[0] for i in theirs}
+    return bool((kind | held) & {"email", "phone", "url"}) and not kind & held
+
+
 def _personal(ids: frozenset[str]) -> bool:
     return any(i.startswith(("email:", "phone:")) for i in ids)
 
@@ -158,8 +165,8 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         # the memory ("Stopped by unit 214 on Sunday"), a value of another kind repeated only says the topic is one
         # said as a change, the old value may be named beside the new one (陶艺课挪到周日下午了，周三老加班去不了)
         kinds = [k for k in mine if k in theirs and (mine[k] - theirs[k] if marked else not mine[k] & theirs[k])]
-        if not kinds:
-            continue
+        if not kinds or ("id" in kinds and _other_contact(mine["id"], theirs["id"])):
+            continue  # a phone number never replaces an e-mail address, nor the reverse
         cases = {"day", "tod"} if "day" in kinds else set()
         if set(qualifiers_clash(c.values, vp)) - cases:
             continue

@@ -158,6 +158,8 @@ _NUM = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:
                   r"miles?|minutes?|mins|分钟|hours?|小时|years?|岁)?", re.I)
 # scales written as words: a lone letter (k, m, w) is a scale only right after digits (2.2k, 15w), never as a word
 # ("I'm thirty-four" is 34, not a million and 34)
+#: digits said one by one ("four eight two one", "oh seven"): "oh" is a zero only here
+_DIGIT_WORDS = {**{w: n for w, n in _EN_UNITS.items() if n < 10}, "oh": 0}
 _WORD_SCALES = {w: v for w, v in _EN_SCALES.items() if len(w) > 1}
 _NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_WORD_SCALES), key=len, reverse=True))
                         + r"|and|a)[\s-]+)*(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True))
@@ -206,7 +208,10 @@ _ZH_NUMERAL_BEFORE_RELATIVE = re.compile(r"[零〇一二两三四五六七八九
 _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
     "tod": ((r"\b(?:in the )?mornings?\b|\bbreakfast\b|早上|早晨|上午|早饭|早餐", "morning"),
             (r"\b(?:in the )?afternoons?\b|\blunch\b|下午|午饭|午餐|中午", "afternoon"),
-            (r"\b(?:in the )?evenings?\b|\bat night\b|\btonight\b|\bdinner\b|\bnights\b|晚上|夜里|晚饭|晚餐|睡前", "evening")),
+            (r"\b(?:in the )?evenings?\b|\bat night\b|\btonight\b|\bdinner\b|\bnight(?:s|time)?\b(?! shifts?\b)|\bovernight\b|"
+             r"晚上|夜里|夜间|晚饭|晚餐|睡前", "evening"),
+            # the day as against the night ("daytime thermostat: 22", 白天空调开24度)
+            (r"\bday ?time\b|\bduring the day\b|\bby day\b|\bday(?= [a-z]+ ?:)|白天|日间", "day")),
     "day": ((r"\bweekdays?\b|\bwork ?days?\b|\bmondays? to fridays?\b|周一到周五|星期一到星期五|工作日|平时|平日", "weekday"),
             (r"\bweekends?\b|\bsaturdays?\b|\bsundays?\b|周末|周六|周日|星期六|星期天|星期日|礼拜天", "weekend"),
             *((rf"\b{d}s?\b|(?:{z})(?![次回趟遍个]|下(?!午))", d) for d, z in (("monday", "周一|星期一"), ("tuesday", "周二|星期二"),
@@ -571,6 +576,16 @@ def value_parts(text: str) -> ValueParts:
     def words(m: re.Match[str]) -> str | None:
         if m.group(0).strip().lower() in ("a", "an", "and"):
             return None
+        spelled = re.split(r"[\s-]+", m.group(0).strip().lower())
+        if re.search(r"\boh[\s-]+$", t[:m.start()], re.I):
+            spelled.insert(0, "oh")  # "oh four two seven": the leading zero said as "oh"
+        if len(spelled) >= 3 and all(w in _DIGIT_WORDS for w in spelled):
+            # "four eight two one" is the code 4821 said digit by digit, as "4-8-2-1" is
+            digits = "".join(str(_DIGIT_WORDS[w]) for w in spelled)
+            if digits.startswith("0"):
+                parts["code"].add(digits)
+                return None
+            return _fmt(float(digits))
         pieces = _LIST_AND.split(m.group(0))
         if len(pieces) > 1:
             # "nineteen and thirty-three" lists two numbers; "two hundred and five" (after a scale) is one

@@ -76,6 +76,7 @@ def test_near_in_meaning_with_something_new_is_never_a_reaffirmation(minilm_ledg
     ("I rent a room in Glasgow near the university.",
      "Where can I buy cheap furniture for a two-bed house in Cardiff? Just got the keys on Friday.", "supersede"),
     ("我住在厦门思明区，楼下就是菜市场。", "大连夏天哪里海鲜便宜？刚搬过来三周，还不太熟。", "supersede"),
+    ("我住在成都高新区。", "深圳哪里逛街方便？刚拿到新房钥匙", "supersede"),
     # the wrong value said as how it was mistyped, found inside a Chinese word (每周三)
     ("儿子的围棋课在每周三下午四点。", "抱歉，围棋课是周五下午四点，我前面写成周三了。", "correct"),
     # a note whose label is written short ("pw" of "password")

@@ -95,6 +95,10 @@ def test_the_old_statement_stops_or_is_corrected(minilm_ledger, old, new, decisi
     ("My cell is 415-555-0182", "My brother's number is 415-555-9999"),
     ("My personal mobile is 07911 123 456", "For anything work-related, use my office line, 0161 496 0732"),
     ("On weekdays I run the canal loop, about 6k", "Weekends I do the longer route up Kestrel Hill and back"),
+    ("我的邮箱是 mei@example.com", "My phone number is 07700 900123"),  # a phone number is no new e-mail address
+    ("I keep the thermostat at 20 degrees at night", "daytime thermostat: 22 degrees"),  # day and night: two cases
+    ("晚上空调我开到26度", "白天空调开24度"),
+    ("I was born in Porto", "I was born on 3 March 1990"),  # a birthplace and a birth date
 ])
 def test_both_stay_current(minilm_ledger, old, new):
     r, facts = revise(minilm_ledger, old, new)
