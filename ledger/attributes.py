@@ -547,6 +547,20 @@ def _label(key: str, registry: KeyRegistry) -> str | None:
     return owner + label
 
 
+_BARE_LEAD = re.compile(r"^(?:it'?s|it is|that'?s|that is|is|was|it was|应该是|是)\s*", re.I)
+_BARE_TAIL = re.compile(r"\s*(?:\bnow\b|\binstead\b|了|才对)?\s*[.!。！]*$", re.I)
+
+
+def bare_value(text: str) -> str | None:
+    """What a statement that names no attribute gives as its value, once its markers are off ("sorry, I meant March
+    15" -> "March 15", 不对，是沪A12346 -> 沪A12346, "actually it's 245 now" -> "245"); None when nothing short is
+    left. Read with the attribute of the memory it revised (memledger/context.py)."""
+    t = unicodedata.normalize("NFC", text).strip()
+    t = _ZH_LEAD.sub("", _LEAD.sub("", t))
+    t = _BARE_TAIL.sub("", _BARE_LEAD.sub("", t)).strip(" ,，:：")
+    return t if t and len(t) <= MAX_SHOWN_VALUE and t != text.strip() else None
+
+
 def said(key: str, text: str | None, registry: KeyRegistry = REGISTRY, value: Any = None) -> Said:
     """Read a fact's sentence for display (see :class:`Said`). Pure; cached. The sentence itself is unchanged:
     this is a reading of it, made again at every read from the same rules that resolved it.

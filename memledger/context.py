@@ -187,6 +187,9 @@ def _said_text(rows_of: Any, key: str, f: Any) -> str:
     sentence itself. ``rows_of(key)``: the key's history rows (to name what the value replaced)."""
     text = f.text or f"{key}: {f.value}"
     attribute, value, ended = getattr(f, "attribute", None), getattr(f, "extracted_value", None), getattr(f, "ended", False)
+    if not attribute and f.version > 1 and f.text and f.value == f.text:
+        # "sorry, I meant March 15" names no attribute: it is about what the version it revised was about
+        attribute, value = _revised_attribute(rows_of(key), key, f)
     if not attribute or not (value or ended) or not f.text or f.value != f.text:
         return text  # a structured fact (its value is not its sentence) is shown as it always was
     quoted = f.text
@@ -209,6 +212,23 @@ def _said_text(rows_of: Any, key: str, f: Any) -> str:
     if ended:
         return f"{attribute}: ended ({said_part})" if said_part else f"{attribute}: ended"
     return f"{attribute}: {value} ({said_part})" if said_part else f"{attribute}: {value}"
+
+
+def _revised_attribute(rows: list[dict[str, Any]], key: str, f: Any) -> tuple[str | None, str | None]:
+    """``(attribute, value)`` for a version that names no attribute of its own: the attribute of the newest earlier
+    version that names one, and the value left of its sentence once its markers are off
+    (:func:`ledger.attributes.bare_value`); ``(None, None)`` when either is missing."""
+    from ledger.attributes import bare_value, said
+
+    value = bare_value(f.text)
+    if value is None:
+        return None, None
+    for r in reversed(rows):
+        if r["version"] < f.version and r.get("text"):
+            attribute = said(key, r["text"]).attribute
+            if attribute:
+                return attribute, value
+    return None, None
 
 
 def _upcoming_line(f: Any, tz: str) -> str:

@@ -698,3 +698,13 @@ def test_who_treats_the_user_is_labelled_health_as_the_relation_is(fresh_ledger)
     facts = ml.profile("u").facts
     assert facts["person.dentist"].value is None and facts["person.dentist"].withheld == "health"
     assert facts["person.landlord"].value == "My landlord is Mr. Lee."
+
+
+def test_a_revision_that_names_no_attribute_is_shown_with_the_attribute_it_revised(fresh_ledger):
+    ml = fresh_ledger
+    ml.remember("u", "My dentist appointment is on March 14", observed_at=T1, key="memory.dentist")
+    ml.remember("u", "sorry, I meant March 15", observed_at=T2, key="memory.dentist")
+    c = ml.context("u", now="2024-03-02T00:00:00Z")
+    lines = [line for s in c.sections for line in s.lines]
+    assert any(line.startswith('- dentist appointment: March 15 (') and 'said: "sorry, I meant March 15"' in line
+               for line in lines), lines
