@@ -17,9 +17,7 @@ Contracts (docs/interfaces.md):
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
 import logging
 import re
 import time
@@ -29,7 +27,7 @@ from typing import Any
 import anyio
 from fastapi import Body, Depends, FastAPI, Header, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -686,65 +684,10 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         r = service.end_session(user_id, session_id, body.observed_at)
         return written(r.model_dump(mode="json"), r.position, 201)
 
-    # -- change feed -------------------------------------------------------------------------------------------
-    @app.get("/v1/users/{user_id}/changes", tags=["reads"], response_class=StreamingResponse,
-             description="Server-sent events, one `change` event per belief change (key, kind, version, position, "
-                         "recorded_at), from log position `after` (or the Last-Event-ID header) on; resumable from "
-                         "any position. `limit` closes the stream after that many events.")
-    async def changes(request: Request, user_id: str = Depends(user_of), after: int = Query(0, ge=0),
-                      last_event_id: str | None = Header(None, alias="Last-Event-ID"),
-                      limit: int | None = Query(None, ge=1), poll: float = Query(0.25, ge=0.01, le=10)
-                      ) -> StreamingResponse:
-        start = after
-        if last_event_id is not None:
-            try:
-                start = max(start, int(last_event_id))
-            except ValueError:
-                raise Problem(422, "Bad input", "Last-Event-ID: not a log position", field="Last-Event-ID",
-                              problem="not an integer", fix="send the id of the last event received") from None
-        head_now = await anyio.to_thread.run_sync(service.head, user_id)
-        shard = await anyio.to_thread.run_sync(service.shard_of, user_id)
-        if start > head_now:  # a position the log has not reached: it would wait forever for events
-            field = "Last-Event-ID" if last_event_id is not None and start != after else "after"
-            raise BadInput(field, f"position {start} is past the log's head ({head_now})",
-                           f"pass a position from an earlier event or receipt (0..{head_now})")
-        first = await anyio.to_thread.run_sync(service.changes, user_id, start)
+    # -- change feed (feed_routes.py) --------------------------------------------------------------------------
+    from .feed_routes import add_feed_routes
 
-        async def stream() -> AsyncIterator[bytes]:
-            sent, position, pending = 0, start, first
-            head = -1
-            idle = 0.0
-            while True:
-                for c in pending:
-                    yield (f"id: {c.position}\nevent: change\ndata: {c.model_dump_json()}\n\n").encode()
-                    position = c.position
-                    sent += 1
-                    if limit is not None and sent >= limit:
-                        return
-                pending = []
-                if await request.is_disconnected():
-                    return
-                await asyncio.sleep(poll)
-                idle += poll
-                if idle >= 15:
-                    idle = 0.0
-                    yield b": keep-alive\n\n"
-                try:
-                    if shard is not None:
-                        now_on = await anyio.to_thread.run_sync(service.shard_of, user_id)
-                        if now_on != shard:  # positions of the old shard mean nothing on the new one: say so, end
-                            yield (f"event: moved\ndata: {json.dumps({'user_id': user_id, 'from': shard, 'to': now_on})}"
-                                   "\n\n").encode()
-                            return
-                    new_head = await anyio.to_thread.run_sync(service.head, user_id)
-                    if new_head != head:
-                        head = new_head
-                        pending = await anyio.to_thread.run_sync(service.changes, user_id, position)
-                except MemledgerError:  # the user was erased (or the store closed) while streaming: end it
-                    return
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    add_feed_routes(app, service, user_of=user_of, problem=Problem)
 
     install_openapi_doc(app, OPEN_PATHS)
     return app
