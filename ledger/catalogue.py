@@ -107,7 +107,7 @@ CATALOGUE: tuple[Slot, ...] = (
           (r"我(?:今年)?\s*\d{1,3}\s*岁|我(?:今年)?[一二三四五六七八九十]{1,3}岁|^[^猫狗宠它他她娃宝孩儿女子爸妈哥姐弟妹车房树养]*?岁了|我今年\s*(?:\d{1,3}|[一二三四五六七八九十]{1,3})\s*(?:岁|了|[，,。](?!\s*\d)|$)|^我(?:今年|已经)?(?:\d{1,3}|[一二三四五六七八九十]{1,3})(?:岁)?了[。!！]?$",)),
     _slot("profile.hometown", "single", (r"grew up in|i(?:'m| am) from|originally from|hometown|was raised in|"
                                          r"born and raised in|(?:was|were) born in (?!(?:19|20)\d\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|the (?:spring|summer|autumn|fall|winter|year|month)\b)[a-z]+",),
-          ("(?<!住在)(?<!住回)(?<!回)老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])|(?:出生|生)在(?![一二三四五六七八九十\d]{1,4}年|[一二三四五六七八九十\d]{1,2}月)[\u4e00-\u9fff]{2,}",)),
+          ("(?<!住在)(?<!住回)(?<!回)老家|来自|在.{1,6}长大|家乡|我是.{1,6}人(?![吗嘛呢])|(?:出生|生)在(?![一二三四五六七八九十0-9]{1,4}年|[一二三四五六七八九十0-9]{1,2}月)[\u4e00-\u9fff]{2,}",)),
     _slot("education", "single", (r"study|studying|studies|my major|majoring in|degree in|university|college|"
                                   r"grad school|phd|master's|bachelor's",), ("专业|大学|读研|读博|在读|学位|毕业于|研[一二三]|大[一二三四](?:学生|了)?|高[一二三](?:学生|了)|博[一二三四五]",)),
     _slot("preference.sport_team", "single", (r"supporter of|(?:i|we) support|fan of|favou?rite (?:team|club|player)|"

@@ -554,3 +554,42 @@ def test_sigterm_closes_the_ledger_and_hands_back_the_key_reserve(tmp_path: Path
         server.stop()
     with sqlite3.connect(home / "keys.db") as conn:
         assert conn.execute("SELECT count(*) FROM fact_keys").fetchone()[0] == 3
+
+
+def test_a_stopping_server_ends_an_open_feed_with_an_end_event_and_no_traceback(tmp_path: Path) -> None:
+    """SIGTERM while a change feed is open: the feed ends with an `end` event naming the position to resume from
+    (the stream is not cut: the client reads to its end), and the server's log holds no traceback or error."""
+    import signal
+    import threading
+
+    home = tmp_path / "h"
+    key = create_key(home, "--user", "u1")
+    server = Server(home, "http")
+    events: list[str] = []
+    try:
+        server.wait_ready()
+        auth = {"Authorization": f"Bearer {key}"}
+        r = httpx.post(f"{server.base}/v1/users/u1/facts/note.k", json={"value": "v"}, headers=auth, timeout=30)
+        assert r.status_code == 201, r.text
+
+        def read() -> None:
+            with httpx.stream("GET", f"{server.base}/v1/users/u1/changes?after=0", headers=auth, timeout=30) as s:
+                for line in s.iter_lines():
+                    events.append(line)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        deadline = time.monotonic() + 20
+        while not any(e.startswith("event: change") for e in events) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.proc.send_signal(signal.SIGTERM)
+        reader.join(timeout=30)
+        assert not reader.is_alive()
+        assert server.proc.wait(timeout=30) == 143
+    finally:
+        server.stop()
+    assert "event: end" in events, events
+    end = json.loads(events[events.index("event: end") + 1].removeprefix("data: "))
+    assert end == {"reason": "the server is stopping", "after": r.json()["position"]}
+    log = server.log_path.read_text()
+    assert "Traceback" not in log and "ERROR" not in log, log

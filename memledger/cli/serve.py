@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import typer
 
@@ -123,8 +123,20 @@ def _uvicorn(asgi, host: str, port: int) -> None:  # noqa: ANN001 - an ASGI app
     # access_log off: uvicorn's line carries the query string (a GET search's query); memledger.http logs
     # method, path, status and time instead
     # timeout_graceful_shutdown: an open change feed (SSE) would otherwise hold a SIGTERM forever
-    uvicorn.run(asgi, host=host, port=port, access_log=False, log_level="warning", lifespan="on",
-                timeout_graceful_shutdown=3)
+    config = uvicorn.Config(asgi, host=host, port=port, access_log=False, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=3)
+    draining = getattr(getattr(asgi, "state", None), "draining", None)  # the change feeds' (servers/feed_routes.py)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if draining is not None:
+                draining.set()  # open feeds end with an `end` event before the graceful shutdown waits on them
+            super().handle_exit(sig, frame)
+
+    server = Server(config)
+    server.run()
+    if not server.started:
+        sys.exit(3)  # as uvicorn.run does when the server could not start
 
 
 @serve_app.command("mcp")

@@ -1,10 +1,12 @@
 """The change feed over HTTP: ``GET /v1/users/{user_id}/changes``, server-sent events, one ``change`` event per
-belief change from a log position on (docs/interfaces.md), behind the same API keys as every route."""
+belief change from a log position on (docs/interfaces.md), behind the same API keys as every route. A server told
+to stop ends each open feed with an ``end`` event (``{"reason", "after"}``: resume with ``after``)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator, Callable
 
 import anyio
@@ -21,6 +23,9 @@ def add_feed_routes(app: FastAPI, service: Service, *, user_of: Callable[..., st
     """Add the feed route to ``app``; ``user_of`` checks the key holds the path's user, ``problem`` makes the HTTP
     module's problem+json errors."""
     Problem = problem  # noqa: N806 - the HTTP module's error class, named as there
+    # set by `memledger serve http` when the server is told to stop: each open feed then ends with an `end` event
+    # naming the position to resume from, instead of being cut when the graceful shutdown's time runs out
+    draining = app.state.draining = threading.Event()
 
     @app.get("/v1/users/{user_id}/changes", tags=["reads"], response_class=StreamingResponse,
              description="Server-sent events, one `change` event per belief change (key, kind, version, position, "
@@ -60,6 +65,10 @@ def add_feed_routes(app: FastAPI, service: Service, *, user_of: Callable[..., st
                 if await request.is_disconnected():
                     return
                 await asyncio.sleep(poll)
+                if draining.is_set():
+                    yield (f"event: end\ndata: {json.dumps({'reason': 'the server is stopping', 'after': position})}"
+                           "\n\n").encode()
+                    return
                 idle += poll
                 if idle >= 15:
                     idle = 0.0
