@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
@@ -215,6 +215,20 @@ def value_json_of(value_json: str | None, text: str | None) -> str | None:
     if value_json == SAME_AS_TEXT and text is not None:
         return json.dumps(text, ensure_ascii=False)
     return value_json
+
+
+def spelled_out(cols: Sequence[str]) -> Callable[[tuple], tuple]:
+    """For ``verify``: a row of ``cols`` with a value stored as :data:`SAME_AS_TEXT` written out, so that rows written
+    before the value of a free-text memory was elided compare equal to a replay's."""
+    value_at, text_at = cols.index("value_json"), cols.index("text")
+
+    def spell(row: tuple) -> tuple:
+        out = list(row)
+        if len(out) > text_at:
+            out[value_at] = value_json_of(out[value_at], out[text_at])
+        return tuple(out)
+
+    return spell
 
 
 def insert_rows(cur: Cursor, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from ledger.domain import Fact, fact_effect
 from ledger.timeutil import OPEN, to_micros
 
-from .base import LogEvent, Projection, insert_rows, iso_micros, sealed, stored_value_json, value_json_of
+from .base import LogEvent, Projection, insert_rows, iso_micros, sealed, spelled_out, stored_value_json, value_json_of
 from .db import Cursor
 
 def version_rows(cols: list[str], rows: list[tuple]) -> list[dict[str, Any]]:
@@ -356,17 +356,7 @@ class HistoryProjection(Projection):
     def verify_row(self, short: str) -> Any:
         """For ``verify``: a value stored as :data:`~projections.base.SAME_AS_TEXT` equals one written out (rows
         written before the value of a free-text memory was elided compare equal to a replay's)."""
-        if short != "versions":
-            return None
-        value_at, text_at = VERSION_COLS.index("value_json"), VERSION_COLS.index("text")
-
-        def spelled_out(row: tuple) -> tuple:
-            out = list(row)
-            if len(out) > text_at:
-                out[value_at] = value_json_of(out[value_at], out[text_at])
-            return tuple(out)
-
-        return spelled_out
+        return spelled_out(VERSION_COLS) if short == "versions" else None
 
     def purge_user(self, cur: Cursor, user_id: str) -> None:
         for short in self.tables:

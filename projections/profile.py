@@ -14,7 +14,7 @@ from typing import Any
 from ledger.domain import Fact, fact_effect
 from ledger.timeutil import OPEN, to_micros
 
-from .base import LogEvent, Projection, iso_micros, sealed, stored_value_json, value_json_of
+from .base import LogEvent, Projection, iso_micros, sealed, spelled_out, stored_value_json, value_json_of
 from .db import Cursor
 from .history import add_missing_column, hygiene_json
 
@@ -172,17 +172,7 @@ class ProfileProjection(Projection):
     def verify_row(self, short: str) -> Any:
         """For ``verify``: a value stored as :data:`~projections.base.SAME_AS_TEXT` equals one written out (rows
         written before the value of a free-text memory was elided compare equal to a replay's)."""
-        if short != "facts":
-            return None
-        value_at, text_at = COLS.index("value_json"), COLS.index("text")
-
-        def spelled_out(row: tuple) -> tuple:
-            out = list(row)
-            if len(out) > text_at:
-                out[value_at] = value_json_of(out[value_at], out[text_at])
-            return tuple(out)
-
-        return spelled_out
+        return spelled_out(COLS) if short == "facts" else None
 
     def bulk(self) -> ProfileBulk:
         """An in-memory applier for replaying many events at once (see :class:`ProfileBulk`)."""
