@@ -128,7 +128,10 @@ def check_key(key: Any, field: str = "key") -> str:
     Raises:
         BadInput: naming ``field``.
     """
-    if not isinstance(key, str) or not key:
+    if key is not None and not isinstance(key, str):
+        raise BadInput(field, f"must be a string, got {type(key).__name__}",
+                       "name the fact with a dotted key such as preference.drink, as text")
+    if not key:
         raise BadInput(field, "is empty", "name the fact with a dotted key such as preference.drink")
     if len(key) > MAX_KEY:
         raise BadInput(field, f"is {len(key)} characters long", f"use at most {MAX_KEY}")

@@ -147,6 +147,14 @@ def test_non_string_user_id_names_the_type(fresh_ledger):
     assert exc.value.field == "user_id" and "got int" in exc.value.problem
 
 
+def test_non_string_key_names_the_type_not_emptiness(fresh_ledger):
+    head = fresh_ledger.head()
+    with pytest.raises(BadInput) as exc:
+        fresh_ledger.record([{"user_id": "u", "key": 5, "value": 1}])
+    assert (exc.value.field, exc.value.problem, fresh_ledger.head()) == ("commands[0].key", "must be a string, got int",
+                                                                          head)
+
+
 @pytest.mark.parametrize("user_id", ["\ufffd\ufffd", "Jon\ufffd"])
 def test_a_user_id_left_by_invalid_utf8_is_refused(fresh_ledger, user_id):
     with pytest.raises(BadInput) as exc:
