@@ -168,7 +168,8 @@ _NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_WORD_SCALES
                         + r"|and(?=[\s-]+(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True)) + r")\b))\b)*"
                         r"(?:\s+and a half\b(?:\s+(?:hundred|thousand|grand|million)\b)?)?", re.I)
 #: "one" as a pronoun: after a determiner ("the one", "this one", "no one") or before "of" ("one of my ...")
-_ONE_PRONOUN_BEFORE = re.compile(r"\b(?:the|this|that|which|no|every|any|some|each|another|a|new|old|little|big|single)\s+$",
+_ONE_PRONOUN_BEFORE = re.compile(r"\b(?:the|this|that|which|no|every|any|some|each|another|a|new|old|little|big|single)\s+$|"
+                                 r"\b(?:the|that|this) (?!number\b)[a-z][\w'-]*\s+$",
                                  re.I)
 _ONE_PRONOUN_AFTER = re.compile(r"\s+(?:of|another)\b", re.I)
 #: "and" between two numbers said in words where no scale comes before it: a list, not one number

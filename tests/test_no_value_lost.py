@@ -143,7 +143,7 @@ def test_a_changed_value_is_recorded_and_found_through_remember(fresh_ledger, pa
     ("4, 19, 33", "four, nineteen and thirty-three"), ("I get up at 6:15, every single one", "I get up at 6:15"),
     # 俩 counts what follows it; 没问题 is no negation
     ("两个肉包", "俩肉包"), ("普通话没问题", "普通话可以"), ("code 4821", "code four eight two one"),
-    ("PIN 0427", "PIN oh four two seven"),
+    ("PIN 0427", "PIN oh four two seven"), ("Portland, Oregon", "Portland, the Oregon one"),  # "one": a pronoun
 ])
 def test_a_reworded_value_reads_equal(a, b):
     assert differing(value_parts(a), value_parts(b)) == []
