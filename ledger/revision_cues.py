@@ -8,6 +8,7 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING, Any
 
+from .attributes import corrected
 from .lexicon import allergens, diet_of, language_names
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens, type_statement
 from .text import has_cjk
@@ -159,8 +160,6 @@ def wrong_value(value: str) -> re.Pattern[str] | None:
 def wrong_value_holder(text: str, candidates: list[Any], eligible: Any) -> tuple[Any, tuple[str, str]] | None:
     """The one current memory among ``candidates`` (those ``eligible`` accepts) holding, as written, the value a
     correction calls wrong ("9pm, not 8", 我之前写成周三了), with the (right, wrong) pair; None when none or several."""
-    from .attributes import corrected
-
     pair = corrected(text)
     wrong = wrong_value(pair[1]) if pair else None
     holding = [c for c in candidates if c.status in ("current", "contested") and eligible(c)

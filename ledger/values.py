@@ -156,10 +156,10 @@ _NUM = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:
                   r"(?![A-Za-z0-9])\s?(%|percent|dollars?|bucks|quid|euros?|pounds?|usd|eur|gbp|rmb|yuan|元|块|kg|kilomet(?:re|er)s?|kilos?|公斤|km|"
                   r"公里|"
                   r"miles?|minutes?|mins|分钟|hours?|小时|years?|岁)?", re.I)
-# scales written as words: a lone letter (k, m, w) is a scale only right after digits (2.2k, 15w), never as a word
-# ("I'm thirty-four" is 34, not a million and 34)
 #: digits said one by one ("four eight two one", "oh seven"): "oh" is a zero only here
 _DIGIT_WORDS = {**{w: n for w, n in _EN_UNITS.items() if n < 10}, "oh": 0}
+# scales written as words: a lone letter (k, m, w) is a scale only right after digits (2.2k, 15w), never as a word
+# ("I'm thirty-four" is 34, not a million and 34)
 _WORD_SCALES = {w: v for w, v in _EN_SCALES.items() if len(w) > 1}
 _NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_WORD_SCALES), key=len, reverse=True))
                         + r"|and|a)[\s-]+)*(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True))

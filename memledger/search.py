@@ -448,9 +448,9 @@ def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: i
     cols = ["key", "version", "status", "valid_from", "valid_to", "text", "value_json", "source", "source_ref",
             "session_id", "confidence", "role", "recorded_at", "observed_at", "position"]
     metas = {}
-    from projections.history import version_rows
+    from projections.base import rows_read_back
 
-    for m in version_rows(cols, rows):  # a free-text memory's value read back from its text
+    for m in rows_read_back(cols, rows):  # a free-text memory's value read back from its text
         if m["text"] is None:  # an erased subject's event keeps no text
             continue
         m["valid_to"] = None if m["valid_to"] == OPEN else m["valid_to"]

@@ -217,14 +217,25 @@ def value_json_of(value_json: str | None, text: str | None) -> str | None:
     return value_json
 
 
+def rows_read_back(cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    """Fetched rows of ``cols`` as dicts, ``value_json`` read back as recorded where the row stores a free-text
+    memory's value as its text (:func:`stored_value_json`)."""
+    out = [dict(zip(cols, r)) for r in rows]
+    if "value_json" in cols and "text" in cols:
+        for d in out:
+            d["value_json"] = value_json_of(d["value_json"], d["text"])
+    return out
+
+
 def spelled_out(cols: Sequence[str]) -> Callable[[tuple], tuple]:
     """For ``verify``: a row of ``cols`` with a value stored as :data:`SAME_AS_TEXT` written out, so that rows written
     before the value of a free-text memory was elided compare equal to a replay's."""
     value_at, text_at = cols.index("value_json"), cols.index("text")
+    last = max(value_at, text_at)
 
     def spell(row: tuple) -> tuple:
         out = list(row)
-        if len(out) > text_at:
+        if len(out) > last:
             out[value_at] = value_json_of(out[value_at], out[text_at])
         return tuple(out)
 

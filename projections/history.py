@@ -7,7 +7,8 @@ Two tables:
 an empty one). This is what ``memledger history`` and ``audit`` print.
 
 A free-text memory's value (its own sentence as a JSON string) is stored once in ``history_versions``, as its text:
-the row's ``value_json`` is ``''`` and every query here reads the value back (:func:`version_rows`).
+the row's ``value_json`` is ``''`` and every query here reads the value back
+(:func:`projections.base.rows_read_back`).
 
 ``history_timeline`` — bitemporal rows: for a version, a valid range ``[valid_from, valid_to)`` together with the
 system-time range ``[recorded_from, recorded_to)`` during which the ledger held that belief. Rows are only ever
@@ -25,18 +26,9 @@ from typing import Any
 from ledger.domain import Fact, fact_effect
 from ledger.timeutil import OPEN, to_micros
 
-from .base import LogEvent, Projection, insert_rows, iso_micros, sealed, spelled_out, stored_value_json, value_json_of
+from .base import (LogEvent, Projection, insert_rows, iso_micros, rows_read_back, sealed, spelled_out,
+                   stored_value_json)
 from .db import Cursor
-
-def version_rows(cols: list[str], rows: list[tuple]) -> list[dict[str, Any]]:
-    """Fetched rows of ``cols`` as dicts, ``value_json`` read back as recorded where the row stores a free-text
-    memory's value as its text (:func:`projections.base.stored_value_json`)."""
-    out = [dict(zip(cols, r)) for r in rows]
-    if "value_json" in cols and "text" in cols:
-        for d in out:
-            d["value_json"] = value_json_of(d["value_json"], d["text"])
-    return out
-
 
 VERSION_COLS = [
     "user_id", "key", "version", "event_id", "kind", "effect", "value_json", "text", "reason", "recorded_at",
@@ -371,7 +363,7 @@ class HistoryProjection(Projection):
             sql += " AND key = ?"
             params.append(key)
         cur.execute(sql + " ORDER BY position", params)
-        return version_rows(VERSION_COLS, cur.fetchall())
+        return rows_read_back(VERSION_COLS, cur.fetchall())
 
     # -- hygiene (memledger/hygiene.py, docs/hygiene.md) -------------------------------------------------------
     def quarantine_rows(self, cur: Cursor, user_id: str | None) -> tuple[list[dict[str, Any]],
@@ -386,7 +378,7 @@ class HistoryProjection(Projection):
             sql += " AND user_id = ?"
             params.append(user_id)
         cur.execute(sql + " ORDER BY position", params)
-        rows = version_rows(VERSION_COLS, cur.fetchall())
+        rows = rows_read_back(VERSION_COLS, cur.fetchall())
         held = [r for r in rows if r["effect"] == "quarantine"]
         releases = {}
         for r in rows:
@@ -432,7 +424,7 @@ class HistoryProjection(Projection):
                     "AND valid_to IS NOT NULL AND valid_to > ? AND valid_to > valid_from "
                     "ORDER BY valid_from DESC, version DESC", (user_id, key, at, at))
         row = cur.fetchone()
-        return None if row is None else version_rows(VERSION_COLS, [row])[0]
+        return None if row is None else rows_read_back(VERSION_COLS, [row])[0]
 
     def observed_at_of(self, cur: Cursor, user_id: str, key: str, version: int) -> int | None:
         """When the version's event was said (``observed_at`` micros), or None."""

@@ -14,7 +14,7 @@ from typing import Any
 from ledger.domain import Fact, fact_effect
 from ledger.timeutil import OPEN, to_micros
 
-from .base import LogEvent, Projection, iso_micros, sealed, spelled_out, stored_value_json, value_json_of
+from .base import LogEvent, Projection, iso_micros, rows_read_back, sealed, spelled_out, stored_value_json
 from .db import Cursor
 from .history import add_missing_column, hygiene_json
 
@@ -189,7 +189,7 @@ class ProfileProjection(Projection):
             f"source_ref, session_id, sensitivity, position, hygiene FROM {self.table('facts')} WHERE user_id = ? ORDER BY key",
             (user_id,),
         )
-        return _facts(cur.fetchall())
+        return rows_read_back(FACT_COLS, cur.fetchall())
 
     def slot_rows(self, cur: Cursor, user_id: str, slot_key: str) -> list[dict[str, Any]]:
         """The user's current facts under ``slot_key`` itself or its siblings (``slot_key.*``), ordered by key
@@ -201,20 +201,9 @@ class ProfileProjection(Projection):
             f"WHERE user_id = ? AND (key = ? OR key LIKE ? ESCAPE '\\') ORDER BY key",
             (user_id, slot_key, like),
         )
-        return _facts(cur.fetchall())
+        return rows_read_back(FACT_COLS, cur.fetchall())
 
 
 #: the columns :meth:`ProfileProjection.rows` and ``slot_rows`` read, in order
 FACT_COLS = ["key", "version", "value_json", "text", "recorded_at", "valid_from", "valid_to", "source", "confidence",
              "status", "source_ref", "session_id", "sensitivity", "position", "hygiene"]
-
-
-def _facts(rows: list[tuple]) -> list[dict[str, Any]]:
-    """Rows of :data:`FACT_COLS` as dicts, each value read back as it was recorded (a free-text memory's value is
-    stored once, as its text: :func:`~projections.base.stored_value_json`)."""
-    out = []
-    for r in rows:
-        d = dict(zip(FACT_COLS, r))
-        d["value_json"] = value_json_of(d["value_json"], d["text"])
-        out.append(d)
-    return out

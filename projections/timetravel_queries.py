@@ -28,7 +28,8 @@ from typing import Any
 from ledger.timeutil import OPEN
 
 from .db import Cursor
-from .history import VERSION_COLS, HistoryProjection, version_rows
+from .base import rows_read_back
+from .history import VERSION_COLS, HistoryProjection
 
 #: the columns of a belief row: the timeline row's bitemporal ranges, and its version's event fields
 BELIEF_COLS = [
@@ -104,7 +105,7 @@ class TimeTravelQueries:
             sql += " AND t.key = ?"
             params.append(key)
         cur.execute(sql + " ORDER BY t.key", params)
-        return version_rows(BELIEF_COLS, cur.fetchall())
+        return rows_read_back(BELIEF_COLS, cur.fetchall())
 
     def users(self, cur: Cursor) -> list[str]:
         """Every user with a fact event in the projection, in order (``memledger stats`` of the whole store)."""
@@ -137,7 +138,7 @@ class TimeTravelQueries:
             "ORDER BY t.key, t.valid_from",
             [*join_params, user_id, *where_params, *([] if starting_after is None else [starting_after])],
         )
-        return version_rows(LIVE_COLS, cur.fetchall())
+        return rows_read_back(LIVE_COLS, cur.fetchall())
 
     def event_at(self, cur: Cursor, user_id: str, position: int) -> dict[str, Any] | None:
         """The ``history_versions`` row (dict of VERSION_COLS) of the user's event at log ``position``."""
@@ -146,7 +147,7 @@ class TimeTravelQueries:
             (user_id, position),
         )
         row = cur.fetchone()
-        return None if row is None else version_rows(VERSION_COLS, [row])[0]
+        return None if row is None else rows_read_back(VERSION_COLS, [row])[0]
 
     def closing_position(self, cur: Cursor, user_id: str, key: str, version: int, position_from: int) -> int:
         """``position_to`` of the timeline row opened at ``position_from`` for (key, version); OPEN if open."""
@@ -184,4 +185,4 @@ class TimeTravelQueries:
             sql += " AND v.position < COALESCE(c.f, ?)"
             params.append(OPEN)
         cur.execute(sql + " ORDER BY v.position", params)
-        return version_rows(VERSION_COLS, cur.fetchall())
+        return rows_read_back(VERSION_COLS, cur.fetchall())

@@ -62,11 +62,11 @@ from ledger.domain import Fact, fact_effect
 from ledger.text import has_cjk
 from ledger.timeutil import OPEN, to_micros
 
-from .base import LogEvent, Projection
+from .base import LogEvent, Projection, spelled_out, stored_value_json
 from .db import Cursor
 from .lazy import lazy_module
 from .retrieval.documents import (CURRENT_EFFECTS, DOC_COLS, NO_COMPANION, valid_micros, decode_vector, encode_vector,
-                                  fact_doc_id, stored_value_json, value_json_of)
+                                  fact_doc_id)
 from .retrieval.embedding import EmbeddingWork
 from .retrieval.index_files import IndexFiles
 from .retrieval.mirror import Memory, Mirror
@@ -170,15 +170,14 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, Ranking, Proje
         if short != "docs":
             return None
         idx = {DOC_COLS.index("vector"): self._dim_of("vector"), DOC_COLS.index("cjk_vector"): self._dim_of("cjk")}
-        text_at, value_at = DOC_COLS.index("text"), DOC_COLS.index("value_json")
+        text_at = DOC_COLS.index("text")
+        spell = spelled_out(DOC_COLS)  # a value stored as SAME_AS_TEXT equals one written out (rows written before)
 
         live_at, vec_at, cjk_at = DOC_COLS.index("live"), DOC_COLS.index("vector"), DOC_COLS.index("cjk_vector")
         cjk_dim = self._dim_of("cjk")
 
         def shape_only(row: tuple) -> tuple:
-            out = list(row)
-            if len(out) > value_at:  # a value stored as SAME_AS_TEXT equals one written out (rows written before)
-                out[value_at] = value_json_of(out[value_at], out[text_at])
+            out = list(spell(row))
             if len(out) > cjk_at and out[live_at] and out[vec_at] is None:
                 # packed: its vectors are in the user's pack, the companion's when the text has CJK (as when the
                 # row held them: documents.py); verify_close compares their values

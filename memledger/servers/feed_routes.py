@@ -22,7 +22,6 @@ def add_feed_routes(app: FastAPI, service: Service, *, user_of: Callable[..., st
                     problem: Callable[..., Exception]) -> None:
     """Add the feed route to ``app``; ``user_of`` checks the key holds the path's user, ``problem`` makes the HTTP
     module's problem+json errors."""
-    Problem = problem  # noqa: N806 - the HTTP module's error class, named as there
     # set by `memledger serve http` when the server is told to stop: each open feed then ends with an `end` event
     # naming the position to resume from, instead of being cut when the graceful shutdown's time runs out
     draining = app.state.draining = threading.Event()
@@ -40,7 +39,7 @@ def add_feed_routes(app: FastAPI, service: Service, *, user_of: Callable[..., st
             try:
                 start = max(start, int(last_event_id))
             except ValueError:
-                raise Problem(422, "Bad input", "Last-Event-ID: not a log position", field="Last-Event-ID",
+                raise problem(422, "Bad input", "Last-Event-ID: not a log position", field="Last-Event-ID",
                               problem="not an integer", fix="send the id of the last event received") from None
         head_now = await anyio.to_thread.run_sync(service.head, user_id)
         shard = await anyio.to_thread.run_sync(service.shard_of, user_id)

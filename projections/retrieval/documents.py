@@ -14,7 +14,7 @@ from typing import Any
 from ledger.domain import fact_effect
 from ledger.timeutil import OPEN, parse_instant, to_micros
 
-from ..base import SAME_AS_TEXT, LogEvent, stored_value_json, value_json_of  # noqa: F401 (importers of the row format)
+from ..base import LogEvent, value_json_of
 from ..lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector

@@ -23,7 +23,8 @@ from typing import Any
 
 from ..base import position_of
 from ..db import Cursor
-from .documents import DOC_COLS, META_COLS, stack_vectors, doc_meta, decode_vector, lexical_document, value_json_of
+from ..base import value_json_of
+from .documents import DOC_COLS, META_COLS, stack_vectors, doc_meta, decode_vector, lexical_document
 
 LOAD_CHUNK = 2048  # rows per fetch when the mirror is opened from the table's vectors
 #: the columns read when the BM25 indexes come from their files: the documents' ids and vectors only
