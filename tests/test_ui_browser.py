@@ -233,15 +233,8 @@ def test_the_export_opens_offline_with_the_same_content(site: Any, tmp_path: Pat
     proc = memledger(site["home"], "timeline", USER, "--html", str(target))
     assert proc.returncode == 0, proc.stderr
     served = open_page(site)
-    context = site["browser"].new_context(viewport={"width": 1280, "height": 900}, offline=True)
-    requests: list[str] = []
-    context.on("request", lambda req: requests.append(req.url))
-    offline = context.new_page()
-    errors: list[str] = []
-    offline.on("pageerror", lambda e: errors.append(str(e)))
-    offline.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    offline.goto(target.as_uri())
-    assert requests == [target.as_uri()]  # the file itself; no script, style or font fetched
+    offline = open_export(site, target)
+    assert offline.requests == [target.as_uri()]  # the file itself; no script, style or font fetched
     rows = ".row[data-key]"
     assert offline.eval_on_selector_all(rows, "rs => rs.map(r => r.dataset.key)") == \
         served.eval_on_selector_all(rows, "rs => rs.map(r => r.dataset.key)")
@@ -259,9 +252,9 @@ def test_the_export_opens_offline_with_the_same_content(site: Any, tmp_path: Pat
         p.click('.bar[data-key="diet.type"][data-version="1"]')
     assert offline.text_content("#audit-body") == served.text_content("#audit-body")
     assert "contested" in offline.text_content("#audit-body")
-    assert offline.evaluate("window.__xss") is None and errors == []
+    assert offline.evaluate("window.__xss") is None and offline.errors == []
     offline.screenshot(path=str(ARTIFACTS / "timeline-export-offline.png"), full_page=True)
-    context.close()
+    offline.context.close()
     served.context.close()
 
 
