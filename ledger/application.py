@@ -9,7 +9,6 @@ ledger/retry.py, then :class:`~ledger.errors.ConflictError`. A batch is saved in
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,7 +44,8 @@ class Outcome:
 
 
 class LedgerApplication(Application):
-    """The write side. ``env`` selects the persistence module (SQLite file or PostgreSQL), see ledger/config.py."""
+    """The write side. ``env`` selects the persistence module (SQLite file or PostgreSQL) and the recorder class,
+    see ledger/backend.py ``event_store_env``; the library's factory then builds the recorder (ledger/recorders.py)."""
 
     name = "memledger"
 
@@ -100,50 +100,31 @@ class LedgerApplication(Application):
             return cls.shell(stream_id, now_utc())
 
     def _stream_absent(self, stream_id: uuid.UUID) -> bool:
-        """True if the SQLite log holds no event of ``stream_id``; False if it does, or on another backend (unknown).
-        Reads eventsourcing 9.5's events table through its datastore's connection pool (public ``get_connection``
-        and ``cursor``), outside a transaction: one statement is its own consistent snapshot in SQLite."""
-        sqlite_module = sys.modules.get("eventsourcing.sqlite")
-        rec = self.recorder
-        if sqlite_module is None or not isinstance(rec, sqlite_module.SQLiteAggregateRecorder):
-            return False
-        with rec.datastore.get_connection(commit=False) as conn, conn.cursor() as cur:
-            cur.execute(f"SELECT 1 FROM {rec.events_table_name} WHERE originator_id = ? LIMIT 1", (stream_id.hex,))
-            return cur.fetchone() is None
+        """True if the log holds no event of ``stream_id``; False if it does, or when the recorder cannot tell
+        cheaply (PostgreSQL, or a recorder of the library's own: the lookups are the ledger's recorder classes',
+        ledger/recorders.py, which the store's environment names)."""
+        absent = getattr(self.recorder, "stream_absent", None)
+        return absent is not None and absent(stream_id)
 
     def existing_streams(self, stream_ids: set[uuid.UUID]) -> set[uuid.UUID] | None:
-        """Which of ``stream_ids`` already have events, in one query per 500 ids; None if the backend is not known.
+        """Which of ``stream_ids`` already have events, in one query per 500 ids; None if the recorder cannot tell
+        (one of the library's own, without the ledger's lookups: ledger/recorders.py).
 
         Why: a batch of mostly new facts (an ingest, an agent turn) used to cost one ``repository.get`` per stream,
         which finds nothing — on PostgreSQL one round trip each, half of a batched append's time (measured with
         scripts/bench_append.py). Streams not returned here start from :meth:`Fact.shell`; if another writer
         creates one meanwhile, the save conflicts and the command is re-run (see ``execute``), so this is only a
-        shortcut, never a correctness assumption. Reads eventsourcing's own events table (9.5's recorders).
+        shortcut, never a correctness assumption.
         """
-        rec = self.recorder
-        # Look the recorder classes up only in modules already loaded: importing eventsourcing.postgres (psycopg)
-        # just to learn that a SQLite recorder is not a PostgreSQL one would slow every process's start.
-        pg_module, sqlite_module = sys.modules.get("eventsourcing.postgres"), sys.modules.get("eventsourcing.sqlite")
+        # a capability, not a backend: an application opened on a plain eventsourcing environment (an old store's
+        # fixture, a benchmark) has the library's recorder, which offers no such lookup
+        lookup = getattr(self.recorder, "existing_streams", None)
+        if lookup is None:
+            return None
         ids = list(stream_ids)
         found: set[uuid.UUID] = set()
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            if sqlite_module is not None and isinstance(rec, sqlite_module.SQLiteAggregateRecorder):
-                sql = (f"SELECT DISTINCT originator_id FROM {rec.events_table_name} "
-                       f"WHERE originator_id IN ({', '.join('?' * len(chunk))})")
-                with rec.datastore.transaction(commit=False) as c:
-                    c.execute(sql, [sid.hex for sid in chunk])
-                    found.update(uuid.UUID(str(row["originator_id"])) for row in c.fetchall())
-            elif pg_module is not None and isinstance(rec, pg_module.PostgresAggregateRecorder):
-                from psycopg.sql import SQL, Identifier
-
-                sql = SQL("SELECT DISTINCT originator_id FROM {}.{} WHERE originator_id = ANY(%s)").format(
-                    Identifier(rec.datastore.schema), Identifier(rec.events_table_name))
-                with rec.datastore.transaction(commit=False) as c:
-                    c.execute(sql, (chunk,))
-                    found.update(uuid.UUID(str(row["originator_id"])) for row in c.fetchall())
-            else:
-                return None
+        for i in range(0, len(ids), 500):  # within SQLite's limit of bound parameters per statement
+            found |= lookup(ids[i:i + 500])
         return found
 
     def save_events(self, events: list[Any]) -> list[Any]:

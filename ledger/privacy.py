@@ -30,7 +30,7 @@ from eventsourcing.domain import Aggregate, event
 
 from .crypto import DEFAULT_ENCRYPTED_FIELDS, KeyStore
 from .domain import NAMESPACE
-from .errors import BadInput, MemledgerError
+from .errors import BadInput
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
@@ -99,23 +99,9 @@ def open_keystore(settings: Settings, encrypt: bool | None = None) -> KeyStore |
         MemledgerError: encryption off for an embedded store that already has a ``keys.db`` -- its log holds
             ciphertext that only the key store can read, so switching off would return tokens as content.
     """
-    from .keystores import PostgresKeyStore, SQLiteKeyStore
-
     if encrypt is None:
         encrypt = encryption_enabled()
-    if settings.home is not None:
-        path = settings.home / "keys.db"
-        if not encrypt:
-            if path.exists():
-                raise MemledgerError(
-                    f"{ENCRYPTION_ENV}=off but {path} exists: this store was written encrypted; "
-                    f"unset {ENCRYPTION_ENV} to open it"
-                )
-            return None
-        return SQLiteKeyStore(path, cache_ttl=KEY_CACHE_TTL)
-    if not encrypt:
-        return None
-    return PostgresKeyStore(settings.dsn or "", schema=settings.schema, cache_ttl=KEY_CACHE_TTL)
+    return settings.backend.keystore(encrypt, KEY_CACHE_TTL, ENCRYPTION_ENV)
 
 
 # ----------------------------------------------------------------------------------------------------- events

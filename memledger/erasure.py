@@ -15,7 +15,6 @@ In short (crypto-shredding):
 
 from __future__ import annotations
 
-import os
 import uuid
 from datetime import datetime
 from typing import Any
@@ -219,26 +218,6 @@ def _delete_snapshots(app: Any, stream_ids: list[uuid.UUID]) -> int:
     return n
 
 
-def compact_sqlite(path: str | os.PathLike[str]) -> bool:
-    """Rewrite an SQLite file so deleted rows' bytes leave the disk: VACUUM, then truncate the WAL.
-
-    ``secure_delete`` (set on every projection connection) already zeroes freed cells; VACUUM rebuilds the file
-    without free pages, and ``wal_checkpoint(TRUNCATE)`` empties the ``-wal`` file, whose frames still hold the
-    page images written before the purge. Returns False if another connection kept the WAL from being truncated
-    (a reader in the middle of a transaction); erasure then reports the file as not compacted.
-    """
-    import sqlite3
-
-    conn = sqlite3.connect(os.fspath(path), isolation_level=None, timeout=60)
-    try:
-        conn.execute("PRAGMA secure_delete=ON")
-        conn.execute("VACUUM")
-        busy, _log, _ckpt = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        return busy == 0
-    finally:
-        conn.close()
-
-
 def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bool = True) -> ErasureReceipt:
     """Erase ``user_id`` from ``ml``: record ``SubjectErased``, destroy the key, purge every projection, delete
     snapshots, purge index files and caches a projection keeps (``purge_user_files``), compact SQLite files.
@@ -352,22 +331,11 @@ def _rows_held(ml: Store, user_id: str) -> dict[str, int]:
 
 
 def compact_store(ml: Store) -> list[str]:
-    """Make deleted bytes leave the disk after an erasure: SQLite files are compacted (returns their paths relative
-    to the home), PostgreSQL runs ``VACUUM FULL`` on the key table and the projections (returns [])."""
-    compacted = []
-    if ml.settings.home is not None:
-        # Every SQLite file but the log (ciphertext only; rewriting a large log is costly) and the key store
-        # (secure_delete already zeroed the key, and it runs in rollback-journal mode: no -wal copies).
-        for path in sorted(ml.settings.home.rglob("*.db")):
-            rel = path.relative_to(ml.settings.home).as_posix()
-            if rel not in ("events.db", "keys.db") and compact_sqlite(path):
-                compacted.append(rel)
-    else:
-        vacuum = getattr(ml.keystore, "vacuum", None)
-        if vacuum is not None:
-            vacuum()  # VACUUM FULL user_keys: the destroyed key's dead row version leaves the heap
-        _vacuum_postgres(ml)
-    return compacted
+    """Make deleted bytes leave the disk after an erasure (the backend's ``compact``, ledger/backend.py): SQLite
+    files are compacted (returns their paths relative to the home), PostgreSQL runs ``VACUUM FULL`` on the key tables
+    and the projections' tables (returns [])."""
+    tables = [p.table(short) for p in ml.projections for short in p.tables]
+    return ml.backend.compact(ml.keystore, ml.db, tables)
 
 
 def _purge_vectors(ml: Store, user_id: str, texts: list[str]) -> None:
@@ -396,21 +364,12 @@ def reload_user_index(ml: Store, proj: Any, user_id: str) -> None:
         mismatch = proj.model_mismatch(proj._meta(cur)) is not None
         if not mismatch:
             proj.refresh(cur)  # the generation changed: reload the mirror from the rows
-    if ml.settings.home is not None:
-        stem = user_file_stem(user_id)
-        for suffix in (".faiss", ".lex", ".vec"):
-            for path in (ml.settings.home / "vectors").rglob(stem + suffix):
-                path.unlink(missing_ok=True)
-        if not mismatch:
-            proj.try_save_files()  # manifest without the user's files (and files of users the mirror lacks go)
-
-
-def _vacuum_postgres(ml: Store) -> None:
-    """VACUUM FULL the projection tables: deleted rows' versions leave the table files (not WAL or backups)."""
-    tables = [p.table(short) for p in ml.projections for short in p.tables]
-    with ml.db._pool.connection() as conn:  # VACUUM cannot run inside a transaction block
-        for t in tables:
-            conn.execute(f'VACUUM FULL "{ml.db.schema}"."{t}"')
+    stem = user_file_stem(user_id)
+    for suffix in (".faiss", ".lex", ".vec"):
+        for path in ml.backend.files("vectors", stem + suffix):  # none on PostgreSQL: the index lives in tables
+            path.unlink(missing_ok=True)
+    if not mismatch:
+        proj.try_save_files()  # manifest without the user's files (and files of users the mirror lacks go)
 
 
 # ----------------------------------------------------------------------------------------------------- export

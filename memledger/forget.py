@@ -22,7 +22,6 @@ plaintext (encryption off at the time).
 
 from __future__ import annotations
 
-import os
 import uuid
 from datetime import datetime
 from typing import Any
@@ -36,7 +35,7 @@ from ledger.privacy import ENCRYPTED_FIELDS, ENCRYPTION_ENV
 from ledger.schemas import check_key, check_text, check_user_id
 from ledger.timeutil import now_utc
 
-from .erasure import _delete_snapshots, _vacuum_postgres, compact_sqlite, reload_user_index
+from .erasure import _delete_snapshots, compact_store, reload_user_index
 from .locks import user_lock
 from .store import Store
 
@@ -225,7 +224,7 @@ def forget_fact(ml: Store, user_id: str, key: str, *, version: int | None = None
         ml.catch_up(deferred=False)
         cache_deleted = _purge_vectors(ml, user_id, key, targets, texts)
         _delete_snapshots(ml.app, [sid])
-        compacted = _compact(ml)
+        compacted = compact_store(ml)
     return ForgetReceipt(
         user_id=user_id, key=key, versions=list(placeholder.forgotten), forgotten_at=placeholder.timestamp,
         actor=placeholder.actor, version=placeholder.originator_version, event_id=placeholder.event_id,
@@ -259,21 +258,3 @@ def _purge_vectors(ml: Store, user_id: str, key: str, versions: list[int], texts
     if not texts:
         return 0
     return int(proj._embedding_cache().delete_texts(texts) or 0)
-
-
-def _compact(ml: Store) -> list[str]:
-    """SQLite: VACUUM and truncate the WAL of every ``*.db`` in the home but the log (ciphertext only) and the key
-    store (rollback journal, ``secure_delete``: the destroyed keys' bytes are zeroed in place). PostgreSQL: VACUUM
-    FULL the key tables and every projection table, so the deleted row versions leave the table files."""
-    compacted = []
-    if ml.settings.home is not None:
-        for path in sorted(ml.settings.home.rglob("*.db")):
-            rel = path.relative_to(ml.settings.home).as_posix()
-            if rel not in ("events.db", "keys.db") and compact_sqlite(os.fspath(path)):
-                compacted.append(rel)
-    else:
-        vacuum = getattr(ml.keystore, "vacuum", None)
-        if vacuum is not None:
-            vacuum()
-        _vacuum_postgres(ml)
-    return compacted

@@ -153,13 +153,7 @@ def end(ml: Store, user_id: str, session_id: str) -> Any:
 def wipe(ml: Store) -> None:
     """Make deleted opt-out rows leave the disk: truncate the SQLite WAL (secure_delete zeroed the cells in the
     database file; the WAL still holds the page images that contained them), or VACUUM FULL the two tables."""
-    if ml.db.dialect == "sqlite":
-        conn = ml.db._sqlite()
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    else:
-        with ml.db._pool.connection() as conn:
-            for t in ("optout_messages", "optout_sessions"):
-                conn.execute(f'VACUUM FULL "{ml.db.schema}"."{t}"')
+    ml.db.wipe(["optout_messages", "optout_sessions"])
 
 
 def messages(ml: Store, user_id: str, session_id: str | None = None) -> list[dict[str, Any]]:

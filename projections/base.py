@@ -249,7 +249,7 @@ def insert_rows(cur: Cursor, table: str, cols: Sequence[str], rows: Sequence[Seq
     COPY FROM). ``rows`` are sequences in ``cols`` order."""
     if not rows:
         return
-    if cur.dialect == "postgres" and not cur.row_security:
+    if cur.copies_rows:
         with cur.raw.copy(f"COPY {table} ({', '.join(cols)}) FROM STDIN") as copy:
             for r in rows:
                 copy.write_row(r)

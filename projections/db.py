@@ -8,7 +8,6 @@ two catch-up loops in different processes must not apply the same events twice.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -16,12 +15,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from ledger.config import use_wal
+from ledger.backend import check_schema_name, connect, use_wal
 from ledger.sealing import BYTES_PREFIX as SEALED_BYTES
 from ledger.sealing import PREFIX as SEALED_TEXT
 
 _ADVISORY_KEY = 0x6D656D6C  # "meml": the advisory lock every catch-up on one schema takes (with the schema's hash)
-_SETUP_KEY = 0x6D656D73  # "mems": held while a process creates a schema's tables
 
 #: The PostgreSQL setting row-level security reads: which users' rows this transaction may see. A user id has no
 #: control characters (``ledger.schemas.check_user_id``), so the users are joined by U+001F and every user is
@@ -61,20 +59,8 @@ def protect_user_rows(cur: Cursor, table: str) -> None:
     """Turn on (and force, so the table's owner is held too) row-level security on ``table`` with the users
     policy, on PostgreSQL; idempotent, and a no-op when already on (so a store's later opens need no ownership
     change). Superusers and roles with BYPASSRLS are never held by it: serve through a role without them
-    (docs/postgres.md)."""
-    if cur.dialect != "postgres":
-        return
-    cur.execute("SELECT c.relrowsecurity AND c.relforcerowsecurity, EXISTS (SELECT 1 FROM pg_policies p WHERE "
-                "p.schemaname = n.nspname AND p.tablename = c.relname AND p.policyname = 'memledger_users') "
-                "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE c.relname = ? AND n.nspname = current_schema()", (table,))
-    row = cur.fetchone()
-    if row is None or (row[0] and row[1]):
-        return
-    if not row[1]:
-        cur.execute(f"CREATE POLICY memledger_users ON {table} USING ({RLS_CONDITION})")
-    cur.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-    cur.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+    (docs/postgres.md). SQLite has no row-level security: nothing is done."""
+    cur.sql_dialect.protect_user_rows(cur, table)
 
 
 class Cursor:
@@ -84,12 +70,22 @@ class Cursor:
     fetched comes back with its sealed values opened, whatever table or column they sit in: readers never see a
     token."""
 
-    def __init__(self, raw: Any, dialect: str, row_security: bool = False, sealer: Any = None) -> None:
+    def __init__(self, raw: Any, sql_dialect: SQLiteDialect | PostgresDialect, row_security: bool = False,
+                 sealer: Any = None) -> None:
         self.raw = raw
-        self.dialect = dialect
+        #: what differs between the two databases (placeholders, types, COPY, row security): the database's dialect
+        self.sql_dialect = sql_dialect
+        #: the dialect's name, ``"sqlite"`` or ``"postgres"`` (for messages and tests; code asks ``sql_dialect``)
+        self.dialect = sql_dialect.name
         #: row-level security holds this connection's role (PostgreSQL refuses COPY FROM into its tables then)
         self.row_security = row_security
         self.sealer = sealer
+
+    @property
+    def copies_rows(self) -> bool:
+        """Whether many rows are best written with ``COPY ... FROM STDIN`` (PostgreSQL, unless row-level security
+        holds this connection's role, which refuses COPY FROM)."""
+        return self.sql_dialect.copy_from and not self.row_security
 
     def seal(self, user_id: str, value: Any) -> Any:
         """``value`` sealed under ``user_id``'s data key (unchanged when sealing is off or it is None)."""
@@ -106,18 +102,13 @@ class Cursor:
             out[i] = self.sealer.open(out[i])
         return tuple(out)
 
-    def _sql(self, sql: str) -> str:
-        # psycopg's placeholders are %s, so a literal % (LIKE 'a%') must be doubled there. Projection SQL never
-        # holds a literal '?' (values always go through parameters), so every '?' is a placeholder.
-        return sql.replace("%", "%%").replace("?", "%s") if self.dialect == "postgres" else sql
-
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
-        self.raw.execute(self._sql(sql), tuple(params))
+        self.raw.execute(self.sql_dialect.sql(sql), tuple(params))
         return self
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            self.raw.executemany(self._sql(sql), [tuple(r) for r in rows])
+            self.raw.executemany(self.sql_dialect.sql(sql), [tuple(r) for r in rows])
 
     def fetchone(self) -> tuple | None:
         row = self.raw.fetchone()
@@ -135,41 +126,6 @@ class Cursor:
     @property
     def rowcount(self) -> int:
         return self.raw.rowcount
-
-
-SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-
-
-def check_schema_name(schema: str) -> str:
-    """Refuse a PostgreSQL schema name that would need quoting tricks (it is spliced into DDL).
-
-    Raises:
-        BadInput: naming ``schema`` (lower-case letters, digits and ``_``, at most 63, not starting with a digit).
-    """
-    from ledger.errors import BadInput
-
-    if not isinstance(schema, str) or not SCHEMA_RE.match(schema):
-        raise BadInput("schema", f"{schema!r} is not a plain PostgreSQL schema name",
-                       "use lower-case letters, digits and '_' (at most 63, not starting with a digit)")
-    return schema
-
-
-def connect(dsn: str) -> Any:
-    """One autocommit psycopg connection.
-
-    Raises:
-        MemledgerError: the server cannot be reached (a clear message instead of a driver traceback; CLI exit 1).
-    """
-    import psycopg
-
-    from ledger.errors import MemledgerError
-
-    try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-    except psycopg.OperationalError as exc:
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise MemledgerError(f"cannot connect to PostgreSQL ({first}): is the server up and the --dsn right?") \
-            from None
 
 
 def ensure_schema(dsn: str, schema: str) -> None:
@@ -191,135 +147,173 @@ def ensure_schema(dsn: str, schema: str) -> None:
             pass
 
 
-@contextmanager
-def setup_lock(dsn: str | None, schema: str) -> Iterator[None]:
-    """Serialise creating a store's tables across processes (PostgreSQL); a no-op for SQLite (dsn None).
+class SQLiteDialect:
+    """The projections in one SQLite file: a connection per thread, ``BEGIN IMMEDIATE`` for an exclusive write,
+    the portable SQL as written (``?`` placeholders), ``BLOB`` columns, no COPY and no row-level security."""
 
-    ``CREATE TABLE IF NOT EXISTS`` is not safe against a concurrent identical statement in PostgreSQL (both can
-    pass the existence check, and one then fails on ``pg_type``'s unique index). Opening a ledger holds a
-    session-level advisory lock on its own connection while the log's and the projections' tables are created.
-    """
-    if dsn is None:
-        yield
-        return
-    with connect(dsn) as conn:
-        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_SETUP_KEY, schema))
+    name = "sqlite"
+    blob = "BLOB"
+    copy_from = False
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def sql(self, sql: str) -> str:
+        """``sql`` as SQLite runs it: unchanged."""
+        return sql
+
+    def protect_user_rows(self, cur: Cursor, table: str) -> None:
+        """SQLite has no row-level security: nothing to do."""
+
+    @contextmanager
+    def page_cache(self, cur: Cursor, kib: int) -> Iterator[None]:
+        """A page cache of ``kib`` KiB for the block, then the connection's own size again (a bulk flush)."""
+        before = cur.execute("PRAGMA cache_size").fetchone()[0]
+        cur.execute(f"PRAGMA cache_size = -{int(kib)}")
         try:
             yield
         finally:
-            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_SETUP_KEY, schema))
+            cur.execute(f"PRAGMA cache_size = {int(before)}")
 
-
-class ProjectionDB:
-    """Connections to the projections' database. Thread-safe: one SQLite connection per thread, or a pool.
-
-    Args:
-        sqlite_path: path of the SQLite file (embedded mode), or
-        dsn: a ``postgresql://`` conninfo, with ``schema`` the PostgreSQL schema holding the tables.
-    """
-
-    def __init__(self, sqlite_path: str | None = None, dsn: str | None = None, schema: str = "memledger") -> None:
-        if (sqlite_path is None) == (dsn is None):
-            raise ValueError("give exactly one of sqlite_path or dsn")
-        self.sqlite_path = sqlite_path
-        self.dsn = dsn
-        self.schema = schema
-        self.dialect = "sqlite" if sqlite_path else "postgres"
-        self._local = threading.local()
-        self._pool: Any = None
-        self._bypass: bool | None = None
-        #: seals personal content under each user's key (ledger/sealing.py); set by the store once its key store is
-        #: open, None when encryption is off
-        self.sealer: Any = None
-        self._all_sqlite: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        #: callables run with the cursor first thing in every transaction and read snapshot (before any other
-        #: statement, so they see the caller's snapshot). MemoryLedger registers the blue/green resolver here
-        #: (replay/rebuild.py): which copy of each projection serves is read in the same snapshot as the rows,
-        #: so a switch is never half-seen.
-        self.on_begin: list[Callable[[Cursor], None]] = []
-        if self.dialect == "postgres":
-            from psycopg_pool import ConnectionPool
-
-            check_schema_name(schema)
-            # The schema must exist before the pool's first connection sets search_path to it, and before
-            # eventsourcing creates the log's tables in it: eventsourcing 9.5.6 qualifies its tables with
-            # POSTGRES_SCHEMA but never creates the schema itself. So create it here, synchronously, once.
-            ensure_schema(dsn, schema)
-
-            def configure(conn: Any) -> None:
-                conn.autocommit = True
-                conn.execute(f'SET search_path TO "{schema}"')
-
-            self._pool = ConnectionPool(dsn, min_size=1, max_size=8, configure=configure, open=True)
-
-    # -- connections -------------------------------------------------------------------------------------------
-    def _sqlite(self) -> sqlite3.Connection:
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection (opened at its first use)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.sqlite_path, isolation_level=None, timeout=60, check_same_thread=False)
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=60, check_same_thread=False)
             # WAL lets readers read while a catch-up writes; secure_delete overwrites erased rows' bytes.
             use_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA secure_delete=ON")
             self._local.conn = conn
             with self._lock:
-                self._all_sqlite.append(conn)
+                self._all.append(conn)
         return conn
 
     @contextmanager
-    def transaction(self) -> Iterator[Cursor]:
-        """An exclusive write transaction: commits on success, rolls back on any exception."""
-        if self.dialect == "sqlite":
-            conn = self._sqlite()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                cur = Cursor(conn.cursor(), "sqlite", sealer=self.sealer)
-                for hook in self.on_begin:
-                    hook(cur)
-                yield cur
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        else:
-            with self._pool.connection() as conn:
-                with conn.transaction():
-                    cur = conn.cursor()
-                    # Keyed by schema too, so ledgers in different schemas of one database don't serialise.
-                    cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_ADVISORY_KEY, self.schema))
-                    # the projection writer (catch-up, erasure, purge) acts for every user
-                    held = not self._bypasses_rls(conn)
-                    if held:
-                        cur.execute("SELECT set_config(%s, %s, true)", (USERS_SETTING, ALL_USERS))
-                    pcur = Cursor(cur, "postgres", row_security=held, sealer=self.sealer)
-                    for hook in self.on_begin:
-                        hook(pcur)
-                    yield pcur
+    def transaction(self, db: ProjectionDB) -> Iterator[Cursor]:
+        """``BEGIN IMMEDIATE``: the one writer of the file until COMMIT (ROLLBACK on any exception)."""
+        conn = self.connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            cur = Cursor(conn.cursor(), self, sealer=db.sealer)
+            for hook in db.on_begin:
+                hook(cur)
+            yield cur
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     @contextmanager
-    def read(self) -> Iterator[Cursor]:
-        """A read-only snapshot (one transaction), never blocking writers on either backend."""
-        if self.dialect == "sqlite":
-            conn = self._sqlite()
-            conn.execute("BEGIN")
-            try:
-                cur = Cursor(conn.cursor(), "sqlite", sealer=self.sealer)
-                for hook in self.on_begin:
-                    hook(cur)
-                yield cur
-            finally:
-                conn.execute("COMMIT")
-        else:
-            with self._pool.connection() as conn:
-                with conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                    if not self._bypasses_rls(conn):
-                        conn.execute("SELECT set_config(%s, %s, true)", (USERS_SETTING, scope_setting()))
-                    pcur = Cursor(conn.cursor(), "postgres", sealer=self.sealer)
-                    for hook in self.on_begin:
-                        hook(pcur)
-                    yield pcur
+    def read(self, db: ProjectionDB) -> Iterator[Cursor]:
+        """A deferred transaction: one WAL snapshot, never blocking the writer."""
+        conn = self.connection()
+        conn.execute("BEGIN")
+        try:
+            cur = Cursor(conn.cursor(), self, sealer=db.sealer)
+            for hook in db.on_begin:
+                hook(cur)
+            yield cur
+        finally:
+            conn.execute("COMMIT")
+
+    def wipe(self, tables: Sequence[str]) -> None:
+        """Make deleted rows leave the disk: ``secure_delete`` zeroed their cells in the file; truncating the WAL
+        drops the page images that still held them (``tables`` all live in the one file)."""
+        self.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._all.clear()
+        self._local = threading.local()
+
+
+class PostgresDialect:
+    """The projections in one PostgreSQL schema: a connection pool (search_path set to the schema), a
+    transaction-scoped advisory lock for an exclusive write, ``%s`` placeholders, ``BYTEA`` columns, ``COPY`` for
+    many rows, and row-level security on the users' tables."""
+
+    name = "postgres"
+    blob = "BYTEA"
+    copy_from = True
+
+    def __init__(self, dsn: str, schema: str) -> None:
+        from psycopg_pool import ConnectionPool
+
+        self.schema = check_schema_name(schema)
+        self._bypass: bool | None = None
+        # The schema must exist before the pool's first connection sets search_path to it, and before
+        # eventsourcing creates the log's tables in it: eventsourcing 9.5.6 qualifies its tables with
+        # POSTGRES_SCHEMA but never creates the schema itself. So create it here, synchronously, once.
+        ensure_schema(dsn, schema)
+
+        def configure(conn: Any) -> None:
+            conn.autocommit = True
+            conn.execute(f'SET search_path TO "{schema}"')
+
+        self.pool: Any = ConnectionPool(dsn, min_size=1, max_size=8, configure=configure, open=True)
+
+    def sql(self, sql: str) -> str:
+        """``sql`` with psycopg's placeholders: every ``?`` becomes ``%s`` and a literal ``%`` (LIKE 'a%') is
+        doubled. Projection SQL never holds a literal '?' (values always go through parameters)."""
+        return sql.replace("%", "%%").replace("?", "%s")
+
+    def protect_user_rows(self, cur: Cursor, table: str) -> None:
+        """The users policy on ``table``, row-level security enabled and forced (see :func:`protect_user_rows`)."""
+        cur.execute("SELECT c.relrowsecurity AND c.relforcerowsecurity, EXISTS (SELECT 1 FROM pg_policies p WHERE "
+                    "p.schemaname = n.nspname AND p.tablename = c.relname AND p.policyname = 'memledger_users') "
+                    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE c.relname = ? AND n.nspname = current_schema()", (table,))
+        row = cur.fetchone()
+        if row is None or (row[0] and row[1]):
+            return
+        if not row[1]:
+            cur.execute(f"CREATE POLICY memledger_users ON {table} USING ({RLS_CONDITION})")
+        cur.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+        cur.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+
+    @contextmanager
+    def page_cache(self, cur: Cursor, kib: int) -> Iterator[None]:
+        """The server sizes its own buffers: nothing to change."""
+        yield
+
+    @contextmanager
+    def transaction(self, db: ProjectionDB) -> Iterator[Cursor]:
+        """A transaction holding the schema's advisory lock (so two catch-ups never apply the same events)."""
+        with self.pool.connection() as conn:
+            with conn.transaction():
+                cur = conn.cursor()
+                # Keyed by schema too, so ledgers in different schemas of one database don't serialise.
+                cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_ADVISORY_KEY, self.schema))
+                # the projection writer (catch-up, erasure, purge) acts for every user
+                held = not self._bypasses_rls(conn)
+                if held:
+                    cur.execute("SELECT set_config(%s, %s, true)", (USERS_SETTING, ALL_USERS))
+                pcur = Cursor(cur, self, row_security=held, sealer=db.sealer)
+                for hook in db.on_begin:
+                    hook(pcur)
+                yield pcur
+
+    @contextmanager
+    def read(self, db: ProjectionDB) -> Iterator[Cursor]:
+        """A REPEATABLE READ transaction limited to the request's users (:func:`request_scope`)."""
+        with self.pool.connection() as conn:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                if not self._bypasses_rls(conn):
+                    conn.execute("SELECT set_config(%s, %s, true)", (USERS_SETTING, scope_setting()))
+                pcur = Cursor(conn.cursor(), self, sealer=db.sealer)
+                for hook in db.on_begin:
+                    hook(pcur)
+                yield pcur
 
     def _bypasses_rls(self, conn: Any) -> bool:
         """Whether this pool's role is a superuser or has BYPASSRLS (read once): row-level security does not hold
@@ -329,15 +323,67 @@ class ProjectionDB:
                                              "WHERE rolname = current_user").fetchone()[0])
         return self._bypass
 
+    def wipe(self, tables: Sequence[str]) -> None:
+        """Make deleted rows leave the table files: ``VACUUM FULL`` on each of ``tables`` (outside a transaction
+        block, as VACUUM must run). Their versions stay in WAL segments and backups taken before."""
+        with self.pool.connection() as conn:
+            for t in tables:
+                conn.execute(f'VACUUM FULL "{self.schema}"."{t}"')
+
     def close(self) -> None:
-        with self._lock:
-            for conn in self._all_sqlite:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._all_sqlite.clear()
-        self._local = threading.local()
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+
+class ProjectionDB:
+    """Connections to the projections' database. Thread-safe: one SQLite connection per thread, or a pool.
+
+    The database's dialect (:class:`SQLiteDialect` or :class:`PostgresDialect`, ``sql_dialect``) is chosen here,
+    once, from which argument is given; every difference between the two is a method of it.
+
+    Args:
+        sqlite_path: path of the SQLite file (embedded mode), or
+        dsn: a ``postgresql://`` conninfo, with ``schema`` the PostgreSQL schema holding the tables.
+
+    Raises:
+        ValueError: neither or both of ``sqlite_path`` and ``dsn``.
+        BadInput: ``schema`` is not a plain schema name (PostgreSQL).
+    """
+
+    def __init__(self, sqlite_path: str | None = None, dsn: str | None = None, schema: str = "memledger") -> None:
+        if (sqlite_path is None) == (dsn is None):
+            raise ValueError("give exactly one of sqlite_path or dsn")
+        self.sqlite_path = sqlite_path
+        self.dsn = dsn
+        self.schema = schema
+        self.sql_dialect: SQLiteDialect | PostgresDialect = (
+            SQLiteDialect(sqlite_path) if sqlite_path else PostgresDialect(dsn, schema))  # type: ignore[arg-type]
+        #: the dialect's name, ``"sqlite"`` or ``"postgres"`` (for messages and tests)
+        self.dialect = self.sql_dialect.name
+        #: seals personal content under each user's key (ledger/sealing.py); set by the store once its key store is
+        #: open, None when encryption is off
+        self.sealer: Any = None
+        #: callables run with the cursor first thing in every transaction and read snapshot (before any other
+        #: statement, so they see the caller's snapshot). MemoryLedger registers the blue/green resolver here
+        #: (replay/rebuild.py): which copy of each projection serves is read in the same snapshot as the rows,
+        #: so a switch is never half-seen.
+        self.on_begin: list[Callable[[Cursor], None]] = []
+
+    def transaction(self) -> Any:
+        """An exclusive write transaction (a context manager giving a :class:`Cursor`): commits on success, rolls
+        back on any exception."""
+        return self.sql_dialect.transaction(self)
+
+    def read(self) -> Any:
+        """A read-only snapshot (a context manager giving a :class:`Cursor`, one transaction), never blocking
+        writers on either backend."""
+        return self.sql_dialect.read(self)
+
+    def wipe(self, tables: Sequence[str]) -> None:
+        """Make the rows deleted from ``tables`` leave the disk (SQLite: truncate the WAL; PostgreSQL: VACUUM
+        FULL each table). Runs outside any transaction of this object."""
+        self.sql_dialect.wipe(tables)
+
+    def close(self) -> None:
+        self.sql_dialect.close()

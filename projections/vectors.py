@@ -367,7 +367,7 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, Ranking, Proje
         The one upgrade on open: a table from before the companion existed (no ``cjk_model_id`` key and no
         ``cjk_vector`` column; it counts as ``"none"``) is re-projected once when opened with a companion.
         """
-        blob = "BYTEA" if cur.dialect == "postgres" else "BLOB"
+        blob = cur.sql_dialect.blob
         # An instance attribute shadows the class's DDL for this object only (the base create formats it).
         self.tables = {k: v.replace("{blob}", blob) for k, v in type(self).tables.items()}
         super().create(cur)

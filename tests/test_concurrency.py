@@ -117,4 +117,4 @@ def test_a_write_between_the_two_reads_of_the_damage_check_is_no_damage(tmp_path
             return head
 
         monkeypatch.setattr(replay.events, "max_position", head_then_a_write)
-        check_log_not_behind(ml.app, ml.db, tmp_path / "h")  # raised StoreDamaged when read the other way round
+        check_log_not_behind(ml.app, ml.db, str(tmp_path / "h" / "events.db"))  # raised StoreDamaged when read the other way round

@@ -34,6 +34,7 @@ def test_dsn_maps_to_eventsourcing_postgres_env():
         "POSTGRES_SCHEMA": "agent_7",
         "POSTGRES_POOL_SIZE": "5",
         "POSTGRES_MAX_OVERFLOW": "10",
+        "APPLICATION_RECORDER_TOPIC": "ledger.recorders_postgres:LedgerPostgresRecorder",
     }
 
 

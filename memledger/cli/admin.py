@@ -143,7 +143,7 @@ def _existing_store(ctx: typer.Context, fix: str) -> None:
 
     obj = ctx.find_root().obj or {}
     settings = Settings.resolve(obj.get("home"), obj.get("dsn"), None)
-    if settings.home is not None and not (settings.home / "events.db").exists():
+    if settings.backend.lacks_log():
         raise BadInput("--home", f"{str(settings.home)!r} holds no memledger store", fix)
 
 

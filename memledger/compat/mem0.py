@@ -25,10 +25,8 @@ import logging
 import os
 import re
 import secrets
-import shutil
 import threading
 import warnings
-from pathlib import Path
 from typing import Any
 
 from ledger.errors import BadInput, MemledgerError
@@ -98,23 +96,6 @@ def settings_from_config(config: Any) -> dict[str, Any]:
             raise BadInput(f"config.{k}", "is not a mem0 or memledger setting",
                            "give the store in a 'memledger' section: {'memledger': {'home': ...}} or {'dsn': ...}")
     return out
-
-
-def _fresh(settings: Any) -> tuple[bool, set[str] | None]:
-    """Whether opening ``settings`` will create the store, and the home's entries before (None: no home yet)."""
-    if settings.home is not None:
-        home = Path(settings.home)
-        if not home.exists():
-            return True, None
-        if not home.is_dir() or (home / "events.db").exists():
-            return False, None
-        return True, set(os.listdir(home))
-    from projections.db import connect
-
-    with connect(settings.dsn) as conn:
-        row = conn.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s",
-                           (settings.schema,)).fetchone()
-    return row is None, None
 
 
 #: where a message holds another statement: after a sentence's end, and before "and I" / "and my" / "but I" (EN);
@@ -193,11 +174,8 @@ class Memory:
         from ..api import MemoryLedger
 
         resolved = Settings.resolve(settings.get("home"), settings.get("dsn"), settings.get("schema"))
-        if resolved.dsn is not None:
-            from projections.db import check_schema_name
-
-            check_schema_name(resolved.schema)
-        self._created, self._before = _fresh(resolved)
+        # whether opening creates the store, and what the home held before (what reset() may delete)
+        self._created, self._before = resolved.backend.fresh()
         self._store_args = {k: v for k, v in settings.items() if v is not None}
         self._resolved = resolved
         self._owned = True
@@ -576,19 +554,7 @@ class Memory:
 
             self._ml.close()
             self._ledger = None
-            if self._resolved.home is not None:
-                home = Path(self._resolved.home)
-                if self._before is None:
-                    shutil.rmtree(home, ignore_errors=True)
-                else:
-                    for name in set(os.listdir(home)) - self._before:
-                        p = home / name
-                        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
-            else:
-                from projections.db import connect
-
-                with connect(self._resolved.dsn) as conn:
-                    conn.execute(f'DROP SCHEMA IF EXISTS "{self._resolved.schema}" CASCADE')
+            self._resolved.backend.drop_created(self._before)
             self._ledger = MemoryLedger(**self._store_args)  # type: ignore[arg-type]
 
     def close(self) -> None:

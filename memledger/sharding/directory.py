@@ -184,7 +184,7 @@ class Directory:
 
     # -- leases --------------------------------------------------------------------------------------------------
     def _conn(self) -> Any:
-        from projections.db import connect
+        from ledger.backend import connect
 
         if self._lease_conn is None or self._lease_conn.closed:
             self._lease_conn = connect(self.map.directory.dsn)
@@ -262,7 +262,7 @@ class Directory:
     @contextmanager
     def rebalance_lock(self) -> Iterator[None]:
         """Be the only running rebalance. Raises MemledgerError when another one holds the lock."""
-        from projections.db import connect
+        from ledger.backend import connect
 
         with connect(self.map.directory.dsn) as conn:
             if not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LEASE_CLASS, _REBALANCE_KEY)).fetchone()[0]:
@@ -276,7 +276,7 @@ class Directory:
     @contextmanager
     def ring_exclusive(self) -> Iterator[None]:
         """Hold the ring lease exclusively (waiting for every write in flight; new writes wait meanwhile)."""
-        from projections.db import connect
+        from ledger.backend import connect
 
         with connect(self.map.directory.dsn) as conn:
             conn.execute("SELECT pg_advisory_lock(%s, %s)", (_LEASE_CLASS, _RING_KEY))
@@ -289,7 +289,7 @@ class Directory:
     def exclusive(self, user_id: str) -> Iterator[Any]:
         """Take ``user_id``'s lease exclusively (waiting for writes in flight to commit) on a connection of its
         own, and yield a directory cursor in a transaction committed before the lease is released."""
-        from projections.db import connect
+        from ledger.backend import connect
 
         with connect(self.map.directory.dsn) as conn:
             conn.execute("SELECT pg_advisory_lock(%s, %s)", (_LEASE_CLASS, self._key(user_id)))
