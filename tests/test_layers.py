@@ -106,3 +106,48 @@ def test_no_module_is_over_the_line_limit_unless_allowed():
                           f"them in LONG_MODULES with why): {too_long}")
     stale = {m for m in LONG_MODULES if counts.get(m, 0) <= MAX_MODULE_LINES}
     assert not stale, f"allowed but no longer over the limit (remove them from LONG_MODULES): {stale}"
+
+
+#: Where the backend is chosen and where each backend's behaviour is written: the store's backend
+#: (ledger/config.py ``Settings.backend`` chooses, ledger/backend.py implements), the read side's SQL dialect
+#: (projections/db.py), the log's recorders (ledger/recorders*.py). Anywhere else, code asks the chosen object.
+BACKEND_MODULES = {"ledger/config.py", "ledger/backend.py", "ledger/recorders.py", "ledger/recorders_postgres.py",
+                   "projections/db.py"}
+#: What choosing a backend again looks like: an ``if`` on the settings, on the dialect's name, on the library's
+#: recorder classes; and a private name of eventsourcing.
+BACKEND_BRANCHES = (
+    r"settings\.home is (not )?None", r"settings\.dsn is (not )?None", r"\bdialect [!=]=", r"\bdialect\.name [!=]=",
+    r"isinstance\([^)]*(SQLite|Postgres)\w*Recorder", r'sys\.modules\.get\("eventsourcing',
+    r"from eventsourcing[\w.]* import [^\n]*\b_\w+", r"\._(record|take_snapshots|notify)\(",
+)
+
+
+def _backend_branches(root: Path) -> dict[str, list[str]]:
+    import re
+
+    pattern = re.compile("|".join(f"(?:{p})" for p in BACKEND_BRANCHES))
+    out: dict[str, list[str]] = {}
+    for p in PACKAGES:
+        for path in sorted((root / p).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel in BACKEND_MODULES:
+                continue
+            hits = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if pattern.search(line)]
+            if hits:
+                out[rel] = hits
+    return out
+
+
+def test_the_backend_is_chosen_in_one_place():
+    assert _backend_branches(ROOT) == {}
+
+
+def test_a_backend_branch_outside_the_backend_modules_is_found(tree: Path):
+    with open(tree / "memledger" / "locks.py", "a") as f:
+        f.write("\n\ndef _where(store):\n    return 'file' if store.settings.home is not None else 'server'\n")
+    with open(tree / "memledger" / "optout.py", "a") as f:
+        f.write("\n\ndef _wal(ml):\n    return ml.db.dialect == 'sqlite'\n")
+    assert _backend_branches(tree) == {
+        "memledger/locks.py": ["return 'file' if store.settings.home is not None else 'server'"],
+        "memledger/optout.py": ["return ml.db.dialect == 'sqlite'"],
+    }
