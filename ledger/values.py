@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from .lexicon import LANGUAGE_RE, language_names
 from .text import has_cjk
+from .numerals import EN_SCALES, EN_UNITS, ZH_DIGITS, ZH_SCALES, en_number_words, fmt_number, has_han, zh_number
 from .value_words import names_within
 
 #: the part kinds that carry a value (a difference in any of them is new information)
@@ -35,15 +36,6 @@ VALUE_KINDS = ("number", "time", "date", "email", "url", "phone", "code", "name"
 #: the qualifier kinds (a difference makes a sibling, not a replacement)
 QUALIFIER_KINDS = ("tod", "day", "season", "place", "whom")
 
-_EN_UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-             "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-             "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
-             "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "dozen": 12}
-_EN_SCALES = {"hundred": 100, "thousand": 1000, "grand": 1000, "million": 1_000_000, "k": 1000, "m": 1_000_000,
-              "w": 10_000}  # 15w = 十五万, as written in Chinese chat
-_ZH_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
-              "九": 9}
-_ZH_SCALES = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
 _MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
                                            "nov", "dec"))}
 CURRENCIES = frozenset({"usd", "eur", "gbp", "cny"})
@@ -157,15 +149,15 @@ _NUM = re.compile(r"(?<![A-Za-z0-9.])([$€£¥])?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:
                   r"公里|"
                   r"miles?|minutes?|mins|分钟|hours?|小时|years?|岁)?", re.I)
 #: digits said one by one ("four eight two one", "oh seven"): "oh" is a zero only here
-_DIGIT_WORDS = {**{w: n for w, n in _EN_UNITS.items() if n < 10}, "oh": 0}
+_DIGIT_WORDS = {**{w: n for w, n in EN_UNITS.items() if n < 10}, "oh": 0}
 # scales written as words: a lone letter (k, m, w) is a scale only right after digits (2.2k, 15w), never as a word
 # ("I'm thirty-four" is 34, not a million and 34)
-_WORD_SCALES = {w: v for w, v in _EN_SCALES.items() if len(w) > 1}
-_NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*_EN_UNITS, *_WORD_SCALES), key=len, reverse=True))
-                        + r"|and|a)[\s-]+)*(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True))
-                        + r"|hundred|thousand|million)\b(?:[\s-]+(?:" + "|".join(sorted((*_EN_UNITS, *_WORD_SCALES),
+_WORD_SCALES = {w: v for w, v in EN_SCALES.items() if len(w) > 1}
+_NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*EN_UNITS, *_WORD_SCALES), key=len, reverse=True))
+                        + r"|and|a)[\s-]+)*(?:" + "|".join(sorted(EN_UNITS, key=len, reverse=True))
+                        + r"|hundred|thousand|million)\b(?:[\s-]+(?:" + "|".join(sorted((*EN_UNITS, *_WORD_SCALES),
                                                                                          key=len, reverse=True))
-                        + r"|and(?=[\s-]+(?:" + "|".join(sorted(_EN_UNITS, key=len, reverse=True)) + r")\b))\b)*"
+                        + r"|and(?=[\s-]+(?:" + "|".join(sorted(EN_UNITS, key=len, reverse=True)) + r")\b))\b)*"
                         r"(?:\s+and a half\b(?:\s+(?:hundred|thousand|grand|million)\b)?)?", re.I)
 #: "one" as a pronoun: after a determiner ("the one", "this one", "no one") or before "of" ("one of my ...")
 _ONE_PRONOUN_BEFORE = re.compile(r"\b(?:the|this|that|which|no|every|any|some|each|another|a|new|old|little|big|single)\s+$|"
@@ -262,81 +254,6 @@ class ValueParts:
         return ", ".join(out) or "none"
 
 
-def _has_han(s: str) -> bool:
-    return any("\u4e00" <= c <= "\u9fff" for c in s)
-
-
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
-def zh_number(s: str) -> float | None:
-    """A Chinese numeral as a number: 三千五 = 3500, 两千二 = 2200 (a bare digit after a scale is the next scale
-    down, as spoken), 一万二 = 12000, 十五 = 15, 二零二四 = 2024, 三点五 = 3.5. None when it is not one."""
-    if not s:
-        return None
-    if "点" in s:
-        whole, _, frac = s.partition("点")
-        w = zh_number(whole)
-        if w is None or not frac or any(c not in _ZH_DIGITS for c in frac):
-            return None
-        return float(f"{_fmt(w)}.{''.join(str(_ZH_DIGITS[c]) for c in frac)}")
-    if all(c in _ZH_DIGITS for c in s):
-        return float("".join(str(_ZH_DIGITS[c]) for c in s)) if len(s) > 1 else float(_ZH_DIGITS[s])
-    total, section, digit, last_scale = 0.0, 0.0, None, 1
-    for c in s:
-        if c in _ZH_DIGITS:
-            digit = _ZH_DIGITS[c]
-        elif c in _ZH_SCALES:
-            scale = _ZH_SCALES[c]
-            if scale >= 10_000:
-                section = (section + (digit or 0)) * scale
-                total += section
-                section, digit = 0.0, None
-            else:
-                section += (1 if digit is None else digit) * scale
-                digit = None
-            last_scale = scale
-        else:
-            return None
-    if digit is not None:
-        # 两千二 = 2200, 一万二 = 12000: a trailing digit counts in the scale below the last one
-        section += digit * (last_scale // 10 if last_scale >= 10 and s[-2] in _ZH_SCALES else 1)
-    return total + section
-
-
-def en_number_words(s: str) -> float | None:
-    """English number words as a number ("two thousand two hundred" = 2200, "a dozen" = 12); None if none."""
-    words = [w for w in re.split(r"[\s-]+", s.lower()) if w and w != "and"]
-    total, current, seen = 0.0, 0.0, False
-    if words[-2:] == ["a", "half"] and len(words) > 2:
-        rest = en_number_words(" ".join(words[:-2]))
-        return None if rest is None else rest + 0.5
-    if len(words) > 3 and words[-3:-1] == ["a", "half"] and words[-1] in _EN_SCALES:
-        rest = en_number_words(" ".join(words[:-3]))  # "two and a half grand" = 2,500
-        return None if rest is None else (rest + 0.5) * _EN_SCALES[words[-1]]
-    if words and words[0] == "oh":
-        words = words[1:]
-    for i, w in enumerate(words):
-        if w == "a":
-            # "a hundred" is 100, but "a five kilometre run" and "a dozen" hold no extra one
-            if i + 1 < len(words) and words[i + 1] in _EN_SCALES:
-                current = max(current, 1)
-            continue
-        if w in _EN_UNITS:
-            current += _EN_UNITS[w]
-            seen = True
-        elif w in _EN_SCALES:
-            current = max(current, 1) * _EN_SCALES[w]
-            if _EN_SCALES[w] >= 1000:
-                total += current
-                current = 0.0
-            seen = True
-        else:
-            return None
-    return total + current if seen else None
-
-
 def _clock(h: int, m: int, mer: str | None) -> str | None:
     mer = (mer or "").lower().replace(".", "")
     if mer in ("pm", "afternoon", "evening", "night", "下午", "傍晚", "晚上", "夜里") and h < 12:
@@ -370,7 +287,7 @@ def value_parts(text: str) -> ValueParts:
     for m in [*_ZH_IDIOMS.finditer(t), *_ZH_WEEKDAYS.finditer(t)]:
         t = _blank(t, m.span())
     # 负二层 / 地下二层 is the level written B2 (a car park, a basement): one code however it is said
-    take("code", _BASEMENT, lambda m: f"B{int(m.group(1)) if m.group(1).isdigit() else _fmt(zh_number(m.group(1)) or 0)}")
+    take("code", _BASEMENT, lambda m: f"B{int(m.group(1)) if m.group(1).isdigit() else fmt_number(zh_number(m.group(1)) or 0)}")
     take("email", _EMAIL, lambda m: m.group(0).lower())
     take("url", _URL, lambda m: re.sub(r"^(?:https?://)?(?:www\.)?", "", m.group(0).lower()).rstrip("/"))
     take("date", _DATE_ISO, lambda m: f"{int(m.group(1)):04d}-{int(m.group(2)):02d}-{int(m.group(3)):02d}")
@@ -506,25 +423,25 @@ def value_parts(text: str) -> ValueParts:
             parts["unit"].add(_UNIT_WORDS[m.group(1)])
         elif m.group(3).lower() == "k" and _RACE.search(t):
             parts["unit"].add("km")  # "I run 5k": a distance, five kilometres, not five thousand
-            return _fmt(float(m.group(2)))
-        return _fmt(float(m.group(2)) * _EN_SCALES[m.group(3).lower()])
+            return fmt_number(float(m.group(2)))
+        return fmt_number(float(m.group(2)) * EN_SCALES[m.group(3).lower()])
 
     take("number", _SCALED, scaled)
     # 2块5 = 2.5 (yuan), 3毛5 in 块 too: the digit after 块 is tenths, as spoken
-    take("number", _KUAI, lambda m: (parts["unit"].add("cny"), _fmt(float(f"{m.group(1)}.{m.group(2)}")))[1])
+    take("number", _KUAI, lambda m: (parts["unit"].add("cny"), fmt_number(float(f"{m.group(1)}.{m.group(2)}")))[1])
     def duration(m: re.Match[str]) -> str:
         parts["unit"].add("min")
-        return _fmt(_DURATION_PHRASES[m.group(0).lower().replace("  ", " ")])
+        return fmt_number(_DURATION_PHRASES[m.group(0).lower().replace("  ", " ")])
 
     take("number", _DURATION, duration)
 
     def hours(m: re.Match[str]) -> str | None:
         raw = m.group(1)
-        x = float(raw) if re.fullmatch(r"\d+(?:\.\d+)?", raw) else (zh_number(raw) if _has_han(raw) else en_number_words(raw))
+        x = float(raw) if re.fullmatch(r"\d+(?:\.\d+)?", raw) else (zh_number(raw) if has_han(raw) else en_number_words(raw))
         if x is None:
             return None
         parts["unit"].add("min")
-        return _fmt(x * 60 if m.group(2).lower().startswith(("h", "小")) else x)
+        return fmt_number(x * 60 if m.group(2).lower().startswith(("h", "小")) else x)
 
     take("number", _HOURS_MINUTES, hours)
     def phone(m: re.Match[str]) -> str | None:
@@ -540,11 +457,11 @@ def value_parts(text: str) -> ValueParts:
     for m in list(_SPELLED_DIGITS.finditer(t)):
         digits = re.sub(r"\D", "", m.group(0))
         # "0-4-2-0" is the code "0420", as "0420" is; "3-8-1-5" the number 3815, as "3815" is
-        parts["code" if digits.startswith("0") else "number"].add(digits if digits.startswith("0") else _fmt(float(digits)))
+        parts["code" if digits.startswith("0") else "number"].add(digits if digits.startswith("0") else fmt_number(float(digits)))
         t = _blank(t, m.span())
     for m in list(_ZH_SPELLED_DIGITS.finditer(t)):
-        digits = "".join(str(_ZH_DIGITS[c]) for c in m.group(0))
-        parts["code" if digits.startswith("0") else "number"].add(digits if digits.startswith("0") else _fmt(float(digits)))
+        digits = "".join(str(ZH_DIGITS[c]) for c in m.group(0))
+        parts["code" if digits.startswith("0") else "number"].add(digits if digits.startswith("0") else fmt_number(float(digits)))
         t = _blank(t, m.span())
     def code(m: re.Match[str]) -> str:
         c = m.group(0)
@@ -555,7 +472,7 @@ def value_parts(text: str) -> ValueParts:
     take("code", _KEYPAD, lambda m: m.group(0))
     # "50g", "5mg": an amount and its unit, as "fifty grams" and "five-milligram" are, not a code
     take("number", _GLUED_UNIT, lambda m: (parts["unit"].add(_UNIT_WORDS[m.group(2).lower()]),
-                                           _fmt(float(m.group(1))))[1])
+                                           fmt_number(float(m.group(1))))[1])
     take("code", _CODE, code)
 
     def num(m: re.Match[str]) -> str | None:
@@ -567,10 +484,10 @@ def value_parts(text: str) -> ValueParts:
         scale = (m.group(4) or "").lower()
         unit = (m.group(1) or m.group(5) or "").lower()
         if scale:
-            x *= _EN_SCALES[scale]
+            x *= EN_SCALES[scale]
         if unit in _UNIT_WORDS:
             parts["unit"].add(_UNIT_WORDS[unit])
-        return _fmt(x)
+        return fmt_number(x)
 
     take("number", _NUM, num)
 
@@ -586,23 +503,23 @@ def value_parts(text: str) -> ValueParts:
             if digits.startswith("0"):
                 parts["code"].add(digits)
                 return None
-            return _fmt(float(digits))
+            return fmt_number(float(digits))
         pieces = _LIST_AND.split(m.group(0))
         if len(pieces) > 1:
             # "nineteen and thirty-three" lists two numbers; "two hundred and five" (after a scale) is one
             for piece in pieces[:-1]:
                 x = en_number_words(piece)
                 if x is not None:
-                    parts["number"].add(_fmt(x))
+                    parts["number"].add(fmt_number(x))
             x = en_number_words(pieces[-1])
-            return None if x is None else _fmt(x)
+            return None if x is None else fmt_number(x)
         if m.group(0).strip().lower() == "one" and (
                 _ONE_PRONOUN_BEFORE.search(t[:m.start()]) or _ONE_PRONOUN_AFTER.match(t, m.end())):
             return None  # "the one who fixes my car", "one of my friends": a pronoun, no number
         x = en_number_words(m.group(0))
         if x is not None and (u := _UNIT_AFTER_WORDS.match(t, m.end())):
             parts["unit"].add(_UNIT_WORDS[u.group(1).lower()])  # "eight years" as "8 years"
-        return None if x is None else _fmt(x)
+        return None if x is None else fmt_number(x)
 
     take("number", _NUM_WORDS, words)
     take("number", _TIMES_A, lambda m: {"once": "1", "twice": "2", "thrice": "3"}[(m.group(1) or m.group(2)).lower()])
@@ -610,16 +527,16 @@ def value_parts(text: str) -> ValueParts:
     def zh(m: re.Match[str]) -> str | None:
         s = m.group(0)
         after = t[m.end():m.end() + 1]
-        if len(s) == 1 and s not in _ZH_SCALES and (after not in _ZH_MEASURE or not after):
+        if len(s) == 1 and s not in ZH_SCALES and (after not in _ZH_MEASURE or not after):
             return None  # a lone digit inside a word (一起, 一直, 万一) is no number
         if s == "一" and (after not in "元块岁号层楼" or t[m.end():m.end() + 2] == "块儿"):
             return None  # 一个 / 一只 is the article "a", as in English; 两只 / 三只 are counts
-        if s in _ZH_SCALES and len(s) == 1 and not (after and after in "兆块元米"):
+        if s in ZH_SCALES and len(s) == 1 and not (after and after in "兆块元米"):
             return None  # 十分 (very), 万 alone; but 千兆 is a thousand
         if _ZH_RELATIVE.match(t, m.end()):
             return None  # 三天后, 两周前: a time from now, which the relative-time reading resolves
         x = zh_number(s)
-        return None if x is None else _fmt(x)
+        return None if x is None else fmt_number(x)
 
     take("number", _ZH_NUM, zh)
     # 俩 / 仨 are two / three said with their measure word in them (俩狗子 = 两条狗, 仨孩子 = 三个孩子)
