@@ -237,6 +237,19 @@ def named(text: str, known: list[Known]) -> tuple[list[Known], str, bool]:
     return best[1], rest, possessive
 
 
+def owners(text: str, known: list[Known]) -> list[Known]:
+    """The linked people (those with a role) named in ``text`` as owners of something ("Theo's swim lesson",
+    豆豆的疫苗), wherever the name stands; a name that is part of a longer word ("Annabel's") is not theirs."""
+    low = fold(unicodedata.normalize("NFC", text).replace("’", "'"))
+    out = []
+    for k in known:
+        if k.roles and any(n and not n.startswith(("my ", "我")) and re.search(
+                (r"(?<![\w])" + re.escape(n) + r"'s\b") if not _cjk(n[-1]) else re.escape(n) + "的", low)
+                for n in k.names()):
+            out.append(k)
+    return out
+
+
 def _cjk(ch: str) -> bool:
     return "\u4e00" <= ch <= "\u9fff"
 
@@ -302,6 +315,12 @@ def read(text: str, known: list[Known], registry: KeyRegistry = REGISTRY, user_n
                             cessation=retyped.cessation or marks.cessation, change=retyped.change or marks.change,
                             negated_tokens=retyped.negated_tokens | marks.negated_tokens)
                         reading.text = whole
+    if reading.slug is None and typing.subject == "none" and not ms:
+        # "a snack to pack for Theo's Wednesday swim lesson": a statement about no one that names one linked person's
+        # thing is about that person, wherever in the sentence the name stands
+        holders = owners(text, known)
+        if len(holders) == 1:
+            reading.about, reading.slug = holders[0], by_id.get(holders[0].entity_id)
     if reading.slug is not None and reading.slug != reading.typing.subject:
         ty = reading.typing
         reading.typing = dataclasses.replace(ty, subject=reading.slug,

@@ -91,3 +91,37 @@ def en_number_words(s: str) -> float | None:
         else:
             return None
     return total + current if seen else None
+
+
+#: a height said in metres, read as centimetres: "1.83m", "1.83 metres", "1m83", "one metre eighty-three", 一米七五,
+#: 1米75, 一米八 (180), 1.75米. "1.8m" alone is a height only beside a word of height (else millions, as in a budget)
+HEIGHT = re.compile(
+    r"(?<![\d.])([12])\.(\d{1,2})\s?(metres?|meters?|m(?![a-z]))|(?<![\d.])([12])m(\d{2})\b"
+    r"|\b(one|two|1|2)\s+(?:metre|meter)s?(?:\s+and)?\s+(\d{1,2}|[a-z]+(?:[- ][a-z]+)?)\b"
+    r"|([一两二12])米([一二三四五六七八九零\d]{1,2})(?![\d万千百])|([12])\.(\d{1,2})米", re.I)
+_HEIGHT_WORD = re.compile(r"\b(?:tall|height|short|cm|centimet)|身高|个子|个头|高", re.I)
+
+
+def height_cm(m: re.Match[str], text: str) -> str | None:
+    """The centimetres of a :data:`HEIGHT` match in ``text`` ("183"), or None when it is no height."""
+    g = m.groups()
+
+    def whole(s: str) -> int | None:
+        n = int(s) if s.isdigit() else (ZH_DIGITS.get(s) if len(s) == 1 else None)
+        return n if n in (1, 2) else None
+
+    if g[0]:  # 1.83m: a height when said in metres, or beside a word of height
+        if g[2].lower() == "m" and not _HEIGHT_WORD.search(text):
+            return None
+        return str(int(g[0]) * 100 + int(g[1].ljust(2, "0")))
+    if g[3]:
+        return str(int(g[3]) * 100 + int(g[4]))
+    if g[5]:
+        metres = 1 if g[5].lower() in ("one", "1") else 2
+        rest = int(g[6]) if g[6].isdigit() else en_number_words(g[6])
+        return None if rest is None or not 0 <= rest < 100 else str(metres * 100 + int(rest))
+    if g[7]:
+        metres, frac = whole(g[7]), g[8]
+        digits = frac if frac.isdigit() else "".join(str(ZH_DIGITS[c]) for c in frac)
+        return None if metres is None else str(metres * 100 + int(digits.ljust(2, "0")))
+    return str(int(g[9]) * 100 + int(g[10].ljust(2, "0")))

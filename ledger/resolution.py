@@ -32,7 +32,7 @@ from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, 
     NEAREST_ALONE_MARGIN, NEAREST_COMPANION_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN, NEAREST_MARGIN, NEAREST_MODELS,
     PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH, dense_thresholds)
 from .unmarked import JOB_PAIRS, job_left, unmarked_target
-from .value_words import cjk_bigrams, names_relative, names_within, shared_cjk_word
+from .value_words import cjk_bigrams, clause_unsaid, names_relative, names_within, shared_cjk_word
 from .values import (_STRONG_KINDS, aspect_of, differing, name_words, other_case, qualifier_kinds, qualifiers_clash,
                      value_parts, zh_numerals)
 
@@ -415,8 +415,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         cos, (least, margin), best = scored[0]
         if narrative or cos < least or (len(scored) > 1 and cos - scored[1][0] < margin):
             return None
-        if cjk_statement and any(len(cjk_bigrams(cl)) >= 2 and not cjk_bigrams(cl) & cjk_bigrams(best.text)
-                                 for cl in re.split(r"[，,。；;！!？?]", text)):
+        if cjk_statement and clause_unsaid(text, best.text, lambda cl: not value_parts(cl).empty):
             return None  # "刘医生是口腔医院正畸科的，我这副牙套就是她给我戴的": a clause of its own is not said again
         if (not same_subject(best) or value_changed(best) or qualifiers_clash(best.values, mine_vp)
                 or not names_within(name_words(mine_vp), name_words(best.values))

@@ -4,6 +4,7 @@ word or character pair, whether a text names a relative. No I/O, no model."""
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from .subjects import RELATIONS_EN, RELATIONS_ZH
 from .text import STOP_ZH, has_cjk
@@ -54,3 +55,22 @@ def names_relative(text: str, subject: str) -> bool:
     low = text.lower()
     return any((w in low) if has_cjk(w) else re.search(rf"\b{re.escape(w)}\b", low) for w in words)
 
+
+
+_CLAUSE = re.compile(r"[，,。；;！!？?]")
+
+
+def clause_unsaid(text: str, old: str, valued: Callable[[str], bool]) -> bool:
+    """Whether a Chinese statement has a clause ``old`` does not say: one sharing no character pair with it
+    (刘医生是口腔医院正畸科的，我这副牙套就是她给我戴的), unless that clause is a remark holding no value (``valued``: a
+    number, name, date or code) beside a clause saying ``old`` again with at most three characters of its own
+    besides common words (血型的话我是O型，献血的时候测过)."""
+    clauses = [cl for cl in _CLAUSE.split(text) if cl.strip()]
+    theirs = cjk_bigrams(old)
+    apart = [cl for cl in clauses if len(cjk_bigrams(cl)) >= 2 and not cjk_bigrams(cl) & theirs]
+    if not apart:
+        return False
+    if any(valued(cl) for cl in apart):
+        return True
+    own = [{ch for ch in cl if has_cjk(ch) and ch not in old and ch not in STOP_ZH} for cl in clauses if cl not in apart]
+    return not any(len(chars) <= 3 for chars in own)

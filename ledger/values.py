@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 
 from .lexicon import LANGUAGE_RE, language_names
 from .text import has_cjk
-from .numerals import EN_SCALES, EN_UNITS, ZH_DIGITS, ZH_SCALES, en_number_words, fmt_number, has_han, zh_number
+from .numerals import (EN_SCALES, EN_UNITS, HEIGHT, ZH_DIGITS, ZH_SCALES, en_number_words, fmt_number, has_han,
+                       height_cm, zh_number)
 from .value_words import names_within
 
 #: the part kinds that carry a value (a difference in any of them is new information)
@@ -185,6 +186,9 @@ _NEGATION = re.compile(r"\bno(?! (?:exceptions?|matter|doubt|problem|worries|way
                        # 不 and 没 negate, but not inside 差不多, 不错, 不少, 不过, 没关系, 别的 ...
                        r"(?<!差)不(?!多|错|少|过(?!敏)|仅|但|久|然|同|如|断|停|管|论|止|好意思)|没有?(?!关系|事儿?|错|问题|意见)|"
                        r"别(?=[吃喝买去做用忘])|未(?!来)|勿")
+#: a negation that says the value holds ("my lottery line never changes", 雷打不动, 从没换过): no negated statement
+_CONSTANT = re.compile(r"\b(?:never|not|(?:does|has|have|did)n'?t|hasn'?t) (?:ever |once )?(?:chang(?:es|ed|e)|"
+                       r"var(?:y|ies|ied)|miss(?:es|ed)?)\b|雷打不动|从来?没(?:变|换)过?|没(?:变|换)过|一直没变")
 
 #: weekdays said as a list after one 周 / 星期 / 礼拜 (周一三五, 星期二、四)
 _ZH_WEEKDAYS = re.compile(r"(?:周|星期|礼拜)([一二三四五六日天](?:[、和及]?[一二三四五六日天])*)(?![次回趟遍个]|下(?!午))")
@@ -288,6 +292,11 @@ def value_parts(text: str) -> ValueParts:
         t = _blank(t, m.span())
     # 负二层 / 地下二层 is the level written B2 (a car park, a basement): one code however it is said
     take("code", _BASEMENT, lambda m: f"B{int(m.group(1)) if m.group(1).isdigit() else fmt_number(zh_number(m.group(1)) or 0)}")
+    for m in list(HEIGHT.finditer(t)):  # 1.83m = one metre eighty-three = 183 cm, 一米七五 = 175 cm
+        if (cm := height_cm(m, t)) is not None:
+            parts["number"].add(cm)
+            parts["unit"].add("cm")
+            t = _blank(t, m.span())
     take("email", _EMAIL, lambda m: m.group(0).lower())
     take("url", _URL, lambda m: re.sub(r"^(?:https?://)?(?:www\.)?", "", m.group(0).lower()).rstrip("/"))
     take("date", _DATE_ISO, lambda m: f"{int(m.group(1)):04d}-{int(m.group(2)):02d}-{int(m.group(3)):02d}")
@@ -587,7 +596,7 @@ def value_parts(text: str) -> ValueParts:
             quals.setdefault("day", set()).update(_ZH_DAY_NAMES[c] for c in m.group(1) if c in _ZH_DAY_NAMES)
     return ValueParts(parts={k: frozenset(v) for k, v in parts.items() if v},
                       qualifiers={k: frozenset(v) for k, v in quals.items()},
-                      negated=bool(_NEGATION.search(low)), residue=t)
+                      negated=bool(_NEGATION.search(_CONSTANT.sub(" ", low))), residue=t)
 
 
 #: words that make a day or a time of day one occasion: "this morning", "last Sunday", 昨天早上, 上周六

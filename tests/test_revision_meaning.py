@@ -26,6 +26,10 @@ def revise(ml, user: str, old: str, new: str):
 
 @pytest.mark.parametrize("old,new", [
     ("我是O型血", "血型的话我是O型"),
+    ("我是O型血", "血型的话我是O型，献血的时候测过"),  # a remark holding no value beside the fact said again
+    ("我的快递一般都放小区东门的菜鸟驿站", "包裹我都让快递员放东门那个菜鸟驿站，回家顺路就拿了"),
+    ("I always play the same lottery numbers: 4, 11, 19, 27, 33, 42",  # "never changes" says it holds
+     "my lottery line never changes — eleven, four, twenty-seven, forty-two, nineteen and thirty-three"),
     ("我每个月给我妈转1500生活费", "每月给老妈打一千五当生活费"),
     ("My bike lock combo is 3-8-1-5.", "note to self: bike lock combination = 3815"),
     # a language opening the sentence is its topic, not a person the sentence is about
@@ -40,7 +44,9 @@ def test_the_same_thing_in_other_words_reaffirms(minilm_ledger, old, new):
 @pytest.mark.parametrize("old,new", [
     # close in meaning, but a value, a negation or a person differs: never a reaffirmation (nothing said is lost)
     ("我每次剪头都找理发店的阿杰", "头发只让阿杰剪，别人剪我不放心"),  # it adds a negated clause
-    ("我是O型血", "血型的话我是O型，献血的时候测过"),  # a clause of its own (when it was tested): kept beside
+    ("我是O型血", "血型的话我是O型，2019年献血的时候测过"),  # a clause of its own holding a value: kept beside
+    ("我的牙医是刘医生", "刘医生是市口腔医院正畸科的，我这副牙套就是她给我戴的"),  # it says where she works
+    ("I'm 183 cm tall.", "I'm one metre eighty-one now, apparently."),
     ("My bike lock combo is 3-8-1-5.", "My bike lock combo is 3-8-1-6."),
     ("我的体检约在5月20号上午", "我爸的体检定在5月27号早上八点"),
     ("I stopped drinking coffee last year.", "I drink a coffee every morning."),
@@ -102,6 +108,12 @@ def test_a_revision_reaches_the_memory_it_revises(minilm_ledger, old, new, decis
     ("我一块儿去", "none"),
     ("五公斤", "number=5, unit=kg"),
     ("call me on 555-1234", "phone=5551234"),
+    # a height in metres is the same number of centimetres; "1.5m" of a budget stays a million
+    ("one metre eighty-three", "number=183, unit=cm"),
+    ("I'm 1.83m tall", "number=183, unit=cm"),
+    ("我身高一米七五", "number=175, unit=cm"),
+    ("一米八的个子", "number=180, unit=cm"),
+    ("the budget is 1.5m", "number=1500000"),
 ])
 def test_values_written_in_other_forms(text, described):
     assert value_parts(text).describe() == described

@@ -51,6 +51,10 @@ def revise(ml, old: str, new: str):
     ("我家在成都，住武侯区，离地铁站走路五分钟", "我住苏州工业园区，金鸡湖旁边那一片", None),
     ("I basically run on flat whites, two a day minimum", "My standard order is a large iced oat chai, every morning.",
      None),
+    # a linked person's thing named anywhere in the sentence, here inside a question: about that person
+    ("My son Theo has swimming lessons on Saturday mornings at 9.",
+     "What's a good snack to pack for Theo's Wednesday 4:30 swim lesson? He always comes out absolutely starving.",
+     "unmarked_change"),
 ])
 
 
