@@ -173,9 +173,9 @@ CATALOGUE: tuple[Slot, ...] = (
           ("租房|租了.{0,4}房|买了?.{0,4}房|房贷|公寓",)),
     _slot("residence.city", "single",
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|(?<!at )(?<!\w )home is(?! \d)|(?<!was )(?<!been )(?<!is )(?<!got )(?<!get )(?<!be )(?<!were )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
-           r"resides in|moved out of|moved away|my city|hometown|did the move\b.{0,60}\bin [a-z]+|(?:our|my) new (?:flat|place|"
+           r"resides in|moved out of|moved away|my city|hometown|(?:our|my) new (?:flat|house|room)mates? in (?!the\b|a\b|an\b)[a-z]+|my new neighbou?rs in (?!the\b|a\b|an\b)[a-z]+|did the move\b.{0,60}\bin [a-z]+|(?:our|my) new (?:flat|place|"
            r"house|apartment|home) in \w+|(?:our|my) (?:flat|apartment|condo|house) in (?!the\b|a\b|an\b|my\b)[a-z]+|(?:got|picked up) the keys to (?:our|my|the) (?:new )?(?:flat|place|house|apartment|home) in \w+|(?:flat|place|house|apartment|studio|home) in (?!the\b|a\b|an\b)[a-z]+\b.{0,80}\b(?:got the keys|moved in|moved here)\b|rent (?:a|an|my) (?:room|flat|studio|apartment|house|place) in (?!the\b|a\b|an\b)[a-z]+|(?:unpacking|unpacked) (?:the |all the )?boxes in (?:our|my|the) \w+",),
-          ("住在|在.{1,6}住|(?:刚|已经)?拿到(?:了)?(?:新房|新家|房子)的?钥匙|收房了|(?:^|[，,])我(?:们|家)?住(?![在院了过的])[\u4e00-\u9fff]{2}|我在.{1,6}生活|在[^，,。]{1,6}租的?房|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬过来[一两几三四五六七八九十半]+个?(?:周|天|月|年|星期|礼拜)|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
+          ("住在|在.{1,6}住|[\u4e00-\u9fff]{2,4}(?:这边|那边)(?:新|刚)租的房|(?:刚|已经)?拿到(?:了)?(?:新房|新家|房子)的?钥匙|收房了|(?:^|[，,])我(?:们|家)?住(?![在院了过的])[\u4e00-\u9fff]{2}|我在.{1,6}生活|在[^，,。]{1,6}租的?房|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬过来[一两几三四五六七八九十半]+个?(?:周|天|月|年|星期|礼拜)|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
     _slot("diet", "single",
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|(?:started|start|began|back to) eating (?:meat|fish|seafood|chicken|pork|beef)|"
            r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),

@@ -25,7 +25,8 @@ from .guards import guard
 from .lexicon import language_names, slot_values
 from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
                             REVISION_HINT, STATE_VERBS, WE, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
-                            listed_words, names_replacement, narrows, negation_elsewhere, partner_renamed, wrong_value_holder)
+                            listed_words, names_replacement, narrows, negation_elsewhere, partner_renamed, says_more_of,
+                            wrong_value_holder)
 from .slots import (_GENERIC_STEMS, CATALOGUE_VERSION, GENERIC, REGISTRY, KeyRegistry, Typing, compound_shared,
                     content_tokens, has_cjk, linked_slot_keys, names_several, overlap, says_all)
 from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, NEAREST, NEAREST_ALONE,
@@ -33,8 +34,8 @@ from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, 
     PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH, dense_thresholds)
 from .unmarked import JOB_PAIRS, job_left, unmarked_target
 from .value_words import cjk_bigrams, clause_unsaid, names_relative, names_within, shared_cjk_word
-from .values import (_STRONG_KINDS, aspect_of, differing, name_words, other_case, qualifier_kinds, qualifiers_clash,
-                     value_parts, zh_numerals)
+from .values import (_STRONG_KINDS, VALUE_KINDS, aspect_of, differing, name_words, other_case, qualifier_kinds,
+                     qualifiers_clash, value_parts, zh_numerals)
 
 DECISIONS = ("new", "add", "reaffirm", "supersede", "correct", "retire", "conflict")
 #: the rules whose conflict an adjudicator may settle (unsure which memory, or whether it replaces it); a partial
@@ -389,8 +390,9 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # another aspect of the same thing, not its new value
             return None
         says_new = typing.value_tokens - (best.typing.value_tokens if best.typing else set()) - CHANGE_STEMS
-        if not says_new and not differing(best.values, mine_vp):
-            return None  # "the offsite has changed" says no new value: the conflict rules decide
+        if (not says_new and not differing(best.values, mine_vp)) \
+                or (typing.slot is None and says_more_of(text, best.text, mine_vp, best.values)):
+            return None  # "the offsite has changed" says no new value; "换了个新过滤器" a part of the memory's thing
         return done("supersede", best.key, "nearest_change", best,
                     note="it says something changed, and one memory is by far the nearest")
 
@@ -532,7 +534,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             replaced = value_replacement([c for c in candidates if not registry.slot_of(c.key)])
             if replaced is not None:
                 return replaced
-            nearest = marked_nearest() if typing.correction or typing.change else None
+            nearest = (wrong_named() or marked_nearest()) if typing.correction or typing.change else None
             if nearest is not None:
                 # 我跳槽了，现在在字节做产品 of 我在美团做产品经理 held outside the slot: by far the nearest memory
                 return nearest
@@ -774,18 +776,19 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 return done("reaffirm", best_c.key, "free_paraphrase", best_c)
             return unmarked() or done("new", None, "new_memory", note=f"close to {best_c.key}, but its "
                                       f"{'/'.join(changed)} differs: a memory of its own")
-        if similar and marked and best_c.slot_key is None and not narrative and same_subject(best_c):
+        if similar and marked and best_c.slot_key is None and not narrative and same_subject(best_c) \
+                and not says_more_of(text, best_c.text, mine_vp, best_c.values):
             kept = beside(best_c) if moved_clash(best_c) or not qualifiers_clash(best_c.values, mine_vp) else None
             if kept is not None:  # summer / winter, also: both kept, nothing contested
                 return kept
             clear = clearly_closest(best_c, [c for c in free if c.status in ("current", "contested")
                                              and c.slot_key is None and same_subject(c)], CLEAR_MARGIN)
-            changed = value_changed(best_c)
+            # a value it gives, not one it leaves out ("Noah started kindergarten" of "two kids, Noah and Ella")
+            changed = [k for k in value_changed(best_c) if k not in VALUE_KINDS or mine_vp.parts.get(k)]
             # it must say what the value is now: "the offsite with Dana has changed" gives none (a conflict)
             says_new = bool(mine_tokens - content_tokens(best_c.text) - CHANGE_STEMS - GENERIC - _GENERIC_STEMS)
             if clear and says_new and not typing.cessation and (best_ov >= CHANGE_FREE or changed) \
-                    and not moved_clash(best_c) \
-                    and not (typing.additive and not replacing):
+                    and not moved_clash(best_c) and not (typing.additive and not replacing):
                 # "Our Slack workspace got renamed to brightco-hq" / "... is called brightco-team": one memory
                 # holds most of its words, well ahead of any other, and it says the value changed or was wrong
                 if typing.correction:

@@ -12,7 +12,7 @@ from .attributes import corrected
 from .lexicon import allergens, diet_of, language_names
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens, type_statement
 from .text import has_cjk
-from .values import ValueParts, value_parts
+from .values import VALUE_KINDS, ValueParts, name_words, value_parts
 
 if TYPE_CHECKING:
     from .slots import KeyRegistry
@@ -273,3 +273,34 @@ def narrows(memory_tokens: set[str], tokens: set[str], values: ValueParts) -> bo
     qualifier_words = {t for vs in values.qualifiers.values() for v in vs for t in content_tokens(v)}
     extra = tokens - memory_tokens
     return bool(tokens & memory_tokens) and bool(extra & qualifier_words) and extra <= qualifier_words | NARROWING
+
+
+#: the thing a change puts in new: "got a new filter", "replaced the pump", 换了个新过滤器, 新装了隔音棉
+_NEW_PART = re.compile(r"\b(?:got|bought|fitted|installed|put in|ordered) (?:a |an |some )?new ([a-z]+(?: [a-z]+)?)|"
+                       r"\b(?:changed|replaced|swapped|upgraded) (?:the|its|their) ([a-z]+)\b|"
+                       r"(?:换|装|买|配)了?(?:个|一个|一台|一只|一套|套|台|只)?新的?([\u4e00-\u9fff]{2,4}?)(?=[，,。！!？?；;了]|$)|"
+                       r"新(?:装|换|买|配)了?(?:个|一个|一套|套)?([\u4e00-\u9fff]{2,4}?)(?=[，,。！!？?；;了]|$)", re.I)
+
+
+def other_part(text: str, memory: str) -> bool:
+    """Whether ``text`` says a part or an accessory of what ``memory`` is about was put in new ("孔雀鱼那缸换了个新过滤器"
+    of "养了一缸孔雀鱼"): the thing changed is one the memory does not name, so the memory is not what changed."""
+    m = _NEW_PART.search(text)
+    if m is None:
+        return False
+    part = next(g for g in m.groups() if g)
+    if has_cjk(part):
+        return not any(ch in memory for ch in part if ch not in "新个的")
+    return not content_tokens(part) & content_tokens(memory)
+
+
+def says_more_of(text: str, memory: str, mine: ValueParts, theirs: ValueParts) -> bool:
+    """Whether a statement marked as a change says more of what ``memory`` names rather than replacing it: a part
+    put in new (:func:`other_part`), or each of the names a memory lists said again with no value of a kind the
+    memory holds that it does not ("Noah just started kindergarten and Ella's in third grade" of "two kids, Noah and Ella")."""
+    if other_part(text, memory):
+        return True
+    names = name_words(theirs)  # a memory listing several ("two kids, Noah and Ella"), each named again
+    if len(names) < 2 or not all(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", text.lower()) for n in names):
+        return False
+    return not any(mine.parts.get(k, frozenset()) - theirs.parts[k] for k in VALUE_KINDS if theirs.parts.get(k))

@@ -284,6 +284,8 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"刚才?说的.{0,8}(?:不对|错了)", r"打成.{1,8}了", r"(?:我|之前|刚才|前面|上次)(?:之前|刚才|前面|上次|又|都|给)?[写记说看]成[^，,。]{1,8}了", r"^抱歉[，,]",
     r"[报填输算]错了", r"[，,]\s*不是\s*[\d一二两三四五六七八九十]+[^，,。]{0,3}[，,。]", r"打错字", r"看岔", r"[记写说看听打]反了", r"^(?:哦|噢|啊|嗯)?[，,]?不对",
     r"^不是[^，,。]{1,12}[，,]\s*(?:应该|其实)?是",
+    r"\b(?:swapped|transposed|flipped|reversed) (?:the |two |a couple of )?(?:digits|numbers|letters|characters)\b",
+    r"[记弄说]混了", r"的是[^，,。不]{1,8}不是[^，,。]{1,8}",
 )]
 #: A question states nothing about the user ("Do you think I should drink more water?", "我该不该换工作？").
 _QUESTION = _lazy_re(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|could|would|can|will|is|are|am|was|were|have|"
@@ -321,7 +323,9 @@ _PLANNING = _lazy_re(r"(?<!not )(?<!n't )(?<!no )(?<!phone )(?<!data )(?<!mobile
                      r"(?<![不没])(?:打算|计划|准备)|(?<![不没])想(?:去|搬|换|学|买)")
 _PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计划|计划(?:取消|泡汤|搁置|作废|放弃|没了)|"
                         r"(?:放弃|取消|不再)了?.{0,8}计划")
-_ADDITIVE = _lazy_re(r"\b(?:also|too|as well|in addition|besides|as much as|another|one more|a second|"
+# "too" adds only where it means "as well": "way too much", "too late", "too hot" say a degree
+_ADDITIVE = _lazy_re(r"\b(?:also|too(?! (?:much|many|little|few|late|early|soon|long|far|often|big|small|hot|cold|"
+                      r"expensive|cheap|tired|busy|hard|high|low|heavy|loud)\b)|as well|in addition|besides|as much as|another|one more|a second|"
                       r"on top of that)\b|也(?![算好罢行是许])|(?:^|[，,。；;！!])\s*还有|还有(?=[一两二三几])|另外|又(?=养|买|添|多了|报了|加了|交了|办了|认识|学了|开了|有了?一)|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
 _NEGATED = [_lazy_re(p) for p in (r"不是(.{1,12}?)而是", r"不是([^，,]{1,12}?)[，,]\s*(?:应该|其实)?是",
                                    r"[，,]不是([^，,是]{1,10})$", r"\bnot " + _NOT_DEGREE + r"([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
@@ -335,8 +339,8 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\bno more\b", r"\bcalled off\b", r"\bsince (?:my|the) last (?:cigarette|smoke|cig|drink|vape)\b",
     r"\b(?:had to |have to |having to )?put (?:\w+ )?down\b(?= (?:on|last|this|yesterday|today)\b|[.,!]|$)", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b(?! up\b)", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
-    r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉",
-    r"取消", r"搬离", r"停了", r"不(?!能再[多少高低贵长短])(?!会再[多少高低贵])(?!.{0,2}[多少]了)[^，,。！？!?；;]{1,4}了", r"没有[^，,。！？!?；;]{1,6}了", r"送人了", r"不养",
+    r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉", r"卖给[^，,。！？!?；;]{1,6}了",
+    r"取消", r"搬离", r"停了", r"不(?!被)(?!能再[多少高低贵长短])(?!会再[多少高低贵])(?!.{0,2}[多少]了)[^，,。！？!?；;]{1,4}了", r"没有[^，,。！？!?；;]{1,6}了", r"送人了", r"不养",
     r"\blet .{1,40}?(?:lapse|expire)\b", r"戒(?=烟|酒|糖|掉|了)", r"放下了|先放一放|搁置了|暂停了|停掉了",
     r"\bhung up (?:my|the|his|her) (?:boots|gloves|apron)\b|\bhanded in (?:my|his|her) notice\b|\b(?:was|is) my last (?:\w+ )?(?:day|shift|session|class|match|game)\b",
     r"\band left\b", r"\bleft (?:the )?\w+ (?:club|gym|team|group|choir|band|company|firm|school|church|league|class)\b", r"\bgave (?:it|them|that) up\b", r"\bdid(?:n'?t| not) renew\b",
@@ -359,7 +363,7 @@ _CHANGE = [_lazy_re(p) for p in (
     r"\bnew\b(?! (?:york|zealand|jersey|mexico|delhi|orleans|england|hampshire|haven|balance|order|brunswick|"
     r"south wales|year'?s? (?:eve|day)|testament|wave|age)\b)", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",
     r"(?<!i've )(?<!we've )(?<!i have )(?<!we have )(?<!'ve )\bgot (?:a|an)\b", r"\bturned\b(?! (?:inside|upside|off|on|up|down|around|round|away|back|out|over|left|right|the|my|his|her|our|their|it|a|an|in|to)\b)", r"\bfrom now on\b", r"\bmoving to\b", r"\brelocated\b", r"\bjoined\b",
-    r"现在", r"改(?!造|善|进|革|编|装)", r"换(?!别[人的家])", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
+    r"现在", r"改(?!造|善|进|革|编|装)", r"(?<!交)换(?!乘|别[人的家])", r"最近", r"开始", r"搬到", r"搬去", r"变成", r"转", r"如今", r"以后",
     r"升职|升为|晋升|当上|升到|涨到|降到|调到", r"\bpromoted\b", r"\brenamed\b", r"\bgot (?:pushed|moved|bumped)\b",
     r"\b(?:raised|reset|bumped|reshuffled|relocated|rescheduled|re-?registered|upped|hiked|lowered)\b",
     r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced)\b|\bhiking (?:up|the|my|our|their|its|prices?|rents?|fees?)\b",
@@ -615,10 +619,12 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
 #: where a message's clauses part: its sentences, a consequence after ", so" / "，所以", a clause after "；"
 _CLAUSE_SPLIT = _lazy_re(r"(?<=[.!?])\s+|[。！？；;]|[,，]\s*(?=so\b|所以|那你|你(?:推荐|觉得|说|看))|(?<=[?？])|"
                          r"[,，—–]\s*(?=any (?:\w+ )?(?:tips|advice|ideas|suggestions|recommendations)\b|(?:what|how) "
-                         r"(?:should|do|can|would) i\b|(?:can|could|would) you\b|有没有|有什么|怎么办|求推荐|推荐一下)")
+                         r"(?:should|do|can|would) i\b|(?:can|could|would) you\b|有没有|有什么|怎么办|求推荐|推荐一下|"
+                         r"(?:送|带|买|吃|准备)(?:[她他它]|[她他]们)?点?啥|有啥|咋)")
 #: a question that takes a new value for granted ("any tips for my new flat in Leeds?", "good cafes near my new
 #: office at Canary Wharf?"): it states that value, whatever it asks
-_PRESUPPOSED = _lazy_re(r"\bmy new (?:flat|place|house|apartment|home|job|office|workplace|school) (?:in|at|near) "
+_PRESUPPOSED = _lazy_re(r"\bmy new (?:flat|place|house|apartment|home|job|office|workplace|school|(?:flat|house|room)mates?|"
+                        r"neighbou?rs) (?:in|at|near) "
                         r"(?!the\b|a\b)\w+")
 
 
@@ -646,7 +652,9 @@ def _stated_apart(body: str, cues: list[re.Match[str]]) -> bool:
                             or any(p.search(low[a:b]) for p in _CESSATION)  # "so I cancelled my gym membership"
                             for a, b in plain):
         return False
-    return all(any(a <= cue.start() < b for a, b in plain) for cue in cues)
+    # the clause stating the value holds a cue; a cue word repeated in the question ("去腾讯报到，送她点啥入职礼物好？")
+    # does not make the statement a question
+    return not cues or any(a <= cue.start() < b for a, b in plain for cue in cues)
 
 
 def _adds(body: str, changes: list[re.Match[str]]) -> bool:

@@ -22,7 +22,9 @@ RELATIONS_ZH = {
     "丈夫": "husband", "儿子": "son", "女儿": "daughter", "男朋友": "partner", "女朋友": "partner",
     "朋友": "friend", "同事": "colleague", "老板": "boss", "奶奶": "grandmother", "外婆": "grandmother",
     "爷爷": "grandfather", "外公": "grandfather", "室友": "roommate", "邻居": "neighbour", "表哥": "cousin",
-    "表姐": "cousin", "孩子": "children", "爸": "father", "老爸": "father", "妈": "mother", "老妈": "mother",
+    "表姐": "cousin", "表妹": "cousin", "表弟": "cousin", "堂哥": "cousin", "堂姐": "cousin", "堂妹": "cousin",
+    "堂弟": "cousin", "舅舅": "uncle", "叔叔": "uncle", "伯伯": "uncle", "姑姑": "aunt", "姨妈": "aunt", "小姨": "aunt",
+    "舅妈": "aunt", "婶婶": "aunt", "孩子": "children", "爸": "father", "老爸": "father", "妈": "mother", "老妈": "mother",
     "哥": "brother", "姐": "sister", "弟": "brother", "妹": "sister", "闺女": "daughter", "媳妇": "wife",
     "对象": "partner", "爱人": "spouse", "婆婆": "mother_in_law", "岳母": "mother_in_law", "公公": "father_in_law", "岳父": "father_in_law",
 }
@@ -42,7 +44,8 @@ ROLES_ZH = {"房东": "landlord", "医生": "doctor", "牙医": "dentist", "律�
 
 #: a time phrase a Chinese statement may open with before its (dropped) subject: 上个月搬去成都了, 周一去字节报到了
 _ZH_WHEN = (r"(?:上|这|下|本)(?:个)?(?:月|周|礼拜|星期)(?:初|末|底|[一二三四五六日天])?|周[一二三四五六日末]|星期[一二三四五六日天]|"
-            r"[昨今前明]天|[去今前]年|最近|前(?:几|两)天|前阵子|这阵子|这段时间|年[初底]|月[初底]|刚刚?|上周末|(?:今天)?早上|今早|晚上")
+            r"[昨今前明]天|[去今前]年|最近|前(?:几|两)天|前阵子|这阵子|这段时间|年[初底]|月[初底]|刚刚?|上周末|(?:今天)?早上|今早|晚上|"
+            r"天天|每天|平时|平常|现在|目前")
 #: a statement that opens with a past-tense verb and drops its subject ("Joined Stripe last week", "Picked up the new
 #: car yesterday", "Finally got the keys ..."): a note the user writes of themself
 _DROPPED_I = (r"^(?:just |finally |recently |so |oh |well |ok |okay )?(?!(?:rained|snowed|looked|seemed|sounded|"
@@ -52,7 +55,7 @@ _SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we'v
                       r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
                       r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b|^(?:first|new) (?:day|week|month|shift|job)s? (?:done |over |in )?(?:at|in|as)\b|"
                       + _DROPPED_I)
-_SELF_ZH = re.compile(r"我|用户|^[他她]|房东|^(?:" + _ZH_WHEN + r")?(?:终于把|上班|上秤|坚持|骑|坐|打车|走路|步行|[和跟](?=.{1,8}(?:领证|结婚|订婚|分手|在一起|搬家|同居))|联系电话|手机号|电话号码|邮箱|[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]|入职|辞职|跳槽|转岗|升职|离职|退休|毕业)")
+_SELF_ZH = re.compile(r"我|用户|^[他她]|房东|(?:这边|那边)(?:新|刚)租的|^(?:" + _ZH_WHEN + r")?(?:终于把|上班|上秤|坚持|骑|坐|打车|走路|步行|[和跟](?=.{1,8}(?:领证|结婚|订婚|分手|在一起|搬家|同居))|联系电话|手机号|电话号码|邮箱|[喜爱想在是住养会喝吃用开听做有刚去换改搬不每已最还也对]|[提买卖练学]了|玩(?![具家])|第一天|头一天|入职|辞职|跳槽|转岗|升职|离职|退休|毕业)")
 
 
 #: where a sentence or a Chinese clause ends: what follows opens a statement of its own

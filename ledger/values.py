@@ -636,7 +636,8 @@ def _name_of(span: str) -> str | None:
         words.pop(0)
     while words and _not_name(words[-1]):
         words.pop()
-    return " ".join(words).lower().rstrip(".") or None
+    # "Ella's in third grade" names Ella: a possessive or a contracted "is" is no part of the name
+    return re.sub(r"'s?$", "", " ".join(words).lower().rstrip(".")) or None
 
 
 def differing(a: ValueParts, b: ValueParts) -> list[str]:

@@ -1,0 +1,76 @@
+"""What a change is about: a part of a thing put in new, more said of the people a memory lists, a word that only
+looks like a marker ("交换", "不被投诉了", "way too much"); corrections that name the wrong value or say the digits
+were swapped; who a Chinese statement with no pronoun is about; moves said in passing (docs/resolution.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger.slots import type_statement
+from tests.test_revision_meaning import revise
+
+
+@pytest.mark.parametrize("old,new", [
+    # the memory lists two children; the statement says more of each: both stay
+    ("We have two kids, Noah and Ella.", "Noah just started kindergarten and Ella's in third grade now."),
+    # a part of the memory's thing put in new is not the thing replaced
+    ("养了一缸孔雀鱼，大概三十条", "孔雀鱼那缸换了个新过滤器，水清多了，鱼也欢"),
+    ("I keep guppies in a tank in the living room.", "Got a new filter for the guppy tank, the water is so clear now."),
+    # 交换 is an exchange term, not 换 (a change); 不被投诉了 says the complaints stopped, not the room
+    ("我妹妹佳佳在读大学，学机械的", "佳佳下个月去德国交换半年，机械专业的名额就两个"),
+    ("我们乐队的排练室在创意园 B 栋地下室", "B 栋地下室排练室新装了隔音棉，打鼓终于不被投诉了"),
+])
+def test_a_change_of_something_else_leaves_the_memory_current(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, f"w{abs(hash(old + new)) % 10**6}", old, new)
+    assert (facts.get(old), facts.get(new)) == ("current", "current"), r.explanation
+
+
+@pytest.mark.parametrize("old,new,right", [
+    ("The wifi password at the cabin is pinecone42.", "sorry, cabin wifi pw is pinecone24, I swapped the digits",
+     "pinecone24"),
+    ("我儿子豆豆生日是 6 月 18 号", "哎打错了，豆豆生日是 8 月 16，不是 6 月 18", "8 月 16"),  # the wrong date named
+    ("我对花生过敏", "啊我记混了，过敏的是芒果不是花生，花生随便吃没事", "芒果"),  # an allergy shows its value
+])
+def test_a_correction_corrects_the_memory_it_names(minilm_ledger, old, new, right):
+    r, facts = revise(minilm_ledger, f"c{abs(hash(old + new)) % 10**6}", old, new)
+    assert r.decision == "correct", r.explanation
+    assert facts.get(old) is None
+    assert [t for t, status in facts.items() if right in t and status == "current"], facts
+
+
+@pytest.mark.parametrize("old,new,key", [
+    ("We live in Bristol, been here about three years now.",
+     "what should I cook for my new flatmates in Leeds? two of them are vegetarian lol", "residence.city"),
+    ("现在住杭州滨江这边，离公司走路十分钟", "成都这边新租的房子要添点啥家电啊，求推荐", "residence.city"),
+    # a cousin named in the first statement; the new job said before a question about a gift
+    ("我表妹小雨在字节做产品经理。", "小雨下周一去腾讯报到，送她点啥入职礼物好？", "family.cousin.work.occupation"),
+])
+def test_a_move_or_a_new_job_said_in_passing_replaces_the_old(minilm_ledger, old, new, key):
+    r, facts = revise(minilm_ledger, f"m{abs(hash(old + new)) % 10**6}", old, new)
+    assert (r.decision, r.key, facts.get(old), facts.get(new)) == ("supersede", key, None, "current"), r.explanation
+
+
+@pytest.mark.parametrize("text,subject", [
+    ("明天第一天去幼儿园上班带小班，好紧张", "self"),  # a dropped 我: the user's own
+    ("现在住杭州滨江这边", "self"),
+    ("提了辆比亚迪海豹，朗逸已经卖给同事了", "self"),
+    ("买房的人越来越少了", "none"),  # a remark on the world, not the user
+    ("玩具店关门了", "none"),
+    ("我表妹小雨在字节做产品经理", "cousin"),
+    ("我舅舅在深圳开出租", "uncle"),
+])
+def test_who_a_chinese_statement_without_a_pronoun_is_about(text, subject):
+    assert type_statement(text).subject == subject
+
+
+@pytest.mark.parametrize("text,additive", [
+    ("Fiddle leaf fig is on a once-a-week schedule, it was drooping way too much.", False),
+    ("it was too expensive so I cancelled", False),
+    ("I like tea too.", True),
+])
+def test_too_adds_only_where_it_means_as_well(text, additive):
+    assert type_statement(text).additive is additive
+
+
+def test_a_sold_car_said_with_who_bought_it_stops_the_car():
+    assert type_statement("朗逸已经卖给同事了").cessation
