@@ -267,10 +267,12 @@ class MemoryLedger(PeopleVerbs, Store):
                role_filter: str | None = None, exclude_source: Any = None,
                within: str = "facts", min_confidence: float | None = None, expand: int = 0,
                linked: bool = True) -> list[SearchHit]:
-        """``user_id``'s memories most relevant to ``query`` (``memledger search``): :func:`memledger.search.search`,
-        without facts labelled sensitive unless ``allow_sensitive`` names their label; each labelled hit returned is
-        recorded as a disclosure with ``purpose``/``trace_id``, as context does
-        (:func:`memledger.sensitivity.search_with_sensitivity`).
+        """``user_id``'s memories most relevant to ``query`` (``memledger search``): the arguments make a
+        :class:`~memledger.requests.SearchRequest` (checked once, there), answered by :meth:`search_request`.
+
+        Facts labelled sensitive are left out unless ``allow_sensitive`` names their label; each labelled hit
+        returned is recorded as a disclosure with ``purpose``/``trace_id``, as context does
+        (:func:`memledger.sensitivity.search_gated`).
 
         ``score`` is absolute (comparable across users, queries and calls; below 0.3 a weak match: docs/retrieval.md).
         ``also``: more user ids, searched each on their own indexes and merged by score (each hit's ``user_id``
@@ -279,14 +281,27 @@ class MemoryLedger(PeopleVerbs, Store):
         ``"facts"`` (default), ``"messages"`` (logged turns) or ``"all"``. ``expand`` (0-3): also the memories of
         the people the query names, and of those their relations lead to in that many hops, each hit with the
         ``path`` that brought it (memledger/expansion.py, docs/relations.md). ``linked``: also the memories of the
-        user ids confirmed as the same person (``identity link``), each hit with its ``user_id``."""
+        user ids confirmed as the same person (``identity link``), each hit with its ``user_id``.
+
+        Raises:
+            BadInput: a :class:`~memledger.requests.RequestError` naming the field and the fix (nothing read or
+                recorded); ``embedder`` for a ledger without the vectors projection. NotCaughtUp: see ``after``.
+        """
+        from .requests import SearchRequest
+
+        return self.search_request(SearchRequest(
+            user_id=user_id, query=query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
+            half_lives=half_lives, role_bonus=role_bonus, allow_sensitive=allow_sensitive, purpose=purpose,
+            trace_id=trace_id, also=also, min_score=min_score, role_filter=role_filter, exclude_source=exclude_source,
+            within=within, min_confidence=min_confidence, expand=expand, linked=linked))
+
+    def search_request(self, request: Any) -> list[SearchHit]:
+        """:meth:`search` for a :class:`~memledger.requests.SearchRequest` a face has built already (the CLI, MCP
+        and HTTP build one from their arguments): the search capability (:func:`memledger.search.search`) under the
+        sensitivity gate (:func:`memledger.sensitivity.search_gated`). Raises as :meth:`search`."""
         from . import sensitivity
 
-        return sensitivity.search_with_sensitivity(
-            self, user_id, query, k, as_of, source, role, allow_sensitive=allow_sensitive, purpose=purpose,
-            trace_id=trace_id, after=after, timeout=timeout, half_lives=half_lives, role_bonus=role_bonus,
-            also=also, min_score=min_score, role_filter=role_filter, exclude_source=exclude_source, within=within,
-            min_confidence=min_confidence, expand=expand, linked=linked)
+        return sensitivity.search_gated(self, request)
 
     def ingest(self, path: str | os.PathLike[str], format: str = "locomo", *,
                on_progress: Callable[[int, int], None] | None = None, batch_size: int = 500,

@@ -325,7 +325,7 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
         budget: the token budget (> 0) under :data:`TOKENIZER_NAME`.
         recent_messages / memories: how many candidate lines those sections start from (before the budget).
         profile_fn / search_fn: ``(user_id) -> Profile`` and ``(user_id, query, k=) -> hits``; default
-            :func:`memledger.reads.profile` and :func:`memledger.search.search` on ``ml``. The sensitivity filter
+            :func:`memledger.reads.profile` and :func:`memledger.search.find` on ``ml``. The sensitivity filter
             (memledger/sensitivity.py) passes filtering ones.
         as_of / axis: the knowledge cut-off (an aware instant; ``axis`` "system": recorded by then, "observed":
             said by then): only what the ledger knew at ``as_of`` is shown — the profile as believed then
@@ -369,7 +369,8 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     if search_fn is None:
         # memories are facts and earlier conversation turns, ranked together by their absolute scores (a past
         # view, as_of, has facts only: messages have no belief history)
-        search_fn = partial(search.search, ml) if as_of_dt is not None else partial(search.search, ml, within="all")
+        search_fn = (partial(search.find, ml, linked=False) if as_of_dt is not None else
+                     partial(search.find, ml, within="all", linked=False))
     if as_of_dt is not None:
         search_fn = partial(search_fn, as_of=as_of_dt)
     profile = profile_fn(user_id)  # catches up
