@@ -513,7 +513,8 @@ class MemoryLedger(PeopleVerbs, Store):
                 as_of: Any = None, axis: str = "system", min_confidence: float | None = None) -> Context:
         """The prompt-ready context (memledger/context.py) without facts labelled sensitive (health, finance, ...)
         unless ``allow_sensitive`` names their label; each labelled fact included is recorded
-        (``SensitiveFactIncluded``, see :func:`memledger.sensitivity.context_with_sensitivity`).
+        (``SensitiveFactIncluded``, see :func:`memledger.sensitivity.context_gated`). The arguments make a
+        :class:`~memledger.requests.ContextRequest` (checked once, there), answered by :meth:`context_request`.
 
         ``after``/``timeout``: read-your-writes as for ``profile`` — with a receipt (or its position) the context is
         assembled only once every projection, the vectors included, has reached it (worker mode: waits up to
@@ -521,17 +522,29 @@ class MemoryLedger(PeopleVerbs, Store):
         ``as_of`` / ``axis``: the knowledge cut-off — only what the ledger knew at that instant (recorded by then,
         or said by then with ``axis="observed"``); ``now`` stays the clock the text is written for.
         ``min_confidence``: leave out facts and memories recorded with a lower confidence (docs/hygiene.md).
+
+        Raises:
+            BadInput: a :class:`~memledger.requests.RequestError` naming the field and the fix, or what assembly
+                refuses (an unknown session, a budget too small for the header); nothing is recorded.
         """
+        from .requests import ContextRequest
+
+        return self.context_request(ContextRequest(
+            user_id=user_id, session_id=session_id, query=query, now=now, budget=budget,
+            recent_messages=recent_messages, memories=memories, allow_sensitive=allow_sensitive, purpose=purpose,
+            trace_id=trace_id, after=after, timeout=timeout, as_of=as_of, axis=axis, min_confidence=min_confidence))
+
+    def context_request(self, request: Any) -> Context:
+        """:meth:`context` for a :class:`~memledger.requests.ContextRequest` a face has built already: context
+        assembly under the sensitivity gate (:func:`memledger.sensitivity.context_gated`). Raises as :meth:`context`."""
         from . import sensitivity
 
-        if after is not None:
-            self.wait_for(after, timeout)
-        ctx = self.mark_erased(sensitivity.context_with_sensitivity(
-            self, user_id, allow_sensitive=allow_sensitive, purpose=purpose, trace_id=trace_id,
-            session_id=session_id, query=query, now=now, budget=budget, recent_messages=recent_messages,
-            memories=memories, as_of=as_of, axis=axis, min_confidence=min_confidence), user_id)
+        if request.after is not None:
+            self.wait_for(request.after, request.timeout)
+        ctx = self.mark_erased(sensitivity.context_gated(self, request), request.user_id)
         if ctx.erased:  # the agent reads the text: it must say so too, not look like a user we never met
-            line = f"Everything about {user_id} was erased on {ctx.erased_at:%Y-%m-%d}; nothing about them is kept."
+            line = (f"Everything about {request.user_id} was erased on {ctx.erased_at:%Y-%m-%d}; nothing about them "
+                    "is kept.")
             ctx = ctx.model_copy(update={"header": [*ctx.header, line], "text": f"{ctx.text}\n{line}"})
         return ctx
 

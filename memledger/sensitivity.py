@@ -5,8 +5,8 @@ queryable, ``audit`` and ``export`` show them). docs/erasure.md, "Labels gate ev
 
 Two shapes of the one rule:
 
-- search and context leave a withheld fact out (:func:`search_gated`, a wrapper around the search capability, and
-  :func:`context_with_sensitivity`);
+- search and context leave a withheld fact out (:func:`search_gated` and :func:`context_gated`, wrappers
+  around the search and context capabilities);
 - every other read keeps the item and withholds its content: :func:`gate` sets ``value``, ``text`` and what is read
   from them to None and ``withheld`` to the label (the timeline page's "withheld (health)"). The faces call the
   ledger's reads with the request's labels; a server also checks that the API key holds them.
@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from ledger.privacy import Disclosure
-from ledger.schemas import check_user_id
 
 from . import reads
 from .requests import check_allow_sensitive, check_purpose  # noqa: F401 (re-exported: every read's grant check)
@@ -39,7 +38,7 @@ __all__ = [
     "add_disclosures",
     "check_allow_sensitive",
     "check_grant",
-    "context_with_sensitivity",
+    "context_gated",
     "disclose",
     "gate",
     "record_disclosures",
@@ -301,44 +300,36 @@ class _SensitivityView:
         return [h for h in items if self._keep(field(h, "key"), field(h, "version"), field(h, "text"))]
 
 
-def context_with_sensitivity(ml: Store, user_id: str, *, allow_sensitive: Any = None,
-                             purpose: str | None = None, trace_id: str | None = None, **kwargs: Any) -> Any:
-    """Assemble context (memledger/context.py) leaving out every fact whose sensitivity label is not in
-    ``allow_sensitive`` (unlabelled facts always go in), and record one ``SensitiveFactIncluded`` per labelled
-    fact that made it into the text (after the token budget), with ``purpose``/``trace_id`` and the session.
+def context_gated(ml: Store, request: Any) -> Any:
+    """Assemble the context ``request`` asks for (a :class:`~memledger.requests.ContextRequest`;
+    memledger/context.py ``assemble``) leaving out every fact whose sensitivity label is not in
+    ``request.allow_sensitive`` (unlabelled facts always go in), and record one ``SensitiveFactIncluded`` per
+    labelled fact that made it into the text (after the token budget), with the request's ``purpose``/``trace_id``
+    and the session.
 
     Raises:
-        BadInput: a malformed ``allow_sensitive`` (or what context assembly refuses).
+        BadInput: what context assembly refuses (the request was checked when it was built).
     """
     from . import timetravel
-    from .context import assemble_context
+    from .context import assemble
 
-    allow = check_allow_sensitive(allow_sensitive)
-    purpose = check_purpose(purpose)
-    user_id = check_user_id(user_id)
     ml.catch_up(deferred=False)  # memories come through ml.search, which catches the vectors up itself
-    labels = sensitivity_labels(ml, user_id)
+    labels = sensitivity_labels(ml, request.user_id)
     base = None
-    if kwargs.get("as_of") is not None:  # context --as-of: the profile as believed then, judged by its versions
-        from ledger.timeutil import parse_instant
-
-        now = kwargs.get("now")
-        base = partial(timetravel.profile_as_of, ml, as_of=parse_instant(kwargs["as_of"], "as_of"),
-                       axis=kwargs.get("axis", "system"),
-                       valid_at=None if now is None else parse_instant(now, "now"))
-    elif kwargs.get("now") is not None:  # context --now: scheduled facts are judged at that instant
-        from ledger.timeutil import parse_instant
-
-        base = partial(reads.profile, ml, now=parse_instant(kwargs["now"], "now"))
-    view = _SensitivityView(ml, allow, labels, base)
-    ctx = assemble_context(ml, user_id, profile_fn=view.profile, search_fn=view.search, **kwargs)
+    if request.as_of is not None:  # context --as-of: the profile as believed then, judged by its versions
+        base = partial(timetravel.profile_as_of, ml, as_of=request.as_of, axis=request.axis, valid_at=request.now)
+    elif request.now is not None:  # context --now: scheduled facts are judged at that instant
+        base = partial(reads.profile, ml, now=request.now)
+    view = _SensitivityView(ml, request.allow_sensitive, labels, base)
+    ctx = assemble(ml, request, profile_fn=view.profile, search_fn=view.search)
     if view.offered:
         lines = [line for s in ctx.sections if s.name in ("profile", "memories") for line in s.lines]
         # A line is "- <text, relative dates annotated> (<date>, <source>)": the text's opening survives the
         # annotation (it is inserted after a relative phrase), so it identifies the fact's line.
         included = [(k, v, label) for k, (v, label, text) in sorted(view.offered.items())
                     if any(line.startswith("- " + text[:24]) for line in lines)]
-        record_disclosures(ml, user_id, included, session_id=ctx.session_id, purpose=purpose, trace_id=trace_id)
+        record_disclosures(ml, request.user_id, included, session_id=ctx.session_id, purpose=request.purpose,
+                           trace_id=request.trace_id)
     return ctx
 
 

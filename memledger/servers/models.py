@@ -18,7 +18,7 @@ from ledger.errors import BadInput
 from ledger.schemas import HistoryRow
 from ledger.timeutil import parse_instant
 
-from ..requests import MAX_QUERY, SearchRequest
+from ..requests import ContextRequest, SearchRequest
 from ..search import SearchHit
 
 
@@ -208,24 +208,12 @@ class HttpSearchBody(JsonNumbers, SearchBody):
     """The search route's body: :class:`SearchBody`, its numbers sent as JSON numbers (:class:`JsonNumbers`)."""
 
 
-class ContextBody(_Model):
-    session_id: str | None = Field(None, description="Session whose card and messages (default the latest).")
-    query: str | None = Field(None, max_length=MAX_QUERY,
-                              description=f"What the agent is about to do (selects memories; at most {MAX_QUERY} "
-                              "characters).")
-    now: Instant | None = Field(None, description="ISO 8601 with offset (default now).")
-    budget: int = Field(2000, ge=1, le=1_000_000, description="Token budget.")
-    allow_sensitive: list[str] | None = Field(None, description="Sensitivity labels to let in.")
-    purpose: str | None = Field(None, description="Why (kept with each disclosure).")
-    trace_id: str | None = Field(None, description="Kept with each disclosure this context records.")
-    recent_messages: int = Field(20, ge=0, le=1000, description="How many recent messages of the session.")
-    memories: int = Field(30, ge=0, le=1000, description="How many memories the query selects at most.")
-    as_of: Instant | None = Field(None, description="Knowledge cut-off: only what the ledger knew at this instant.")
-    axis: Axis = Field("system", description="system: as_of is recorded time; observed: it is when things were "
-                       "said.")
-    min_confidence: float | None = Field(None, ge=0, le=1, description=_MIN_CONFIDENCE)
-    after: int | None = Field(None, ge=0, description=_AFTER)
-
+ContextBody = from_request(
+    "ContextBody", ContextRequest, omit=("user_id", "timeout"),
+    wire={**_WIRE, "now": (Instant | None, None), "budget": (Annotated[int, Field(ge=1, le=1_000_000)], 2000)},
+    notes={"allow_sensitive": " The API key must hold each label."},
+    doc="A context's options (:class:`memledger.requests.ContextRequest` without ``user_id``, which the path or the "
+        "tool's ``user_id`` gives, and ``timeout``, which the server bounds).")
 
 
 class HttpContextBody(JsonNumbers, ContextBody):

@@ -228,10 +228,13 @@ class Service:
         return RecallResult(user_id=user_id, hits=hits)
 
     def context(self, user_id: str, a: ContextBody) -> Any:
-        """``MemoryLedger.context`` with every option of the verb as given in the body."""
-        kw = _fields(a, "user_id")
+        """The body's fields and ``user_id`` make the verb's :class:`~memledger.requests.ContextRequest` (checked
+        there, once), answered by ``MemoryLedger.context_request``."""
+        from ..requests import ContextRequest
+
+        request = ContextRequest(user_id=user_id, **_fields(a, "user_id"))
         with self.lock:
-            return self.ml.context(user_id, **kw)
+            return self.ml.context_request(request)
 
     def resume(self, user_id: str, now: str | None = None, expiry_hours: float = 48.0) -> Any:
         with self.lock:

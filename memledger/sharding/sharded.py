@@ -251,6 +251,10 @@ class ShardedLedger:
         ledger answers its part)."""
         return self.search(**request.arguments())
 
+    def context_request(self, request: Any) -> Any:
+        """``MemoryLedger.context_request`` on the shard holding the request's user."""
+        return self._read("context", **request.arguments())
+
     def _write(self, verb: str, user_id: Any, *args: Any, **kwargs: Any) -> Any:
         user_id = check_user_id(user_id)
         with self.directory.write_lease(user_id) as name:
