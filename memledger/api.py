@@ -267,10 +267,12 @@ class MemoryLedger(PeopleVerbs, Store):
                role_filter: str | None = None, exclude_source: Any = None,
                within: str = "facts", min_confidence: float | None = None, expand: int = 0,
                linked: bool = True) -> list[SearchHit]:
-        """``user_id``'s memories most relevant to ``query`` (``memledger search``): :func:`memledger.search.search`,
-        without facts labelled sensitive unless ``allow_sensitive`` names their label; each labelled hit returned is
-        recorded as a disclosure with ``purpose``/``trace_id``, as context does
-        (:func:`memledger.sensitivity.search_with_sensitivity`).
+        """``user_id``'s memories most relevant to ``query`` (``memledger search``): the arguments make a
+        :class:`~memledger.requests.SearchRequest` (checked once, there), answered by :meth:`search_request`.
+
+        Facts labelled sensitive are left out unless ``allow_sensitive`` names their label; each labelled hit
+        returned is recorded as a disclosure with ``purpose``/``trace_id``, as context does
+        (:func:`memledger.sensitivity.search_gated`).
 
         ``score`` is absolute (comparable across users, queries and calls; below 0.3 a weak match: docs/retrieval.md).
         ``also``: more user ids, searched each on their own indexes and merged by score (each hit's ``user_id``
@@ -279,14 +281,27 @@ class MemoryLedger(PeopleVerbs, Store):
         ``"facts"`` (default), ``"messages"`` (logged turns) or ``"all"``. ``expand`` (0-3): also the memories of
         the people the query names, and of those their relations lead to in that many hops, each hit with the
         ``path`` that brought it (memledger/expansion.py, docs/relations.md). ``linked``: also the memories of the
-        user ids confirmed as the same person (``identity link``), each hit with its ``user_id``."""
+        user ids confirmed as the same person (``identity link``), each hit with its ``user_id``.
+
+        Raises:
+            BadInput: a :class:`~memledger.requests.RequestError` naming the field and the fix (nothing read or
+                recorded); ``embedder`` for a ledger without the vectors projection. NotCaughtUp: see ``after``.
+        """
+        from .requests import SearchRequest
+
+        return self.search_request(SearchRequest(
+            user_id=user_id, query=query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
+            half_lives=half_lives, role_bonus=role_bonus, allow_sensitive=allow_sensitive, purpose=purpose,
+            trace_id=trace_id, also=also, min_score=min_score, role_filter=role_filter, exclude_source=exclude_source,
+            within=within, min_confidence=min_confidence, expand=expand, linked=linked))
+
+    def search_request(self, request: Any) -> list[SearchHit]:
+        """:meth:`search` for a :class:`~memledger.requests.SearchRequest` a face has built already (the CLI, MCP
+        and HTTP build one from their arguments): the search capability (:func:`memledger.search.search`) under the
+        sensitivity gate (:func:`memledger.sensitivity.search_gated`). Raises as :meth:`search`."""
         from . import sensitivity
 
-        return sensitivity.search_with_sensitivity(
-            self, user_id, query, k, as_of, source, role, allow_sensitive=allow_sensitive, purpose=purpose,
-            trace_id=trace_id, after=after, timeout=timeout, half_lives=half_lives, role_bonus=role_bonus,
-            also=also, min_score=min_score, role_filter=role_filter, exclude_source=exclude_source, within=within,
-            min_confidence=min_confidence, expand=expand, linked=linked)
+        return sensitivity.search_gated(self, request)
 
     def ingest(self, path: str | os.PathLike[str], format: str = "locomo", *,
                on_progress: Callable[[int, int], None] | None = None, batch_size: int = 500,
@@ -498,7 +513,8 @@ class MemoryLedger(PeopleVerbs, Store):
                 as_of: Any = None, axis: str = "system", min_confidence: float | None = None) -> Context:
         """The prompt-ready context (memledger/context.py) without facts labelled sensitive (health, finance, ...)
         unless ``allow_sensitive`` names their label; each labelled fact included is recorded
-        (``SensitiveFactIncluded``, see :func:`memledger.sensitivity.context_with_sensitivity`).
+        (``SensitiveFactIncluded``, see :func:`memledger.sensitivity.context_gated`). The arguments make a
+        :class:`~memledger.requests.ContextRequest` (checked once, there), answered by :meth:`context_request`.
 
         ``after``/``timeout``: read-your-writes as for ``profile`` — with a receipt (or its position) the context is
         assembled only once every projection, the vectors included, has reached it (worker mode: waits up to
@@ -506,17 +522,29 @@ class MemoryLedger(PeopleVerbs, Store):
         ``as_of`` / ``axis``: the knowledge cut-off — only what the ledger knew at that instant (recorded by then,
         or said by then with ``axis="observed"``); ``now`` stays the clock the text is written for.
         ``min_confidence``: leave out facts and memories recorded with a lower confidence (docs/hygiene.md).
+
+        Raises:
+            BadInput: a :class:`~memledger.requests.RequestError` naming the field and the fix, or what assembly
+                refuses (an unknown session, a budget too small for the header); nothing is recorded.
         """
+        from .requests import ContextRequest
+
+        return self.context_request(ContextRequest(
+            user_id=user_id, session_id=session_id, query=query, now=now, budget=budget,
+            recent_messages=recent_messages, memories=memories, allow_sensitive=allow_sensitive, purpose=purpose,
+            trace_id=trace_id, after=after, timeout=timeout, as_of=as_of, axis=axis, min_confidence=min_confidence))
+
+    def context_request(self, request: Any) -> Context:
+        """:meth:`context` for a :class:`~memledger.requests.ContextRequest` a face has built already: context
+        assembly under the sensitivity gate (:func:`memledger.sensitivity.context_gated`). Raises as :meth:`context`."""
         from . import sensitivity
 
-        if after is not None:
-            self.wait_for(after, timeout)
-        ctx = self.mark_erased(sensitivity.context_with_sensitivity(
-            self, user_id, allow_sensitive=allow_sensitive, purpose=purpose, trace_id=trace_id,
-            session_id=session_id, query=query, now=now, budget=budget, recent_messages=recent_messages,
-            memories=memories, as_of=as_of, axis=axis, min_confidence=min_confidence), user_id)
+        if request.after is not None:
+            self.wait_for(request.after, request.timeout)
+        ctx = self.mark_erased(sensitivity.context_gated(self, request), request.user_id)
         if ctx.erased:  # the agent reads the text: it must say so too, not look like a user we never met
-            line = f"Everything about {user_id} was erased on {ctx.erased_at:%Y-%m-%d}; nothing about them is kept."
+            line = (f"Everything about {request.user_id} was erased on {ctx.erased_at:%Y-%m-%d}; nothing about them "
+                    "is kept.")
             ctx = ctx.model_copy(update={"header": [*ctx.header, line], "text": f"{ctx.text}\n{line}"})
         return ctx
 

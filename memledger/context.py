@@ -40,7 +40,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from ledger.errors import BadInput
-from ledger.hygiene import check_min_confidence
 from ledger.schemas import ErasedMark
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 from replay.cutoff import sessions_at_cutoff
@@ -310,58 +309,46 @@ def select_summaries(sessions: list[str], summaries: list[dict[str, Any]],
     return out
 
 
-def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, query: str | None = None,
-                     now: Any = None, budget: int = 2000, recent_messages: int = 20,
-                     memories: int = 30, profile_fn: Callable[..., Any] | None = None,
-                     search_fn: Callable[..., Any] | None = None, as_of: Any = None,
-                     axis: str = "system", min_confidence: float | None = None) -> Context:
-    """Assemble the context of ``user_id`` for an agent (``memledger context``), within ``budget`` tokens.
+def assemble_context(ml: Store, user_id: str, *, profile_fn: Callable[..., Any] | None = None,
+                     search_fn: Callable[..., Any] | None = None, **options: Any) -> Context:
+    """:func:`assemble` with the request built from keywords (those of
+    :class:`~memledger.requests.ContextRequest`: ``session_id``, ``query``, ``now``, ``budget``, ...). Raises
+    BadInput naming the field."""
+    from .requests import ContextRequest
+
+    return assemble(ml, ContextRequest(user_id=user_id, **options), profile_fn=profile_fn, search_fn=search_fn)
+
+
+def assemble(ml: Store, req: Any, *, profile_fn: Callable[..., Any] | None = None,
+             search_fn: Callable[..., Any] | None = None) -> Context:
+    """Assemble the context ``req`` asks for (a :class:`~memledger.requests.ContextRequest`, checked when it was
+    built; ``memledger context``) within ``req.budget`` tokens.
+
+    ``req``: ``session_id`` the session whose card and messages to show (default: as ``resume`` picks them);
+    ``query`` what the agent is about to do (ranks memories through ``search_fn``); ``now`` the instant of the header
+    (default: the current time); ``budget`` the token budget under :data:`TOKENIZER_NAME`; ``recent_messages`` /
+    ``memories`` how many candidate lines those sections start from (before the budget); ``as_of`` / ``axis`` the
+    knowledge cut-off (``axis`` "system": recorded by then, "observed": said by then): only what the ledger knew at
+    ``as_of`` is shown — the profile as believed then (:func:`memledger.timetravel.profile_as_of`, valid at
+    ``now``), memories searched as of then, and the sessions, cards, summaries and messages replayed from the log up
+    to then (:func:`replay.cutoff.sessions_at_cutoff`); ``now`` stays the clock the text is written for;
+    ``min_confidence`` leaves out facts and memories recorded with a lower confidence (docs/hygiene.md).
 
     Args:
         ml: the store (:class:`~memledger.store.Store`).
-        session_id: the session whose card and messages to show (default: as ``resume`` picks them).
-        query: what the agent is about to do; ranks memories through ``search_fn``.
-        now: aware instant of the header (default: current time); naive refused.
-        budget: the token budget (> 0) under :data:`TOKENIZER_NAME`.
-        recent_messages / memories: how many candidate lines those sections start from (before the budget).
         profile_fn / search_fn: ``(user_id) -> Profile`` and ``(user_id, query, k=) -> hits``; default
-            :func:`memledger.reads.profile` and :func:`memledger.search.search` on ``ml``. The sensitivity filter
+            :func:`memledger.reads.profile` and :func:`memledger.search.find` on ``ml``. The sensitivity gate
             (memledger/sensitivity.py) passes filtering ones.
-        as_of / axis: the knowledge cut-off (an aware instant; ``axis`` "system": recorded by then, "observed":
-            said by then): only what the ledger knew at ``as_of`` is shown — the profile as believed then
-            (:func:`memledger.timetravel.profile_as_of`, valid at ``now``), memories searched as of then, and the
-            sessions, cards, summaries and messages replayed from the log up to then
-            (:func:`replay.cutoff.sessions_at_cutoff`). ``now`` stays the clock the text is written for.
-        min_confidence: leave out facts and memories recorded with a lower confidence (0..1; hedged statements
-            are recorded at 0.6 at most, docs/hygiene.md).
 
     Raises:
-        BadInput: a bad user id, session id, ``now`` or ``budget`` (too small even for the header), or an unknown
-            session.
+        BadInput: a budget too small even for the header, or an unknown session.
     """
-    from ledger.schemas import check_user_id
-    from ledger.sessions import check_session_id
-
     from .timefmt import format_local
 
-    user_id = check_user_id(user_id)
-    if session_id is not None:
-        session_id = check_session_id(session_id)
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
-        raise BadInput("budget", f"{budget!r} is not a positive number of tokens", "e.g. --budget 2000")
-    for name, n in (("recent_messages", recent_messages), ("memories", memories)):
-        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= search.MAX_K:
-            raise BadInput(name, f"{n!r} is not a whole number from 0 to {search.MAX_K}",
-                           f"e.g. {name}=20 (0 leaves the section out)")
-    now_dt = parse_instant(now, "now") if now is not None else now_utc()
-    if query is not None and not query.strip():
-        raise BadInput("query", "is empty", "leave it out, or say what the agent is about to do")
-    as_of_dt = None if as_of is None else parse_instant(as_of, "as_of")
-    if axis not in ("system", "observed"):
-        raise BadInput("axis", f"{axis!r} is not an axis", "use system (recorded by then) or observed (said by then)")
-    if axis != "system" and as_of is None:
-        raise BadInput("axis", "is given without as_of", "give --as-of T (the cut-off it applies to), or leave --axis out")
-    min_confidence = check_min_confidence(min_confidence)
+    user_id, session_id, query, budget = req.user_id, req.session_id, req.query, req.budget
+    recent_messages, memories, axis, min_confidence = req.recent_messages, req.memories, req.axis, req.min_confidence
+    now_dt = req.now if req.now is not None else now_utc()
+    as_of_dt = req.as_of
 
     if profile_fn is None:
         profile_fn = (partial(reads.profile, ml, now=now_dt) if as_of_dt is None else
@@ -369,7 +356,8 @@ def assemble_context(ml: Store, user_id: str, *, session_id: str | None = None, 
     if search_fn is None:
         # memories are facts and earlier conversation turns, ranked together by their absolute scores (a past
         # view, as_of, has facts only: messages have no belief history)
-        search_fn = partial(search.search, ml) if as_of_dt is not None else partial(search.search, ml, within="all")
+        search_fn = (partial(search.find, ml, linked=False) if as_of_dt is not None else
+                     partial(search.find, ml, within="all", linked=False))
     if as_of_dt is not None:
         search_fn = partial(search_fn, as_of=as_of_dt)
     profile = profile_fn(user_id)  # catches up

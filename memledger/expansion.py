@@ -17,30 +17,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ledger.errors import BadInput
 from ledger.mentions import Known, fold, named_in, names_any, slugs
 from ledger.relations import SELF
 from ledger.timeutil import now_utc, parse_instant, to_micros
 
 from .reads import people
+from .requests import MAX_EXPAND, check_expand  # noqa: F401 (re-exported)
 
 
-#: how far a walk goes at most (the relation layer's own limit)
-MAX_EXPAND = 3
 #: a hit found through a person counts this much less per hop than one the query found itself
 DECAY = 0.9
 #: how many people reached are searched for (nearest first)
 MAX_REACHED = 8
-
-
-def check_expand(value: Any, field: str = "expand") -> int:
-    """0 (no expansion, the default), 1, 2 or 3 hops. Raises BadInput naming ``field``."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_EXPAND:
-        raise BadInput(field, f"{value!r} is not 0, 1, 2 or 3",
-                       f"give 0 to {MAX_EXPAND}: how many relation hops to follow (0: none)")
-    return value
 
 
 def expand(store: Any, user_id: str, query: str, hits: list[Any], k: int, hops: int, as_of: Any,

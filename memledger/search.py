@@ -1,6 +1,8 @@
 """Semantic search over users' memories: the read side of the ``vectors`` projection, with explainable scores.
 
-``MemoryLedger.search`` and ``memledger search`` call :func:`search`. The score of a hit::
+Every face builds a :class:`~memledger.requests.SearchRequest` (checked there, once) and the ledger answers it
+with :func:`search`, wrapped by the sensitivity gate (memledger/sensitivity.py ``search_gated``). The score of a
+hit::
 
     score = relevance * confidence * freshness + role_bonus
 
@@ -35,26 +37,21 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.errors import BadInput
-from ledger.schemas import RoleContext, Source, check_text, check_user_id
-from ledger.timeutil import OPEN, from_micros, now_utc, parse_instant, to_micros
-from ledger.text import INVISIBLE
+from ledger.schemas import RoleContext
+from ledger.timeutil import OPEN, from_micros, now_utc, to_micros
 
-from .store import EMBEDDER_ENV, Store, check_half_lives  # noqa: F401 (EMBEDDER_ENV re-exported)
+from .store import EMBEDDER_ENV, Store, check_half_lives  # noqa: F401 (EMBEDDER_ENV, check_half_lives re-exported)
 
 from .defaults import DEFAULT_ROLE_BONUS  # noqa: E402,F401 (re-exported)
-MAX_K = 1000
-#: the highest score there is: relevance, confidence and freshness at most 1, a role bonus at most 1
-MAX_SCORE = 2.0
-#: what ``within`` / ``--in`` accepts
-SEARCH_IN = ("facts", "messages", "all")
-#: most users one search may name (the first plus ``also``)
-MAX_USERS = 50
+from .requests import (MAX_K, MAX_QUERY, MAX_SCORE, MAX_USERS, SEARCH_IN,  # noqa: F401 (re-exported)
+                       SearchRequest, check_role_bonus, check_role_name)
 
 
 class ScoreParts(BaseModel):
@@ -139,123 +136,6 @@ def freshness(key: str, valid_from_us: int | None, at_us: int, half_lives: dict[
 
 
 
-def check_search_args(user_id: Any, query: Any, k: Any, as_of: Any, source: Any, role: Any) -> tuple:
-    """Validate search arguments (nothing is read before this passes). Raises BadInput naming the field."""
-    user_id = check_user_id(user_id)
-    if not isinstance(query, str) or not query.strip(INVISIBLE):
-        raise BadInput("query", "is empty", "give the text to search for, e.g. 'what does the user drink?'")
-    check_text(query, "query")
-    if len(query) > MAX_QUERY:
-        # a question, not a document: a long query costs an embedding of the whole of it and a BM25 pass per term
-        raise BadInput("query", f"is {len(query)} characters long", f"ask in at most {MAX_QUERY} characters")
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise BadInput("k", f"{k!r} is not a whole number from 1 to {MAX_K}", "e.g. -k 10")
-    at = None if as_of is None else parse_instant(as_of, "as_of")
-    sources = get_args(Source)
-    if source is not None and source not in sources:
-        raise BadInput("source", f"{source!r} is not a source", "use one of " + ", ".join(sources))
-    if role is not None:
-        role = check_role_name(role, "role")
-    return user_id, query, k, at, source, role
-
-
-#: the longest query accepted, in characters (a question; a sentence to remember may be longer: MAX_TEXT)
-MAX_QUERY = 4000
-
-
-def check_role_name(role: Any, field: str) -> str:
-    """A role as ``search --role`` / ``--role-filter`` name it: the same rule as a recorded role
-    (:class:`ledger.schemas.RoleContext`). Raises BadInput naming ``field``."""
-    from pydantic import ValidationError
-
-    if not isinstance(role, str):
-        raise BadInput(field, f"must be a role name (a string), got {type(role).__name__}", "e.g. coach")
-    try:
-        RoleContext(role=role)
-    except ValidationError as exc:
-        raise BadInput(field, str(exc.errors()[0]["msg"]).removeprefix("Value error, "),
-                       "name the role as it was recorded, e.g. coach") from None
-    return role
-
-
-def check_role_bonus(role_bonus: Any) -> float:
-    """``role_bonus`` in [0, 1] (added to the score of a memory recorded under the caller's role). Raises BadInput."""
-    if isinstance(role_bonus, bool) or not isinstance(role_bonus, (int, float)) or not math.isfinite(role_bonus) \
-            or not 0 <= role_bonus <= 1:
-        raise BadInput("role_bonus", f"{role_bonus!r} is not a number from 0 to 1", f"e.g. {DEFAULT_ROLE_BONUS}")
-    return float(role_bonus)
-
-
-class SearchFilters(BaseModel):
-    """The options of a search beyond ``(user, query, k, as_of, source, role)``, checked (:func:`check_filters`).
-
-    ``also``: more users to search (merged by score; the first user is not repeated). ``min_score``: drop hits
-    scoring below it. ``role_filter``: only memories recorded under this role. ``exclude_source``: drop memories
-    from these sources. ``within``: facts | messages | all."""
-
-    model_config = ConfigDict(frozen=True)
-    also: tuple[str, ...] = ()
-    min_score: float | None = None
-    role_filter: str | None = None
-    exclude_source: tuple[str, ...] = ()
-    within: str = "facts"
-    #: drop memories recorded with a lower confidence (hedged statements are at most 0.6; docs/hygiene.md)
-    min_confidence: float | None = None
-
-
-def check_filters(user_id: Any, also: Any = None, min_score: Any = None, role_filter: Any = None,
-                  exclude_source: Any = None, within: Any = "facts", as_of: Any = None,
-                  min_confidence: Any = None, source: Any = None) -> SearchFilters:
-    """Validate the search options (see :class:`SearchFilters`). Raises BadInput naming the CLI flag's field."""
-    users: list[str] = []
-    if also is not None:
-        if isinstance(also, str) or not isinstance(also, (list, tuple)):
-            raise BadInput("also", "is not a list of user ids", "e.g. also=['u2'] (CLI: --also u2, repeatable)")
-        first = check_user_id(user_id)
-        for u in also:
-            u = check_user_id(u, "also")
-            if u != first and u not in users:
-                users.append(u)
-        if len(users) + 1 > MAX_USERS:
-            raise BadInput("also", f"names {len(users) + 1} users; at most {MAX_USERS} per search",
-                           "search fewer users per call")
-    if min_score is not None:
-        if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not math.isfinite(min_score) \
-                or not 0 <= min_score <= MAX_SCORE:
-            raise BadInput("min_score", f"{min_score!r} is not a number from 0 to {MAX_SCORE:g}",
-                           "e.g. min_score=0.3, the weak-match threshold (a score is relevance x confidence x "
-                           "freshness, each at most 1, plus a role bonus of at most 1)")
-        min_score = float(min_score)
-    if role_filter is not None:
-        role_filter = check_role_name(role_filter, "role_filter")
-    excluded: list[str] = []
-    sources = get_args(Source)
-    if exclude_source is not None:
-        items = [exclude_source] if isinstance(exclude_source, str) else exclude_source
-        if not isinstance(items, (list, tuple)):
-            raise BadInput("exclude_source", "is not a list of sources", "e.g. --exclude-source agent_inference")
-        for x in items:
-            if x not in sources:
-                raise BadInput("exclude_source", f"{x!r} is not a source", "use one of " + ", ".join(sources))
-            if x not in excluded:
-                excluded.append(x)
-    if within not in SEARCH_IN:
-        raise BadInput("in", f"{within!r} is not one of {', '.join(SEARCH_IN)}", "e.g. within='all' (CLI: --in all)")
-    if within != "facts" and as_of is not None:
-        raise BadInput("in", "messages cannot be searched as of an instant (only facts have a belief history)",
-                       "drop as_of (--as-of), or search facts only")
-    if within == "messages" and (role_filter is not None or source is not None):
-        raise BadInput("in", "messages have no source or recorded role, so this filter would leave nothing",
-                       "drop source / role_filter (--source, --role-filter), or search within='all'")
-    if source is not None and source in excluded:
-        raise BadInput("exclude_source", f"excludes {source!r}, the only source asked for", "drop one of the two")
-    from ledger.hygiene import check_min_confidence
-
-    return SearchFilters(also=tuple(users), min_score=min_score, role_filter=role_filter,
-                         exclude_source=tuple(excluded), within=within,
-                         min_confidence=check_min_confidence(min_confidence))
-
-
 def _role_of(meta: dict[str, Any]) -> RoleContext | None:
     return None if meta.get("role") is None else RoleContext(**json.loads(meta["role"]))
 
@@ -271,25 +151,24 @@ def _hit(rank: int, c: Any, score: float, parts: ScoreParts, user_id: str | None
     )
 
 
-def _keep(m: dict[str, Any], source: str | None, flt: SearchFilters) -> bool:
-    if source is not None and m["source"] != source:
+def _keep(m: dict[str, Any], req: SearchRequest) -> bool:
+    if req.source is not None and m["source"] != req.source:
         return False
-    if m["source"] in flt.exclude_source:
+    if m["source"] in req.exclude_source:
         return False
-    if flt.min_confidence is not None and float(m["confidence"]) < flt.min_confidence:
+    if req.min_confidence is not None and float(m["confidence"]) < req.min_confidence:
         return False
-    if flt.role_filter is not None:
-        return m["role"] is not None and json.loads(m["role"]).get("role") == flt.role_filter
+    if req.role_filter is not None:
+        return m["role"] is not None and json.loads(m["role"]).get("role") == req.role_filter
     return True
 
 
-def _score(cands: list[Any], k: int, at_us: int, source: str | None, role: str | None,
-           half_lives: dict[str, float], role_bonus: float, flt: SearchFilters = SearchFilters(),
+def _score(cands: list[Any], req: SearchRequest, k: int, at_us: int, half_lives: dict[str, float],
            user_id: str | None = None) -> list[SearchHit]:
     scored = []
     for c in cands:
         m = c.meta
-        if not _keep(m, source, flt) or m["valid_from"] > max(at_us, m["observed_at"]):  # scheduled: not current yet
+        if not _keep(m, req) or m["valid_from"] > max(at_us, m["observed_at"]):  # scheduled: not current yet
             continue
         fr = freshness(m["key"], m["valid_from"], at_us, half_lives) if half_lives else 1.0
         if m["status"] == "contested":
@@ -297,11 +176,11 @@ def _score(cands: list[Any], k: int, at_us: int, source: str | None, role: str |
             # a question about the attribute finds the newer answer first while both are live
             fr *= CONTESTED_FRESHNESS
         bonus = 0.0
-        if role is not None and m["role"] is not None and json.loads(m["role"]).get("role") == role:
-            bonus = role_bonus
+        if req.role is not None and m["role"] is not None and json.loads(m["role"]).get("role") == req.role:
+            bonus = req.role_bonus
         conf = float(m["confidence"])
         score = c.relevance * conf * fr + bonus
-        if flt.min_score is not None and score < flt.min_score:
+        if req.min_score is not None and score < req.min_score:
             continue
         scored.append((score, c, conf, fr, bonus))
     scored.sort(key=lambda t: (-t[0], -t[1].relevance, -t[1].rrf, t[1].doc_id))
@@ -314,15 +193,13 @@ def _score(cands: list[Any], k: int, at_us: int, source: str | None, role: str |
     return out
 
 
-def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
-           role: str | None = None, *, half_lives: dict[str, float] | None = None,
-           role_bonus: float = DEFAULT_ROLE_BONUS, pool: int | None = None,
-           filters: SearchFilters | None = None) -> list[SearchHit]:
-    """Search ``user_id``'s memories on ledger ``ml`` (already caught up by the caller). See the module docstring.
-
-    ``filters.also`` is ignored here (one user per call; :func:`merge_users` merges several).
+def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None = None, *,
+         query: str | None = None, pool: int | None = None) -> list[SearchHit]:
+    """One user's hits for ``req`` on ledger ``ml`` (already caught up by the caller). See the module docstring.
 
     Args:
+        user_id: whose memories (default ``req.user_id``; one of ``req.also`` when several users are searched).
+        k: how many hits (default ``req.k``). query: another query than ``req.query`` (a walk along relations).
         pool: first candidate pool per ranking (default ``max(50, 5 * k)``); it grows while a filter leaves fewer
             than ``k`` hits and the user has more memories.
 
@@ -330,32 +207,31 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any 
         Up to ``k`` :class:`SearchHit`, best first (fewer only if the user has fewer matching memories).
 
     Raises:
-        BadInput: a malformed argument (naming it), or a ledger opened without the vectors projection.
+        BadInput: ``embedder``, a ledger opened without the vectors projection.
     """
-    user_id, query, k, at, source, role = check_search_args(user_id, query, k, as_of, source, role)
-    flt = filters or SearchFilters()
+    user_id = req.user_id if user_id is None else user_id
+    k = req.k if k is None else k
+    query = req.query if query is None else query
     proj = getattr(ml, "vectors_projection", None)
     if proj is None:
         raise BadInput("embedder", "this ledger was opened without the vectors projection (embedder 'none')",
                        f"open it with embedder='minilm' (or unset {EMBEDDER_ENV})")
-    half_lives = check_half_lives(half_lives if half_lives is not None else getattr(ml, "half_lives", None))
-    at_us = to_micros(at if at is not None else now_utc())
+    # the store's half-lives were checked when it was opened, the request's when it was built
+    half_lives = req.half_lives if req.half_lives is not None else (getattr(ml, "half_lives", None) or {})
+    at_us = to_micros(req.as_of if req.as_of is not None else now_utc())
     assert at_us is not None
-    if flt.within != "facts":
+    if req.within != "facts":
         # a message has no fact source and no role context: --source / --role-filter keep facts only
-        msgs = [] if source is not None or flt.role_filter is not None else _message_hits(
-            ml, user_id, query, k, flt.min_score)
-        facts = [] if flt.within == "messages" else search_caught_up(
-            ml, user_id, query, k, None, source, role, half_lives=half_lives, role_bonus=role_bonus, pool=pool,
-            filters=flt.model_copy(update={"within": "facts"}))
+        msgs = [] if req.source is not None or req.role_filter is not None else _message_hits(
+            ml, user_id, query, k, req.min_score)
+        facts = [] if req.within == "messages" else rank(
+            ml, req.model_copy(update={"within": "facts"}), user_id, k, query=query, pool=pool)
         return renumber(sorted([*facts, *msgs], key=_merge_key)[:k])
-    if at is not None:
-        return _search_as_of(ml, proj, user_id, query, k, at_us, source, role, half_lives, role_bonus, flt)
+    if req.as_of is not None:
+        return _search_as_of(ml, proj, req, user_id, query, k, at_us, half_lives)
     # the union of the two top-``pool`` lists is scored; 50 (5 x k) gives the same LoCoMo recall as 100 (dev and held
     # out, to 0.1 point) at half the candidates
     pool = pool or max(50, 5 * k)
-    filtered = source is not None or flt.exclude_source or flt.role_filter is not None or flt.min_score is not None \
-        or flt.min_confidence is not None
     while True:
         with ml.db.read() as cur:
             mem, u = proj.user_index(cur, user_id)
@@ -378,10 +254,16 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10, as_of: Any 
                 cands = proj.rank(u.vectors, u.lexical, functools.partial(proj.doc_rows, cur, user_id), query, qvec,
                                   pool, companion=u.cjk, companion_vector=cvec)
                 n_docs = len(u)
-        hits = _score(cands, k, at_us, source, role, half_lives, role_bonus, flt, user_id)
-        if len(hits) >= k or pool >= n_docs or not filtered:
+        hits = _score(cands, req, k, at_us, half_lives, user_id)
+        if len(hits) >= k or pool >= n_docs or not req.filtered:
             return hits
         pool *= 4
+
+
+def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10) -> list[SearchHit]:
+    """The best ``k`` of ``user_id``'s current memories for ``query``, no option set, on a ledger already caught up
+    (``remember`` weighs its candidates this way). Raises BadInput as :class:`SearchRequest` does."""
+    return rank(ml, SearchRequest(user_id=user_id, query=query, k=k))
 
 
 def _message_hits(ml: Any, user_id: str, query: str, k: int, min_score: float | None) -> list[SearchHit]:
@@ -425,9 +307,8 @@ def merge_users(per_user: list[list[SearchHit]], k: int) -> list[SearchHit]:
     return renumber(sorted((h for hits in per_user for h in hits), key=_merge_key)[:k])
 
 
-def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: int, source: str | None,
-                  role: str | None, half_lives: dict[str, float], role_bonus: float,
-                  flt: SearchFilters) -> list[SearchHit]:
+def _search_as_of(ml: Any, proj: Any, req: SearchRequest, user_id: str, query: str, k: int, at_us: int,
+                  half_lives: dict[str, float]) -> list[SearchHit]:
     from projections.retrieval.lexical import LexicalIndex
     from projections.retrieval.vector_store import UserVectorIndex
     from ledger.text import has_cjk
@@ -475,39 +356,51 @@ def _search_as_of(ml: Any, proj: Any, user_id: str, query: str, k: int, at_us: i
         vi = UserVectorIndex(vecs.shape[1])
         vi.add_many(docs, vecs)
         cands = proj.rank(vi, li, metas, query, proj.embed_query(query), len(docs))
-    return _score(cands, k, at_us, source, role, half_lives, role_bonus, flt, user_id)
+    return _score(cands, req, k, at_us, half_lives, user_id)
 
 
-def search(store: Store, user_id: str, query: str, k: int = 10, as_of: Any = None, source: str | None = None,
-           role: str | None = None, *, after: Any = None, timeout: float = 10.0,
-           half_lives: dict[str, float] | None = None, role_bonus: float = DEFAULT_ROLE_BONUS,
-           also: Any = None, min_score: Any = None, role_filter: Any = None, exclude_source: Any = None,
-           within: Any = "facts", min_confidence: Any = None) -> list[SearchHit]:
-    """The memories of ``user_id`` (and of the users in ``also``) most relevant to ``query`` (``memledger search``).
+def search(store: Store, req: SearchRequest,
+           labels: Callable[[str], Mapping[tuple[str, int], str]] | None = None) -> list[SearchHit]:
+    """The memories most relevant to ``req.query`` of ``req.user_id``, of the users in ``req.also`` and (``linked``)
+    of the ids confirmed as the same person (``memledger search``; see the module docstring and
+    :class:`~memledger.requests.SearchRequest` for every option).
 
-    Args:
-        k: how many hits (1..1000). as_of: an aware instant (ISO string or datetime): search what the ledger
-            believed then. source: only memories from this source (applied before the top k is cut).
-            role: the agent's current role; memories recorded under it get ``role_bonus``.
-        also, min_score, role_filter, exclude_source, within: see :class:`SearchFilters` and the module docstring.
-        after, timeout: read-your-writes as for ``profile``. half_lives: overrides the store's.
+    ``labels(user_id)``: the sensitivity labels of that user's fact versions, ``{(key, version): label}`` (the
+    sensitivity gate passes them: memledger/sensitivity.py ``search_gated``). A hit whose label ``req`` does not
+    allow is left out, and so that withheld hits do not shorten the page each user's search asks for ``k`` plus the
+    number of their labelled versions; the users' hits are then merged by score, cut to ``k`` and renumbered.
+    ``expand`` (0-3): also the memories of the people the query leads to along the user's relations
+    (memledger/expansion.py), each under the same label rule; a labelled relation the request does not allow is
+    never walked.
 
     Returns:
         Up to ``k`` :class:`SearchHit` with score parts, best first. Only current versions are ever returned
         without ``as_of`` (projections/vectors.py); only the named users' memories, ever.
 
     Raises:
-        BadInput: naming the malformed field (nothing is read), or ``embedder`` if the store has no
-            vectors projection. NotCaughtUp: see ``Store.wait_for``.
+        BadInput: ``embedder`` if the store has no vectors projection. NotCaughtUp: see ``Store.wait_for``.
     """
-    check_search_args(user_id, query, k, as_of, source, role)
-    check_role_bonus(role_bonus)
-    flt = check_filters(user_id, also, min_score, role_filter, exclude_source, within, as_of, min_confidence,
-                        source=source)
-    store.before_read(after, timeout, deferred=True)
-    hits = merge_users([search_caught_up(store, u, query, k, as_of, source, role, half_lives=half_lives,
-                                         role_bonus=role_bonus, filters=flt) for u in (user_id, *flt.also)], k)
-    return with_source_refs(store, hits, reaffirmations=as_of is None)
+    from . import expansion, reads
+
+    store.before_read(req.after, req.timeout, deferred=True)
+    allow = (None, *req.allow_sensitive)
+    same = [u for u in reads.same_person(store, req.user_id) if u not in req.also] if req.linked else []
+    per_user = []
+    for u in (req.user_id, *req.also, *same):
+        labelled = labels(u) if labels is not None else {}
+        ask = min(req.k + len(labelled), MAX_K) if labelled else req.k
+        hits = rank(store, req, u, ask)
+        if req.expand:
+            hits = expansion.expand(store, u, req.query, hits, ask, req.expand, req.as_of, set(req.allow_sensitive),
+                                    lambda q, u=u, n=ask: rank(store, req, u, n, query=q))
+        per_user.append([h for h in hits if h.kind != "fact" or labelled.get((h.key, h.version)) in allow])
+    return with_source_refs(store, merge_users(per_user, req.k), reaffirmations=req.as_of is None)
+
+
+def find(store: Store, user_id: str, query: str, k: int = 10, **options: Any) -> list[SearchHit]:
+    """:func:`search` with the request built from keywords (those of :class:`~memledger.requests.SearchRequest`), no
+    label left out: what context assembly asks (memledger/context.py). Raises BadInput naming the field."""
+    return search(store, SearchRequest(user_id=user_id, query=query, k=k, **options))
 
 
 def with_source_refs(store: Store, hits: list[SearchHit], *, reaffirmations: bool = True) -> list[SearchHit]:

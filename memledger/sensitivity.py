@@ -5,7 +5,8 @@ queryable, ``audit`` and ``export`` show them). docs/erasure.md, "Labels gate ev
 
 Two shapes of the one rule:
 
-- search and context leave a withheld fact out (:func:`search_with_sensitivity`, :func:`context_with_sensitivity`);
+- search and context leave a withheld fact out (:func:`search_gated` and :func:`context_gated`, wrappers
+  around the search and context capabilities);
 - every other read keeps the item and withholds its content: :func:`gate` sets ``value``, ``text`` and what is read
   from them to None and ``withheld`` to the label (the timeline page's "withheld (health)"). The faces call the
   ledger's reads with the request's labels; a server also checks that the API key holds them.
@@ -21,11 +22,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from ledger.errors import BadInput
 from ledger.privacy import Disclosure
-from ledger.schemas import check_label, check_user_id
 
 from . import reads
+from .requests import check_allow_sensitive, check_purpose  # noqa: F401 (re-exported: every read's grant check)
 from .store import Store
 
 # search, context, time travel and erasure are imported by the functions that use them: every read of the Python API
@@ -38,52 +38,15 @@ __all__ = [
     "add_disclosures",
     "check_allow_sensitive",
     "check_grant",
-    "context_with_sensitivity",
+    "context_gated",
     "disclose",
     "gate",
     "record_disclosures",
-    "search_with_sensitivity",
+    "search_gated",
 ]
 
 
 # ----------------------------------------------------------------------------------------------------- sensitivity
-
-
-def check_allow_sensitive(labels: Any, field: str = "allow_sensitive") -> frozenset[str]:
-    """Validate the labels a caller lets into context: a list of labels (``["health"]``; each a lowercase identifier,
-    :func:`ledger.schemas.check_label`), a comma-separated string, or None.
-
-    Raises:
-        BadInput: naming ``field``.
-    """
-    if labels is None:
-        return frozenset()
-    if isinstance(labels, str):
-        labels = [labels]
-    if not isinstance(labels, (list, tuple, set, frozenset)):
-        raise BadInput(field, f"is a {type(labels).__name__}", "give a list of labels such as [\"health\"]")
-    # each item may itself be comma-separated (a query string's allow_sensitive=health,finance)
-    labels = [part for x in labels for part in (x.split(",") if isinstance(x, str) else [x])]
-    out = set()
-    for x in labels:
-        if not isinstance(x, str) or not x.strip():
-            raise BadInput(field, f"{x!r} is not a label", "give labels such as health,finance (comma-separated)")
-        out.add(check_label(x.strip(), field))  # a lowercase identifier, as recorded labels are
-    return frozenset(out)
-
-
-def check_purpose(purpose: Any, field: str = "purpose") -> str | None:
-    """Validate why a caller lets labelled facts out (kept, encrypted, with each disclosure): None, or non-blank text
-    without control characters, at most ``MAX_TEXT`` characters. Raises BadInput naming ``field``."""
-    from ledger.schemas import MAX_TEXT, check_text
-
-    if purpose is None:
-        return None
-    if not isinstance(purpose, str) or not purpose.strip():
-        raise BadInput(field, "is empty", "say why the labelled facts are needed, or leave it out")
-    if len(purpose) > MAX_TEXT:
-        raise BadInput(field, f"is {len(purpose)} characters long", f"use at most {MAX_TEXT}")
-    return check_text(purpose, field)
 
 
 def record_disclosures(ml: Store, user_id: str, included: list[tuple[str, int, str]], *,
@@ -262,52 +225,33 @@ def export_labels(ml: Store, user_id: str) -> frozenset[str]:
     return frozenset(sensitivity_labels(ml, user_id).values())
 
 
-def search_with_sensitivity(ml: Store, user_id: str, query: str, k: int = 10, as_of: Any = None,
-                            source: str | None = None, role: str | None = None, *, allow_sensitive: Any = None,
-                            purpose: str | None = None, trace_id: str | None = None, also: Any = None,
-                            min_score: Any = None, role_filter: Any = None, exclude_source: Any = None,
-                            within: Any = "facts", min_confidence: Any = None, expand: Any = 0,
-                            linked: bool = True, **kwargs: Any) -> list[search.SearchHit]:
-    """:func:`memledger.search.search` under the same rule as context: a hit whose version carries a sensitivity
-    label (health, finance, ...) is left out unless ``allow_sensitive`` names the label, and each labelled hit
-    returned is recorded as a disclosure (``SensitiveFactIncluded`` with ``purpose``/``trace_id``) on the user whose
-    fact it is, so ``audit`` and ``export`` show it. Withheld hits do not shorten the page: each user's search asks
-    for ``k`` plus the number of their labelled versions, then the users' hits are merged by score, cut to ``k`` and
-    renumbered. ``also`` and the other filters: :class:`memledger.search.SearchFilters`. ``expand`` (0-3): also
-    the memories of the people the query leads to along the user's relations (memledger/expansion.py), each
-    under the same label rule; a labelled relation the read does not allow is never walked. ``linked``: also the
-    memories of the user ids confirmed as the same person (memledger/identity.py), each hit with its ``user_id``.
+def search_gated(ml: Store, request: search.SearchRequest,
+                 search_fn: Callable[..., list[search.SearchHit]] | None = None) -> list[search.SearchHit]:
+    """A search (``search_fn``, default :func:`memledger.search.search`) under the same rule as context: a hit whose
+    version carries a sensitivity label (health, finance, ...) is left out unless ``request.allow_sensitive`` names
+    the label, and each labelled hit returned is recorded as a disclosure (``SensitiveFactIncluded`` with the
+    request's ``purpose``/``trace_id``) on the user whose fact it is, so ``audit`` and ``export`` show it.
+
+    The gate hands the search each user's labels (:func:`sensitivity_labels`), which leaves out what the request
+    does not allow and asks for that many more hits so the page stays full, then records what came back.
 
     Raises:
-        BadInput: a malformed ``allow_sensitive`` or search argument (nothing read, nothing recorded).
+        BadInput: what the search raises (the request was checked when it was built; nothing is recorded).
     """
-    from . import expansion, reads, search
+    from . import search
 
-    allow = check_allow_sensitive(allow_sensitive)
-    purpose = check_purpose(purpose)
-    search.check_search_args(user_id, query, k, as_of, source, role)
-    user_id = check_user_id(user_id)
-    flt = search.check_filters(user_id, also, min_score, role_filter, exclude_source, within, as_of, min_confidence,
-                               source=source)
-    search.check_role_bonus(kwargs.get("role_bonus", search.DEFAULT_ROLE_BONUS))
-    hops = expansion.check_expand(expand)
-    ml.before_read(kwargs.pop("after", None), kwargs.pop("timeout", 10.0), deferred=True)
-    per_user, labels_of = [], {}
-    same = [u for u in reads.same_person(ml, user_id) if u not in flt.also] if linked else []
-    for u in (user_id, *flt.also, *same):
-        labels = labels_of[u] = sensitivity_labels(ml, u)
-        ask = min(k + len(labels), search.MAX_K) if labels else k
-        hits = search.search_caught_up(ml, u, query, ask, as_of, source, role, filters=flt, **kwargs)
-        if hops:
-            hits = expansion.expand(ml, u, query, hits, ask, hops, as_of, set(allow), lambda q, u=u, n=ask: (
-                search.search_caught_up(ml, u, q, n, as_of, source, role, filters=flt, **kwargs)))
-        per_user.append([h for h in hits if h.kind != "fact" or labels.get((h.key, h.version)) in (None, *allow)])
-    kept = search.merge_users(per_user, k)
-    for u, labels in labels_of.items():
-        included = sorted({(h.key, h.version, labels[(h.key, h.version)]) for h in kept
-                           if h.user_id == u and h.kind == "fact" and (h.key, h.version) in labels})
-        record_disclosures(ml, u, included, purpose=purpose, trace_id=trace_id)
-    return search.with_source_refs(ml, kept, reaffirmations=as_of is None)
+    seen: dict[str, dict[tuple[str, int], str]] = {}
+
+    def labels(user_id: str) -> dict[tuple[str, int], str]:
+        seen[user_id] = sensitivity_labels(ml, user_id)
+        return seen[user_id]
+
+    hits = (search_fn or search.search)(ml, request, labels)
+    for u, labelled in seen.items():
+        included = sorted({(h.key, h.version, labelled[(h.key, h.version)]) for h in hits
+                           if h.user_id == u and h.kind == "fact" and (h.key, h.version) in labelled})
+        record_disclosures(ml, u, included, purpose=request.purpose, trace_id=request.trace_id)
+    return hits
 
 
 class _SensitivityView:
@@ -346,7 +290,8 @@ class _SensitivityView:
             kwargs.setdefault("within", "all")
         from . import search
 
-        hits = search.search(self._ml, user_id, query, *args, **kwargs)
+        # context's own search: the user's memories only, never those of linked ids (memledger/context.py)
+        hits = search.find(self._ml, user_id, query, *args, linked=False, **kwargs)
         items = list(getattr(hits, "hits", hits))
 
         def field(h: Any, name: str) -> Any:
@@ -355,44 +300,36 @@ class _SensitivityView:
         return [h for h in items if self._keep(field(h, "key"), field(h, "version"), field(h, "text"))]
 
 
-def context_with_sensitivity(ml: Store, user_id: str, *, allow_sensitive: Any = None,
-                             purpose: str | None = None, trace_id: str | None = None, **kwargs: Any) -> Any:
-    """Assemble context (memledger/context.py) leaving out every fact whose sensitivity label is not in
-    ``allow_sensitive`` (unlabelled facts always go in), and record one ``SensitiveFactIncluded`` per labelled
-    fact that made it into the text (after the token budget), with ``purpose``/``trace_id`` and the session.
+def context_gated(ml: Store, request: Any) -> Any:
+    """Assemble the context ``request`` asks for (a :class:`~memledger.requests.ContextRequest`;
+    memledger/context.py ``assemble``) leaving out every fact whose sensitivity label is not in
+    ``request.allow_sensitive`` (unlabelled facts always go in), and record one ``SensitiveFactIncluded`` per
+    labelled fact that made it into the text (after the token budget), with the request's ``purpose``/``trace_id``
+    and the session.
 
     Raises:
-        BadInput: a malformed ``allow_sensitive`` (or what context assembly refuses).
+        BadInput: what context assembly refuses (the request was checked when it was built).
     """
     from . import timetravel
-    from .context import assemble_context
+    from .context import assemble
 
-    allow = check_allow_sensitive(allow_sensitive)
-    purpose = check_purpose(purpose)
-    user_id = check_user_id(user_id)
     ml.catch_up(deferred=False)  # memories come through ml.search, which catches the vectors up itself
-    labels = sensitivity_labels(ml, user_id)
+    labels = sensitivity_labels(ml, request.user_id)
     base = None
-    if kwargs.get("as_of") is not None:  # context --as-of: the profile as believed then, judged by its versions
-        from ledger.timeutil import parse_instant
-
-        now = kwargs.get("now")
-        base = partial(timetravel.profile_as_of, ml, as_of=parse_instant(kwargs["as_of"], "as_of"),
-                       axis=kwargs.get("axis", "system"),
-                       valid_at=None if now is None else parse_instant(now, "now"))
-    elif kwargs.get("now") is not None:  # context --now: scheduled facts are judged at that instant
-        from ledger.timeutil import parse_instant
-
-        base = partial(reads.profile, ml, now=parse_instant(kwargs["now"], "now"))
-    view = _SensitivityView(ml, allow, labels, base)
-    ctx = assemble_context(ml, user_id, profile_fn=view.profile, search_fn=view.search, **kwargs)
+    if request.as_of is not None:  # context --as-of: the profile as believed then, judged by its versions
+        base = partial(timetravel.profile_as_of, ml, as_of=request.as_of, axis=request.axis, valid_at=request.now)
+    elif request.now is not None:  # context --now: scheduled facts are judged at that instant
+        base = partial(reads.profile, ml, now=request.now)
+    view = _SensitivityView(ml, request.allow_sensitive, labels, base)
+    ctx = assemble(ml, request, profile_fn=view.profile, search_fn=view.search)
     if view.offered:
         lines = [line for s in ctx.sections if s.name in ("profile", "memories") for line in s.lines]
         # A line is "- <text, relative dates annotated> (<date>, <source>)": the text's opening survives the
         # annotation (it is inserted after a relative phrase), so it identifies the fact's line.
         included = [(k, v, label) for k, (v, label, text) in sorted(view.offered.items())
                     if any(line.startswith("- " + text[:24]) for line in lines)]
-        record_disclosures(ml, user_id, included, session_id=ctx.session_id, purpose=purpose, trace_id=trace_id)
+        record_disclosures(ml, request.user_id, included, session_id=ctx.session_id, purpose=request.purpose,
+                           trace_id=request.trace_id)
     return ctx
 
 

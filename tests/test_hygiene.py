@@ -36,7 +36,7 @@ def test_hedged_statement_is_uncertain_until_said_plainly(cli) -> None:
     assert lines(cli.json("context", "u1", "--now", "2024-03-02T09:00:00Z", "--min-confidence", "0.7"),
                  "profile") == []
     code, _, err = cli("context", "u1", "--min-confidence", "1.5")
-    assert code == 2 and "--min-confidence: 1.5 is not a number from 0 to 1" in err
+    assert code == 2 and "error: min_confidence: 1.5 is not a number from 0 to 1" in err
     # an unhedged statement of the same value clears it: a firm version
     r = cli.json("assert", "u1", "preference.drink", "green tea", "--text", "I like green tea",
                  "--observed-at", "2024-03-05T09:00:00Z")
@@ -533,7 +533,8 @@ def test_whole_numbers_written_as_floats_pass_their_validator_and_context_names_
     assert cli.json("assert", "u3", "profile.age", "12.5")["effect"] == "quarantine"
     for verb in ("context", "resume"):
         code, _, err = cli(verb, "u1", "--now", "2024-01-01T00:00:00")
-        assert code == 2 and "--now" in err and "offset" in err
+        # context names the request's field as believed --as-of does (now), resume its flag (--now)
+        assert code == 2 and "now: 2024-01-01T00:00:00 has no UTC offset" in err and "offset such as Z" in err
 
 
 _WORDS = ["ignore", "Disregard", "FORGET", "all", "any", "the", "your", "previous", "prior", "above", "instructions",

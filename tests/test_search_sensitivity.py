@@ -40,7 +40,9 @@ def test_an_allowed_label_is_returned_and_recorded(cli):
 def test_a_bad_label_is_refused_before_anything_is_read(cli):
     code, out, err = cli("search", "zed", "x", "--allow-sensitive", ",", "--json")
     assert (code, out) == (2, "")
-    assert json.loads(err.strip().splitlines()[-1])["error"]["field"] == "--allow-sensitive"
+    # a search's refusals name the field as its other options' do: the flag without its dashes
+    assert json.loads(err.strip().splitlines()[-1])["error"]["field"] == "allow_sensitive"
+    assert "allow_sensitive: '' is not a label" in err
 
 
 def test_the_python_api_applies_the_same_rule(fresh_ledger):

@@ -183,6 +183,18 @@ def _warnings_to_stderr() -> Iterator[None]:
         logger.removeHandler(handler)  # tolerates its absence (`serve` sets the logger's handlers itself)
 
 
+def _worded(exc: BadInput, command: Any, args: list[str]) -> BadInput:
+    """A request's refusal (memledger/requests.py) in the terms of the command that built the request: its fields
+    named by their flags (``--in``, ``-k``); any other refusal as it is."""
+    worded = getattr(exc, "worded", None)
+    sub = getattr(command, "commands", {}).get(_verb(args) or "")
+    if worded is None or sub is None:
+        return exc
+    from .common import request_names
+
+    return worded(request_names(sub))
+
+
 def _run(args: list[str], as_json: bool) -> None:
     """:func:`main` once the process is set up: run the command, map its errors to exit codes (``sys.exit``)."""
     command = typer.main.get_command(load_verbs(args))
@@ -207,6 +219,7 @@ def _run(args: list[str], as_json: bool) -> None:
     except BrokenPipeError:  # `memledger ... | head`
         sys.exit(0)
     except BadInput as exc:
+        exc = _worded(exc, command, args)
         err.print(f"error: {exc}", markup=False)
         if as_json:
             _json_error(exc.field, exc.problem, exc.fix, 2)

@@ -231,3 +231,21 @@ def value_cell(item: Any, width: int) -> str:
     if label:
         return f"withheld ({label})"
     return clip(json.dumps(item.value, ensure_ascii=False), width)
+
+
+#: a command's parameter -> the request field it gives, where the CLI names it otherwise (memledger/requests.py)
+REQUEST_FIELDS = {"user": "user_id", "trace": "trace_id", "half_life": "half_lives", "session": "session_id"}
+
+
+def request_names(command: Any) -> Any:
+    """How the click ``command`` spells its request's fields in a refusal (:class:`memledger.requests.Names`):
+    each option by its flag (``within`` -> ``--in``, ``k`` -> ``-k``), read from the command's own options; an
+    argument (USER, QUERY) keeps the request's name."""
+    from memledger.requests import Names
+
+    fields = {}
+    for p in getattr(command, "params", ()):
+        if getattr(p, "param_type_name", "") == "option" and p.opts:
+            fields[REQUEST_FIELDS.get(p.name, p.name)] = p.opts[0]
+    return Names("cli", fields)
+

@@ -234,27 +234,17 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
                as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
     """USER's memories most relevant to QUERY, with absolute scores, score parts and provenance (only current
     versions; facts labelled sensitive only with --allow-sensitive)."""
-    from memledger.sensitivity import check_allow_sensitive
-    from memledger.search import check_filters, check_search_args
+    from memledger.requests import SearchRequest
 
-    from memledger.expansion import check_expand
-    from memledger.search import check_half_lives, check_role_bonus
-
-    check_search_args(user, query, k, as_of, source, role)  # refuse bad input before opening the store
-    check_filters(user, also, min_score, role_filter, exclude_source, within, as_of, min_confidence, source=source)
-    check_expand(expand, "--expand")
-    allow_sensitive = labels_given(allow_sensitive)
-    check_allow_sensitive(allow_sensitive, "--allow-sensitive")
-    tuning: dict[str, Any] = {}
-    if role_bonus is not None:
-        tuning["role_bonus"] = check_role_bonus(role_bonus)
-    if half_life:
-        tuning["half_lives"] = check_half_lives(half_lives_given(half_life))
+    # the request is built (and checked) before the store is opened: bad input never opens it
+    request = SearchRequest(
+        user_id=user, query=query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
+        half_lives=half_lives_given(half_life) if half_life else None, role_bonus=role_bonus,
+        allow_sensitive=labels_given(allow_sensitive), purpose=purpose, trace_id=trace, also=also,
+        min_score=min_score, role_filter=role_filter, exclude_source=exclude_source, within=within,
+        min_confidence=min_confidence, expand=expand, linked=linked)
     with open_ledger(ctx) as ml:
-        hits = ml.search(user, query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
-                         allow_sensitive=allow_sensitive, purpose=purpose, also=also, min_score=min_score,
-                         role_filter=role_filter, exclude_source=exclude_source, within=within,
-                         min_confidence=min_confidence, expand=expand, linked=linked, trace_id=trace, **tuning)
+        hits = ml.search_request(request)
     if as_json:
         emit_json([h.model_dump(mode="json") for h in hits])
         return

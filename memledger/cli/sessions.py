@@ -198,23 +198,15 @@ def context_cmd(ctx: typer.Context, user: str,
                 trace: Optional[str] = typer.Option(None, "--trace", help="Trace id of the agent turn (kept with "
                                                     "each disclosure).")) -> None:
     """The prompt-ready context of USER: profile, upcoming, summaries, state card, memories, recent messages."""
-    from ledger.hygiene import check_min_confidence
+    from memledger.requests import ContextRequest
 
-    check_min_confidence(min_confidence, "--min-confidence")  # refuse bad input before opening the store
-    _check_now(now)
+    # the request is built (and checked) before the store is opened: bad input never opens it
+    request = ContextRequest(
+        user_id=user, session_id=session, query=query, now=now, budget=budget, recent_messages=recent_messages,
+        memories=memories, allow_sensitive=labels_given(allow_sensitive), purpose=purpose, trace_id=trace,
+        after=after, timeout=timeout, as_of=as_of, axis=axis, min_confidence=min_confidence)
     with open_ledger(ctx) as ml:
-        labels = labels_given(allow_sensitive)
-        extra = {"allow_sensitive": labels, "purpose": purpose} if labels or purpose else {}
-        if min_confidence is not None:
-            extra["min_confidence"] = min_confidence
-        if after is not None:
-            extra.update(after=after, timeout=timeout)
-        if as_of is not None or axis != "system":
-            extra.update(as_of=as_of, axis=axis)
-        if trace is not None:
-            extra["trace_id"] = trace
-        c = ml.context(user, session_id=session, query=query, now=now, budget=budget,
-                       recent_messages=recent_messages, memories=memories, **extra)
+        c = ml.context_request(request)
     if as_json:
         emit_json(c.model_dump(mode="json"))
         return

@@ -12,13 +12,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, field_validator
 
 from ledger.errors import BadInput
 from ledger.schemas import HistoryRow
 from ledger.timeutil import parse_instant
 
-from ..search import MAX_QUERY, SearchHit
+from ..requests import ContextRequest, SearchRequest
+from ..search import SearchHit
 
 
 def _instant(value: str | None) -> str | None:
@@ -162,59 +163,57 @@ class HttpUnlinkBody(JsonNumbers, UnlinkBody):
     """The unlink route's body, its numbers sent as JSON numbers."""
 
 
-class SearchBody(_Model):
-    query: str = Field(max_length=MAX_QUERY, description=f"What to look for (at most {MAX_QUERY} characters).")
-    k: int = Field(10, ge=1, le=1000, description="How many hits (1..1000).")
-    as_of: Instant | None = Field(None, description="Search what was believed at this instant.")
-    source: Source | None = Field(None, description="Only memories from this source.")
-    role: str | None = Field(None, description="The agent's current role: memories recorded under it rank higher.")
-    allow_sensitive: list[str] | None = Field(None, description="Sensitivity labels to let in (health, finance); "
-                                              "labelled facts are left out otherwise, and each one let in is "
-                                              "recorded.")
-    purpose: str | None = Field(None, description="Why sensitive facts are asked for (kept with each disclosure).")
-    min_score: float | None = Field(None, ge=0, description="Drop hits scoring below this (scores are absolute; "
-                                    "below 0.3 is a weak match). Default: nothing is cut.")
-    role_filter: str | None = Field(None, min_length=1, description="Only memories recorded under this role.")
-    exclude_source: list[Source] | None = Field(None, description="Leave out memories from these sources.")
-    within: Literal["facts", "messages", "all"] = Field("facts", description="What to search: facts, messages "
-                                                        "(logged turns) or all.")
-    min_confidence: float | None = Field(None, ge=0, le=1, description=_MIN_CONFIDENCE)
-    expand: int = Field(0, ge=0, le=3, strict=True, description="Also the memories of the people the query names and of those "
-                        "their relations lead to, in that many hops (0-3; 0: none); each such hit carries `path`.")
-    linked: bool = Field(True, strict=True, description="Also the memories of the user ids confirmed as the same person "
-                         "(identity links) that this key holds; each hit carries its user_id.")
-    also: list[str] | None = Field(None, description="Other users to search too (the key must hold each); hits "
-                                   "then carry user_id and are merged by score.")
-    role_bonus: float | None = Field(None, ge=0, le=1, description="Score added to a memory recorded under `role` "
-                                     "(0..1; default the ledger's).")
-    half_lives: dict[str, float] | None = Field(None, description="Freshness half-life in seconds per key prefix, "
-                                                "e.g. {\"session.\": 86400} (default the ledger's).")
-    trace_id: str | None = Field(None, description="Kept with each disclosure this search records.")
-    after: int | None = Field(None, ge=0, description=_AFTER)
+def from_request(name: str, request: type[BaseModel], *, omit: tuple[str, ...] = (),
+                 wire: dict[str, tuple[Any, Any]] | None = None, notes: dict[str, str] | None = None,
+                 doc: str | None = None) -> type[BaseModel]:
+    """An argument model of the faces made from a verb's request model (memledger/requests.py): each field of
+    ``request`` but those in ``omit``, with its description, default and constraints, so a field exists in one
+    place. ``wire``: ``{field: (annotation, default)}`` where JSON spells the field otherwise than Python (an instant
+    is a string, a set of labels a list); ``notes``: words added to a field's description on the faces. The
+    request still checks every value when the face builds it from the model's fields."""
+    wire, notes = wire or {}, notes or {}
+    fields: dict[str, Any] = {}
+    for fname, info in request.model_fields.items():
+        if fname in omit:
+            continue
+        description = (info.description or "") + notes.get(fname, "")
+        if fname in wire:
+            annotation, default = wire[fname]
+        else:
+            annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+            default = ... if info.is_required() else info.default
+        fields[fname] = (annotation, Field(default, description=description))
+    return create_model(name, __base__=_Model, __doc__=doc, __module__=__name__, **fields)
+
+
+#: how JSON spells the request fields whose Python form is another (memledger/requests.py)
+_WIRE: dict[str, tuple[Any, Any]] = {
+    "as_of": (Instant | None, None),
+    "after": (Annotated[int | None, Field(ge=0)], None),
+    "allow_sensitive": (list[str] | None, None),
+    "also": (list[str] | None, None),
+    "exclude_source": (list[Source] | None, None),
+    "role_bonus": (Annotated[float | None, Field(ge=0, le=1)], None),
+}
+
+SearchBody = from_request(
+    "SearchBody", SearchRequest, omit=("user_id", "timeout"), wire=_WIRE,
+    notes={"also": " The API key must hold each.", "allow_sensitive": " The API key must hold each label.",
+           },
+    doc="A search's options (:class:`memledger.requests.SearchRequest` without ``user_id``, which the path or the "
+        "tool's ``user_id`` gives, and ``timeout``, which the server bounds).")
 
 
 class HttpSearchBody(JsonNumbers, SearchBody):
     """The search route's body: :class:`SearchBody`, its numbers sent as JSON numbers (:class:`JsonNumbers`)."""
 
 
-class ContextBody(_Model):
-    session_id: str | None = Field(None, description="Session whose card and messages (default the latest).")
-    query: str | None = Field(None, max_length=MAX_QUERY,
-                              description=f"What the agent is about to do (selects memories; at most {MAX_QUERY} "
-                              "characters).")
-    now: Instant | None = Field(None, description="ISO 8601 with offset (default now).")
-    budget: int = Field(2000, ge=1, le=1_000_000, description="Token budget.")
-    allow_sensitive: list[str] | None = Field(None, description="Sensitivity labels to let in.")
-    purpose: str | None = Field(None, description="Why (kept with each disclosure).")
-    trace_id: str | None = Field(None, description="Kept with each disclosure this context records.")
-    recent_messages: int = Field(20, ge=0, le=1000, description="How many recent messages of the session.")
-    memories: int = Field(30, ge=0, le=1000, description="How many memories the query selects at most.")
-    as_of: Instant | None = Field(None, description="Knowledge cut-off: only what the ledger knew at this instant.")
-    axis: Axis = Field("system", description="system: as_of is recorded time; observed: it is when things were "
-                       "said.")
-    min_confidence: float | None = Field(None, ge=0, le=1, description=_MIN_CONFIDENCE)
-    after: int | None = Field(None, ge=0, description=_AFTER)
-
+ContextBody = from_request(
+    "ContextBody", ContextRequest, omit=("user_id", "timeout"),
+    wire={**_WIRE, "now": (Instant | None, None), "budget": (Annotated[int, Field(ge=1, le=1_000_000)], 2000)},
+    notes={"allow_sensitive": " The API key must hold each label."},
+    doc="A context's options (:class:`memledger.requests.ContextRequest` without ``user_id``, which the path or the "
+        "tool's ``user_id`` gives, and ``timeout``, which the server bounds).")
 
 
 class HttpContextBody(JsonNumbers, ContextBody):

@@ -215,21 +215,26 @@ class Service:
                                  purpose=a.purpose)
 
     def recall(self, user_id: str, a: SearchBody) -> RecallResult:
-        """Hybrid search over the user's *current* memories (``MemoryLedger.search``), every option of the verb
-        passed on as given (the body's fields are the verb's keywords): facts whose sensitivity label is not in
-        ``allow_sensitive`` are left out, and each labelled fact let through is recorded as a disclosure with
-        ``purpose`` (:func:`memledger.sensitivity.search_with_sensitivity`). ``also``: the caller has checked that
-        the key holds each of those users."""
-        kw = _fields(a, "user_id", "query")
+        """Hybrid search over the user's *current* memories: the body's fields and ``user_id`` make the verb's
+        :class:`~memledger.requests.SearchRequest` (checked there, once), answered by
+        ``MemoryLedger.search_request`` under the sensitivity gate (facts whose label is not in ``allow_sensitive``
+        left out, each labelled fact let through recorded as a disclosure with ``purpose``). ``also``: the caller
+        has checked that the key holds each of those users."""
+        from ..requests import SearchRequest
+
+        request = SearchRequest(user_id=user_id, **_fields(a, "user_id"))
         with self.lock:
-            hits = self.ml.search(user_id, a.query, **kw)
+            hits = self.ml.search_request(request)
         return RecallResult(user_id=user_id, hits=hits)
 
     def context(self, user_id: str, a: ContextBody) -> Any:
-        """``MemoryLedger.context`` with every option of the verb as given in the body."""
-        kw = _fields(a, "user_id")
+        """The body's fields and ``user_id`` make the verb's :class:`~memledger.requests.ContextRequest` (checked
+        there, once), answered by ``MemoryLedger.context_request``."""
+        from ..requests import ContextRequest
+
+        request = ContextRequest(user_id=user_id, **_fields(a, "user_id"))
         with self.lock:
-            return self.ml.context(user_id, **kw)
+            return self.ml.context_request(request)
 
     def resume(self, user_id: str, now: str | None = None, expiry_hours: float = 48.0) -> Any:
         with self.lock:

@@ -16,6 +16,8 @@ from typing import Any, Literal
 from ledger.errors import BadInput
 from ledger.schemas import pydantic_problem
 
+from ..requests import Names, RequestError
+
 Face = Literal["mcp", "http"]
 
 #: CLI commands named in fixes (``memledger history u1 k``, in backticks or parentheses) -> the face's tool or route
@@ -93,7 +95,13 @@ def face_text(text: str, face: Face, model: Any = None) -> str:
 
 
 def for_face(exc: BadInput, face: Face, model: Any = None) -> BadInput:
-    """``exc`` worded for ``face``: its field, problem and fix in the caller's terms (a new BadInput)."""
+    """``exc`` worded for ``face``: its field, problem and fix in the caller's terms (a new BadInput).
+
+    A request's refusal (:class:`memledger.requests.RequestError`) is worded by the request itself: a tool's
+    arguments and a route's fields are the request's fields, so its names are the face's. Other refusals, worded
+    for the CLI by the verbs that are not requests yet, are renamed by the patterns below."""
+    if isinstance(exc, RequestError):
+        return exc.worded(Names(face))
     field = face_field(exc.field or "", model) or exc.field
     out = BadInput(field, face_text(exc.problem, face, model), face_text(exc.fix or "", face, model) or
                    _default_fix(face))

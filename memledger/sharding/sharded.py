@@ -231,10 +231,11 @@ class ShardedLedger:
         merged by score (scores are absolute, so comparable across shards: docs/retrieval.md), best ``k``."""
         if not also:
             return self._read("search", user_id, query, k, *args, **kwargs)
-        from ..search import check_filters, merge_users
+        from ..requests import check_also
+        from ..search import merge_users
 
         user_id = check_user_id(user_id)
-        users = [user_id, *check_filters(user_id, also).also]  # the same validation and limits as one store
+        users = [user_id, *check_also(user_id, also)]  # the same validation and limits as one store
         where: dict[str, list[str]] = {}
         for u in users:
             where.setdefault(self.directory.shard_for_read(u), []).append(u)
@@ -244,6 +245,15 @@ class ShardedLedger:
             parts.append(self.shard(name).search(mine[0], query, k, *args, also=mine[1:] or None,
                                                  **({**kwargs, "after": None} if user_id not in mine else kwargs)))
         return merge_users(parts, k)
+
+    def search_request(self, request: Any) -> Any:
+        """``MemoryLedger.search_request``: the request's search routed as :meth:`search` routes one (each shard's
+        ledger answers its part)."""
+        return self.search(**request.arguments())
+
+    def context_request(self, request: Any) -> Any:
+        """``MemoryLedger.context_request`` on the shard holding the request's user."""
+        return self._read("context", **request.arguments())
 
     def _write(self, verb: str, user_id: Any, *args: Any, **kwargs: Any) -> Any:
         user_id = check_user_id(user_id)

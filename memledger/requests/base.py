@@ -1,0 +1,130 @@
+"""What every request shares: the base model, its refusal (:class:`RequestError`) and how a face names the request's
+fields in one (:class:`Names`). See the package's docstring."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ledger.errors import BadInput
+from ledger.schemas import pydantic_problem
+
+# ------------------------------------------------------------------------------------------------------ wording
+
+
+class Names:
+    """How one face spells a request's fields in its refusals.
+
+    ``names[field]`` is the field as the face's caller knows it (``--as-of`` on the CLI, ``as_of`` elsewhere);
+    :meth:`field` what a refusal's ``field`` says (the CLI: the option's name without dashes, ``in`` for
+    ``--in``); :meth:`example` and :meth:`list_example` show how to give a value (``--in all``,
+    ``within='all'``). ``cli``: the face is the command line. ``fields``: the face's spelling of each field whose
+    spelling differs from the request's (the CLI reads it from its command's options).
+    """
+
+    def __init__(self, face: str = "python", fields: Mapping[str, str] | None = None) -> None:
+        self.face = face
+        self.fields = dict(fields or {})
+
+    @property
+    def cli(self) -> bool:
+        return self.face == "cli"
+
+    def __getitem__(self, field: str) -> str:
+        return self.fields.get(field, field)
+
+    def field(self, field: str) -> str:
+        """The name a refusal of ``field`` is reported under."""
+        return self[field].lstrip("-").replace("-", "_") if self.cli else self[field]
+
+    def example(self, field: str, value: Any) -> str:
+        """How a caller of this face gives ``field`` the value ``value``."""
+        if self.cli:
+            return f"{self[field]} {value}"
+        if self.face == "python":
+            return f"{field}={value!r}"
+        return f"{field}={json.dumps(value, ensure_ascii=False)}"
+
+    def list_example(self, field: str, item: Any) -> str:
+        """How a caller of this face gives ``field`` a list holding ``item``."""
+        if self.cli:
+            return f"{self[field]} {item} (repeatable)"
+        if self.face == "python":
+            return f"{field}=[{item!r}]"
+        return f"{field}=[{json.dumps(item, ensure_ascii=False)}]"
+
+
+#: the request's own names (the Python API)
+PYTHON = Names()
+
+Wording = str | Callable[[Names], str]
+
+
+def _render(text: Wording, names: Names) -> str:
+    return text(names) if callable(text) else text
+
+
+class RequestError(BadInput):
+    """A refused request field: ``field``, ``problem`` and ``fix`` as :class:`~ledger.errors.BadInput`, worded in the
+    request's own names; :meth:`worded` gives the same refusal in a face's terms (:class:`Names`). ``problem`` and
+    ``fix`` are text, or functions of the face's :class:`Names` when they name a field or give an example."""
+
+    def __init__(self, field: str, problem: Wording, fix: Wording = "", names: Names = PYTHON) -> None:
+        self.request_field = field
+        self._wording = (problem, fix)
+        super().__init__(names.field(field), _render(problem, names), _render(fix, names))
+
+    def worded(self, names: Names) -> RequestError:
+        """This refusal in the terms of the face ``names`` describes."""
+        problem, fix = self._wording
+        return RequestError(self.request_field, problem, fix, names)
+
+
+def _as(field: str, check: Callable[..., Any], *args: Any) -> Any:
+    """``check(*args)`` with its refusal named ``field`` (a :class:`RequestError`)."""
+    try:
+        return check(*args)
+    except RequestError:
+        raise
+    except BadInput as exc:
+        raise RequestError(field, exc.problem, exc.fix) from None
+
+
+
+
+class Request(BaseModel):
+    """What every request shares: frozen once built, no field but its own, and every refusal a
+    :class:`RequestError` naming the field (pydantic's own refusals are worded the same way)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    #: the verb this request is for (``search``), as the faces name it
+    verb: ClassVar[str] = ""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _refusal(exc) from None
+
+    def arguments(self) -> dict[str, Any]:
+        """The request's fields as the verb's keywords (``MemoryLedger.search(**request.arguments())``)."""
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+
+def _refusal(exc: ValidationError) -> RequestError:
+    """The first refusal of a request's validation: the check's own :class:`RequestError`, or pydantic's worded as
+    memledger words a refusal (:func:`ledger.schemas.pydantic_problem`)."""
+    errors = exc.errors()
+    err = errors[0] if errors else {"loc": (), "msg": "invalid", "type": "value_error"}
+    inner = (err.get("ctx") or {}).get("error")
+    if isinstance(inner, RequestError):
+        return inner
+    field = ".".join(str(p) for p in err.get("loc", ())) or "request"
+    if isinstance(inner, BadInput):
+        return RequestError(field, inner.problem, inner.fix)
+    return RequestError(field, pydantic_problem(err), "see the verb's documentation for its arguments")
+
