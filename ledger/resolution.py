@@ -188,7 +188,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     def value_paraphrase(pool: list[Candidate] | None = None, min_shared: float = 0.25) -> Candidate | None:
         """The current memory (of ``pool``, default every candidate) saying the very values of the statement about
         the same topic (a content word shared besides the values, or a close cosine), or None."""
-        strong = ("number", "time", "date", "email", "url", "phone", "code")
+        strong = ("number", "time", "date", "email", "url", "phone", "code", "every")
         if (typing.correction or typing.cessation or typing.change or typing.additive or narrative
                 or not any(mine_vp.parts.get(k) for k in strong)):
             return None

@@ -336,7 +336,8 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\blet (?:me|him|her) go\b", r"\blet \w+ go\b", r"\b(?:got|was|been) let go\b", r"\bmade redundant\b", r"\bout of work\b", r"\bbetween jobs\b", r"\bjobless\b",
     r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our|the|both|all|them|it)\b", r"\bstepped away from\b",
     r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
-    r"\bno more\b", r"\bcalled off\b", r"\bsince (?:my|the) last (?:cigarette|smoke|cig|drink|vape)\b",
+    r"\bno more\b", r"\bcalled off\b", r"\bcalled it (?:quits|a day)\b", r"\b(?:split up|disbanded)\b",
+    r"\b(?:is|are|'s|'re) (?:done|over|finished)(?! (?:with|by|at|in)\b)(?=[,.;!]|$| now\b| for good\b)", r"\bsince (?:my|the) last (?:cigarette|smoke|cig|drink|vape)\b",
     r"\b(?:had to |have to |having to )?put (?:\w+ )?down\b(?= (?:on|last|this|yesterday|today)\b|[.,!]|$)", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b(?! up\b)", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉", r"卖给[^，,。！？!?；;]{1,6}了",

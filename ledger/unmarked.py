@@ -32,6 +32,7 @@ from .attributes import Reading, same_attribute
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens
 from .text import STOP_ZH, has_cjk
 from .value_words import abbreviates
+from .frequency import same_rate
 from .values import ValueParts, name_words, qualifiers_clash
 
 if TYPE_CHECKING:
@@ -61,9 +62,11 @@ _TIME_WORDS = {"morn", "morning", "afternoon", "even", "evening", "night", "week
                "last", "next", "time", "today", "tomorrow", "tonight", "don't", "can't", "still",
                # verbs any topic uses: a shared "take" or "get" says nothing of what both are about
                "tak", "take", "took", "get", "got", "go", "goe", "went", "mak", "make", "kep", "keep", "put", "see",
-               "set", "com", "come", "need", "want", "lik", "like", "lov", "love", "try", "tri", "start", "us", "use"}
+               "set", "com", "come", "need", "want", "lik", "like", "lov", "love", "try", "tri", "start", "us", "use",
+               # words of a reminder: "note to self", "don't forget"
+               "forget", "forgot", "remember", "note", "reminder", "self"}
 _ZH_NOT_TOPIC = set("去在到来回般都每周星期礼拜天早晚上下午点些那这个们它他她你啥吗呢吧啊哈呀嘛就还才再也又很挺太真"
-                    "明今昨年月日号第次回趟阵子最近照常反正不知道想要能会得着过把被给让对跟和与及或")
+                    "明今昨年月日号第次回趟阵子最近照常反正不知道想要能会得着过把被给让对跟和与及或忘记别")
 
 
 def specific_days(text: str) -> frozenset[str]:
@@ -82,7 +85,7 @@ def _values(vp: ValueParts, text: str, marked: bool = False) -> dict[str, frozen
         # kilometres") or a count beside times ("every 12 hours, at 8am") is another reading, left to the other rules
         ids |= {f"number:{v}" for v in vp.parts.get("number", ())}
     out = {"id": frozenset(ids), "name": frozenset(n for n in vp.parts.get("name", ()) if not n.startswith("lang:")),
-           "day": specific_days(text)}
+           "day": specific_days(text), "every": vp.parts.get("every", frozenset())}  # how often: "once a week"
     if marked:  # a clock time alone is no topic's value: "vitamins at 8am" / "magnesium at 9pm" are two things
         out["time"] = vp.parts.get("time", frozenset())
     return {k: v for k, v in out.items() if v}
@@ -164,7 +167,8 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         # another value of a kind both give; a value of that kind repeated means the statement refines or adds to
         # the memory ("Stopped by unit 214 on Sunday"), a value of another kind repeated only says the topic is one
         # said as a change, the old value may be named beside the new one (陶艺课挪到周日下午了，周三老加班去不了)
-        kinds = [k for k in mine if k in theirs and (mine[k] - theirs[k] if marked else not mine[k] & theirs[k])]
+        kinds = [k for k in mine if k in theirs and (not same_rate(mine[k], theirs[k]) if k == "every" else
+                                                     mine[k] - theirs[k] if marked else not mine[k] & theirs[k])]
         if not kinds or ("id" in kinds and _other_contact(mine["id"], theirs["id"])):
             continue  # a phone number never replaces an e-mail address, nor the reverse
         cases = {"day", "tod"} if "day" in kinds else set()
@@ -178,8 +182,8 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         small = min(len(words), len(theirs_words))
         # one shared word is enough when either side has few, or when search finds this memory first and close
         # (浇水 / 喂点水: one character, but the nearest memory by far)
-        if noted:
-            if len(shared) >= 2 and "id" in kinds:
+        if noted:  # two topic words shared, or every topic word of a short note ("柜子 203" of "储物柜我一直用 56 号")
+            if {"id", "every"} & set(kinds) and (len(shared) >= 2 or (shared and len(words) <= 2 and words <= shared)):
                 found.append((len(shared), c.score, c, kinds))
         elif len(shared) >= 2 or (personal and "id" in kinds) or (shared and (small <= 2 or (c is top and c.score >= NEAR_SCORE))):
             found.append((len(shared), c.score, c, kinds))

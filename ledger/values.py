@@ -9,6 +9,7 @@ every value-bearing part of the two statements is equal (docs/resolution.md, "No
 * ``time``    clock times as ``HH:MM``: ``8am`` = ``8 o'clock in the morning`` = ``早上八点`` = ``08:00``;
   ``8:30`` = ``八点半``.
 * ``date``    calendar dates as ``MM-DD`` or ``YYYY-MM-DD``: ``March 3`` = ``3月3日``.
+* ``every``   how often, as a rate per day: ``once a week`` = ``一周一次`` (ledger/frequency.py).
 * ``email``, ``url``, ``phone`` (its digits), ``code`` (a token mixing letters and digits: plates, passwords,
   locker and account numbers, lower-cased without separators).
 * ``name``    capitalised words inside an English sentence (Aldi, Dr. Patel, Meta), lower-cased.
@@ -30,10 +31,11 @@ from .lexicon import LANGUAGE_RE, language_names
 from .text import has_cjk
 from .numerals import (EN_SCALES, EN_UNITS, HEIGHT, ZH_DIGITS, ZH_SCALES, en_number_words, fmt_number, has_han,
                        height_cm, zh_number)
+from .frequency import frequencies, same_rate
 from .value_words import names_within
 
 #: the part kinds that carry a value (a difference in any of them is new information)
-VALUE_KINDS = ("number", "time", "date", "email", "url", "phone", "code", "name")
+VALUE_KINDS = ("number", "time", "date", "email", "url", "phone", "code", "name", "every")
 #: the qualifier kinds (a difference makes a sibling, not a replacement)
 QUALIFIER_KINDS = ("tod", "day", "season", "place", "whom")
 
@@ -172,7 +174,9 @@ _KUAI = re.compile(r"(?<![0-9.])(\d+)块(\d)(?![0-9])")
 _TIMES_A = re.compile(r"\b(?:(once)\b(?= (?:a|an|per)\b)|(twice|thrice)\b(?= (?:a|an|per|every|each)\b))", re.I)
 #: 俩 / 仨 are two / three with their measure word in them (俩肉包, 仨孩子, 我们俩)
 _ZH_PAIR = re.compile(r"[俩仨]")
-_ZH_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?")
+#: a run of Chinese numerals; one after a scale's trailing digit is a count of its own (一万二 | 一个月: 12000, not 10001)
+_ZH_NUM = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+?(?=[一两][个只次回天年月周遍趟]|$|[^零〇一二两三四五六七八九十百千万亿])"
+                     r"(?<=[万千百十][一二两三四五六七八九])|[零〇一二两三四五六七八九十百千万亿]+(?:点[零〇一二三四五六七八九]+)?")
 #: measure words after which a lone Chinese digit is a count (两只猫), not part of a word (一起, 一直)
 _ZH_MEASURE = "元块岁个只条位次回遍趟号层楼分米斤天年月周张本辆台件套间家门双部首杯瓶公千克小钟节"
 #: two or more capitalised words opening a sentence ("Eagle Ridge is ...", "Tony Stark fixed ..."); one alone is
@@ -292,6 +296,9 @@ def value_parts(text: str) -> ValueParts:
         t = _blank(t, m.span())
     # 负二层 / 地下二层 is the level written B2 (a car park, a basement): one code however it is said
     take("code", _BASEMENT, lambda m: f"B{int(m.group(1)) if m.group(1).isdigit() else fmt_number(zh_number(m.group(1)) or 0)}")
+    for span, rate in frequencies(t):  # "once a week" = 一周一次: a rate per day (ledger/frequency.py)
+        parts["every"].add(rate)
+        t = _blank(t, span)
     for m in list(HEIGHT.finditer(t)):  # 1.83m = one metre eighty-three = 183 cm, 一米七五 = 175 cm
         if (cm := height_cm(m, t)) is not None:
             parts["number"].add(cm)
@@ -647,6 +654,8 @@ def differing(a: ValueParts, b: ValueParts) -> list[str]:
     may drop a name the other repeats, never add one)."""
     out = [k for k in ("number", "time", "date", "email", "url", "phone", "code")
            if a.parts.get(k, frozenset()) != b.parts.get(k, frozenset())]
+    if not same_rate(a.parts.get("every", frozenset()), b.parts.get("every", frozenset())):
+        out.append("every")  # "every 10 days" / "once a week"; "every two weeks" is "half a month" said loosely
     ua, ub = a.parts.get("unit", frozenset()), b.parts.get("unit", frozenset())
     if ua and ub and ua != ub:
         out.append("unit")

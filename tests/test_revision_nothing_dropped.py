@@ -87,7 +87,7 @@ def test_weekdays_said_as_replaced_move_the_schedule(fresh_ledger):
 @pytest.mark.parametrize("text,parts,days", [
     ("我每周一三五去健身房", {}, {"monday", "wednesday", "friday"}),
     ("星期二、四有课", {}, {"tuesday", "thursday"}),
-    ("每周三次", {"number": {"3"}}, set()),  # three times a week, not Wednesday
+    ("每周三次", {"every": {"0.429"}}, set()),  # three times a week (a rate per day), not Wednesday
     ("我三天后去北京出差", {}, set()),  # a time from now, which the relative-time reading resolves
     ("周一到周五我都上班", {}, {"weekday"}),
 ])

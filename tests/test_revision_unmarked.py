@@ -140,8 +140,8 @@ def test_a_run_said_in_kilometres_is_a_paraphrase_not_a_new_number(minilm_ledger
     ("I run 5k every Sunday", "number=5, unit=km, day:weekend"),
     ("Every Sunday I go for a five kilometre run", "number=5, unit=km, day:weekend"),
     ("I earn 50k", "number=50000"),
-    ("I refresh it once every ten days", "number=10"),  # "once every" counts nothing "every" does not say
-    ("I swim once a week", "number=1"),
+    ("I refresh it once every ten days", "every=0.1"),  # how often, as a rate per day: once in ten days
+    ("I swim once a week", "every=0.143"),
     ("I ran 10 kilometers", "number=10, unit=km"),
     ("I bank with Bank of America", "name=bank of america"),
     ("My debit card PIN is 4821", "number=4821"),

@@ -77,3 +77,49 @@ def test_too_adds_only_where_it_means_as_well(text, additive):
 
 def test_a_sold_car_said_with_who_bought_it_stops_the_car():
     assert type_statement("朗逸已经卖给同事了").cessation
+
+
+@pytest.mark.parametrize("a,b,same", [
+    ("every 10 days", "十天浇一回", True),
+    ("once a week", "一周浇一次", True),
+    ("每两周浇一次水", "半个月浇一回水", True),  # two weeks and half a month: one frequency said loosely
+    ("twice a week", "每周两次", True),
+    ("every 10 days", "once-a-week", False),
+    ("three times a week", "twice a week", False),
+])
+def test_a_frequency_is_a_rate_whatever_its_words(a, b, same):
+    from ledger.values import differing, value_parts
+
+    va, vb = value_parts(a), value_parts(b)
+    assert va.parts["every"] and vb.parts["every"]
+    assert ("every" not in differing(va, vb)) is same
+
+
+def test_a_weekday_is_no_frequency():
+    from ledger.values import value_parts
+
+    assert not value_parts("每周三晚上去上陶艺课").parts.get("every")
+
+
+@pytest.mark.parametrize("old,new", [
+    ("The fiddle leaf fig gets watered every 10 days.",
+     "Fiddle leaf fig is on a once-a-week schedule, it was drooping way too much."),
+    ("家里那盆龟背竹一般一周浇一次水", "龟背竹十天浇一回就够了，之前浇太勤根都有点烂"),
+    ("I go to the gym three times a week.", "Gym twice a week these days, work is crazy."),
+    ("健身房储物柜我一直用 56 号", "柜子 203，别再忘了"),  # a short note naming only the memory's topic
+])
+def test_another_frequency_or_number_for_the_same_topic_replaces_it(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, f"f{abs(hash(old + new)) % 10**6}", old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation
+
+
+def test_a_chinese_amount_before_a_count_of_months_is_read_apart():
+    from ledger.values import value_parts
+
+    assert value_parts("税前一万二一个月，不多不少").parts["number"] == {"12000"}
+
+
+@pytest.mark.parametrize("text", ["Second Hand Smoke Alarm is done, we played our last gig Friday",
+                                  "we called it quits after ten years", "the band split up in May"])
+def test_a_band_or_a_team_that_is_done_has_stopped(text):
+    assert type_statement(text).cessation
