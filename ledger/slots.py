@@ -368,7 +368,8 @@ _CHANGE = [_lazy_re(p) for p in (
     r"升职|升为|晋升|当上|升到|涨到|降到|调到", r"\bpromoted\b", r"\brenamed\b", r"\bgot (?:pushed|moved|bumped)\b",
     r"\b(?:raised|reset|bumped|reshuffled|relocated|rescheduled|re-?registered|upped|hiked|lowered)\b",
     r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced)\b|\bhiking (?:up|the|my|our|their|its|prices?|rents?|fees?)\b",
-    r"\bgot new\b", r"\bgot the keys\b", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
+    r"\bgot new\b", r"\bgot the keys\b", r"^(?:teaching|taught) (?:my|our) (?:very )?first\b",
+    r"(?:第一天|头一天)(?:去|到)[^，,。]{1,8}上班", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
     r"\bpushed (?:back|forward|to|up|the)\b|\bbrought forward\b|\brerouted\b|\bre-?timed\b",
     r"\bmoved (?:my|our|the|his|her) (?:[\w'-]+ ){1,3}?(?:up |back |forward )?to\b",  # "moved my run to 5:45"
     r"调课|挪到|换到|调到|改成|上瘾了|跳槽|转行|改行|入职|重新分配|重新安排|领证|领了证|扯证", r"\bgoing forward\b|\b(?:moved|gone|switched|went) (?:over|across) to\b", r"\b(?:gone|went|jumped|risen|rose|dropped|fallen|fell|climbed) (?:up |down )?from\b", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",

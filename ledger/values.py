@@ -109,6 +109,7 @@ _MIN_PAST = re.compile(r"\b(five|ten|twenty|twenty[- ]five|\d{1,2})(?: minutes)?
 #: "six in the morning", "seven thirty pm", "eleven at night"
 _WORD_CLOCK = re.compile(r"\b(" + _HOURS + r")(?:[ -](fifteen|thirty|forty[- ]five|oh[- ]five|ten|twenty|forty|fifty))?"
                          r"\s+(?:(a\.?m\.?|p\.?m\.?)|(?:in the|at)\s+(morning|afternoon|evening|night)|o'?clock)", re.I)
+_AT_EVERY = re.compile(r"\bat (" + _HOURS + r"|\d{1,2}) (?:every|each) (morning|afternoon|evening|night)\b", re.I)
 #: durations said in words, in minutes ("three quarters of an hour" = 45, 一个半小时 = 90)
 _DURATION_PHRASES = {"half an hour": 30, "half hour": 30, "an hour and a half": 90, "one and a half hours": 90,
                      "an hour and a quarter": 75, "three quarters of an hour": 45, "a quarter of an hour": 15,
@@ -400,6 +401,9 @@ def value_parts(text: str) -> ValueParts:
         return _clock(int(h), int(mm), m.group(3) or m.group(4))
 
     take("time", _WORD_CLOCK, word_clock)
+    # "at eight every morning", "at 7 each night": a clock time said with the habit (a count has no "at")
+    take("time", _AT_EVERY, lambda m: _clock(int(m.group(1)) if m.group(1).isdigit() else int(
+        en_number_words(m.group(1)) or 99), 0, m.group(2)))
     for word, hhmm in (("noon", "12:00"), ("midday", "12:00"), ("midnight", "00:00")):
         if re.search(rf"\b{word}\b", t, re.I):
             parts["time"].add(hhmm)

@@ -123,3 +123,16 @@ def test_a_chinese_amount_before_a_count_of_months_is_read_apart():
                                   "we called it quits after ten years", "the band split up in May"])
 def test_a_band_or_a_team_that_is_done_has_stopped(text):
     assert type_statement(text).cessation
+
+
+def test_a_clock_time_said_with_the_habit_is_that_time():
+    from ledger.values import value_parts
+
+    assert value_parts("Clint Yeastwood gets fed at eight every morning.").parts["time"] == {"08:00"}
+    assert value_parts("I take two every night").parts.get("time") in (None, frozenset())  # a count, no clock
+
+
+def test_a_first_day_at_another_workplace_is_the_job_changed(minilm_ledger):
+    old, new = "我在一家外贸公司当会计", "明天第一天去幼儿园上班带小班，好紧张，怎么跟三岁小孩打交道啊"
+    r, facts = revise(minilm_ledger, "firstday", old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation
