@@ -1,9 +1,8 @@
 """``remember``: a free-text statement lands in a slot. Orchestration only; the rules are in ledger/.
 
 For one statement, checked already (a :class:`~memledger.requests.RememberRequest`: nothing is written on bad
-input), take the user's remember lock (two
-``remember`` calls for one user never open the same slot twice: a thread lock in the process, plus a file lock in
-the home directory, or a PostgreSQL advisory lock), type it against the slot catalogue (ledger/slots.py), gather
+input), take the user's remember lock (two ``remember`` calls for one user never open the same slot twice: a thread
+lock in the process, plus a file lock in the home directory, or a PostgreSQL advisory lock), type it against the slot catalogue (ledger/slots.py), gather
 candidates — the current facts of its slot (by key) and the best dense + lexical search hits (the CJK path for
 Chinese) — decide with ledger/resolution.py, and record the decision in one save: the statement's event (its
 ``reason`` carries the evidence: rule, slot, candidates and scores, catalogue version, embedder, so ``audit``
