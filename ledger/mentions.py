@@ -20,7 +20,11 @@ import dataclasses
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Any
 
+from .errors import BadInput
+from .relations import SELF
+from .schemas import check_text
 from .slots import REGISTRY, KeyRegistry, Typing, type_statement
 from .subjects import RELATIONS_EN, RELATIONS_ZH, ROLES_EN, ROLES_ZH
 
@@ -119,6 +123,30 @@ class Reading:
     slug: str | None = None
     mentions: list[Mention] = field(default_factory=list)
     ambiguous: list[tuple[str, list[Known]]] = field(default_factory=list)
+
+
+#: longest entity name or alias
+MAX_NAME = 200
+#: how the user is named in a path and a sentence (so no person may be given that name)
+USER_NAME = "user"
+
+
+def check_name(value: Any, field: str = "entity") -> str:
+    """A name or alias: non-blank text, no control characters, at most 200 characters (NFC), never how relations name the user.
+
+    Raises:
+        BadInput: naming ``field``.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise BadInput(field, f"{value!r} is not a name", "give the entity's name (\"Anna\") or its id")
+    if len(value) > MAX_NAME:
+        raise BadInput(field, f"is {len(value)} characters long", f"use at most {MAX_NAME}")
+    check_text(value, field)
+    if any(ch in value.strip() for ch in "\n\r\t\v\f\u2028\u2029"):
+        raise BadInput(field, f"{value!r} holds a line break or tab", "give the name on one line")
+    if fold(value) in (SELF, USER_NAME):
+        raise BadInput(field, f"{value!r} is how relations name the user", "give the person's own name")
+    return unicodedata.normalize("NFC", value.strip())
 
 
 def fold(name: str) -> str:

@@ -252,6 +252,71 @@ class RoleContext(BaseModel):
         return v
 
 
+#: the fix of a refused confidence
+_CONFIDENCE_FIX = "give a number from 0 to 1, or leave it out (default by source)"
+
+
+def check_instant(value: Any, field: str) -> datetime | None:
+    """A command's instant (``observed_at``, ``valid_from``, ``valid_to``): None, or an ISO 8601 string with an
+    offset or an aware datetime, as an aware UTC datetime; an ``observed_at`` is never in the future
+    (:func:`ledger.timeutil.check_observed`). The rule of :class:`FactCommand` and of the requests that build one.
+
+    Raises:
+        BadInput: naming ``field``.
+    """
+    if value is None:
+        return None
+    dt = parse_instant(value, field)
+    return check_observed(dt) if field == "observed_at" else dt
+
+
+def check_confidence(value: Any, field: str = "confidence") -> float | None:
+    """A confidence: None (the source's default), or a number in [0, 1] (a numeric string is read as its number, as
+    pydantic reads one), as a float. True and False are no numbers.
+
+    Raises:
+        BadInput: naming ``field``.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise BadInput(field, f"{value!r} is not a number", "give a number from 0 to 1")
+    try:
+        number: float | None = float(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None:
+        shown = repr(value) if isinstance(value, (int, float, str)) else type(value).__name__
+        raise BadInput(field, f"{shown} is not a valid number", _CONFIDENCE_FIX)
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise BadInput(field, "must be a number between 0 and 1", _CONFIDENCE_FIX)
+    return number
+
+
+def check_identifier(value: Any, field: str) -> str | None:
+    """An identifier a command carries in plaintext (``idempotency_key``, ``source_ref``, ``session_id``,
+    ``actor``, ``trace_id``, ``sensitivity``): None, or non-blank text without control characters, at most
+    :data:`MAX_ID` characters; a ``sensitivity`` is also a label (:func:`check_label`). Returned as given.
+
+    Raises:
+        BadInput: naming ``field``.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        shown = repr(value) if isinstance(value, (int, float)) else type(value).__name__
+        raise BadInput(field, f"{shown} is not a valid string", "give it as text")
+    if not value.strip():
+        raise BadInput(field, "is empty; leave it out instead")
+    check_text(value, field)
+    if len(value) > MAX_ID:
+        raise BadInput(field, f"is {len(value)} characters long",
+                       f"use at most {MAX_ID}: it is an identifier, kept in plaintext; put content in text")
+    if field == "sensitivity":
+        check_label(value, "sensitivity")
+    return value
+
+
 class FactCommand(BaseModel):
     """One command on the stream of (user_id, key): assert, correct or retract.
 
@@ -295,24 +360,12 @@ class FactCommand(BaseModel):
     @field_validator("observed_at", "valid_from", "valid_to", mode="before")
     @classmethod
     def _instant(cls, v: Any, info: Any) -> datetime | None:
-        if v is None:
-            return None
-        dt = parse_instant(v, info.field_name)
-        return check_observed(dt) if info.field_name == "observed_at" else dt
+        return check_instant(v, info.field_name)
 
     @field_validator("confidence", mode="before")
     @classmethod
-    def _not_bool(cls, v: Any) -> Any:
-        if isinstance(v, bool):
-            raise BadInput("confidence", f"{v!r} is not a number", "give a number from 0 to 1")
-        return v
-
-    @field_validator("confidence")
-    @classmethod
-    def _confidence(cls, v: float | None) -> float | None:
-        if v is not None and (math.isnan(v) or not 0.0 <= v <= 1.0):
-            raise ValueError("must be a number between 0 and 1")
-        return v
+    def _confidence(cls, v: Any) -> float | None:
+        return check_confidence(v)
 
     @field_validator("text", "reason")
     @classmethod
@@ -327,16 +380,7 @@ class FactCommand(BaseModel):
     @field_validator("idempotency_key", "source_ref", "session_id", "actor", "trace_id", "sensitivity")
     @classmethod
     def _nonempty(cls, v: str | None, info: Any) -> str | None:
-        if v is not None and not v.strip():
-            raise ValueError("is empty; leave it out instead")
-        if v is not None:
-            check_text(v, info.field_name)
-        if v is not None and len(v) > MAX_ID:
-            raise BadInput(info.field_name, f"is {len(v)} characters long",
-                           f"use at most {MAX_ID}: it is an identifier, kept in plaintext; put content in text")
-        if v is not None and info.field_name == "sensitivity":
-            check_label(v, "sensitivity")
-        return v
+        return check_identifier(v, info.field_name)
 
     #: (the value it was made from, its canonical JSON): made once by validation, read by ``value_json``.
     _json: tuple[Any, str | None] | None = PrivateAttr(default=None)

@@ -174,19 +174,30 @@ class MemoryLedger(PeopleVerbs, Store):
         reaffirm, supersede, correct, retire, conflict), ``key`` (the slot it landed in), ``related``
         (``{key, version, text, score, relation}`` of the memories weighed) and ``explanation`` (rule and figures).
         ``key=`` skips resolution and lands in that key. The evidence is recorded in the event's ``reason``, so
-        ``audit`` shows it; ``unlink`` undoes a wrong decision. Calls for one user are serialised.
+        ``audit`` shows it; ``unlink`` undoes a wrong decision. Calls for one user are serialised. The arguments
+        make a :class:`~memledger.requests.RememberRequest` (checked once, there), answered by
+        :meth:`remember_request`.
 
         Raises:
-            BadInput: naming the field (nothing written). ConflictError: see :meth:`assert_fact`.
+            BadInput: a :class:`~memledger.requests.RequestError` naming the field and the fix, or an ``about``
+                naming nobody the user is linked to (nothing written). ConflictError: see :meth:`assert_fact`.
         """
+        from .requests import RememberRequest
+
+        return self.remember_request(RememberRequest(
+            user_id=user_id, text=text, observed_at=observed_at, valid_from=valid_from, source=source,
+            source_ref=source_ref, session_id=session_id, actor=actor, trace_id=trace_id, confidence=confidence,
+            role=role, sensitivity=sensitivity, idempotency_key=idempotency_key, key=key, about=about))
+
+    def remember_request(self, request: Any) -> Any:
+        """:meth:`remember` for a :class:`~memledger.requests.RememberRequest` a face has built already (the CLI,
+        MCP, HTTP and ingest build one from their arguments): slot resolution and the save
+        (:func:`memledger.remember.remember`), the related memories a sensitivity label withholds left out
+        (:func:`memledger.sensitivity.withhold_related`). Returns a RememberReceipt. Raises as :meth:`remember`."""
         from .remember import remember
         from .sensitivity import withhold_related
 
-        receipt = remember(self, user_id, text, observed_at=observed_at, valid_from=valid_from, source=source,
-                           source_ref=source_ref, session_id=session_id, actor=actor, trace_id=trace_id,
-                           confidence=confidence, role=role, sensitivity=sensitivity,
-                           idempotency_key=idempotency_key, key=key, about=about)
-        return withhold_related(self, receipt)
+        return withhold_related(self, remember(self, request))
 
     def unlink(self, user_id: str, key: str, version: int) -> Any:
         """Undo a wrong ``remember`` decision: version ``version`` of ``key`` does not belong there. Records events

@@ -48,11 +48,14 @@ class RememberLine:
     text: str
     fields: dict[str, Any]
     where: str = ""
+    #: the line as the verb's request, checked once (memledger/requests/remember.py)
+    request: Any = None
 
 
 def remember_line(obj: dict[str, Any], where: str) -> RememberLine:
-    """Validate a remember line (``{"user_id", "text", ...}`` without ``key``). Raises BadInput naming the line."""
-    from .remember import validate_remember
+    """Validate a remember line (``{"user_id", "text", ...}`` without ``key``) into its
+    :class:`~memledger.requests.RememberRequest`. Raises BadInput naming the line."""
+    from .requests import RememberRequest
 
     allowed = {"user_id", "text", "observed_at", "valid_from", "source", "source_ref", "session_id", "actor",
                "trace_id", "confidence", "role", "sensitivity", "idempotency_key"}
@@ -62,8 +65,11 @@ def remember_line(obj: dict[str, Any], where: str) -> RememberLine:
                        "remove it, or give a key to make the line an assert; known fields are " + ", ".join(sorted(allowed)))
     fields = {k: v for k, v in obj.items() if k not in ("user_id", "text")}
     fields.setdefault("source", "user_statement")
-    validate_remember(obj.get("user_id"), obj.get("text"), fields, where=where)
-    return RememberLine(obj["user_id"], obj["text"], fields, where)
+    try:
+        request = RememberRequest(user_id=obj.get("user_id"), text=obj.get("text"), **fields)
+    except BadInput as exc:
+        raise BadInput(where + exc.field, exc.problem, exc.fix) from None
+    return RememberLine(obj["user_id"], obj["text"], fields, where, request)
 
 
 def remember_idempotency_key(ml: Any, line: RememberLine) -> str:
@@ -367,11 +373,12 @@ def _write(ml: Any, commands: list[Any], message_batches: list[list[Any]], n_mes
     while i < len(commands):
         if isinstance(commands[i], RememberLine):
             line = commands[i]
-            fields = line.fields
-            if not fields.get("idempotency_key"):
-                fields = {**fields, "idempotency_key": remember_idempotency_key(ml, line)}
+            request = line.request
+            if request.idempotency_key is None:
+                # a key derived here is an identifier of the request's own form ("ingest:" + hex): no check needed
+                request = request.model_copy(update={"idempotency_key": remember_idempotency_key(ml, line)})
             try:
-                r = ml.remember(line.user_id, line.text, **fields)
+                r = ml.remember_request(request)
             except BadInput as exc:
                 raise BadInput(line.where + exc.field, exc.problem, exc.fix) from None
             decisions[r.decision] = decisions.get(r.decision, 0) + 1

@@ -16,23 +16,21 @@ does not go through it.
 
 from __future__ import annotations
 
-import unicodedata
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.errors import BadInput
-from ledger.mentions import fold
+from ledger.mentions import MAX_NAME, USER_NAME, check_name, fold  # noqa: F401 - names of this module
 from ledger.relations import (ENTITY_ID_RE, ENTITY_KINDS, IDENTITY_TYPES, MAX_HOPS, RELATION_TYPES, SELF, Entity,
                               RelationCommand, check_relation_type, entity_stream_id, new_entity_id, relation_key)
-from ledger.schemas import Receipt, check_text, check_user_id, validate_command
+from ledger.schemas import Receipt, check_user_id, validate_command
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 
 from .relation_models import EntityView, RelationVersion
 from .store import Store
 
-MAX_NAME = 200
 MAX_ALIASES = 50
 #: live relations an entity (or the user) keeps before the least recently used are folded into one summary
 #: relation, so a walk from a busy node stays small; ``$MEMLEDGER_MAX_LIVE_RELATIONS`` sets another
@@ -40,8 +38,6 @@ MAX_LIVE = 50
 MAX_LIVE_ENV = "MEMLEDGER_MAX_LIVE_RELATIONS"
 #: the type of the summary relation the folded ones are named in
 FOLDED = "folded"
-#: how the user is named in a path and a sentence
-USER_NAME = "user"
 
 
 # ------------------------------------------------------------------------------------------------------ read models
@@ -114,20 +110,6 @@ class RelationReceipt(Receipt):
 
 
 # ------------------------------------------------------------------------------------------------------- validation
-
-
-def check_name(value: Any, field: str = "entity") -> str:
-    """A name or alias: non-blank text, no control characters, at most 200 characters (NFC). Raises BadInput."""
-    if not isinstance(value, str) or not value.strip():
-        raise BadInput(field, f"{value!r} is not a name", "give the entity's name (\"Anna\") or its id")
-    if len(value) > MAX_NAME:
-        raise BadInput(field, f"is {len(value)} characters long", f"use at most {MAX_NAME}")
-    check_text(value, field)
-    if any(ch in value.strip() for ch in "\n\r\t\v\f\u2028\u2029"):
-        raise BadInput(field, f"{value!r} holds a line break or tab", "give the name on one line")
-    if fold(value) in (SELF, USER_NAME):
-        raise BadInput(field, f"{value!r} is how relations name the user", "give the person's own name")
-    return unicodedata.normalize("NFC", value.strip())
 
 
 def check_aliases(value: Any, field: str = "aliases") -> list[str]:

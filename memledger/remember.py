@@ -1,8 +1,8 @@
 """``remember``: a free-text statement lands in a slot. Orchestration only; the rules are in ledger/.
 
-For one statement: validate everything (nothing is written on bad input), take the user's remember lock (two
-``remember`` calls for one user never open the same slot twice: a thread lock in the process, plus a file lock in
-the home directory, or a PostgreSQL advisory lock), type it against the slot catalogue (ledger/slots.py), gather
+For one statement, checked already (a :class:`~memledger.requests.RememberRequest`: nothing is written on bad
+input), take the user's remember lock (two ``remember`` calls for one user never open the same slot twice: a thread
+lock in the process, plus a file lock in the home directory, or a PostgreSQL advisory lock), type it against the slot catalogue (ledger/slots.py), gather
 candidates — the current facts of its slot (by key) and the best dense + lexical search hits (the CJK path for
 Chinese) — decide with ledger/resolution.py, and record the decision in one save: the statement's event (its
 ``reason`` carries the evidence: rule, slot, candidates and scores, catalogue version, embedder, so ``audit``
@@ -19,15 +19,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ledger.domain import NON_USER_SOURCES
-from ledger.errors import BadInput
 from ledger.resolution import ADJUDICABLE, Candidate, Resolution, resolve
-from ledger.schemas import (MAX_TEXT, FactCommand, Receipt, RelatedMemory, RememberReceipt, canonical_json,
-                            check_key, check_user_id, validate_command)
+from ledger.schemas import FactCommand, RelatedMemory, RememberReceipt, canonical_json, validate_command
 from ledger.slots import CATALOGUE_VERSION, REGISTRY, KeyRegistry, linked_slot_keys
-from ledger.text import INVISIBLE
 
 from . import linking, reads
 from .locks import user_lock
+from .requests import RememberRequest
 from .store import Store
 
 #: how many search hits are weighed besides the slot's own facts
@@ -39,30 +37,6 @@ RELATED_FLOOR = 0.2
 
 EFFECT_DECISION = {"new": "new", "supersede": "supersede", "backfill": "supersede", "reaffirm": "reaffirm",
                    "correct": "correct", "contest": "conflict", "retract": "retire"}
-
-
-def check_text_arg(text: Any) -> str:
-    if not isinstance(text, str):
-        raise BadInput("text", f"must be a string, got {type(text).__name__}", "pass the statement as text")
-    if not text.strip(INVISIBLE):  # zero-width marks alone show nothing: the text is empty, said as `text`
-        raise BadInput("text", "is empty", "give the statement to remember, e.g. 'I switched to hot lattes'")
-    if len(text) > MAX_TEXT:
-        raise BadInput("text", f"is {len(text)} characters long", f"use at most {MAX_TEXT}")
-    return text.strip()
-
-
-def validate_remember(user_id: Any, text: Any, fields: dict[str, Any], where: str = "") -> tuple[str, str, FactCommand]:
-    """Validate a remember's arguments into a template command (its key is a placeholder). Raises BadInput."""
-    try:
-        user_id = check_user_id(user_id)
-        text = check_text_arg(text)
-        if fields.get("key") is not None:
-            check_key(fields["key"])
-    except BadInput as exc:
-        raise BadInput(where + exc.field, exc.problem, exc.fix) from None
-    data = {k: v for k, v in fields.items() if v is not None and k != "key"}
-    data.update(op="assert", user_id=user_id, key=fields.get("key") or "memory.pending", value=text, text=text)
-    return user_id, text, validate_command(data, where=where)
 
 
 def _fingerprint(user_id: str, text: str, template: FactCommand) -> str:
@@ -218,25 +192,19 @@ def _evidence(res: Resolution, key: str, embedder: str | None) -> str:
     return " | ".join(parts)
 
 
-def remember(store: Any, user_id: str, text: str, *, registry: KeyRegistry = REGISTRY,
-             value_of: Callable[[str], Any] | None = None, **fields: Any) -> RememberReceipt:
-    """Record a free-text statement where slot resolution puts it; see the module docstring and
-    :meth:`memledger.api.MemoryLedger.remember`. Raises BadInput (nothing written).
+def remember(store: Any, request: RememberRequest, *, registry: KeyRegistry = REGISTRY,
+             value_of: Callable[[str], Any] | None = None) -> RememberReceipt:
+    """Record the statement of ``request`` where slot resolution puts it; see the module docstring and
+    :meth:`memledger.api.MemoryLedger.remember`. Raises BadInput (nothing written): an ``about`` naming nobody the
+    user is linked to, an opt-out session, an erased user; the request's own checks ran when it was built.
 
     ``value_of``: the value recorded for the (stripped) statement when it makes a new version, instead of the
     statement itself (the statement stays the ``text`` that is resolved and searched; a reaffirmation keeps the
     current value; with ``key=`` or on an idempotent retry the statement itself is recorded). memledger.compat.mem0
     keeps a memory's metadata beside its text this way."""
-    about_ref = fields.pop("about", None)
-    user_id, text, template = validate_remember(user_id, text, fields)
-    if about_ref is not None:
-        from .relations import check_name
-
-        about_ref = check_name(about_ref, "about")
-        if fields.get("key") is not None:
-            raise BadInput("about", "is given with key", "leave key out: the statement lands in that person's slots")
+    user_id, text, about_ref, template = request.user_id, request.text, request.about, request.command()
     fp = _fingerprint(user_id, text, template) + ("" if about_ref is None else f"\x1fabout={about_ref}")
-    explicit = fields.get("key")
+    explicit = request.key
     if explicit is not None:
         return _on_key(store, template, fp, explicit, "{decision}: key {key} given by the caller (no slot "
                                                        "resolution; policy effect {effect})")

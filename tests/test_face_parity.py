@@ -1,86 +1,20 @@
-"""Every face offers every option of the Python verb: the parameters of ``MemoryLedger.search`` and
-``MemoryLedger.context`` against the HTTP routes' OpenAPI document, the MCP tools' input schemas (through a real MCP
-client) and the CLI commands' options, so an option added to the verb and forgotten on a face fails here.
-
-Names differ only where a face has its own convention, listed below with the reason; ``timeout`` (how long a read
-waits for ``after``) is the server's to bound, so only the CLI takes it.
+"""The options every face offers do on each face what they do in Python: ``min_confidence`` and ``also`` through HTTP
+and MCP, a pinned MCP server refusing ``also`` for another user, the CLI's search and context options, an unknown
+query parameter refused. That each face reaches every option at all is tests/test_request_models.py's.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 from typing import Any
 
-import typer
 from fastapi.testclient import TestClient
 
 from memledger import MemoryLedger
-from memledger.cli import app as cli_app
 from memledger.servers.http import create_app
 from memledger.servers.mcp import build_mcp
 from memledger.servers.keys import APIKeyStore
 from memledger.servers.ops import Service
-
-#: Python keyword -> CLI option, where the CLI's name is its own (positional USER/QUERY, flags named for humans)
-CLI_NAMES = {"search": {"user_id": "user", "within": "in", "trace_id": "trace", "half_lives": "half_life"},
-             "context": {"user_id": "user", "session_id": "session", "trace_id": "trace"}}
-SERVER_ONLY_IN_PROCESS = {"timeout"}  # a server bounds its own waits
-
-
-def verb_params(name: str) -> set[str]:
-    return set(inspect.signature(getattr(MemoryLedger, name)).parameters) - {"self"}
-
-
-def cli_params(command: str) -> set[str]:
-    cmd = typer.main.get_command(cli_app).commands[command]  # type: ignore[attr-defined]
-    out = set()
-    for p in cmd.params:
-        if p.param_type_name == "option":
-            out.add(max(p.opts, key=len).lstrip("-").replace("-", "_"))
-        else:
-            out.add(p.name)
-    return out
-
-
-def http_params(spec: dict[str, Any], path: str, method: str) -> set[str]:
-    op = spec["paths"][path][method]
-    names = {p["name"] for p in op.get("parameters", [])}
-    if "requestBody" in op:
-        ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
-        names |= set(spec["components"]["schemas"][ref]["properties"])
-    return names
-
-
-def test_http_mcp_and_cli_offer_every_option_of_search_and_context(fresh_ledger: MemoryLedger) -> None:
-    service = Service(fresh_ledger)
-    with TestClient(create_app(service)) as http:
-        spec = http.get("/openapi.json").json()
-
-    async def tools() -> dict[str, set[str]]:
-        from mcp import Client
-
-        async with Client(build_mcp(service)) as c:
-            return {t.name: set(t.input_schema["properties"]) for t in (await c.list_tools()).tools}
-
-    mcp_tools = asyncio.run(tools())
-    faces = {"search": ("/v1/users/{user_id}/search", "recall"), "context": ("/v1/users/{user_id}/context", "context")}
-    for verb, (path, tool) in faces.items():
-        want = verb_params(verb) - SERVER_ONLY_IN_PROCESS
-        assert want - http_params(spec, path, "post") == set(), f"POST {path} lacks options of {verb}"
-        assert want - mcp_tools[tool] == set(), f"MCP tool {tool} lacks options of {verb}"
-        cli_want = {CLI_NAMES[verb].get(p, p) for p in verb_params(verb)}
-        assert cli_want - cli_params(verb) - {"user_id"} == set(), f"memledger {verb} lacks options"
-    # the GET forms carry every option a query string can hold (half_lives is a mapping: POST only)
-    assert verb_params("search") - SERVER_ONLY_IN_PROCESS - {"half_lives"} - http_params(
-        spec, "/v1/users/{user_id}/search", "get") == set()
-    assert verb_params("context") - SERVER_ONLY_IN_PROCESS - http_params(
-        spec, "/v1/users/{user_id}/context", "get") == set()
-    # the OpenAPI document's search and context bodies carry min_confidence with its bounds
-    for path in faces.values():
-        ref = spec["paths"][path[0]]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
-        prop = spec["components"]["schemas"][ref.split("/")[-1]]["properties"]["min_confidence"]
-        assert any(x.get("maximum") == 1 for x in prop.get("anyOf", [prop])), prop
 
 
 def test_min_confidence_and_also_through_http_and_mcp(fresh_ledger: MemoryLedger) -> None:

@@ -102,11 +102,13 @@ def remember_cmd(
     role: Optional[str] = RoleOpt, as_json: bool = JsonOpt,
     about: Optional[str] = typer.Option(None, "--about", help="A person linked to USER (name, alias or entity id) "
                                         "who said it, or for whom it was said: it lands in their slots."),
+    sensitivity: Optional[str] = typer.Option(None, "--sensitivity", help="Label such as health, finance: kept out "
+                                              "of recall and context unless a caller allows it."),
 ) -> None:
     """Remember free TEXT about USER: slot resolution decides new, add, reaffirm, supersede, correct, retire or
     conflict, and records why (docs/resolution.md). TEXT "-" reads it from standard input (a text longer than the
     command line allows)."""
-    from memledger.remember import validate_remember
+    from memledger.requests import RememberRequest
 
     if text == "-":
         raw = getattr(sys.stdin, "buffer", None)
@@ -119,12 +121,13 @@ def remember_cmd(
             text = sys.stdin.read()
         text = text.removeprefix("\ufeff")  # a byte-order mark an editor wrote is no part of what the user said
 
-    fields = dict(observed_at=observed_at, valid_from=valid_from, source=source or "user_statement",
-                  source_ref=source_ref, session_id=session, confidence=confidence, idempotency_key=idempotency_key,
-                  actor=actor, trace_id=trace, key=key, role=_role(role))
-    validate_remember(user, text, fields)  # refuse bad input before opening the store
+    # the request is built (and checked) before the store is opened: bad input never opens it
+    request = RememberRequest(
+        user_id=user, text=text, observed_at=observed_at, valid_from=valid_from, source=source, source_ref=source_ref,
+        session_id=session, actor=actor, trace_id=trace, confidence=confidence, role=role, sensitivity=sensitivity,
+        idempotency_key=idempotency_key, key=key, about=about)
     with open_ledger(ctx) as ml:
-        r = ml.remember(user, text, about=about, **fields)
+        r = ml.remember_request(request)
     if as_json:
         emit_json(r.model_dump(mode="json"))
         return

@@ -243,6 +243,7 @@ class Memory:
     def _add_inferred(self, user: str, agent: str | None, run: str | None, meta: dict[str, Any] | None,
                       msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         from ..remember import remember
+        from ..requests import RememberRequest
 
         current = {k: read_value(f.value, f.text)[0] for k, f in self._profile(user).facts.items()}
         value_of = (lambda text: stored_value(text, meta, None)) if meta else None
@@ -254,7 +255,8 @@ class Memory:
             # Lisbon" kept whole under the drink would lose Lisbon when the drink changes
             for said in statements(m["content"]):
                 try:
-                    receipt = remember(self._ml, user, said, actor=agent, session_id=run, value_of=value_of)
+                    receipt = remember(self._ml, RememberRequest(user_id=user, text=said, actor=agent, session_id=run),
+                                       value_of=value_of)
                 except BadInput as exc:
                     raise rename_fields(exc, {"text": f"{m['where']}.content", "actor": "agent_id",
                                               "session_id": "run_id", "value": "metadata"}) from None

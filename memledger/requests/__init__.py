@@ -10,8 +10,9 @@ A refusal is worded once, in terms of the request: its problem and fix may name 
 and each face renders them in its own terms through :class:`Names` (the CLI's ``--as-of`` and ``--in all``, an MCP
 argument or HTTP field ``as_of`` and ``within="all"``). The Python API shows the request's own names.
 
-Flow: face -> request (validated here) -> capability (``memledger/search.py`` takes a :class:`SearchRequest`; the
-sensitivity gate, ``memledger/sensitivity.py``, wraps it).
+Flow: face -> request (validated here) -> capability (``memledger/search.py`` takes a :class:`SearchRequest`,
+``memledger/context.py`` a :class:`ContextRequest`, ``memledger/remember.py`` a :class:`RememberRequest`; the
+sensitivity gate, ``memledger/sensitivity.py``, wraps the reads).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from .base import PYTHON, Names, Request, RequestError
 from .checks import (MAX_EXPAND, MAX_K, MAX_QUERY, MAX_SCORE, MAX_USERS, SEARCH_IN, check_allow_sensitive, check_also,
                      check_expand, check_purpose, check_role_bonus, check_role_name)
 from .context import ContextRequest
+from .remember import RememberRequest
 from .search import SearchRequest
 
-__all__ = ["ContextRequest", "MAX_EXPAND", "MAX_K", "MAX_QUERY", "MAX_SCORE", "MAX_USERS", "Names", "PYTHON", "Request",
-           "RequestError", "SEARCH_IN", "SearchRequest", "check_allow_sensitive", "check_also", "check_expand",
-           "check_purpose", "check_role_bonus", "check_role_name"]
+__all__ = ["ContextRequest", "MAX_EXPAND", "MAX_K", "MAX_QUERY", "MAX_SCORE", "MAX_USERS", "Names", "PYTHON",
+           "RememberRequest", "Request", "RequestError", "SEARCH_IN", "SearchRequest", "check_allow_sensitive",
+           "check_also", "check_expand", "check_purpose", "check_role_bonus", "check_role_name"]

@@ -18,7 +18,7 @@ from ledger.errors import BadInput
 from ledger.schemas import HistoryRow
 from ledger.timeutil import parse_instant
 
-from ..requests import ContextRequest, SearchRequest
+from ..requests import ContextRequest, RememberRequest, SearchRequest
 from ..search import SearchHit
 
 
@@ -96,20 +96,6 @@ class Provenance(_Model):
     trace_id: str | None = Field(None, description="Trace id of the agent turn.")
     idempotency_key: str | None = Field(None, description="A retried command with the same key records nothing new "
                                         "(HTTP: the Idempotency-Key header fills it).")
-
-
-class RememberBody(Provenance):
-    text: str = Field(description="What the user said, as a sentence (\"I switched to hot lattes\").")
-    observed_at: Instant | None = Field(None, description="When it was said (ISO 8601 with offset; default now).")
-    valid_from: Instant | None = Field(None, description="When it became true (default observed_at).")
-    confidence: float | None = Field(None, ge=0, le=1, description="0..1 (default by source).")
-    role: str | None = Field(None, description="The agent's role when it was recorded.")
-    sensitivity: str | None = Field(None, description="A label such as health or finance: kept out of recall and "
-                                    "context unless a caller allows it.")
-    key: str | None = Field(None, description="Force the fact's dotted key instead of letting slot resolution "
-                            "choose one.")
-    about: str | None = Field(None, description="A person linked to the user (entity id, name or alias) who said "
-                              "it, or for whom it was said: it lands in that person's slots, never the user's.")
 
 
 class AssertBody(Provenance):
@@ -218,6 +204,16 @@ ContextBody = from_request(
 
 class HttpContextBody(JsonNumbers, ContextBody):
     """The context route's body: :class:`ContextBody`, its numbers sent as JSON numbers."""
+
+
+RememberBody = from_request(
+    "RememberBody", RememberRequest, omit=("user_id",),
+    wire={"observed_at": (Instant | None, None), "valid_from": (Instant | None, None),
+          # the faces give the role's name; the Python API may give the whole RoleContext
+          "role": (str | None, None)},
+    notes={"idempotency_key": " (HTTP: the Idempotency-Key header fills it.)"},
+    doc="A statement to remember (:class:`memledger.requests.RememberRequest` without ``user_id``, which the path or "
+        "the tool's ``user_id`` gives).")
 
 
 class LogMessageBody(_Model):

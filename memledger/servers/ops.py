@@ -81,20 +81,22 @@ class Service:
             return bool(ks.is_destroyed(user_id))
 
     def has_remember(self) -> bool:
-        return callable(getattr(self.ml, "remember", None))
+        return callable(getattr(self.ml, "remember_request", None))
 
     def has_forget(self) -> bool:
         return callable(getattr(self.ml, "forget", None))
 
     # -- writes ------------------------------------------------------------------------------------------------
     def remember(self, user_id: str, body: RememberBody) -> Any:
+        """The body's fields and ``user_id`` make the verb's :class:`~memledger.requests.RememberRequest` (checked
+        there, once: the role's name becomes its RoleContext), answered by ``MemoryLedger.remember_request``."""
+        from ..requests import RememberRequest
+
         if not self.has_remember():
             raise NotImplementedError("remember is not available in this memledger version")
-        kw = _fields(body, "text", "user_id")
-        if isinstance(kw.get("role"), str):  # the faces take the role's name; the ledger a RoleContext
-            kw["role"] = {"role": kw["role"]}
+        request = RememberRequest(user_id=user_id, **_fields(body, "user_id"))
         with self.lock:
-            return self.ml.remember(user_id, body.text, **kw)
+            return self.ml.remember_request(request)
 
     def assert_fact(self, user_id: str, key: str, body: AssertBody) -> Any:
         kw = _fields(body, "value")

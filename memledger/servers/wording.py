@@ -1,10 +1,17 @@
 """Refusals worded for the agent faces: the field a caller sent, the problem, and a fix in the caller's terms.
 
-The ledger's verbs word their refusals for the CLI (``field: --text``, ``fix: give --task ...``, ``run `memledger
-session start USER SESSION```). Over MCP and HTTP the caller sent a tool argument or a JSON body field, so
-:func:`for_face` renames CLI flags to the argument/body field (``--replace-action`` -> ``replace_actions``) and CLI
-commands to the tool or route that does the same; :func:`from_validation` words a pydantic failure of an argument
-model (``ValidationError.errors()``) the same way, with a fix (``ledger.schemas.pydantic_problem`` gives the problem).
+A request's refusal (``memledger/requests/``: search, context, remember) needs nothing here: it is worded once in
+the request's field names and each face renders it (:meth:`memledger.requests.RequestError.worded`).
+
+What is still reworded here, and why: the refusals of the verbs that have no request model (the fact commands
+assert, correct, retract and record; unlink; the session verbs; profile, history and the time-travel reads;
+relations and identity links; erase and forget), and those raised past a request's checks (an idempotency key
+reused for another command, an opt-out session, an erased user, a remember ``about`` naming no one). They are worded
+for the CLI (``field: --text``, ``fix: give --task ...``, ``run `memledger session start USER SESSION```), and over
+MCP and HTTP the caller sent a tool argument or a JSON body field, so :func:`for_face` renames CLI flags to the
+argument/body field (``--replace-action`` -> ``replace_actions``) and CLI commands to the tool or route that does the
+same; :func:`from_validation` words a pydantic failure of an argument model (``ValidationError.errors()``) the same
+way, with a fix (``ledger.schemas.pydantic_problem`` gives the problem).
 """
 
 from __future__ import annotations
@@ -28,7 +35,6 @@ COMMANDS: dict[str, dict[str, str]] = {
     "assert": {"mcp": "`remember`", "http": "`POST /v1/users/{user_id}/facts/{key}`"},
     "correct": {"mcp": "`correct`", "http": "`POST /v1/users/{user_id}/facts/{key}/corrections`"},
     "retract": {"mcp": "`retract`", "http": "`POST /v1/users/{user_id}/facts/{key}/retractions`"},
-    "remember": {"mcp": "`remember`", "http": "`POST /v1/users/{user_id}/memories`"},
     "unlink": {"mcp": "`unlink`", "http": "`POST /v1/users/{user_id}/facts/{key}/unlinks`"},
     "erase": {"mcp": "`erase`", "http": "`DELETE /v1/users/{user_id}`"},
     "profile": {"mcp": "`profile`", "http": "`GET /v1/users/{user_id}/profile`"},
@@ -40,8 +46,7 @@ PHRASES: dict[str, dict[str, str]] = {
         "http": "start it with `POST /v1/users/{user_id}/sessions/{session_id}` (or log a message) first"},
 }
 #: positional CLI arguments named as fields -> the argument/body field
-POSITIONAL = {"USER": "user_id", "KEY": "key", "VALUE": "value", "SESSION": "session_id", "TEXT": "text",
-              "QUERY": "query", "MESSAGE_ID": "message_id"}
+POSITIONAL = {"USER": "user_id", "KEY": "key", "VALUE": "value", "SESSION": "session_id"}
 
 _FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(-?)")
 _CMD = re.compile(r"`memledger ((?:session )?[a-z-]+)[^`]*`|(?<=\()memledger ((?:session )?[a-z-]+)[^()]*(?=\))")

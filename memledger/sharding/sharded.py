@@ -255,6 +255,11 @@ class ShardedLedger:
         """``MemoryLedger.context_request`` on the shard holding the request's user."""
         return self._read("context", **request.arguments())
 
+    def remember_request(self, request: Any) -> Any:
+        """``MemoryLedger.remember_request`` on the shard holding the request's user, under its write lease."""
+        with self.directory.write_lease(request.user_id) as name:
+            return tag(self.shard(name).remember_request(request), name)
+
     def _write(self, verb: str, user_id: Any, *args: Any, **kwargs: Any) -> Any:
         user_id = check_user_id(user_id)
         with self.directory.write_lease(user_id) as name:
@@ -449,10 +454,10 @@ class _ShardView:
             self._here(name)
             return self.sharded.shard(self.name).record_session(commands)
 
-    def remember(self, user_id: str, text: str, **fields: Any) -> Any:
-        with self.sharded.directory.write_lease(user_id) as name:
+    def remember_request(self, request: Any) -> Any:
+        with self.sharded.directory.write_lease(request.user_id) as name:
             self._here(name)
-            return self.sharded.shard(self.name).remember(user_id, text, **fields)
+            return self.sharded.shard(self.name).remember_request(request)
 
 
 def tag(result: Any, shard: str) -> Any:
