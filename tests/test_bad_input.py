@@ -129,6 +129,15 @@ def test_deeply_nested_json_on_cli_exits_2(cli):
     assert cli.json("history", "u1") == []
 
 
+@pytest.mark.parametrize("value,kind", [("{bad json", "object"), ('[1, 2', "list")])
+def test_a_value_that_opens_json_but_does_not_parse_exits_2(cli, value, kind):
+    code, _, err = cli("assert", "u1", "x.broken", value)
+    assert code == 2 and f"error: VALUE: opens a JSON {kind} but is not valid JSON" in err, err
+    assert cli.json("history", "u1") == []
+    code, _, _ = cli("assert", "u1", "x.text", json.dumps(value))  # quoted as a JSON string: the text itself
+    assert code == 0 and cli.json("history", "u1")[0]["value"] == value
+
+
 @pytest.mark.parametrize("kwargs,field", [
     ({"value": "\ud800"}, "value"),
     ({"value": "ok", "text": "bad \udfff text"}, "text"),

@@ -145,14 +145,20 @@ def clip(text: str, width: int) -> str:
 
 
 def parse_value(raw: str) -> Any:
-    """VALUE is JSON when it parses as JSON (NaN/Infinity excluded), else the string itself."""
+    """VALUE is JSON when it parses as JSON (NaN/Infinity excluded), else the string itself. A value that opens an
+    object or a list ("{...", "[...") but does not parse is refused (BadInput naming VALUE): it was meant as JSON, and
+    storing the broken text as a string would hide the typo."""
 
     def no_constants(name: str) -> Any:
         raise ValueError(name)
 
     try:
         return json.loads(raw, parse_constant=no_constants)
-    except ValueError:
+    except ValueError as exc:
+        if raw.lstrip()[:1] in ("{", "["):
+            raise BadInput("VALUE", f"opens a JSON {'object' if raw.lstrip()[0] == '{' else 'list'} but is not valid "
+                           f"JSON ({str(exc).split(':')[0]})",
+                           "fix the JSON, or quote it as a JSON string to store the text itself") from None
         return raw
     except RecursionError:
         raise BadInput("VALUE", "is JSON nested too deeply to be stored", "flatten it") from None
