@@ -494,9 +494,20 @@ class MemoryLedger(PeopleVerbs, Store):
             text=text, level=level, covers=list(covers) if covers else None, first_message_id=first_message_id,
             last_message_id=last_message_id, observed_at=observed_at))
 
-    def end_session(self, user_id: str, session_id: str, *, observed_at: Any = None) -> sessions.SessionReceipt:
-        """End a session (``SessionEnded``); only summaries may be added afterwards."""
-        return self._one_session("end", user_id, session_id, dict(observed_at=observed_at))
+    def end_session(self, user_id: str, session_id: str, *, observed_at: Any = None,
+                    close_memories: bool = False) -> sessions.SessionReceipt:
+        """End a session (``SessionEnded``); only summaries may be added afterwards. ``close_memories``: the session
+        is a run, and its memories end with it: every current fact written in it is retracted, after the end, in
+        one save (:func:`memledger.scopes.close_run`; the receipt's ``closed_memories``)."""
+        if not isinstance(close_memories, bool):
+            raise BadInput("close_memories", f"{close_memories!r} is not true or false", "give True or False")
+        receipt = self._one_session("end", user_id, session_id, dict(observed_at=observed_at))
+        if not close_memories:
+            return receipt
+        from .scopes import close_run
+
+        closed = close_run(self, self.execute, user_id, session_id, observed_at=observed_at)
+        return receipt.model_copy(update={"closed_memories": closed})
 
     def sessions(self, user_id: str) -> list[dict[str, Any]]:
         """The user's sessions, oldest first (:func:`memledger.sessions.sessions`)."""

@@ -80,6 +80,30 @@ def versions_in_scope(store: Any, cur: Any, user_id: str, scope: Scope,
     return store.history_projection.scoped_versions(cur, user_id, scope.agent_id, scope.run_id, keys)
 
 
+def close_run(store: Any, execute: Any, user_id: str, run_id: str, *, observed_at: Any = None) -> list[Any]:
+    """Retire every current memory of ``user_id`` written in run ``run_id`` (its current version's session_id):
+    one retraction each, all in one save through ``execute`` (``MemoryLedger.execute``: the one write path), each
+    recorded in the run as ``system_feedback`` with the reason ``closed with run <run_id>``; history keeps every
+    value. Returns their
+    receipts (none when the run holds no current memory).
+
+    Raises:
+        BadInput: a malformed ``user_id``, ``run_id`` or ``observed_at`` (nothing written). ConflictError.
+    """
+    from ledger.schemas import check_user_id, validate_command
+
+    user_id, run_id = check_user_id(user_id), check_identifier(run_id, "run_id")
+    store.before_read(None, 10.0)
+    with store.db.read() as cur:
+        rows = store.profile_projection.rows(cur, user_id)
+        keep = versions_in_scope(store, cur, user_id, Scope(run_id=run_id), [r["key"] for r in rows])
+    commands = [validate_command({"op": "retract", "user_id": user_id, "key": key, "session_id": run_id,
+                                  "reason": f"closed with run {run_id}", "source": "system_feedback",
+                                  **({"observed_at": observed_at} if observed_at is not None else {})})
+                for key in sorted(r["key"] for r in rows if (r["key"], r["version"]) in keep)]
+    return execute(commands) if commands else []
+
+
 def narrow_profile(store: Any, profile: Any, scope: Scope) -> Any:
     """``profile`` (a :class:`~ledger.schemas.Profile`, current or as of an instant) with only the facts whose
     shown version was recorded in ``scope``."""

@@ -132,3 +132,30 @@ def test_messages_keep_the_run_and_have_no_agent(fresh_ledger: MemoryLedger) -> 
     with pytest.raises(BadInput) as e:
         ml.search("u", "garden shed", within="messages", agent_id="a")
     assert e.value.field == "within" and "record no agent" in e.value.problem
+
+
+def test_a_runs_memories_close_with_the_run(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.session_start("u", "r1", observed_at="2024-05-01T09:00:00Z")
+    ml.remember("u", "I drink green tea", run_id="r1", observed_at="2024-05-01T09:01:00Z")
+    ml.assert_fact("u", "pet.name", "Miso", session_id="r1", agent_id="a", observed_at="2024-05-01T09:02:00Z")
+    ml.assert_fact("u", "home.city", "Berlin", run_id="r2", observed_at="2024-05-01T09:03:00Z")
+    ml.assert_fact("v", "home.city", "Paris", run_id="r1", observed_at="2024-05-01T09:03:00Z")  # another user's r1
+    ml.session_start("u", "r2", observed_at="2024-05-01T09:00:00Z")
+    plain = ml.end_session("u", "r2", observed_at="2024-05-01T09:04:00Z")  # without the option: nothing retired
+    assert plain.closed_memories is None and "closed_memories" not in plain.model_dump(mode="json")
+    r = ml.end_session("u", "r1", observed_at="2024-05-01T10:00:00Z", close_memories=True)
+    assert r.event == "SessionEnded"
+    assert [(c.key, c.kind) for c in r.closed_memories] == [("pet.name", "retracted"), ("preference.drink", "retracted")]
+    assert set(ml.profile("u").facts) == {"home.city"}
+    assert set(ml.profile("v").facts) == {"home.city"}
+    last = ml.history("u", "pet.name")[-1]
+    assert (last.kind, last.reason, last.session_id, last.source, last.observed_at.isoformat()) == (
+        "retracted", "closed with run r1", "r1", "system_feedback", "2024-05-01T10:00:00+00:00")
+    # history keeps them: what was believed while the run was open
+    said = ml.history("u", "pet.name")[0].recorded_at
+    assert ml.believed("u", as_of=said).facts["pet.name"].value == "Miso"
+    ml.session_start("u", "r3")
+    with pytest.raises(BadInput):
+        ml.end_session("u", "r3", close_memories="yes")  # type: ignore[arg-type]
+    assert set(ml.profile("u").facts) == {"home.city"}

@@ -150,3 +150,25 @@ def test_langgraph_namespaces_name_the_agent_and_the_run(fresh_ledger: MemoryLed
     assert namespace_scope(("u", "agents", "")) == {}  # no identifier: no scope, the item stored as ever
     store.delete(("u", "agents", "planner"), "drink")
     assert [h.key for h in ml.search("u", q, agent_id="planner")] == ["lg.agents.planner.runs.r7.city"]
+
+
+def test_session_end_closes_the_runs_memories_through_the_cli_and_http(cli: Any, fresh_ledger: MemoryLedger) -> None:
+    assert cli("session", "start", "u", "r1")[0] == 0
+    assert cli("remember", "u", "I drink green tea", "--run", "r1")[0] == 0
+    assert cli("assert", "u", "home.city", "Berlin", "--run", "r2")[0] == 0
+    code, out, _ = cli("session", "end", "u", "r1", "--close-memories")
+    assert code == 0 and "closed 1 memories of run r1: preference.drink" in out
+    assert set(cli.json("profile", "u")["facts"]) == {"home.city"}
+    assert "--close-memories" in cli("session", "end", "--help")[1]
+
+    ml = fresh_ledger  # the same store, through the HTTP route
+    ml.session_start("w", "r5")
+    ml.assert_fact("w", "pet.name", "Miso", run_id="r5")
+    admin = APIKeyStore(ml).create(["w"]).secret
+    with TestClient(create_app(Service(ml)), headers={"Authorization": f"Bearer {admin}"}) as http:
+        r = http.post("/v1/users/w/sessions/r5/end", json={"close_memories": True})
+        assert r.status_code == 201, r.text
+        body = r.json()
+        assert [c["key"] for c in body["closed_memories"]] == ["pet.name"]
+        assert int(r.headers["X-Ledger-Position"]) == body["closed_memories"][-1]["position"]
+    assert ml.profile("w").facts == {}

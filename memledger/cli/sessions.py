@@ -108,10 +108,17 @@ def summarize_cmd(ctx: typer.Context, user: str, session: str,
 
 @session_app.command("end")
 def end_cmd(ctx: typer.Context, user: str, session: str, observed_at: Optional[str] = ObservedOpt,
-            as_json: bool = JsonOpt) -> None:
-    """End SESSION (only summaries may follow)."""
+            as_json: bool = JsonOpt,
+            close_memories: bool = typer.Option(False, "--close-memories", help="Retire the memories written in "
+                                                "this session (the run: facts recorded with --session or --run "
+                                                "SESSION), each by a retraction; history keeps them.")) -> None:
+    """End SESSION (only summaries may follow); --close-memories also retires the memories written in it."""
     with open_ledger(ctx) as ml:
-        _emit(ml.end_session(user, session, observed_at=observed_at), as_json)
+        r = ml.end_session(user, session, observed_at=observed_at, close_memories=close_memories)
+    _emit(r, as_json)
+    if not as_json and r.closed_memories is not None:
+        keys = ", ".join(c.key for c in r.closed_memories) or "none"
+        out.print(f"closed {len(r.closed_memories)} memories of run {session}: {keys}")
 
 
 @session_app.command("gaps")

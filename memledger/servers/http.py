@@ -690,8 +690,9 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     @app.post("/v1/users/{user_id}/sessions/{session_id}/end", tags=["sessions"], status_code=201)
     def end_session(session_id: str, user_id: str = Depends(user_of),
                     body: ObservedBody = Body(default_factory=ObservedBody)) -> Response:
-        r = service.end_session(user_id, session_id, body.observed_at)
-        return written(r.model_dump(mode="json"), r.position, 201)
+        r = service.end_session(user_id, session_id, body.observed_at, body.close_memories)
+        return written(r.model_dump(mode="json"), max([r.position, *(c.position for c in r.closed_memories or ())]),
+                       201)
 
     # -- change feed (feed_routes.py) --------------------------------------------------------------------------
     from .feed_routes import add_feed_routes

@@ -262,6 +262,9 @@ class SummaryBody(_Model):
 
 class ObservedBody(_Model):
     observed_at: Instant | None = None
+    close_memories: bool = Field(False, description="Ending a session: also retire the memories written in it (its "
+                                 "run: facts recorded with session_id or run_id = the session), each by a "
+                                 "retraction; history keeps them. The receipt lists them in closed_memories.")
 
 
 # -- MCP tool arguments (the body fields plus user_id, and the key where the route has it in the path) -----------

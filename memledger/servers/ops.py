@@ -283,8 +283,11 @@ class Service:
                                      first_message_id=b.first_message_id, last_message_id=b.last_message_id,
                                      observed_at=b.observed_at)
 
-    def end_session(self, user_id: str, session_id: str, observed_at: str | None = None) -> Any:
+    def end_session(self, user_id: str, session_id: str, observed_at: str | None = None,
+                    close_memories: bool = False) -> Any:
         with self.lock:
+            if close_memories:
+                return self.ml.end_session(user_id, session_id, observed_at=observed_at, close_memories=True)
             return self.ml.end_session(user_id, session_id, observed_at=observed_at)
 
     def sessions(self, user_id: str) -> list[dict[str, Any]]:
