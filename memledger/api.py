@@ -351,10 +351,12 @@ class MemoryLedger(PeopleVerbs, Store):
     # -- time travel and audit (memledger/timetravel.py, docs/time-travel.md) ----------------------------------
     def believed(self, user_id: str, as_of: Any, valid_at: Any = None, *, axis: str = "system",
                  after: Any = None, timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
-                 trace_id: str | None = None) -> timetravel.Beliefs:
+                 trace_id: str | None = None, agent_id: str | None = None,
+                 run_id: str | None = None) -> timetravel.Beliefs:
         """What we believed about ``user_id`` at system time ``as_of`` (inclusive), sliced at ``valid_at`` (default
         ``as_of``); ``axis="observed"`` reads ``as_of`` as observed time (``memledger believed --json``).
-        Raises :class:`~ledger.errors.BadInput` for naive or malformed instants.
+        Raises :class:`~ledger.errors.BadInput` for naive or malformed instants. ``agent_id`` / ``run_id``: only
+        the beliefs whose version was written by that agent / in that run (memledger/scopes.py).
 
         ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
         its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
@@ -362,14 +364,18 @@ class MemoryLedger(PeopleVerbs, Store):
         (:func:`memledger.sensitivity.gate`; docs/erasure.md)."""
         from . import sensitivity, timetravel
 
-        grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
-        return sensitivity.gate(self, user_id, self.mark_erased(
-            timetravel.believed(self, user_id, as_of, valid_at, axis, after=after, timeout=timeout), user_id), grant)
+        from .scopes import check_scope, narrow_profile
+
+        grant, scope = sensitivity.check_grant(allow_sensitive, purpose, trace_id), check_scope(agent_id, run_id)
+        return sensitivity.gate(self, user_id, self.mark_erased(narrow_profile(self, timetravel.believed(
+            self, user_id, as_of, valid_at, axis, after=after, timeout=timeout), scope), user_id), grant)
 
     def true_at(self, user_id: str, valid_at: Any, *, axis: str = "system", after: Any = None,
                 timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
-                trace_id: str | None = None) -> timetravel.Beliefs:
-        """What was true of ``user_id`` at ``valid_at``, as known now (``memledger true-at --json``).
+                trace_id: str | None = None, agent_id: str | None = None,
+                run_id: str | None = None) -> timetravel.Beliefs:
+        """What was true of ``user_id`` at ``valid_at``, as known now (``memledger true-at --json``); ``agent_id`` /
+        ``run_id`` as for :meth:`believed`.
 
         ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
         its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
@@ -377,9 +383,11 @@ class MemoryLedger(PeopleVerbs, Store):
         (:func:`memledger.sensitivity.gate`; docs/erasure.md)."""
         from . import sensitivity, timetravel
 
-        grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
-        return sensitivity.gate(self, user_id, self.mark_erased(
-            timetravel.true_at(self, user_id, valid_at, axis, after=after, timeout=timeout), user_id), grant)
+        from .scopes import check_scope, narrow_profile
+
+        grant, scope = sensitivity.check_grant(allow_sensitive, purpose, trace_id), check_scope(agent_id, run_id)
+        return sensitivity.gate(self, user_id, self.mark_erased(narrow_profile(self, timetravel.true_at(
+            self, user_id, valid_at, axis, after=after, timeout=timeout), scope), user_id), grant)
 
     def diff(self, user_id: str, from_: Any, to: Any, *, valid_at: Any = None, axis: str = "system",
              after: Any = None, timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,

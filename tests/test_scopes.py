@@ -159,3 +159,24 @@ def test_a_runs_memories_close_with_the_run(fresh_ledger: MemoryLedger) -> None:
     with pytest.raises(BadInput):
         ml.end_session("u", "r3", close_memories="yes")  # type: ignore[arg-type]
     assert set(ml.profile("u").facts) == {"home.city"}
+
+
+def test_time_travel_keeps_the_scope(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("u", "preference.drink", "tea", agent_id="a", run_id="r1", observed_at="2024-01-01T00:00:00Z")
+    ml.assert_fact("u", "home.city", "Berlin", agent_id="b", observed_at="2024-01-01T00:00:00Z")
+    then = ml.history("u", "home.city")[0].recorded_at
+    ml.assert_fact("u", "preference.drink", "coffee", agent_id="b", observed_at="2024-06-01T00:00:00Z")
+    # as of then, agent a's tea was believed; now the drink is b's coffee
+    assert {k: f.value for k, f in ml.believed("u", as_of=then, agent_id="a").facts.items()} == {
+        "preference.drink": "tea"}
+    assert set(ml.believed("u", as_of=then, agent_id="b").facts) == {"home.city"}
+    assert set(ml.believed("u", as_of=then, run_id="r1").facts) == {"preference.drink"}
+    assert ml.true_at("u", "2024-07-01T00:00:00Z", agent_id="a").facts == {}
+    assert {k: f.value for k, f in ml.true_at("u", "2024-07-01T00:00:00Z", agent_id="b").facts.items()} == {
+        "preference.drink": "coffee", "home.city": "Berlin"}
+    assert {k: f.value for k, f in ml.true_at("u", "2024-03-01T00:00:00Z", agent_id="a").facts.items()} == {
+        "preference.drink": "tea"}
+    with pytest.raises(BadInput) as e:
+        ml.true_at("u", "2024-03-01T00:00:00Z", run_id=" ")
+    assert e.value.field == "run_id"

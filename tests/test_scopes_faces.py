@@ -172,3 +172,19 @@ def test_session_end_closes_the_runs_memories_through_the_cli_and_http(cli: Any,
         assert [c["key"] for c in body["closed_memories"]] == ["pet.name"]
         assert int(r.headers["X-Ledger-Position"]) == body["closed_memories"][-1]["position"]
     assert ml.profile("w").facts == {}
+
+
+def test_time_travel_takes_the_scope_through_the_cli_and_http(cli: Any, fresh_ledger: MemoryLedger) -> None:
+    assert cli("assert", "u", "preference.drink", "tea", "--agent", "a", "--observed-at", "2024-01-01T00:00:00Z")[0] == 0
+    assert cli("assert", "u", "home.city", "Berlin", "--agent", "b", "--observed-at", "2024-01-01T00:00:00Z")[0] == 0
+    got = cli.json("true-at", "u", "--valid-at", "2024-03-01T00:00:00Z", "--agent", "a")
+    assert {k: f["value"] for k, f in got["facts"].items()} == {"preference.drink": "tea"}
+    got = cli.json("believed", "u", "--as-of", "2100-01-01T00:00:00Z", "--agent", "b")
+    assert set(got["facts"]) == {"home.city"}
+    ml = fresh_ledger
+    secret = APIKeyStore(ml).create(["u"]).secret
+    with TestClient(create_app(Service(ml)), headers={"Authorization": f"Bearer {secret}"}) as http:
+        r = http.get("/v1/users/u/true-at", params={"valid_at": "2024-03-01T00:00:00Z", "agent_id": "b"})
+        assert r.status_code == 200 and set(r.json()["facts"]) == {"home.city"}
+        r = http.get("/v1/users/u/believed", params={"as_of": "2100-01-01T00:00:00Z", "agent_id": "a"})
+        assert r.status_code == 200 and set(r.json()["facts"]) == {"preference.drink"}

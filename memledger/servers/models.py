@@ -292,7 +292,7 @@ class ProfileArgs(UserArg, GrantArgs, ScopeArgs):
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class BelievedArgs(UserArg, GrantArgs):
+class BelievedArgs(UserArg, GrantArgs, ScopeArgs):
     as_of: Instant = Field(description="System time (when the ledger recorded things), inclusive, ISO 8601 with "
                            "offset.")
     valid_at: Instant | None = Field(None, description="Valid time (when things were true in the world) to slice "
@@ -301,7 +301,7 @@ class BelievedArgs(UserArg, GrantArgs):
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class TrueAtArgs(UserArg, GrantArgs):
+class TrueAtArgs(UserArg, GrantArgs, ScopeArgs):
     valid_at: Instant = Field(description="Valid-time instant, ISO 8601 with offset.")
     axis: Axis = "system"
     after: int | None = Field(None, ge=0, description=_AFTER)

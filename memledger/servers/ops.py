@@ -206,12 +206,12 @@ class Service:
     def believed(self, user_id: str, a: BelievedArgs) -> Any:
         with self.lock:
             return self.ml.believed(user_id, a.as_of, a.valid_at, axis=a.axis, after=a.after,
-                                    allow_sensitive=a.allow_sensitive, purpose=a.purpose)
+                                    allow_sensitive=a.allow_sensitive, purpose=a.purpose, **_scope(a.agent_id, a.run_id))
 
     def true_at(self, user_id: str, a: TrueAtArgs) -> Any:
         with self.lock:
             return self.ml.true_at(user_id, a.valid_at, axis=a.axis, after=a.after, allow_sensitive=a.allow_sensitive,
-                                   purpose=a.purpose)
+                                   purpose=a.purpose, **_scope(a.agent_id, a.run_id))
 
     def diff(self, user_id: str, a: DiffArgs) -> Any:
         with self.lock:
