@@ -108,7 +108,9 @@ class MemoryLedger(PeopleVerbs, Store):
         return super().execute(commands, check=check, prelude=prelude)
 
     def _one(self, op: str, user_id: str, key: str, fields: dict[str, Any]) -> Receipt:
-        data = {k: v for k, v in fields.items() if v is not None}
+        from .scopes import spelled
+
+        data = spelled({k: v for k, v in fields.items() if v is not None})  # agent_id / run_id: actor / session_id
         data.update(op=op, user_id=user_id, key=key)
         return self.execute([validate_command(data)])[0]
 
@@ -118,24 +120,27 @@ class MemoryLedger(PeopleVerbs, Store):
                     actor: str | None = None, trace_id: str | None = None, derived_from: list[str] | None = None,
                     confidence: float | None = None, role: RoleContext | dict[str, Any] | None = None,
                     reason: str | None = None, sensitivity: str | None = None,
-                    idempotency_key: str | None = None) -> Receipt:
+                    idempotency_key: str | None = None, agent_id: str | None = None,
+                    run_id: str | None = None) -> Receipt:
         """Assert ``key = value`` for ``user_id``; the policy decides supersede / reaffirm / backfill / contest.
 
-        Instants are ISO 8601 strings with an offset or aware datetimes (naive ones are refused). Raises
+        Instants are ISO 8601 strings with an offset or aware datetimes (naive ones are refused). ``agent_id`` /
+        ``run_id`` are the fact's scopes, the same fields as ``actor`` / ``session_id`` (memledger/scopes.py). Raises
         :class:`~ledger.errors.BadInput` (nothing written) or :class:`~ledger.errors.ConflictError`.
         """
         return self._one("assert", user_id, key, dict(
             value=value, text=text, observed_at=observed_at, valid_from=valid_from, valid_to=valid_to,
             source=source, source_ref=source_ref, session_id=session_id, actor=actor, trace_id=trace_id,
             derived_from=derived_from, confidence=confidence, role=role, reason=reason, sensitivity=sensitivity,
-            idempotency_key=idempotency_key))
+            idempotency_key=idempotency_key, agent_id=agent_id, run_id=run_id))
 
     def correct_fact(self, user_id: str, key: str, value: Any, *, reason: str | None = None,
                      text: str | None = None, observed_at: Any = None, source: str | None = None,
                      source_ref: str | None = None, session_id: str | None = None, actor: str | None = None,
                      trace_id: str | None = None, derived_from: list[str] | None = None,
                      confidence: float | None = None, role: RoleContext | dict[str, Any] | None = None,
-                     sensitivity: str | None = None, idempotency_key: str | None = None) -> Receipt:
+                     sensitivity: str | None = None, idempotency_key: str | None = None,
+                     agent_id: str | None = None, run_id: str | None = None) -> Receipt:
         """Correct the current value: ``value`` replaces it over its whole valid range; history keeps the misreport.
 
         Raises :class:`~ledger.errors.BadInput` if the fact has no current value.
@@ -143,25 +148,29 @@ class MemoryLedger(PeopleVerbs, Store):
         return self._one("correct", user_id, key, dict(
             value=value, reason=reason, text=text, observed_at=observed_at, source=source, source_ref=source_ref,
             session_id=session_id, actor=actor, trace_id=trace_id, derived_from=derived_from,
-            confidence=confidence, role=role, sensitivity=sensitivity, idempotency_key=idempotency_key))
+            confidence=confidence, role=role, sensitivity=sensitivity, idempotency_key=idempotency_key,
+            agent_id=agent_id, run_id=run_id))
 
     def retract_fact(self, user_id: str, key: str, *, reason: str | None = None, valid_to: Any = None,
                      observed_at: Any = None, source: str | None = None, source_ref: str | None = None,
                      session_id: str | None = None, actor: str | None = None, trace_id: str | None = None,
-                     idempotency_key: str | None = None) -> Receipt:
+                     idempotency_key: str | None = None, agent_id: str | None = None,
+                     run_id: str | None = None) -> Receipt:
         """Retract the current value: withdrawn entirely, or — with ``valid_to`` — true only until then.
 
         Raises :class:`~ledger.errors.BadInput` if the fact has no current value.
         """
         return self._one("retract", user_id, key, dict(
             reason=reason, valid_to=valid_to, observed_at=observed_at, source=source, source_ref=source_ref,
-            session_id=session_id, actor=actor, trace_id=trace_id, idempotency_key=idempotency_key))
+            session_id=session_id, actor=actor, trace_id=trace_id, idempotency_key=idempotency_key,
+            agent_id=agent_id, run_id=run_id))
 
     def remember(self, user_id: str, text: str, *, observed_at: Any = None, valid_from: Any = None,
                  source: str = "user_statement", source_ref: str | None = None, session_id: str | None = None,
                  actor: str | None = None, trace_id: str | None = None, confidence: float | None = None,
                  role: RoleContext | dict[str, Any] | None = None, sensitivity: str | None = None,
-                 idempotency_key: str | None = None, key: str | None = None, about: str | None = None) -> Any:
+                 idempotency_key: str | None = None, key: str | None = None, about: str | None = None,
+                 agent_id: str | None = None, run_id: str | None = None) -> Any:
         """Remember a free-text statement: slot resolution decides which key it lands in and what it does there
         (docs/resolution.md; rules in ledger/resolution.py, catalogue in ledger/slots.py).
 
@@ -173,7 +182,8 @@ class MemoryLedger(PeopleVerbs, Store):
         Returns a :class:`~ledger.schemas.RememberReceipt`: the receipt fields plus ``decision`` (new, add,
         reaffirm, supersede, correct, retire, conflict), ``key`` (the slot it landed in), ``related``
         (``{key, version, text, score, relation}`` of the memories weighed) and ``explanation`` (rule and figures).
-        ``key=`` skips resolution and lands in that key. The evidence is recorded in the event's ``reason``, so
+        ``key=`` skips resolution and lands in that key. ``agent_id`` / ``run_id``: the memory's scopes, the same
+        fields as ``actor`` / ``session_id`` (memledger/scopes.py). The evidence is recorded in the event's ``reason``, so
         ``audit`` shows it; ``unlink`` undoes a wrong decision. Calls for one user are serialised. The arguments
         make a :class:`~memledger.requests.RememberRequest` (checked once, there), answered by
         :meth:`remember_request`.
@@ -187,7 +197,8 @@ class MemoryLedger(PeopleVerbs, Store):
         return self.remember_request(RememberRequest(
             user_id=user_id, text=text, observed_at=observed_at, valid_from=valid_from, source=source,
             source_ref=source_ref, session_id=session_id, actor=actor, trace_id=trace_id, confidence=confidence,
-            role=role, sensitivity=sensitivity, idempotency_key=idempotency_key, key=key, about=about))
+            role=role, sensitivity=sensitivity, idempotency_key=idempotency_key, key=key, about=about,
+            agent_id=agent_id, run_id=run_id))
 
     def remember_request(self, request: Any) -> Any:
         """:meth:`remember` for a :class:`~memledger.requests.RememberRequest` a face has built already (the CLI,
@@ -223,7 +234,10 @@ class MemoryLedger(PeopleVerbs, Store):
             else:
                 if not isinstance(c, dict):
                     raise BadInput(f"commands[{i}]", f"is a {type(c).__name__}, not an object", "pass dicts")
-                validated.append(validate_command({"op": "assert", **c}, where=f"commands[{i}]."))
+                from .scopes import spelled  # agent_id / run_id: the command's actor / session_id
+
+                validated.append(validate_command(spelled({"op": "assert", **c}, f"commands[{i}]."),
+                                                  where=f"commands[{i}]."))
         if not validated:
             return []
         check_batch_size(validated)
@@ -233,7 +247,7 @@ class MemoryLedger(PeopleVerbs, Store):
     # -- reads (memledger/reads.py) ----------------------------------------------------------------------------
     def profile(self, user_id: str, *, after: int | Receipt | Iterable[Receipt] | None = None,
                 timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
-                trace_id: str | None = None) -> Profile:
+                trace_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Profile:
         """The current facts of ``user_id`` (``memledger profile USER --json``); see :func:`memledger.reads.profile`.
 
         ``after``: a receipt (or its position): answer only once the projections include it (see :meth:`wait_for`;
@@ -241,17 +255,18 @@ class MemoryLedger(PeopleVerbs, Store):
         ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
         its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
         disclosure with ``purpose``; otherwise it is marked ``withheld`` with its label
-        (:func:`memledger.sensitivity.gate`; docs/erasure.md)."""
+        (:func:`memledger.sensitivity.gate`; docs/erasure.md). ``agent_id`` / ``run_id``: only facts written by that
+        agent / in that run (memledger/scopes.py)."""
         from . import reads, sensitivity
 
         grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
-        return sensitivity.gate(self, user_id, self.mark_erased(
-            reads.profile(self, user_id, after=after, timeout=timeout), user_id), grant)
+        return sensitivity.gate(self, user_id, self.mark_erased(reads.profile(
+            self, user_id, after=after, timeout=timeout, agent_id=agent_id, run_id=run_id), user_id), grant)
 
     def history(self, user_id: str, key: str | None = None, *,
                 after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0,
-                allow_sensitive: Any = None, purpose: str | None = None,
-                trace_id: str | None = None) -> list[HistoryRow]:
+                allow_sensitive: Any = None, purpose: str | None = None, trace_id: str | None = None,
+                agent_id: str | None = None, run_id: str | None = None) -> list[HistoryRow]:
         """Every event of the user's facts (or one key's), in log order (``memledger history --json``).
 
         ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
@@ -261,8 +276,8 @@ class MemoryLedger(PeopleVerbs, Store):
         from . import reads, sensitivity
 
         grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
-        return sensitivity.gate(self, user_id, reads.history(self, user_id, key, after=after, timeout=timeout),
-                                grant)
+        return sensitivity.gate(self, user_id, reads.history(self, user_id, key, after=after, timeout=timeout,
+                                                             agent_id=agent_id, run_id=run_id), grant)
 
     def user_timezone(self, user_id: str) -> str:
         """The user's IANA zone from their profile, else ``"UTC"`` (:func:`memledger.reads.user_timezone`)."""
@@ -277,7 +292,7 @@ class MemoryLedger(PeopleVerbs, Store):
                trace_id: str | None = None, also: Any = None, min_score: float | None = None,
                role_filter: str | None = None, exclude_source: Any = None,
                within: str = "facts", min_confidence: float | None = None, expand: int = 0,
-               linked: bool = True) -> list[SearchHit]:
+               linked: bool = True, agent_id: str | None = None, run_id: str | None = None) -> list[SearchHit]:
         """``user_id``'s memories most relevant to ``query`` (``memledger search``): the arguments make a
         :class:`~memledger.requests.SearchRequest` (checked once, there), answered by :meth:`search_request`.
 
@@ -292,7 +307,8 @@ class MemoryLedger(PeopleVerbs, Store):
         ``"facts"`` (default), ``"messages"`` (logged turns) or ``"all"``. ``expand`` (0-3): also the memories of
         the people the query names, and of those their relations lead to in that many hops, each hit with the
         ``path`` that brought it (memledger/expansion.py, docs/relations.md). ``linked``: also the memories of the
-        user ids confirmed as the same person (``identity link``), each hit with its ``user_id``.
+        user ids confirmed as the same person (``identity link``), each hit with its ``user_id``. ``agent_id`` /
+        ``run_id``: only memories written by that agent / in that run (each named scope must match; memledger/scopes.py).
 
         Raises:
             BadInput: a :class:`~memledger.requests.RequestError` naming the field and the fix (nothing read or
@@ -304,7 +320,8 @@ class MemoryLedger(PeopleVerbs, Store):
             user_id=user_id, query=query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
             half_lives=half_lives, role_bonus=role_bonus, allow_sensitive=allow_sensitive, purpose=purpose,
             trace_id=trace_id, also=also, min_score=min_score, role_filter=role_filter, exclude_source=exclude_source,
-            within=within, min_confidence=min_confidence, expand=expand, linked=linked))
+            within=within, min_confidence=min_confidence, expand=expand, linked=linked, agent_id=agent_id,
+            run_id=run_id))
 
     def search_request(self, request: Any) -> list[SearchHit]:
         """:meth:`search` for a :class:`~memledger.requests.SearchRequest` a face has built already (the CLI, MCP
@@ -334,10 +351,12 @@ class MemoryLedger(PeopleVerbs, Store):
     # -- time travel and audit (memledger/timetravel.py, docs/time-travel.md) ----------------------------------
     def believed(self, user_id: str, as_of: Any, valid_at: Any = None, *, axis: str = "system",
                  after: Any = None, timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
-                 trace_id: str | None = None) -> timetravel.Beliefs:
+                 trace_id: str | None = None, agent_id: str | None = None,
+                 run_id: str | None = None) -> timetravel.Beliefs:
         """What we believed about ``user_id`` at system time ``as_of`` (inclusive), sliced at ``valid_at`` (default
         ``as_of``); ``axis="observed"`` reads ``as_of`` as observed time (``memledger believed --json``).
-        Raises :class:`~ledger.errors.BadInput` for naive or malformed instants.
+        Raises :class:`~ledger.errors.BadInput` for naive or malformed instants. ``agent_id`` / ``run_id``: only
+        the beliefs whose version was written by that agent / in that run (memledger/scopes.py).
 
         ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
         its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
@@ -345,14 +364,18 @@ class MemoryLedger(PeopleVerbs, Store):
         (:func:`memledger.sensitivity.gate`; docs/erasure.md)."""
         from . import sensitivity, timetravel
 
-        grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
-        return sensitivity.gate(self, user_id, self.mark_erased(
-            timetravel.believed(self, user_id, as_of, valid_at, axis, after=after, timeout=timeout), user_id), grant)
+        from .scopes import check_scope, narrow_profile
+
+        grant, scope = sensitivity.check_grant(allow_sensitive, purpose, trace_id), check_scope(agent_id, run_id)
+        return sensitivity.gate(self, user_id, self.mark_erased(narrow_profile(self, timetravel.believed(
+            self, user_id, as_of, valid_at, axis, after=after, timeout=timeout), scope), user_id), grant)
 
     def true_at(self, user_id: str, valid_at: Any, *, axis: str = "system", after: Any = None,
                 timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
-                trace_id: str | None = None) -> timetravel.Beliefs:
-        """What was true of ``user_id`` at ``valid_at``, as known now (``memledger true-at --json``).
+                trace_id: str | None = None, agent_id: str | None = None,
+                run_id: str | None = None) -> timetravel.Beliefs:
+        """What was true of ``user_id`` at ``valid_at``, as known now (``memledger true-at --json``); ``agent_id`` /
+        ``run_id`` as for :meth:`believed`.
 
         ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
         its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
@@ -360,9 +383,11 @@ class MemoryLedger(PeopleVerbs, Store):
         (:func:`memledger.sensitivity.gate`; docs/erasure.md)."""
         from . import sensitivity, timetravel
 
-        grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
-        return sensitivity.gate(self, user_id, self.mark_erased(
-            timetravel.true_at(self, user_id, valid_at, axis, after=after, timeout=timeout), user_id), grant)
+        from .scopes import check_scope, narrow_profile
+
+        grant, scope = sensitivity.check_grant(allow_sensitive, purpose, trace_id), check_scope(agent_id, run_id)
+        return sensitivity.gate(self, user_id, self.mark_erased(narrow_profile(self, timetravel.true_at(
+            self, user_id, valid_at, axis, after=after, timeout=timeout), scope), user_id), grant)
 
     def diff(self, user_id: str, from_: Any, to: Any, *, valid_at: Any = None, axis: str = "system",
              after: Any = None, timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
@@ -477,9 +502,20 @@ class MemoryLedger(PeopleVerbs, Store):
             text=text, level=level, covers=list(covers) if covers else None, first_message_id=first_message_id,
             last_message_id=last_message_id, observed_at=observed_at))
 
-    def end_session(self, user_id: str, session_id: str, *, observed_at: Any = None) -> sessions.SessionReceipt:
-        """End a session (``SessionEnded``); only summaries may be added afterwards."""
-        return self._one_session("end", user_id, session_id, dict(observed_at=observed_at))
+    def end_session(self, user_id: str, session_id: str, *, observed_at: Any = None,
+                    close_memories: bool = False) -> sessions.SessionReceipt:
+        """End a session (``SessionEnded``); only summaries may be added afterwards. ``close_memories``: the session
+        is a run, and its memories end with it: every current fact written in it is retracted, after the end, in
+        one save (:func:`memledger.scopes.close_run`; the receipt's ``closed_memories``)."""
+        if not isinstance(close_memories, bool):
+            raise BadInput("close_memories", f"{close_memories!r} is not true or false", "give True or False")
+        receipt = self._one_session("end", user_id, session_id, dict(observed_at=observed_at))
+        if not close_memories:
+            return receipt
+        from .scopes import close_run
+
+        closed = close_run(self, self.execute, user_id, session_id, observed_at=observed_at)
+        return receipt.model_copy(update={"closed_memories": closed})
 
     def sessions(self, user_id: str) -> list[dict[str, Any]]:
         """The user's sessions, oldest first (:func:`memledger.sessions.sessions`)."""
@@ -521,7 +557,8 @@ class MemoryLedger(PeopleVerbs, Store):
                 budget: int = 2000, recent_messages: int = 20, memories: int = 30, allow_sensitive: Any = None,
                 purpose: str | None = None, trace_id: str | None = None,
                 after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0,
-                as_of: Any = None, axis: str = "system", min_confidence: float | None = None) -> Context:
+                as_of: Any = None, axis: str = "system", min_confidence: float | None = None,
+                agent_id: str | None = None, run_id: str | None = None) -> Context:
         """The prompt-ready context (memledger/context.py) without facts labelled sensitive (health, finance, ...)
         unless ``allow_sensitive`` names their label; each labelled fact included is recorded
         (``SensitiveFactIncluded``, see :func:`memledger.sensitivity.context_gated`). The arguments make a
@@ -533,6 +570,7 @@ class MemoryLedger(PeopleVerbs, Store):
         ``as_of`` / ``axis``: the knowledge cut-off — only what the ledger knew at that instant (recorded by then,
         or said by then with ``axis="observed"``); ``now`` stays the clock the text is written for.
         ``min_confidence``: leave out facts and memories recorded with a lower confidence (docs/hygiene.md).
+        ``agent_id`` / ``run_id``: only facts and memories written by that agent / in that run (memledger/scopes.py).
 
         Raises:
             BadInput: a :class:`~memledger.requests.RequestError` naming the field and the fix, or what assembly
@@ -543,7 +581,8 @@ class MemoryLedger(PeopleVerbs, Store):
         return self.context_request(ContextRequest(
             user_id=user_id, session_id=session_id, query=query, now=now, budget=budget,
             recent_messages=recent_messages, memories=memories, allow_sensitive=allow_sensitive, purpose=purpose,
-            trace_id=trace_id, after=after, timeout=timeout, as_of=as_of, axis=axis, min_confidence=min_confidence))
+            trace_id=trace_id, after=after, timeout=timeout, as_of=as_of, axis=axis, min_confidence=min_confidence,
+            agent_id=agent_id, run_id=run_id))
 
     def context_request(self, request: Any) -> Context:
         """:meth:`context` for a :class:`~memledger.requests.ContextRequest` a face has built already: context

@@ -46,6 +46,7 @@ from replay.cutoff import sessions_at_cutoff
 
 from . import hygiene, reads, search, timetravel
 from .poisoning import as_data, fact_kind, message_kinds, notice, other_source_kind
+from .scopes import narrow_profile, versions_in_scope
 from .store import Store
 from .timefmt import ago_text
 
@@ -360,7 +361,10 @@ def assemble(ml: Store, req: Any, *, profile_fn: Callable[..., Any] | None = Non
                      partial(search.find, ml, within="all", linked=False))
     if as_of_dt is not None:
         search_fn = partial(search_fn, as_of=as_of_dt)
-    profile = profile_fn(user_id)  # catches up
+    scope = req.scope
+    if scope:  # each section of facts and memories keeps the request's agent and run (memledger/scopes.py)
+        search_fn = partial(search_fn, agent_id=scope.agent_id, run_id=scope.run_id)
+    profile = narrow_profile(ml, profile_fn(user_id), scope)  # catches up
     if as_of_dt is None:  # the serving session projections
         db, cards_p, msgs_p, sums_p = ml.db, ml.state_cards_projection, ml.messages_projection, ml.summaries_projection
     else:  # the same projections replayed from the log up to the cut-off
@@ -373,6 +377,10 @@ def assemble(ml: Store, req: Any, *, profile_fn: Callable[..., Any] | None = Non
     due = hygiene.due_keys(ml, user_id, now_dt) if as_of_dt is None else {}
     # a labelled scheduled fact stays out, as the sensitivity filter (memledger/sensitivity.py) keeps labelled facts out
     upcoming = [f for f in hygiene.scheduled(ml, user_id, now_dt) if f.sensitivity is None] if as_of_dt is None else []
+    if scope and upcoming:
+        with ml.db.read() as cur:
+            in_scope = versions_in_scope(ml, cur, user_id, scope, [f.key for f in upcoming])
+        upcoming = [f for f in upcoming if (f.key, f.version) in in_scope]
     if min_confidence is not None:
         profile = profile.model_copy(update={"facts": {k: f for k, f in profile.facts.items()
                                                        if f.confidence >= min_confidence}})

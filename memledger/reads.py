@@ -49,17 +49,22 @@ def _value(value_json: str | None) -> Any:
 
 
 def profile(store: Store, user_id: str, *, after: int | Receipt | Iterable[Receipt] | None = None,
-            timeout: float = 10.0, now: Any = None) -> Profile:
+            timeout: float = 10.0, now: Any = None, agent_id: str | None = None,
+            run_id: str | None = None) -> Profile:
     """The current facts of ``user_id`` (``memledger profile USER --json``).
 
     ``after``: a receipt (or its position): answer only once the projections include it (see :meth:`wait_for`;
     raises NotCaughtUp after ``timeout`` seconds). ``now`` (an aware datetime; default the clock): the instant that
     decides which facts are scheduled rather than current (``context --now``: a fact scheduled for 1 June is current
-    in a context for 2 June).
+    in a context for 2 June). ``agent_id`` / ``run_id``: only the facts whose current version was written by that
+    agent / in that run (memledger/scopes.py; each named scope must match).
     """
     from ledger.schemas import check_user_id
 
+    from .scopes import check_scope, versions_in_scope
+
     user_id = check_user_id(user_id)
+    scope = check_scope(agent_id, run_id)
     store.before_read(after, timeout)
     with store.db.read() as cur:
         # a fact scheduled for later is not current yet (memledger/hygiene.py); what it will replace still is
@@ -68,6 +73,9 @@ def profile(store: Store, user_id: str, *, after: int | Receipt | Iterable[Recei
         # read the facts as said by then
         rows = split_scheduled(store, cur, user_id, store.profile_projection.rows(cur, user_id),
                                   to_micros(now if now is not None else now_utc()))
+        if scope:  # one WHERE on the history projection's actor / session_id columns
+            keep = versions_in_scope(store, cur, user_id, scope, [r["key"] for r in rows])
+            rows = [r for r in rows if (r["key"], r["version"]) in keep]
     from ledger.attributes import said
 
     facts = {}
@@ -84,20 +92,25 @@ def profile(store: Store, user_id: str, *, after: int | Receipt | Iterable[Recei
     return Profile(user_id=user_id, facts=facts)
 
 def history(store: Store, user_id: str, key: str | None = None, *,
-            after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0) -> list[HistoryRow]:
+            after: int | Receipt | Iterable[Receipt] | None = None, timeout: float = 10.0,
+            agent_id: str | None = None, run_id: str | None = None) -> list[HistoryRow]:
     """Every event of the user's facts (or one key's), in log order (``memledger history --json``).
 
-    ``after``: as for :meth:`profile`.
+    ``after``: as for :meth:`profile`. ``agent_id`` / ``run_id``: only the events recorded by that agent / in that
+    run (memledger/scopes.py).
     """
     from ledger.schemas import check_key, check_user_id
 
+    from .scopes import check_scope
+
     user_id = check_user_id(user_id)
+    scope = check_scope(agent_id, run_id)
     if key is not None:
         key = check_key(key)
     store.before_read(after, timeout)
     with store.db.read() as cur:
         rows = store.history_projection.versions(cur, user_id, key)
-    return [history_row(r) for r in rows]
+    return [history_row(r) for r in rows if scope.matches(r["actor"], r["session_id"])]
 
 
 

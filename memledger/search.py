@@ -18,7 +18,8 @@ hit::
   key with no configured half-life does not decay (freshness 1.0).
 * ``role_bonus`` — added when the caller's ``role`` equals the role the memory was recorded under.
 
-Filters (``source``, ``exclude_source``, ``role_filter``, ``min_score``) apply *before* the top ``k`` is cut: the
+Filters (``source``, ``exclude_source``, ``role_filter``, ``min_score``, the scopes ``agent_id`` / ``run_id``:
+memledger/scopes.py) apply *before* the top ``k`` is cut: the
 candidate pool grows until ``k`` memories pass or every memory of the user was considered, so a filter never yields
 a short page while matches exist. ``min_score`` drops hits whose ``score`` is below it (default: nothing is cut).
 
@@ -47,6 +48,7 @@ from ledger.errors import BadInput
 from ledger.schemas import RoleContext
 from ledger.timeutil import OPEN, from_micros, now_utc, to_micros
 
+from .scopes import versions_in_scope
 from .store import EMBEDDER_ENV, Store, check_half_lives  # noqa: F401 (EMBEDDER_ENV, check_half_lives re-exported)
 
 from .defaults import DEFAULT_ROLE_BONUS  # noqa: E402,F401 (re-exported)
@@ -222,8 +224,9 @@ def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None 
     assert at_us is not None
     if req.within != "facts":
         # a message has no fact source and no role context: --source / --role-filter keep facts only
-        msgs = [] if req.source is not None or req.role_filter is not None else _message_hits(
-            ml, user_id, query, k, req.min_score)
+        # a message records its run (its session) but no agent: --agent keeps facts only
+        msgs = [] if req.source is not None or req.role_filter is not None or req.agent_id is not None else \
+            _message_hits(ml, user_id, query, k, req.min_score, req.run_id)
         facts = [] if req.within == "messages" else rank(
             ml, req.model_copy(update={"within": "facts"}), user_id, k, query=query, pool=pool)
         return renumber(sorted([*facts, *msgs], key=_merge_key)[:k])
@@ -253,6 +256,9 @@ def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None 
                     qvec, cvec = (None, proj.embed_cjk_query(query)) if routed else (proj.embed_query(query), None)
                 cands = proj.rank(u.vectors, u.lexical, functools.partial(proj.doc_rows, cur, user_id), query, qvec,
                                   pool, companion=u.cjk, companion_vector=cvec)
+                if req.scope:  # the candidates' versions kept by one WHERE on their keys, before the top k is cut
+                    keep = versions_in_scope(ml, cur, user_id, req.scope, {c.meta["key"] for c in cands})
+                    cands = [c for c in cands if (c.meta["key"], c.meta["version"]) in keep]
                 n_docs = len(u)
         hits = _score(cands, req, k, at_us, half_lives, user_id)
         if len(hits) >= k or pool >= n_docs or not req.filtered:
@@ -266,15 +272,21 @@ def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10) -> list[Sea
     return rank(ml, SearchRequest(user_id=user_id, query=query, k=k))
 
 
-def _message_hits(ml: Any, user_id: str, query: str, k: int, min_score: float | None) -> list[SearchHit]:
+def _message_hits(ml: Any, user_id: str, query: str, k: int, min_score: float | None,
+                  session_id: str | None = None) -> list[SearchHit]:
     """``user_id``'s messages as :class:`SearchHit` (``kind == "message"``), for ``within`` messages | all:
     ``score`` = the absolute relevance (a message has no confidence, freshness or role bonus), at most ``k``, those
-    below ``min_score`` dropped (memledger/message_search.py ranks them)."""
+    below ``min_score`` dropped, of session ``session_id`` only when given (memledger/message_search.py ranks
+    them)."""
     from .message_search import ranked_messages
     from .poisoning import message_text
 
     out: list[SearchHit] = []
-    for c in ranked_messages(ml, user_id, query, k, None):
+    if session_id is not None:
+        with ml.db.read() as cur:  # a run with no session logged has no messages (a refusal is for --session)
+            if ml.state_cards_projection.session(cur, user_id, session_id) is None:
+                return out
+    for c in ranked_messages(ml, user_id, query, k, session_id):
         if min_score is not None and c["relevance"] < min_score:
             continue
         r = c["row"]
@@ -318,7 +330,7 @@ def _search_as_of(ml: Any, proj: Any, req: SearchRequest, user_id: str, query: s
     with ml.db.read() as cur:
         cur.execute(
             "SELECT t.key, t.version, t.status, t.valid_from, t.valid_to, v.text, v.value_json, v.source, "
-            "v.source_ref, v.session_id, v.confidence, v.role, v.recorded_at, v.observed_at, v.position "
+            "v.source_ref, v.session_id, v.confidence, v.role, v.recorded_at, v.observed_at, v.position, v.actor "
             f"FROM {hp.table('timeline')} t JOIN {hp.table('versions')} v ON v.user_id = t.user_id "
             "AND v.key = t.key AND v.version = t.version "
             "WHERE t.user_id = ? AND t.recorded_from <= ? AND t.recorded_to > ? AND t.valid_from <= ? "
@@ -327,11 +339,13 @@ def _search_as_of(ml: Any, proj: Any, req: SearchRequest, user_id: str, query: s
         )
         rows = cur.fetchall()
     cols = ["key", "version", "status", "valid_from", "valid_to", "text", "value_json", "source", "source_ref",
-            "session_id", "confidence", "role", "recorded_at", "observed_at", "position"]
+            "session_id", "confidence", "role", "recorded_at", "observed_at", "position", "actor"]
     metas = {}
     from projections.base import rows_read_back
 
     for m in rows_read_back(cols, rows):  # a free-text memory's value read back from its text
+        if not req.scope.matches(m["actor"], m["session_id"]):  # out of the request's scope: never ranked
+            continue
         if m["text"] is None:  # an erased subject's event keeps no text
             continue
         m["valid_to"] = None if m["valid_to"] == OPEN else m["valid_to"]

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ledger.errors import BadInput
-from ledger.schemas import ErasedMark
+from ledger.schemas import ErasedMark, Receipt
 from ledger.sessions import SessionCommand, check_session_id, execute_session_commands, validate_session_command
 from ledger.timeutil import from_micros, now_utc, parse_instant
 
@@ -49,6 +49,9 @@ class SessionReceipt(BaseModel):
     replayed: bool = False
     #: the shard whose log ``position`` is on, when the ledger is sharded (docs/scale.md); absent otherwise
     shard: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    #: ``end`` with ``close_memories``: the receipts of the retractions that retired the run's memories (absent
+    #: otherwise; memledger/scopes.py ``close_run``)
+    closed_memories: list[Receipt] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class StateCard(BaseModel):

@@ -355,6 +355,25 @@ class HistoryProjection(Projection):
             cur.execute(f"DELETE FROM {self.table(short)} WHERE user_id = ?", (user_id,))
 
     # -- queries -----------------------------------------------------------------------------------------------
+    def scoped_versions(self, cur: Cursor, user_id: str, actor: str | None, session_id: str | None,
+                        keys: Any = None) -> set[tuple[str, int]]:
+        """``(key, version)`` of the user's versions recorded by ``actor`` and in ``session_id`` (None: either),
+        of ``keys`` only when given (memledger/scopes.py). ``actor`` and ``session_id`` are plaintext columns."""
+        sql = f"SELECT key, version FROM {self.table('versions')} WHERE user_id = ?"
+        params: list[Any] = [user_id]
+        for col, want in (("actor", actor), ("session_id", session_id)):
+            if want is not None:
+                sql += f" AND {col} = ?"
+                params.append(want)
+        keys = None if keys is None else sorted(set(keys))
+        if keys is not None and len(keys) <= 500:  # a longer IN list costs more than reading the user's rows
+            if not keys:
+                return set()
+            sql += f" AND key IN ({', '.join('?' * len(keys))})"
+            params.extend(keys)
+        cur.execute(sql, params)
+        return {(k, int(v)) for k, v in cur.fetchall()}
+
     def versions(self, cur: Cursor, user_id: str, key: str | None = None) -> list[dict[str, Any]]:
         """Every event of the user's facts (or of one key), in log order, as dicts of VERSION_COLS."""
         sql = f"SELECT {', '.join(VERSION_COLS)} FROM {self.table('versions')} WHERE user_id = ?"

@@ -104,7 +104,8 @@ def test_http_refuses_a_query_parameter_the_route_does_not_take(fresh_ledger: Me
         also = http.post("/v1/users/u1/context", json={"also": ["u2"]})
     assert (kk.status_code, kk.json()["field"]) == (422, "kk") and "did you mean k?" in kk.json()["fix"]
     assert recent.status_code == 422 and "did you mean recent_messages?" in recent.json()["fix"]
-    assert bogus.status_code == 422 and bogus.json()["fix"].endswith("after, allow_sensitive, purpose")
+    assert bogus.status_code == 422 and bogus.json()["fix"].endswith(
+        "after, agent_id, allow_sensitive, purpose, run_id")
     assert fine.status_code == 200 and [h["key"] for h in fine.json()] == ["preference.drink"]
     # an unknown body field is answered with this route's fields only, never suggesting the same name
     assert also.status_code == 422 and "also" not in also.json()["fix"] and "recent_messages" in also.json()["fix"]

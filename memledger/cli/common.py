@@ -190,6 +190,35 @@ TraceOpt = typer.Option(None, "--trace", help="Trace id of the agent turn.")
 ReasonOpt = typer.Option(None, "--reason", help="Why (kept in history).")
 JsonOpt = typer.Option(False, "--json", help="Print JSON (a stable contract).")
 
+# Scopes (memledger/scopes.py): on a write, the agent and run it is written in (the same fields as --actor and
+# --session); on a read, the agent and run it is limited to, each that is named must match
+AgentOpt = typer.Option(None, "--agent", help="The agent writing it: its scope, recorded as the actor (the same "
+                        "field as --actor).")
+RunOpt = typer.Option(None, "--run", help="The run it is written in: its scope, recorded as the session (the same "
+                      "field as --session).")
+AgentReadOpt = typer.Option(None, "--agent", help="Only memories written by this agent (recorded as their actor).")
+RunReadOpt = typer.Option(None, "--run", help="Only memories written in this run (recorded as their session).")
+
+
+def scoped(actor: Optional[str], agent: Optional[str], session: Optional[str],
+           run: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    """(actor, session) of a write from ``--actor``/``--agent`` and ``--session``/``--run``, two spellings of the
+    same fields. Raises BadInput naming the flag when both spellings are given and differ (exit 2)."""
+    for flag, given, other, have in (("--agent", agent, "--actor", actor), ("--run", run, "--session", session)):
+        if given is not None and have is not None and given != have:
+            raise BadInput(flag, f"{given!r} differs from {other} {have!r} (the same field, spelled twice)",
+                           f"give one of {flag} and {other}")
+    return (agent if agent is not None else actor), (run if run is not None else session)
+
+
+def cli_scope(agent: Optional[str], run: Optional[str]) -> Any:
+    """The :class:`memledger.scopes.Scope` of a read from ``--agent`` / ``--run``, checked before the store is
+    opened (BadInput naming the flag: exit 2)."""
+    from ledger.schemas import check_identifier
+    from memledger.scopes import Scope
+
+    return Scope(check_identifier(agent, "--agent"), check_identifier(run, "--run"))
+
 
 AfterOpt = typer.Option(None, "--after", help="A receipt's position: answer only once the projections include it.")
 TimeoutOpt = typer.Option(10.0, "--timeout", help="Seconds to wait for --after (then exit 1).")
@@ -240,7 +269,8 @@ def value_cell(item: Any, width: int) -> str:
 
 
 #: a command's parameter -> the request field it gives, where the CLI names it otherwise (memledger/requests.py)
-REQUEST_FIELDS = {"user": "user_id", "trace": "trace_id", "half_life": "half_lives", "session": "session_id"}
+REQUEST_FIELDS = {"user": "user_id", "trace": "trace_id", "half_life": "half_lives", "session": "session_id",
+                  "agent": "agent_id", "run": "run_id"}
 
 
 def request_names(command: Any) -> Any:

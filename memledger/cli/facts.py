@@ -11,8 +11,8 @@ from rich.table import Table
 
 from ledger.errors import BadInput, MemledgerError
 
-from .common import (AfterOpt, ActorOpt, AllowSensitiveOpt, ConfidenceOpt, IdemOpt, JsonOpt, ObservedOpt,
-                     PurposeOpt, half_lives_given, labels_given, ReasonOpt, SessionOpt, SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app,
+from .common import (AfterOpt, ActorOpt, AgentOpt, AgentReadOpt, AllowSensitiveOpt, ConfidenceOpt, IdemOpt, JsonOpt,
+                     ObservedOpt, RunOpt, RunReadOpt, cli_scope, scoped, PurposeOpt, half_lives_given, labels_given, ReasonOpt, SessionOpt, SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app,
                      clip, emit_json, emit_receipt, err, grant, open_ledger, out, parse_value, value_cell)
 
 
@@ -39,9 +39,12 @@ def assert_cmd(
     actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt, reason: Optional[str] = ReasonOpt,
     sensitivity: Optional[str] = typer.Option(None, "--sensitivity", help="Label such as health, finance."),
     role: Optional[str] = RoleOpt, as_json: bool = JsonOpt,
+    agent: Optional[str] = AgentOpt, run: Optional[str] = RunOpt,
 ) -> None:
-    """Assert USER's KEY = VALUE (JSON if it parses, else a string): new, supersede, reaffirm, backfill or contest."""
+    """Assert USER's KEY = VALUE (JSON if it parses, else a string): new, supersede, reaffirm, backfill or contest.
+    --agent / --run: the fact's scopes (the same fields as --actor / --session)."""
     role_ctx = _role(role)
+    actor, session = scoped(actor, agent, session, run)
     with open_ledger(ctx) as ml:
         emit_receipt(ml.assert_fact(
             user, key, parse_value(value), text=text, observed_at=observed_at, valid_from=valid_from,
@@ -60,10 +63,11 @@ def correct_cmd(
     actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt, as_json: bool = JsonOpt,
     sensitivity: Optional[str] = typer.Option(None, "--sensitivity", help="Label such as health, finance "
                                               "(default: the fact's current label, which sticks)."),
-    role: Optional[str] = RoleOpt,
+    role: Optional[str] = RoleOpt, agent: Optional[str] = AgentOpt, run: Optional[str] = RunOpt,
 ) -> None:
     """Correct KEY: VALUE replaces the current value over its whole valid time (it was never true)."""
     role_ctx = _role(role)
+    actor, session = scoped(actor, agent, session, run)
     with open_ledger(ctx) as ml:
         emit_receipt(ml.correct_fact(
             user, key, parse_value(value), reason=reason, text=text, observed_at=observed_at, source=source,
@@ -79,9 +83,10 @@ def retract_cmd(
     observed_at: Optional[str] = ObservedOpt, source: Optional[str] = SourceOpt,
     source_ref: Optional[str] = SourceRefOpt, session: Optional[str] = SessionOpt,
     idempotency_key: Optional[str] = IdemOpt, actor: Optional[str] = ActorOpt, trace: Optional[str] = TraceOpt,
-    as_json: bool = JsonOpt,
+    as_json: bool = JsonOpt, agent: Optional[str] = AgentOpt, run: Optional[str] = RunOpt,
 ) -> None:
     """Retract KEY: no current value afterwards; history keeps why."""
+    actor, session = scoped(actor, agent, session, run)
     with open_ledger(ctx) as ml:
         emit_receipt(ml.retract_fact(
             user, key, reason=reason, valid_to=valid_to, observed_at=observed_at, source=source,
@@ -104,10 +109,11 @@ def remember_cmd(
                                         "who said it, or for whom it was said: it lands in their slots."),
     sensitivity: Optional[str] = typer.Option(None, "--sensitivity", help="Label such as health, finance: kept out "
                                               "of recall and context unless a caller allows it."),
+    agent: Optional[str] = AgentOpt, run: Optional[str] = RunOpt,
 ) -> None:
     """Remember free TEXT about USER: slot resolution decides new, add, reaffirm, supersede, correct, retire or
     conflict, and records why (docs/resolution.md). TEXT "-" reads it from standard input (a text longer than the
-    command line allows)."""
+    command line allows). --agent / --run: the memory's scopes (the same fields as --actor / --session)."""
     from memledger.requests import RememberRequest
 
     if text == "-":
@@ -125,7 +131,7 @@ def remember_cmd(
     request = RememberRequest(
         user_id=user, text=text, observed_at=observed_at, valid_from=valid_from, source=source, source_ref=source_ref,
         session_id=session, actor=actor, trace_id=trace, confidence=confidence, role=role, sensitivity=sensitivity,
-        idempotency_key=idempotency_key, key=key, about=about)
+        idempotency_key=idempotency_key, key=key, about=about, agent_id=agent, run_id=run)
     with open_ledger(ctx) as ml:
         r = ml.remember_request(request)
     if as_json:
@@ -159,11 +165,15 @@ def unlink_cmd(ctx: typer.Context, user: str, key: str, version: int, as_json: b
 @app.command("profile")
 def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt,
                 timeout: float = TimeoutOpt, allow_sensitive: Optional[List[str]] = AllowSensitiveOpt,
-                purpose: Optional[str] = PurposeOpt) -> None:
-    """USER's current facts, by key (labelled ones withheld unless --allow-sensitive names their label)."""
+                purpose: Optional[str] = PurposeOpt, agent: Optional[str] = AgentReadOpt,
+                run: Optional[str] = RunReadOpt) -> None:
+    """USER's current facts, by key (labelled ones withheld unless --allow-sensitive names their label); --agent /
+    --run: only those written by that agent / in that run."""
     g = grant(allow_sensitive, purpose)
+    scope = cli_scope(agent, run)
     with open_ledger(ctx) as ml:
-        prof = ml.profile(user, after=after, timeout=timeout, allow_sensitive=g)
+        prof = ml.profile(user, after=after, timeout=timeout, allow_sensitive=g, agent_id=scope.agent_id,
+                          run_id=scope.run_id)
     if as_json:
         emit_json(prof.model_dump(mode="json"))
         return
@@ -179,12 +189,16 @@ def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: O
 @app.command("history")
 def history_cmd(ctx: typer.Context, user: str, key: Optional[str] = typer.Argument(None),
                 as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
-                allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt) -> None:
+                allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
+                agent: Optional[str] = AgentReadOpt, run: Optional[str] = RunReadOpt) -> None:
     """Every event of USER's facts (or of KEY), in log order, with valid ranges as known now (labelled versions
-    withheld unless --allow-sensitive names their label)."""
+    withheld unless --allow-sensitive names their label); --agent / --run: only the events recorded by that agent /
+    in that run."""
     g = grant(allow_sensitive, purpose)
+    scope = cli_scope(agent, run)
     with open_ledger(ctx) as ml:
-        rows = ml.history(user, key, after=after, timeout=timeout, allow_sensitive=g)
+        rows = ml.history(user, key, after=after, timeout=timeout, allow_sensitive=g, agent_id=scope.agent_id,
+                          run_id=scope.run_id)
     if as_json:
         emit_json([r.model_dump(mode="json") for r in rows])
         return
@@ -234,9 +248,11 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
                    None, "--half-life", help="PREFIX=SECONDS: freshness half-life of keys under PREFIX (repeatable, "
                    "e.g. --half-life session.=86400). Default: the ledger's."),
                trace: Optional[str] = TraceOpt,
-               as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt) -> None:
+               as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
+               agent: Optional[str] = AgentReadOpt, run: Optional[str] = RunReadOpt) -> None:
     """USER's memories most relevant to QUERY, with absolute scores, score parts and provenance (only current
-    versions; facts labelled sensitive only with --allow-sensitive)."""
+    versions; facts labelled sensitive only with --allow-sensitive; --agent / --run: only memories written by that
+    agent / in that run)."""
     from memledger.requests import SearchRequest
 
     # the request is built (and checked) before the store is opened: bad input never opens it
@@ -245,7 +261,7 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
         half_lives=half_lives_given(half_life) if half_life else None, role_bonus=role_bonus,
         allow_sensitive=labels_given(allow_sensitive), purpose=purpose, trace_id=trace, also=also,
         min_score=min_score, role_filter=role_filter, exclude_source=exclude_source, within=within,
-        min_confidence=min_confidence, expand=expand, linked=linked)
+        min_confidence=min_confidence, expand=expand, linked=linked, agent_id=agent, run_id=run)
     with open_ledger(ctx) as ml:
         hits = ml.search_request(request)
     if as_json:

@@ -10,7 +10,8 @@ from typing import List, Optional
 
 import typer
 
-from .common import AfterOpt, JsonOpt, ObservedOpt, TimeoutOpt, app, emit_json, labels_given, open_ledger, out
+from .common import (AfterOpt, AgentReadOpt, JsonOpt, ObservedOpt, RunReadOpt, TimeoutOpt, app, emit_json, labels_given,
+                     open_ledger, out)
 
 session_app = typer.Typer(no_args_is_help=True, help="Sessions: the raw conversation, state cards and summaries.")
 app.add_typer(session_app, name="session")
@@ -107,10 +108,17 @@ def summarize_cmd(ctx: typer.Context, user: str, session: str,
 
 @session_app.command("end")
 def end_cmd(ctx: typer.Context, user: str, session: str, observed_at: Optional[str] = ObservedOpt,
-            as_json: bool = JsonOpt) -> None:
-    """End SESSION (only summaries may follow)."""
+            as_json: bool = JsonOpt,
+            close_memories: bool = typer.Option(False, "--close-memories", help="Retire the memories written in "
+                                                "this session (the run: facts recorded with --session or --run "
+                                                "SESSION), each by a retraction; history keeps them.")) -> None:
+    """End SESSION (only summaries may follow); --close-memories also retires the memories written in it."""
     with open_ledger(ctx) as ml:
-        _emit(ml.end_session(user, session, observed_at=observed_at), as_json)
+        r = ml.end_session(user, session, observed_at=observed_at, close_memories=close_memories)
+    _emit(r, as_json)
+    if not as_json and r.closed_memories is not None:
+        keys = ", ".join(c.key for c in r.closed_memories) or "none"
+        out.print(f"closed {len(r.closed_memories)} memories of run {session}: {keys}")
 
 
 @session_app.command("gaps")
@@ -196,15 +204,18 @@ def context_cmd(ctx: typer.Context, user: str,
                                                     "session to start from (before the budget)."),
                 memories: int = typer.Option(30, "--memories", help="How many memories the query selects at most."),
                 trace: Optional[str] = typer.Option(None, "--trace", help="Trace id of the agent turn (kept with "
-                                                    "each disclosure).")) -> None:
-    """The prompt-ready context of USER: profile, upcoming, summaries, state card, memories, recent messages."""
+                                                    "each disclosure)."),
+                agent: Optional[str] = AgentReadOpt, run: Optional[str] = RunReadOpt) -> None:
+    """The prompt-ready context of USER: profile, upcoming, summaries, state card, memories, recent messages
+    (--agent / --run: only facts and memories written by that agent / in that run)."""
     from memledger.requests import ContextRequest
 
     # the request is built (and checked) before the store is opened: bad input never opens it
     request = ContextRequest(
         user_id=user, session_id=session, query=query, now=now, budget=budget, recent_messages=recent_messages,
         memories=memories, allow_sensitive=labels_given(allow_sensitive), purpose=purpose, trace_id=trace,
-        after=after, timeout=timeout, as_of=as_of, axis=axis, min_confidence=min_confidence)
+        after=after, timeout=timeout, as_of=as_of, axis=axis, min_confidence=min_confidence, agent_id=agent,
+        run_id=run)
     with open_ledger(ctx) as ml:
         c = ml.context_request(request)
     if as_json:

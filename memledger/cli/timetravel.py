@@ -15,8 +15,8 @@ from rich.table import Table
 
 from memledger.timetravel import render_json, zone
 
-from .common import (AfterOpt, AllowSensitiveOpt, JsonOpt, PurposeOpt, TimeoutOpt, app, emit_json, grant, open_ledger,
-                     out, value_cell)
+from .common import (AfterOpt, AgentReadOpt, AllowSensitiveOpt, JsonOpt, PurposeOpt, RunReadOpt, TimeoutOpt, app,
+                     cli_scope, emit_json, grant, open_ledger, out, value_cell)
 
 AxisOpt = typer.Option("system", "--axis",
                        help="system: --as-of is recorded_at (default); observed: it is observed_at (imported history).")
@@ -56,13 +56,15 @@ def believed_cmd(
     valid_at: Optional[str] = ValidAtOpt, axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
     after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
     allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
+    agent: Optional[str] = AgentReadOpt, run: Optional[str] = RunReadOpt,
 ) -> None:
     """What we believed about USER at --as-of (events recorded at or before it), sliced at --valid-at (default the
-    same instant)."""
+    same instant); --agent / --run: only beliefs written by that agent / in that run."""
     zone(tz)  # refuse a bad zone before doing any work
-    g = grant(allow_sensitive, purpose)
+    g, scope = grant(allow_sensitive, purpose), cli_scope(agent, run)
     with open_ledger(ctx) as ml:
-        result = ml.believed(user, as_of, valid_at, axis=axis, after=after, timeout=timeout, allow_sensitive=g)
+        result = ml.believed(user, as_of, valid_at, axis=axis, after=after, timeout=timeout, allow_sensitive=g,
+                             agent_id=scope.agent_id, run_id=scope.run_id)
     _emit_beliefs(result, as_json, tz, f"believed about {result.user_id} as of {_when(result.as_of, zone(tz))}")
 
 
@@ -71,12 +73,15 @@ def true_at_cmd(
     ctx: typer.Context, user: str, valid_at: Optional[str] = ValidAtOpt, axis: str = NowAxisOpt,
     tz: Optional[str] = TzOpt, as_json: bool = JsonOpt, after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
     allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
+    agent: Optional[str] = AgentReadOpt, run: Optional[str] = RunReadOpt,
 ) -> None:
-    """What was true of USER at --valid-at, as known now."""
+    """What was true of USER at --valid-at, as known now; --agent / --run: only beliefs written by that agent / in
+    that run."""
     zone(tz)
-    g = grant(allow_sensitive, purpose)
+    g, scope = grant(allow_sensitive, purpose), cli_scope(agent, run)
     with open_ledger(ctx) as ml:
-        result = ml.true_at(user, valid_at, axis=axis, after=after, timeout=timeout, allow_sensitive=g)
+        result = ml.true_at(user, valid_at, axis=axis, after=after, timeout=timeout, allow_sensitive=g,
+                            agent_id=scope.agent_id, run_id=scope.run_id)
     _emit_beliefs(result, as_json, tz, f"true of {result.user_id} at {_when(result.valid_at, zone(tz))}")
 
 

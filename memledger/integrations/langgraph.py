@@ -21,6 +21,10 @@ Mapping (docs/interfaces.md):
   ``purpose``); each labelled item returned with its value is recorded as a disclosure, as every read of the
   ledger does (docs/erasure.md, "Labels gate every read"). ``filter`` sees only what is returned.
 - ``list_namespaces`` lists the namespaces that hold a current item, per user.
+- Scopes (memledger/scopes.py): a namespace ``(user_id, "agents", agent, ...)`` records its items as that agent's,
+  ``(user_id, "runs", run, ...)`` as that run's and ``(user_id, "agents", agent, "runs", run, ...)`` as both (the
+  facts' actor and session_id), so ``ledger.search(user, q, agent_id=agent)`` and every other read find them by
+  scope; the namespace still addresses the item as any other (:func:`namespace_scope`).
 - A ``search`` or ``list_namespaces`` whose prefix names no user is refused (``ValueError``) unless the store
   was opened with ``cross_user=True``.
 
@@ -43,7 +47,9 @@ from langgraph.store.base import (BaseStore, GetOp, Item, ListNamespacesOp, Matc
 from ledger.errors import BadInput
 from ledger.schemas import check_user_id
 
-from .lg_keys import ROOT, _text_of, escape, item_address, ledger_key, unescape  # noqa: F401  (public names here too)
+# the key mapping's public names are this module's too
+from .lg_keys import (ROOT, _text_of, escape, item_address, ledger_key, namespace_scope,  # noqa: F401
+                      unescape)
 
 def _compare(item_value: Any, want: Any) -> bool:
     if isinstance(want, dict):
@@ -260,11 +266,11 @@ class MemledgerStore(BaseStore):
                     current[user] = set(self.ledger.profile(user).facts)
                 if fact_key in current[user]:
                     commands.append({"op": "retract", "user_id": user, "key": fact_key, "source": self.source,
-                                     "reason": "deleted through the LangGraph store"})
+                                     "reason": "deleted through the LangGraph store", **namespace_scope(ns)})
             else:
                 if not isinstance(op.value, dict):
                     raise BadInput("value", f"is a {type(op.value).__name__}, not a dict", "store dicts")
                 commands.append({"op": "assert", "user_id": user, "key": fact_key, "value": dict(op.value),
-                                 "text": _text_of(op.value), "source": self.source})
+                                 "text": _text_of(op.value), "source": self.source, **namespace_scope(ns)})
         if commands:
             self.ledger.record(commands)

@@ -68,6 +68,32 @@ def item_address(fact_key: str) -> tuple[tuple[str, ...], str] | None:
     return tuple(labels[:-1]), labels[-1]
 
 
+#: the namespace labels that name a scope (memledger/scopes.py) when they follow the user: ``(user, "agents", A,
+#: ...)`` is agent A's, ``(user, "runs", R, ...)`` and ``(user, "agents", A, "runs", R, ...)`` run R's
+SCOPE_LABELS = {"agents": "actor", "runs": "session_id"}
+
+
+def namespace_scope(namespace: tuple[str, ...]) -> dict[str, str]:
+    """The scopes a namespace names, as the fields a write records them in (``{"actor": A, "session_id": R}``):
+    ``(user, "agents", A, ...)`` names agent A, ``(user, "runs", R, ...)`` run R, ``(user, "agents", A, "runs", R,
+    ...)`` both. A label that is no identifier (empty, or with control characters) names no scope, and the item is
+    stored as it always was: the namespace keeps addressing it."""
+    from ledger.schemas import check_identifier
+
+    out: dict[str, str] = {}
+    rest = list(namespace[1:])
+    for label, field in SCOPE_LABELS.items():
+        if len(rest) >= 2 and rest[0] == label:
+            try:
+                value = check_identifier(rest[1], field)
+            except BadInput:
+                return out
+            if value is not None:
+                out[field] = value
+            rest = rest[2:]
+    return out
+
+
 def _text_of(value: dict[str, Any]) -> str:
     """The fact's sentence for search: the value's string leaves, in order (the JSON when it has none)."""
     leaves: list[str] = []

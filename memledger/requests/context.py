@@ -7,8 +7,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ledger.schemas import check_user_id
+from ledger.schemas import check_identifier, check_user_id
 
+from ..scopes import AGENT_HELP, RUN_HELP, Scope
 from .base import Request, RequestError, _as
 from .checks import MAX_K, MAX_QUERY, check_allow_sensitive, check_purpose
 
@@ -51,6 +52,10 @@ class ContextRequest(Request):
                        "said.")
     min_confidence: float | None = Field(None, ge=0, le=1, description="Leave out facts and memories recorded with "
                                          "a lower confidence (0..1; hedged statements are recorded at 0.6 at most).")
+    agent_id: str | None = Field(None, description=AGENT_HELP + " Narrows the profile and the memories; with run_id, "
+                                 "both must match.")
+    run_id: str | None = Field(None, description=RUN_HELP + " Narrows the profile and the memories (session_id "
+                               "picks the card and messages); with agent_id, both must match.")
 
     @field_validator("user_id", mode="before")
     @classmethod
@@ -63,6 +68,11 @@ class ContextRequest(Request):
         from ledger.sessions import check_session_id
 
         return None if v is None else _as("session_id", check_session_id, v)
+
+    @field_validator("agent_id", "run_id", mode="before")
+    @classmethod
+    def _scope(cls, v: Any, info: Any) -> str | None:
+        return _as(info.field_name, check_identifier, v, info.field_name)
 
     @field_validator("budget", mode="before")
     @classmethod
@@ -138,3 +148,8 @@ class ContextRequest(Request):
             raise RequestError("axis", "is given without as_of", lambda n: (
                 f"give {n['as_of']} (the cut-off it applies to), or leave {n['axis']} out"))
         return self
+
+    @property
+    def scope(self) -> Scope:
+        """The agent and run this context is limited to (memledger/scopes.py)."""
+        return Scope(self.agent_id, self.run_id)

@@ -13,6 +13,7 @@ from ledger.schemas import (MAX_TEXT, FactCommand, RoleContext, Source, check_co
                             check_instant, check_key, check_text, check_user_id, pydantic_problem)
 from ledger.text import INVISIBLE
 
+from ..scopes import SCOPE_FIELDS
 from .base import Request, RequestError, _as
 from .checks import check_role_name
 
@@ -58,6 +59,10 @@ class RememberRequest(Request):
                             "one.")
     about: str | None = Field(None, description="A person linked to the user (entity id, name or alias) who said "
                               "it, or for whom it was said: it lands in that person's slots, never the user's.")
+    agent_id: str | None = Field(None, description="The agent writing it: its scope, recorded as the fact's actor "
+                                 "(the same field as actor, spelled as a scope).")
+    run_id: str | None = Field(None, description="The run it was written in: its scope, recorded as the fact's "
+                               "session_id (the same field as session_id, spelled as a scope).")
 
     @field_validator("user_id", mode="before")
     @classmethod
@@ -90,7 +95,8 @@ class RememberRequest(Request):
             raise RequestError("source", f"{v!r} is not a source", "use one of " + ", ".join(sources))
         return v
 
-    @field_validator("source_ref", "session_id", "actor", "trace_id", "sensitivity", "idempotency_key", mode="before")
+    @field_validator("source_ref", "session_id", "actor", "trace_id", "sensitivity", "idempotency_key", "agent_id",
+                     "run_id", mode="before")
     @classmethod
     def _identifier(cls, v: Any, info: Any) -> str | None:
         return _as(info.field_name, check_identifier, v, info.field_name)
@@ -137,6 +143,14 @@ class RememberRequest(Request):
         if self.about is not None and self.key is not None:
             raise RequestError("about", "is given with key", lambda n: (
                 f"leave {n['key']} out: the statement lands in that person's slots"))
+        for scope, recorded in SCOPE_FIELDS.items():
+            given, have = getattr(self, scope), getattr(self, recorded)
+            if given is not None and have is not None and given != have:
+                raise RequestError(scope, lambda n, s=scope, r=recorded, g=given, h=have: (
+                    f"{g!r} differs from {n[r]} {h!r} (the same field, spelled twice)"),
+                    lambda n, s=scope, r=recorded: f"give one of {n[s]} and {n[r]}")
+            # one field, two spellings: both hold the value after the check, and the command records it once
+            self.__dict__[scope] = self.__dict__[recorded] = given if given is not None else have
         return self
 
     def command(self) -> FactCommand:

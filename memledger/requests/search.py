@@ -8,10 +8,11 @@ from typing import Any, ClassVar, get_args
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from ledger.schemas import Source, check_text, check_user_id
+from ledger.schemas import Source, check_identifier, check_text, check_user_id
 from ledger.text import INVISIBLE
 
 from ..defaults import DEFAULT_ROLE_BONUS
+from ..scopes import AGENT_HELP, RUN_HELP, Scope
 from .base import Request, RequestError, _as
 from .checks import (MAX_EXPAND, MAX_K, MAX_QUERY, MAX_SCORE, SEARCH_IN, Within, check_allow_sensitive,
                      check_also, check_expand, check_purpose, check_role_bonus, check_role_name)
@@ -67,6 +68,10 @@ class SearchRequest(Request):
                         "hit carries `path`.")
     linked: bool = Field(True, strict=True, description="Also the memories of the user ids confirmed as the same "
                          "person (identity links); each hit carries its user_id.")
+    agent_id: str | None = Field(None, description=AGENT_HELP + " With run_id, both must match; applied before the "
+                                 "top k is cut.")
+    run_id: str | None = Field(None, description=RUN_HELP + " With agent_id, both must match; applied before the top "
+                               "k is cut.")
 
     @field_validator("user_id", mode="before")
     @classmethod
@@ -150,6 +155,11 @@ class SearchRequest(Request):
                 "freshness, each at most 1, plus a role bonus of at most 1)"))
         return float(v)
 
+    @field_validator("agent_id", "run_id", mode="before")
+    @classmethod
+    def _scope(cls, v: Any, info: ValidationInfo) -> str | None:
+        return _as(info.field_name, check_identifier, v, info.field_name)
+
     @field_validator("role_filter", mode="before")
     @classmethod
     def _role_filter(cls, v: Any) -> str | None:
@@ -201,6 +211,9 @@ class SearchRequest(Request):
         if self.within != "facts" and self.as_of is not None:
             raise RequestError("within", "messages cannot be searched as of an instant (only facts have a belief "
                                "history)", lambda n: f"drop {n['as_of']}, or search facts only")
+        if self.within == "messages" and self.agent_id is not None:
+            raise RequestError("within", "messages record no agent, so this filter would leave nothing",
+                               lambda n: f"drop {n['agent_id']}, or search " + n.example("within", "all"))
         if self.within == "messages" and (self.role_filter is not None or self.source is not None):
             raise RequestError("within", "messages have no source or recorded role, so this filter would leave "
                                "nothing", lambda n: f"drop {n['source']} / {n['role_filter']}, or search "
@@ -214,4 +227,9 @@ class SearchRequest(Request):
     def filtered(self) -> bool:
         """Whether a filter may drop hits (so the candidate pool grows until ``k`` pass)."""
         return self.source is not None or bool(self.exclude_source) or self.role_filter is not None \
-            or self.min_score is not None or self.min_confidence is not None
+            or self.min_score is not None or self.min_confidence is not None or bool(self.scope)
+
+    @property
+    def scope(self) -> Scope:
+        """The agent and run this search is limited to (memledger/scopes.py)."""
+        return Scope(self.agent_id, self.run_id)

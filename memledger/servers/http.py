@@ -36,6 +36,7 @@ from ledger.errors import BadInput, ConflictError, IdempotencyMismatch, Memledge
 from ledger.schemas import check_key, check_user_id
 from projections.db import request_scope
 
+from ..scopes import AGENT_HELP, RUN_HELP
 from .limits import MAX_BODY, BodyLimitMiddleware  # noqa: F401  (MAX_BODY: part of this module's surface)
 from .keys import APIKeyStore, Principal
 from .mcp import PRINCIPAL_STATE, build_mcp
@@ -420,6 +421,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                   "the projections include it.")
     AllowSensitive = Query(None, description=_ALLOW)
     Purpose = Query(None, description=_PURPOSE)
+    Agent, Run = Query(None, description=AGENT_HELP), Query(None, description=RUN_HELP)  # memledger/scopes.py
 
     # -- health ------------------------------------------------------------------------------------------------
     @app.get("/v1/health", tags=["meta"])
@@ -502,27 +504,32 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     # asked for and the key holds its label (labels_ok: 403 otherwise); else it is withheld (memledger/sensitivity.py).
     @app.get("/v1/users/{user_id}/profile", tags=["reads"])
     async def profile(request: Request, user_id: str = Depends(user_of), after: int | None = After,
-                      allow_sensitive: list[str] | None = AllowSensitive, purpose: str | None = Purpose) -> Any:
-        g = granted(request, ProfileArgs, allow_sensitive=allow_sensitive, purpose=purpose)
-        return (await service.call(service.profile, user_id, after, g.allow_sensitive, g.purpose, inline=True)
-                ).model_dump(mode="json")
+                      allow_sensitive: list[str] | None = AllowSensitive, purpose: str | None = Purpose,
+                      agent_id: str | None = Agent, run_id: str | None = Run) -> Any:
+        g = granted(request, ProfileArgs, allow_sensitive=allow_sensitive, purpose=purpose, agent_id=agent_id,
+                    run_id=run_id)
+        return (await service.call(service.profile, user_id, after, g.allow_sensitive, g.purpose, g.agent_id,
+                                   g.run_id, inline=True)).model_dump(mode="json")
 
     @app.get("/v1/users/{user_id}/history", tags=["reads"])
     async def history(request: Request, user_id: str = Depends(user_of),
                       key: str | None = Query(None, description="One fact's key."), after: int | None = After,
-                      allow_sensitive: list[str] | None = AllowSensitive, purpose: str | None = Purpose) -> Any:
-        g = granted(request, HistoryArgs, allow_sensitive=allow_sensitive, purpose=purpose)
-        rows = (await service.call(service.history, user_id, key, after, g.allow_sensitive, g.purpose,
-                                   inline=True)).rows
+                      allow_sensitive: list[str] | None = AllowSensitive, purpose: str | None = Purpose,
+                      agent_id: str | None = Agent, run_id: str | None = Run) -> Any:
+        g = granted(request, HistoryArgs, allow_sensitive=allow_sensitive, purpose=purpose, agent_id=agent_id,
+                    run_id=run_id)
+        rows = (await service.call(service.history, user_id, key, after, g.allow_sensitive, g.purpose, g.agent_id,
+                                   g.run_id, inline=True)).rows
         return [r.model_dump(mode="json") for r in rows]
 
     @app.get("/v1/users/{user_id}/history/{key}", tags=["reads"])
     async def history_key(request: Request, user_id: str = Depends(user_of), key: str = Depends(key_of),
                           after: int | None = After, allow_sensitive: list[str] | None = AllowSensitive,
-                          purpose: str | None = Purpose) -> Any:
-        g = granted(request, HistoryArgs, allow_sensitive=allow_sensitive, purpose=purpose)
-        rows = (await service.call(service.history, user_id, key, after, g.allow_sensitive, g.purpose,
-                                   inline=True)).rows
+                          purpose: str | None = Purpose, agent_id: str | None = Agent, run_id: str | None = Run) -> Any:
+        g = granted(request, HistoryArgs, allow_sensitive=allow_sensitive, purpose=purpose, agent_id=agent_id,
+                    run_id=run_id)
+        rows = (await service.call(service.history, user_id, key, after, g.allow_sensitive, g.purpose, g.agent_id,
+                                   g.run_id, inline=True)).rows
         return [r.model_dump(mode="json") for r in rows]
 
     @app.get("/v1/users/{user_id}/believed", tags=["time travel"])
@@ -569,11 +576,12 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                          exclude_source: list[str] | None = Query(None), within: str = Query("facts"),
                          min_confidence: float | None = Query(None), role_bonus: float | None = Query(None),
                          trace_id: str | None = Query(None), after: int | None = After, expand: int = Query(0),
-                         linked: bool = Query(True)) -> Any:
+                         linked: bool = Query(True), agent_id: str | None = Agent, run_id: str | None = Run) -> Any:
         body = _validated(HttpSearchBody, query=query, k=k, as_of=as_of, source=source, role=role, also=also,
                           allow_sensitive=allow_sensitive, purpose=purpose, min_score=min_score, linked=linked,
                           role_filter=role_filter, exclude_source=exclude_source, within=within, expand=expand,
-                          min_confidence=min_confidence, role_bonus=role_bonus, trace_id=trace_id, after=after)
+                          min_confidence=min_confidence, role_bonus=role_bonus, trace_id=trace_id, after=after,
+                          agent_id=agent_id, run_id=run_id)
         return await service.call(_search, request, user_id, body)  # CPU-heavy: a worker thread, never the loop
 
     def _search(request: Request, user_id: str, body: HttpSearchBody) -> Any:
@@ -594,11 +602,12 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                     allow_sensitive: list[str] | None = Query(None), purpose: str | None = Query(None),
                     trace_id: str | None = Query(None), recent_messages: int = Query(20), memories: int = Query(30),
                     as_of: str | None = Query(None), axis: str = Query("system"),
-                    min_confidence: float | None = Query(None), after: int | None = After) -> Any:
+                    min_confidence: float | None = Query(None), after: int | None = After,
+                    agent_id: str | None = Agent, run_id: str | None = Run) -> Any:
         body = _validated(ContextBody, session_id=session_id, query=query, now=now, budget=budget,
                           allow_sensitive=allow_sensitive, purpose=purpose, trace_id=trace_id,
                           recent_messages=recent_messages, memories=memories, as_of=as_of, axis=axis,
-                          min_confidence=min_confidence, after=after)
+                          min_confidence=min_confidence, after=after, agent_id=agent_id, run_id=run_id)
         labels_ok(principal(request), body.allow_sensitive)
         return service.context(user_id, body).model_dump(mode="json")
 
@@ -681,8 +690,9 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     @app.post("/v1/users/{user_id}/sessions/{session_id}/end", tags=["sessions"], status_code=201)
     def end_session(session_id: str, user_id: str = Depends(user_of),
                     body: ObservedBody = Body(default_factory=ObservedBody)) -> Response:
-        r = service.end_session(user_id, session_id, body.observed_at)
-        return written(r.model_dump(mode="json"), r.position, 201)
+        r = service.end_session(user_id, session_id, body.observed_at, body.close_memories)
+        return written(r.model_dump(mode="json"), max([r.position, *(c.position for c in r.closed_memories or ())]),
+                       201)
 
     # -- change feed (feed_routes.py) --------------------------------------------------------------------------
     from .feed_routes import add_feed_routes

@@ -402,9 +402,10 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
     reg("remember", RememberArgs, remember_type, lambda u, a, p: s.remember(u, a), write)
     reg("recall", RecallArgs, RecallResult, recall, ro)
     # every read showing fact values: labels the call asks for must be the key's; the rest are withheld
-    reg("profile", ProfileArgs, Profile, granted(lambda u, a: s.profile(u, a.after, a.allow_sensitive, a.purpose)), ro)
+    reg("profile", ProfileArgs, Profile, granted(lambda u, a: s.profile(u, a.after, a.allow_sensitive, a.purpose,
+                                                                        a.agent_id, a.run_id)), ro)
     reg("history", HistoryArgs, HistoryResult,
-        granted(lambda u, a: s.history(u, a.key, a.after, a.allow_sensitive, a.purpose)), ro)
+        granted(lambda u, a: s.history(u, a.key, a.after, a.allow_sensitive, a.purpose, a.agent_id, a.run_id)), ro)
     reg("believed", BelievedArgs, Beliefs, granted(s.believed), ro)
     reg("true_at", TrueAtArgs, Beliefs, granted(s.true_at), ro)
     reg("diff", DiffArgs, Diff, granted(s.diff), ro)

@@ -19,6 +19,7 @@ from ledger.schemas import HistoryRow
 from ledger.timeutil import parse_instant
 
 from ..requests import ContextRequest, RememberRequest, SearchRequest
+from ..scopes import AGENT_HELP, RUN_HELP
 from ..search import SearchHit
 
 
@@ -88,6 +89,10 @@ class GrantArgs(_Model):
 
 # -- writes ------------------------------------------------------------------------------------------------------
 class Provenance(_Model):
+    agent_id: str | None = Field(None, description="The agent writing it: its scope, recorded as the actor (the same "
+                                 "field as actor).")
+    run_id: str | None = Field(None, description="The run it is written in: its scope, recorded as the session_id "
+                               "(the same field as session_id).")
     source: Source | None = Field(None, description="Who said it: user_statement (default) | agent_inference | "
                                   "external_import | system_feedback.")
     source_ref: str | None = Field(None, description="Message or document id it came from.")
@@ -257,6 +262,9 @@ class SummaryBody(_Model):
 
 class ObservedBody(_Model):
     observed_at: Instant | None = None
+    close_memories: bool = Field(False, description="Ending a session: also retire the memories written in it (its "
+                                 "run: facts recorded with session_id or run_id = the session), each by a "
+                                 "retraction; history keeps them. The receipt lists them in closed_memories.")
 
 
 # -- MCP tool arguments (the body fields plus user_id, and the key where the route has it in the path) -----------
@@ -268,16 +276,23 @@ class RecallArgs(UserArg, SearchBody):
     pass
 
 
-class HistoryArgs(UserArg, GrantArgs):
+class ScopeArgs(_Model):
+    """The scopes a read is limited to (memledger/scopes.py): each one named must match, the others are free."""
+
+    agent_id: str | None = Field(None, description=AGENT_HELP)
+    run_id: str | None = Field(None, description=RUN_HELP)
+
+
+class HistoryArgs(UserArg, GrantArgs, ScopeArgs):
     key: str | None = Field(None, description="One fact's dotted key (default: every fact of the user).")
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class ProfileArgs(UserArg, GrantArgs):
+class ProfileArgs(UserArg, GrantArgs, ScopeArgs):
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class BelievedArgs(UserArg, GrantArgs):
+class BelievedArgs(UserArg, GrantArgs, ScopeArgs):
     as_of: Instant = Field(description="System time (when the ledger recorded things), inclusive, ISO 8601 with "
                            "offset.")
     valid_at: Instant | None = Field(None, description="Valid time (when things were true in the world) to slice "
@@ -286,7 +301,7 @@ class BelievedArgs(UserArg, GrantArgs):
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class TrueAtArgs(UserArg, GrantArgs):
+class TrueAtArgs(UserArg, GrantArgs, ScopeArgs):
     valid_at: Instant = Field(description="Valid-time instant, ISO 8601 with offset.")
     axis: Axis = "system"
     after: int | None = Field(None, ge=0, description=_AFTER)

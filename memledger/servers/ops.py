@@ -29,6 +29,11 @@ from .models import (AssertBody, AuditArgs, BelievedArgs, CardBody, Change, Cont
 T = TypeVar("T")
 
 
+def _scope(agent_id: str | None, run_id: str | None) -> dict[str, Any]:
+    """The scope keywords of a read, only those given (a ledger of an older signature is never handed None ones)."""
+    return {k: v for k, v in (("agent_id", agent_id), ("run_id", run_id)) if v is not None}
+
+
 def _fields(model: Any, *drop: str) -> dict[str, Any]:
     """The model's set fields as keywords (``None`` left out so the ledger's defaults apply)."""
     return {k: v for k, v in model.model_dump(exclude=set(drop)).items() if v is not None}
@@ -185,25 +190,28 @@ class Service:
     # withholds the labels not asked for and records the rest (memledger/sensitivity.py ``gate``); the faces have
     # checked that the API key holds the labels asked for.
     def profile(self, user_id: str, after: int | None = None, allow_sensitive: list[str] | None = None,
-                purpose: str | None = None) -> Any:
+                purpose: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Any:
         with self.lock:
-            return self.ml.profile(user_id, after=after, allow_sensitive=allow_sensitive, purpose=purpose)
+            return self.ml.profile(user_id, after=after, allow_sensitive=allow_sensitive, purpose=purpose,
+                                   **_scope(agent_id, run_id))
 
     def history(self, user_id: str, key: str | None = None, after: int | None = None,
-                allow_sensitive: list[str] | None = None, purpose: str | None = None) -> HistoryResult:
+                allow_sensitive: list[str] | None = None, purpose: str | None = None, agent_id: str | None = None,
+                run_id: str | None = None) -> HistoryResult:
         with self.lock:
-            rows = self.ml.history(user_id, key, after=after, allow_sensitive=allow_sensitive, purpose=purpose)
+            rows = self.ml.history(user_id, key, after=after, allow_sensitive=allow_sensitive, purpose=purpose,
+                                   **_scope(agent_id, run_id))
         return HistoryResult(user_id=user_id, key=key, rows=rows)
 
     def believed(self, user_id: str, a: BelievedArgs) -> Any:
         with self.lock:
             return self.ml.believed(user_id, a.as_of, a.valid_at, axis=a.axis, after=a.after,
-                                    allow_sensitive=a.allow_sensitive, purpose=a.purpose)
+                                    allow_sensitive=a.allow_sensitive, purpose=a.purpose, **_scope(a.agent_id, a.run_id))
 
     def true_at(self, user_id: str, a: TrueAtArgs) -> Any:
         with self.lock:
             return self.ml.true_at(user_id, a.valid_at, axis=a.axis, after=a.after, allow_sensitive=a.allow_sensitive,
-                                   purpose=a.purpose)
+                                   purpose=a.purpose, **_scope(a.agent_id, a.run_id))
 
     def diff(self, user_id: str, a: DiffArgs) -> Any:
         with self.lock:
@@ -275,8 +283,11 @@ class Service:
                                      first_message_id=b.first_message_id, last_message_id=b.last_message_id,
                                      observed_at=b.observed_at)
 
-    def end_session(self, user_id: str, session_id: str, observed_at: str | None = None) -> Any:
+    def end_session(self, user_id: str, session_id: str, observed_at: str | None = None,
+                    close_memories: bool = False) -> Any:
         with self.lock:
+            if close_memories:
+                return self.ml.end_session(user_id, session_id, observed_at=observed_at, close_memories=True)
             return self.ml.end_session(user_id, session_id, observed_at=observed_at)
 
     def sessions(self, user_id: str) -> list[dict[str, Any]]:
