@@ -447,6 +447,12 @@ def test_an_imported_history_reads_on_an_axis_fitted_to_it(site: Any, imported: 
     assert page.text_content("#bar-tip") == page.evaluate("document.activeElement.getAttribute('aria-label')")
     page.keyboard.press("Escape")
     assert not page.is_visible("#bar-tip")
+    # the note that observed time is shown first speaks of the default: it goes once the other axis is picked
+    assert page.is_visible("#axis-default-note")
+    page.check('input[name="axis"][value="system"]')
+    assert not page.is_visible("#axis-default-note")
+    page.check('input[name="axis"][value="observed"]')
+    assert page.is_visible("#axis-default-note")
     page.screenshot(path=str(ARTIFACTS / "imported-jon.png"))
     assert page.errors == []  # type: ignore[attr-defined]
     page.context.close()

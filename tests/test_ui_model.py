@@ -361,6 +361,18 @@ def test_the_axis_fits_the_data_and_reaches_now_only_when_the_data_does() -> Non
     assert 96 < live.pct("2026-12-07T00:00:00.000000Z") < 98  # a live user's rows run to today
     burst = Axis(["2026-12-07T00:00:00.000000Z", "2026-12-07T00:00:05.000000Z"], "2026-12-07T00:00:06.000000Z")
     assert ":" in burst.labels()[0][1]  # seconds apart: the ticks tell the time of day
+    minutes = Axis(["2026-12-07T10:00:00.000000Z", "2026-12-07T10:03:00.000000Z"], "2026-12-07T10:04:00.000000Z")
+    shown = [t for _, t in minutes.labels()]
+    assert len(set(shown)) == len(shown) and shown[0].count(":") == 2  # minutes apart: seconds, no two alike
+    days = Axis(["2026-12-06T00:00:00.000000Z", "2026-12-07T00:00:00.000000Z"], "2026-12-07T00:00:00.000000Z")
+    assert [t for _, t in days.labels()][0].count(":") == 1  # hours apart: the minute is enough
+
+
+def test_a_version_replaced_within_a_second_is_drawn_wide_enough_to_see() -> None:
+    from memledger.ui.render import MIN_BAR, _lanes
+
+    assert MIN_BAR >= 1.0
+    assert _lanes([(10.0, 10.01), (10.5, 10.51)]) == [0, 1]  # two slivers that would overlap once widened
 
 
 def test_health_ticks_are_round_and_every_user_is_listed(seeded: Any) -> None:

@@ -82,6 +82,11 @@ def value_text(v: dict[str, Any]) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+#: the narrowest bar drawn, in percent of the track: a version replaced within a second is still a bar one can see,
+#: hover and focus, and bars this close share no lane
+MIN_BAR = 1.2
+
+
 class Axis:
     """The valid-time axis: instants (ISO strings) -> percent of the track width, clamped to [0, 100].
 
@@ -107,8 +112,10 @@ class Axis:
         return max(0.0, min(100.0, x))
 
     def labels(self, n: int = 6) -> list[tuple[float, str]]:
-        """``n`` evenly spaced ``(percent, date)`` ticks; with the time of day when the axis spans under 3 days."""
-        fmt = "%Y-%m-%d" if self.hi_s >= 3 * 86400 else "%m-%d %H:%M"
+        """``n`` evenly spaced ``(percent, date)`` ticks; with the time of day when the axis spans under 3 days, and
+        the seconds when ticks fall under a minute apart (a history recorded within minutes: no two ticks alike)."""
+        step = self.hi_s / (n - 1)
+        fmt = "%Y-%m-%d" if self.hi_s >= 3 * 86400 else "%m-%d %H:%M" if step >= 60 else "%H:%M:%S"
         return [(i * 100 / (n - 1), (self.lo + timedelta(seconds=self.hi_s * i / (n - 1))).strftime(fmt))
                 for i in range(n)]
 
@@ -124,11 +131,11 @@ def _lanes(bars: list[tuple[float, float]]) -> list[int]:
     for a, b in bars:
         for i, end in enumerate(ends):
             if a >= end:
-                ends[i] = max(b, a + 0.8)
+                ends[i] = max(b, a + MIN_BAR)
                 out.append(i)
                 break
         else:
-            ends.append(max(b, a + 0.8))
+            ends.append(max(b, a + MIN_BAR))
             out.append(len(ends) - 1)
     return out
 
@@ -207,8 +214,8 @@ def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
                f'name="axis" value="system"{checked["system"]}> system time: when the ledger recorded it</label> '
                f'<label><input type="radio" name="axis" value="observed"{checked["observed"]}> observed time: '
                'when it was said (imported history; <code>--axis observed</code>)</label>'
-               + (' <span class="hint">(observed time is shown first: most of this history was said long before '
-                  'it was recorded)</span>' if observed else '') + '</fieldset>'
+               + (' <span class="hint" id="axis-default-note">(observed time is shown first: most of this history '
+                  'was said long before it was recorded)</span>' if observed else '') + '</fieldset>'
                '<form id="asof-form" class="asof-form"><label for="asof-text">Exact instant (ISO 8601 with an '
                'offset)</label> <input id="asof-text" type="text" inputmode="text" autocomplete="off" '
                f'spellcheck="false" value="{esc(ticks[last])}"> <button type="submit">Show</button> '
@@ -263,7 +270,7 @@ def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
 
 
 def _bar(cls: str, a: float, b: float, lane: int, attrs: str, label: str, text: str) -> str:
-    width = max(b - a, 0.6)
+    width = max(b - a, MIN_BAR)
     return (f'<button type="button" class="bar {cls}" data-x="{a:.3f}" data-w="{width:.3f}" data-lane="{lane}" '
             f'{attrs} aria-label="{esc(label)}"><span class="t">{esc(text)}</span></button>')
 

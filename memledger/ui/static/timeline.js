@@ -275,6 +275,9 @@
     slider.max = String(ticks.length - 1);
     slider.value = String(snap(current));
     if (axisWord) { axisWord.textContent = AXIS_WORD[axis]; }
+    /* the note on which axis is shown first speaks of the default: gone once the reader picks the other one */
+    var note = document.getElementById("axis-default-note");
+    if (note) { note.hidden = axis !== defaultAxis; }
     slider.setAttribute("aria-label", (axis === "system" ? "System time" : "Observed time") + ": as we believed on");
   }
   /* the view in the address (#as_of=...&axis=...), so it can be kept, sent or reloaded; replaceState adds no
