@@ -499,6 +499,37 @@ class Typing:
                 + (", " + ", ".join(flags) if flags else ""))
 
 
+#: a clause opening with someone's name ("Marco moved to Portland"): not a pronoun, a sentence word or a greeting
+_NAMED_OPENING = re.compile(r"(?!(?:I|I'm|I've|I'd|I'll|My|We|We're|Our|The|This|That|These|Those|It|It's|There|Here|Just|"
+                            r"So|And|But|Also|Then|Now|Today|Tonight|Yesterday|Tomorrow|Finally|Oh|Well|Ok|Okay|Yes|No|"
+                            r"Any|What|How|Why|When|Where|Who|Can|Could|Should|Would|Will|Do|Does|Did|Is|Are|Was|Were|"
+                            r"Have|Has|Had|Not|Never|Still|Last|Next|Since|After|Before|Every|Each|Our|Your|His|Her|"
+                            r"Their|Sorry|Hey|Hi|Btw|Update|Quick|Moved|Started|Switched|He|She|They|He's|She's|They're|User)\b)"
+                            r"([A-Z][a-z]+)"
+                            # and a verb said of them: "Marco moved", "Anna lives"; "Gave up coffee", "First week" open
+                            # with no name
+                            r" (?:just |now |finally |recently )?(?:[a-z]+(?:s|ed)|is|was|has|had|got|left|took|went)\b")
+_FIRST_PERSON_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|us)\b", re.I)
+_CLAUSE_EDGE = re.compile(r"[.!?;,:—–]|\s(?:so|and|but|because|since)\s")
+
+
+def _said_of_another(cased: str, cues: list[re.Match[str]], user_name: str | None) -> bool:
+    """Whether every cue of a statement's slot sits in an English clause about someone else: a clause that opens
+    with a person's name (not the user's own, ``user_name``) and has no first-person word ("Marco moved to Portland,
+    so I've been seeing Priya")."""
+    if not cues or has_cjk(cased):
+        return False
+    edges = [0, *(m.end() for m in _CLAUSE_EDGE.finditer(cased)), len(cased)]
+    for cue in cues:
+        start = max(e for e in edges if e <= cue.start())
+        end = min(e for e in edges if e > cue.start())
+        clause = cased[start:end].strip()
+        named = _NAMED_OPENING.match(clause)
+        if not named or _FIRST_PERSON_EN.search(clause) or (user_name or "").lower() == named.group(1).lower():
+            return False
+    return True
+
+
 def _strip(text: str, spans: list[tuple[int, int]]) -> str:
     chars = list(text)
     for a, b in spans:
@@ -566,6 +597,9 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
         if weight > best[0]:
             best = (weight, -order, s, ms)
     slot = best[2]
+    cased = unicodedata.normalize("NFC", text).replace("’", "'").strip()  # names are read by their capitals
+    if slot is not None and subject == "self" and len(cased) == len(t) and _said_of_another(cased, best[3], user_name):
+        slot = None  # "Marco moved to Portland so I've been seeing Priya": the move is Marco's, not the user's
     correction = any(p.search(t) for p in _CORRECTION)
     cess = [mm for p in _CESSATION for mm in p.finditer(body)]
     if slot is not None and slot.key == "diet":
@@ -579,7 +613,6 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     sensitivity = None if slot is None else slot.sensitivity
     asked = bool(_QUESTION.search(t)) and not _STATED_THEN_ASKED.search(t) and not _ASKED_THEN_STATED.search(t)
     planned = bool(_TENTATIVE.search(body) or (_PLANNING.search(body) and not (cess and _PLAN_NOUN.search(t))))
-    cased = unicodedata.normalize("NFC", text).replace("’", "'").strip()  # names are read by their capitals
     if asked and _PRESUPPOSED.search(t):
         asked = False
     if (asked or planned) and _stated_apart(_strip(cased, spans) if len(cased) == len(t) else body, best[3]):

@@ -49,7 +49,7 @@ _ZH_WHEN = (r"(?:上|这|下|本)(?:个)?(?:月|周|礼拜|星期)(?:初|末|底
 #: a statement that opens with a past-tense verb and drops its subject ("Joined Stripe last week", "Picked up the new
 #: car yesterday", "Finally got the keys ..."): a note the user writes of themself
 _DROPPED_I = (r"^(?:just |finally |recently |so |oh |well |ok |okay )?(?!(?:rained|snowed|looked|seemed|sounded|"
-              r"happened|turned out)\b)(?:[a-z]{3,}ed|got|sold|bought|left|took|began|quit|signed|went|found|made|"
+              r"happened|turned out)\b)(?:[a-z]{3,}ed|got|sold|bought|left|took|began|quit|signed|went|found|made|gave|threw|"
               r"done with|finished|started|hung)\b")
 _SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
                       r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"

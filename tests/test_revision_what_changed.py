@@ -136,3 +136,19 @@ def test_a_first_day_at_another_workplace_is_the_job_changed(minilm_ledger):
     old, new = "我在一家外贸公司当会计", "明天第一天去幼儿园上班带小班，好紧张，怎么跟三岁小孩打交道啊"
     r, facts = revise(minilm_ledger, "firstday", old, new)
     assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation
+
+
+@pytest.mark.parametrize("text,slot", [
+    ("Marco moved to Portland so I've been seeing Priya at the same shop", None),  # Marco's move
+    ("Gave up coffee completely for matcha lattes", "preference.drink"),  # a dropped "I", no name
+    ("First week at Monzo has been a blur", "work.employer"),
+])
+def test_a_clause_about_someone_named_is_not_the_users_slot(text, slot):
+    assert type_statement(text).slot == slot
+
+
+def test_someone_elses_move_leaves_the_users_city(minilm_ledger):
+    old = "I live in Seattle, near Green Lake."
+    r, facts = revise(minilm_ledger, "u-seattle", old, "Marco moved to Portland so I've been seeing Priya at the same "
+                                                    "shop, honestly she's better.")
+    assert facts.get(old) == "current", r.explanation
