@@ -624,18 +624,19 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     @app.get("/v1/users/{user_id}/export", tags=["privacy"],
              description="Everything held about the user. Complete for an admin key (the user's right of access); "
                          "for any other key gated as every read (allow_sensitive). Each labelled fact it shows is "
-                         "recorded as a disclosure.")
+                         "recorded as a disclosure. agent_id / run_id: only what was written in that scope.")
     def export(request: Request, user_id: str = Depends(user_of), allow_sensitive: list[str] | None = AllowSensitive,
-               purpose: str | None = Purpose) -> Any:
+               purpose: str | None = Purpose, agent_id: str | None = Agent, run_id: str | None = Run) -> Any:
         from ..sensitivity import check_allow_sensitive, check_purpose
 
         p = principal(request)
         check_purpose(purpose)  # refused (422) whoever asks: an admin's export records its purpose as well
         check_allow_sensitive(allow_sensitive)
-        g = granted(request, ProfileArgs, allow_sensitive=None if p.admin else allow_sensitive, purpose=purpose)
+        g = granted(request, ProfileArgs, allow_sensitive=None if p.admin else allow_sensitive, purpose=purpose,
+                    agent_id=agent_id, run_id=run_id)
         return service.export(user_id, complete=p.admin, allow_sensitive=g.allow_sensitive,
-                              purpose=g.purpose or (f"export by admin key {p.key_id}" if p.admin else None)
-                              ).model_dump(mode="json")
+                              purpose=g.purpose or (f"export by admin key {p.key_id}" if p.admin else None),
+                              agent_id=g.agent_id, run_id=g.run_id).model_dump(mode="json")
 
     @app.delete("/v1/users/{user_id}", tags=["privacy"])
     def erase(request: Request, user_id: str = Path(), confirm: str | None = Header(None, alias="Confirm-Erase")

@@ -1,0 +1,109 @@
+"""Scopes in the user-control verbs: an export limited to an agent or a run, and forgetting what an agent wrote or
+a run held (memledger/scopes.py; docs/erasure.md). Both backends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ledger.errors import BadInput
+from memledger import MemoryLedger
+from memledger.erasure import UserExport
+from memledger.servers.http import create_app
+from memledger.servers.keys import APIKeyStore
+from memledger.servers.ops import Service
+
+
+@pytest.fixture(autouse=True)
+def _hash_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLEDGER_EMBEDDER", "hash")
+
+
+def _seed(ml: MemoryLedger) -> None:
+    ml.session_start("u", "r1", observed_at="2024-01-01T00:00:00Z")
+    ml.log_message("u", "r1", role="user", message_id="m1", text="let us talk about drinks")
+    ml.session_start("u", "r2", observed_at="2024-01-01T00:00:00Z")
+    ml.assert_fact("u", "preference.drink", "green tea", text="I drink green tea", agent_id="a", run_id="r1")
+    ml.assert_fact("u", "pet.name", "Miso", text="my cat is called Miso", agent_id="a", run_id="r2")
+    ml.assert_fact("u", "home.city", "Berlin", text="I live in Berlin", agent_id="b", run_id="r2")
+    ml.assert_fact("u", "home.city", "Munich", text="I live in Munich now", agent_id="a", run_id="r2")
+    ml.assert_fact("u", "work.employer", "Acme", text="I work at Acme")
+    ml.assert_fact("u", "health.condition", "asthma", text="I have asthma", agent_id="b", sensitivity="health")
+    ml.assert_fact("v", "preference.drink", "black coffee", text="I drink black coffee", agent_id="a", run_id="r1")
+
+
+# ------------------------------------------------------------------------------------------------------ export
+
+
+def test_an_export_can_be_limited_to_an_agent_or_a_run(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    _seed(ml)
+    whole = ml.export("u")
+    assert whole.scope is None and "scope" not in whole.model_dump(mode="json")
+    assert len(whole.history) == 6 and {s["session_id"] for s in whole.sessions} == {"r1", "r2"}
+
+    by_a = ml.export("u", agent_id="a")
+    assert by_a.scope == {"agent_id": "a"} and by_a.model_dump(mode="json")["scope"] == {"agent_id": "a"}
+    # the current facts written by a (home.city is a's since a changed it), and the versions a recorded
+    assert {k: f.value for k, f in by_a.profile.facts.items()} == {
+        "preference.drink": "green tea", "pet.name": "Miso", "home.city": "Munich"}
+    assert [(h.key, h.version, h.actor) for h in by_a.history] == [
+        ("preference.drink", 1, "a"), ("pet.name", 1, "a"), ("home.city", 2, "a")]
+    assert by_a.sessions == [] and by_a.entities == [] and by_a.relations == []  # a message records no agent
+    text = by_a.model_dump_json()
+    assert "Berlin" not in text and "Acme" not in text and "asthma" not in text and "black coffee" not in text
+
+    by_r2 = ml.export("u", run_id="r2")
+    assert [(h.key, h.version) for h in by_r2.history] == [("pet.name", 1), ("home.city", 1), ("home.city", 2)]
+    assert set(by_r2.profile.facts) == {"pet.name", "home.city"}
+    assert [s["session_id"] for s in by_r2.sessions] == ["r2"]
+    by_r1 = ml.export("u", run_id="r1")
+    assert [m["text"] for m in by_r1.sessions[0]["messages"]] == ["let us talk about drinks"]
+    both = ml.export("u", agent_id="b", run_id="r2")
+    assert [(h.key, h.value) for h in both.history] == [("home.city", "Berlin")] and both.profile.facts == {}
+    # the labelled fact b wrote: complete, and recorded as a disclosure of that version only
+    by_b = ml.export("u", agent_id="b")
+    assert by_b.profile.facts["health.condition"].value == "asthma"
+    assert [(d.key, d.version) for d in ml.export("u", agent_id="b").disclosures] == [("health.condition", 1)] * 2
+    assert ml.export("u", agent_id="a").disclosures == []
+    assert UserExport.model_validate_json(by_r2.model_dump_json()) == by_r2
+    # a scope that holds nothing is an empty export of a known user; an unknown user is refused whatever the scope
+    empty = ml.export("u", agent_id="nobody")
+    assert (empty.profile.facts, empty.history, empty.sessions) == ({}, [], [])
+    with pytest.raises(BadInput) as e:
+        ml.export("w", agent_id="a")
+    assert e.value.field == "user_id"
+    with pytest.raises(BadInput) as e:
+        ml.export("u", run_id=" ")
+    assert e.value.field == "run_id"
+
+
+def test_export_by_scope_through_the_cli_and_http(cli: Any, fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    _seed(ml)
+    doc = cli.json("export", "u", "--agent", "b")
+    assert doc["scope"] == {"agent_id": "b"}
+    assert [(h["key"], h["value"]) for h in doc["history"]] == [("home.city", "Berlin"), ("health.condition",
+                                                                                           "asthma")]
+    code, out, _ = cli("export", "u", "--run", "r2")
+    assert code == 0 and out.startswith("export of u run_id=r2 at ") and "3 history events" in out
+    code, out, err = cli("export", "u", "--agent", "")
+    assert (code, out) == (2, "") and err.startswith("error: --agent: is empty")
+    assert "--agent" in cli("export", "--help")[1]
+
+    admin = APIKeyStore(ml).create(["u"], admin=True).secret
+    plain = APIKeyStore(ml).create(["u"]).secret
+    with TestClient(create_app(Service(ml)), headers={"Authorization": f"Bearer {admin}"}) as http:
+        r = http.get("/v1/users/u/export", params={"run_id": "r1"})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["scope"] == {"run_id": "r1"} and [h["key"] for h in body["history"]] == ["preference.drink"]
+        assert "scope" not in http.get("/v1/users/u/export").json()
+        bad = http.get("/v1/users/u/export", params={"agent_id": ""})
+        assert bad.status_code == 422 and bad.json()["field"] == "agent_id"
+        r = http.get("/v1/users/u/export", params={"agent_id": "b"}, headers={"Authorization": f"Bearer {plain}"})
+        assert r.status_code == 200
+        withheld = {h["key"]: h for h in r.json()["history"]}["health.condition"]
+        assert withheld["value"] is None and withheld["withheld"] == "health"
