@@ -696,6 +696,15 @@ class MemoryLedger(PeopleVerbs, Store):
 
         return forgetting.forget_fact(self, user_id, key, version=version, actor=actor)
 
+    def forget_scope(self, user_id: str, *, agent_id: str | None = None, run_id: str | None = None,
+                     key: str | None = None, actor: str | None = None) -> forgetting.ScopeForgetReceipt:
+        """Shred every version of ``user_id``'s facts written by ``agent_id`` and / or in ``run_id`` (of ``key``
+        only, when given): ``memledger forget USER [KEY] --agent A --run R --yes``. Returns a
+        :class:`memledger.forget.ScopeForgetReceipt`; raises BadInput as :func:`memledger.forget.forget_scope`."""
+        from . import forget as forgetting
+
+        return forgetting.forget_scope(self, user_id, agent_id=agent_id, run_id=run_id, key=key, actor=actor)
+
     def export(self, user_id: str, *, purpose: str | None = None, complete: bool = True,
                allow_sensitive: Any = None, agent_id: str | None = None,
                run_id: str | None = None) -> erasure.UserExport:

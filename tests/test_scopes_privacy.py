@@ -107,3 +107,84 @@ def test_export_by_scope_through_the_cli_and_http(cli: Any, fresh_ledger: Memory
         assert r.status_code == 200
         withheld = {h["key"]: h for h in r.json()["history"]}["health.condition"]
         assert withheld["value"] is None and withheld["withheld"] == "health"
+
+
+# ------------------------------------------------------------------------------------------------------ forget
+
+A_TEXTS = ["my cat is called Miso", "I live in Munich now", "I drink green tea"]
+
+
+def test_forgetting_what_an_agent_wrote_shreds_its_versions_only(store_args: dict, cli: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_erasure import found, store_bytes
+
+    # unsealed projections, where a grep for the texts can fail (sealed, nothing is plaintext before either)
+    monkeypatch.setenv("MEMLEDGER_PROJECTION_SEALING", "off")
+    cli.env["MEMLEDGER_PROJECTION_SEALING"] = "off"
+    with MemoryLedger(**store_args) as ml:
+        _seed(ml)
+        assert found(store_bytes(ml, store_args), *A_TEXTS) == A_TEXTS
+        head = ml.head()
+        # refused, nothing written: no scope, an empty one, --version with a scope, no --yes, a scope with nothing
+        with pytest.raises(BadInput) as e:
+            ml.forget_scope("u")
+        assert e.value.field == "agent_id"
+        with pytest.raises(BadInput) as e:
+            ml.forget_scope("u", run_id="")
+        assert e.value.field == "run_id"
+        with pytest.raises(BadInput) as e:
+            ml.forget_scope("u", agent_id="nobody")
+        assert (e.value.field, e.value.problem) == ("agent_id", "u has no memory written by agent 'nobody' left to "
+                                                                "forget")
+        with pytest.raises(BadInput) as e:
+            ml.forget_scope("w", agent_id="a")
+        assert e.value.field == "user_id"
+        assert ml.head() == head
+    code, out, err = cli("forget", "u", "--agent", "a", "--version", "1", "--yes")
+    assert (code, out) == (2, "") and err.startswith("error: --version: cannot be given with --agent / --run")
+    code, _, err = cli("forget", "u", "--agent", "a")
+    assert code == 2 and "add --yes: memledger forget u --agent a --yes" in err
+    code, _, err = cli("forget", "u", "--yes")
+    assert code == 2 and err.startswith("error: KEY: is missing")
+
+    r = cli.json("forget", "u", "--agent", "a", "--yes", "--actor", "user-request-7")
+    assert (r["user_id"], r["agent_id"], r["run_id"], r["key"]) == ("u", "a", None, None)
+    assert [(f["key"], f["versions"], f["current_value_forgotten"]) for f in r["forgotten"]] == [
+        ("home.city", [2], True), ("pet.name", [1], True), ("preference.drink", [1], True)]
+    assert r["keys_destroyed"] == 3 and len({f["position"] for f in r["forgotten"]}) == 3
+    with MemoryLedger(**store_args) as ml:
+        data = store_bytes(ml, store_args)
+        assert found(data, *A_TEXTS) == []
+        # b's versions, the unscoped fact and the other user's (same agent, same run) stay
+        assert found(data, "I live in Berlin", "I work at Acme", "I drink black coffee") == [
+            "I live in Berlin", "I work at Acme", "I drink black coffee"]
+        assert set(ml.profile("u").facts) == {"work.employer", "health.condition"}
+        assert ml.profile("v").facts["preference.drink"].value == "black coffee"
+        rows = ml.history("u", "home.city")
+        assert [(h.version, h.status, h.value, h.actor) for h in rows] == [
+            (1, "superseded", "Berlin", "b"), (2, "forgotten", None, "a"), (3, "forgotten", None, "user-request-7")]
+        assert ml.search("u", "cat Miso Munich green tea", agent_id="a") == []
+        assert ml.export("u", agent_id="a").profile.facts == {}
+        assert all(p.ok for p in ml.verify())
+        ml.rebuild()
+        assert found(store_bytes(ml, store_args), *A_TEXTS) == []
+        assert all(p.ok for p in ml.verify())
+        # again: nothing of a's is left to forget
+        with pytest.raises(BadInput) as e:
+            ml.forget_scope("u", agent_id="a")
+        assert e.value.field == "agent_id"
+
+
+def test_forgetting_a_run_and_one_key_of_an_agent(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    _seed(ml)
+    r = ml.forget_scope("u", run_id="r2", key="home.city")
+    assert (r.key, [(f.key, f.versions) for f in r.forgotten]) == ("home.city", [("home.city", [1, 2])])
+    assert set(ml.profile("u").facts) == {"preference.drink", "pet.name", "work.employer", "health.condition"}
+    r = ml.forget_scope("u", agent_id="a", run_id="r1")
+    assert [(f.key, f.versions) for f in r.forgotten] == [("preference.drink", [1])]
+    assert set(ml.profile("u").facts) == {"pet.name", "work.employer", "health.condition"}
+    with pytest.raises(BadInput) as e:
+        ml.forget_scope("u", run_id="r2", key="nope.key")
+    assert e.value.field == "key"
+    assert all(p.ok for p in ml.verify())
