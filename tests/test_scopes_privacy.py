@@ -188,3 +188,45 @@ def test_forgetting_a_run_and_one_key_of_an_agent(fresh_ledger: MemoryLedger) ->
         ml.forget_scope("u", run_id="r2", key="nope.key")
     assert e.value.field == "key"
     assert all(p.ok for p in ml.verify())
+
+
+# ------------------------------------------------------------------------------------------------- MCP end_session
+
+
+def test_mcp_end_session_closes_the_runs_memories(fresh_ledger: MemoryLedger) -> None:
+    import asyncio
+
+    from memledger.servers.mcp import build_mcp
+
+    ml = fresh_ledger
+    service = Service(ml)
+
+    async def run() -> dict[str, Any]:
+        from mcp import Client
+
+        async with Client(build_mcp(service, user="u")) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            out: dict[str, Any] = {"tool": tools["end_session"]}
+            await c.call_tool("log_message", {"session_id": "r1", "role": "user", "message_id": "m1",
+                                              "text": "I drink green tea"})
+            await c.call_tool("remember", {"text": "I drink green tea", "run_id": "r1"})
+            await c.call_tool("remember", {"text": "I live in Berlin", "run_id": "r2"})
+            await c.call_tool("log_message", {"session_id": "r2", "role": "user", "message_id": "m2", "text": "hi"})
+            out["plain"] = await c.call_tool("end_session", {"session_id": "r2"})
+            out["closed"] = await c.call_tool("end_session", {"session_id": "r1", "close_memories": True})
+            out["bad"] = await c.call_tool("end_session", {"session_id": "r3", "close_memories": "maybe"})
+            out["other"] = await c.call_tool("end_session", {"user_id": "v", "session_id": "r1"})
+            return out
+
+    out = asyncio.run(run())
+    tool = out["tool"]
+    assert set(tool.input_schema["properties"]) >= {"user_id", "session_id", "close_memories", "observed_at"}
+    assert tool.output_schema is not None and "closed_memories" in tool.description
+    assert not out["plain"].is_error and "closed_memories" not in out["plain"].structured_content
+    closed = out["closed"].structured_content
+    assert not out["closed"].is_error and closed["event"] == "SessionEnded"
+    assert [(c["key"], c["kind"]) for c in closed["closed_memories"]] == [("preference.drink", "retracted")]
+    assert out["bad"].is_error and "close_memories" in out["bad"].content[0].text
+    assert out["other"].is_error  # the pinned user only
+    assert set(ml.profile("u").facts) == {"residence.city"}
+    assert ml.history("u", "preference.drink")[-1].reason == "closed with run r1"
