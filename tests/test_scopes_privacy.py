@@ -230,3 +230,73 @@ def test_mcp_end_session_closes_the_runs_memories(fresh_ledger: MemoryLedger) ->
     assert out["other"].is_error  # the pinned user only
     assert set(ml.profile("u").facts) == {"residence.city"}
     assert ml.history("u", "preference.drink")[-1].reason == "closed with run r1"
+
+
+# ------------------------------------------------------------------------------------------------ keys of an agent
+
+
+def test_a_key_limited_to_an_agent_writes_and_reads_as_that_agent(cli: Any, fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("u", "home.city", "Berlin", text="I live in Berlin", agent_id="b")
+    ml.assert_fact("u", "work.employer", "Acme", text="I work at Acme")
+    created = cli.json("keys", "create", "--user", "u", "--agent", "a")
+    assert created["agent"] == "a"
+    plain = cli.json("keys", "create", "--user", "u")
+    assert "agent" not in plain  # a key without the limit: as before
+    assert {k["key_id"]: k.get("agent") for k in cli.json("keys", "list")} == {created["key_id"]: "a",
+                                                                               plain["key_id"]: None}
+    code, _, err = cli("keys", "create", "--user", "u", "--agent", " ")
+    assert code == 2 and err.startswith("error: --agent: is empty")
+    with TestClient(create_app(Service(ml)), headers={"Authorization": f"Bearer {created['secret']}"}) as http:
+        # writes without an agent are a's; naming another agent is refused, naming a is fine
+        r = http.post("/v1/users/u/memories", json={"text": "I drink green tea"})
+        assert r.status_code == 201, r.text
+        assert http.post("/v1/users/u/facts/pet.name", json={"value": "Miso", "agent_id": "a"}).status_code == 201
+        head = http.get("/v1/health").json()["head"]
+        for path, body, field in (
+                ("/v1/users/u/facts/pet.name", {"value": "Rex", "agent_id": "b"}, "agent_id"),
+                ("/v1/users/u/memories", {"text": "my dog is Rex", "actor": "b"}, "actor"),
+                ("/v1/commands", {"commands": [{"op": "assert", "user_id": "u", "key": "pet.name", "value": "Rex"},
+                                               {"op": "assert", "user_id": "u", "key": "pet.kind", "value": "dog",
+                                                "agent_id": "b"}]}, "commands[1].agent_id"),
+                ("/v1/users/u/search", {"query": "Berlin", "agent_id": "b"}, "agent_id")):
+            bad = http.post(path, json=body)
+            assert bad.status_code == 403 and bad.headers["content-type"] == "application/problem+json", path
+            assert (bad.json()["field"], bad.json()["problem"]) == (
+                field, "'b' is not the agent this API key is limited to ('a')")
+        assert http.get("/v1/health").json()["head"] == head  # nothing written
+        r = http.post("/v1/commands", json={"commands": [{"op": "assert", "user_id": "u", "key": "pet.kind",
+                                                          "value": "cat"}]})
+        assert r.status_code == 201, r.text
+        assert {(h.key, h.actor) for h in ml.history("u") if h.key != "home.city" and h.key != "work.employer"} == {
+            ("preference.drink", "a"), ("pet.name", "a"), ("pet.kind", "a")}
+        # reads are narrowed to a: b's and nobody's memories are not shown
+        assert set(http.get("/v1/users/u/profile").json()["facts"]) == {"preference.drink", "pet.name", "pet.kind"}
+        assert http.get("/v1/users/u/history", params={"agent_id": "b"}).status_code == 403
+        assert {h["key"] for h in http.post("/v1/users/u/search", json={"query": "Berlin Acme tea"}).json()} <= {
+            "preference.drink", "pet.name", "pet.kind"}
+        hits = http.get("/v1/users/u/search", params={"query": "Berlin Acme"}).json()
+        assert not {"home.city", "work.employer"} & {h["key"] for h in hits}
+        text = http.post("/v1/users/u/context", json={}).json()["text"]
+        assert "Berlin" not in text and "Acme" not in text
+        assert set(http.get("/v1/users/u/export").json()["profile"]["facts"]) == {"preference.drink", "pet.name",
+                                                                                  "pet.kind"}
+        # what cannot be narrowed to an agent is refused, not shown whole
+        for path in ("/v1/users/u/audit", "/v1/users/u/sessions"):
+            bad = http.get(path)
+            assert bad.status_code == 403 and bad.json()["field"] == "Authorization", path
+        assert http.get("/v1/users/v/profile").status_code == 403  # the user stays the boundary
+    with TestClient(create_app(Service(ml)), headers={"Authorization": f"Bearer {plain['secret']}"}) as http:
+        assert set(http.get("/v1/users/u/profile").json()["facts"]) >= {"home.city", "work.employer"}
+
+
+def test_a_key_table_made_before_agent_keys_keeps_its_keys_unlimited(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    old = APIKeyStore(ml).create(["u"])
+    with ml.db.transaction() as cur:  # the table as it was before keys could name an agent
+        cur.execute("ALTER TABLE api_keys DROP COLUMN agent")
+    keys = APIKeyStore(ml)  # opening adds the column back, empty
+    principal = keys.authenticate(old.secret)
+    assert principal is not None and principal.agent is None and principal.users == frozenset({"u"})
+    assert keys.get(old.key_id).agent is None
+    assert keys.authenticate(keys.create(["u"], agent="a").secret).agent == "a"

@@ -37,6 +37,7 @@ from ledger.schemas import check_key, check_user_id
 from projections.db import request_scope
 
 from ..scopes import AGENT_HELP, RUN_HELP
+from .agent_keys import AgentKeyMiddleware
 from .limits import MAX_BODY, BodyLimitMiddleware  # noqa: F401  (MAX_BODY: part of this module's surface)
 from .keys import APIKeyStore, Principal
 from .mcp import PRINCIPAL_STATE, build_mcp
@@ -289,6 +290,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                               "problem+json. See docs/interfaces.md.")
     app.router.routes.extend(mcp_routes)
     app.include_router(build_ui_router(service, keys))  # the browser pages (docs/timeline.md)
+    app.add_middleware(AgentKeyMiddleware)  # inside the key middleware: it reads the request's key
     app.add_middleware(KeyMiddleware, keys=keys, service=service, routes=lambda: app.router.routes)
     app.add_middleware(BodyLimitMiddleware)  # added last: runs first, before a key is even looked up
 
