@@ -696,32 +696,33 @@ class MemoryLedger(PeopleVerbs, Store):
 
         return forgetting.forget_fact(self, user_id, key, version=version, actor=actor)
 
+    def forget_scope(self, user_id: str, *, agent_id: str | None = None, run_id: str | None = None,
+                     key: str | None = None, actor: str | None = None) -> forgetting.ScopeForgetReceipt:
+        """Shred every version of ``user_id``'s facts written by ``agent_id`` and / or in ``run_id`` (of ``key``
+        only, when given): ``memledger forget USER [KEY] --agent A --run R --yes``. Returns a
+        :class:`memledger.forget.ScopeForgetReceipt`; raises BadInput as :func:`memledger.forget.forget_scope`."""
+        from . import forget as forgetting
+
+        return forgetting.forget_scope(self, user_id, agent_id=agent_id, run_id=run_id, key=key, actor=actor)
+
     def export(self, user_id: str, *, purpose: str | None = None, complete: bool = True,
-               allow_sensitive: Any = None) -> erasure.UserExport:
+               allow_sensitive: Any = None, agent_id: str | None = None,
+               run_id: str | None = None) -> erasure.UserExport:
         """Everything held about ``user_id`` in one document (``memledger export USER --json``): a UserExport.
 
         Complete (the operator's copy, and the user's right of access): labelled versions are shown, and each is
         recorded as a disclosure with ``purpose`` (default :data:`memledger.sensitivity.PURPOSE_EXPORT`). The
         entities and every relation version are in it, gated the same way (a labelled relation: doctor_of).
         ``complete=False`` gates the export as every other read (``allow_sensitive``; an API key that is not an
-        admin's gets that one).
+        admin's gets that one). ``agent_id`` / ``run_id``: only the facts and versions written by that agent / in
+        that run, their disclosures and the run's session (:mod:`memledger.user_export`).
 
-        Raises :class:`~ledger.errors.BadInput` for an invalid ``user_id``, label or purpose.
+        Raises :class:`~ledger.errors.BadInput` for an invalid ``user_id``, label, purpose or scope.
         """
-        from . import erasure, sensitivity
+        from .user_export import export
 
-        from . import relations
-
-        grant = sensitivity.check_grant(allow_sensitive, purpose)
-        doc = erasure.export_user(self, user_id)
-        if complete:
-            grant = sensitivity.Grant(sensitivity.export_labels(self, doc.user_id) | relations.labels(self, doc.user_id),
-                                      grant.purpose or sensitivity.PURPOSE_EXPORT)
-        doc = sensitivity.gate(self, doc.user_id, doc, grant)
-        if doc.erased:
-            return doc
-        return doc.model_copy(update={"entities": relations.entities(self, doc.user_id, grant).entities,
-                                      "relations": relations.versions(self, doc.user_id, grant, record=False)})
+        return export(self, user_id, purpose=purpose, complete=complete, allow_sensitive=allow_sensitive,
+                      agent_id=agent_id, run_id=run_id)
 
     def disclosures(self, user_id: str) -> list[erasure.DisclosureRow]:
         """Every disclosure of ``user_id``'s labelled facts, in log order: key, version, label, when, session,

@@ -161,7 +161,8 @@ class UserExport(BaseModel):
     ``sessions``: the user's sessions with card, messages and summaries, JSON-shaped (instants as ISO 8601 UTC
     strings), then open ``--no-memory`` sessions with the messages they keep until they end; ``entities`` and
     ``relations``: the people in the user's life and every version of every relation (docs/relations.md). ``erased``:
-    the user was erased -- everything else is then empty.
+    the user was erased -- everything else is then empty. ``scope``: an export limited to an agent or a run holds
+    only the facts and versions written in it, their disclosures and the run's session (memledger/scopes.py).
     """
 
     format: str = "memledger.export/v1"
@@ -177,6 +178,9 @@ class UserExport(BaseModel):
     #: the people, places and organisations in the user's life, and every version of every relation
     entities: list[EntityView] = Field(default_factory=list)
     relations: list[RelationVersion] = Field(default_factory=list)
+    #: the scopes the export was limited to (``agent_id``, ``run_id``: those given); absent from the JSON of a
+    #: whole user's export
+    scope: dict[str, str] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 # ----------------------------------------------------------------------------------------------------- erase
@@ -375,25 +379,36 @@ def reload_user_index(ml: Store, proj: Any, user_id: str) -> None:
 # ----------------------------------------------------------------------------------------------------- export
 
 
-def export_user(ml: Store, user_id: str) -> UserExport:
+def export_user(ml: Store, user_id: str, scope: Any = None) -> UserExport:
     """Everything ``ml`` holds about ``user_id`` as one :class:`UserExport` (``memledger export USER --json``).
+
+    ``scope`` (a :class:`memledger.scopes.Scope`) limits it to what an agent wrote or a run held: the current facts
+    whose current version was written in it, the history events recorded in it, the disclosures of those versions,
+    and the sessions of the run (a message records no agent: an agent's export holds no session).
 
     Raises:
         BadInput: ``user_id`` invalid, or nothing was ever recorded about it (a mistyped id would otherwise read as
-            a user whose memory is empty).
+            a user whose memory is empty), whatever the scope.
     """
     user_id = check_user_id(user_id)
-    profile = reads.profile(ml, user_id)
+    agent_id, run_id = (scope.agent_id, scope.run_id) if scope else (None, None)
+    profile = reads.profile(ml, user_id, agent_id=agent_id, run_id=run_id)
     history = reads.history(ml, user_id)
-    disclosures = disclosure_rows(ml, user_id)
     sessions = _export_sessions(ml, user_id)
     erased_at = ml.erased_at(user_id)
     if erased_at is None and not history and not sessions and not open_sessions(ml, user_id) and (
             ml.keystore is None or ml.keystore.get(user_id) is None):  # every write makes the user's key
         raise BadInput("user_id", f"nothing is held about {user_id!r}: no fact, session or erasure",
                        "check the user id (every id the ledger holds has a fact or a session)")
+    disclosures = disclosure_rows(ml, user_id)
+    if scope:
+        history = [h for h in history if scope.matches(h.actor, h.session_id)]
+        shown = {(h.key, h.version) for h in history}
+        disclosures = [d for d in disclosures if (d.key, d.version) in shown]
+        sessions = [] if agent_id is not None else [s for s in sessions if s["session_id"] == run_id]
     return UserExport(user_id=user_id, exported_at=now_utc(), erased=erased_at is not None, erased_at=erased_at,
-                      profile=profile, history=history, disclosures=disclosures, sessions=sessions)
+                      profile=profile, history=history, disclosures=disclosures, sessions=sessions,
+                      scope={k: v for k, v in (("agent_id", agent_id), ("run_id", run_id)) if v is not None} or None)
 
 
 def disclosure_rows(ml: Store, user_id: str) -> list[DisclosureRow]:

@@ -22,7 +22,7 @@ from .context import Context
 from .hygiene import DueList, QuarantineList, Stats
 from .withdrawal import SourceRetraction
 from .message_search import MessageHit
-from .forget import ForgetReceipt
+from .forget import ForgetReceipt, ScopeForgetReceipt
 from .erasure import ErasureReceipt, UserExport
 from .identity import IdentityLinks, IdentityReceipt
 from .relations import Entities, RelationReceipt, Relations
@@ -129,6 +129,7 @@ def _outputs() -> dict[str, tuple[Any, str, str]]:
         "export": (UserExport, "serialization", "export"),
         "erase": (ErasureReceipt, "serialization", "erase"),
         "forget": (ForgetReceipt, "serialization", "forget"),
+        "forget-scope": (ScopeForgetReceipt, "serialization", "forget --agent A / --run R"),
         "project": (ProjectReport, "serialization", "project"),
         "rebuild": (RebuildOutput, "serialization", "rebuild"),
         "verify": (list[VerifyOutput], "serialization", "verify"),

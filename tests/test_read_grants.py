@@ -329,6 +329,7 @@ MCP_WRITES = {
     "remember": "a remember receipt; related labelled memories withheld",
     "correct": "a receipt", "retract": "a receipt", "unlink": "a remember receipt; related memories withheld",
     "log_message": "a session receipt", "update_card": "a session receipt",
+    "end_session": "a session receipt; closed memories by key and version",
     "erase": "an erasure receipt (counts)", "forget": "a forget receipt (counts)",
     "relate": "a relation receipt (what the caller sent, ids, version)",
     "correct_relation": "a relation receipt (what the caller sent, ids, version)",

@@ -11,7 +11,7 @@ import typer
 
 from ledger.errors import BadInput, MemledgerError
 
-from .common import (JsonOpt, app, emit_json, err,
+from .common import (AgentReadOpt, JsonOpt, RunReadOpt, app, cli_scope, emit_json, err,
                      open_ledger, out, shard_map_given)
 
 
@@ -247,18 +247,23 @@ def verify_certificate_cmd(ctx: typer.Context,
 @app.command("export")
 def export_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt,
                purpose: Optional[str] = typer.Option(None, "--purpose", help="Why (kept with the disclosure of each "
-                                                     "labelled fact the export holds).")) -> None:
+                                                     "labelled fact the export holds)."),
+               agent: Optional[str] = AgentReadOpt, run: Optional[str] = RunReadOpt) -> None:
     """Everything held about USER in one document: current facts, full history, disclosures, sessions. Complete
-    (labelled facts included); each labelled fact in it is recorded as a disclosure."""
+    (labelled facts included); each labelled fact in it is recorded as a disclosure. --agent / --run: only the facts
+    and versions written by that agent / in that run, and the run's session."""
     from memledger.sensitivity import check_purpose
 
     check_purpose(purpose, "--purpose")
+    scope = cli_scope(agent, run)
     with open_ledger(ctx) as ml:
-        doc = ml.export(user, purpose=purpose)
+        doc = ml.export(user, purpose=purpose, agent_id=scope.agent_id, run_id=scope.run_id)
     if as_json:
         emit_json(doc.model_dump(mode="json"))
         return
-    out.print(f"export of {doc.user_id} at {doc.exported_at.isoformat()}" + (" (erased)" if doc.erased else ""))
+    scoped_to = "".join(f" {k}={v}" for k, v in (doc.scope or {}).items())
+    out.print(f"export of {doc.user_id}{scoped_to} at {doc.exported_at.isoformat()}"
+              + (" (erased)" if doc.erased else ""))
     out.print(f"{len(doc.profile.facts)} current facts, {len(doc.history)} history events, "
               f"{len(doc.disclosures)} disclosures, {len(doc.sessions)} sessions")
     for key, f in doc.profile.facts.items():

@@ -24,19 +24,22 @@ def create_cmd(ctx: typer.Context,
                allow_sensitive: List[str] = typer.Option([], "--allow-sensitive", help="A sensitivity label the "
                                                          "key may let into recall/context; repeatable."),
                note: Optional[str] = typer.Option(None, "--note", help="What the key is for."),
-               as_json: bool = JsonOpt) -> None:
+               as_json: bool = JsonOpt,
+               agent: Optional[str] = typer.Option(None, "--agent", help="Limit the key to this agent: it writes as "
+                                                   "the agent and reads only what the agent wrote.")) -> None:
     """Create a key; its secret is printed once and only its hash is stored."""
     from memledger.servers.keys import APIKeyStore
 
     with open_ledger(ctx, embedder="none") as ml:
         created = APIKeyStore(ml).create(user, admin=admin, expires=expires, allow_sensitive=allow_sensitive,
-                                      note=note)
+                                      note=note, agent=agent)
     if as_json:
         emit_json(created.model_dump(mode="json"))
         return
     out.print(created.secret)
     err.print(f"key {created.key_id} for {', '.join(created.users) or 'every user'}"
-              + (" (admin)" if created.admin else "") + ": the secret above is shown only once")
+              + (" (admin)" if created.admin else "") + (f" as agent {created.agent}" if created.agent else "")
+              + ": the secret above is shown only once")
 
 
 @keys_app.command("list")

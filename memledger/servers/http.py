@@ -37,6 +37,7 @@ from ledger.schemas import check_key, check_user_id
 from projections.db import request_scope
 
 from ..scopes import AGENT_HELP, RUN_HELP
+from .agent_keys import AgentKeyMiddleware
 from .limits import MAX_BODY, BodyLimitMiddleware  # noqa: F401  (MAX_BODY: part of this module's surface)
 from .keys import APIKeyStore, Principal
 from .mcp import PRINCIPAL_STATE, build_mcp
@@ -289,6 +290,7 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                               "problem+json. See docs/interfaces.md.")
     app.router.routes.extend(mcp_routes)
     app.include_router(build_ui_router(service, keys))  # the browser pages (docs/timeline.md)
+    app.add_middleware(AgentKeyMiddleware)  # inside the key middleware: it reads the request's key
     app.add_middleware(KeyMiddleware, keys=keys, service=service, routes=lambda: app.router.routes)
     app.add_middleware(BodyLimitMiddleware)  # added last: runs first, before a key is even looked up
 
@@ -624,18 +626,19 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     @app.get("/v1/users/{user_id}/export", tags=["privacy"],
              description="Everything held about the user. Complete for an admin key (the user's right of access); "
                          "for any other key gated as every read (allow_sensitive). Each labelled fact it shows is "
-                         "recorded as a disclosure.")
+                         "recorded as a disclosure. agent_id / run_id: only what was written in that scope.")
     def export(request: Request, user_id: str = Depends(user_of), allow_sensitive: list[str] | None = AllowSensitive,
-               purpose: str | None = Purpose) -> Any:
+               purpose: str | None = Purpose, agent_id: str | None = Agent, run_id: str | None = Run) -> Any:
         from ..sensitivity import check_allow_sensitive, check_purpose
 
         p = principal(request)
         check_purpose(purpose)  # refused (422) whoever asks: an admin's export records its purpose as well
         check_allow_sensitive(allow_sensitive)
-        g = granted(request, ProfileArgs, allow_sensitive=None if p.admin else allow_sensitive, purpose=purpose)
+        g = granted(request, ProfileArgs, allow_sensitive=None if p.admin else allow_sensitive, purpose=purpose,
+                    agent_id=agent_id, run_id=run_id)
         return service.export(user_id, complete=p.admin, allow_sensitive=g.allow_sensitive,
-                              purpose=g.purpose or (f"export by admin key {p.key_id}" if p.admin else None)
-                              ).model_dump(mode="json")
+                              purpose=g.purpose or (f"export by admin key {p.key_id}" if p.admin else None),
+                              agent_id=g.agent_id, run_id=g.run_id).model_dump(mode="json")
 
     @app.delete("/v1/users/{user_id}", tags=["privacy"])
     def erase(request: Request, user_id: str = Path(), confirm: str | None = Header(None, alias="Confirm-Erase")

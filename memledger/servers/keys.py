@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ledger.errors import BadInput
-from ledger.schemas import check_label, check_user_id
+from ledger.schemas import check_identifier, check_label, check_user_id
+from projections.history import add_missing_column
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 
 DDL = """
@@ -37,7 +38,8 @@ CREATE TABLE IF NOT EXISTS api_keys (
     note TEXT,
     created_at BIGINT NOT NULL,
     expires_at BIGINT,
-    revoked_at BIGINT
+    revoked_at BIGINT,
+    agent TEXT
 )"""
 
 KEY_RE = re.compile(r"^mlk_([0-9a-f]{12})_([A-Za-z0-9_\-]{20,100})$")
@@ -53,6 +55,8 @@ class Principal:
     admin: bool = False
     all_users: bool = False
     allow_sensitive: frozenset[str] = field(default_factory=frozenset)
+    #: the one agent the key writes and reads as (docs/interfaces.md, "Keys limited to an agent"); None: any
+    agent: str | None = None
 
     def allows(self, user_id: str) -> bool:
         return self.all_users or user_id in self.users
@@ -76,6 +80,8 @@ class KeyInfo(BaseModel):
     expires_at: datetime | None
     revoked_at: datetime | None
     active: bool
+    #: the agent the key is limited to; absent from the JSON of a key that is not
+    agent: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class CreatedKey(KeyInfo):
@@ -91,30 +97,34 @@ def _sha(secret: str) -> str:
 class APIKeyStore:
     """The ``api_keys`` table of one opened store (``ml.db``: SQLite or PostgreSQL, ``?`` placeholders)."""
 
-    COLUMNS = "key_id, users, admin, allow_sensitive, note, created_at, expires_at, revoked_at"
+    COLUMNS = "key_id, users, admin, allow_sensitive, note, created_at, expires_at, revoked_at, agent"
 
     def __init__(self, ml: Any) -> None:
         self.db = ml.db
         self._erased_at = getattr(ml, "erased_at", None)  # a Store's; None for a bare db holder
         with self.db.transaction() as cur:
             cur.execute(DDL)
+            add_missing_column(cur, "api_keys", "agent", "TEXT")  # a table made before keys could name an agent
 
     def _info(self, row: tuple) -> KeyInfo:
-        key_id, users, admin, allow, note, created, expires, revoked = row
+        key_id, users, admin, allow, note, created, expires, revoked, agent = row
         now = to_micros(now_utc())
         active = revoked is None and (expires is None or expires > now)
         return KeyInfo(key_id=key_id, users=json.loads(users), admin=bool(admin), allow_sensitive=json.loads(allow),
                        note=note, created_at=from_micros(created), expires_at=from_micros(expires),
-                       revoked_at=from_micros(revoked), active=active)
+                       revoked_at=from_micros(revoked), active=active, agent=agent)
 
     def create(self, users: list[str], *, admin: bool = False, expires: Any = None,
-               allow_sensitive: list[str] | None = None, note: str | None = None) -> CreatedKey:
-        """Mint a key; returns it with its ``secret`` (shown once; only its hash is kept).
+               allow_sensitive: list[str] | None = None, note: str | None = None,
+               agent: str | None = None) -> CreatedKey:
+        """Mint a key; returns it with its ``secret`` (shown once; only its hash is kept). ``agent``: the key
+        writes as that agent only and reads only what it wrote (memledger/servers/agent_keys.py).
 
         Raises:
-            BadInput: no user and not admin, a malformed user id, label or expiry, or an expiry in the past.
+            BadInput: no user and not admin, a malformed user id, label, agent or expiry, or an expiry in the past.
         """
         users = sorted({check_user_id(u, "--user") for u in users})
+        agent = check_identifier(agent, "--agent")
         erased = [u for u in users if self._erased_at(u) is not None] if self._erased_at is not None else []
         if erased:  # an erased id stays burned: a key for it could only ever read "erased"
             raise BadInput("--user", f"{erased[0]!r} was erased", "an erased user id stays burned: use a new user id")
@@ -136,9 +146,9 @@ class APIKeyStore:
         created = to_micros(now_utc())
         with self.db.transaction() as cur:
             cur.execute("INSERT INTO api_keys (key_id, secret_sha256, users, admin, allow_sensitive, note, "
-                        "created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                        "created_at, expires_at, revoked_at, agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
                         (key_id, _sha(secret), json.dumps(users), int(admin), json.dumps(labels), note, created,
-                         to_micros(expires_at)))
+                         to_micros(expires_at), agent))
         info = self.get(key_id)
         return CreatedKey(**info.model_dump(), secret=secret)
 
@@ -168,18 +178,19 @@ class APIKeyStore:
         if m is None:
             return None
         with self.db.read() as cur:
-            row = cur.execute("SELECT secret_sha256, users, admin, allow_sensitive, expires_at, revoked_at "
+            row = cur.execute("SELECT secret_sha256, users, admin, allow_sensitive, expires_at, revoked_at, agent "
                               "FROM api_keys WHERE key_id = ?", (m.group(1),)).fetchone()
         if row is None:
             return None
-        digest, users, admin, allow, expires, revoked = row
+        digest, users, admin, allow, expires, revoked, agent = row
         if not hmac.compare_digest(digest, _sha(secret)):
             return None
         if revoked is not None or (expires is not None and expires <= to_micros(now_utc())):
             return None
         users_set = frozenset(json.loads(users))
         return Principal(key_id=m.group(1), users=users_set, admin=bool(admin),
-                         all_users=bool(admin) and not users_set, allow_sensitive=frozenset(json.loads(allow)))
+                         all_users=bool(admin) and not users_set, allow_sensitive=frozenset(json.loads(allow)),
+                         agent=agent)
 
 
 #: The name this class had before ``ledger.crypto.KeyStore`` (the per-user data keys) and it were told apart.

@@ -2,8 +2,8 @@
 
 Tools (each with a pydantic argument model and a result model, so each has an input and an output schema):
 ``remember``, ``recall``, ``profile``, ``history``, ``believed``, ``true_at``, ``diff``, ``audit``, ``correct``,
-``retract``, ``unlink``, ``context``, ``resume``, ``log_message``, ``update_card``; ``erase`` and ``forget`` only
-with ``allow_destructive``, marked destructive. Resources: ``memledger://users/{user_id}/profile``,
+``retract``, ``unlink``, ``context``, ``resume``, ``log_message``, ``update_card``, ``end_session``; ``erase`` and
+``forget`` only with ``allow_destructive``, marked destructive. Resources: ``memledger://users/{user_id}/profile``,
 ``memledger://users/{user_id}/history/{key}``, ``memledger://users/{user_id}/context``.
 
 Facts labelled sensitive (health, finance, ...) are withheld by every read (value and text null, ``withheld`` names
@@ -53,6 +53,7 @@ from .models import (
     ContextArgs,
     CorrectArgs,
     DiffArgs,
+    EndSessionArgs,
     EraseArgs,
     HistoryArgs,
     HistoryResult,
@@ -119,6 +120,9 @@ DESCRIPTIONS = {
     "resume": "Where the user left off: the latest open task's state card, how long ago, and a sentence to open "
               "with; `expired` says to ask before continuing.",
     "log_message": "Log one conversation message (idempotent on message_id; starts the session if needed).",
+    "end_session": "End a session (a run). With `close_memories`, also retire every memory written in it (recorded "
+                   "with its session_id or run_id), each by a retraction: history keeps them; the receipt lists them "
+                   "in closed_memories.",
     "update_card": "Patch a session's state card: task, progress, status, and add/remove/replace decisions, open "
                    "questions and action items ('OLD=>NEW' for a replacement).",
     "unlink": "Undo a wrong `remember` decision: version `version` of `key` (from the remember receipt) does not "
@@ -435,6 +439,8 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
     reg("resume", ResumeArgs, Resume, lambda u, a, p: s.resume(u, now=a.now, expiry_hours=a.expiry_hours), ro)
     reg("log_message", LogMessageArgs, SessionReceipt, lambda u, a, p: s.log_message(u, a.session_id, a), write)
     reg("update_card", UpdateCardArgs, SessionReceipt, lambda u, a, p: s.update_card(u, a.session_id, a), write)
+    reg("end_session", EndSessionArgs, SessionReceipt,
+        lambda u, a, p: s.end_session(u, a.session_id, a.observed_at, a.close_memories), write)
     if allow_destructive:
         destructive = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
                                       openWorldHint=False)

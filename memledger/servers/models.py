@@ -350,6 +350,10 @@ class UpdateCardArgs(UserArg, CardBody):
     session_id: str = Field(description="The session whose state card to patch.")
 
 
+class EndSessionArgs(UserArg, ObservedBody):
+    session_id: str = Field(description="The session (the run) to end.")
+
+
 class UnlinkArgs(UserArg, UnlinkBody):
     key: str = Field(description="The fact's dotted key the statement was wrongly filed under.")
 

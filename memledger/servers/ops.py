@@ -251,11 +251,13 @@ class Service:
             return self.ml.resume(user_id, now=now, expiry_hours=expiry_hours)
 
     def export(self, user_id: str, *, complete: bool = True, allow_sensitive: list[str] | None = None,
-               purpose: str | None = None) -> Any:
+               purpose: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Any:
         """``MemoryLedger.export``: complete for an admin key (the user's right of access), else gated as every
-        other read; either way each labelled fact shown is recorded as a disclosure."""
+        other read; either way each labelled fact shown is recorded as a disclosure. ``agent_id`` / ``run_id``:
+        only what was written in that scope."""
         with self.lock:
-            return self.ml.export(user_id, complete=complete, allow_sensitive=allow_sensitive, purpose=purpose)
+            return self.ml.export(user_id, complete=complete, allow_sensitive=allow_sensitive, purpose=purpose,
+                                  **_scope(agent_id, run_id))
 
     def erase(self, user_id: str, actor: str | None = None) -> Any:
         with self.lock:

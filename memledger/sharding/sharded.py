@@ -41,8 +41,8 @@ USER_READS = frozenset({
 #: verbs about one user that write (or may: ``context`` records disclosures of sensitive facts)
 USER_WRITES = frozenset({
     "assert_fact", "correct_fact", "retract_fact", "remember", "unlink", "session_start", "log_message",
-    "update_card", "summarize", "end_session", "retract_source", "forget", "record_disclosures", "context",
-    "relate", "correct_relation", "unrelate",
+    "update_card", "summarize", "end_session", "retract_source", "forget", "forget_scope", "record_disclosures",
+    "context", "relate", "correct_relation", "unrelate",
 })
 
 

@@ -140,8 +140,10 @@ def batch_outcome(events: list[LogEvent]) -> tuple[dict[tuple[str, str], str | N
 
 
 def forgotten_texts(events: list[LogEvent], forgotten: set[tuple[str, str]]) -> set[str]:
-    """Every text the batch gives the documents in ``forgotten``."""
-    return {le.event.text for le in events if getattr(le.event, "text", None) is not None
+    """Every text the batch's fact events give the documents in ``forgotten`` (a message has a text but no key:
+    it is no fact's document)."""
+    return {le.event.text for le in events if fact_effect(le.event) is not None
+            and getattr(le.event, "text", None) is not None
             and (le.event.user_id, fact_doc_id(le.event.key)) in forgotten}
 
 
