@@ -7,10 +7,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ledger.errors import BadInput
-from ledger.schemas import pydantic_problem
+from ledger.schemas import check_user_id, pydantic_problem
 
 # ------------------------------------------------------------------------------------------------------ wording
 
@@ -113,6 +113,15 @@ class Request(BaseModel):
     def arguments(self) -> dict[str, Any]:
         """The request's fields as the verb's keywords (``MemoryLedger.search(**request.arguments())``)."""
         return {name: getattr(self, name) for name in type(self).model_fields}
+
+
+class UserRequest(Request):
+    """A request about one user: ``user_id`` checked once here (each verb's model declares and describes it)."""
+
+    @field_validator("user_id", mode="before", check_fields=False)
+    @classmethod
+    def _user(cls, v: Any) -> str:
+        return _as("user_id", check_user_id, v)
 
 
 def _refusal(exc: ValidationError) -> RequestError:

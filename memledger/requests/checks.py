@@ -4,15 +4,16 @@ grant: ``allow_sensitive``, ``purpose``), and the limits they enforce."""
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import ValidationError, ValidationInfo, field_validator
 
 from ledger.errors import BadInput
-from ledger.schemas import check_label, check_text, check_user_id
+from ledger.schemas import check_identifier, check_label, check_text, check_user_id
 
 from ..defaults import DEFAULT_ROLE_BONUS
-from .base import RequestError, _as
+from .base import RequestError, UserRequest, _as
 
 #: most hits one search returns
 MAX_K = 1000
@@ -118,3 +119,36 @@ def check_also(user_id: Any, also: Any) -> tuple[str, ...]:
                            "search fewer users per call")
     return tuple(users)
 
+
+class ReadRequest(UserRequest):
+    """What a read in scopes shares (search, context): the scopes, the labels allowed and why, the cut-off and the
+    confidence floor, each checked once here; each verb's model declares and describes the fields."""
+
+    @field_validator("agent_id", "run_id", mode="before", check_fields=False)
+    @classmethod
+    def _scope(cls, v: Any, info: ValidationInfo) -> str | None:
+        return _as(info.field_name, check_identifier, v, info.field_name)
+
+    @field_validator("allow_sensitive", mode="before", check_fields=False)
+    @classmethod
+    def _allow(cls, v: Any) -> frozenset[str]:
+        return _as("allow_sensitive", check_allow_sensitive, v)
+
+    @field_validator("purpose", mode="before", check_fields=False)
+    @classmethod
+    def _purpose(cls, v: Any) -> str | None:
+        return _as("purpose", check_purpose, v)
+
+    @field_validator("as_of", mode="before", check_fields=False)
+    @classmethod
+    def _as_of(cls, v: Any) -> datetime | None:
+        from ledger.timeutil import parse_instant
+
+        return None if v is None else _as("as_of", parse_instant, v, "as_of")
+
+    @field_validator("min_confidence", mode="before", check_fields=False)
+    @classmethod
+    def _min_confidence(cls, v: Any) -> float | None:
+        from ledger.hygiene import check_min_confidence
+
+        return _as("min_confidence", check_min_confidence, v)

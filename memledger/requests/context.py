@@ -7,16 +7,14 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ledger.schemas import check_identifier, check_user_id
-
 from ..scopes import AGENT_HELP, RUN_HELP, Scope
-from .base import Request, RequestError, _as
-from .checks import MAX_K, MAX_QUERY, check_allow_sensitive, check_purpose
+from .base import RequestError, _as
+from .checks import MAX_K, MAX_QUERY, ReadRequest
 
 Axis = Literal["system", "observed"]
 
 
-class ContextRequest(Request):
+class ContextRequest(ReadRequest):
     """One context (``MemoryLedger.context``, ``memledger context``, the MCP tool ``context``, ``GET|POST
     /v1/users/{user_id}/context``): whose, for which session and query, within which budget, as of when.
 
@@ -57,22 +55,12 @@ class ContextRequest(Request):
     run_id: str | None = Field(None, description=RUN_HELP + " Narrows the profile and the memories (session_id "
                                "picks the card and messages); with agent_id, both must match.")
 
-    @field_validator("user_id", mode="before")
-    @classmethod
-    def _user(cls, v: Any) -> str:
-        return _as("user_id", check_user_id, v)
-
     @field_validator("session_id", mode="before")
     @classmethod
     def _session(cls, v: Any) -> str | None:
         from ledger.sessions import check_session_id
 
         return None if v is None else _as("session_id", check_session_id, v)
-
-    @field_validator("agent_id", "run_id", mode="before")
-    @classmethod
-    def _scope(cls, v: Any, info: Any) -> str | None:
-        return _as(info.field_name, check_identifier, v, info.field_name)
 
     @field_validator("budget", mode="before")
     @classmethod
@@ -109,23 +97,6 @@ class ContextRequest(Request):
             raise RequestError("query", f"is {len(v)} characters long", f"ask in at most {MAX_QUERY} characters")
         return v
 
-    @field_validator("allow_sensitive", mode="before")
-    @classmethod
-    def _allow(cls, v: Any) -> frozenset[str]:
-        return _as("allow_sensitive", check_allow_sensitive, v)
-
-    @field_validator("purpose", mode="before")
-    @classmethod
-    def _purpose(cls, v: Any) -> str | None:
-        return _as("purpose", check_purpose, v)
-
-    @field_validator("as_of", mode="before")
-    @classmethod
-    def _as_of(cls, v: Any) -> datetime | None:
-        from ledger.timeutil import parse_instant
-
-        return None if v is None else _as("as_of", parse_instant, v, "as_of")
-
     @field_validator("axis", mode="before")
     @classmethod
     def _axis(cls, v: Any) -> str:
@@ -133,13 +104,6 @@ class ContextRequest(Request):
             raise RequestError("axis", f"{v!r} is not an axis",
                                "use system (recorded by then) or observed (said by then)")
         return v
-
-    @field_validator("min_confidence", mode="before")
-    @classmethod
-    def _min_confidence(cls, v: Any) -> float | None:
-        from ledger.hygiene import check_min_confidence
-
-        return _as("min_confidence", check_min_confidence, v)
 
     @model_validator(mode="after")
     def _together(self) -> ContextRequest:

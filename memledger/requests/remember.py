@@ -10,11 +10,11 @@ from typing import Any, ClassVar, get_args
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ledger.schemas import (MAX_TEXT, FactCommand, RoleContext, Source, check_confidence, check_identifier,
-                            check_instant, check_key, check_text, check_user_id, pydantic_problem)
+                            check_instant, check_key, check_text, pydantic_problem)
 from ledger.text import INVISIBLE
 
 from ..scopes import SCOPE_FIELDS
-from .base import Request, RequestError, _as
+from .base import RequestError, UserRequest, _as
 from .checks import check_role_name
 
 #: what the ledger's command carries from the request, besides user, key and text (the provenance of the statement)
@@ -22,7 +22,7 @@ PROVENANCE = ("observed_at", "valid_from", "source", "source_ref", "session_id",
               "role", "sensitivity", "idempotency_key")
 
 
-class RememberRequest(Request):
+class RememberRequest(UserRequest):
     """One statement to remember (``MemoryLedger.remember``, ``memledger remember``, the MCP tool ``remember``,
     ``POST /v1/users/{user_id}/memories``): whose, what was said, where it came from, and where it may land.
 
@@ -63,11 +63,6 @@ class RememberRequest(Request):
                                  "(the same field as actor, spelled as a scope).")
     run_id: str | None = Field(None, description="The run it was written in: its scope, recorded as the fact's "
                                "session_id (the same field as session_id, spelled as a scope).")
-
-    @field_validator("user_id", mode="before")
-    @classmethod
-    def _user(cls, v: Any) -> str:
-        return _as("user_id", check_user_id, v)
 
     @field_validator("text", mode="before")
     @classmethod

@@ -8,17 +8,17 @@ from typing import Any, ClassVar, get_args
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from ledger.schemas import Source, check_identifier, check_text, check_user_id
+from ledger.schemas import Source, check_text
 from ledger.text import INVISIBLE
 
 from ..defaults import DEFAULT_ROLE_BONUS
 from ..scopes import AGENT_HELP, RUN_HELP, Scope
-from .base import Request, RequestError, _as
-from .checks import (MAX_EXPAND, MAX_K, MAX_QUERY, MAX_SCORE, SEARCH_IN, Within, check_allow_sensitive,
-                     check_also, check_expand, check_purpose, check_role_bonus, check_role_name)
+from .base import RequestError, _as
+from .checks import (MAX_EXPAND, MAX_K, MAX_QUERY, MAX_SCORE, SEARCH_IN, ReadRequest, Within, check_also,
+                     check_expand, check_role_bonus, check_role_name)
 
 
-class SearchRequest(Request):
+class SearchRequest(ReadRequest):
     """One search (``MemoryLedger.search``, ``memledger search``, the MCP tool ``recall``, ``POST
     /v1/users/{user_id}/search``): whose memories, what to look for, and every option, checked.
 
@@ -73,11 +73,6 @@ class SearchRequest(Request):
     run_id: str | None = Field(None, description=RUN_HELP + " With agent_id, both must match; applied before the top "
                                "k is cut.")
 
-    @field_validator("user_id", mode="before")
-    @classmethod
-    def _user(cls, v: Any) -> str:
-        return _as("user_id", check_user_id, v)
-
     @field_validator("query", mode="before")
     @classmethod
     def _query(cls, v: Any) -> str:
@@ -96,13 +91,6 @@ class SearchRequest(Request):
             raise RequestError("k", f"{v!r} is not a whole number from 1 to {MAX_K}",
                                lambda n: "e.g. " + n.example("k", 10))
         return v
-
-    @field_validator("as_of", mode="before")
-    @classmethod
-    def _as_of(cls, v: Any) -> datetime | None:
-        from ledger.timeutil import parse_instant
-
-        return None if v is None else _as("as_of", parse_instant, v, "as_of")
 
     @field_validator("source", mode="before")
     @classmethod
@@ -129,16 +117,6 @@ class SearchRequest(Request):
     def _role_bonus(cls, v: Any) -> float:
         return DEFAULT_ROLE_BONUS if v is None else _as("role_bonus", check_role_bonus, v)
 
-    @field_validator("allow_sensitive", mode="before")
-    @classmethod
-    def _allow(cls, v: Any) -> frozenset[str]:
-        return _as("allow_sensitive", check_allow_sensitive, v)
-
-    @field_validator("purpose", mode="before")
-    @classmethod
-    def _purpose(cls, v: Any) -> str | None:
-        return _as("purpose", check_purpose, v)
-
     @field_validator("also", mode="before")
     @classmethod
     def _also(cls, v: Any, info: ValidationInfo) -> tuple[str, ...]:
@@ -154,11 +132,6 @@ class SearchRequest(Request):
                 f"e.g. {n.example('min_score', 0.3)}, the weak-match threshold (a score is relevance x confidence x "
                 "freshness, each at most 1, plus a role bonus of at most 1)"))
         return float(v)
-
-    @field_validator("agent_id", "run_id", mode="before")
-    @classmethod
-    def _scope(cls, v: Any, info: ValidationInfo) -> str | None:
-        return _as(info.field_name, check_identifier, v, info.field_name)
 
     @field_validator("role_filter", mode="before")
     @classmethod
@@ -192,13 +165,6 @@ class SearchRequest(Request):
             raise RequestError("within", f"{v!r} is not one of {', '.join(SEARCH_IN)}",
                                lambda n: "e.g. " + n.example("within", "all"))
         return v
-
-    @field_validator("min_confidence", mode="before")
-    @classmethod
-    def _min_confidence(cls, v: Any) -> float | None:
-        from ledger.hygiene import check_min_confidence
-
-        return _as("min_confidence", check_min_confidence, v)
 
     @field_validator("expand", mode="before")
     @classmethod
