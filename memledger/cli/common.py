@@ -7,6 +7,7 @@ No traceback is printed for either; set ``MEMLEDGER_DEBUG=1`` to see one.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from contextlib import contextmanager
 from typing import Any, Iterator, List, Optional
@@ -144,10 +145,14 @@ def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 
+#: a value that opens a JSON object, or a list whose first item is JSON ("[1,", '["a"'), not "[WIP] notes"
+_JSON_OPENING = re.compile(r'\s*(?:\{|\[\s*(?:[-\d"\[{\]]|true\b|false\b|null\b))')
+
+
 def parse_value(raw: str) -> Any:
-    """VALUE is JSON when it parses as JSON (NaN/Infinity excluded), else the string itself. A value that opens an
-    object or a list ("{...", "[...") but does not parse is refused (BadInput naming VALUE): it was meant as JSON, and
-    storing the broken text as a string would hide the typo."""
+    """VALUE is JSON when it parses as JSON (NaN/Infinity excluded), else the string itself. A value that opens a
+    JSON object or list ("{...", "[1, ...") but does not parse is refused (BadInput naming VALUE): it was meant as
+    JSON, and storing the broken text as a string would hide the typo; "[WIP] notes" is text."""
 
     def no_constants(name: str) -> Any:
         raise ValueError(name)
@@ -155,7 +160,7 @@ def parse_value(raw: str) -> Any:
     try:
         return json.loads(raw, parse_constant=no_constants)
     except ValueError as exc:
-        if raw.lstrip()[:1] in ("{", "["):
+        if _JSON_OPENING.match(raw):
             raise BadInput("VALUE", f"opens a JSON {'object' if raw.lstrip()[0] == '{' else 'list'} but is not valid "
                            f"JSON ({str(exc).split(':')[0]})",
                            "fix the JSON, or quote it as a JSON string to store the text itself") from None
