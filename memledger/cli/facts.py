@@ -41,7 +41,8 @@ def assert_cmd(
     role: Optional[str] = RoleOpt, as_json: bool = JsonOpt,
     agent: Optional[str] = AgentOpt, run: Optional[str] = RunOpt,
 ) -> None:
-    """Assert USER's KEY = VALUE (JSON if it parses, else a string; text that opens a JSON object or list but does not parse is refused): new, supersede, reaffirm, backfill or contest.
+    """Assert USER's KEY = VALUE (JSON if it parses, else a string; text that opens a JSON object or list but does
+    not parse is refused): new, supersede, reaffirm, backfill or contest.
     --agent / --run: the fact's scopes (the same fields as --actor / --session)."""
     role_ctx = _role(role)
     actor, session = scoped(actor, agent, session, run)
