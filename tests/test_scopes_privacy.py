@@ -286,6 +286,18 @@ def test_a_key_limited_to_an_agent_writes_and_reads_as_that_agent(cli: Any, fres
             bad = http.get(path)
             assert bad.status_code == 403 and bad.json()["field"] == "Authorization", path
         assert http.get("/v1/users/v/profile").status_code == 403  # the user stays the boundary
+        # a remember's receipt lists only the memories this agent wrote, though it weighs (and may revise) others'
+        r = http.post("/v1/users/u/memories", json={"text": "Berlin was lovely in the spring, I hear"})
+        assert r.status_code == 201, r.text
+        assert all("Berlin" not in (m.get("text") or "") for m in r.json()["related"]), r.json()["related"]
+        # the pages show every agent's memories: a key limited to one agent signs in to none of them
+        login = http.post("/ui/login", data={"key": created["secret"], "next": "/ui/users/u"},
+                          headers={"Origin": "http://testserver"}, follow_redirects=False)
+        assert login.status_code == 403 and "limited to agent" in login.text and "set-cookie" not in login.headers
+        http.cookies.set("memledger_ui", created["secret"])  # a cookie set by hand is refused as well
+        page = http.get("/ui/users/u", follow_redirects=False)
+        assert page.status_code == 403 and "Berlin" not in page.text
+        http.cookies.clear()
     with TestClient(create_app(Service(ml)), headers={"Authorization": f"Bearer {plain['secret']}"}) as http:
         assert set(http.get("/v1/users/u/profile").json()["facts"]) >= {"home.city", "work.employer"}
 

@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .mcp import PRINCIPAL_STATE
 
-__all__ = ["AgentKeyMiddleware"]
+__all__ = ["AgentKeyMiddleware", "narrow_related"]
 
 _USER = r"/v1/users/[^/]+"
 #: reads that take ``agent_id`` as a query field
@@ -129,3 +129,14 @@ class AgentKeyMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+def narrow_related(ml: Any, receipt: Any, agent: str | None) -> Any:
+    """A ``remember`` receipt as a key limited to ``agent`` may see it: the memories it weighed (``related``) only
+    where the version weighed was written by that agent. The decision stands (the user is one person: another
+    agent's memory may be revised), but no other agent's words are shown. ``agent`` None: the receipt as it is."""
+    related = getattr(receipt, "related", None)
+    if agent is None or not related:
+        return receipt
+    mine = {(h.key, h.version) for h in ml.history(receipt.user_id, agent_id=agent)}
+    return receipt.model_copy(update={"related": [r for r in related if (r.key, r.version) in mine]})

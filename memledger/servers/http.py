@@ -37,7 +37,7 @@ from ledger.schemas import check_key, check_user_id
 from projections.db import request_scope
 
 from ..scopes import AGENT_HELP, RUN_HELP
-from .agent_keys import AgentKeyMiddleware
+from .agent_keys import AgentKeyMiddleware, narrow_related
 from .limits import MAX_BODY, BodyLimitMiddleware  # noqa: F401  (MAX_BODY: part of this module's surface)
 from .keys import APIKeyStore, Principal
 from .mcp import PRINCIPAL_STATE, build_mcp
@@ -432,9 +432,10 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
 
     # -- writes ------------------------------------------------------------------------------------------------
     @app.post("/v1/users/{user_id}/memories", tags=["writes"], status_code=201)
-    def remember(body: RememberBody, user_id: str = Depends(user_of), idempotency_key: str | None = IdemHeader
-                 ) -> Response:
-        r = service.remember(user_id, idem(body, idempotency_key))
+    def remember(request: Request, body: RememberBody, user_id: str = Depends(user_of),
+                 idempotency_key: str | None = IdemHeader) -> Response:
+        r = narrow_related(service.ml, service.remember(user_id, idem(body, idempotency_key)),
+                           getattr(principal(request), "agent", None))  # a key limited to an agent sees its own
         return written(r.model_dump(mode="json"), _position(r), 201)
 
     @app.post("/v1/users/{user_id}/facts/{key}", tags=["writes"], status_code=201)

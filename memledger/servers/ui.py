@@ -40,6 +40,9 @@ HEADERS = {"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosni
 STATIC_TYPES = {"timeline.css": "text/css; charset=utf-8", "timeline.js": "text/javascript; charset=utf-8"}
 MAX_FORM = 4096
 DEFAULT_NEXT = "/ui/health"
+#: why a key limited to one agent opens no page: a timeline shows every agent's memories of the user
+_AGENT_ONLY = ("This key is limited to agent {agent!r}; the pages show every agent's memories of a user, so they need a "
+               "key with no agent limit (memledger keys create --user USER).")
 #: what a fragment carried through sign-in (``#as_of=...&axis=...``) may hold besides letters and digits
 FRAGMENT_SAFE = "=&:+-._~%,"
 
@@ -125,6 +128,8 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
         p = await service.call(keys.authenticate, secret, inline=True) if secret else None
         if p is None:
             return _page(login_page(target, "That key is unknown, revoked or expired."), 401)
+        if getattr(p, "agent", None) is not None:
+            return _page(login_page(target, _AGENT_ONLY.format(agent=p.agent)), 403)
         resp = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
         resp.set_cookie(COOKIE, secret, httponly=True, samesite="strict", path="/ui",
                         secure=request.url.scheme == "https")
@@ -154,6 +159,8 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
         p = service.run(_authenticate_sync, keys, request.cookies.get(COOKIE))
         if p is None:
             return to_login(here)
+        if getattr(p, "agent", None) is not None:  # a cookie set before the key was limited, or by hand
+            return _page(message_page("Forbidden", _AGENT_ONLY.format(agent=p.agent), here), 403)
         try:
             user_id = check_user_id(user_id)
         except BadInput as exc:
@@ -186,6 +193,8 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
         p = service.run(_authenticate_sync, keys, request.cookies.get(COOKIE))
         if p is None:
             return to_login(DEFAULT_NEXT)
+        if getattr(p, "agent", None) is not None:
+            return _page(message_page("Forbidden", _AGENT_ONLY.format(agent=p.agent), DEFAULT_NEXT), 403)
         if not p.all_users:
             return _page(message_page("Forbidden", "The store's health covers every user: sign in with a key "
                                       "holding every user (memledger keys create --admin, without --user).",
