@@ -314,7 +314,7 @@ def read(text: str, known: list[Known], registry: KeyRegistry = REGISTRY, user_n
         elif lead.slug in by_id.values() and _multi(lead.relation_type) and _ascii(lead.name):
             # "my friend Anna" not linked (another Anna is known): not the first friend's slots, but her own
             reading.slug = f"{lead.slug}-{_ascii(lead.name)}"
-    elif typing.subject in ("none", "self") and not ms:
+    elif typing.subject in ("none", "self", "other") and not ms:
         people, rest, possessive = named(text, known)
         if len(people) > 1:
             reading.ambiguous.append((people[0].name, people))

@@ -122,9 +122,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         return c.typing is not None and names_relative(text, c.typing.subject)
 
     def moved_clash(c: Candidate) -> list[str]:
-        # another weekday said as a change ("from this term Leo swims on Thursdays") moves the value, as does a time
-        # of day said as a replacement ("以后改成周六上午来"); another season, place or person is another case, kept
-        # beside it
+        # another weekday said as a change ("from this term Leo swims on Thursdays") moves the value, as does a time of
+        # day said as a replacement ("以后改成周六上午来"); another season, place or person is a case kept beside it
         moved = ("day", "tod") if typing.change and replacing else ("day",)
         return [k for k in qualifiers_clash(c.values, mine_vp) if not (typing.change and k in moved)]
 
@@ -203,9 +202,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
                 continue
             theirs = content_tokens(c.values.residue) - GENERIC - _GENERIC_STEMS
             shared = overlap(words, theirs)
-            # a statement that is its values alone ("我二十八了", "thirty-four") says again what the one memory
-            # holding them says
-            # so too a code, a phone number, an e-mail or a URL that one memory alone holds ("seat 14A")
+            # a statement that is its values alone ("我二十八了", "thirty-four") says again what the one memory holding
+            # them says; so too a code, a phone number, an e-mail or a URL that one memory alone holds ("seat 14A")
             holders = sum(1 for o in live if all(mine_vp.parts[k] <= o.values.parts.get(k, frozenset())
                                                  for k in strong if mine_vp.parts.get(k)))
             bare = holders == 1 and (not words or any(mine_vp.parts.get(k) for k in ("code", "phone", "email", "url")))
@@ -639,6 +637,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             if typing.correction:
                 return done("correct", key, "multi_correction", target, op="correct" if close is None else "assert",
                             close_key=close, close_as="withdrawn")
+            if set(qualifiers_clash(target.values, mine_vp)) & {"day", "season"}:  # 小宝周三的游泳课取消了 of 每周一…
+                return done("add", None, "other_case", note="another day's or season's stops: the memory stays")
             if partial(target):
                 return done("conflict", None, "partial_cessation", target, contest_key=target.key, note=partial_note)
             return done("retire", key, "multi_cessation", target, close_key=close)

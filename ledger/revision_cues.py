@@ -83,7 +83,10 @@ REVISION_HINT = re.compile(r"\bmoved (?:\w+ ){1,3}(?:over )?to\b|\bexpired\b|\b(
 NOW = re.compile(r"\bnow\b|现在|如今", re.I)
 #: a sentence dated in the past ("five years ago", "last week", 三年前) tells an episode
 PAST_EVENT = re.compile(r"\b(?:ago|yesterday|last (?:week|month|year|night|friday|saturday|sunday|monday|tuesday|"
-                         r"wednesday|thursday)|the day before)\b|\d+\s*年前|昨天|上周|去年|前天", re.I)
+                         r"wednesday|thursday)|the day before)\b|\d+\s*年前|昨天|上周|去年|前天|"
+                         # a value said as the old one: "my old number was ...", 以前的地址是 ...
+                         r"\b(?:my|our) (?:old|previous|former) (?:[\w-]+ ){0,2}?(?:was|were|is)\b|"
+                         r"(?:以前|之前|原来)的[^，,。]{1,8}是", re.I)
 NARRATIVE_STARTS = set("The My Our I We It This That There These Those His Her Their A An On In At For When After "
                         "Before Btw Oh So And But Also Now Sorry Actually Oops Hmm Well Yes No Ok Okay Just Got Started "
                         "Traded Cleared Swim Rent Landlord Netflix Parking Our Every Movie Wednesdays They He She You Someone Everyone "

@@ -276,7 +276,7 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"\bmisremembered\b", r"\bnot " + _NOT_DEGREE + r"\w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b", r"\bscratch that\b",
     r"^oops\b", r"\bno wait\b", r"^wait,? no\b", r"\bi mixed (?:it|them|that) up\b", r"\b(?:got|get|was|were) (?:\w+ )?mixed up\b", r"\bgot (?:it|that) wrong\b",
     r"\bmeant to say\b", r"\b(?:it|that) (?:was|is) never\b", r"\b(?:read|looked at|saw|gave you|had) the wrong\b", r"\bwrong (?:number|date|time|day|name)\b", r"\bi misread\b", r"^no,? it'?s\b",
-    r"\bactually\b.*\bnot\b(?! " + _NOT_DEGREE[3:-1] + r")", r", not " + _NOT_DEGREE + r"[\w ]+[.!]?$",
+    r"\bactually\b.*\bnot\b(?! " + _NOT_DEGREE[3:-1] + r")", r", not " + _NOT_DEGREE + r"[\w .'-]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
     r"[记说写打搞弄看填报](?:错|岔)了?(?:日子|时间|号|数|名字|地址|号码|字|日期|一位|位)了", r"打错了", r"说反了", r"搞混了", r"弄错了", r"看错了", r"^不好意思[，,]", r"应该是.{1,12}不是", r"[，,]不是[^，,是]{1,10}$",
     r"\bautocorrect", r"\bwrong row\b", r"\bdid i (?:say|write|type)\b", r"\bfat[- ]?finger", r"\bhad (?:it|that) wrong\b",
@@ -499,6 +499,11 @@ class Typing:
                 + (", " + ", ".join(flags) if flags else ""))
 
 
+#: someone who treats the user, named as theirs: what is said of them is labelled health, whatever slot it lands in
+_TREATS = _lazy_re(r"\bmy (?:therapist|psychiatrist|psychologist|counsell?or|gp|doctor|dentist|physio(?:therapist)?|"
+                   r"oncologist|cardiologist|dermatologist|gynae?cologist)(?:'s)?\b|我的?(?:心理医生|心理咨询师|主治医生|牙医)")
+#: a Chinese statement opening with someone's nickname and a verb (小李搬到广州了, 老王辞职了, 阿杰去深圳了)
+_THIRD_PERSON_ZH = re.compile(r"(?:小|老|阿)[\u4e00-\u9fff](?=[搬去在住换辞跳买卖要也都还刚已就说被把])")
 #: a clause opening with someone's name ("Marco moved to Portland"): not a pronoun, a sentence word or a greeting
 _NAMED_OPENING = re.compile(r"(?!(?:I|I'm|I've|I'd|I'll|My|We|We're|Our|The|This|That|These|Those|It|It's|There|Here|Just|"
                             r"So|And|But|Also|Then|Now|Today|Tonight|Yesterday|Tomorrow|Finally|Oh|Well|Ok|Okay|Yes|No|"
@@ -540,6 +545,8 @@ def _strip(text: str, spans: list[tuple[int, int]]) -> str:
 
 #: the statement is about how things used to be, not the current value ("we used to drink matcha", "小时候")
 _PAST = _lazy_re(r"\bused to\b|\bas a (?:kid|child|student)\b|\bwhen i was (?:a kid|young|little)\b|"
+                   # "my old number was ...", "our previous address was ...": a value that no longer holds
+                   r"\b(?:my|our) (?:old|previous|former) (?:[\w-]+ ){0,2}?(?:was|were|is)\b|"
                    r"\bbefore (?:i|we) (?:moved|came|relocated)\b|"
                    r"小时候|以前|过去|当年")
 
@@ -583,6 +590,8 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     elif role:
         subject = _ROLES_EN.get(role.group(1)) or _ROLES_ZH.get(role.group(1)) or "other"
         spans.append(role.span())
+    elif _THIRD_PERSON_ZH.match(t):
+        subject = "other"  # 小李搬到广州了, 老王辞职了，去了腾讯: someone named by a nickname; what follows is theirs
     elif not about_self(t, user_name):
         subject = "none"
     body = _strip(t, spans)
@@ -606,11 +615,13 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
         # "I don't eat meat or fish", 肉和海鲜都不碰: a diet said by what one does not eat, not a diet that stopped
         cess = [mm for mm in cess if not re.match(r"don'?t|do not|不(?!再)", mm.group(0))]
     chg = [mm for p in _CHANGE for mm in p.finditer(body)]
-    if subject == "none" or (_PAST.search(t) and not cess and not chg):
+    if subject in ("none", "other") or (_PAST.search(t) and not cess and not chg):
         slot = None  # not about the user, or about how things used to be: a memory, not a slot's value
     mood, tentative_of = "statement", None
     # a question or a plan about a special category ("我可能对花生过敏", "is my asthma getting worse?") keeps its label
     sensitivity = None if slot is None else slot.sensitivity
+    if sensitivity is None and _TREATS.search(t):
+        sensitivity = "health"  # "my therapist appointment is every Tuesday": who treats the user is health
     asked = bool(_QUESTION.search(t)) and not _STATED_THEN_ASKED.search(t) and not _ASKED_THEN_STATED.search(t)
     planned = bool(_TENTATIVE.search(body) or (_PLANNING.search(body) and not (cess and _PLAN_NOUN.search(t))))
     if asked and _PRESUPPOSED.search(t):
@@ -658,7 +669,9 @@ _CLAUSE_SPLIT = _lazy_re(r"(?<=[.!?])\s+|[。！？；;]|[,，]\s*(?=so\b|所以
                          r"(?:送|带|买|吃|准备)(?:[她他它]|[她他]们)?点?啥|有啥|咋)")
 #: a question that takes a new value for granted ("any tips for my new flat in Leeds?", "good cafes near my new
 #: office at Canary Wharf?"): it states that value, whatever it asks
-_PRESUPPOSED = _lazy_re(r"\bmy new (?:flat|place|house|apartment|home|job|office|workplace|school|(?:flat|house|room)mates?|"
+_PRESUPPOSED = _lazy_re(r"\bas (?:a|an) new (?:[\w-]+ ){1,2}at [a-z]|\bmy first (?:day|week|month|shift) as (?:a|an) "
+                        r"(?:[\w-]+ ){1,2}at [a-z]|\bnow that i'?m (?:at|with|working at|working for) [a-z]|"
+                        r"\bmy new (?:flat|place|house|apartment|home|job|office|workplace|school|(?:flat|house|room)mates?|"
                         r"neighbou?rs) (?:in|at|near) "
                         r"(?!the\b|a\b)\w+")
 

@@ -112,12 +112,18 @@ class Axis:
         return max(0.0, min(100.0, x))
 
     def labels(self, n: int = 6) -> list[tuple[float, str]]:
-        """``n`` evenly spaced ``(percent, date)`` ticks; with the time of day when the axis spans under 3 days, and
-        the seconds when ticks fall under a minute apart (a history recorded within minutes: no two ticks alike)."""
+        """``n`` evenly spaced ``(percent, date)`` ticks; with the time of day when the axis spans under 3 days, the
+        seconds when ticks fall under a minute apart (then the first tick gives the day too), and the milliseconds
+        when they fall under a second apart: no two ticks alike."""
         step = self.hi_s / (n - 1)
         fmt = "%Y-%m-%d" if self.hi_s >= 3 * 86400 else "%m-%d %H:%M" if step >= 60 else "%H:%M:%S"
-        return [(i * 100 / (n - 1), (self.lo + timedelta(seconds=self.hi_s * i / (n - 1))).strftime(fmt))
-                for i in range(n)]
+        out = []
+        for i in range(n):
+            at = self.lo + timedelta(seconds=self.hi_s * i / (n - 1))
+            text = at.strftime(fmt) + (f".{at.microsecond // 1000:03d}" if step < 1 else "")  # versions ms apart
+            # an axis of seconds or minutes says on which day, on its first tick
+            out.append((i * 100 / (n - 1), at.strftime("%Y-%m-%d ") + text if i == 0 and step < 60 else text))
+        return out
 
 
 def _dt(s: str) -> datetime:
