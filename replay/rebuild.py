@@ -75,12 +75,24 @@ CREATE TABLE IF NOT EXISTS projection_rebuilds (
 STALE_AFTER = 120.0
 #: seconds between heartbeats of a running rebuild
 HEARTBEAT_EVERY = 5.0
-#: events per transaction while building a copy. The bulk pass (replay/bulk.py) holds that many events' rows in
-#: memory (about 1.5 KB per fact event: ~75 MB; rebuilding the per-event projections too, also the decoded events,
-#: about as much again) and writes them in one transaction, which holds the projections' write lock (a writer's
-#: catch-up waits) for about as long as it writes them: ~1-2 s at 50,000 on a loaded 2-core machine. Fewer events per flush cost speed: a stream whose events span two flushes needs UPDATEs of
-#: rows already written (bench_replay, 50k events: 16% / 22% / 28% of the decode rate at 2k / 10k / 50k).
+#: the fewest events per transaction while building a copy when the caller names no batch size (see
+#: :func:`default_batch`). The bulk pass (replay/bulk.py) holds that many events' rows in memory and writes them in
+#: one transaction, which holds the projections' write lock (a writer's catch-up waits) for about as long as it
+#: writes them: ~1-2 s at 50,000 on a loaded 2-core machine. Fewer events per flush cost speed: a stream whose
+#: events span two flushes needs UPDATEs of rows already written (bench_replay, 50k events: 16% / 22% / 28% of the
+#: decode rate at 2k / 10k / 50k; 200k events on PostgreSQL, one flush against four of 50,000: history's writes
+#: 2.95 s against 4.9 s).
 BATCH = 50_000
+#: the most events per transaction :func:`default_batch` chooses: each flush holds the write lock ~3 s per 200,000
+#: events on a loaded 2-core machine, so a writer waiting behind a flush of this many stays well inside SQLite's
+#: 60 s busy timeout
+MAX_BATCH = 500_000
+#: memory a chunk holds per event: history's rows (~1.5 KB per fact event, by the peak RSS of a one-flush rebuild
+#: of 200,000 events less the flush's page cache) and, when per-event projections are rebuilt too, the decoded
+#: event (about as much again)
+BYTES_PER_EVENT = 3_000
+#: the share of the memory available when a rebuild starts that :func:`default_batch` lets one chunk take
+MEMORY_SHARE = 0.25
 #: events per transaction of the per-event loops (the events the log gains during the build, applied at the switch)
 PER_EVENT_BATCH = 2000
 
@@ -292,6 +304,31 @@ class _Lock:
         cur.execute("DELETE FROM projection_rebuilds WHERE owner = ?", (self.owner,))
 
 
+def default_batch() -> int:
+    """Events per transaction of a rebuild whose caller names none: as many as :data:`MEMORY_SHARE` of the memory
+    available now holds at :data:`BYTES_PER_EVENT` each, between :data:`BATCH` and :data:`MAX_BATCH` (:data:`BATCH`
+    when the available memory cannot be read). Larger chunks write less: every stream whose events span two
+    flushes costs UPDATEs of rows already written, and every flush a commit."""
+    fit = int(_available_memory() * MEMORY_SHARE) // BYTES_PER_EVENT
+    return max(BATCH, min(MAX_BATCH, fit))
+
+
+def _available_memory() -> int:
+    """Bytes of memory available to a new allocation without swapping (Linux ``MemAvailable``; elsewhere the free
+    physical pages), 0 when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
 def _generation(cur: Any, name: str) -> int:
     cur.execute("SELECT generation FROM projection_versions WHERE projection = ?", (name,))
     row = cur.fetchone()
@@ -304,7 +341,7 @@ def _generation(cur: Any, name: str) -> int:
 
 
 def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green: bool = True,
-            batch: int = BATCH, on_progress: Callable[[int, int], None] | None = None,
+            batch: int | None = None, on_progress: Callable[[int, int], None] | None = None,
             embedder: str | None = None) -> RebuildReport:
     """Rebuild ``projections`` (the serving objects, e.g. MemoryLedger's) from position 0; see the module doc.
 
@@ -313,8 +350,8 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
         db: the :class:`projections.db.ProjectionDB`.
         projections: the projection objects to rebuild (their ``suffix`` is the copy serving now).
         blue_green: build beside and switch (True), or replay in place in one transaction (False).
-        batch: events per transaction of the bulk pass (>= 1; see :data:`BATCH`); the per-event loop after it
-            uses at most :data:`PER_EVENT_BATCH`.
+        batch: events per transaction of the bulk pass (>= 1; None: :func:`default_batch`, as many as a share of
+            the available memory holds); the per-event loop after it uses at most :data:`PER_EVENT_BATCH`.
         on_progress: ``on_progress(position_reached, head)`` after each batch (progress bars; head may grow).
         embedder: an embedder spec (``projections.retrieval.embedders.get_embedder``) for the new ``vectors`` copy: an
             embedding-model switch. Needs ``blue_green`` and ``vectors`` among ``projections``. The embedding
@@ -328,6 +365,8 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
         BadInput: ``batch`` < 1; ``embedder`` unknown, without ``blue_green`` or without ``vectors``.
         RebuildInProgress: another live process is rebuilding one of them (nothing written).
     """
+    if batch is None:
+        batch = default_batch()
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise BadInput("--batch-size", f"{batch!r} is not a positive integer", "e.g. --batch-size 2000")
     names = [p.name for p in projections]
