@@ -85,7 +85,8 @@ HEARTBEAT_EVERY = 5.0
 BATCH = 50_000
 #: the most events per transaction :func:`default_batch` chooses: each flush holds the write lock ~3 s per 200,000
 #: events on a loaded 2-core machine, so a writer waiting behind a flush of this many stays well inside SQLite's
-#: 60 s busy timeout
+#: 60 s busy timeout; and the pages it dirties (~0.4 KB an event: history's tables and primary keys) stay inside
+#: the flush's page cache (replay/bulk.py ``FLUSH_CACHE_KIB``), so none is spilled and written twice
 MAX_BATCH = 500_000
 #: memory a chunk holds per event: history's rows (~1.5 KB per fact event, by the peak RSS of a one-flush rebuild
 #: of 200,000 events less the flush's page cache) and, when per-event projections are rebuilt too, the decoded
