@@ -229,13 +229,15 @@ class Store:
         return catch_up(self.app, self.db, projections, until=until, on_batch=on_batch, recent=recent)
 
     # -- replay (replay/rebuild.py, replay/verify.py, docs/rebuild.md) ------------------------------------------
-    def rebuild(self, projections: list[str] | None = None, *, blue_green: bool = False, batch_size: int = 50_000,
+    def rebuild(self, projections: list[str] | None = None, *, blue_green: bool = False, batch_size: int | None = None,
                 on_progress: Callable[[int, int], None] | None = None, embedder: str | None = None) -> Any:
         """Rebuild the named projections (all when None/empty) from position 0 of the log.
 
         ``blue_green=True`` builds new copies beside the serving ones (reads keep being served by the old copies)
         and switches in one transaction; ``False`` replays in place in one transaction (everything waits).
-        ``on_progress(position, head)`` is called after each batch. ``embedder`` (with ``blue_green``, rebuilding
+        ``batch_size``: events per transaction while building (None: as many as a quarter of the available memory
+        holds, 50,000 to 500,000: :func:`replay.rebuild.default_batch`). ``on_progress(position, head)`` is called
+        after each batch. ``embedder`` (with ``blue_green``, rebuilding
         ``vectors``): switch the embedding model — the new index is built from the log while queries are answered
         by the old one, then every process adopts the new model at the switch. Returns a
         :class:`replay.rebuild.RebuildReport`.

@@ -82,6 +82,10 @@ class Projection:
     verify_exclude: ClassVar[dict[str, str]] = {}
     #: a scratch copy (``verify``'s): it may write its own tables only, nothing shared (the embedding cache)
     transient: bool = False
+    #: the name of another projection whose rows hold everything this one's rows are made of: a rebuild that builds
+    #: both from position 0 fills this one from the other's new copy with :meth:`derive` (one statement) instead
+    #: of applying every event to it. None: always built from the events.
+    derived_from: ClassVar[str | None] = None
 
     def verify_row(self, short: str) -> Any:
         """A function ``row -> row`` that ``verify`` applies to each row of table ``short`` before comparing, or None
@@ -167,6 +171,13 @@ class Projection:
         """A fresh in-memory applier for replaying many events at once (``replay/bulk.py``), or None: this
         projection is only applied event by event. An applier must leave exactly the rows ``apply`` would."""
         return None
+
+    def derive(self, cur: Cursor, source: Projection) -> None:
+        """Fill this copy's empty tables from ``source`` (a copy of the projection named :attr:`derived_from`, caught
+        up to some position) so that they hold exactly the rows applying the same events would leave; the caller
+        moves this copy's tracking row to ``source``'s in the same transaction. Only for projections that set
+        :attr:`derived_from`."""
+        raise NotImplementedError
 
     def purge_user(self, cur: Cursor, user_id: str) -> None:
         """Delete every row about ``user_id`` (erasure). Subclasses with user rows override."""

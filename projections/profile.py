@@ -134,8 +134,40 @@ class ProfileBulk:
         self._reset()
 
 
+#: The profile rows computed from a history copy (:meth:`ProfileProjection.derive`), ``{tp}`` / ``{tv}`` / ``{tt}`` the
+#: profile, history_versions and history_timeline tables, the parameter :data:`~ledger.timeutil.OPEN`. Why these are
+#: exactly the rows :func:`project` leaves, event by event:
+#:
+#: * a key has a row iff the last of its events that upsert or delete the row (new, supersede, correct; retract; a
+#:   forget naming the head in ``replaces``) upserted it; every event has a ``history_versions`` row with its
+#:   ``effect`` and ``replaces``, and a stream's versions are its log order. That event's version is the head.
+#: * the upsert's columns are the event's, which the head's ``history_versions`` row holds as well (the same
+#:   ``stored_value_json``, ``hygiene_json``, recorded time and position; the same sealed values, opened alike).
+#: * ``set_head`` reaches the row only for a change to the head while it is the head; a version is the head from
+#:   its own event on, so every change history applied to that version (``narrow``) reached the row too:
+#:   ``valid_to`` is the last change's end (history keeps an open end as NULL, the profile as OPEN) and ``status``
+#:   is ``contested`` iff the last change said so (``current`` otherwise, as it starts).
+#: * ``valid_from`` is the event's own, which ``set_head`` never changes but ``narrow`` would: taken from the
+#:   timeline row the head's own event opened (position_from = its position); only a version whose range was empty
+#:   from birth has none, and then the versions row's (the policy's changes keep a version's start).
+DERIVE_SQL = """
+INSERT INTO {tp} (""" + ", ".join(COLS) + """)
+SELECT v.user_id, v.key, v.version, v.value_json, v.text, v.recorded_at, COALESCE(t.valid_from, v.valid_from),
+       COALESCE(v.valid_to, ?), v.source, v.confidence,
+       CASE WHEN v.status = 'contested' THEN 'contested' ELSE 'current' END,
+       v.source_ref, v.session_id, v.sensitivity, v.position, v.hygiene
+FROM (SELECT user_id, key, MAX(version) AS version FROM {tv}
+      WHERE effect IN ('new', 'supersede', 'correct', 'retract') OR (effect = 'forget' AND replaces IS NOT NULL)
+      GROUP BY user_id, key) head
+JOIN {tv} v ON v.user_id = head.user_id AND v.key = head.key AND v.version = head.version
+LEFT JOIN {tt} t ON t.user_id = v.user_id AND t.key = v.key AND t.version = v.version AND t.position_from = v.position
+WHERE v.effect IN ('new', 'supersede', 'correct')"""
+
+
 class ProfileProjection(Projection):
     name = "profile"
+    #: a rebuild of profile and history together fills the profile from the new history copy (:meth:`derive`)
+    derived_from = "history"
     reads = (Fact.Event,)  # only fact events act on it (``effect``); replay/events.py decodes the rest cheaply
     tables = {
         "facts": """
@@ -177,6 +209,13 @@ class ProfileProjection(Projection):
     def bulk(self) -> ProfileBulk:
         """An in-memory applier for replaying many events at once (see :class:`ProfileBulk`)."""
         return ProfileBulk(self.table("facts"))
+
+    def derive(self, cur: Cursor, source: Projection) -> None:
+        """Fill this (empty) copy from a ``history`` copy in one ``INSERT ... SELECT``: the rows :func:`project`
+        leaves after the events ``source`` holds (see :data:`DERIVE_SQL` for why each column is the same)."""
+        cur.execute(f"DELETE FROM {self.table('facts')}")
+        cur.execute(DERIVE_SQL.format(tp=self.table("facts"), tv=source.table("versions"),
+                                      tt=source.table("timeline")), (OPEN,))
 
     def purge_user(self, cur: Cursor, user_id: str) -> None:
         cur.execute(f"DELETE FROM {self.table('facts')} WHERE user_id = ?", (user_id,))

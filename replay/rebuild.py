@@ -8,9 +8,11 @@ Blue/green (``memledger rebuild --blue-green``), on top of :meth:`projections.ba
    older than :data:`STALE_AFTER` seconds) is taken over, and its half-built copy is *resumed*: a copy's rows and
    its tracking row move in one transaction, so whatever a killed rebuild committed is exactly right.
 2. **build** — the new copy (tables ``<name>_<table>__g<N>``, tracking row ``<name>__g<N>``) is built beside the
-   serving one by the bulk path (replay/bulk.py: one pass over the log, profile and history applied in memory,
-   every ``batch`` events written in one exclusive transaction with the tracking rows; the other projections
-   apply the same events one by one in that transaction; ``vectors`` embeds them just before it, outside the lock).
+   serving one by the bulk path (replay/bulk.py: one pass over the log, history applied in memory, every
+   ``batch`` events written in one exclusive transaction with the tracking rows; the other projections apply the
+   same events one by one in that transaction; ``vectors`` embeds them just before it, outside the lock).
+   A copy whose rows derive from another's (``Projection.derived_from``: the profile from history) is not
+   replayed when both are rebuilt: once the other is built it is filled in one statement (:func:`_derive`).
    Writers and readers interleave with it between flushes and keep using the serving copy.
 3. **switch** — one exclusive transaction applies what the log gained meanwhile to the new copy, then points
    ``projection_versions.serving_suffix`` at it. Every transaction of every process resolves the serving copy
@@ -43,7 +45,7 @@ from typing import Any
 
 from ledger.errors import BadInput, MemledgerError
 from ledger.timeutil import from_micros, now_utc, to_micros
-from projections.base import ERASED_DDL, TRACKING_DDL, Projection, position_of
+from projections.base import ERASED_DDL, TRACKING_DDL, Projection, position_of, set_position
 
 from .bulk import bulk_catch_up
 from .catchup import apply_batch, catch_up, max_position
@@ -73,12 +75,25 @@ CREATE TABLE IF NOT EXISTS projection_rebuilds (
 STALE_AFTER = 120.0
 #: seconds between heartbeats of a running rebuild
 HEARTBEAT_EVERY = 5.0
-#: events per transaction while building a copy. The bulk pass (replay/bulk.py) holds that many events' rows in
-#: memory (about 1.5 KB per fact event: ~75 MB; rebuilding the per-event projections too, also the decoded events,
-#: about as much again) and writes them in one transaction, which holds the projections' write lock (a writer's
-#: catch-up waits) for about as long as it writes them: ~1-2 s at 50,000 on a loaded 2-core machine. Fewer events per flush cost speed: a stream whose events span two flushes needs UPDATEs of
-#: rows already written (bench_replay, 50k events: 16% / 22% / 28% of the decode rate at 2k / 10k / 50k).
+#: the fewest events per transaction while building a copy when the caller names no batch size (see
+#: :func:`default_batch`). The bulk pass (replay/bulk.py) holds that many events' rows in memory and writes them in
+#: one transaction, which holds the projections' write lock (a writer's catch-up waits) for about as long as it
+#: writes them: ~1-2 s at 50,000 on a loaded 2-core machine. Fewer events per flush cost speed: a stream whose
+#: events span two flushes needs UPDATEs of rows already written (bench_replay, 50k events: 16% / 22% / 28% of the
+#: decode rate at 2k / 10k / 50k; 200k events on PostgreSQL, one flush against four of 50,000: history's writes
+#: 2.95 s against 4.9 s).
 BATCH = 50_000
+#: the most events per transaction :func:`default_batch` chooses: each flush holds the write lock ~3 s per 200,000
+#: events on a loaded 2-core machine, so a writer waiting behind a flush of this many stays well inside SQLite's
+#: 60 s busy timeout; and the pages it dirties (~0.4 KB an event: history's tables and primary keys) stay inside
+#: the flush's page cache (replay/bulk.py ``FLUSH_CACHE_KIB``), so none is spilled and written twice
+MAX_BATCH = 500_000
+#: memory a chunk holds per event: history's rows (~1.5 KB per fact event, by the peak RSS of a one-flush rebuild
+#: of 200,000 events less the flush's page cache) and, when per-event projections are rebuilt too, the decoded
+#: event (about as much again)
+BYTES_PER_EVENT = 3_000
+#: the share of the memory available when a rebuild starts that :func:`default_batch` lets one chunk take
+MEMORY_SHARE = 0.25
 #: events per transaction of the per-event loops (the events the log gains during the build, applied at the switch)
 PER_EVENT_BATCH = 2000
 
@@ -290,6 +305,31 @@ class _Lock:
         cur.execute("DELETE FROM projection_rebuilds WHERE owner = ?", (self.owner,))
 
 
+def default_batch() -> int:
+    """Events per transaction of a rebuild whose caller names none: as many as :data:`MEMORY_SHARE` of the memory
+    available now holds at :data:`BYTES_PER_EVENT` each, between :data:`BATCH` and :data:`MAX_BATCH` (:data:`BATCH`
+    when the available memory cannot be read). Larger chunks write less: every stream whose events span two
+    flushes costs UPDATEs of rows already written, and every flush a commit."""
+    fit = int(_available_memory() * MEMORY_SHARE) // BYTES_PER_EVENT
+    return max(BATCH, min(MAX_BATCH, fit))
+
+
+def _available_memory() -> int:
+    """Bytes of memory available to a new allocation without swapping (Linux ``MemAvailable``; elsewhere the free
+    physical pages), 0 when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
 def _generation(cur: Any, name: str) -> int:
     cur.execute("SELECT generation FROM projection_versions WHERE projection = ?", (name,))
     row = cur.fetchone()
@@ -302,7 +342,7 @@ def _generation(cur: Any, name: str) -> int:
 
 
 def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green: bool = True,
-            batch: int = BATCH, on_progress: Callable[[int, int], None] | None = None,
+            batch: int | None = None, on_progress: Callable[[int, int], None] | None = None,
             embedder: str | None = None) -> RebuildReport:
     """Rebuild ``projections`` (the serving objects, e.g. MemoryLedger's) from position 0; see the module doc.
 
@@ -311,8 +351,8 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
         db: the :class:`projections.db.ProjectionDB`.
         projections: the projection objects to rebuild (their ``suffix`` is the copy serving now).
         blue_green: build beside and switch (True), or replay in place in one transaction (False).
-        batch: events per transaction of the bulk pass (>= 1; see :data:`BATCH`); the per-event loop after it
-            uses at most :data:`PER_EVENT_BATCH`.
+        batch: events per transaction of the bulk pass (>= 1; None: :func:`default_batch`, as many as a share of
+            the available memory holds); the per-event loop after it uses at most :data:`PER_EVENT_BATCH`.
         on_progress: ``on_progress(position_reached, head)`` after each batch (progress bars; head may grow).
         embedder: an embedder spec (``projections.retrieval.embedders.get_embedder``) for the new ``vectors`` copy: an
             embedding-model switch. Needs ``blue_green`` and ``vectors`` among ``projections``. The embedding
@@ -326,6 +366,8 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
         BadInput: ``batch`` < 1; ``embedder`` unknown, without ``blue_green`` or without ``vectors``.
         RebuildInProgress: another live process is rebuilding one of them (nothing written).
     """
+    if batch is None:
+        batch = default_batch()
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise BadInput("--batch-size", f"{batch!r} is not a positive integer", "e.g. --batch-size 2000")
     names = [p.name for p in projections]
@@ -362,6 +404,7 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
                 if p.name not in resume:
                     c.drop(cur)  # a leftover of that number from an older crash: start clean
                 _create_without_indexes(cur, c)
+            derived = _derived(cur, copies)
     if not blue_green:
         report = _in_place(app, db, projections, lock, batch, on_progress, started)
         report.model_seconds = model_seconds
@@ -379,14 +422,17 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
         return progress
 
     try:
-        # One bulk pass (replay/bulk.py: profile and history in memory, written per chunk of ``batch`` events, the
-        # others event by event in the same transactions, vectors warmed outside them); then the ordinary loop for
-        # anything it left (a copy another process moved meanwhile: normally nothing).
-        bulk_catch_up(app, db, copies, until=head, chunk=batch, on_batch=progress_of(0))
-        catch_up(app, db, copies, until=head, batch=min(batch, PER_EVENT_BATCH), on_batch=progress_of(1),
+        # One bulk pass (replay/bulk.py: history, and profile when not derived, in memory, written per chunk of
+        # ``batch`` events, the others event by event in the same transactions, vectors warmed outside them); then
+        # the ordinary loop for anything it left (a copy another process moved meanwhile: normally nothing); then
+        # the derived copies, filled from the built ones at the position they reached.
+        built = [c for c in copies if c.name not in derived]
+        bulk_catch_up(app, db, built, until=head, chunk=batch, on_batch=progress_of(0))
+        catch_up(app, db, built, until=head, batch=min(batch, PER_EVENT_BATCH), on_batch=progress_of(1),
                  bulk=False)
         done = max(passes)  # the notifications replayed into the copies: the longer of the two passes
         with db.transaction() as cur:
+            _derive(cur, derived)
             for c in copies:
                 _create_indexes(cur, c)
         with db.transaction() as cur:  # the switch: finish the copies and point at them, atomically
@@ -431,6 +477,30 @@ def rebuild(app: Any, db: Any, projections: Sequence[Projection], *, blue_green:
         lock.release(cur)
     return RebuildReport(names, mode, done, position, time.perf_counter() - started,
                          {c.name: c.suffix for c in copies}, sorted(resume), model_seconds)
+
+
+def _derived(cur: Any, copies: Sequence[Projection]) -> dict[str, tuple[Projection, Projection]]:
+    """The copies to fill with :meth:`~projections.base.Projection.derive` once the others are built: name ->
+    (copy, the copy it derives from). Only a copy still at position 0 (fresh, or resumed before its derivation ran)
+    whose source is being rebuilt beside it and is not derived itself; a resumed copy already past 0 (built event by
+    event) carries on that way."""
+    by_name = {c.name: c for c in copies}
+    out = {}
+    for c in copies:
+        source = by_name.get(c.derived_from) if c.derived_from else None
+        if source is not None and source.derived_from is None and position_of(cur, c.tracking_name)[0] == 0:
+            out[c.name] = (c, source)
+    return out
+
+
+def _derive(cur: Any, derived: dict[str, tuple[Projection, Projection]]) -> None:
+    """Fill each derived copy from its source and move its tracking row to the source's, in the caller's
+    transaction (rows and position together, as every flush does). Why: one ``INSERT ... SELECT`` over the rows
+    the source already wrote costs far less than applying every event in memory and writing its rows again
+    (bench_replay: the profile's rules and writes were ~20% of a rebuild of profile + history)."""
+    for c, source in derived.values():
+        c.derive(cur, source)
+        set_position(cur, c.tracking_name, *position_of(cur, source.tracking_name))
 
 
 def _create_without_indexes(cur: Any, c: Projection) -> None:
@@ -484,6 +554,8 @@ def _in_place(app: Any, db: Any, projections: Sequence[Projection], lock: _Lock,
                     c.spill_live(cur)
                 c.drop(cur)
                 _create_without_indexes(cur, c)
+            derived = _derived(cur, copies)
+            built = [c for c in copies if c.name not in derived]
             head = max_position(app)
             passes = [0, 0]  # as in the blue/green build: the bulk pass, then the ordinary loop
 
@@ -492,14 +564,15 @@ def _in_place(app: Any, db: Any, projections: Sequence[Projection], lock: _Lock,
                 if on_progress is not None:
                     on_progress(position, head)
 
-            bulk_catch_up(app, db, copies, until=head, chunk=batch, cur=cur,
+            bulk_catch_up(app, db, built, until=head, chunk=batch, cur=cur,
                           on_batch=lambda n, position: progress(0, n, position))
             while True:
-                _, events = apply_batch(cur, app, copies, head, min(batch, PER_EVENT_BATCH))
+                _, events = apply_batch(cur, app, built, head, min(batch, PER_EVENT_BATCH))
                 if not events:
                     break
                 progress(1, len(events), events[-1].position)
             done = max(passes)
+            _derive(cur, derived)
             for c in copies:
                 _create_indexes(cur, c)
             position = min(position_of(cur, c.tracking_name)[0] for c in copies)

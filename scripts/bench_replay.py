@@ -7,7 +7,7 @@
 Baseline, measured in the same process on the same notifications: eventsourcing's ``select_notifications`` +
 ``Mapper.to_domain_event`` of every event (select + decode: the least any replay must do). Then ``rebuild`` of
 profile + history from position 0, blue/green (build beside, switch, drop) and in place (one transaction); both
-take the bulk path (replay/bulk.py), ``--batch-size`` events per flush (default: ``replay.rebuild.BATCH``). Each is
+take the bulk path (replay/bulk.py), ``--batch-size`` events per flush (default: ``replay.rebuild.default_batch()``, as a rebuild chooses). Each is
 run ``--repeat`` times; the table shows medians and the ratio of events/s to the baseline's. Target:
 blue/green >= 60% of the decode rate (0.6x).
 
@@ -133,7 +133,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--users", type=int, default=None, help="default: events / 100")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--batch-size", type=int, default=None, help="events per flush (default: replay.rebuild.BATCH)")
+    ap.add_argument("--batch-size", type=int, default=None, help="events per flush (default: replay.rebuild.default_batch())")
     ap.add_argument("--no-in-place", action="store_true", help="skip the in-place rebuild (halves the run time)")
     ap.add_argument("--verify", action="store_true", help="afterwards, verify the copies against a full replay")
     ap.add_argument("--home", default=None, help="store directory (default /tmp/memledger-bench-replay-<events>)")
@@ -142,9 +142,9 @@ def main() -> None:
     args = ap.parse_args()
     users = args.users or max(1, args.events // 100)
     if args.batch_size is None:
-        from replay.rebuild import BATCH
+        from replay.rebuild import default_batch
 
-        args.batch_size = BATCH
+        args.batch_size = default_batch()
     from memledger import MemoryLedger
     from replay.catchup import max_position
 

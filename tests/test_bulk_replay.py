@@ -380,3 +380,43 @@ def test_two_processes_catching_up_in_bulk_at_once(store_args: dict[str, Any]) -
         assert serving["history tracking"][0][0] == ml._head()
         assert len(serving["history_versions"]) == 2 * 8 * 6  # (PostgreSQL's positions have gaps: retried saves)
         assert serving == content(ml, _per_event(ml))
+
+
+@pytest.mark.parametrize("blue_green", [True, False])
+def test_rebuilt_profile_is_derived_from_the_new_history(store_args: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                                                         blue_green: bool) -> None:
+    """A rebuild of profile and history fills the new profile from the new history in one statement (no event is
+    applied to it, in memory or by SQL), and its rows and tracking row equal the profile kept up event by event while
+    the log was written, row for row: supersedes, corrections, retractions with and without a valid end, backfills,
+    contests settled and not, an erased user, a forgotten head (then a new value), a forgotten head left empty, a
+    forgotten older version under a head that stays. A profile rebuilt without history beside it is applied as before."""
+    from projections.profile import ProfileBulk
+
+    write_log(store_args, monkeypatch)
+    with MemoryLedger(**store_args) as ml:
+        ml.forget("user2", "preference.drink")  # every version, the head among them: no current value ...
+        ml.assert_fact("user2", "preference.drink", "water")  # ... until a new one
+        ml.forget("user0", "mood")  # the head (contested, never settled) and the rest: the row goes
+        ml.forget("user1", "preference.drink", version=1)  # an older version: the head stays
+        serving = content(ml, [p for p in ml.projections if not p.deferred])
+        assert serving == content(ml, _per_event(ml))
+        facts = {(r[0], r[1]): r for r in serving["profile_facts"]}
+        assert facts[("user2", "preference.drink")][3] == '"water"' and ("user0", "mood") not in facts
+        assert {r[10] for r in facts.values()} == {"current", "contested"}
+        assert ("user0", "hobby.b") not in facts and not any(u == "alice" for u, _ in facts)
+        effects = {r[5] for r in serving["history_versions"]}
+        assert {"forget", "correct", "retract", "backfill", "contest", "reaffirm", "supersede"} <= effects
+        derived: list[str] = []
+        derive = ProfileProjection.derive
+        monkeypatch.setattr(ProfileProjection, "derive",
+                            lambda self, cur, source: derived.append(self.suffix) or derive(self, cur, source))
+        calls = count_calls(monkeypatch)
+        flush = ProfileBulk.flush
+        monkeypatch.setattr(ProfileBulk, "flush", lambda self, cur: calls.update(profile=1) or flush(self, cur))
+        report = ml.rebuild(["profile", "history"], blue_green=blue_green, batch_size=7)
+        assert derived == [report.serving["profile"]] and calls["apply"] == 0 and "profile" not in calls
+        assert content(ml, [p for p in ml.projections if not p.deferred]) == serving
+        ml.rebuild(["profile"], blue_green=blue_green, batch_size=7)
+        assert len(derived) == 1 and calls["profile"] == 1  # alone: built from the events, in bulk
+        assert content(ml, [p for p in ml.projections if not p.deferred]) == serving
+        assert all(r.ok for r in ml.verify())

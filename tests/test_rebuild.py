@@ -232,3 +232,21 @@ def test_rebuild_loads_the_model_before_its_clock_starts(store_args):
     assert report.model_seconds >= 0.3
     assert report.as_json()["model_seconds"] == round(report.model_seconds, 3)
     assert SlowLoading.loads >= 1 and report.events == 1
+
+
+def test_default_batch_is_what_a_share_of_the_free_memory_holds(fresh_ledger: MemoryLedger,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a batch size a rebuild flushes as many events at once as a quarter of the available memory holds
+    (fewer flushes, fewer UPDATEs of rows an earlier flush wrote), never fewer than BATCH nor more than MAX_BATCH."""
+    from replay import rebuild as rb
+
+    for free, expected in [(0, rb.BATCH), (10**9, 10**9 // 4 // rb.BYTES_PER_EVENT), (10**15, rb.MAX_BATCH)]:
+        monkeypatch.setattr(rb, "_available_memory", lambda free=free: free)
+        assert rb.default_batch() == expected
+    assert rb.BATCH < 10**9 // 4 // rb.BYTES_PER_EVENT < rb.MAX_BATCH
+    assert rb._available_memory() > 0  # read from this machine
+    fill(fresh_ledger, users=2)
+    flushes: list[int] = []
+    monkeypatch.setattr(rb, "default_batch", lambda: 4)
+    fresh_ledger.rebuild(["history"], blue_green=True, on_progress=lambda position, head: flushes.append(position))
+    assert flushes == [4, 8, 10, 10]  # three flushes of the bulk pass, then the switch

