@@ -152,3 +152,32 @@ def test_someone_elses_move_leaves_the_users_city(minilm_ledger):
     r, facts = revise(minilm_ledger, "u-seattle", old, "Marco moved to Portland so I've been seeing Priya at the same "
                                                     "shop, honestly she's better.")
     assert facts.get(old) == "current", r.explanation
+
+
+@pytest.mark.parametrize("old,new", [
+    ("My phone number is 555-9876", "My old number was 555-1234, don't use it"),  # a past value, not the current
+    ("我儿子小宝每周一上游泳课", "小宝周三的游泳课取消了"),  # another day's lesson stopped
+    ("我住在广州", "小李搬到广州了"),  # someone else's move
+    ("我在银行上班", "老王辞职了，去了腾讯"),  # someone else's job
+])
+def test_what_is_said_of_another_time_day_or_person_leaves_the_memory(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, f"o{abs(hash(old + new)) % 10**6}", old, new)
+    assert facts.get(old) == "current", r.explanation
+
+
+@pytest.mark.parametrize("old,new,decision,key", [
+    ("My dentist is Dr. Patel", "Sorry, my dentist is Dr. Shah, not Dr. Patel", "correct", "person.dentist"),
+    ("I work as a nurse", "As a new paralegal at Fisher & Co, what should I read first?", "supersede",
+     "work.occupation"),
+    ("I work as a nurse", "Any tips for surviving my first week as a paralegal at Fisher & Co?", "supersede",
+     "work.occupation"),
+])
+def test_a_correction_or_a_job_taken_for_granted_revises(minilm_ledger, old, new, decision, key):
+    r, _ = revise(minilm_ledger, f"j{abs(hash(old + new)) % 10**6}", old, new)
+    assert (r.decision, r.key) == (decision, key), r.explanation
+
+
+def test_who_treats_the_user_is_labelled_health_in_any_slot():
+    assert type_statement("My therapist appointment is every Tuesday at 5pm").sensitivity == "health"
+    assert type_statement("我的心理医生姓王").sensitivity == "health"
+    assert type_statement("I am a doctor").sensitivity is None  # the user's job, not who treats them
