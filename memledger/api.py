@@ -506,9 +506,13 @@ class MemoryLedger(PeopleVerbs, Store):
                     close_memories: bool = False) -> sessions.SessionReceipt:
         """End a session (``SessionEnded``); only summaries may be added afterwards. ``close_memories``: the session
         is a run, and its memories end with it: every current fact written in it is retracted, after the end, in
-        one save (:func:`memledger.scopes.close_run`; the receipt's ``closed_memories``)."""
+        one save (:func:`memledger.scopes.close_run`; the receipt's ``closed_memories``); a run named only on its
+        writes (``run_id=`` / ``--run``), never started as a session, is started and ended here so it can close."""
         if not isinstance(close_memories, bool):
             raise BadInput("close_memories", f"{close_memories!r} is not true or false", "give True or False")
+        if close_memories and not any(s.get("session_id") == session_id for s in self.sessions(user_id)):
+            # a run named only on its writes (--run r1) was never started: it starts and ends here, so it can close
+            self._one_session("start", user_id, session_id, dict(task=None, observed_at=observed_at))
         receipt = self._one_session("end", user_id, session_id, dict(observed_at=observed_at))
         if not close_memories:
             return receipt

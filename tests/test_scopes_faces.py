@@ -160,6 +160,12 @@ def test_session_end_closes_the_runs_memories_through_the_cli_and_http(cli: Any,
     assert code == 0 and "closed 1 memories of run r1: preference.drink" in out
     assert set(cli.json("profile", "u")["facts"]) == {"home.city"}
     assert "--close-memories" in cli("session", "end", "--help")[1]
+    # a run named only on its writes was never started: closing it starts and ends it
+    code, out, _ = cli("session", "end", "u", "r2", "--close-memories")
+    assert code == 0 and "closed 1 memories of run r2: home.city" in out, out
+    assert cli.json("profile", "u")["facts"] == {}
+    code, _, err = cli("session", "end", "u", "r9")  # without --close-memories a run never started is refused
+    assert code == 2 and "was never started" in err
 
     ml = fresh_ledger  # the same store, through the HTTP route
     ml.session_start("w", "r5")
