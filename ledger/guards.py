@@ -10,6 +10,8 @@ decision against the memory it acts on and changes it when it would lose somethi
                            of "I live in York"): the fuller statement, holding every word of the memory, supersedes;
 * ``another_value_beside`` a reaffirmation of the memory's sentence with a word or two swapped (昨天和小李去爬山了 of
                            上周和小王去爬山了): kept beside it, nothing retired;
+* ``attitude_beside``      a reaffirmation by a statement saying how the user feels about it ("I don't like my job
+                           as a nurse much" of "I work as a nurse"): kept beside it;
 * ``restated_with_more``   a reaffirmation of an (English) memory repeated with a clause of its own: kept beside it;
 * ``another_episode``      a supersede, with no change said, of one past event by another ("I met James at the
                            conference" of "I met Sarah at the conference"): kept beside it;
@@ -33,6 +35,11 @@ EPISODE = re.compile(r"\b(?:tried|met|read|saw|watched|visited|went (?:\w+ing|to
                      r"drinks|a drink) with|ran into|bumped into)\b", re.I)
 
 
+#: how the user feels about a thing, said of it ("I don't like my job as a nurse much", 其实不太喜欢现在的工作): an
+#: attitude, which a reaffirmation of the thing would drop
+_ATTITUDE = re.compile(r"\b(?:(?:do|did)n'?t|do not|never) (?:really |much |particularly )?(?:like|love|enjoy)\b|"
+                       r"\b(?:hate|can't stand|cannot stand|am sick of|i'm sick of|am tired of|i'm tired of)\b|"
+                       r"不(?:太|怎么|是很)?喜欢|讨厌|受够了", re.I)
 #: two values joined in one sentence: "pork or beef", "tennis and golf", 猪肉和牛肉, 英语、法语
 _PAIR = re.compile(r"\b([a-z]+),? (?:and|or|nor) ([a-z]+)\b|([\u4e00-\u9fff]{2,4})[和或、跟]([\u4e00-\u9fff]{2,4})", re.I)
 #: set phrases that join two words and name no two values ("rain or shine" is "always")
@@ -102,6 +109,9 @@ def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any,
                for k in ("day", "tod")):
             # 我每周二浇花 of 我每周二、周四浇花: the days or times said are the value; another set replaces it
             return "supersede", "qualifier_changed", {"note": "the days or times it says differ: the newest holds"}
+        if _ATTITUDE.search(text) and not _ATTITUDE.search(memory):
+            return "add", "attitude_beside", {"fresh_key": True, "note": "it says how the user feels about it: kept "
+                                                                         "beside what it is about"}
         if says_more(memory, text):
             return "add", "restated_with_more", {"fresh_key": True, "note": "it says all the memory says and adds a "
                                                                             "clause of its own: both kept"}

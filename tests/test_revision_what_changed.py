@@ -181,3 +181,9 @@ def test_who_treats_the_user_is_labelled_health_in_any_slot():
     assert type_statement("My therapist appointment is every Tuesday at 5pm").sensitivity == "health"
     assert type_statement("我的心理医生姓王").sensitivity == "health"
     assert type_statement("I am a doctor").sensitivity is None  # the user's job, not who treats them
+
+
+def test_how_the_user_feels_about_a_fact_is_kept_beside_it(minilm_ledger):
+    old, new = "I work as a nurse", "I don't like my job as a nurse much"
+    r, facts = revise(minilm_ledger, "attitude", old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == ("add", "current", "current"), r.explanation
