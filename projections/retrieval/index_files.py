@@ -114,21 +114,22 @@ class IndexFiles:
                 if not keep and not fresh:
                     parts.append(None)
                     continue
-                if keep and len(keep) == len(b_docs):
-                    # the whole base as it is (no copy before FAISS's own), then the newer vectors in one add: the
-                    # common case of a big user, whose delta holds new memories and the base nothing stale
-                    index = UserVectorIndex.from_matrix(want, b_docs, b_mat)
-                    if fresh:
-                        index.add_many([d for d, _ in fresh], np.stack([decode_vector(v, want) for _, v in fresh]))
-                    parts.append(index)
-                    continue
-                mat = np.empty((len(keep) + len(fresh), want), dtype=np.float32)
+                # the base's kept entries (the whole base as it is, the common case of a big user whose delta holds
+                # new memories and the base nothing stale), then the newer vectors: converted once, straight into
+                # FAISS's storage (UserVectorIndex.from_blocks), no float32 copy of the base between
+                blocks = []
                 if keep:
-                    mat[:len(keep)] = b_mat[keep]
-                for i, (_, v) in enumerate(fresh, start=len(keep)):
-                    mat[i] = decode_vector(v, want)
-                ids = [b_docs[i] for i in keep] + [d for d, _ in fresh]
-                parts.append(UserVectorIndex.from_matrix(want, ids, mat))
+                    blocks.append((b_docs, b_mat) if len(keep) == len(b_docs)
+                                  else ([b_docs[i] for i in keep], b_mat[keep]))
+                if fresh:
+                    vecs = [v if isinstance(v, np.ndarray) else decode_vector(v, want) for _, v in fresh]
+                    if any(v.shape != (want,) for v in vecs):
+                        raise ValueError("a stored vector of another dimension")
+                    mat = np.stack(vecs)
+                    if not np.isfinite(mat).all():
+                        raise ValueError("vectors contain NaN or inf")
+                    blocks.append(([d for d, _ in fresh], mat))
+                parts.append(UserVectorIndex.from_blocks(want, blocks))
             out[user_id] = (parts[0] or UserVectorIndex(dim), parts[1])
         return out
 
