@@ -12,7 +12,9 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from importlib import import_module
+from typing import Any, Callable
 
 from ..db import Cursor
 from ..files import atomic_write
@@ -21,6 +23,20 @@ from .documents import decode_vector, lexical_version, model_slug, user_file_ste
 from .mirror import Memory, UserIndex
 
 np = lazy_module("numpy")
+
+#: a BM25 file (opened) longer than this is parsed in a thread, beside the reading of its user's vectors packs
+_PARSE_BESIDE = 1 << 20
+
+
+class _Done:
+    """A result already there, read as a future's."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        """The value."""
+        return self.value
 
 
 class IndexFiles:
@@ -54,15 +70,25 @@ class IndexFiles:
                                             lexical_version(TOKENIZER_VERSION),
                                             self.table("docs"), self.cjk_model_id, cjk_dim):
                 return None
-            lexical, digests = {}, {}
-            for user_id, stem in man["users"].items():
-                data = (d / f"{stem}.lex").read_bytes()
-                digests[stem] = hashlib.sha256(data).hexdigest()
-                if man["digests"][stem] != digests[stem]:
-                    return None  # a file of another state (copied back, another user's): not this manifest's
-                # a user's file is one sealed blob (ledger/sealing.py), opened in one call: None once erased
-                lexical[user_id] = LexicalIndex.from_bytes(data if cur.sealer is None else cur.sealer.open(data))
-            vectors = self._vectors_of(cur, {u: li.doc_ids() for u, li in lexical.items()}, dim, cjk_dim)
+            with ThreadPoolExecutor(1, thread_name_prefix="memledger-load") as pool:
+                # FAISS (and numpy) imported beside the reading and decryption of the files and packs, which release
+                # the GIL; the import in _vectors_of then finds it done (or waits for it on the import lock)
+                pool.submit(import_module, f"{__package__}.vector_store")
+                lexical, digests = {}, {}
+                for user_id, stem in man["users"].items():
+                    data = (d / f"{stem}.lex").read_bytes()
+                    digests[stem] = hashlib.sha256(data).hexdigest()
+                    if man["digests"][stem] != digests[stem]:
+                        return None  # a file of another state (copied back, another user's): not this manifest's
+                    # a user's file is one sealed blob (ledger/sealing.py), opened in one call: None once erased
+                    data = data if cur.sealer is None else cur.sealer.open(data)
+                    # a big user's BM25 file is parsed beside the reading and decryption of their vectors packs
+                    # (which release the GIL): their first search pays the longer of the two, not their sum
+                    lexical[user_id] = (pool.submit(LexicalIndex.from_bytes, data) if len(data) > _PARSE_BESIDE
+                                        else _Done(LexicalIndex.from_bytes(data)))
+                vectors = self._vectors_of(cur, {u: (lambda f=f: f.result().doc_ids()) for u, f in lexical.items()},
+                                           dim, cjk_dim)
+                lexical = {u: f.result() for u, f in lexical.items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         if vectors is None:
@@ -75,10 +101,10 @@ class IndexFiles:
                 mem.dirty.add(user_id)
         return mem
 
-    def _vectors_of(self, cur: Cursor, live: dict[str, list[str]], dim: int,
+    def _vectors_of(self, cur: Cursor, live: dict[str, Callable[[], list[str]]], dim: int,
                     cjk_dim: int | None) -> dict[str, tuple[Any, Any]] | None:
         """Each user's main and companion (None: no CJK document) vector indexes of exactly the documents
-        ``live[user]``: from their base pack, less its stale entries, then their delta pack and any row holding its
+        ``live[user]()`` (asked for once the user's packs are read): from their base pack, less its stale entries, then their delta pack and any row holding its
         own vector (which win, in that order). None when a live document has no vector anywhere, or a row holds one
         for a document not live (the files are not this table's)."""
         from .packs import DELTA, lookup
@@ -93,12 +119,12 @@ class IndexFiles:
             return None
         out: dict[str, tuple[Any, Any]] = {}
         for user_id, docs in live.items():
-            wanted = set(docs)
+            base = self.read_pack(cur, user_id)
+            d_main, d_cjk = lookup(self.read_pack(cur, user_id, DELTA))
+            wanted = set(docs())
             own = rows.get(user_id, {})
             if not set(own) <= wanted:
                 return None
-            base = self.read_pack(cur, user_id)
-            d_main, d_cjk = lookup(self.read_pack(cur, user_id, DELTA))
             newer = {d: (v, d_cjk.get(d)) for d, v in d_main.items() if d in wanted}
             newer.update(own)  # a row's own vector wins over the packs
             parts = []
@@ -114,21 +140,22 @@ class IndexFiles:
                 if not keep and not fresh:
                     parts.append(None)
                     continue
-                if keep and len(keep) == len(b_docs):
-                    # the whole base as it is (no copy before FAISS's own), then the newer vectors in one add: the
-                    # common case of a big user, whose delta holds new memories and the base nothing stale
-                    index = UserVectorIndex.from_matrix(want, b_docs, b_mat)
-                    if fresh:
-                        index.add_many([d for d, _ in fresh], np.stack([decode_vector(v, want) for _, v in fresh]))
-                    parts.append(index)
-                    continue
-                mat = np.empty((len(keep) + len(fresh), want), dtype=np.float32)
+                # the base's kept entries (the whole base as it is, the common case of a big user whose delta holds
+                # new memories and the base nothing stale), then the newer vectors: converted once, straight into
+                # FAISS's storage (UserVectorIndex.from_blocks), no float32 copy of the base between
+                blocks = []
                 if keep:
-                    mat[:len(keep)] = b_mat[keep]
-                for i, (_, v) in enumerate(fresh, start=len(keep)):
-                    mat[i] = decode_vector(v, want)
-                ids = [b_docs[i] for i in keep] + [d for d, _ in fresh]
-                parts.append(UserVectorIndex.from_matrix(want, ids, mat))
+                    blocks.append((b_docs, b_mat) if len(keep) == len(b_docs)
+                                  else ([b_docs[i] for i in keep], b_mat[keep]))
+                if fresh:
+                    vecs = [v if isinstance(v, np.ndarray) else decode_vector(v, want) for _, v in fresh]
+                    if any(v.shape != (want,) for v in vecs):
+                        raise ValueError("a stored vector of another dimension")
+                    mat = np.stack(vecs)
+                    if not np.isfinite(mat).all():
+                        raise ValueError("vectors contain NaN or inf")
+                    blocks.append(([d for d, _ in fresh], mat))
+                parts.append(UserVectorIndex.from_blocks(want, blocks))
             out[user_id] = (parts[0] or UserVectorIndex(dim), parts[1])
         return out
 
