@@ -172,6 +172,11 @@ def test_problem_json_for_bad_input(api: Any) -> None:
     r = http.post("/v1/users/u1/facts/preference.drink", content=b"{not json", headers={
         **h, "content-type": "application/json"})
     assert r.status_code == 422
+    # a user id holding "/" cannot travel in a path: the refusal names user_id and says where such ids work
+    r = http.get("/v1/users/org%2Fana/profile", headers=h)
+    assert r.status_code == 404 and r.headers["content-type"].startswith("application/problem+json")
+    assert r.json()["field"] == "user_id" and "CLI" in r.json()["fix"]
+    assert http.get("/v1/nothing/here", headers=h).json()["field"] == "path"  # any other unknown path as before
     r = http.get("/v1/users/u1/diff?from=2030-01-01T00:00:00Z&to=2020-01-01T00:00:00Z", headers=h)
     assert r.status_code == 422
     r = http.post("/v1/users/u1/search", json={"query": "x", "k": 0}, headers=h)

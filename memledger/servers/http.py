@@ -334,6 +334,12 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
         """Routing and body-parsing errors (404, 405, an unreadable body) as problem+json with field/problem/fix."""
         method = request.method
+        raw = request.scope.get("raw_path", b"").decode("latin-1")
+        if exc.status_code == 404 and raw.startswith("/v1/users/") and "%2f" in raw.lower():
+            # a user id holding "/" (sent as %2F) cannot be told from the path's own segments
+            return problem_response(404, "Not found", "user_id: holds '/', which no route of this API can carry",
+                                    field="user_id", problem="holds '/', which no route of this API can carry",
+                                    fix="use user ids without '/' over HTTP (the CLI, Python and MCP take them)")
         if exc.status_code == 404:
             return problem_response(404, "Not found", "path: no route has this path (fix: see /openapi.json)",
                                     field="path", problem="no route has this path",
