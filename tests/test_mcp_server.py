@@ -140,6 +140,8 @@ def test_stdio_tools_end_to_end(tmp_path: Path) -> None:
 def test_stdio_pinned_user_and_destructive(tmp_path: Path) -> None:
     home = tmp_path / "h"
     seed(home)
+    with MemoryLedger(home=home) as ml:
+        ml.assert_fact("u1", "note.errand", "buy stamps", text="buy stamps", run_id="r1")
 
     async def run() -> None:
         async with Client(stdio(home, "--user", "u1", "--allow-destructive")) as c:
@@ -166,6 +168,14 @@ def test_stdio_pinned_user_and_destructive(tmp_path: Path) -> None:
             assert (r.structured_content["versions"], r.structured_content["actor"]) == ([1], "mcp")
             r = await c.call_tool("forget", {"key": "profile.city", "version": 1, "confirm": "profile.city"})
             assert r.is_error and "already forgotten" in r.content[0].text
+            # forget_scope: the scope named twice; what run r1 wrote is shredded, nothing else
+            assert tools["forget_scope"].annotations.destructive_hint is True
+            r = await c.call_tool("forget_scope", {"run_id": "r1", "confirm": "r2"})
+            assert r.is_error and "confirm" in r.content[0].text
+            r = await c.call_tool("forget_scope", {"run_id": "r1", "confirm": "r1"})
+            assert not r.is_error, r.content[0].text
+            assert ([f["key"] for f in r.structured_content["forgotten"]], r.structured_content["run_id"]) == (
+                ["note.errand"], "r1")
             r = await c.call_tool("erase", {"confirm": "u2"})
             assert r.is_error and "confirm" in r.content[0].text
             r = await c.call_tool("erase", {"confirm": "u1"})

@@ -150,6 +150,9 @@ DESCRIPTIONS = {
     "forget": "DESTRUCTIVE and irreversible: shred one fact's text and value (every version of `key`, or `version` "
               "alone; its per-fact key is destroyed); its history keeps only that it existed, when and by whom. "
               "`confirm` must repeat the key.",
+    "forget_scope": "DESTRUCTIVE and irreversible: shred every version written by `agent_id` and / or in `run_id` "
+                    "(of `key` only, when given); history keeps only that they existed. `confirm` must repeat the "
+                    "scope: the agent_id, the run_id, or agent/run.",
 }
 
 
@@ -467,6 +470,23 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
                 return s.ml.forget(u, a.key, version=a.version, actor="mcp" if p is None else f"mcp key {p.key_id}")
 
             reg("forget", ForgetArgs, _return_type(type(service.ml).forget), forget, destructive)
+        if callable(getattr(service.ml, "forget_scope", None)):
+            from .models import ForgetScopeArgs
+
+            def forget_scope(u: str, a: Any, p: Any) -> Any:
+                # the agent names the scope twice, as forget names the key twice: a shredding is never undone
+                said = "/".join(x for x in (a.agent_id, a.run_id) if x)
+                if not said or a.confirm != said:
+                    raise BadInput("confirm", f"{a.confirm!r} is not the scope being forgotten",
+                                   f"pass confirm={said!r} (the agent_id, the run_id, or agent/run) to forget it "
+                                   "irreversibly" if said else "name agent_id, run_id or both, then repeat it")
+                if p is not None and not p.admin:  # irreversible, as forget: never on a plain key
+                    raise PermissionError("forget_scope needs an admin API key (fix: call it with a key created as "
+                                          "an admin key)")
+                return s.ml.forget_scope(u, agent_id=a.agent_id, run_id=a.run_id, key=a.key,
+                                         actor="mcp" if p is None else f"mcp key {p.key_id}")
+
+            reg("forget_scope", ForgetScopeArgs, _return_type(type(service.ml).forget_scope), forget_scope, destructive)
     _register_resources(server, service, policy)
     return server
 

@@ -370,6 +370,17 @@ class ForgetArgs(UserArg):
     confirm: str = Field(description="The key again: forgetting is irreversible.")
 
 
+class ForgetScopeArgs(UserArg):
+    """``forget_scope``: shred every version written by an agent and / or in a run (of ``key`` only, when given)."""
+
+    agent_id: str | None = Field(None, description="Shred what this agent wrote.")
+    run_id: str | None = Field(None, description="Shred what was written in this run; with agent_id, both must "
+                               "match.")
+    key: str | None = Field(None, description="Only this fact's versions in that scope (default: every fact).")
+    confirm: str = Field(description="The scope again, as agent_id, run_id or both joined by '/' (agent/run): "
+                         "forgetting is irreversible.")
+
+
 # -- entities and relations (docs/relations.md) ---------------------------------------------------------------
 class RelateBody(_Model):
     """``relate``: ENTITY is the RELATION_TYPE of the user (or of ``of``)."""
