@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .attributes import corrected
 from .lexicon import allergens, diet_of, language_names
-from .slots import _GENERIC_STEMS, GENERIC, content_tokens, type_statement
+from .slots import _GENERIC_STEMS, GENERIC, OLD_VALUE, content_tokens, type_statement
 from .text import has_cjk
 from .values import VALUE_KINDS, ValueParts, name_words, value_parts
 
@@ -84,9 +84,8 @@ NOW = re.compile(r"\bnow\b|现在|如今", re.I)
 #: a sentence dated in the past ("five years ago", "last week", 三年前) tells an episode
 PAST_EVENT = re.compile(r"\b(?:ago|yesterday|last (?:week|month|year|night|friday|saturday|sunday|monday|tuesday|"
                          r"wednesday|thursday)|the day before)\b|\d+\s*年前|昨天|上周|去年|前天|"
-                         # a value said as the old one: "my old number was ...", 以前的地址是 ...
-                         r"\b(?:my|our) (?:old|previous|former) (?:[\w-]+ ){0,2}?(?:was|were|is)\b|"
-                         r"(?:以前|之前|原来)的[^，,。]{1,8}是", re.I)
+                         # a value said as the old one: slots.OLD_VALUE, 以前的地址是 ...
+                         + OLD_VALUE + r"|(?:以前|之前|原来)的[^，,。]{1,8}是", re.I)
 NARRATIVE_STARTS = set("The My Our I We It This That There These Those His Her Their A An On In At For When After "
                         "Before Btw Oh So And But Also Now Sorry Actually Oops Hmm Well Yes No Ok Okay Just Got Started "
                         "Traded Cleared Swim Rent Landlord Netflix Parking Our Every Movie Wednesdays They He She You Someone Everyone "

@@ -544,9 +544,10 @@ def _strip(text: str, spans: list[tuple[int, int]]) -> str:
 
 
 #: the statement is about how things used to be, not the current value ("we used to drink matcha", "小时候")
+#: a value said as the old one, which no longer holds: "my old number was ...", "our previous address was ..."
+OLD_VALUE = r"\b(?:my|our) (?:old|previous|former) (?:[\w-]+ ){0,2}?(?:was|were|is)\b"
 _PAST = _lazy_re(r"\bused to\b|\bas a (?:kid|child|student)\b|\bwhen i was (?:a kid|young|little)\b|"
-                   # "my old number was ...", "our previous address was ...": a value that no longer holds
-                   r"\b(?:my|our) (?:old|previous|former) (?:[\w-]+ ){0,2}?(?:was|were|is)\b|"
+                   + OLD_VALUE + "|"
                    r"\bbefore (?:i|we) (?:moved|came|relocated)\b|"
                    r"小时候|以前|过去|当年")
 

@@ -29,10 +29,10 @@ import re
 from typing import TYPE_CHECKING, Callable
 
 from .attributes import Reading, same_attribute
+from .frequency import same_rate
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens
 from .text import STOP_ZH, has_cjk
 from .value_words import abbreviates
-from .frequency import same_rate
 from .values import ValueParts, name_words, qualifiers_clash
 
 if TYPE_CHECKING:
