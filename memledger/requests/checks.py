@@ -121,8 +121,8 @@ def check_also(user_id: Any, also: Any) -> tuple[str, ...]:
 
 
 class ReadRequest(UserRequest):
-    """What a read in scopes shares (search, context): the scopes, the labels allowed and why, the cut-off and the
-    confidence floor, each checked once here; each verb's model declares and describes the fields."""
+    """What a read in scopes shares (search, context): the scopes, the labels allowed and why, the instants (the
+    cut-off, context's clock) and the confidence floor, each checked once here; each verb's model declares and describes the fields."""
 
     @field_validator("agent_id", "run_id", mode="before", check_fields=False)
     @classmethod
@@ -139,12 +139,12 @@ class ReadRequest(UserRequest):
     def _purpose(cls, v: Any) -> str | None:
         return _as("purpose", check_purpose, v)
 
-    @field_validator("as_of", mode="before", check_fields=False)
+    @field_validator("as_of", "now", mode="before", check_fields=False)
     @classmethod
-    def _as_of(cls, v: Any) -> datetime | None:
+    def _instant(cls, v: Any, info: ValidationInfo) -> datetime | None:
         from ledger.timeutil import parse_instant
 
-        return None if v is None else _as("as_of", parse_instant, v, "as_of")
+        return None if v is None else _as(info.field_name, parse_instant, v, info.field_name)
 
     @field_validator("min_confidence", mode="before", check_fields=False)
     @classmethod

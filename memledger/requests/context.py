@@ -79,13 +79,6 @@ class ContextRequest(ReadRequest):
                                lambda n: f"e.g. {n.example(name, 20)} (0 leaves the section out)")
         return v
 
-    @field_validator("now", mode="before")
-    @classmethod
-    def _now(cls, v: Any) -> datetime | None:
-        from ledger.timeutil import parse_instant
-
-        return None if v is None else _as("now", parse_instant, v, "now")
-
     @field_validator("query", mode="before")
     @classmethod
     def _query(cls, v: Any) -> str | None:

@@ -100,10 +100,10 @@ class SearchRequest(ReadRequest):
             raise RequestError("source", f"{v!r} is not a source", "use one of " + ", ".join(sources))
         return v
 
-    @field_validator("role", mode="before")
+    @field_validator("role", "role_filter", mode="before")
     @classmethod
-    def _role(cls, v: Any) -> str | None:
-        return None if v is None else _as("role", check_role_name, v, "role")
+    def _role(cls, v: Any, info: ValidationInfo) -> str | None:
+        return None if v is None else _as(info.field_name, check_role_name, v, info.field_name)
 
     @field_validator("half_lives", mode="before")
     @classmethod
@@ -132,11 +132,6 @@ class SearchRequest(ReadRequest):
                 f"e.g. {n.example('min_score', 0.3)}, the weak-match threshold (a score is relevance x confidence x "
                 "freshness, each at most 1, plus a role bonus of at most 1)"))
         return float(v)
-
-    @field_validator("role_filter", mode="before")
-    @classmethod
-    def _role_filter(cls, v: Any) -> str | None:
-        return None if v is None else _as("role_filter", check_role_name, v, "role_filter")
 
     @field_validator("exclude_source", mode="before")
     @classmethod

@@ -138,5 +138,6 @@ def narrow_related(ml: Any, receipt: Any, agent: str | None) -> Any:
     related = getattr(receipt, "related", None)
     if agent is None or not related:
         return receipt
-    mine = {(h.key, h.version) for h in ml.history(receipt.user_id, agent_id=agent)}
+    mine = {(h.key, h.version) for key in {r.key for r in related}  # the few keys weighed, not the whole history
+            for h in ml.history(receipt.user_id, key, agent_id=agent)}
     return receipt.model_copy(update={"related": [r for r in related if (r.key, r.version) in mine]})
