@@ -390,3 +390,16 @@ def test_a_batch_over_the_size_limits_is_refused_before_anything_is_written(fres
     assert ml.head() == 0  # nothing written
     assert len(ml.record([{"user_id": "u1", "key": f"k.n{i}", "value": i} for i in range(MAX_BATCH_COMMANDS)])) \
         == MAX_BATCH_COMMANDS  # the limit itself is accepted
+
+
+@pytest.mark.parametrize("args,field", [
+    (["remember", "u1", "I have asthma", "--sensitivity", "Not A Label!"], "sensitivity"),
+    (["export", "u1", "--agent", " "], "--agent"),
+    (["forget", "u1", "--run", "r1"], "--yes"),  # a scope forgotten only with --yes, as a key is
+])
+def test_new_flags_refuse_bad_input_with_exit_2_and_nothing_written(cli, args, field):
+    cli("assert", "u1", "k.kept", "1", "--run", "r1")
+    before = cli.json("history", "u1")
+    code, _, err = cli(*args)
+    assert code == 2 and "Traceback" not in err and field in err.splitlines()[-1], err
+    assert cli.json("history", "u1") == before
