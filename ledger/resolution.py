@@ -23,8 +23,9 @@ from .attributes import opposite_polarity, read_statement, same_attribute, subst
 from .decision import Candidate, Resolution, clearly_closest, companion_ahead, nfc, prepare, relation_of
 from .guards import guard
 from .lexicon import language_names, slot_values
-from .revision_cues import (CHANGE_STEMS, FAMILY, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
-                            REVISION_HINT, STATE_VERBS, WE, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
+from .naming import named as named_memories
+from .revision_cues import (CHANGE_STEMS, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
+                            REVISION_HINT, STATE_VERBS, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
                             listed_words, names_replacement, narrows, negation_elsewhere, partner_renamed, says_more_of,
                             wrong_value_holder)
 from .slots import (_GENERIC_STEMS, CATALOGUE_VERSION, GENERIC, REGISTRY, KeyRegistry, Typing, compound_shared,
@@ -33,7 +34,7 @@ from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, 
     NEAREST_ALONE_MARGIN, NEAREST_COMPANION_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN, NEAREST_MARGIN, NEAREST_MODELS,
     PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH, dense_thresholds)
 from .unmarked import JOB_PAIRS, job_left, unmarked_target
-from .value_words import cjk_bigrams, clause_unsaid, names_relative, names_within, shared_cjk_word
+from .value_words import cjk_bigrams, clause_unsaid, names_relative, names_within
 from .values import (_STRONG_KINDS, VALUE_KINDS, aspect_of, differing, name_words, other_case, qualifier_kinds,
                      qualifiers_clash, value_parts, zh_numerals)
 
@@ -443,40 +444,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
     cue_tokens = cue_clause_tokens(text, registry, user_name) if (typing.cessation or typing.correction) else set()
 
     def named(pool: list[Candidate]) -> tuple[list[tuple[float, float, Candidate]], bool]:
-        """The memories of ``pool`` holding the statement's value words (or the words it says were wrong), best
-        first, and whether the best is the only best (a share >= 0.5, strictly ahead of the second)."""
-        found = []
-        # "数学补习班我们不上了", "we cancelled the swim lessons": a household speaking may end what was said of a child
-        we = bool(WE.search(text))
-        for c in pool:
-            if c.typing is None or not (c.typing.subject in ("self", "none") or (we and c.typing.subject in FAMILY)
-                                        or typing.correction  # "I got it mixed up": the speaker, not the subject
-                                        if typing.subject == "self"
-                                        else typing.subject == "none" or c.typing.subject == typing.subject):
-                # "my son quit the football league" names what of the son's it ends; a sentence naming no one
-                # ("钢琴课停了") may end what was said of anyone, when it names it
-                continue
-            theirs = c.typing.value_tokens
-            # the share of its value words the memory holds, or of the words it says were wrong ("not Maine")
-            frac = max(len(typing.value_tokens & theirs) / max(1, len(typing.value_tokens)),
-                       len(typing.negated_tokens & theirs) / max(1, len(typing.negated_tokens)))
-            shared = typing.value_tokens & theirs
-            if len(shared) >= 2 and frac < 0.5:
-                # a long sentence ("褪黑素我已经停了，医生说长期吃不好...") holds the memory's words among many of its own:
-                # the share of the memory's words it names counts too
-                frac = max(frac, len(shared) / max(1, len(theirs)))
-            if cue_tokens:
-                # the clause that says what stopped ("I've given up the football", not the reason after it)
-                frac = max(frac, len(cue_tokens & theirs) / len(cue_tokens))
-            if (name_words(mine_vp) & name_words(c.values) or shared_cjk_word(text, c.text)
-                    or any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text, re.I) for w in name_words(c.values)
-                           if len(w) > 2 and not has_cjk(w))
-                    or any(w in text for w in name_words(c.values) if len(w) >= 2 and has_cjk(w))):  # 团子上周走了
-                frac = max(frac, 0.75)  # "Cancelled Spotify last night", "Biscuit passed away": it names what it ends
-            if frac > 0:
-                found.append((frac, c.score, c))
-        found.sort(key=lambda t: (-t[0], -t[1]))
-        return found, bool(found and found[0][0] >= 0.5 and (len(found) == 1 or found[1][0] < found[0][0]))
+        return named_memories(pool, text, typing, mine_vp, cue_tokens)
 
     def stop_elsewhere(rule_note: str) -> Resolution | None:
         # a cessation whose object is held in another slot ("我每周打两次篮球" is a schedule; "我不打篮球了" a hobby):
