@@ -150,6 +150,7 @@ CATALOGUE: tuple[Slot, ...] = (
            r"got (?:a|the) job|new job|works? in (?:finance|marketing|sales|tech|it)|"
            r"(?:first|1st) (?:day|week|month|shift)s?(?: done| in)? as an?\b|started (?:work |working |out )?as an?\b|"
            r"(?:i|he|she) teach(?:es)? (?:[\w-]+ ){1,3}at (?:a|an|the) |^(?:teaching|taught) (?:my|our) (?:very )?first\b|"
+           r"\b(?:first|1st) (?:day|week|month|term|shift)s? (?:of )?(?:teaching|nursing|lecturing|coaching) (?:year|grade|my|a|the|\d)|"
            r"\bas (?:a|an) new (?:[\w-]+ ){1,2}at\b|"
            r"got the promotion|officially (?:a |an |the )?(?:senior |junior |lead |head )?\w+ (?:designer|engineer|developer|manager|analyst|nurse|teacher)",),
           ("工作是|职业|职位|岗位|职称|(?:第一天|头一天)(?:去|到)[^，,。]{1,8}上班|升职|升为|晋升|是一?[名个位]?(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|学生|司机|记者|药剂师)|我是[^，,。是的a-z]{1,6}?(?:老师|教师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理|司机|记者|药剂师)|(?<!现)在[^，,。在]{1,8}(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监|店长|厨师|服务员|收银员|司机|老板|柜员|客服|保安|店员|出纳)|当.{0,6}(?:老师|护士|医生|工程师|程序员|设计师|律师|会计|厨师|经理)|在[^，,。]{1,6}教(?!练|室|堂|会|材)|做.{0,6}工作|转岗|转行|(?:现在|如今|目前)(?:做|当)(?:产品经理|产品|经理|工程师|程序员|设计师|会计|销售|运营|测试|开发|律师|老师|医生|护士|主管|总监)|辞职|离职|失业|被.{0,6}(?:裁|辞退|开除)|下岗|没工作了|丢了工作|换了?工作|新工作",)),
@@ -161,7 +162,8 @@ CATALOGUE: tuple[Slot, ...] = (
                                       r"a |an |my |our |us\b|them\b)\w+(?: \w+)?(?= last (?:week|month|year)| this (?:week|month|year)| recently| in \w+|$)",), ("(?<!现)在.{1,10}(?:公司|工作|上班)|去了[^，,。]{1,8}(?:工作|上班)|入职|跳槽|去.{1,8}报到|报到|换了?(?:份)?新?工作",)),
     _slot("commute", "single", (r"(?:take|takes|took|ride|rides|catch|catches|get|gets) the (?:[\w-]+ )?(?:bus|train|subway|metro|tube|"
                                 r"tram|ferry|line)|(?:cycle|cycles|bike|bikes|walk|walks|drive|drives) to (?:work|the office|school)|"
-                                r"(?<!less )(?<!no )(?<!shorter )commut(?:e|ing)|gets me to (?:work|the office)",), (r"坐地铁|坐公交|[0-9一二两三四五六七八九十]+\s*号线|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班|^(?:每天|平时|一般|现在|最近)?(?:骑|开|坐|走路|步行|打车)[^，,。]{0,5}(?:到|去)(?:公司|单位)",),
+                                r"(?<!less )(?<!no )(?<!shorter )commut(?:e|ing)|gets me to (?:work|the office)|"
+                                r"\b(?:\d+|an?|one|half an?) (?:minutes?|mins?|hours?) (?:to|from) (?:work|the office)\b|\bdoor to door\b",), (r"坐地铁|坐公交|[0-9一二两三四五六七八九十]+\s*号线|骑车上班|开车上班|走路上班|通勤|坐.{0,6}上班|骑.{0,4}上班|开.{0,4}上班|^(?:每天|平时|一般|现在|最近)?(?:骑|开|坐|走路|步行|打车)[^，,。]{0,5}(?:到|去)(?:公司|单位)",),
           weight=1.5),
     # what the user is paid: a new figure replaces the old ("Payslip came through: 46k before tax" of "my salary's 42k")
     _slot("work.salary", "single", (r"salary|payslip|pay ?slip|pay ?check|wages?|(?:before|after) tax|take-home pay|"
@@ -176,10 +178,13 @@ CATALOGUE: tuple[Slot, ...] = (
           (r"live (?:in|on|at|near)|lives (?:in|on|at|near)|living (?:in|on|at|near)|lived (?:in|on|at|near)|home for me is|(?<!at )(?<!\w )home is(?! \d)|(?<!was )(?<!been )(?<!is )(?<!got )(?<!get )(?<!be )(?<!were )moved to|(?<!is )moving to|move to|relocated to|based in|home is in|reside in|"
            r"resides in|moved out of|moved away|my city|hometown|(?:our|my) new (?:flat|house|room)mates? in (?!the\b|a\b|an\b)[a-z]+|my new neighbou?rs in (?!the\b|a\b|an\b)[a-z]+|did the move\b.{0,60}\bin [a-z]+|(?:our|my) new (?:flat|place|"
            r"house|apartment|home) in \w+|(?:our|my) (?:flat|apartment|condo|house) in (?!the\b|a\b|an\b|my\b)[a-z]+|(?:got|picked up) the keys to (?:our|my|the) (?:new )?(?:flat|place|house|apartment|home) in \w+|(?:flat|place|house|apartment|studio|home) in (?!the\b|a\b|an\b)[a-z]+\b.{0,80}\b(?:got the keys|moved in|moved here)\b|rent (?:a|an|my) (?:room|flat|studio|apartment|house|place) in (?!the\b|a\b|an\b)[a-z]+|(?:unpacking|unpacked) (?:the |all the )?boxes in (?:our|my|the) \w+",),
-          ("住在|在.{1,6}住|[\u4e00-\u9fff]{2,4}(?:这边|那边)(?:新|刚)租的房|(?:刚|已经)?拿到(?:了)?(?:新房|新家|房子)的?钥匙|收房了|(?:^|[，,])我(?:们|家)?住(?![在院了过的])[\u4e00-\u9fff]{2}|我在.{1,6}生活|在[^，,。]{1,6}租的?房|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬过来[一两几三四五六七八九十半]+个?(?:周|天|月|年|星期|礼拜)|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离",)),
+          ("住在|在.{1,6}住|[\u4e00-\u9fff]{2,4}(?:这边|那边)(?:新|刚)租的房|(?:刚|已经)?拿到(?:了)?(?:新房|新家|房子)的?钥匙|收房了|(?:^|[，,])我(?:们|家)?住(?![在院了过的])[\u4e00-\u9fff]{2}|我在.{1,6}生活|在[^，,。]{1,6}租的?房|搬到|搬去|搬来(?![一两几个张把台件])|搬回(?![来去])|搬回来住|搬过来(?![一两几个张把台件])|搬过来[一两几三四五六七八九十半]+个?(?:周|天|月|年|星期|礼拜)|搬家|定居|家在|(?<![我你他她们的])[\u4e00-\u9fff]{2}新家|住.{0,2}(?:北京|上海|广州|深圳|杭州|成都)|搬离|"
+           # 住南山一个月了: the place lived in, said with how long (the subject dropped)
+           "(?:^|[，,])住(?![院校宿])[\u4e00-\u9fff]{2,4}?[一两几半三四五六七八九十]+个?(?:月|年|周|星期|礼拜)了",)),
     _slot("diet", "single",
           (r"vegan|vegetarian|pescatarian|keto|paleo|gluten[- ]free|my diet|on a diet|eat meat|eating meat|(?:started|start|began|back to) eating (?:meat|fish|seafood|chicken|pork|beef)|"
-           r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖",)),
+           r"\bi (?:eat|have) (?:fish|meat|seafood|chicken|eggs|dairy)(?: again)? (?:these days|now|nowadays)\b|"
+           r"dairy[- ]free|low[- ]carb|intermittent fasting",), ("素食|吃素|纯素|饮食|节食|不吃肉|吃肉|生酮|戒糖|开始吃(?:点|些)?(?:鱼|肉|海鲜|荤|鸡蛋|蛋)",)),
     _slot("preference.drink", "single", (_DRINKS + r"|drink|drinks|drinking",),
           ("喝|咖啡(?![店馆厅])|(?<![茶咖])茶(?![馆楼叶店])|拿铁|美式|奶茶|啤酒|果汁|红酒|可乐|豆浆|酸奶|抹茶",)),
     _slot("preference.food", "single",

@@ -15,6 +15,10 @@ decision against the memory it acts on and changes it when it would lose somethi
 * ``restated_with_more``   a reaffirmation of an (English) memory repeated with a clause of its own: kept beside it;
 * ``another_episode``      a supersede, with no change said, of one past event by another ("I met James at the
                            conference" of "I met Sarah at the conference"): kept beside it;
+* ``about_someone_named``  a supersede, with no stop or correction said, of a memory that introduces someone by name
+                           ("We have two kids, Noah and Ella", 我有个女儿叫朵朵) by a statement about what that person
+                           does ("Noah started kindergarten", 朵朵开始学游泳了), giving no other number, time or date: kept
+                           beside it;
 * ``partial_change``       a supersede or retirement of a memory that lists two values by a statement naming one of
                            them ("I eat pork now" of "I don't eat pork or beef"): both kept, the memory "to confirm",
                            as a stop of one of several is (``partial_cessation``).
@@ -49,6 +53,37 @@ _JOINED_IDIOMS = frozenset({
     ("safe", "sound"), ("sick", "tired"), ("pros", "cons"), ("ups", "downs"), ("day", "night"), ("true", "false"),
     ("trial", "error"), ("wear", "tear"), ("bits", "pieces"), ("odds", "ends"), ("hit", "miss"), ("touch", "go"),
 })
+
+
+#: a memory that introduces people or animals by name: "a budgie called Kiwi", "two kids, Noah and Ella", 女儿叫朵朵
+_INTRODUCED = (re.compile(r"\b(?:called|named)\s+([a-z][\w'-]+)", re.I),
+               re.compile(r"\b(?:kids|children|sons|daughters|twins|boys|girls|cats|dogs)\b[^.;!?]{0,20}?\b([a-z]+),? and "
+                          r"([a-z]+)\b", re.I),
+               re.compile(r"叫([\u4e00-\u9fff]{1,3}?)(?=[，,。！!、；;\s]|$)"),
+               re.compile(r"(?:儿子|女儿|孩子|猫|狗)[^，,。]{0,4}?([\u4e00-\u9fff]{2})和([\u4e00-\u9fff]{2})"))
+
+
+def introduced_names(memory: str) -> set[str]:
+    """The names a memory introduces someone by (lower-cased): "We have two kids, Noah and Ella" gives noah, ella."""
+    return {g.lower() for p in _INTRODUCED for m in p.finditer(memory) for g in m.groups() if g}
+
+
+def about_named(memory: str, text: str) -> bool:
+    """Whether ``text`` opens a clause with someone ``memory`` introduced by name ("Noah started kindergarten", 朵朵这
+    学期开始学游泳了): it speaks of what that person does, not of the memory's value. "Chris and I got engaged" speaks
+    of the user too."""
+    low = text.lower()
+    return any(re.search(rf"(?:^|[,.;!?，。！；]\s*|\b(?:and|but|so) ){re.escape(n)}(?![a-z0-9_])(?!\s*(?:and|&) (?:i|me)\b|和我|跟我|我俩)", low)
+               for n in introduced_names(memory))
+
+
+def _another_number(memory: str, text: str) -> bool:
+    """Whether ``text`` gives a number, time or date where ``memory`` gives another of the same unit ("Noah is 7 now"
+    of "Noah, 6")."""
+    vm, vt = value_parts(memory), value_parts(text)
+    if vm.parts.get("unit", frozenset()) != vt.parts.get("unit", frozenset()):
+        return False  # "cried for ten minutes" says no other count of "two kids"
+    return any(vm.parts.get(k) and vt.parts.get(k) and vm.parts[k] != vt.parts[k] for k in ("number", "time", "date"))
 
 
 def _names_word(word: str, text: str) -> bool:
@@ -118,6 +153,11 @@ def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any,
     if (decision == "supersede" and not (typing.change or typing.correction or typing.cessation)
             and EPISODE.search(text) and EPISODE.search(memory)):
         return "add", "another_episode", {"fresh_key": True, "note": "one past event beside another: both kept"}
+    if (decision == "supersede" and not (typing.correction or typing.cessation) and introduced_names(memory)
+            and (about_named(memory, text) and not about_named(text, memory) or typing.subject not in ("self", "none"))
+            and not _another_number(memory, text)):
+        return "add", "about_someone_named", {"fresh_key": True, "note": "it says what someone the memory names does: "
+                                                                        "both kept"}
     if decision in ("supersede", "retire") and not typing.correction and names_one_of_two(memory, text):
         return "conflict", "partial_change", {"contest_key": key, "note": "the memory names two values and this "
                                                                          "changes one: both kept, to confirm"}

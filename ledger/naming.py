@@ -10,8 +10,8 @@ import re
 
 from .decision import Candidate
 from .revision_cues import FAMILY, WE
-from .slots import Typing, has_cjk
-from .value_words import shared_cjk_word
+from .slots import _GENERIC_STEMS, GENERIC, Typing, has_cjk
+from .value_words import cjk_bigrams, shared_cjk_word
 from .values import ValueParts, name_words
 
 
@@ -49,7 +49,27 @@ def named(pool: list[Candidate], text: str, typing: Typing, mine_vp: ValueParts,
                        if len(w) > 2 and not has_cjk(w))
                 or any(w in text for w in name_words(c.values) if len(w) >= 2 and has_cjk(w))):  # 团子上周走了
             frac = max(frac, 0.75)  # "Cancelled Spotify last night", "Biscuit passed away": it names what it ends
+        if frac < 0.6 and _only_theirs(text, cue_tokens, c, pool):
+            frac = 0.6  # "handed the allotment keys back", 闲鱼那摊子不弄了: a word of the stop's clause only it holds
         if frac > 0:
             found.append((frac, c.score, c))
     found.sort(key=lambda t: (-t[0], -t[1]))
     return found, bool(found and found[0][0] >= 0.5 and (len(found) == 1 or found[1][0] < found[0][0]))
+
+
+def _only_theirs(text: str, cue_tokens: set[str], c: Candidate, pool: list[Candidate]) -> bool:
+    """Whether the clause that says what stopped or was wrong (its words ``cue_tokens``) shares a distinctive word with
+    memory ``c`` and with no other memory of ``pool``: an English word of four letters or more that is not generic
+    ("allotment", "podcast", a pet's name written in lower case), or a pair of Chinese characters of that clause
+    (闲鱼). The words a cessation and its memory share are few; one no other memory holds still names it."""
+    if not cue_tokens or c.typing is None:
+        return False
+    others = [o for o in pool if o is not c and o.typing is not None]
+    words = {w for w in cue_tokens & c.typing.value_tokens
+             if len(w) >= 4 and not has_cjk(w) and not w.isdigit() and w not in GENERIC and w not in _GENERIC_STEMS}
+    if any(not any(w in o.typing.value_tokens for o in others) for w in words):
+        return True
+    if not has_cjk(text):
+        return False
+    pairs = {p for p in cjk_bigrams(text) if p[0] in cue_tokens and p[1] in cue_tokens} & cjk_bigrams(c.text)
+    return any(not any(p in o.text for o in others) for p in pairs)

@@ -93,6 +93,39 @@ def en_number_words(s: str) -> float | None:
     return total + current if seen else None
 
 
+def _rank(word: str) -> str | None:
+    """A number word's part in a spoken number: "unit" (one to nine), "teen" (ten to nineteen, a dozen), "tens"
+    (twenty to ninety), "scale" (hundred, thousand, ...), or None for a joining word ("and", "a", "half")."""
+    if word in EN_SCALES:
+        return "scale"
+    v = EN_UNITS.get(word)
+    if v is None:
+        return None
+    return "unit" if v < 10 else "teen" if v < 20 else "tens"
+
+
+#: which part may follow which inside one spoken number: "forty two", "two hundred", never "seven forty" or
+#: "nineteen twenty" (two numbers: a clock time, a year, a count and a price)
+_FOLLOWS = {"unit": {"scale"}, "teen": {"scale"}, "tens": {"unit", "scale"}, "scale": {"unit", "teen", "tens", "scale"}}
+
+
+def split_number_words(s: str) -> list[str]:
+    """A run of English number words cut where one number ends and the next begins: "seven twenty" gives
+    ["seven", "twenty"], "two hundred forty two" stays whole; hyphens and "and" are kept with their number."""
+    words = [w for w in re.split(r"(\s+|-)", s) if w]
+    pieces, current, last = [], "", None
+    for w in words:
+        r = _rank(w.lower()) if w.strip() and w != "-" else None
+        if r is not None and last is not None and r not in _FOLLOWS[last]:
+            pieces.append(current.strip(" -"))
+            current = ""
+        current += w
+        if r is not None:
+            last = r
+    pieces.append(current.strip(" -"))
+    return [p for p in pieces if p]
+
+
 #: a height said in metres, read as centimetres: "1.83m", "1.83 metres", "1m83", "one metre eighty-three", 一米七五,
 #: 1米75, 一米八 (180), 1.75米. "1.8m" alone is a height only beside a word of height (else millions, as in a budget)
 HEIGHT = re.compile(

@@ -285,11 +285,13 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"[报填输算]错了", r"[，,]\s*不是\s*[\d一二两三四五六七八九十]+[^，,。]{0,3}[，,。]", r"打错字", r"看岔", r"[记写说看听打]反了", r"^(?:哦|噢|啊|嗯)?[，,]?不对",
     r"^不是[^，,。]{1,12}[，,]\s*(?:应该|其实)?是",
     r"\b(?:swapped|transposed|flipped|reversed) (?:the |two |a couple of )?(?:digits|numbers|letters|characters)\b",
-    r"[记弄说]混了", r"的是[^，,。不]{1,8}不是[^，,。]{1,8}",
+    r"[记弄说]混了", r"\bno idea (?:where|how|why) i (?:got|came up with|thought of)\b", r"的是[^，,。不]{1,8}不是[^，,。]{1,8}",
 )]
 #: A question states nothing about the user ("Do you think I should drink more water?", "我该不该换工作？").
 _QUESTION = _lazy_re(r"[?？]\s*[)\"'”]?\s*$|^(?:do|does|did|should|shall|could|would|can|will|is|are|am|was|were|have|"
-                       r"has)\s+(?:i|you|we|my|it|he|she|they|there)\b|[吗嘛呢]\s*[。.]?\s*$|你觉得|你认为|要不要|该不该|"
+                       r"has)\s+(?:i|you|we|my|it|he|she|they|there)\b|[吗嘛]\s*[。.]?\s*$|"
+                       # 呢 asks beside a question word (现在去哪儿呢); 我天天早上抹面包呢 states
+                       r"^(?=.*(?:什么|怎么|哪|谁|多少|几[个点时天号岁]|为什么|咋|啥|如何|还是|是不是|有没有|要不要)).*呢\s*[。.]?\s*$|你觉得|你认为|要不要|该不该|"
                        r"是不是应该|能不能|可不可以")
 #: A statement about oneself followed by a request ("I'm vegan, so could you swap the honey?", 我对花生过敏，帮我换个
 #:菜？) states what it says before the request: it is a statement, not a question.
@@ -326,18 +328,26 @@ _PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计�
 # "too" adds only where it means "as well": "way too much", "too late", "too hot" say a degree
 _ADDITIVE = _lazy_re(r"\b(?:also|too(?! (?:much|many|little|few|late|early|soon|long|far|often|big|small|hot|cold|"
                       r"expensive|cheap|tired|busy|hard|high|low|heavy|loud)\b)|as well|in addition|besides|as much as|another|one more|a second|"
-                      r"on top of that)\b|也(?![算好罢行是许])|(?:^|[，,。；;！!])\s*还有|还有(?=[一两二三几])|另外|又(?=养|买|添|多了|报了|加了|交了|办了|认识|学了|开了|有了?一)|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
+                      r"on top of that)\b|(?<!再)也(?![算好罢行是许])|(?:^|[，,。；;！!])\s*还有|还有(?=[一两二三几])|另外|又(?=养|买|添|多了|报了|加了|交了|办了|认识|学了|开了|有了?一)|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
 _NEGATED = [_lazy_re(p) for p in (r"不是(.{1,12}?)而是", r"不是([^，,]{1,12}?)[，,]\s*(?:应该|其实)?是",
-                                   r"[，,]不是([^，,是]{1,10})$", r"\bnot " + _NOT_DEGREE + r"([\w' ]{1,30}?)(?:[,.;!]|$| but\b)")]
+                                   r"[，,]不是([^，,是]{1,10})$", r"是[^，,]{1,12}[，,]\s*不是([^，,是]{1,10})[，,。！!；;]",
+                                   r"\bnot " + _NOT_DEGREE + r"([\w' ]{1,30}?)(?:[,.;!]|$| but\b)",
+                                   # "no idea where I got Hendricks from": the name said before was wrong
+                                   r"\bno idea (?:where|how|why) i (?:got|came up with|thought of) ([\w' ]{1,30}?) from\b")]
 _CESSATION = [_lazy_re(p) for p in (
-    r"\bno longer\b", r"\bnot anymore\b", r"\bany ?more\b", r"\bstopped\b(?! (?:at|by|in|for)\b)", r"\bquit\b", r"\bgave up\b",
+    r"\bno longer\b", r"\bnot anymore\b",
+    # "any more" stops only under a negation ("I don't eat meat any more"); "any more and it wilts" is a limit
+    r"(?:n't|\b(?:not|never|no|nobody|nothing|none|nor|hardly|barely|rarely|without))\b[^,.;!?]{0,50}?\bany ?more\b", r"\bstopped\b(?! (?:at|by|in|for)\b)", r"\bquit\b", r"\bgave up\b",
     r"\bgiven up\b", r"\bdropped\b", r"\blost (?:my|his|her|their) job\b", r"\bleft (?:my|his|her) job\b",
     r"\blaid (?:\w+ )?off\b", r"\b(?:was|got|been|get) fired\b", r"\bfired (?:me|him|her)\b",
     r"\blet (?:me|him|her) go\b", r"\blet \w+ go\b", r"\b(?:got|was|been) let go\b", r"\bmade redundant\b", r"\bout of work\b", r"\bbetween jobs\b", r"\bjobless\b",
     r"\bretired\b", r"\bpassed away\b", r"\bdied\b", r"\bsold (?:my|his|her|our|the|both|all|them|it)\b", r"\bstepped away from\b",
     r"\bgot rid of\b", r"\bcancell?ed\b", r"\bbroke up\b", r"\bmoved out of\b", r"\bmoved away\b",
-    r"\bno more\b", r"\bcalled off\b", r"\bcalled it (?:quits|a day)\b", r"\b(?:split up|disbanded)\b",
-    r"\b(?:is|are|'s|'re) (?:done|over|finished)(?! (?:with|by|at|in)\b)(?=[,.;!]|$| now\b| for good\b)", r"\bsince (?:my|the) last (?:cigarette|smoke|cig|drink|vape)\b",
+    # "every 10 days, no more" is a limit, not a stop
+    r"(?<!\d, )(?<!\d )(?<!days, )(?<!days )(?<!weeks, )(?<!times, )(?<!once, )(?<!twice, )\bno more\b(?! than\b)",
+    r"\bcalled off\b", r"\bcalled it (?:quits|a day)\b", r"\b(?:wrapped|wound) up\b(?=[^.;!?]{0,60}\bfor good\b)",
+    r"\bwound down\b", r"\b(?:we|i) buried\b", r"\bput (?:\w+ )?to sleep\b", r"\brainbow bridge\b", r"\b(?:split up|disbanded)\b",
+    r"\b(?:is|are|'s|'re) (?:done|over|finished)(?! (?:with|by|at|in)\b)(?=[,.;!]|$| now\b| for good\b| for (?:me|us|him|her|them)\b)", r"\bsince (?:my|the) last (?:cigarette|smoke|cig|drink|vape)\b",
     r"\b(?:had to |have to |having to )?put (?:\w+ )?down\b(?= (?:on|last|this|yesterday|today)\b|[.,!]|$)", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b(?! up\b)", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
     r"不再", r"戒了", r"放弃", r"辞职", r"离职", r"失业", r"被.{0,6}(?:裁|辞退|开除)", r"下岗", r"丢了工作", r"分手", r"去世", r"卖了", r"卖掉", r"卖给[^，,。！？!?；;]{1,6}了",
@@ -503,7 +513,9 @@ class Typing:
 _TREATS = _lazy_re(r"\bmy (?:therapist|psychiatrist|psychologist|counsell?or|gp|doctor|dentist|physio(?:therapist)?|"
                    r"oncologist|cardiologist|dermatologist|gynae?cologist)(?:'s)?\b|我的?(?:心理医生|心理咨询师|主治医生|牙医)")
 #: a Chinese statement opening with someone's nickname and a verb (小李搬到广州了, 老王辞职了, 阿杰去深圳了)
-_THIRD_PERSON_ZH = re.compile(r"(?:小|老|阿)[\u4e00-\u9fff](?=[搬去在住换辞跳买卖要也都还刚已就说被把])")
+_THIRD_PERSON_ZH = re.compile(r"(?:小|老|阿)[\u4e00-\u9fff](?=[搬去在住换辞跳买卖要也都还刚已就说被把])|"
+                              # 新来的实习生坐我斜对面, 隔壁邻居搬走了: someone new or next door
+                              r"(?:新来的|隔壁的?|对门的?|楼上的?|楼下的?)[\u4e00-\u9fff]{1,4}?(?=[坐住在是搬去叫换也都])")
 #: a clause opening with someone's name ("Marco moved to Portland"): not a pronoun, a sentence word or a greeting
 _NAMED_OPENING = re.compile(r"(?!(?:I|I'm|I've|I'd|I'll|My|We|We're|Our|The|This|That|These|Those|It|It's|There|Here|Just|"
                             r"So|And|But|Also|Then|Now|Today|Tonight|Yesterday|Tomorrow|Finally|Oh|Well|Ok|Okay|Yes|No|"
@@ -667,14 +679,17 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
 _CLAUSE_SPLIT = _lazy_re(r"(?<=[.!?])\s+|[。！？；;]|[,，]\s*(?=so\b|所以|那你|你(?:推荐|觉得|说|看))|(?<=[?？])|"
                          r"[,，—–]\s*(?=any (?:\w+ )?(?:tips|advice|ideas|suggestions|recommendations)\b|(?:what|how) "
                          r"(?:should|do|can|would) i\b|(?:can|could|would) you\b|有没有|有什么|怎么办|求推荐|推荐一下|"
-                         r"(?:送|带|买|吃|准备)(?:[她他它]|[她他]们)?点?啥|有啥|咋)")
+                         r"(?:送|带|买|吃|准备)(?:[她他它]|[她他]们)?点?啥|有啥|咋|(?:附近|周边|这边|那边)有|哪(?:里|儿|家)有?)")
 #: a question that takes a new value for granted ("any tips for my new flat in Leeds?", "good cafes near my new
 #: office at Canary Wharf?"): it states that value, whatever it asks
 _PRESUPPOSED = _lazy_re(r"\bas (?:a|an) new (?:[\w-]+ ){1,2}at [a-z]|\bmy first (?:day|week|month|shift) as (?:a|an) "
                         r"(?:[\w-]+ ){1,2}at [a-z]|\bnow that i'?m (?:at|with|working at|working for) [a-z]|"
                         r"\bmy new (?:flat|place|house|apartment|home|job|office|workplace|school|(?:flat|house|room)mates?|"
                         r"neighbou?rs) (?:in|at|near) "
-                        r"(?!the\b|a\b)\w+")
+                        r"(?!the\b|a\b)\w+|"
+                        # "is it weird that cycling to work is the best part of my day?": it asks about what it says
+                        r"^(?:is it (?:weird|strange|odd|bad|normal|silly|crazy|wrong)|am i (?:weird|crazy|wrong)) (?:that|if) "
+                        r"(?:i\b|my\b|\w+ing\b)")
 
 
 def _stated_apart(body: str, cues: list[re.Match[str]]) -> bool:

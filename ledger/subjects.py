@@ -50,7 +50,7 @@ _ZH_WHEN = (r"(?:上|这|下|本)(?:个)?(?:月|周|礼拜|星期)(?:初|末|底
 #: car yesterday", "Finally got the keys ..."): a note the user writes of themself
 _DROPPED_I = (r"^(?:just |finally |recently |so |oh |well |ok |okay )?(?!(?:rained|snowed|looked|seemed|sounded|"
               r"happened|turned out)\b)(?:[a-z]{3,}ed|got|sold|bought|left|took|began|quit|signed|went|found|made|gave|threw|"
-              r"done with|finished|started|hung)\b")
+              r"done with|finished|started|hung|(?:first|1st) (?:day|week|month|term|shift)s?)\b")
 _SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
                       r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
                       r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b|^(?:first|new) (?:day|week|month|shift|job)s? (?:done |over |in )?(?:at|in|as)\b|"

@@ -32,7 +32,7 @@ from .attributes import Reading, same_attribute
 from .frequency import same_rate
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens
 from .text import STOP_ZH, has_cjk
-from .value_words import abbreviates
+from .value_words import abbreviates, shared_cjk_word
 from .values import ValueParts, name_words, qualifiers_clash
 
 if TYPE_CHECKING:
@@ -86,8 +86,9 @@ def _values(vp: ValueParts, text: str, marked: bool = False) -> dict[str, frozen
         ids |= {f"number:{v}" for v in vp.parts.get("number", ())}
     out = {"id": frozenset(ids), "name": frozenset(n for n in vp.parts.get("name", ()) if not n.startswith("lang:")),
            "day": specific_days(text), "every": vp.parts.get("every", frozenset())}  # how often: "once a week"
-    if marked:  # a clock time alone is no topic's value: "vitamins at 8am" / "magnesium at 9pm" are two things
-        out["time"] = vp.parts.get("time", frozenset())
+    # a clock time alone is no topic's value ("vitamins at 8am" / "magnesium at 9pm" are two things): unless a change
+    # is said, it counts only with a topic shared more widely (:func:`unmarked_target`)
+    out["time"] = vp.parts.get("time", frozenset())
     return {k: v for k, v in out.items() if v}
 
 
@@ -110,6 +111,18 @@ def _topic(vp: ValueParts, text: str) -> set[str]:
     # 王教练 / 李教练, 张老师 / 汪老师: the role of a person named by surname and role is what both are about
     roles = {f"role:{m.group(1)}" for name in vp.parts.get("name", ()) if (m := _ZH_ROLE.search(name))}
     return {w for w in words if not w.isdigit()} | roles
+
+
+def _same_timed_thing(text: str, memory: str, shared: set[str]) -> bool:
+    """Whether another clock time said with no word of change is the same thing's time: a run of three Chinese
+    characters both name (鲁邦种), or two English topic words both name with nothing put before them in ``text`` that
+    ``memory`` does not say ("the return flight" is another flight than "my flight to Rome")."""
+    if has_cjk(text):
+        return shared_cjk_word(text, memory)
+    if len(shared) < 2:
+        return False
+    mine, theirs = _modifiers(text, shared), _modifiers(memory, shared)
+    return not any(mods - theirs.get(w, set()) for w, mods in mine.items())
 
 
 def _modifiers(text: str, shared: set[str]) -> dict[str, set[str]]:
@@ -179,11 +192,13 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         mods_mine, mods_theirs = _modifiers(text, shared), _modifiers(c.text, shared)
         if any(mods_mine[w].isdisjoint(mods_theirs[w]) for w in mods_mine.keys() & mods_theirs.keys()):
             continue  # "my running shoes" / "my dress shoes", 北京办公室 / 上海办公室: the same noun, another case
+        if kinds == ["time"] and not marked and not _same_timed_thing(text, c.text, shared):
+            continue  # "回程航班18:05起飞" of "去罗马的航班9:40起飞": another flight, not the time changed
         small = min(len(words), len(theirs_words))
         # one shared word is enough when either side has few, or when search finds this memory first and close
         # (浇水 / 喂点水: one character, but the nearest memory by far)
         if noted:  # two topic words shared, or every topic word of a short note ("柜子 203" of "储物柜我一直用 56 号")
-            if {"id", "every"} & set(kinds) and (len(shared) >= 2 or (shared and len(words) <= 2 and words <= shared)):
+            if ({"id", "every"} & set(kinds) or kinds == ["time"]) and (len(shared) >= 2 or (shared and len(words) <= 2 and words <= shared)):
                 found.append((len(shared), c.score, c, kinds))
         elif len(shared) >= 2 or (personal and "id" in kinds) or (shared and (small <= 2 or (c is top and c.score >= NEAR_SCORE))):
             found.append((len(shared), c.score, c, kinds))
@@ -195,6 +210,7 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
 
 #: a workplace named in a job memory ("at a high school", 在美团做): it says where the job is, not only what it is
 _WORKPLACE = re.compile(r"\b(?:at|for|with) (?:a|an|the|[a-z])|在[^，,。]{1,10}(?:做|当|上班|工作|教)")
+_FIRST_DAYS = re.compile(r"\b(?:first|1st) (?:day|week|month|term|shift)s?\b|第一(?:天|周|个月)|头一天|入职")
 #: the two slots of one job: a change said in either ends the job the other holds
 JOB_PAIRS = {"work.employer": "work.occupation", "work.occupation": "work.employer"}
 
@@ -217,4 +233,6 @@ def job_left(slot_key: str | None, typing: Typing, vp: ValueParts, candidates: l
     if not (their_names or _WORKPLACE.search(held[0].text.lower())):
         return None  # "I'm a software engineer" then "I work for Spotify now": one job said twice, both kept
     elsewhere = slot_key == "work.employer" and mine_names and their_names and not mine_names & their_names
-    return held[0] if typing.change or elsewhere else None
+    # "first week teaching year 9", 第一天去新公司: the first days of a job are a new one
+    started = _FIRST_DAYS.search(vp.residue.lower()) is not None
+    return held[0] if typing.change or elsewhere or started else None

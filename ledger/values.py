@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from .lexicon import LANGUAGE_RE, language_names
 from .text import has_cjk
 from .numerals import (EN_SCALES, EN_UNITS, HEIGHT, ZH_DIGITS, ZH_SCALES, en_number_words, fmt_number, has_han,
-                       height_cm, zh_number)
+                       height_cm, split_number_words, zh_number)
 from .frequency import frequencies, same_rate
 from .value_words import names_within
 
@@ -109,6 +109,13 @@ _MIN_PAST = re.compile(r"\b(five|ten|twenty|twenty[- ]five|\d{1,2})(?: minutes)?
 #: "six in the morning", "seven thirty pm", "eleven at night"
 _WORD_CLOCK = re.compile(r"\b(" + _HOURS + r")(?:[ -](fifteen|thirty|forty[- ]five|oh[- ]five|ten|twenty|forty|fifty))?"
                          r"\s+(?:(a\.?m\.?|p\.?m\.?)|(?:in the|at)\s+(morning|afternoon|evening|night)|o'?clock)", re.I)
+#: a clock time said as two number words after a word of time ("the seven forty-two", "at six fifteen"): never a sum
+_MINUTE_WORDS = (r"oh[- ](?:one|two|three|four|five|six|seven|eight|nine)|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+                 r"sixteen|seventeen|eighteen|nineteen|(?:twenty|thirty|forty|fifty)(?:[- ](?:one|two|three|four|five|six|"
+                 r"seven|eight|nine))?")
+_SPOKEN_CLOCK = re.compile(r"\b(?:at|the|by|until|till|from|around|about|before|after)\s+(" + _HOURS + r")[ -](" +
+                           _MINUTE_WORDS + r")\b(?!\s*(?:minutes?|hours?|days?|weeks?|years?|percent|%|dollars|pounds|"
+                           r"euros|quid|bucks|k)\b)", re.I)
 _AT_EVERY = re.compile(r"\bat (" + _HOURS + r"|\d{1,2}) (?:every|each) (morning|afternoon|evening|night)\b", re.I)
 #: durations said in words, in minutes ("three quarters of an hour" = 45, 一个半小时 = 90)
 _DURATION_PHRASES = {"half an hour": 30, "half hour": 30, "an hour and a half": 90, "one and a half hours": 90,
@@ -122,7 +129,8 @@ _HOURS_MINUTES = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?|[零一二两三�
                             r"seven|eight|nine|ten|fifteen|twenty|thirty|forty|forty-five|fifty|sixty|ninety)"
                             r"(?:[ -](?:five))?)\s?(hours?|hrs?|minutes?|mins?|小时|个小时|分钟)(?![A-Za-z])", re.I)
 _TIME_ZH = re.compile(r"(早上|早晨|上午|中午|下午|傍晚|晚上|夜里|凌晨)?\s*([零〇一二两三四五六七八九十\d]{1,3})\s*[点點]"
-                      r"\s*(半|一刻|三刻|[零〇一二两三四五六七八九十\d]{1,3}\s*分?)?")
+                      # 十二点一次, 十点两回: a count of times after the hour, not its minutes
+                      r"\s*(半|一刻|三刻|[零〇一二两三四五六七八九十\d]{1,3}\s*分?(?![次回遍趟下]))?")
 _CLOCK_AFTER = re.compile(r"\s*(?:钟|整|左右|前|以前|之前|以后|之后|开|出发|发车|起床|上课|下班|上班|见|的)")
 #: a time said as minutes before the hour: 差一刻八点 (07:45), 差五分九点
 _TIME_ZH_TO = re.compile(r"(早上|早晨|上午|中午|下午|傍晚|晚上|夜里|凌晨)?\s*差\s*(一刻|三刻|[零〇一二两三四五六七八九十\d]{1,2}\s*分钟?)"
@@ -195,6 +203,11 @@ _NEGATION = re.compile(r"\bno(?! (?:exceptions?|matter|doubt|problem|worries|way
 _CONSTANT = re.compile(r"\b(?:never|not|(?:does|has|have|did)n'?t|hasn'?t) (?:ever |once )?(?:chang(?:es|ed|e)|"
                        r"var(?:y|ies|ied)|miss(?:es|ed)?)\b|雷打不动|从来?没(?:变|换)过?|没(?:变|换)过|一直没变")
 
+#: a limit, not a negation: "no more than twice a week", "every 10 days, no more", "an hour, tops"
+_LIMIT = re.compile(r"\b(?:no|not) (?:more|less|later|earlier|fewer|longer|sooner) than\b|"
+                    r"(?:\d|\b(?:days?|weeks?|months?|years?|hours?|minutes?|times|once|twice|a day|a week))\s*,?\s*"
+                    r"no (?:more|less|later|earlier)\b(?! than\b)")
+
 #: weekdays said as a list after one 周 / 星期 / 礼拜 (周一三五, 星期二、四)
 _ZH_WEEKDAYS = re.compile(r"(?:周|星期|礼拜)([一二三四五六日天](?:[、和及]?[一二三四五六日天])*)(?![次回趟遍个]|下(?!午))")
 _ZH_DAY_NAMES = {"一": "monday", "二": "tuesday", "三": "wednesday", "四": "thursday", "五": "friday", "六": "weekend",
@@ -228,6 +241,7 @@ _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
                r"account|wifi|wi-fi|network|address|car)\b|在家|家里的?|家用|私人|个人的?", "home"),
               (r"\bat (?:work|the office|my office)\b|\bin the office\b|\bwork-related\b|\bfor work\b|"
                r"\b(?:work|office|company|business) (?:phone|mobile|cell|line|laptop|e-?mail|computer|number|account|wifi|wi-fi|network|address|car)\b|在公司|在单位|上班时|"
+               r"\bwhile (?:i'm )?(?:at )?work(?:ing)?\b|\bduring work\b|上班(?:的时候|那会儿?|期间)|工作(?:的时候|时)|"
                r"(?:公司|单位|办公室)的?(?:电话|手机|手机号|邮箱|电脑|笔记本|地址|账号|车|网络|wifi)|(?:公司|单位)那边|工作用的?|"
                r"工作(?:邮箱|电话|手机|电脑|号码?)", "work"),
               (r"\bat school\b|在学校", "school"), (r"\bwhen travell?ing\b|\bon trips?\b|出差|旅行时|旅游时", "travel")),
@@ -401,6 +415,8 @@ def value_parts(text: str) -> ValueParts:
         return _clock(int(h), int(mm), m.group(3) or m.group(4))
 
     take("time", _WORD_CLOCK, word_clock)
+    take("time", _SPOKEN_CLOCK, lambda m: _clock(int(en_number_words(m.group(1)) or 99),
+                                                 int(en_number_words(m.group(2)) or 99), None))
     # "at eight every morning", "at 7 each night": a clock time said with the habit (a count has no "at")
     take("time", _AT_EVERY, lambda m: _clock(int(m.group(1)) if m.group(1).isdigit() else int(
         en_number_words(m.group(1)) or 99), 0, m.group(2)))
@@ -524,7 +540,7 @@ def value_parts(text: str) -> ValueParts:
                 parts["code"].add(digits)
                 return None
             return fmt_number(float(digits))
-        pieces = _LIST_AND.split(m.group(0))
+        pieces = [q for p in _LIST_AND.split(m.group(0)) for q in split_number_words(p)]
         if len(pieces) > 1:
             # "nineteen and thirty-three" lists two numbers; "two hundred and five" (after a scale) is one
             for piece in pieces[:-1]:
@@ -607,7 +623,7 @@ def value_parts(text: str) -> ValueParts:
             quals.setdefault("day", set()).update(_ZH_DAY_NAMES[c] for c in m.group(1) if c in _ZH_DAY_NAMES)
     return ValueParts(parts={k: frozenset(v) for k, v in parts.items() if v},
                       qualifiers={k: frozenset(v) for k, v in quals.items()},
-                      negated=bool(_NEGATION.search(_CONSTANT.sub(" ", low))), residue=t)
+                      negated=bool(_NEGATION.search(_LIMIT.sub(" ", _CONSTANT.sub(" ", low)))), residue=t)
 
 
 #: words that make a day or a time of day one occasion: "this morning", "last Sunday", 昨天早上, 上周六
