@@ -391,9 +391,10 @@ class MemoryLedger(PeopleVerbs, Store):
 
     def diff(self, user_id: str, from_: Any, to: Any, *, valid_at: Any = None, axis: str = "system",
              after: Any = None, timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
-             trace_id: str | None = None) -> timetravel.Diff:
+             trace_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> timetravel.Diff:
         """Beliefs added, changed and dropped between as-ofs ``from_`` and ``to``, each with the event that did it.
-        Raises BadInput if ``to`` is before ``from_``.
+        Raises BadInput if ``to`` is before ``from_``. ``agent_id`` / ``run_id``: the change between the two scoped
+        :meth:`believed` reads (:func:`memledger.timetravel.diff`).
 
         ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
         its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
@@ -403,14 +404,17 @@ class MemoryLedger(PeopleVerbs, Store):
 
         grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
         return sensitivity.gate(self, user_id, self.mark_erased(
-            timetravel.diff(self, user_id, from_, to, valid_at, axis, after=after, timeout=timeout), user_id), grant)
+            timetravel.diff(self, user_id, from_, to, valid_at, axis, after=after, timeout=timeout, agent_id=agent_id,
+                            run_id=run_id), user_id), grant)
 
     def audit(self, user_id: str, key: str | None = None, *, trace_id: str | None = None,
               source_ref: str | None = None, as_of: Any = None, valid_at: Any = None, axis: str = "system",
               after: Any = None, timeout: float = 10.0, allow_sensitive: Any = None,
-              purpose: str | None = None) -> Any:
+              purpose: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Any:
         """For each current (or as-of) belief, the chain of events behind it, and each time a labelled fact was
         let into an agent's context (``memledger audit --json``). ``trace_id`` filters (it is not recorded).
+        ``agent_id`` / ``run_id``: the beliefs written in that scope, their chains of its events
+        (:func:`memledger.timetravel.audit`).
 
         ``allow_sensitive`` / ``purpose``: a version labelled sensitive (health, finance, ...) shows its value and
         text only when ``allow_sensitive`` names its label, and each one shown is recorded as a disclosure with
@@ -420,7 +424,7 @@ class MemoryLedger(PeopleVerbs, Store):
         grant = sensitivity.check_grant(allow_sensitive, purpose)
         return sensitivity.gate(self, user_id, self.mark_erased(sensitivity.add_disclosures(self, timetravel.audit(
             self, user_id, key, trace_id=trace_id, source_ref=source_ref, as_of=as_of, valid_at=valid_at,
-            axis=axis, after=after, timeout=timeout)), user_id), grant)
+            axis=axis, after=after, timeout=timeout, agent_id=agent_id, run_id=run_id)), user_id), grant)
 
     # -- sessions (memledger/sessions.py, memledger/optout.py, docs/sessions.md) --------------------------------
     def record_session(self, commands: Iterable[dict[str, Any] | SessionCommand]) -> list[sessions.SessionReceipt]:
