@@ -26,6 +26,7 @@ from ledger.errors import BadInput, MemledgerError
 from ledger.schemas import (FactCommand, HistoryRow, Profile, Receipt, RoleContext, check_batch_size,
                             validate_command)
 
+from .agent_space import own_memories
 from .defaults import DEFAULT_EXPIRY_HOURS, DEFAULT_ROLE_BONUS
 from .people_verbs import PeopleVerbs
 from .store import PROJECTION_MODE_ENV, PROJECTION_MODES, Store, check_projection_mode, receipt_position  # noqa: F401
@@ -61,6 +62,7 @@ def annotation_namespace() -> dict[str, Any]:
             "timetravel": timetravel, "Context": Context, "SearchHit": SearchHit}
 
 
+@own_memories  # agent_id and no user: that agent's own memories (memledger/agent_space.py)
 class MemoryLedger(PeopleVerbs, Store):
     """An agent's memory ledger on one store (embedded SQLite directory, or PostgreSQL by DSN).
 
@@ -660,15 +662,21 @@ class MemoryLedger(PeopleVerbs, Store):
         return retract_source(self, user_id, source_ref)
 
     # -- erasure and export (memledger/erasure.py, docs/erasure.md) -------------------------------------------------------
-    def erase(self, user_id: str, *, actor: str | None = None) -> erasure.ErasureReceipt:
+    def erase(self, user_id: str, *, actor: str | None = None, agent_id: str | None = None) -> erasure.ErasureReceipt:
         """Erase everything about ``user_id`` (``memledger erase USER --yes``); returns an ErasureReceipt.
 
         Records ``SubjectErased``, destroys the user's key (their events in the log become unreadable),
         purges every projection and snapshot, compacts the SQLite files. Idempotent. See
-        :func:`memledger.erasure.erase_user` for the order and the errors raised.
+        :func:`memledger.erasure.erase_user` for the order and the errors raised. ``agent_id`` with no user: that
+        agent's own memories (memledger/agent_space.py); with a user it is refused (erasure is whole-user).
         """
+        from ledger.agent_spaces import space_of
+
         from . import erasure
 
+        if agent_id is not None and user_id != space_of(agent_id):
+            raise BadInput("agent_id", "erase destroys a whole user and cannot be limited to an agent",
+                           "leave agent_id out to erase the user, or use forget_scope(user_id, agent_id=...)")
         return erasure.erase_user(self, user_id, actor=actor)
 
     def signing_key(self) -> dict[str, str]:

@@ -16,7 +16,7 @@ from rich.table import Table
 from memledger.timetravel import render_json, zone
 
 from .common import (AfterOpt, AgentReadOpt, AllowSensitiveOpt, JsonOpt, PurposeOpt, RunReadOpt, TimeoutOpt, app,
-                     cli_scope, emit_json, grant, open_ledger, out, value_cell)
+                     cli_scope, cli_user, emit_json, grant, open_ledger, out, value_cell)
 
 AxisOpt = typer.Option("system", "--axis",
                        help="system: --as-of is recorded_at (default); observed: it is observed_at (imported history).")
@@ -62,6 +62,7 @@ def believed_cmd(
     same instant); --agent / --run: only beliefs written by that agent / in that run."""
     zone(tz)  # refuse a bad zone before doing any work
     g, scope = grant(allow_sensitive, purpose), cli_scope(agent, run)
+    user = cli_user(ctx, user, scope.agent_id)
     with open_ledger(ctx) as ml:
         result = ml.believed(user, as_of, valid_at, axis=axis, after=after, timeout=timeout, allow_sensitive=g,
                              agent_id=scope.agent_id, run_id=scope.run_id)
@@ -79,6 +80,7 @@ def true_at_cmd(
     that run."""
     zone(tz)
     g, scope = grant(allow_sensitive, purpose), cli_scope(agent, run)
+    user = cli_user(ctx, user, scope.agent_id)
     with open_ledger(ctx) as ml:
         result = ml.true_at(user, valid_at, axis=axis, after=after, timeout=timeout, allow_sensitive=g,
                             agent_id=scope.agent_id, run_id=scope.run_id)
@@ -100,6 +102,7 @@ def diff_cmd(
     the change between the beliefs written by that agent / in that run at --from and at --to."""
     z = zone(tz)
     g, scope = grant(allow_sensitive, purpose), cli_scope(agent, run)
+    user = cli_user(ctx, user, scope.agent_id)
     with open_ledger(ctx) as ml:
         result = ml.diff(user, from_, to, valid_at=valid_at, axis=axis, after=after, timeout=timeout,
                          allow_sensitive=g, agent_id=scope.agent_id, run_id=scope.run_id)
@@ -143,6 +146,7 @@ def audit_cmd(
     holding that scope's events."""
     z = zone(tz)
     g, scope = grant(allow_sensitive, purpose), cli_scope(agent, run)
+    user = cli_user(ctx, user, scope.agent_id)
     with open_ledger(ctx) as ml:
         result = ml.audit(user, key, trace_id=trace, source_ref=source_ref, as_of=as_of, valid_at=valid_at, axis=axis,
                           after=after, timeout=timeout, allow_sensitive=g, agent_id=scope.agent_id,
