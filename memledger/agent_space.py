@@ -23,7 +23,7 @@ import functools
 import inspect
 from typing import Any, Callable, TypeVar
 
-from ledger.agent_spaces import opened, space_of
+from ledger.agent_spaces import PREFIX, opened, space_of
 from ledger.errors import BadInput
 from ledger.schemas import check_identifier
 
@@ -43,6 +43,8 @@ def _verb(method: Callable[..., Any], fields: tuple[str, ...]) -> Callable[..., 
 
     @functools.wraps(method)
     def verb(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], str) and not args[0].startswith(PREFIX):
+            return method(self, *args, **kwargs)  # a user named (the usual call): no binding to pay for
         bound = sig.bind_partial(self, *args, **kwargs)  # a wrong call fails as the verb itself would
         given = bound.arguments
         user = given.get("user_id")
