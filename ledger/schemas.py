@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from .agent_spaces import refuse_reserved
 from .errors import BadInput
 from .timeutil import check_observed, now_utc, parse_instant
 
@@ -80,7 +81,9 @@ MAX_LABEL = 64
 
 
 def check_user_id(user_id: Any, field: str = "user_id") -> str:
-    """Validate a user id: a non-empty string without control characters or U+FFFD, at most 200 characters.
+    """Validate a user id: a non-empty string without control characters or U+FFFD, at most 200 characters, not
+    starting with ``~agent/`` (kept for agents' own memories: :mod:`ledger.agent_spaces`) unless this call opened
+    that agent's space.
 
     Raises:
         BadInput: naming ``field``.
@@ -96,7 +99,9 @@ def check_user_id(user_id: Any, field: str = "user_id") -> str:
     if "\ufffd" in user_id:  # what a decoder leaves of bytes that were not UTF-8 (%FF%FE in a URL): never a real id
         raise BadInput(field, f"{user_id!r} holds U+FFFD, the mark of bytes that were not valid UTF-8",
                        "send the user id encoded as UTF-8")
-    return unicodedata.normalize("NFC", user_id)
+    user_id = unicodedata.normalize("NFC", user_id)
+    refuse_reserved(user_id, field)  # an agent's own memories are reached by agent_id alone (ledger/agent_spaces.py)
+    return user_id
 
 
 def check_label(label: Any, field: str = "sensitivity") -> str:

@@ -26,6 +26,7 @@ from ledger.errors import BadInput, MemledgerError
 from ledger.schemas import (FactCommand, HistoryRow, Profile, Receipt, RoleContext, check_batch_size,
                             validate_command)
 
+from .agent_space import own_memories
 from .defaults import DEFAULT_EXPIRY_HOURS, DEFAULT_ROLE_BONUS
 from .people_verbs import PeopleVerbs
 from .store import PROJECTION_MODE_ENV, PROJECTION_MODES, Store, check_projection_mode, receipt_position  # noqa: F401
@@ -61,6 +62,7 @@ def annotation_namespace() -> dict[str, Any]:
             "timetravel": timetravel, "Context": Context, "SearchHit": SearchHit}
 
 
+@own_memories  # agent_id and no user: that agent's own memories (memledger/agent_space.py)
 class MemoryLedger(PeopleVerbs, Store):
     """An agent's memory ledger on one store (embedded SQLite directory, or PostgreSQL by DSN).
 
@@ -391,9 +393,10 @@ class MemoryLedger(PeopleVerbs, Store):
 
     def diff(self, user_id: str, from_: Any, to: Any, *, valid_at: Any = None, axis: str = "system",
              after: Any = None, timeout: float = 10.0, allow_sensitive: Any = None, purpose: str | None = None,
-             trace_id: str | None = None) -> timetravel.Diff:
+             trace_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> timetravel.Diff:
         """Beliefs added, changed and dropped between as-ofs ``from_`` and ``to``, each with the event that did it.
-        Raises BadInput if ``to`` is before ``from_``.
+        Raises BadInput if ``to`` is before ``from_``. ``agent_id`` / ``run_id``: the change between the two scoped
+        :meth:`believed` reads (:func:`memledger.timetravel.diff`).
 
         ``allow_sensitive`` / ``purpose`` / ``trace_id``: a version labelled sensitive (health, finance, ...) shows
         its value and text only when ``allow_sensitive`` names its label, and each one shown is recorded as a
@@ -403,14 +406,17 @@ class MemoryLedger(PeopleVerbs, Store):
 
         grant = sensitivity.check_grant(allow_sensitive, purpose, trace_id)
         return sensitivity.gate(self, user_id, self.mark_erased(
-            timetravel.diff(self, user_id, from_, to, valid_at, axis, after=after, timeout=timeout), user_id), grant)
+            timetravel.diff(self, user_id, from_, to, valid_at, axis, after=after, timeout=timeout, agent_id=agent_id,
+                            run_id=run_id), user_id), grant)
 
     def audit(self, user_id: str, key: str | None = None, *, trace_id: str | None = None,
               source_ref: str | None = None, as_of: Any = None, valid_at: Any = None, axis: str = "system",
               after: Any = None, timeout: float = 10.0, allow_sensitive: Any = None,
-              purpose: str | None = None) -> Any:
+              purpose: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Any:
         """For each current (or as-of) belief, the chain of events behind it, and each time a labelled fact was
         let into an agent's context (``memledger audit --json``). ``trace_id`` filters (it is not recorded).
+        ``agent_id`` / ``run_id``: the beliefs written in that scope, their chains of its events
+        (:func:`memledger.timetravel.audit`).
 
         ``allow_sensitive`` / ``purpose``: a version labelled sensitive (health, finance, ...) shows its value and
         text only when ``allow_sensitive`` names its label, and each one shown is recorded as a disclosure with
@@ -420,7 +426,7 @@ class MemoryLedger(PeopleVerbs, Store):
         grant = sensitivity.check_grant(allow_sensitive, purpose)
         return sensitivity.gate(self, user_id, self.mark_erased(sensitivity.add_disclosures(self, timetravel.audit(
             self, user_id, key, trace_id=trace_id, source_ref=source_ref, as_of=as_of, valid_at=valid_at,
-            axis=axis, after=after, timeout=timeout)), user_id), grant)
+            axis=axis, after=after, timeout=timeout, agent_id=agent_id, run_id=run_id)), user_id), grant)
 
     # -- sessions (memledger/sessions.py, memledger/optout.py, docs/sessions.md) --------------------------------
     def record_session(self, commands: Iterable[dict[str, Any] | SessionCommand]) -> list[sessions.SessionReceipt]:
@@ -656,15 +662,21 @@ class MemoryLedger(PeopleVerbs, Store):
         return retract_source(self, user_id, source_ref)
 
     # -- erasure and export (memledger/erasure.py, docs/erasure.md) -------------------------------------------------------
-    def erase(self, user_id: str, *, actor: str | None = None) -> erasure.ErasureReceipt:
+    def erase(self, user_id: str, *, actor: str | None = None, agent_id: str | None = None) -> erasure.ErasureReceipt:
         """Erase everything about ``user_id`` (``memledger erase USER --yes``); returns an ErasureReceipt.
 
         Records ``SubjectErased``, destroys the user's key (their events in the log become unreadable),
         purges every projection and snapshot, compacts the SQLite files. Idempotent. See
-        :func:`memledger.erasure.erase_user` for the order and the errors raised.
+        :func:`memledger.erasure.erase_user` for the order and the errors raised. ``agent_id`` with no user: that
+        agent's own memories (memledger/agent_space.py); with a user it is refused (erasure is whole-user).
         """
+        from ledger.agent_spaces import space_of
+
         from . import erasure
 
+        if agent_id is not None and user_id != space_of(agent_id):
+            raise BadInput("agent_id", "erase destroys a whole user and cannot be limited to an agent",
+                           "leave agent_id out to erase the user, or use forget_scope(user_id, agent_id=...)")
         return erasure.erase_user(self, user_id, actor=actor)
 
     def signing_key(self) -> dict[str, str]:

@@ -5,9 +5,10 @@ agent is the event's ``actor``, the run its ``session_id`` (the faces spell them
 does; ``actor`` / ``session_id`` stay). A memory's scopes are those of its current version, the one that made it
 current (a reaffirmation by another agent does not move it).
 
-A read names a user, always (the isolation boundary: nothing reads across users), and may name an agent, a run or
-both: every scope it names must match, the others are free. A memory written with user u and agent a is found by a
-read of u alone and by one of (u, a), never by one of (u, b).
+A read names a user (the isolation boundary: nothing reads across users; an agent's own memories, written without a
+user, have a user id of their own: memledger/agent_space.py), and may name an agent, a run or both: every scope it
+names must match, the others are free. A memory written with user u and agent a is found by a read of u alone and by
+one of (u, a), never by one of (u, b).
 
 The filter is a WHERE on the history projection's plaintext ``actor`` and ``session_id`` columns
 (projections/history.py ``scoped_versions``): the reads keep the (key, version) pairs it returns.

@@ -33,6 +33,7 @@ from ledger.schemas import ErasedMark, FactFields, HistoryRow, check_key, check_
 from ledger.timeutil import from_micros, now_utc, parse_instant, to_micros
 
 from .reads import history_row
+from .scopes import Scope, check_scope, versions_in_scope
 from .store import Store
 
 Axis = Literal["system", "observed"]
@@ -196,6 +197,12 @@ def _beliefs(ml: Store, cur: Any, user_id: str, cut: Any, valid_at: datetime,
     return {r["key"]: _belief(r) for r in rows}
 
 
+def _in_scope(ml: Store, cur: Any, user_id: str, scope: Scope, held: dict[str, Any]) -> dict[str, Any]:
+    """The belief rows of ``held`` (by key) whose version was recorded in ``scope``."""
+    keep = versions_in_scope(ml, cur, user_id, scope, list(held))
+    return {k: r for k, r in held.items() if (k, r["version"]) in keep}
+
+
 # -- queries -----------------------------------------------------------------------------------------------------
 def believed(ml: Store, user_id: str, as_of: Any, valid_at: Any = None, axis: str = "system", *,
              after: Any = None, timeout: float = 10.0) -> Beliefs:
@@ -245,15 +252,20 @@ def true_at(ml: Store, user_id: str, valid_at: Any, axis: str = "system", *, aft
 
 
 def diff(ml: Store, user_id: str, from_: Any, to: Any, valid_at: Any = None, axis: str = "system", *,
-         after: Any = None, timeout: float = 10.0) -> Diff:
+         after: Any = None, timeout: float = 10.0, agent_id: str | None = None, run_id: str | None = None) -> Diff:
     """Beliefs added, changed and dropped between cutoffs ``from_`` and ``to`` (both inclusive as-ofs), each with
     the event that did it. Both sides are sliced at ``valid_at`` (default ``to``).
 
+    ``agent_id`` / ``run_id``: each side holds only the beliefs whose version was written in that scope (as
+    :meth:`MemoryLedger.believed` with them), so the diff is the change between those two scoped reads: a belief
+    of agent a replaced by agent b's value is dropped from a's diff, by b's event, and added to b's.
+
     Raises:
-        BadInput: as :func:`believed`, or ``to`` before ``from``.
+        BadInput: as :func:`believed`, or ``to`` before ``from``, or a malformed ``agent_id`` / ``run_id``.
     """
     user_id = check_user_id(user_id)
     axis = _axis(axis)
+    scope = check_scope(agent_id, run_id)
     for name, value in (("from", from_), ("to", to)):
         if value is None:
             raise BadInput(name, "is missing", "give both --from and --to (ISO 8601 with an offset)")
@@ -271,6 +283,8 @@ def diff(ml: Store, user_id: str, from_: Any, to: Any, valid_at: Any = None, axi
     with ml.db.read() as cur:
         held_then = {r["key"]: r for r in q.beliefs(cur, user_id, _cutoff(axis, t1), to_micros(v))}
         held_now = {r["key"]: r for r in q.beliefs(cur, user_id, _cutoff(axis, t2), to_micros(v))}
+        if scope:  # both sides as the scoped believed reads them
+            held_then, held_now = (_in_scope(ml, cur, user_id, scope, held) for held in (held_then, held_now))
         for key in sorted(set(held_then) | set(held_now)):
             b, a = held_then.get(key), held_now.get(key)
             if a is not None and b is not None and a["version"] == b["version"] and \
@@ -297,17 +311,22 @@ def diff(ml: Store, user_id: str, from_: Any, to: Any, valid_at: Any = None, axi
 
 def audit(ml: Store, user_id: str, key: str | None = None, *, trace_id: str | None = None,
           source_ref: str | None = None, as_of: Any = None, valid_at: Any = None, axis: str = "system",
-          after: Any = None, timeout: float = 10.0) -> Audit:
+          after: Any = None, timeout: float = 10.0, agent_id: str | None = None, run_id: str | None = None) -> Audit:
     """For each belief at the point asked (now by default), the chain of events behind it.
 
     With ``key``, that fact is audited even when nothing is believed (e.g. after a retraction: the chain says
     why). ``trace_id`` / ``source_ref`` keep only facts whose chain holds an event with that trace / source_ref.
+    ``agent_id`` / ``run_id``: only the beliefs whose version was written in that scope (as
+    :meth:`MemoryLedger.believed` with them), each chain holding only the events recorded in it (as
+    :meth:`MemoryLedger.history` with them); with ``key``, the fact is audited when an event of it was recorded in
+    the scope. ``replaced`` still names every version the belief replaced (numbers only).
 
     Raises:
-        BadInput: as :func:`believed`, or an empty trace_id / source_ref.
+        BadInput: as :func:`believed`, or an empty trace_id / source_ref, or a malformed ``agent_id`` / ``run_id``.
     """
     user_id = check_user_id(user_id)
     axis = _axis(axis)
+    scope = check_scope(agent_id, run_id)
     if key is not None:
         key = check_key(key)
     for name, value in (("trace", trace_id), ("source_ref", source_ref)):
@@ -320,16 +339,23 @@ def audit(ml: Store, user_id: str, key: str | None = None, *, trace_id: str | No
     facts: dict[str, AuditEntry] = {}
     with ml.db.read() as cur:
         beliefs = _beliefs(ml, cur, user_id, cut, v, key)
+        if scope:
+            keep = versions_in_scope(ml, cur, user_id, scope, list(beliefs))
+            beliefs = {k: b for k, b in beliefs.items() if (k, b.version) in keep}
         events = ml.timetravel_queries.events(cur, user_id, key, cut)
     by_key: dict[str, list[dict[str, Any]]] = {}
     for e in events:
         by_key.setdefault(e["key"], []).append(e)
-    keys = sorted(beliefs) if key is None else ([key] if key in by_key else [])
+    if scope:  # the lineage below still reads every event; the chains shown hold the scope's
+        shown = {k: [e for e in chain if scope.matches(e["actor"], e["session_id"])] for k, chain in by_key.items()}
+    else:
+        shown = by_key
+    keys = sorted(beliefs) if key is None else ([key] if shown.get(key) else [])
     for k in keys:
         chain = by_key.get(k, [])
-        if trace_id is not None and not any(e["trace_id"] == trace_id for e in chain):
+        if trace_id is not None and not any(e["trace_id"] == trace_id for e in shown.get(k, [])):
             continue
-        if source_ref is not None and not any(e["source_ref"] == source_ref for e in chain):
+        if source_ref is not None and not any(e["source_ref"] == source_ref for e in shown.get(k, [])):
             continue
         replaced_by: dict[int, int] = {}
         replaces: dict[int, int] = {}
@@ -339,7 +365,7 @@ def audit(ml: Store, user_id: str, key: str | None = None, *, trace_id: str | No
                 if e["effect"] != "retract":
                     replaces[e["version"]] = e["replaces"]
         rows = []
-        for e in chain:
+        for e in shown.get(k, []):
             row = history_row({**e, "replaced_by": replaced_by.get(e["version"])})
             rows.append(AuditEvent(**dict(row), effect=e["effect"]))
         belief = beliefs.get(k)

@@ -11,7 +11,7 @@ import typer
 
 from ledger.errors import BadInput, MemledgerError
 
-from .common import (AgentReadOpt, JsonOpt, RunReadOpt, app, cli_scope, emit_json, err,
+from .common import (NO_USER, AgentReadOpt, JsonOpt, RunReadOpt, app, cli_scope, cli_user, emit_json, err,
                      open_ledger, out, shard_map_given)
 
 
@@ -109,11 +109,17 @@ def _project_shards(ml: Any, only: str | None, follow: bool, interval: float | N
 def erase_cmd(ctx: typer.Context, user: str,
               yes: bool = typer.Option(False, "--yes", help="Do it without asking (required when not on a terminal)."),
               actor: Optional[str] = typer.Option(None, "--actor", help="Who asked for it (kept in the tombstone)."),
-              as_json: bool = JsonOpt) -> None:
-    """Erase everything about USER, irreversibly: destroys their key, purges every projection (docs/erasure.md)."""
+              as_json: bool = JsonOpt,
+              agent: Optional[str] = typer.Option(None, "--agent", help="With USER -: erase this agent's own "
+                                                  "memories (those written without a user).")) -> None:
+    """Erase everything about USER, irreversibly: destroys their key, purges every projection (docs/erasure.md).
+    USER - with --agent A: agent A's own memories."""
     from ledger.schemas import check_user_id
 
-    user = check_user_id(user, "USER")
+    if agent is not None and user != NO_USER:
+        raise BadInput("--agent", "erase destroys a whole user and cannot be limited to an agent",
+                       f"leave --agent out to erase {user}, or use forget {user} --agent {agent} --yes")
+    user = check_user_id(cli_user(ctx, user, agent), "USER")
     if not yes:
         if not sys.stdin.isatty():
             raise BadInput("--yes", f"erasing {user!r} is irreversible and no terminal is here to confirm it",
@@ -121,7 +127,7 @@ def erase_cmd(ctx: typer.Context, user: str,
         if not typer.confirm(f"Erase everything about {user!r}? This cannot be undone.", default=False):
             raise typer.Abort()
     with open_ledger(ctx) as ml:
-        receipt = ml.erase(user, actor=actor)
+        receipt = ml.erase(user, actor=actor, agent_id=agent)
     if as_json:
         emit_json(receipt.model_dump(mode="json"))
         return
@@ -256,6 +262,7 @@ def export_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt,
 
     check_purpose(purpose, "--purpose")
     scope = cli_scope(agent, run)
+    user = cli_user(ctx, user, scope.agent_id)
     with open_ledger(ctx) as ml:
         doc = ml.export(user, purpose=purpose, agent_id=scope.agent_id, run_id=scope.run_id)
     if as_json:

@@ -100,6 +100,10 @@ def open_ledger(ctx: typer.Context, *, embedder: str | None = None) -> Iterator[
     try:
         yield ml
         user = ctx.params.get("user")
+        if user == NO_USER and isinstance(ctx.params.get("agent") or ctx.params.get("actor"), str):
+            from ledger.agent_spaces import space_of
+
+            user = space_of(ctx.params.get("agent") or ctx.params.get("actor"))  # opened by cli_user
         if isinstance(user, str) and ctx.info_name != "erase":
             at = ml.erased_at(user)
             if at is not None:
@@ -223,6 +227,28 @@ def cli_scope(agent: Optional[str], run: Optional[str]) -> Any:
     from memledger.scopes import Scope
 
     return Scope(check_identifier(agent, "--agent"), check_identifier(run, "--run"))
+
+
+#: USER spelled as no user: with --agent A, agent A's own memories (memledger/agent_space.py)
+NO_USER = "-"
+
+
+def cli_user(ctx: typer.Context, user: str, agent: Optional[str]) -> str:
+    """USER as the verb takes it: the user id given, or for ``-`` with ``--agent A`` (``--actor A`` on a write)
+    the id of agent A's own memories (``~agent/A``), which this command may then name until it ends.
+
+    Raises:
+        BadInput: ``-`` with no agent (exit 2), or a malformed agent id.
+    """
+    if user != NO_USER:
+        return user
+    if agent is None:
+        raise BadInput("USER", "'-' names no user, and no --agent says whose own memories these are",
+                       "give --agent A for agent A's own memories, or a user id")
+    from ledger.agent_spaces import opened, space_of
+    from ledger.schemas import check_identifier
+
+    return ctx.with_resource(opened(space_of(check_identifier(agent, "--agent"))))
 
 
 AfterOpt = typer.Option(None, "--after", help="A receipt's position: answer only once the projections include it.")

@@ -12,7 +12,7 @@ from rich.table import Table
 from ledger.errors import BadInput, MemledgerError
 
 from .common import (AfterOpt, ActorOpt, AgentOpt, AgentReadOpt, AllowSensitiveOpt, ConfidenceOpt, IdemOpt, JsonOpt,
-                     ObservedOpt, RunOpt, RunReadOpt, cli_scope, scoped, PurposeOpt, half_lives_given, labels_given, ReasonOpt, SessionOpt, SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app,
+                     ObservedOpt, RunOpt, RunReadOpt, cli_scope, cli_user, scoped, PurposeOpt, half_lives_given, labels_given, ReasonOpt, SessionOpt, SourceOpt, SourceRefOpt, TextOpt, TimeoutOpt, TraceOpt, app,
                      clip, emit_json, emit_receipt, err, grant, open_ledger, out, parse_value, value_cell)
 
 
@@ -46,6 +46,7 @@ def assert_cmd(
     --agent / --run: the fact's scopes (the same fields as --actor / --session)."""
     role_ctx = _role(role)
     actor, session = scoped(actor, agent, session, run)
+    user = cli_user(ctx, user, actor)
     with open_ledger(ctx) as ml:
         emit_receipt(ml.assert_fact(
             user, key, parse_value(value), text=text, observed_at=observed_at, valid_from=valid_from,
@@ -69,6 +70,7 @@ def correct_cmd(
     """Correct KEY: VALUE replaces the current value over its whole valid time (it was never true)."""
     role_ctx = _role(role)
     actor, session = scoped(actor, agent, session, run)
+    user = cli_user(ctx, user, actor)
     with open_ledger(ctx) as ml:
         emit_receipt(ml.correct_fact(
             user, key, parse_value(value), reason=reason, text=text, observed_at=observed_at, source=source,
@@ -88,6 +90,7 @@ def retract_cmd(
 ) -> None:
     """Retract KEY: no current value afterwards; history keeps why."""
     actor, session = scoped(actor, agent, session, run)
+    user = cli_user(ctx, user, actor)
     with open_ledger(ctx) as ml:
         emit_receipt(ml.retract_fact(
             user, key, reason=reason, valid_to=valid_to, observed_at=observed_at, source=source,
@@ -129,6 +132,7 @@ def remember_cmd(
         text = text.removeprefix("\ufeff")  # a byte-order mark an editor wrote is no part of what the user said
 
     # the request is built (and checked) before the store is opened: bad input never opens it
+    user = cli_user(ctx, user, agent if agent is not None else actor)
     request = RememberRequest(
         user_id=user, text=text, observed_at=observed_at, valid_from=valid_from, source=source, source_ref=source_ref,
         session_id=session, actor=actor, trace_id=trace, confidence=confidence, role=role, sensitivity=sensitivity,
@@ -172,6 +176,7 @@ def profile_cmd(ctx: typer.Context, user: str, as_json: bool = JsonOpt, after: O
     --run: only those written by that agent / in that run."""
     g = grant(allow_sensitive, purpose)
     scope = cli_scope(agent, run)
+    user = cli_user(ctx, user, scope.agent_id)
     with open_ledger(ctx) as ml:
         prof = ml.profile(user, after=after, timeout=timeout, allow_sensitive=g, agent_id=scope.agent_id,
                           run_id=scope.run_id)
@@ -197,6 +202,7 @@ def history_cmd(ctx: typer.Context, user: str, key: Optional[str] = typer.Argume
     in that run."""
     g = grant(allow_sensitive, purpose)
     scope = cli_scope(agent, run)
+    user = cli_user(ctx, user, scope.agent_id)
     with open_ledger(ctx) as ml:
         rows = ml.history(user, key, after=after, timeout=timeout, allow_sensitive=g, agent_id=scope.agent_id,
                           run_id=scope.run_id)
@@ -257,6 +263,7 @@ def search_cmd(ctx: typer.Context, user: str, query: str,
     from memledger.requests import SearchRequest
 
     # the request is built (and checked) before the store is opened: bad input never opens it
+    user = cli_user(ctx, user, agent)
     request = SearchRequest(
         user_id=user, query=query, k=k, as_of=as_of, source=source, role=role, after=after, timeout=timeout,
         half_lives=half_lives_given(half_life) if half_life else None, role_bonus=role_bonus,

@@ -8,7 +8,7 @@ import typer
 
 from ledger.errors import BadInput
 
-from .common import JsonOpt, app, cli_scope, emit_json, open_ledger, out
+from .common import JsonOpt, app, cli_scope, cli_user, emit_json, open_ledger, out
 
 
 @app.command("forget")
@@ -30,8 +30,8 @@ def forget_cmd(ctx: typer.Context, user: str, key: Optional[str] = typer.Argumen
     from ledger.schemas import check_key, check_user_id
     from memledger.forget import check_forget_version
 
-    user = check_user_id(user, "USER")
     scope = cli_scope(agent, run)
+    user = check_user_id(cli_user(ctx, user, scope.agent_id), "USER")
     if key is None and not scope:
         raise BadInput("KEY", "is missing", f"name the fact to forget (memledger forget {user} KEY --yes), or a "
                        "scope with --agent / --run")

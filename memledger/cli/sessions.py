@@ -10,8 +10,8 @@ from typing import List, Optional
 
 import typer
 
-from .common import (AfterOpt, AgentReadOpt, JsonOpt, ObservedOpt, RunReadOpt, TimeoutOpt, app, emit_json, labels_given,
-                     open_ledger, out)
+from .common import (AfterOpt, AgentReadOpt, JsonOpt, ObservedOpt, RunReadOpt, TimeoutOpt, app, cli_user, emit_json,
+                     labels_given, open_ledger, out)
 
 session_app = typer.Typer(no_args_is_help=True, help="Sessions: the raw conversation, state cards and summaries.")
 app.add_typer(session_app, name="session")
@@ -211,6 +211,7 @@ def context_cmd(ctx: typer.Context, user: str,
     from memledger.requests import ContextRequest
 
     # the request is built (and checked) before the store is opened: bad input never opens it
+    user = cli_user(ctx, user, agent)
     request = ContextRequest(
         user_id=user, session_id=session, query=query, now=now, budget=budget, recent_messages=recent_messages,
         memories=memories, allow_sensitive=labels_given(allow_sensitive), purpose=purpose, trace_id=trace,

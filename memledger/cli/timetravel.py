@@ -16,7 +16,7 @@ from rich.table import Table
 from memledger.timetravel import render_json, zone
 
 from .common import (AfterOpt, AgentReadOpt, AllowSensitiveOpt, JsonOpt, PurposeOpt, RunReadOpt, TimeoutOpt, app,
-                     cli_scope, emit_json, grant, open_ledger, out, value_cell)
+                     cli_scope, cli_user, emit_json, grant, open_ledger, out, value_cell)
 
 AxisOpt = typer.Option("system", "--axis",
                        help="system: --as-of is recorded_at (default); observed: it is observed_at (imported history).")
@@ -62,6 +62,7 @@ def believed_cmd(
     same instant); --agent / --run: only beliefs written by that agent / in that run."""
     zone(tz)  # refuse a bad zone before doing any work
     g, scope = grant(allow_sensitive, purpose), cli_scope(agent, run)
+    user = cli_user(ctx, user, scope.agent_id)
     with open_ledger(ctx) as ml:
         result = ml.believed(user, as_of, valid_at, axis=axis, after=after, timeout=timeout, allow_sensitive=g,
                              agent_id=scope.agent_id, run_id=scope.run_id)
@@ -79,6 +80,7 @@ def true_at_cmd(
     that run."""
     zone(tz)
     g, scope = grant(allow_sensitive, purpose), cli_scope(agent, run)
+    user = cli_user(ctx, user, scope.agent_id)
     with open_ledger(ctx) as ml:
         result = ml.true_at(user, valid_at, axis=axis, after=after, timeout=timeout, allow_sensitive=g,
                             agent_id=scope.agent_id, run_id=scope.run_id)
@@ -94,13 +96,16 @@ def diff_cmd(
     axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
     after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
     allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
+    agent: Optional[str] = AgentReadOpt, run: Optional[str] = RunReadOpt,
 ) -> None:
-    """Beliefs added, changed and dropped between --from and --to, each with the event that did it."""
+    """Beliefs added, changed and dropped between --from and --to, each with the event that did it; --agent / --run:
+    the change between the beliefs written by that agent / in that run at --from and at --to."""
     z = zone(tz)
-    g = grant(allow_sensitive, purpose)
+    g, scope = grant(allow_sensitive, purpose), cli_scope(agent, run)
+    user = cli_user(ctx, user, scope.agent_id)
     with open_ledger(ctx) as ml:
         result = ml.diff(user, from_, to, valid_at=valid_at, axis=axis, after=after, timeout=timeout,
-                         allow_sensitive=g)
+                         allow_sensitive=g, agent_id=scope.agent_id, run_id=scope.run_id)
     if as_json:
         emit_json(render_json(result, tz))
         return
@@ -134,14 +139,18 @@ def audit_cmd(
     valid_at: Optional[str] = ValidAtOpt, axis: str = AxisOpt, tz: Optional[str] = TzOpt, as_json: bool = JsonOpt,
     after: Optional[int] = AfterOpt, timeout: float = TimeoutOpt,
     allow_sensitive: Optional[List[str]] = AllowSensitiveOpt, purpose: Optional[str] = PurposeOpt,
+    agent: Optional[str] = AgentReadOpt, run: Optional[str] = RunReadOpt,
 ) -> None:
     """For each current (or --as-of) belief of USER (or KEY), the chain of events behind it: who, when, from what,
-    and what it replaced and why."""
+    and what it replaced and why; --agent / --run: only beliefs written by that agent / in that run, each chain
+    holding that scope's events."""
     z = zone(tz)
-    g = grant(allow_sensitive, purpose)
+    g, scope = grant(allow_sensitive, purpose), cli_scope(agent, run)
+    user = cli_user(ctx, user, scope.agent_id)
     with open_ledger(ctx) as ml:
         result = ml.audit(user, key, trace_id=trace, source_ref=source_ref, as_of=as_of, valid_at=valid_at, axis=axis,
-                          after=after, timeout=timeout, allow_sensitive=g)
+                          after=after, timeout=timeout, allow_sensitive=g, agent_id=scope.agent_id,
+                          run_id=scope.run_id)
     if as_json:
         emit_json(render_json(result, tz))
         return

@@ -558,9 +558,10 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
                    from_: str = Query(alias="from", description="Earlier as-of instant (ISO 8601 with offset)."),
                    to: str = Query(description="Later as-of instant (ISO 8601 with offset)."),
                    valid_at: str | None = Query(None), axis: str = Query("system"), after: int | None = After,
-                   allow_sensitive: list[str] | None = AllowSensitive, purpose: str | None = Purpose) -> Any:
+                   allow_sensitive: list[str] | None = AllowSensitive, purpose: str | None = Purpose,
+                   agent_id: str | None = Agent, run_id: str | None = Run) -> Any:
         a = _validated(DiffArgs, from_as_of=from_, to_as_of=to, valid_at=valid_at, axis=axis, after=after,
-                       allow_sensitive=allow_sensitive, purpose=purpose)
+                       allow_sensitive=allow_sensitive, purpose=purpose, agent_id=agent_id, run_id=run_id)
         labels_ok(principal(request), a.allow_sensitive)
         return (await service.call(service.diff, user_id, a, inline=True)).model_dump(mode="json")
 

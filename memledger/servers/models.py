@@ -307,7 +307,7 @@ class TrueAtArgs(UserArg, GrantArgs, ScopeArgs):
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class DiffArgs(UserArg, GrantArgs):
+class DiffArgs(UserArg, GrantArgs, ScopeArgs):
     from_as_of: Instant = Field(description="Earlier system-time instant (ISO 8601 with offset).")
     to_as_of: Instant = Field(description="Later system-time instant (ISO 8601 with offset).")
     valid_at: Instant | None = Field(None, description="Valid-time slice of both sides (default to_as_of).")
@@ -315,7 +315,7 @@ class DiffArgs(UserArg, GrantArgs):
     after: int | None = Field(None, ge=0, description=_AFTER)
 
 
-class AuditArgs(UserArg, GrantArgs):
+class AuditArgs(UserArg, GrantArgs, ScopeArgs):
     key: str | None = Field(None, description="One fact's dotted key (default every belief).")
     trace_id: str | None = Field(None, description="Only facts with an event of this trace id.")
     source_ref: str | None = Field(None, description="Only facts with an event from this source_ref.")

@@ -216,13 +216,13 @@ class Service:
     def diff(self, user_id: str, a: DiffArgs) -> Any:
         with self.lock:
             return self.ml.diff(user_id, a.from_as_of, a.to_as_of, valid_at=a.valid_at, axis=a.axis, after=a.after,
-                                allow_sensitive=a.allow_sensitive, purpose=a.purpose)
+                                allow_sensitive=a.allow_sensitive, purpose=a.purpose, **_scope(a.agent_id, a.run_id))
 
     def audit(self, user_id: str, a: AuditArgs) -> Any:
         with self.lock:
             return self.ml.audit(user_id, a.key, trace_id=a.trace_id, source_ref=a.source_ref, as_of=a.as_of,
                                  valid_at=a.valid_at, axis=a.axis, after=a.after, allow_sensitive=a.allow_sensitive,
-                                 purpose=a.purpose)
+                                 purpose=a.purpose, **_scope(a.agent_id, a.run_id))
 
     def recall(self, user_id: str, a: SearchBody) -> RecallResult:
         """Hybrid search over the user's *current* memories: the body's fields and ``user_id`` make the verb's
