@@ -679,7 +679,8 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
 _CLAUSE_SPLIT = _lazy_re(r"(?<=[.!?])\s+|[。！？；;]|[,，]\s*(?=so\b|所以|那你|你(?:推荐|觉得|说|看))|(?<=[?？])|"
                          r"[,，—–]\s*(?=any (?:\w+ )?(?:tips|advice|ideas|suggestions|recommendations)\b|(?:what|how) "
                          r"(?:should|do|can|would) i\b|(?:can|could|would) you\b|有没有|有什么|怎么办|求推荐|推荐一下|"
-                         r"(?:送|带|买|吃|准备)(?:[她他它]|[她他]们)?点?啥|有啥|咋|(?:附近|周边|这边|那边)有|哪(?:里|儿|家)有?)")
+                         r"(?:送|带|买|吃|准备)(?:[她他它]|[她他]们)?点?啥|有啥|咋|(?:附近|周边|这边|那边)有|哪(?:里|儿|家)有?|"
+                         r"(?:周末|今天|明天|今晚|这周末?|最近|平时|晚上)(?:有啥|有什么|有没有|去哪|干啥|吃啥|玩啥))")
 #: a question that takes a new value for granted ("any tips for my new flat in Leeds?", "good cafes near my new
 #: office at Canary Wharf?"): it states that value, whatever it asks
 _PRESUPPOSED = _lazy_re(r"\bas (?:a|an) new (?:[\w-]+ ){1,2}at [a-z]|\bmy first (?:day|week|month|shift) as (?:a|an) "

@@ -196,8 +196,8 @@ _NAME = re.compile(r"(?<=[\w,;:)] )(?:[A-Z][\w'&.-]*)(?: (?:[A-Z][\w'&.-]*|(?:of
 _NEGATION = re.compile(r"\bno(?! (?:exceptions?|matter|doubt|problem|worries|way|kidding|joke|idea|question)\b)\b|"
                        r"\b(?:not|never|don'?t|doesn'?t|didn'?t|isn'?t|aren'?t|wasn'?t|won'?t|can'?t|cannot|"
                        r"nobody|nothing)\b|n't\b|"
-                       # 不 and 没 negate, but not inside 差不多, 不错, 不少, 不过, 没关系, 别的 ...
-                       r"(?<!差)不(?!多|错|少|过(?!敏)|仅|但|久|然|同|如|断|停|管|论|止|好意思)|没有?(?!关系|事儿?|错|问题|意见)|"
+                       # 不 and 没 negate, but not inside 差不多, 不错, 不少, 不过, 没关系, 别的 ..., nor 不 asking (有…不？)
+                       r"(?<!差)不(?!多|错|少|过(?!敏)|仅|但|久|然|同|如|断|停|管|论|止|好意思|\s*[？?])|没有?(?!关系|事儿?|错|问题|意见)|"
                        r"别(?=[吃喝买去做用忘])|未(?!来)|勿")
 #: a negation that says the value holds ("my lottery line never changes", 雷打不动, 从没换过): no negated statement
 _CONSTANT = re.compile(r"\b(?:never|not|(?:does|has|have|did)n'?t|hasn'?t) (?:ever |once )?(?:chang(?:es|ed|e)|"

@@ -96,6 +96,12 @@ def test_a_change_said_of_the_user_and_someone_named_still_replaces(minilm_ledge
     assert (r.decision, r.key, facts.get(old)) == ("supersede", "relationship.status", None), r.explanation
 
 
+def test_a_fact_said_again_before_a_question_is_merged(minilm_ledger):
+    old, new = "我在成都生活，老家是重庆的", "重庆人，在成都住着，周末有啥成都周边好玩的推荐不？"
+    r, facts = revise(minilm_ledger, _user(old, new), old, new)
+    assert (r.decision, r.key, facts.get(old)) == ("reaffirm", "residence.city", "current"), r.explanation
+
+
 def test_a_limit_said_twice_is_merged_not_a_stop(minilm_ledger):
     old, new = "I water the fern every 7 days, no more", "the fern gets water once every seven days, any more and it droops"
     r, facts = revise(minilm_ledger, _user(old, new), old, new)
@@ -137,6 +143,8 @@ def test_numbers_said_in_words(text, part, values):
     ("no more than twice a week", False),
     ("every 5 days, no more", False),
     ("no more sugar for me", True),
+    ("周末有啥好玩的推荐不？", False),  # 不 asking, as 吗 does
+    ("我不喝咖啡", True),
 ])
 def test_a_limit_is_no_negation(text, negated):
     assert value_parts(text).negated is negated
