@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from contextlib import nullcontext
 from typing import Any, Callable, TypeVar
 
 from ledger.agent_spaces import PREFIX, opened, space_of
@@ -63,6 +64,12 @@ def _verb(method: Callable[..., Any], fields: tuple[str, ...]) -> Callable[..., 
             return method(*bound.args, **bound.kwargs)
 
     return verb
+
+
+def opened_if_own(user_id: str) -> Any:
+    """A context manager: within it, ``user_id`` passes the user id check when it is an agent's own id (a face
+    resolved it from ``agent_id`` alone, as the servers do); otherwise it does nothing."""
+    return opened(user_id) if user_id.startswith(PREFIX) else nullcontext(user_id)
 
 
 def own_memories(cls: C) -> C:

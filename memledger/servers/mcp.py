@@ -16,7 +16,9 @@ Who a call may touch (every tool takes an optional ``user_id``):
 - over HTTP (``--transport http``, or ``/mcp`` of ``serve http``): the request's API key decides (the key middleware
   of :mod:`memledger.servers.http` puts its :class:`~memledger.servers.keys.Principal` in the request's state); an
   omitted ``user_id`` means the key's one user;
-- over stdio, unpinned: any user (a trusted local process); ``user_id`` is then required.
+- over stdio, unpinned: any user (a trusted local process); ``user_id`` is then required, or ``agent_id`` (a
+  write's ``actor``) alone for that agent's own memories (memledger/agent_space.py), as over HTTP with an admin key
+  holding every user.
 
 Refusals are tool errors (``is_error``), never an error string inside a successful result: ``BadInput`` gives
 ``<field>: <problem> (fix: <fix>)``; a naive instant fails the argument model, so the tool never runs.
@@ -40,9 +42,11 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from ledger.errors import BadInput, MemledgerError
 from projections.db import request_scope
-from ledger.schemas import HistoryRow, Profile, Receipt, check_key, check_user_id
+from ledger.agent_spaces import space_of
+from ledger.schemas import HistoryRow, Profile, Receipt, check_identifier, check_key, check_user_id
 
 from .. import erasure, sensitivity
+from ..agent_space import opened_if_own
 from ..context import Context as LedgerContext
 from ..sessions import Resume, SessionReceipt
 from ..timetravel import Beliefs, Diff
@@ -188,7 +192,19 @@ class UserPolicy:
         self.pinned = check_user_id(pinned, "--user") if pinned is not None else None
         self.require_key = require_key
 
-    def resolve(self, user_id: str | None, principal: Principal | None) -> str:
+    def resolve(self, user_id: str | None, principal: Principal | None, agent: str | None = None) -> str:
+        """The user a call touches: ``user_id`` as the pin and the key allow, or, given ``agent`` (the call's
+        ``agent_id`` or ``actor``) and no user (or the agent's own id back from a receipt), that agent's own id
+        (``~agent/A``) when the server is unpinned and the caller may read every user (stdio, or an admin key
+        without users).
+
+        Raises:
+            BadInput: ``user_id`` missing, malformed, or not the pinned user; ``agent_id`` malformed.
+            PermissionError: the key does not hold the user, or no key where one is required.
+        """
+        if agent is not None and self.pinned is None and (user_id is None or user_id == space_of(agent)):
+            if (principal is None and not self.require_key) or (principal is not None and principal.all_users):
+                return space_of(check_identifier(agent, "agent_id"))
         if user_id is not None:
             user_id = check_user_id(user_id)
         if self.pinned is not None:
@@ -294,9 +310,10 @@ def _register(server: MCPServer, name: str, args_model: type, result_type: Any,
             if parser is not None:
                 kwargs = parser.pre_parse_json(kwargs)
             args = args_model.model_validate(kwargs)
-            user = policy.resolve(getattr(args, "user_id", None), principal)
+            agent = getattr(args, "agent_id", None) or getattr(args, "actor", None)
+            user = policy.resolve(getattr(args, "user_id", None), principal, agent if isinstance(agent, str) else None)
             # an MCP tool runs in the session's task, not the HTTP request's: the key's scope is set here
-            with request_scope(None if principal is None else principal.scope):
+            with request_scope(None if principal is None else principal.scope), opened_if_own(user):
                 return body(user, args, principal)
         except Exception as exc:  # noqa: BLE001 - mapped to a tool error, or re-raised (a crash)
             raise _tool_error(exc, args_model) from exc

@@ -39,7 +39,7 @@ Axis = Literal["system", "observed"]
 Source = Literal["user_statement", "agent_inference", "external_import", "system_feedback"]
 
 _USER = ("Whose memory. Optional when the server is pinned to one user (--user) or the API key holds exactly one "
-         "user; otherwise required.")
+         "user; otherwise required, except with agent_id alone: that agent's own memories.")
 _MIN_CONFIDENCE = ("Leave out memories recorded with a lower confidence (0..1; hedged statements are recorded at "
                    "0.6 at most).")
 _AFTER = ("A log position from an earlier receipt: answer only once every projection includes it "

@@ -1,0 +1,98 @@
+"""An agent's own memories (``agent_id`` and no user, kept under ``~agent/A``) through the faces other than the
+Python API and the CLI (tests/test_scopes_agent_own.py): MCP tools called by a real MCP client, the
+mem0-compatible API, the mem0 importer and HTTP. Both backends."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from ledger.errors import BadInput
+from memledger import MemoryLedger
+from memledger.servers.keys import Principal
+from memledger.servers.mcp import UserPolicy, build_mcp
+from memledger.servers.ops import Service
+
+
+def _mcp(ml: MemoryLedger, calls: list[tuple[str, dict[str, Any]]], **opts: Any) -> list[Any]:
+    async def run() -> list[Any]:
+        from mcp import Client
+
+        async with Client(build_mcp(Service(ml), **opts)) as c:
+            return [await c.call_tool(name, args) for name, args in calls]
+
+    return asyncio.run(run())
+
+
+def test_mcp_tools_with_agent_id_alone_use_the_agents_own_memories(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.assert_fact("u", "style.length", "medium", text="keep it medium", agent_id="planner")
+    ml.assert_fact(key="style.length", value="long", agent_id="planner")
+    said, corrected, told, retracted, recall, profile, history, context, believed, passed_back = _mcp(ml, [
+        ("remember", {"text": "I answer in French", "agent_id": "planner"}),
+        ("correct", {"key": "style.length", "value": "short", "agent_id": "planner"}),
+        ("remember", {"text": "I drink green tea", "actor": "planner"}),   # a write's actor is its agent
+        ("retract", {"key": "preference.drink", "agent_id": "planner", "reason": "not mine"}),
+        ("recall", {"query": "French", "agent_id": "planner"}),
+        ("profile", {"agent_id": "planner"}),
+        ("history", {"agent_id": "planner", "key": "style.length"}),
+        ("context", {"agent_id": "planner", "query": "language"}),
+        ("believed", {"agent_id": "planner", "as_of": "2100-01-01T00:00:00Z"}),
+        ("profile", {"user_id": "~agent/planner", "agent_id": "planner"}),  # a receipt's user_id, passed back
+    ])
+    for out in (said, corrected, told, retracted, recall, profile, history, context, believed, passed_back):
+        assert not out.is_error, out.content[0].text
+    assert said.structured_content["user_id"] == "~agent/planner"
+    assert corrected.structured_content["user_id"] == "~agent/planner"
+    assert told.structured_content["user_id"] == "~agent/planner"
+    hits = recall.structured_content["hits"]
+    assert hits and {h["user_id"] for h in hits} == {"~agent/planner"} and hits[0]["text"] == "I answer in French"
+    facts = profile.structured_content["facts"]
+    assert profile.structured_content["user_id"] == "~agent/planner"
+    assert sorted(f["value"] for f in facts.values()) == ["I answer in French", "short"]
+    assert [(r["value"], r["actor"]) for r in history.structured_content["rows"]] == [("long", "planner"),
+                                                                                           ("short", "planner")]
+    assert "French" in context.structured_content["text"] and "medium" not in context.structured_content["text"]
+    assert set(believed.structured_content["facts"]) == set(facts)
+    assert passed_back.structured_content["facts"] == facts
+    # the user the planner wrote about is untouched, and the agent's own memories are not the user's
+    assert {k: f.value for k, f in ml.profile("u").facts.items()} == {"style.length": "medium"}
+    assert sorted(f.value for f in ml.profile(agent_id="planner").facts.values()) == ["I answer in French", "short"]
+
+
+def test_mcp_refuses_an_agents_own_id_as_a_user_and_a_call_naming_nobody(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.remember(text="I answer in French", agent_id="planner")
+    head = ml.head()
+    typed, other, nobody, bad_agent, also = _mcp(ml, [
+        ("remember", {"user_id": "~agent/planner", "text": "my cat is Miso"}),
+        ("profile", {"user_id": "~agent/planner", "agent_id": "writer"}),
+        ("profile", {}),
+        ("remember", {"text": "my cat is Miso", "agent_id": " "}),
+        ("recall", {"query": "French", "agent_id": "writer", "also": ["~agent/planner"]}),
+    ])
+    assert typed.is_error and "user_id: '~agent/planner' starts with '~agent/'" in typed.content[0].text
+    assert "leave the user out and give agent_id='planner'" in typed.content[0].text
+    assert other.is_error and "user_id: '~agent/planner' starts with '~agent/'" in other.content[0].text
+    assert nobody.is_error and "user_id: missing" in nobody.content[0].text
+    assert bad_agent.is_error and "agent_id: is empty" in bad_agent.content[0].text
+    assert also.is_error and "kept for agents' own memories" in also.content[0].text
+    assert ml.head() == head
+
+
+def test_mcp_pinned_or_keyed_to_users_keeps_agent_id_a_scope_within_the_user(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    (said,) = _mcp(ml, [("remember", {"text": "I drink green tea", "agent_id": "planner"})], user="u")
+    assert said.structured_content["user_id"] == "u"  # pinned: the pinned user, written by the planner
+    assert ml.profile(agent_id="planner").facts == {}
+    policy = UserPolicy()
+    one = Principal("k1", users=frozenset({"u"}))
+    assert policy.resolve(None, one, "planner") == "u"                   # the key's one user
+    assert policy.resolve(None, Principal("k2", all_users=True, admin=True), "planner") == "~agent/planner"
+    with pytest.raises(BadInput) as e:
+        policy.resolve(None, Principal("k3", users=frozenset({"u", "v"})), "planner")
+    assert e.value.field == "user_id"
+    with pytest.raises(PermissionError):
+        UserPolicy(require_key=True).resolve(None, None, "planner")
