@@ -170,9 +170,10 @@ def test_infer_false_stores_every_message_as_given_in_one_save(fresh_ledger: Any
 
 @pytest.mark.parametrize("call, field", [
     (lambda m: m.add("I like tea"), "user_id: is missing"),
-    (lambda m: m.add("I like tea", agent_id="a1"), "user_id: is missing: agent_id alone"),
     (lambda m: m.add("I like tea", run_id="r1"), "user_id: is missing: run_id alone"),
-    (lambda m: m.search("tea", filters={"agent_id": "a1"}), "user_id: is missing: agent_id alone"),
+    (lambda m: m.search("tea", filters={"agent_id": "*"}), "user_id: is missing"),
+    (lambda m: m.add("I like tea", user_id="~agent/a1"), "user_id: '~agent/a1' starts with '~agent/'"),
+    (lambda m: m.add("I like tea", agent_id=" "), "agent_id: is empty"),
     (lambda m: m.get_all(), "user_id: is missing"),
     (lambda m: m.add("I like tea", user_id=" "), "user_id: is empty"),
     (lambda m: m.add(42, user_id="u"), "messages: is a int"),
@@ -233,6 +234,31 @@ def test_agent_and_run_scope_memories_within_a_user(fresh_ledger: Any):
     assert (m.get(a)["agent_id"], m.get(a)["run_id"]) == ("pets", "r1")  # an update keeps its scope
     m.delete_all(user_id="cy", agent_id="pets")
     assert ids() == {b, c}
+
+
+def test_agent_id_alone_adds_and_reads_the_agents_own_memories(fresh_ledger: Any):
+    m = Memory(ledger=fresh_ledger)
+    own = m.add("I answer in French", agent_id="planner")["results"]
+    raw = m.add("Keep answers short", agent_id="planner", run_id="r1", infer=False)["results"][0]["id"]
+    users = m.add("I answer in German", user_id="cy", agent_id="planner")["results"][0]["id"]
+    mid = own[0]["id"]
+    assert own[0]["event"] == "ADD" and parse_memory_id(mid)[0] == "~agent/planner"
+    got = m.get(mid)
+    assert (got["memory"], got["agent_id"]) == ("I answer in French", "planner") and "user_id" not in got
+    listed = m.get_all(agent_id="planner")["results"]
+    assert {it["id"] for it in listed} == {mid, raw}  # never the user's memory written by the same agent
+    assert {it["id"] for it in m.get_all(filters={"agent_id": "planner", "run_id": "r1"})["results"]} == {raw}
+    hits = m.search("answer in French", filters={"agent_id": "planner"})["results"]
+    assert hits[0]["id"] == mid and users not in {h["id"] for h in hits}
+    assert {it["id"] for it in m.get_all(filters={"user_id": "cy"})["results"]} == {users}
+    m.update(mid, "I answer in Spanish")
+    assert [r["event"] for r in m.history(mid)] == ["ADD", "UPDATE"] and m.get(mid)["agent_id"] == "planner"
+    m.delete(raw)
+    assert {it["id"] for it in m.get_all(agent_id="planner")["results"]} == {mid}
+    # the ledger keeps them as the agent's own, as every face reads them
+    assert [f.value for f in fresh_ledger.profile(agent_id="planner").facts.values()] == ["I answer in Spanish"]
+    m.delete_all(agent_id="planner")
+    assert m.get_all(agent_id="planner")["results"] == [] and m.get(users)["memory"] == "I answer in German"
 
 
 def test_metadata_is_kept_merged_and_filtered(fresh_ledger: Any):

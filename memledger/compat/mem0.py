@@ -27,10 +27,13 @@ import re
 import secrets
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ledger.errors import BadInput, MemledgerError
 
+from ..agent_space import opened_if_own
 from .mem0_shapes import (SCOPE_KEYS, Life, check_filters, check_metadata, check_text_arg, entity_id, item,
                           matches, memory_id, normalise_messages, parse_memory_id, payload, read_value, rename_fields,
                           require_user, stored_value, walk)
@@ -189,6 +192,13 @@ class Memory:
         ``UserWarning`` each; no ``memledger`` section means the CLI's store. Raises BadInput for unknown keys."""
         return cls(config_dict)
 
+    @contextmanager
+    def _on(self, user: str) -> Iterator[None]:
+        """This Memory's lock, with ``user`` passing the user id check when it is an agent's own id (derived here
+        from ``agent_id`` alone, or from a memory id minted for it; a caller's ``user_id`` never is)."""
+        with self._lock, opened_if_own(user):
+            yield
+
     @property
     def ledger(self) -> Any:
         """The :class:`~memledger.api.MemoryLedger` underneath (time travel, audit, unlink, ...)."""
@@ -235,7 +245,7 @@ class Memory:
         if not isinstance(infer, bool):
             raise BadInput("infer", f"is a {type(infer).__name__}", "pass True (remember) or False (store as given)")
         msgs = normalise_messages(messages)
-        with self._lock:
+        with self._on(user):
             if infer:
                 return {"results": self._add_inferred(user, agent, run, meta, msgs)}
             return {"results": self._add_raw(user, agent, run, meta, msgs)}
@@ -372,7 +382,7 @@ class Memory:
         updated_at, user_id`` and ``agent_id``/``run_id``/``actor_id`` when set), or None when it has no current
         memory (deleted, never added, or labelled sensitive and not granted). Raises BadInput for a malformed id."""
         user, key = parse_memory_id(memory_id)
-        with self._lock:
+        with self._on(user):
             found = self._items(user, [key]).get(key)
         if found is None:
             return None
@@ -393,7 +403,7 @@ class Memory:
         """
         user, agent, run, rest = self._read_scope(filters, user_id, agent_id, run_id)
         k = _top_k(top_k if limit is None else limit, "top_k" if limit is None else "limit")
-        with self._lock:
+        with self._on(user):
             found = [it for it, pay in self._items(user).values() if self._keep(pay, agent, run, rest)]
         found.sort(key=lambda it: (it["updated_at"] or "", it["id"]), reverse=True)
         return {"results": found[:k]}
@@ -424,7 +434,7 @@ class Memory:
         from ..search import MAX_K
 
         ask = min(max(k * 4, 60), MAX_K) if (agent or run or rest) else k
-        with self._lock:
+        with self._on(user):
             hits = self._ml.search(user, query.strip(), ask, min_score=threshold, **self._read_args)
             rows = self._rows(user)
         results, seen = [], set()
@@ -452,7 +462,7 @@ class Memory:
         has every event); a version labelled sensitive and not granted shows None as its memory. ``[]`` for an id
         with no history. Raises BadInput for a malformed id."""
         user, key = parse_memory_id(memory_id)
-        with self._lock:
+        with self._on(user):
             rows = self._ml.history(user, key, **self._read_args)
             ev = self._rows(user, key).get(key, [])
         texts, names = {}, {}
@@ -462,13 +472,12 @@ class Memory:
         return walk(ev, memory_id, texts, names)[0]
 
     # -- changes ---------------------------------------------------------------------------------------------------
-    def _current(self, memory_id: str, verb: str) -> tuple[str, str, Any, Life | None]:
-        user, key = parse_memory_id(memory_id)
+    def _current(self, memory_id: str, user: str, key: str, verb: str) -> tuple[Any, Life | None]:
         fact = self._profile(user).facts.get(key)
         if fact is None:
             raise BadInput("memory_id", f"{memory_id[:80]!r} names no current memory (deleted, or never added)",
                            f"get_all lists the current memories and their ids; nothing to {verb}")
-        return user, key, fact, walk(self._rows(user, key).get(key, []))[1]
+        return fact, walk(self._rows(user, key).get(key, []))[1]
 
     def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None, *,
                data: str | None = None, expiration_date: Any = None) -> dict[str, str]:
@@ -490,8 +499,9 @@ class Memory:
         if new_text is not None:
             new_text = check_text_arg(new_text, "text" if text is not None else "data")
         meta = check_metadata(metadata)
-        with self._lock:
-            user, key, fact, life = self._current(memory_id, "update")
+        user, key = parse_memory_id(memory_id)
+        with self._on(user):
+            fact, life = self._current(memory_id, user, key, "update")
             old_text, old_meta, actor_id = read_value(fact.value, fact.text)
             if fact.withheld is not None and new_text is None:
                 raise BadInput("text", "is missing and the memory is withheld (its label was not granted)",
@@ -507,8 +517,9 @@ class Memory:
         """Delete a memory: a retraction (the ledger's history keeps it; ``history`` ends with a DELETE row).
         Returns ``{"message": "Memory deleted successfully!"}``. Raises BadInput for a malformed id or one with no
         current memory (as mem0 raises ValueError for an unknown id)."""
-        with self._lock:
-            user, key, _, _ = self._current(memory_id, "delete")
+        user, key = parse_memory_id(memory_id)
+        with self._on(user):
+            self._current(memory_id, user, key, "delete")
             self._ml.retract_fact(user, key, reason=REASON.format("delete"))
         return {"message": "Memory deleted successfully!"}
 
@@ -520,7 +531,7 @@ class Memory:
         user = entity_id(user_id, "user_id")
         agent, run = entity_id(agent_id, "agent_id"), entity_id(run_id, "run_id")
         user = require_user(user, agent, run)
-        with self._lock:
+        with self._on(user):
             rows = self._rows(user)
             keys = []
             for key in sorted(self._ml.profile(user).facts):  # withheld ones too: no content is read

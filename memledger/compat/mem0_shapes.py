@@ -26,7 +26,8 @@ from datetime import datetime
 from typing import Any
 
 from ledger.errors import BadInput
-from ledger.schemas import MAX_ID, MAX_TEXT, canonical_json, check_key, check_text, check_user_id
+from ledger.agent_spaces import PREFIX, space_of
+from ledger.schemas import MAX_ID, MAX_TEXT, canonical_json, check_identifier, check_key, check_text, check_user_id
 
 logger = logging.getLogger("memledger.compat.mem0")
 
@@ -61,8 +62,10 @@ def parse_memory_id(mid: Any, field: str = "memory_id") -> tuple[str, str]:
         pair = None
     if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
         raise BadInput(field, f"{mid[:80]!r} is not a memledger memory id (it does not decode)", _ID_FIX)
-    try:
-        user_id, key = check_user_id(pair[0]), check_key(pair[1])
+    try:  # an agent's own id was minted here for agent_id alone: its agent id is checked, not refused as a user
+        own = pair[0].startswith(PREFIX)
+        user_id = space_of(check_identifier(pair[0][len(PREFIX):], "user_id")) if own else check_user_id(pair[0])
+        key = check_key(pair[1])
     except BadInput as exc:
         raise BadInput(field, f"{mid[:80]!r} names an invalid {exc.field}", _ID_FIX) from None
     if memory_id(user_id, key) != mid:
@@ -97,17 +100,27 @@ def entity_id(value: Any, name: str) -> str | None:
 
 
 def require_user(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
-    """The user id a call is scoped to. Raises BadInput naming ``user_id`` when it is missing (memledger keeps
-    memories per user; agent_id and run_id narrow them within a user)."""
+    """The user id a call is scoped to: ``user_id``, or with ``agent_id`` alone (not ``"*"``) that agent's own
+    memories, kept under the user id ``~agent/<agent_id>`` (memledger/agent_space.py), as mem0 lets an agent keep
+    memories of its own. Raises BadInput naming ``user_id`` when neither names one (``run_id`` alone narrows
+    nothing: a run is kept within a user or an agent)."""
     if user_id is not None:
         return user_id
-    if agent_id is not None or run_id is not None:
-        alone = "agent_id" if agent_id is not None else "run_id"
-        raise BadInput("user_id", f"is missing: {alone} alone is not a scope memledger keeps",
-                       f"pass user_id= as well: memledger keeps memories per user, and {alone} narrows them "
-                       "within that user")
-    raise BadInput("user_id", "is missing (one of user_id, agent_id or run_id is required, and memledger needs "
-                   "user_id)", "pass user_id='...' (in search and get_all also filters={'user_id': '...'})")
+    if agent_id is not None and agent_id != "*":
+        return space_of(check_identifier(agent_id, "agent_id"))
+    if run_id is not None:
+        raise BadInput("user_id", "is missing: run_id alone is not a scope memledger keeps",
+                       "pass user_id= (or agent_id= for an agent's own memories) as well: a run's memories are "
+                       "kept within a user or an agent")
+    raise BadInput("user_id", "is missing (one of user_id, agent_id or run_id is required)",
+                   "pass user_id='...', or agent_id='...' for that agent's own memories (in search and get_all "
+                   "also filters={'user_id': '...'})")
+
+
+def shown_user(user_id: str) -> dict[str, str]:
+    """The ``user_id`` entry of a memory's item and filter payload: none for an agent's own memory (mem0 shows
+    only the scopes a memory was added with, and its ``agent_id`` names the agent)."""
+    return {} if user_id.startswith(PREFIX) else {"user_id": user_id}
 
 
 def check_metadata(metadata: Any, field: str = "metadata") -> dict[str, Any] | None:
@@ -339,7 +352,7 @@ def walk(rows: list[dict[str, Any]], memory_id: str | None = None, texts: dict[i
 def payload(user_id: str, life: Life | None, metadata: dict[str, Any] | None, actor_id: str | None) -> dict[str, Any]:
     """What mem0's filters see of a memory: its metadata and its scope (user_id, agent_id, run_id, actor_id)."""
     out = dict(metadata or {})
-    out["user_id"] = user_id
+    out.update(shown_user(user_id))
     if life is not None and life.agent_id is not None:
         out["agent_id"] = life.agent_id
     if life is not None and life.run_id is not None:
@@ -362,7 +375,7 @@ def item(mid: str, user_id: str, memory: str, metadata: dict[str, Any] | None, l
         out["score"] = score
     out["created_at"] = life.created_at if life else iso(fallback_at)
     out["updated_at"] = life.updated_at if life else iso(fallback_at)
-    out["user_id"] = user_id
+    out.update(shown_user(user_id))
     if life is not None and life.agent_id is not None:
         out["agent_id"] = life.agent_id
     if life is not None and life.run_id is not None:
