@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from contextlib import nullcontext
+from contextlib import ExitStack
 from typing import Any, Callable, TypeVar
 
 from ledger.agent_spaces import PREFIX, opened, space_of
@@ -66,10 +66,14 @@ def _verb(method: Callable[..., Any], fields: tuple[str, ...]) -> Callable[..., 
     return verb
 
 
-def opened_if_own(user_id: str) -> Any:
-    """A context manager: within it, ``user_id`` passes the user id check when it is an agent's own id (a face
-    resolved it from ``agent_id`` alone, as the servers do); otherwise it does nothing."""
-    return opened(user_id) if user_id.startswith(PREFIX) else nullcontext(user_id)
+def opened_if_own(*user_ids: str) -> Any:
+    """A context manager: within it, each of ``user_ids`` that is an agent's own id passes the user id check (a
+    face resolved it from ``agent_id`` alone, as the servers, the mem0-compatible API and its importer do); the
+    others are left to it."""
+    stack = ExitStack()
+    for user_id in dict.fromkeys(u for u in user_ids if u.startswith(PREFIX)):
+        stack.enter_context(opened(user_id))
+    return stack
 
 
 def own_memories(cls: C) -> C:

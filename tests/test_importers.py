@@ -19,6 +19,7 @@ EXPORT = {"results": [
     {"id": "b1", "memory": "Allergic to peanuts", "created_at": "2024-07-22T10:00:00+00:00", "user_id": "bob",
      "run_id": "trip-1"},
     {"id": "c1", "memory": "An agent's note", "created_at": "2024-07-22T10:00:00+00:00", "agent_id": "x"},
+    {"id": "c2", "memory": "A run's note", "created_at": "2024-07-22T10:00:00+00:00", "run_id": "r"},
     {"id": "d1", "memory": "A naive time", "created_at": "2024-07-22T10:00:00", "user_id": "bob"},
 ]}
 HISTORY = [
@@ -47,10 +48,15 @@ def mem0_files(tmp_path):
 def test_mem0_memories_arrive_with_their_history_times_and_scopes(cli, mem0_files):
     export, db = mem0_files
     report = cli.json("import", "mem0", str(export), "--history", str(db))
-    assert (report["items"], report["commands"], report["recorded"], report["replayed"]) == (5, 4, 4, 0)
+    assert (report["items"], report["commands"], report["recorded"], report["replayed"]) == (6, 5, 5, 0)
     assert report["users"] == {"alice": 3, "bob": 1}
+    assert report["agents"] == {"x": 1}  # an agent's memory without a user: that agent's own
     assert {s["item"]: s["reason"].split(":")[0] for s in report["skipped"]} == {
-        "c1": "no user_id", "d1": "created_at", "z9": "in the history only (deleted before the export)"}
+        "c2": "no user_id and no agent_id", "d1": "created_at",
+        "z9": "in the history only (deleted before the export)"}
+    own = cli.json("history", "-", fact_key("c1"), "--agent", "x")
+    assert [(v["value"], v["actor"], v["valid_from"], v["source_ref"]) for v in own] == [
+        ("An agent's note", "x", "2024-07-22T10:00:00Z", "mem0:c1")]
     versions = cli.json("history", "alice", fact_key("a1"))
     assert [(v["value"], v["valid_from"], v["status"]) for v in versions] == [
         ("Likes black coffee", "2024-07-20T17:05:33.123456Z", "superseded"),
@@ -61,17 +67,21 @@ def test_mem0_memories_arrive_with_their_history_times_and_scopes(cli, mem0_file
     bob = cli.json("history", "bob", fact_key("b1"))
     assert (bob[0]["session_id"], bob[0]["valid_from"]) == ("trip-1", "2024-07-22T10:00:00Z")
     again = cli.json("import", "mem0", str(export), "--history", str(db))
-    assert (again["recorded"], again["replayed"]) == (0, 4)  # nothing new on a re-run
+    assert (again["recorded"], again["replayed"]) == (0, 5)  # nothing new on a re-run
+    code, text, _ = cli("import", "mem0", str(export), "--history", str(db))
+    assert code == 0 and "0 recorded, 5 already recorded (alice: 3, bob: 1; agents' own memories: x: 1)" in text
 
 
 def test_mem0_import_is_read_by_the_mem0_compatible_api(cli, mem0_files, store_args):
     from memledger.compat.mem0 import Memory
 
     export, _ = mem0_files
-    assert cli.json("import", "mem0", str(export), "--source", "user_statement")["recorded"] == 3
+    assert cli.json("import", "mem0", str(export), "--source", "user_statement")["recorded"] == 4
     with Memory(**store_args) as m:
         got = {r["memory"]: r.get("metadata") for r in m.get_all(filters={"user_id": "alice"})["results"]}
+        own = [(r["memory"], r["agent_id"], "user_id" in r) for r in m.get_all(agent_id="x")["results"]]
     assert got == {"Likes oat flat whites": {"topic": "drink"}, "Lives in Lisbon": None}
+    assert own == [("An agent's note", "x", False)]
 
 
 def test_langgraph_items_arrive_under_the_same_namespace_and_key(cli, tmp_path, store_args):

@@ -1,7 +1,7 @@
 """``memledger import mem0 EXPORT.json [--history history.db]`` and ``memledger import langgraph ITEMS.jsonl``:
 memories kept by mem0 or a LangGraph store, carried into the ledger (memledger/importers/). Running an import again
 records nothing new; ``--json`` prints the report (``source``, ``items``, ``commands``, ``recorded``, ``replayed``,
-``users``, ``skipped``)."""
+``users``, ``agents``, ``skipped``)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ SourceOpt = typer.Option("agent_inference", "--source", help="agent_inference (w
 
 def _print(report: dict) -> None:
     users = ", ".join(f"{u}: {n}" for u, n in report["users"].items()) or "no user"
+    if report.get("agents"):
+        users += "; agents' own memories: " + ", ".join(f"{a}: {n}" for a, n in report["agents"].items())
     out.print(f"{report['source']}: {report['items']} items read, {report['commands']} commands: "
               f"{report['recorded']} recorded, {report['replayed']} already recorded ({users})")
     for s in report["skipped"]:

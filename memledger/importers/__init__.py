@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.agent_spaces import PREFIX
 from ledger.errors import BadInput
 
 #: commands per save (a batch holds at most 2,000)
@@ -23,7 +24,8 @@ BATCH = 500
 @dataclass
 class ImportReport:
     """What an import did: ``items`` read from the file, ``commands`` made of them, ``recorded`` (new events),
-    ``replayed`` (already recorded by an earlier run), ``users`` (commands per user), ``skipped`` (one
+    ``replayed`` (already recorded by an earlier run), ``users`` (commands per user), ``agents`` (commands per
+    agent whose own memories items without a user were carried into, memledger/agent_space.py), ``skipped`` (one
     ``{"item", "reason"}`` per item not carried over)."""
 
     source: str
@@ -32,6 +34,7 @@ class ImportReport:
     recorded: int = 0
     replayed: int = 0
     users: dict[str, int] = field(default_factory=dict)
+    agents: dict[str, int] = field(default_factory=dict)
     skipped: list[dict[str, str]] = field(default_factory=list)
 
     def skip(self, item: str, reason: str) -> None:
@@ -40,7 +43,8 @@ class ImportReport:
     def as_json(self) -> dict[str, Any]:
         """The report as the CLI's ``--json`` prints it (the fields above)."""
         return {"source": self.source, "items": self.items, "commands": self.commands, "recorded": self.recorded,
-                "replayed": self.replayed, "users": dict(sorted(self.users.items())), "skipped": self.skipped}
+                "replayed": self.replayed, "users": dict(sorted(self.users.items())), "agents": dict(sorted(self.agents.items())),
+                "skipped": self.skipped}
 
 
 def checked(commands: list[tuple[str, dict[str, Any]]], report: ImportReport) -> list[dict[str, Any]]:
@@ -84,5 +88,9 @@ def record_all(ml: Any, commands: list[dict[str, Any]], report: ImportReport) ->
                 report.replayed += 1
             else:
                 report.recorded += 1
-            report.users[r.user_id] = report.users.get(r.user_id, 0) + 1
+            if r.user_id.startswith(PREFIX):
+                agent = r.user_id[len(PREFIX):]
+                report.agents[agent] = report.agents.get(agent, 0) + 1
+            else:
+                report.users[r.user_id] = report.users.get(r.user_id, 0) + 1
     return report

@@ -5,7 +5,9 @@ What is read:
 * ``EXPORT.json`` — what mem0's ``Memory.get_all`` returns, for one user or several: ``{"results": [...]}`` or a
   list of such objects (or of result lists). Each item needs ``id``, ``memory`` (the text) and ``user_id``;
   ``created_at``/``updated_at`` (ISO 8601 with offset), ``metadata``, ``agent_id``, ``run_id``, ``actor_id`` are
-  kept when present. An item without a user is skipped: the user is the ledger's isolation boundary.
+  kept when present. An item with an ``agent_id`` and no user is carried into that agent's own memories (the user
+  id ``~agent/<agent_id>``, memledger/agent_space.py; the report counts them under ``agents``), as mem0 keeps an
+  agent's memories without a user; an item with neither (a run's alone) is skipped.
 * ``--history history.db`` — mem0's SQLite history (``~/.mem0/history.db``; table ``history``: ``memory_id``,
   ``old_memory``, ``new_memory``, ``event`` ADD/UPDATE/DELETE, ``created_at``, ``updated_at``, ...). For each
   memory of the export it holds, the ledger gets every step: ADD asserts, UPDATE asserts the new text (a change
@@ -27,9 +29,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from ledger.agent_spaces import space_of
 from ledger.errors import BadInput
+from ledger.schemas import check_identifier
 from ledger.timeutil import parse_instant
 
+from ..agent_space import opened_if_own
 from ..compat.mem0_shapes import stored_value
 from . import ImportReport, checked, record_all
 
@@ -131,10 +136,17 @@ def mem0_commands(items: list[Any], history: dict[str, list[dict[str, Any]]] | N
             report.skip(f"{where} ({mid})", "its id is listed earlier in the export: the first one is imported")
             continue
         seen.add(mid)
-        user, text = it.get("user_id"), it.get("memory")
+        user, text, agent = it.get("user_id"), it.get("memory"), it.get("agent_id")
         if user is None or (isinstance(user, str) and not user.strip()):
-            report.skip(mid, "no user_id: a memory of an agent or a run alone has no user to belong to")
-            continue
+            if not isinstance(agent, str) or not agent.strip():
+                report.skip(mid, "no user_id and no agent_id: a memory of a run alone has no user or agent to "
+                            "belong to")
+                continue
+            try:  # an agent's memory without a user: the agent's own
+                user = space_of(check_identifier(agent, "agent_id"))
+            except BadInput as exc:
+                report.skip(mid, f"{exc.field}: {exc.problem}")
+                continue
         if not isinstance(user, str):
             report.skip(mid, f"user_id is a {type(user).__name__}, not a string")
             continue
@@ -148,18 +160,20 @@ def mem0_commands(items: list[Any], history: dict[str, list[dict[str, Any]]] | N
             report.skip(mid, f"{', '.join(wrong)}: not of mem0's type (a string; metadata an object)")
             continue
         try:
-            cmds = _memory_commands(mid, it, (history or {}).get(mid, []), source)
+            cmds = _memory_commands(mid, user, it, (history or {}).get(mid, []), source)
         except BadInput as exc:
             report.skip(mid, f"{exc.field}: {exc.problem}")
             continue
         commands.extend((mid, c) for c in cmds)
     for mid in sorted(set(history or {}) - seen):
         report.skip(mid, "in the history only (deleted before the export): the history names no user")
-    return checked(commands, report), report
+    with opened_if_own(*(c["user_id"] for _, c in commands)):
+        return checked(commands, report), report
 
 
-def _memory_commands(mid: str, it: dict[str, Any], steps: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
-    user, key = it["user_id"], fact_key(mid)
+def _memory_commands(mid: str, user: str, it: dict[str, Any], steps: list[dict[str, Any]],
+                     source: str) -> list[dict[str, Any]]:
+    key = fact_key(mid)
     meta = it.get("metadata") if isinstance(it.get("metadata"), dict) else None
     common = {"user_id": user, "key": key, "source": source, "source_ref": f"mem0:{mid}"}
     if isinstance(it.get("agent_id"), str) and it["agent_id"]:
@@ -203,4 +217,5 @@ def import_mem0(ml: Any, path: str | Path, *, history: str | Path | None = None,
     items = read_export(Path(path))
     steps = read_history(Path(history)) if history is not None else None
     commands, report = mem0_commands(items, steps, source=source)
-    return record_all(ml, commands, report)
+    with opened_if_own(*(c["user_id"] for c in commands)):
+        return record_all(ml, commands, report)
