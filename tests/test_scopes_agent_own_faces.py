@@ -96,3 +96,46 @@ def test_mcp_pinned_or_keyed_to_users_keeps_agent_id_a_scope_within_the_user(fre
     assert e.value.field == "user_id"
     with pytest.raises(PermissionError):
         UserPolicy(require_key=True).resolve(None, None, "planner")
+
+
+def test_http_agent_routes_remember_read_and_search_an_agents_own_memories(fresh_ledger: MemoryLedger) -> None:
+    from fastapi.testclient import TestClient
+
+    from memledger.servers.http import create_app
+    from memledger.servers.keys import APIKeyStore
+
+    ml = fresh_ledger
+    ml.assert_fact("u", "style.length", "medium", text="keep it medium", agent_id="planner")
+    keys = APIKeyStore(ml)
+    admin, users_admin = keys.create([], admin=True).secret, keys.create(["u"], admin=True).secret
+    with TestClient(create_app(Service(ml), mcp=False), headers={"Authorization": f"Bearer {admin}"}) as http:
+        r = http.post("/v1/agents/planner/memories", json={"text": "I answer in French", "run_id": "r1"})
+        assert r.status_code == 201, r.text
+        assert r.json()["user_id"] == "~agent/planner" and int(r.headers["X-Ledger-Position"]) > 0
+        prof = http.get("/v1/agents/planner/profile").json()
+        assert prof["user_id"] == "~agent/planner"
+        assert [f["value"] for f in prof["facts"].values()] == ["I answer in French"]
+        assert http.get("/v1/agents/planner/profile", params={"run_id": "r2"}).json()["facts"] == {}
+        rows = http.get("/v1/agents/planner/history").json()
+        assert [(x["value"], x["actor"], x["session_id"]) for x in rows] == [("I answer in French", "planner", "r1")]
+        hits = http.post("/v1/agents/planner/search", json={"query": "answer in French"}).json()
+        assert [(h["user_id"], h["text"]) for h in hits] == [("~agent/planner", "I answer in French")]
+        assert http.get("/v1/agents/writer/profile").json()["facts"] == {}  # another agent's own: empty
+        head = http.get("/v1/health").json()["head"]
+        # refusals: the field and the fix, nothing written
+        bad = http.post("/v1/agents/planner/memories", json={"text": "my cat is Miso", "agent_id": "writer"})
+        assert bad.status_code == 422 and bad.json()["field"] == "agent_id" and "leave agent_id out" in bad.json()["fix"]
+        bad = http.post("/v1/agents/planner/search", json={"query": "French", "also": ["u"]})
+        assert bad.status_code == 422 and bad.json()["field"] == "also"
+        bad = http.get("/v1/agents/%20/profile")
+        assert bad.status_code == 422 and bad.json()["field"] == "agent_id"
+        bad = http.get("/v1/agents/planner/profile", headers={"Authorization": f"Bearer {users_admin}"})
+        assert bad.status_code == 403 and bad.json()["field"] == "agent_id"
+        assert "admin key created without --user" in bad.json()["fix"]
+        assert http.get("/v1/health").json()["head"] == head
+        ml.erase(agent_id="planner")
+        gone = http.get("/v1/agents/planner/profile")
+        assert gone.status_code == 410 and gone.json()["field"] == "agent_id"
+        spec = http.get("/openapi.json").json()["paths"]["/v1/agents/{agent_id}/memories"]["post"]["responses"]
+        assert {"201", "403", "410", "422"} <= set(spec)
+    assert {k: f.value for k, f in ml.profile("u").facts.items()} == {"style.length": "medium"}

@@ -709,6 +709,10 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     from .feed_routes import add_feed_routes
 
     add_feed_routes(app, service, user_of=user_of, problem=Problem)
+    from .agent_routes import add_agent_routes  # an agent's own memories, written without a user
+
+    add_agent_routes(app, service, written=written, position=_position, granted=granted, labels_ok=labels_ok,
+                     principal=principal, problem=Problem)
 
     install_openapi_doc(app, OPEN_PATHS)
     return app

@@ -62,11 +62,11 @@ class Problem(BaseModel):
 
 def problem_statuses(path: str, method: str, open_paths: set[str]) -> list[int]:
     """The problem statuses ``method`` on ``path`` can answer with: none for the open routes (health, the docs);
-    401, 403, 409, 422 and 503 for every keyed route; 410 where a user is named; 413 where a body is sent."""
+    401, 403, 409, 422 and 503 for every keyed route; 410 where a user (or an agent's own memories) is named; 413 where a body is sent."""
     if path in open_paths:
         return []
     out = [401, 403, 409, 422, 503]
-    if "{user_id}" in path:
+    if "{user_id}" in path or "{agent_id}" in path:
         out.append(410)
     if method.lower() in ("post", "put", "patch"):
         out.append(413)
