@@ -62,6 +62,27 @@ def test_mcp_tools_with_agent_id_alone_use_the_agents_own_memories(fresh_ledger:
     assert sorted(f.value for f in ml.profile(agent_id="planner").facts.values()) == ["I answer in French", "short"]
 
 
+def test_mcp_time_travel_audit_and_forget_scope_take_an_agent_alone(fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    ml.assert_fact(key="style.length", value="short", agent_id="planner", observed_at="2024-01-01T00:00:00Z")
+    ml.assert_fact("u", "style.length", "medium", agent_id="planner")
+    true_at, diff, audit, forgot = _mcp(ml, [
+        ("true_at", {"agent_id": "planner", "valid_at": "2024-06-01T00:00:00Z"}),
+        ("diff", {"agent_id": "planner", "from_as_of": "2000-01-01T00:00:00Z", "to_as_of": "2100-01-01T00:00:00Z"}),
+        ("audit", {"agent_id": "planner"}),
+        ("forget_scope", {"agent_id": "planner", "confirm": "planner"}),
+    ], allow_destructive=True)
+    for out in (true_at, diff, audit, forgot):
+        assert not out.is_error, out.content[0].text
+    assert {k: f["value"] for k, f in true_at.structured_content["facts"].items()} == {"style.length": "short"}
+    assert diff.structured_content["user_id"] == "~agent/planner"
+    assert diff.structured_content["added"]["style.length"]["after"]["value"] == "short"
+    assert audit.structured_content["user_id"] == "~agent/planner"
+    assert audit.structured_content["facts"]["style.length"]["belief"]["value"] == "short"
+    assert ml.profile(agent_id="planner").facts == {}
+    assert ml.profile("u").facts["style.length"].value == "medium"  # the user's, by the same agent, kept
+
+
 def test_mcp_refuses_an_agents_own_id_as_a_user_and_a_call_naming_nobody(fresh_ledger: MemoryLedger) -> None:
     ml = fresh_ledger
     ml.remember(text="I answer in French", agent_id="planner")

@@ -220,7 +220,8 @@ class Memory:
         new, add, supersede, correct, retire, reaffirm or conflict); other roles are not memories about the user
         and are skipped. ``infer=False``: each message but system ones is stored as given, as a memory of its own
         (an assistant's or tool's with source ``agent_inference``), all in one save. ``agent_id`` / ``run_id`` are
-        recorded as the facts' actor / session id; ``metadata`` is kept with the memory.
+        recorded as the facts' actor / session id (``agent_id`` with no user: the agent's own memories,
+        memledger/agent_space.py); ``metadata`` is kept with the memory.
 
         Returns ``{"results": [...]}``, one entry per memory touched: ``{"id", "memory", "event"}`` with event ADD
         (a new memory; also a conflict, kept beside the memory it may replace, which the ledger marks contested),
@@ -397,7 +398,8 @@ class Memory:
         ``{"results": [{id, memory, hash, metadata, created_at, updated_at, user_id, ...}]}``.
 
         The scope is ``filters={"user_id": ..., "agent_id": ..., "run_id": ...}`` (mem0 2.x) or the same as
-        arguments (mem0 1.x; ``limit`` is 1.x's ``top_k``); user_id is required. Other ``filters`` keys filter on
+        arguments (mem0 1.x; ``limit`` is 1.x's ``top_k``); user_id is required, or agent_id alone for that agent's own
+        memories. Other ``filters`` keys filter on
         metadata with mem0's operators (:func:`memledger.compat.mem0_shapes.matches`). ``show_expired`` is accepted
         and changes nothing (no memory expires here). Raises BadInput.
         """
@@ -527,7 +529,7 @@ class Memory:
         """Delete every current memory of ``user_id`` (only those recorded with ``agent_id`` / ``run_id`` when
         given), memories labelled sensitive included: retractions, 500 per save (history keeps them; to destroy a
         user's data use ``ledger.erase``). Returns ``{"message": "Memories deleted successfully!"}``. Raises
-        BadInput when user_id is missing."""
+        BadInput when user_id is missing (``agent_id`` alone: the agent's own memories)."""
         user = entity_id(user_id, "user_id")
         agent, run = entity_id(agent_id, "agent_id"), entity_id(run_id, "run_id")
         user = require_user(user, agent, run)
