@@ -22,6 +22,7 @@ cosine similarities in [-1, 1].
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import Sequence
 
@@ -178,9 +179,10 @@ class UserVectorIndex:
         Raises:
             ValueError: ids repeat, or a matrix is not ``(len(its doc_ids), dim)``."""
         index = cls(dim)
-        ids = [d for docs, _ in blocks for d in docs]
+        ids = list(itertools.chain.from_iterable(docs for docs, _ in blocks))
         n = len(ids)
-        if len(set(ids)) != n or any(np.shape(m) != (len(docs), index.dim) for docs, m in blocks):
+        to_int = dict(zip(ids, range(n)))  # also the check that no id repeats
+        if len(to_int) != n or any(np.shape(m) != (len(docs), index.dim) for docs, m in blocks):
             raise ValueError("doc ids and vectors that no index exported")
         # a float32 block beyond float16's range (an embedder that does not normalise) keeps the index float32
         if any(len(docs) and np.asarray(m).dtype != np.float16 and float(np.abs(m).max()) > F16_MAX
@@ -201,7 +203,7 @@ class UserVectorIndex:
             faiss.copy_array_to_vector(np.arange(n, dtype=np.int64), index._index.id_map)
             index._index.ntotal = n
             index._index.construct_rev_map()
-        index._to_int = dict(zip(ids, range(n)))
+        index._to_int = to_int
         index._to_str = ids
         return index
 
