@@ -24,7 +24,7 @@ from .mirror import Memory, UserIndex
 
 np = lazy_module("numpy")
 
-#: a BM25 file (opened) longer than this is parsed in a thread, beside the reading of its user's vectors packs
+#: a BM25 file longer than this is read and parsed in a thread, beside the reading of its user's vectors packs
 _PARSE_BESIDE = 1 << 20
 
 
@@ -70,25 +70,33 @@ class IndexFiles:
                                             lexical_version(TOKENIZER_VERSION),
                                             self.table("docs"), self.cjk_model_id, cjk_dim):
                 return None
-            with ThreadPoolExecutor(1, thread_name_prefix="memledger-load") as pool:
+            sealer = cur.sealer
+
+            def lexical_of(stem: str) -> tuple[str, Any]:
+                """The digest of a user's BM25 file and its index; ValueError when the file is not the manifest's."""
+                data = (d / f"{stem}.lex").read_bytes()
+                digest = hashlib.sha256(data).hexdigest()
+                if man["digests"][stem] != digest:
+                    raise ValueError("a file of another state (copied back, another user's): not this manifest's")
+                # a user's file is one sealed blob (ledger/sealing.py), opened in one call: None once erased
+                return digest, LexicalIndex.from_bytes(data if sealer is None else sealer.open(data))
+
+            with ThreadPoolExecutor(2, thread_name_prefix="memledger-load") as pool:
                 # FAISS (and numpy) imported beside the reading and decryption of the files and packs, which release
                 # the GIL; the import in _vectors_of then finds it done (or waits for it on the import lock)
                 pool.submit(import_module, f"{__package__}.vector_store")
-                lexical, digests = {}, {}
+                lexical = {}
                 for user_id, stem in man["users"].items():
-                    data = (d / f"{stem}.lex").read_bytes()
-                    digests[stem] = hashlib.sha256(data).hexdigest()
-                    if man["digests"][stem] != digests[stem]:
-                        return None  # a file of another state (copied back, another user's): not this manifest's
-                    # a user's file is one sealed blob (ledger/sealing.py), opened in one call: None once erased
-                    data = data if cur.sealer is None else cur.sealer.open(data)
-                    # a big user's BM25 file is parsed beside the reading and decryption of their vectors packs
-                    # (which release the GIL): their first search pays the longer of the two, not their sum
-                    lexical[user_id] = (pool.submit(LexicalIndex.from_bytes, data) if len(data) > _PARSE_BESIDE
-                                        else _Done(LexicalIndex.from_bytes(data)))
-                vectors = self._vectors_of(cur, {u: (lambda f=f: f.result().doc_ids()) for u, f in lexical.items()},
-                                           dim, cjk_dim)
-                lexical = {u: f.result() for u, f in lexical.items()}
+                    # a big user's BM25 file is read, digested, opened and parsed beside the reading and decryption
+                    # of their vectors packs (all but the parsing release the GIL): their first search pays the
+                    # longer of the two, not their sum
+                    lexical[user_id] = (pool.submit(lexical_of, stem) if (d / f"{stem}.lex").stat().st_size
+                                        > _PARSE_BESIDE else _Done(lexical_of(stem)))
+                live = {u: (lambda f=f: f.result()[1].doc_ids()) for u, f in lexical.items()}
+                vectors = self._vectors_of(cur, live, dim, cjk_dim)
+                done = {u: f.result() for u, f in lexical.items()}
+            digests = {man["users"][u]: digest for u, (digest, _) in done.items()}
+            lexical = {u: li for u, (_, li) in done.items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         if vectors is None:
