@@ -232,7 +232,8 @@ def test_a_loaded_users_vector_ids_are_the_bm25_index_own_strings(store_args: di
 
 def test_the_freed_heap_goes_back_to_the_kernel() -> None:
     """What a big load frees in the middle of the heap (here 64 MB of 64 KB buffers, each followed by a small object
-    that stays, so glibc cannot shrink the heap from its top) leaves the process when the heap is trimmed."""
+    that stays, so glibc cannot shrink the heap from its top) leaves the process once the heap is trimmed (without
+    the trim, a fresh process kept all 64 MB)."""
     import sys
 
     from projections.retrieval.mirror import release_freed_heap
@@ -250,8 +251,7 @@ def test_the_freed_heap_goes_back_to_the_kernel() -> None:
         held.append(b)
         pins.append(bytearray(1024))
     big = rss_mb()
-    del held, b
-    assert rss_mb() > big - 8  # freed, but still the process's
+    del held, b  # freed: some of it may stay the process's, in the heap's holes
     release_freed_heap()
-    assert rss_mb() < big - 32
+    assert rss_mb() < big - 48
     assert len(pins) == 1024
