@@ -321,9 +321,10 @@ HTTP_WRITES = {
                                                            "named it, else its id)",
     ("POST", "/v1/users/{user_id}/identity-links"): "identity_link: the two ids the caller sent, a status, receipts",
     ("POST", "/v1/users/{user_id}/identity-links/removals"): "identity_unlink: the two ids the caller sent, receipts",
+    ("POST", "/v1/agents/{agent_id}/memories"): "remember as the agent's own: as the user route",
 }
 #: reads sent as POST (their query in the body): called like the GETs
-HTTP_POST_READS = {"/v1/users/{user_id}/search", "/v1/users/{user_id}/context"}
+HTTP_POST_READS = {"/v1/users/{user_id}/search", "/v1/users/{user_id}/context", "/v1/agents/{agent_id}/search"}
 #: MCP tools that are not reads -> why their answer holds no stored fact value
 MCP_WRITES = {
     "remember": "a remember receipt; related labelled memories withheld",
@@ -337,7 +338,7 @@ MCP_WRITES = {
     "identity_link": "the two ids the caller sent, a status, receipts",
 }
 #: a value for each parameter a read may require, by name (a new required parameter must be added here)
-SAMPLE = {"user_id": "u1", "key": "health.condition", "session_id": "s1", "as_of": LATER, "valid_at": LATER,
+SAMPLE = {"user_id": "u1", "agent_id": "planner", "key": "health.condition", "session_id": "s1", "as_of": LATER, "valid_at": LATER,
           "from": "2000-01-01T00:00:00Z", "to": LATER, "from_as_of": "2000-01-01T00:00:00Z", "to_as_of": LATER,
           "query": f"diagnosis {SECRET} {SECRET_WORD}", "now": LATER}
 
@@ -349,6 +350,9 @@ def _fill(template: str) -> str:
 def test_no_read_route_tool_or_resource_shows_a_labelled_value_to_a_key_lacking_the_label(served: Any) -> None:
     ml, new_app, keys = served
     ml.log_message("u1", "s1", role="user", message_id="m1", text="hello there")
+    # an agent's own labelled memory: its routes take an admin key holding every user, here one without the label
+    ml.assert_fact(key="health.condition", value=SECRET, text=f"I am {SECRET}", sensitivity="health",
+                   agent_id="planner")
     feed_events = len(ml.history("u1"))
     answers: dict[str, str] = {}
 
@@ -369,7 +373,8 @@ def test_no_read_route_tool_or_resource_shows_a_labelled_value_to_a_key_lacking_
                 if "requestBody" in op:
                     ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
                     body = {n: SAMPLE[n] for n in spec["components"]["schemas"][ref].get("required", [])}
-                r = await http.request(method, _fill(template), params=params, json=body)
+                who = keys["admin"] if template.startswith("/v1/agents/") else keys["plain"]
+                r = await http.request(method, _fill(template), params=params, json=body, headers=bearer(who))
                 assert r.status_code == 200, (method, template, r.status_code, r.text[:300])
                 answers[f"{method} {template}"] = r.text
         tools = (await c.list_tools()).tools
@@ -395,6 +400,7 @@ def test_no_read_route_tool_or_resource_shows_a_labelled_value_to_a_key_lacking_
     leaks = {name: secrets_in(text) for name, text in answers.items() if secrets_in(text)}
     assert leaks == {}
     assert '"withheld":"health"' in answers["GET /v1/users/{user_id}/profile"].replace(" ", "")
+    assert '"withheld":"health"' in answers["GET /v1/agents/{agent_id}/profile"].replace(" ", "")
     # the labelled value is there to be found: the same key with the label, asking, sees it
     with TestClient(new_app(), base_url=BASE) as http:
         r = http.get("/v1/users/u1/profile?allow_sensitive=health&purpose=check", headers=bearer(keys["health"]))
