@@ -241,21 +241,28 @@ def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None 
             with mem.lock:
                 if u is None or not len(u):
                     return []
-                routed = proj.uses_companion(query, u.cjk)
-        # A CJK query over a user with CJK memories is judged by the companion: the main model is not asked. The
-        # query is embedded outside any transaction; query vectors are cached per model
-        # (projections/retrieval/embedding.py), so a widened pool or a second look does not re-embed.
+                routed = proj.uses_companion(query, u.cjk, proj.cross_docs(u))
+                pending = proj.cross_pending(user_id, u) if routed else []
+            rows = proj.doc_rows(cur, user_id, pending) if pending else {}
+        # A CJK query over a user with CJK memories, or with English ones the companion may judge, is judged by the
+        # companion: the main model is not asked. The query (and the companion vectors of English memories it has
+        # not judged yet: projections/retrieval/cross_language.py) is embedded outside any transaction; query vectors
+        # are cached per model (projections/retrieval/embedding.py), so a widened pool or a second look does not
+        # re-embed.
         qvec, cvec = (None, proj.embed_cjk_query(query)) if routed else (proj.embed_query(query), None)
+        found = proj.cross_vectors(user_id, rows) if rows else {}
         with ml.db.read() as cur:
             mem, u = proj.user_index(cur, user_id)  # the candidates' rows are read in the index's snapshot
             with mem.lock:
                 if u is None or not len(u):
                     return []
-                if proj.uses_companion(query, u.cjk) != routed:  # the user's CJK memories came or went meanwhile
+                if proj.uses_companion(query, u.cjk, proj.cross_docs(u)) != routed:  # CJK memories came or went
                     routed = not routed
                     qvec, cvec = (None, proj.embed_cjk_query(query)) if routed else (proj.embed_query(query), None)
+                if found:
+                    proj.add_cross(cur, user_id, u, found)
                 cands = proj.rank(u.vectors, u.lexical, functools.partial(proj.doc_rows, cur, user_id), query, qvec,
-                                  pool, companion=u.cjk, companion_vector=cvec)
+                                  pool, companion=u.cjk, companion_vector=cvec, cross=u.cross)
                 if req.scope:  # the candidates' versions kept by one WHERE on their keys, before the top k is cut
                     keep = versions_in_scope(ml, cur, user_id, req.scope, {c.meta["key"] for c in cands})
                     cands = [c for c in cands if (c.meta["key"], c.meta["version"]) in keep]
