@@ -364,13 +364,22 @@ def _search_as_of(ml: Any, proj: Any, req: SearchRequest, user_id: str, query: s
                                     for d in docs)
     # The same routing as the current index: a CJK query is ranked by the companion over the CJK texts then believed.
     cjk_docs = [d for d in docs if has_cjk(metas[d]["text"])] if proj.cjk_embedder is not None else []
-    if cjk_docs and has_cjk(query):
+    # and the texts without CJK by the companion too (projections/retrieval/cross_language.py), within its cap
+    en_docs = [d for d in docs if not has_cjk(metas[d]["text"])] if proj.cjk_embedder is not None \
+        and proj.cross_language and len(docs) - len(cjk_docs) <= proj.cross_max_docs else []
+    if (cjk_docs or en_docs) and has_cjk(query):
+        indexes = []
         with ml.db.read() as cur:  # a live row lends its vector; only older texts come from the cache or model
-            cvecs = proj.passage_vectors(cur, user_id, [(d, metas[d]["text"]) for d in cjk_docs], cjk=True)
-        ci = UserVectorIndex(cvecs.shape[1])
-        ci.add_many(cjk_docs, cvecs)
+            for part in (cjk_docs, en_docs):
+                index = None
+                if part:
+                    cvecs = proj.passage_vectors(cur, user_id, [(d, metas[d]["text"]) for d in part], cjk=True)
+                    index = UserVectorIndex(cvecs.shape[1])
+                    index.add_many(part, cvecs)
+                indexes.append(index)
+        ci, xi = indexes
         cands = proj.rank(None, li, metas, query, None, len(docs), companion=ci,
-                          companion_vector=proj.embed_cjk_query(query))
+                          companion_vector=proj.embed_cjk_query(query), cross=xi)
     else:
         with ml.db.read() as cur:
             vecs = proj.passage_vectors(cur, user_id, [(d, metas[d]["text"]) for d in docs])
