@@ -74,7 +74,8 @@ class ScoreParts(BaseModel):
     role_bonus: float
     dense_model: str | None = None  # model id behind ``dense``: the main embedder, or the CJK companion
     fusion: str = "absolute"  # which dense model judged ``relevance``: "absolute" (main embedder) | "companion" (CJK
-    # query) | "cross_language" (a CJK memory judged by the companion for an English query)
+    # query) | "cross_language" (the companion across languages: a CJK memory for an English query, a memory
+    # without CJK for a CJK query)
     dense_z: float = 0.0  # ``dense`` standardised for ``dense_model`` (0: unrelated on average); no ``dense``: 2 x lexical_n
     lexical_n: float = 0.0  # BM25 over the query's bound, in [0, 1] (0: no shared term)
 
@@ -196,7 +197,7 @@ def _score(cands: list[Any], req: SearchRequest, k: int, at_us: int, half_lives:
 
 
 def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None = None, *,
-         query: str | None = None, pool: int | None = None) -> list[SearchHit]:
+         query: str | None = None, pool: int | None = None, cross: bool = True) -> list[SearchHit]:
     """One user's hits for ``req`` on ledger ``ml`` (already caught up by the caller). See the module docstring.
 
     Args:
@@ -204,6 +205,8 @@ def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None 
         k: how many hits (default ``req.k``). query: another query than ``req.query`` (a walk along relations).
         pool: first candidate pool per ranking (default ``max(50, 5 * k)``); it grows while a filter leaves fewer
             than ``k`` hits and the user has more memories.
+        cross: False keeps a CJK query from asking the companion about memories without CJK text (no companion
+            vector is made for them: ``remember``'s candidate search, on the write path).
 
     Returns:
         Up to ``k`` :class:`SearchHit`, best first (fewer only if the user has fewer matching memories).
@@ -241,8 +244,8 @@ def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None 
             with mem.lock:
                 if u is None or not len(u):
                     return []
-                routed = proj.uses_companion(query, u.cjk, proj.cross_docs(u))
-                pending = proj.cross_pending(user_id, u) if routed else []
+                routed = proj.uses_companion(query, u.cjk, proj.cross_docs(u) if cross else 0)
+                pending = proj.cross_pending(user_id, u) if routed and cross else []
             rows = proj.doc_rows(cur, user_id, pending) if pending else {}
         # A CJK query over a user with CJK memories, or with English ones the companion may judge, is judged by the
         # companion: the main model is not asked. The query (and the companion vectors of English memories it has
@@ -256,13 +259,13 @@ def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None 
             with mem.lock:
                 if u is None or not len(u):
                     return []
-                if proj.uses_companion(query, u.cjk, proj.cross_docs(u)) != routed:  # CJK memories came or went
+                if proj.uses_companion(query, u.cjk, proj.cross_docs(u) if cross else 0) != routed:  # came or went
                     routed = not routed
                     qvec, cvec = (None, proj.embed_cjk_query(query)) if routed else (proj.embed_query(query), None)
                 if found:
                     proj.add_cross(cur, user_id, u, found)
                 cands = proj.rank(u.vectors, u.lexical, functools.partial(proj.doc_rows, cur, user_id), query, qvec,
-                                  pool, companion=u.cjk, companion_vector=cvec, cross=u.cross)
+                                  pool, companion=u.cjk, companion_vector=cvec, cross=u.cross if cross else None)
                 if req.scope:  # the candidates' versions kept by one WHERE on their keys, before the top k is cut
                     keep = versions_in_scope(ml, cur, user_id, req.scope, {c.meta["key"] for c in cands})
                     cands = [c for c in cands if (c.meta["key"], c.meta["version"]) in keep]
@@ -275,8 +278,10 @@ def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None 
 
 def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10) -> list[SearchHit]:
     """The best ``k`` of ``user_id``'s current memories for ``query``, no option set, on a ledger already caught up
-    (``remember`` weighs its candidates this way). Raises BadInput as :class:`SearchRequest` does."""
-    return rank(ml, SearchRequest(user_id=user_id, query=query, k=k))
+    (``remember`` weighs its candidates this way). A CJK query does not ask the companion about memories without
+    CJK text (their vectors are made at a search, never on the write path). Raises BadInput as
+    :class:`SearchRequest` does."""
+    return rank(ml, SearchRequest(user_id=user_id, query=query, k=k), cross=False)
 
 
 def _message_hits(ml: Any, user_id: str, query: str, k: int, min_score: float | None,

@@ -68,6 +68,16 @@ def test_a_chinese_question_finds_an_english_memory(ml: MemoryLedger, fake: Conc
     assert (en.parts.fusion, en.parts.dense_model) == ("absolute", ml.vectors_projection.model_id)
 
 
+def test_remember_never_embeds_english_memories_with_the_companion(ml: MemoryLedger, fake: ConceptEmbedder) -> None:
+    """``remember``'s candidate search is on the write path: a Chinese statement does not make companion vectors of
+    the user's English memories (nor use those a search made), so its cost and its decision do not depend on
+    earlier searches."""
+    record(ml)
+    ml.remember("u1", "我想换工作")
+    ml.catch_up()
+    assert "I am looking for a new job" not in fake.passages and cross_docs(ml, "u1") == []
+
+
 def test_the_cross_language_path_can_be_turned_off(ml: MemoryLedger, fake: ConceptEmbedder) -> None:
     record(ml)
     ml.vectors_projection.cross_language = False
