@@ -23,8 +23,9 @@ from ledger.text import has_cjk
 #: the most documents without CJK text a user may have for their CJK queries to ask the companion about them
 #: (10,000 memories: ~15 MB of float32 vectors in memory, ~3 minutes of one core to embed once)
 CROSS_MAX_DOCS = 10_000
-#: how many of the missing companion vectors a CJK query computes before it answers (the newest first): ~1 s
-CROSS_SYNC_DOCS = 64
+#: how many of the missing companion vectors a CJK query computes before it answers (the newest first): about 0.5 s
+#: at load 3, 1.5 s at load 5 (scripts/bench_crosslang.py)
+CROSS_SYNC_DOCS = 32
 #: texts the worker embeds per model call and cache write (a process that exits mid-way loses at most one chunk)
 CROSS_CHUNK = 128
 
