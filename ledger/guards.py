@@ -19,6 +19,9 @@ decision against the memory it acts on and changes it when it would lose somethi
                            ("We have two kids, Noah and Ella", 我有个女儿叫朵朵) by a statement about what that person
                            does ("Noah started kindergarten", 朵朵开始学游泳了), giving no other number, time or date: kept
                            beside it;
+* ``qualifier_sibling``    a supersede, with no stop or correction said, by a statement that opens with a case or a
+                           condition of a kind the memory says none of ("on Fridays ... instead", "when my dad visits
+                           I crank it up to 22"): kept beside it;
 * ``partial_change``       a supersede or retirement of a memory that lists two values by a statement naming one of
                            them ("I eat pork now" of "I don't eat pork or beef"): both kept, the memory "to confirm",
                            as a stop of one of several is (``partial_cessation``).
@@ -75,6 +78,31 @@ def about_named(memory: str, text: str) -> bool:
     low = text.lower()
     return any(re.search(rf"(?:^|[,.;!?，。！；]\s*|\b(?:and|but|so) ){re.escape(n)}(?![a-z0-9_])(?!\s*(?:and|&) (?:i|me)\b|和我|跟我|我俩)", low)
                for n in introduced_names(memory))
+
+
+#: a statement opening with a case or a condition: "on Fridays", "in winter", "at home", "when my dad visits", 周末
+_CASE_OPENING = re.compile(r"^(?:on (?:mon|tues|wednes|thurs|fri|satur|sun)days\b|on weekends\b|at weekends\b|in (?:the )?"
+                           r"(?:summer|winter|spring|autumn|fall)\b|at (?:home|work)\b|(?:when|whenever|if) (?!i was\b|i moved\b)"
+                           r"[a-z']+ (?:[a-z']+ )?(?:visits?|comes? (?:over|round|to stay)|(?:is|are|'s) (?:here|over|away|off|"
+                           r"home|ill|sick)|stays? over)\b|"
+                           # a habit's case, not when it happened (周一去字节报到了 is one Monday)
+                           r"(?:每逢?周[一二三四五六日末]|周末(?:的话|一般)|[冬夏]天(?:的时候|的话)?|在家(?:的时候|的话)|上班的时候))",
+                           re.I)
+_CASE_KINDS = ("day", "tod", "season", "place", "whom")
+
+
+def case_of_its_own(memory: str, text: str) -> bool:
+    """Whether ``text`` opens with a case or a condition ("on Fridays I'm on the Thameslink instead", "when my dad
+    visits I crank it up to 22") of a kind ``memory`` says none of: the same attribute under another case is a sibling
+    (docs/resolution.md, "Qualifiers make siblings")."""
+    opening = _CASE_OPENING.match(text.strip().lower())
+    if opening is None:
+        return False
+    vm, vo = value_parts(memory), value_parts(opening.group(0))
+    kinds = [k for k in _CASE_KINDS if vo.qualifiers.get(k)]
+    if kinds:
+        return not any(vm.qualifiers.get(k) for k in kinds)
+    return not re.match(r"(?:when|whenever|if)\b", memory.strip().lower())  # a condition said of one side only
 
 
 def _another_number(memory: str, text: str) -> bool:
@@ -158,6 +186,10 @@ def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any,
             and not _another_number(memory, text)):
         return "add", "about_someone_named", {"fresh_key": True, "note": "it says what someone the memory names does: "
                                                                         "both kept"}
+    if decision == "supersede" and not (typing.correction or typing.cessation) and case_of_its_own(memory, text):
+        return "add", "qualifier_sibling", {"fresh_key": True, "note": "it says another case (a day, a season, a "
+                                                                       "place, a person, a condition) the memory has "
+                                                                       "none of: a sibling, not a replacement"}
     if decision in ("supersede", "retire") and not typing.correction and names_one_of_two(memory, text):
         return "conflict", "partial_change", {"contest_key": key, "note": "the memory names two values and this "
                                                                          "changes one: both kept, to confirm"}

@@ -49,7 +49,7 @@ def named(pool: list[Candidate], text: str, typing: Typing, mine_vp: ValueParts,
                        if len(w) > 2 and not has_cjk(w))
                 or any(w in text for w in name_words(c.values) if len(w) >= 2 and has_cjk(w))):  # 团子上周走了
             frac = max(frac, 0.75)  # "Cancelled Spotify last night", "Biscuit passed away": it names what it ends
-        if frac < 0.6 and _only_theirs(text, cue_tokens, c, pool):
+        if frac < 0.6 and _only_theirs(text, cue_tokens or typing.value_tokens, c, pool):
             frac = 0.6  # "handed the allotment keys back", 闲鱼那摊子不弄了: a word of the stop's clause only it holds
         if frac > 0:
             found.append((frac, c.score, c))
@@ -58,7 +58,8 @@ def named(pool: list[Candidate], text: str, typing: Typing, mine_vp: ValueParts,
 
 
 def _only_theirs(text: str, cue_tokens: set[str], c: Candidate, pool: list[Candidate]) -> bool:
-    """Whether the clause that says what stopped or was wrong (its words ``cue_tokens``) shares a distinctive word with
+    """Whether the clause that says what stopped or was wrong (its words ``cue_tokens``; the whole statement's when it
+    is one clause) shares a distinctive word with
     memory ``c`` and with no other memory of ``pool``: an English word of four letters or more that is not generic
     ("allotment", "podcast", a pet's name written in lower case), or a pair of Chinese characters of that clause
     (闲鱼). The words a cessation and its memory share are few; one no other memory holds still names it."""

@@ -346,7 +346,9 @@ _CESSATION = [_lazy_re(p) for p in (
     # "every 10 days, no more" is a limit, not a stop
     r"(?<!\d, )(?<!\d )(?<!days, )(?<!days )(?<!weeks, )(?<!times, )(?<!once, )(?<!twice, )\bno more\b(?! than\b)",
     r"\bcalled off\b", r"\bcalled it (?:quits|a day)\b", r"\b(?:wrapped|wound) up\b(?=[^.;!?]{0,60}\bfor good\b)",
-    r"\bwound down\b", r"\b(?:we|i) buried\b", r"\bput (?:\w+ )?to sleep\b", r"\brainbow bridge\b", r"\b(?:split up|disbanded)\b",
+    r"\bwound down\b", r"\b(?:we|i) buried\b", r"\b(?:packed|pack|packing) (?:it )?in\b(?! (?:the|my|a|our) (?:car|bag|boot|"
+    r"suitcase|box|van)\b)", r"\b(?:we|i) lost (?!(?:the|a|an|my|our|all|some|\d)\b)[a-z]+\b(?= (?:last|this|yesterday|today|on|over)\b)",
+    r"\b(?:we|i) lost (?:our|my) (?:dog|cat|rabbit|hamster|budgie|parrot|bird|horse|pony|tortoise|guinea pig|fish)\b", r"\bput (?:\w+ )?to sleep\b", r"\brainbow bridge\b", r"\b(?:split up|disbanded)\b",
     r"\b(?:is|are|'s|'re) (?:done|over|finished)(?! (?:with|by|at|in)\b)(?=[,.;!]|$| now\b| for good\b| for (?:me|us|him|her|them)\b)", r"\bsince (?:my|the) last (?:cigarette|smoke|cig|drink|vape)\b",
     r"\b(?:had to |have to |having to )?put (?:\w+ )?down\b(?= (?:on|last|this|yesterday|today)\b|[.,!]|$)", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b(?! up\b)", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",
@@ -379,7 +381,7 @@ _CHANGE = [_lazy_re(p) for p in (
     r"\b(?:raised|reset|bumped|reshuffled|relocated|rescheduled|re-?registered|upped|hiked|lowered)\b",
     r"\b(?:bumping|raising|upping|lowering|increasing|increased|decreasing|decreased|reducing|reduced)\b|\bhiking (?:up|the|my|our|their|its|prices?|rents?|fees?)\b",
     r"\bgot new\b", r"\bgot the keys\b", r"^(?:teaching|taught) (?:my|our) (?:very )?first\b",
-    r"(?:第一天|头一天)(?:去|到)[^，,。]{1,8}上班", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
+    r"(?:第一天|头一天)(?:去|到)[^，,。]{1,8}上班", r"去[^，,。]{1,8}报到了?|入职了", r"涨价|降价|改到|调整|换了|搬到", r"\bstarting (?:this|next|today|from)\b",
     r"\bpushed (?:back|forward|to|up|the)\b|\bbrought forward\b|\brerouted\b|\bre-?timed\b",
     r"\bmoved (?:my|our|the|his|her) (?:[\w'-]+ ){1,3}?(?:up |back |forward )?to\b",  # "moved my run to 5:45"
     r"调课|挪到|换到|调到|改成|上瘾了|跳槽|转行|改行|入职|重新分配|重新安排|领证|领了证|扯证", r"\bgoing forward\b|\b(?:moved|gone|switched|went) (?:over|across) to\b", r"\b(?:gone|went|jumped|risen|rose|dropped|fallen|fell|climbed) (?:up |down )?from\b", r"\b(?:i|we) start (?:at|with|on)\b(?! \d)",

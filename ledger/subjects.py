@@ -12,7 +12,7 @@ RELATIONS_EN = {
     "best friend": "friend", "parents": "parents", "in-laws": "in_laws", "grandparents": "grandparents",
     "colleague": "colleague", "coworker": "colleague", "boss": "boss",
     "grandmother": "grandmother", "grandma": "grandmother", "grandfather": "grandfather", "grandpa": "grandfather",
-    "roommate": "roommate", "neighbour": "neighbour", "neighbor": "neighbour", "cousin": "cousin",
+    "roommate": "roommate", "flatmate": "roommate", "housemate": "roommate", "neighbour": "neighbour", "neighbor": "neighbour", "cousin": "cousin",
     "aunt": "aunt", "uncle": "uncle", "kids": "children", "children": "children",
 }
 

@@ -175,6 +175,8 @@ _NUM_WORDS = re.compile(r"\b(?:(?:" + "|".join(sorted((*EN_UNITS, *_WORD_SCALES)
 _ONE_PRONOUN_BEFORE = re.compile(r"\b(?:the|this|that|which|no|every|any|some|each|another|a|new|old|little|big|single)\s+$|"
                                  r"\b(?:the|that|this) (?!number\b)[a-z][\w'-]*\s+$",
                                  re.I)
+#: a number word that is part of a name: "five-a-side" (football), "one-on-one", "three-way"
+_NAMED_BY_NUMBER = re.compile(r"-(?:a-side|on-(?:one|two|three|five)|way)\b", re.I)
 _ONE_PRONOUN_AFTER = re.compile(r"\s+(?:of|another)\b", re.I)
 #: "and" between two numbers said in words where no scale comes before it: a list, not one number
 _LIST_AND = re.compile(r"(?<!hundred)(?<!thousand)(?<!million)(?<!grand)\s+and\s+(?!a half\b)", re.I)
@@ -530,6 +532,8 @@ def value_parts(text: str) -> ValueParts:
     def words(m: re.Match[str]) -> str | None:
         if m.group(0).strip().lower() in ("a", "an", "and"):
             return None
+        if _NAMED_BY_NUMBER.match(t, m.end()):
+            return None  # "five-a-side", "one-on-one": a name of a thing, no number of it
         spelled = re.split(r"[\s-]+", m.group(0).strip().lower())
         if re.search(r"\boh[\s-]+$", t[:m.start()], re.I):
             spelled.insert(0, "oh")  # "oh four two seven": the leading zero said as "oh"

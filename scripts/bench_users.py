@@ -138,7 +138,7 @@ def main() -> None:
           f"{'held' if peak / 1024 <= bound else 'NOT HELD'}")
     from projections.retrieval.mirror import DOC_OVERHEAD_BYTES, USER_OVERHEAD_BYTES
 
-    whole = args.users * (USER_OVERHEAD_BYTES + args.per_user * (4 * 384 + DOC_OVERHEAD_BYTES))
+    whole = args.users * (USER_OVERHEAD_BYTES + args.per_user * (2 * 384 + DOC_OVERHEAD_BYTES))
     print(f"every user loaded would take about {whole / 2**20:.0f} MB (projections/retrieval/mirror.py user_bytes)")
 
 

@@ -54,7 +54,7 @@ def test_a_chinese_question_finds_an_english_memory(ml: MemoryLedger, fake: Conc
     top = hits[0]
     assert (top.key, top.parts.fusion, top.parts.dense_model) == ("memory.job", "cross_language", fake.model_id)
     assert top.parts.dense == pytest.approx(float(fake._vec("I am looking for a new job") @ fake._vec("我想跳槽吗")),
-                                            abs=1e-6)
+                                            abs=1e-3)
     assert top.parts.lexical is None and top.score > 0.5
     assert {h.parts.fusion for h in hits[1:]} == {"companion", "cross_language"}  # every memory judged by a model
     # the English memories were embedded by the companion once, at this first CJK query

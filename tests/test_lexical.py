@@ -318,3 +318,39 @@ def test_search_matches_a_plain_bm25_loop_through_adds_removals_merges_and_a_rou
     assert sorted(idx.doc_ids()) == sorted(docs)
     for q in queries:
         assert idx.search(q, 30) == _reference_search(docs, q, 30)
+
+
+def test_a_term_in_every_document_and_a_vocabulary_held_as_one_blob(monkeypatch):
+    """A term every document holds is scored over slices (no gathers), a removed document's dead slot is still
+    skipped, and the compact vocabulary (one UTF-8 blob, not a str per term) is searched like the sorted list."""
+    monkeypatch.setattr(lexical, "_PY_TOP", 16)
+    docs = {f"d{i:03d}": f"common word{i % 7} 喜欢 café" for i in range(300)}
+    idx = LexicalIndex.from_bytes(LexicalIndex.from_documents(docs.items()).to_bytes())
+    assert isinstance(idx._terms, lexical._Terms)
+    vocab = sorted({t for text in docs.values() for t in lexical.tokenize(text)})
+    assert list(idx._terms) == vocab and [idx._terms[i] for i in range(len(vocab))] == vocab
+    queries = ["common", "common word3", "café 喜欢", "word6 unknown"]
+
+    def same() -> None:
+        for q in queries:
+            for k in (1, 10, 1000):
+                assert idx.search(q, k) == _reference_search(docs, q, k), (q, k)
+
+    same()
+    assert idx.remove("d005")  # a dead slot among the compact postings
+    del docs["d005"]
+    same()
+    idx.add("d005", "common word1")  # back, in a new slot (postings added since)
+    docs["d005"] = "common word1"
+    same()
+    assert LexicalIndex.from_bytes(idx.to_bytes()).search("common word1", 5) == _reference_search(
+        docs, "common word1", 5)
+
+
+def test_a_vocabulary_with_a_nul_stays_a_list():
+    terms = ["a", "b\0c"]
+    assert lexical._Terms.of(terms) is terms  # no separator it could be split on: kept as it is
+    t = lexical._Terms.of(["", "é", "日本"])
+    assert list(t) == ["", "é", "日本"] and len(t) == 3 and t[1] == "é"
+    with pytest.raises(IndexError):
+        t[3]

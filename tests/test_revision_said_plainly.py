@@ -26,6 +26,10 @@ def _user(old: str, new: str) -> str:
     ("We have a hamster called Nibbles.", "we buried nibbles in the garden this morning, the kids made a little sign"),
     ("I run a small book podcast with my sister, new episode monthly", "wrapped up the book podcast for good, "
                                                                       "60 episodes is plenty"),
+    # "packed in", a pet lost; a stop said in one clause names its memory by the one word only it holds
+    ("I do parkrun every Saturday morning with my neighbour", "my hip's gone so I've packed in the parkrun for good"),
+    ("We've got a tortoise called Shelby, he's ancient", "We lost Shelby last week, the vet says it was just old age"),
+    ("I rent a beach hut at Whitstable for the summers", "Gave up the beach hut in the end - couldn't justify the fee"),
 ])
 def test_a_stop_said_plainly_retires_the_memory_it_names(minilm_ledger, old, new):
     r, facts = revise(minilm_ledger, _user(old, new), old, new)
@@ -58,6 +62,8 @@ def test_a_correction_said_plainly_corrects_the_memory(minilm_ledger, old, new):
     ("我吃素三年了", "红烧鱼怎么做好吃？医生让我补铁，现在开始吃点鱼了，肉还是不吃", "diet"),
     # 再也不用 is "never again", not "also"
     ("我每天坐2号线上班，单程四十分钟", "骑电动车去公司真方便，二十分钟就到，再也不用挤地铁", "commute"),
+    # one Monday is when it happened, not a case of the job
+    ("我在阿里上班，做运营", "周一去美团报到了，岗位还是运营", "work.employer"),
     # the first days of a job are a new job
     ("I'm a barista at a cafe in Leith", "first week teaching year 5 and the kids are wild", "work.occupation"),
 ])
@@ -82,6 +88,12 @@ def test_another_time_for_a_topic_named_twice_replaces_it(minilm_ledger):
     ("上班的时候我一般喝美式", "在家的话我就喝点绿茶"),
     # the return flight's time is another flight's, not the outbound one changed
     ("my flight to rome leaves at 9:40", "the return flight leaves at 18:05"),
+    # a case or a condition the memory says none of is a sibling
+    ("I take the Victoria line to work most days", "on thursdays I'm on the overground instead cos I go to the Stratford "
+                                                   "site"),
+    ("In winter I keep the heating at 19 degrees", "when my mum visits I turn it up to 23, she feels the cold"),
+    # a flatmate's new job is theirs
+    ("I work for PwC in their tax team", "my flatmate Rosa just got a job at EY so we're rivals now"),
     # the new intern's desk is not the user's
     ("我工位在8楼C区12号", "新来的实习生坐我对面，C区15号，有事找她就行"),
 ])
@@ -134,6 +146,7 @@ def test_ne_asks_only_beside_a_question_word(text, mood):
     ("I catch the seven oh-five every day", "time", {"07:05"}),
     ("中午十二点一次晚上九点一次", "time", {"12:00", "21:00"}),  # a count after the hour, not its minutes
     ("I bought seven twenty-dollar tickets", "number", {"7", "20"}),  # two numbers, never 27
+    ("I play five-a-side on Wednesdays", "number", set()),  # a name, no number
 ])
 def test_numbers_said_in_words(text, part, values):
     assert set(value_parts(text).parts.get(part, ())) == values

@@ -200,3 +200,58 @@ def test_a_pack_round_trips_float16_exactly_and_keeps_float32_beyond_it() -> Non
     assert len(wider) - len(encode_pack({"main": (2, ["a", "b"], half)})) == 8
     with pytest.raises(ValueError, match="another length"):
         decode_pack(data[:-1])
+
+
+def test_a_loaded_users_vector_ids_are_the_bm25_index_own_strings(store_args: dict[str, Any],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loaded from the packs and the BM25 files, each doc id is held once (the vector index shares the BM25 index's
+    strings), the vectors are the stored float16 ones, and the freed heap is handed back after a big load."""
+    import projections.retrieval.mirror as mirror
+
+    with MemoryLedger(**store_args) as ml:
+        many(ml, "u1", 30)
+        ml.search("u1", "rivers", k=1)
+        ml.assert_fact("u1", "pet.name", "Rex", text="my dog is called Rex")  # in the delta
+        ml.retract_fact("u1", "note.n3", reason="wrong")  # a stale base entry
+        ml.search("u1", "rivers", k=1)
+        assert packs(ml) == {"u1": (30, 1, 1)}
+    trims: list[int] = []
+    monkeypatch.setattr(mirror, "TRIM_MIN_DOCS", 30)
+    monkeypatch.setattr(mirror, "release_freed_heap", lambda: trims.append(1))
+    with MemoryLedger(**store_args) as ml:
+        assert ml.search("u1", "dog Rex", k=1)[0].text == "my dog is called Rex"
+        u = ml.vectors_projection._memories[ml.vectors_projection.suffix].users["u1"]
+        assert len(u.vectors) == 30 and "fact:note.n3" not in u.vectors and u.vectors.itemsize == 2
+        lex = {d: d for d in u.lexical.doc_ids()}
+        assert sorted(lex) == sorted(u.vectors.doc_ids())
+        assert all(lex[d] is d for d in u.vectors.doc_ids())  # the very same str objects, not equal copies
+        assert np.array_equal(u.vectors.get_vector("fact:pet.name"), f16("my dog is called Rex"))
+        assert np.array_equal(u.vectors.get_vector("fact:note.n7"), f16("note number 7 about rivers"))
+    assert trims == [1]  # 30 documents loaded at once (TRIM_MIN_DOCS lowered): one trim
+
+
+def test_the_freed_heap_goes_back_to_the_kernel() -> None:
+    """What a big load frees in the middle of the heap (here 64 MB of 64 KB buffers, each followed by a small object
+    that stays, so glibc cannot shrink the heap from its top) leaves the process once the heap is trimmed (without
+    the trim, a fresh process kept all 64 MB)."""
+    import sys
+
+    from projections.retrieval.mirror import release_freed_heap
+
+    def rss_mb() -> float:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("VmRSS is read from /proc")
+    held, pins = [], []
+    for _ in range(1024):
+        b = bytearray(65536)
+        b[::4096] = b"x" * len(b[::4096])  # touched: resident
+        held.append(b)
+        pins.append(bytearray(1024))
+    big = rss_mb()
+    del held, b  # freed: some of it may stay the process's, in the heap's holes
+    release_freed_heap()
+    assert rss_mb() < big - 48
+    assert len(pins) == 1024

@@ -33,7 +33,7 @@ def test_search_returns_exact_inner_products(index, emb):
     hits = index.search(q, k=4)
     assert [d for d, _ in hits][0] == "f1"
     assert len(hits) == 4
-    mat = emb.embed_passages(list(DOCS.values()))
+    mat = emb.embed_passages(list(DOCS.values())).astype(np.float16).astype(np.float32)  # held as stored: float16
     expected = dict(zip(DOCS, (mat @ q).tolist()))
     for doc_id, score in hits:
         assert score == pytest.approx(expected[doc_id], abs=1e-6)
@@ -56,7 +56,7 @@ def test_remove_really_removes(index, emb):
         index.get_vector("f1")
     assert index.remove("f1") is False
     index.add("f1", q)  # re-adding works and gets a fresh internal id
-    assert index.search(q, k=1) == [("f1", pytest.approx(1.0, abs=1e-6))]
+    assert index.search(q, k=1) == [("f1", pytest.approx(1.0, abs=1e-3))]  # the query against its float16 self
     assert len(index) == 4
 
 
@@ -64,7 +64,7 @@ def test_add_existing_id_replaces(index, emb):
     new = emb.embed_query("I moved to Porto")
     index.add("f2", new)
     assert len(index) == 4
-    np.testing.assert_array_equal(index.get_vector("f2"), new)
+    np.testing.assert_array_equal(index.get_vector("f2"), new.astype(np.float16).astype(np.float32))
     assert index.search(new, k=1)[0][0] == "f2"
 
 
@@ -106,3 +106,47 @@ def test_empty_index():
     idx = UserVectorIndex(8)
     assert idx.search(np.ones(8, dtype=np.float32), k=5) == []
     assert len(idx) == 0
+
+
+def test_vectors_are_held_as_stored_float16_and_a_pack_is_copied_exactly():
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((50, 16)).astype(np.float16)
+    delta = rng.standard_normal((3, 16)).astype(np.float32)
+    docs = [f"d{i}" for i in range(53)]
+    idx = UserVectorIndex.from_blocks(16, [(docs[:50], base), (docs[50:], delta)])
+    assert idx.itemsize == 2
+    store = faiss.downcast_index(idx._index.index)
+    assert store.codes.size() == 53 * 16 * 2  # two bytes per component: half of float32's
+    ids, mat = idx.export()
+    assert ids == docs
+    want = np.vstack([base.astype(np.float32), delta.astype(np.float16).astype(np.float32)])
+    np.testing.assert_array_equal(mat, want)  # the pack's float16 bit for bit, the float32 block rounded to it
+    # the same vectors added one by one give the same index: same scores, same order
+    one = UserVectorIndex(16)
+    one.add_many(docs, np.vstack([base.astype(np.float32), delta]))
+    np.testing.assert_array_equal(one.export()[1], want)
+    q = rng.standard_normal(16).astype(np.float32)
+    hits = idx.search(q, k=10)
+    assert hits == one.search(q, k=10)
+    exact = sorted(zip(docs, (want @ q).tolist()), key=lambda t: -t[1])[:10]
+    assert [d for d, _ in hits] == [d for d, _ in exact]
+    for (_, s), (_, e) in zip(hits, exact):
+        assert s == pytest.approx(e, abs=1e-5)
+    np.testing.assert_allclose(idx.similarities(q, ["d3", "d51"]), want[[3, 51]] @ q, atol=1e-5)
+
+
+def test_a_vector_beyond_float16_range_keeps_the_index_float32():
+    idx = UserVectorIndex(4)
+    idx.add("small", np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32))
+    big = np.array([1e5, 0.0, 0.0, 3.3333333], dtype=np.float32)  # an embedder that does not normalise
+    idx.add("big", big)
+    assert idx.itemsize == 4
+    np.testing.assert_array_equal(idx.get_vector("big"), big)  # not inf, not rounded
+    np.testing.assert_array_equal(idx.get_vector("small"),  # the earlier vector kept as it was held
+                                  np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float16).astype(np.float32))
+    assert [d for d, _ in idx.search(np.array([1, 0, 0, 0], dtype=np.float32), k=2)] == ["big", "small"]
+    assert idx.remove("small") and len(idx) == 1 and "small" not in idx
+    # and read back from a pack that kept them float32
+    again = UserVectorIndex.from_blocks(4, [(["big"], big.reshape(1, 4))])
+    assert again.itemsize == 4
+    np.testing.assert_array_equal(again.get_vector("big"), big)

@@ -25,7 +25,7 @@ import threading
 import unicodedata
 from collections import Counter
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from ..files import atomic_write
 from ..lazy import lazy_module
@@ -184,6 +184,48 @@ def _unb64(text: str) -> "np.ndarray":
     return np.frombuffer(base64.b64decode(text), dtype="<i4").astype(np.int32)
 
 
+class _Terms:
+    """The sorted vocabulary of the compact postings as one UTF-8 blob and the offsets of its terms: a sequence of
+    str (``len``, ``[i]``, iteration) that :func:`bisect.bisect_left` searches as it does a list. Why: a list of
+    200,000 str objects holds ~11 MB (~55 bytes a term); the blob and its offsets ~2 MB. A term is decoded when
+    read: a search reads ~18 a query word."""
+
+    __slots__ = ("_blob", "_at", "_n")
+
+    def __init__(self, terms: list[str]) -> None:
+        self._n = len(terms)
+        # tokens are runs of word characters (_TOKEN_RE), so "\0" separates them unambiguously
+        self._blob = "\0".join(terms).encode("utf-8")
+        ends = np.flatnonzero(np.frombuffer(self._blob, dtype=np.uint8) == 0)
+        if len(ends) != max(self._n - 1, 0):
+            raise ValueError("a term holds a NUL character")
+        dtype = np.int32 if len(self._blob) < 2**31 - 1 else np.int64
+        self._at = np.empty(self._n + 1, dtype=dtype)  # term i is _blob[_at[i]:_at[i + 1] - 1]
+        self._at[0] = 0
+        self._at[1:self._n] = ends + 1
+        self._at[self._n] = len(self._blob) + 1
+
+    @staticmethod
+    def of(terms: list[str]) -> "_Terms | list[str]":
+        """The compact form of ``terms`` (sorted), or the list itself when a term holds a NUL (not from
+        :func:`tokenize`: an old file's)."""
+        try:
+            return _Terms(terms)
+        except ValueError:
+            return terms
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> str:
+        if not 0 <= i < self._n:
+            raise IndexError("term index out of range")
+        return self._blob[int(self._at[i]):int(self._at[i + 1]) - 1].decode("utf-8")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._blob.decode("utf-8").split("\0") if self._n else [])
+
+
 class LexicalIndex:
     """Okapi BM25 index over the documents of ONE user.
 
@@ -229,7 +271,7 @@ class LexicalIndex:
         self._live = np.zeros(16, dtype=bool)
         self._total_len = 0
         # compact postings: term i's documents are _slots[_offsets[i]:_offsets[i + 1]] (dead slots included)
-        self._terms: list[str] = []
+        self._terms: _Terms | list[str] = []  # sorted; _Terms once compacted (see there)
         self._offsets = np.zeros(1, dtype=np.int32)
         self._slots = np.zeros(0, dtype=np.int32)
         self._tfs = np.zeros(0, dtype=np.int32)
@@ -238,6 +280,9 @@ class LexicalIndex:
         self._extra_terms: dict[int, tuple[str, ...]] = {}
         self._extra_count = 0
         self._order: np.ndarray | None = None  # slot -> rank of its doc_id in string order (cached, for ties)
+        self._dead = 0  # compact postings' slots removed since they were compacted: 0 spares a search the check
+        # (k1, b, avgdl, each slot's k1 * (1 - b + b * |d| / avgdl)): the formula's per-document part, cached
+        self._norm: tuple[float, float, float, np.ndarray] | None = None
         #: read from the previous format (:meth:`from_bytes`): worth writing again in this one
         self.stale_format = False
 
@@ -266,6 +311,7 @@ class LexicalIndex:
         self._live[slot] = True
         self._total_len += n
         self._order = None
+        self._norm = None
         return slot
 
     def _add_counts(self, doc_id: str, tf: Counter[str]) -> None:
@@ -287,6 +333,8 @@ class LexicalIndex:
         self._live[slot] = False
         self._ids[slot] = None
         self._order = None
+        if slot not in self._extra_terms:
+            self._dead += 1
         for term in self._extra_terms.pop(slot, ()):
             plist = self._extra[term]
             del plist[slot]
@@ -295,7 +343,7 @@ class LexicalIndex:
                 del self._extra[term]
         return True
 
-    def _compact_postings(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    def _compact_postings(self) -> tuple[_Terms | list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Every live posting as compact arrays: (sorted terms, offsets, slots, tfs), slots ascending per term."""
         counts = np.diff(self._offsets)
         term_of = np.repeat(np.arange(len(self._terms), dtype=np.int64), counts)
@@ -318,12 +366,13 @@ class LexicalIndex:
         order = np.lexsort((all_slots, all_terms))
         offsets = np.zeros(len(terms) + 1, dtype=np.int32)
         np.cumsum(np.bincount(all_terms, minlength=len(terms)), out=offsets[1:])
-        return terms, offsets, all_slots[order].astype(np.int32), all_tfs[order].astype(np.int32)
+        return _Terms.of(terms), offsets, all_slots[order].astype(np.int32), all_tfs[order].astype(np.int32)
 
     def _merge(self) -> None:
         """Move the dict postings into the compact arrays (and drop the dead slots' postings)."""
         self._terms, self._offsets, self._slots, self._tfs = self._compact_postings()
         self._extra, self._extra_terms, self._extra_count = {}, {}, 0
+        self._dead = 0
 
     # --- queries ------------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -342,8 +391,8 @@ class LexicalIndex:
         if i < len(self._terms) and self._terms[i] == term:
             a, z = int(self._offsets[i]), int(self._offsets[i + 1])
             slots, tfs = self._slots[a:z], self._tfs[a:z]
-            keep = self._live[slots]
-            if not keep.all():
+            if self._dead:
+                keep = self._live[slots]
                 slots, tfs = slots[keep], tfs[keep]
         else:
             slots, tfs = self._slots[:0], self._tfs[:0]
@@ -384,10 +433,9 @@ class LexicalIndex:
             self._merge()
         n_docs = len(self._slot)
         avgdl = self._total_len / n_docs if self._total_len else 1.0
-        k1, b = self.k1, self.b
-        k1p1, one_b = k1 + 1.0, 1.0 - b
+        k1p1 = self.k1 + 1.0
+        norm = self._norms(avgdl)
         scores: np.ndarray | None = None
-        hit: np.ndarray | None = None
         for term in dict.fromkeys(tokenize(query)):  # distinct terms, stable order
             slots, tfs = self._postings(term)
             df = len(slots)
@@ -395,16 +443,26 @@ class LexicalIndex:
                 continue
             idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
             tf = tfs.astype(np.float64)
+            # a term in every slot has slots 0..n-1 in order (a term's slots ascend, distinct): slices, no gathers
+            at = slice(0, df) if df == len(self._ids) else slots
             # the formula's own order of operations: the same floats as a Python loop, bit for bit
-            part = idf * tf * k1p1 / (tf + k1 * (one_b + b * self._length[slots] / avgdl))
+            part = idf * tf * k1p1 / (tf + norm[at])
             if scores is None:
                 scores = np.zeros(len(self._ids), dtype=np.float64)
-                hit = np.zeros(len(self._ids), dtype=bool)
-            scores[slots] = scores[slots] + part
-            hit[slots] = True
+            scores[at] += part
         if scores is None:
             return []
-        return self._best(np.flatnonzero(hit), scores, k)
+        # every matched document scored > 0 (idf > 0, tf >= 1), every other 0
+        return self._best(np.flatnonzero(scores > 0.0), scores, k)
+
+    def _norms(self, avgdl: float) -> np.ndarray:
+        """Each slot's ``k1 * (1 - b + b * |d| / avgdl)``, computed over every slot at once and kept until a document
+        is added or ``avgdl`` changes (a common term's postings reach every document; this spares each such term
+        four passes over them)."""
+        key = (self.k1, self.b, avgdl)
+        if self._norm is None or self._norm[:3] != key:
+            self._norm = (*key, self.k1 * ((1.0 - self.b) + self.b * self._length / avgdl))
+        return self._norm[3]
 
     def _best(self, slots: np.ndarray, by_slot: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The best ``k`` of the matched ``slots`` (``by_slot``: each slot's score), as ``sorted`` would order them
@@ -422,8 +480,8 @@ class LexicalIndex:
             if len(ties) <= _PY_TOP:
                 ties = np.array(sorted(ties.tolist(), key=ids.__getitem__)[:need], dtype=np.int64)
             else:
-                rank = self._doc_order()[ties]
-                ties = ties[np.argpartition(rank, need - 1)[:need]]
+                rank = self._doc_order()[ties]  # distinct: the need smallest are those up to the need-th
+                ties = ties[rank <= np.partition(rank, need - 1)[need - 1]]
         chosen = np.concatenate([above, ties]).astype(np.int64)
         return sorted(zip([ids[s] for s in chosen.tolist()], by_slot[chosen].tolist()), key=key)
 
@@ -457,7 +515,7 @@ class LexicalIndex:
             "b": self.b,
             "docs": [self._ids[s] for s in live],
             "lengths": _b64(self._length[live]),
-            "terms": terms,
+            "terms": list(terms),
             "offsets": _b64(offsets),
             "slots": _b64(renumber[slots]),
             "tfs": _b64(tfs),
@@ -511,7 +569,7 @@ class LexicalIndex:
         idx._live = np.zeros(len(idx._length), dtype=bool)
         idx._live[:n] = True
         idx._total_len = int(lengths.sum())
-        idx._terms, idx._offsets, idx._slots, idx._tfs = terms, offsets, slots, tfs
+        idx._terms, idx._offsets, idx._slots, idx._tfs = _Terms.of(terms), offsets, slots, tfs
         if "order" in payload:
             order = _unb64(payload["order"]).astype(np.int64)
             if len(order) == n and n and order.min() >= 0 and order.max() < n and bool(

@@ -29,7 +29,7 @@ from .documents import DOC_COLS, META_COLS, stack_vectors, doc_meta, decode_vect
 LOAD_CHUNK = 2048  # rows per fetch when the mirror is opened from the table's vectors
 #: the columns read when the BM25 indexes come from their files: the documents' ids and vectors only
 LOAD_COLS = ["user_id", "doc_id", "vector", "cjk_vector"]
-#: resident bytes a loaded document costs besides its float32 vectors, and a loaded user besides their documents:
+#: resident bytes a loaded document costs besides its vectors, and a loaded user besides their documents:
 #: the metadata dict (text, value, provenance), the BM25 postings, FAISS's id maps and what the allocator keeps.
 #: Measured as the process's VmRSS growth over 400 users of 100 memories loaded at once (hash:384 vectors: 5.7 KB a
 #: memory in all, 4.2 KB of it besides the vector); rounded up, so that a budget holds in resident memory, not only
@@ -39,13 +39,31 @@ USER_OVERHEAD_BYTES = 16384
 
 
 def user_bytes(u: UserIndex) -> int:
-    """The estimated resident size of one loaded user, in bytes: each document's vectors (main and companion,
-    float32) plus :data:`DOC_OVERHEAD_BYTES` a document and :data:`USER_OVERHEAD_BYTES`."""
+    """The estimated resident size of one loaded user, in bytes: each document's vectors (main and companion, as the
+    indexes hold them: float16, 2 bytes a component) plus :data:`DOC_OVERHEAD_BYTES` a document and
+    :data:`USER_OVERHEAD_BYTES`."""
     n = len(u.vectors)
-    main = n * 4 * u.vectors.dim
-    cjk = 0 if u.cjk is None else len(u.cjk) * 4 * u.cjk.dim
-    cross = 0 if u.cross is None else len(u.cross) * 4 * u.cross.dim
+    main = n * u.vectors.itemsize * u.vectors.dim
+    cjk = 0 if u.cjk is None else len(u.cjk) * u.cjk.itemsize * u.cjk.dim
+    cross = 0 if u.cross is None else len(u.cross) * u.cross.itemsize * u.cross.dim
     return USER_OVERHEAD_BYTES + main + cjk + cross + n * DOC_OVERHEAD_BYTES
+
+
+#: loading at least this many documents at once hands the freed heap back to the kernel (:func:`release_freed_heap`)
+TRIM_MIN_DOCS = 10_000
+
+
+def release_freed_heap() -> None:
+    """Return the C heap's free pages to the kernel (glibc's ``malloc_trim``; elsewhere nothing). Why: loading a big
+    user allocates and frees transient buffers (the pack's sealed and opened blobs, ~73 MB each at 100,000 memories,
+    the BM25 file) that glibc keeps in the heap, not unmapped, so the process stayed ~40 MB larger for good; the trim
+    takes ~3 ms, so it runs only after a load of :data:`TRIM_MIN_DOCS` documents or more."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):  # not glibc
+        pass
 
 
 #: candidates whose rows one query reads (:meth:`Mirror.doc_rows`): SQLite's and PostgreSQL's parameter limits
@@ -117,6 +135,8 @@ class Mirror:
                     mem = Memory(generation=generation, position=position, dim=dim, cjk_dim=cjk_dim, budget=budget)
                 else:
                     mem = self._load(cur, generation, position, dim, cjk_dim)
+                    if sum(len(u) for u in mem.users.values()) >= TRIM_MIN_DOCS:
+                        release_freed_heap()
                 self._memories[self.suffix] = mem
                 return mem
         with mem.lock:
@@ -153,6 +173,8 @@ class Mirror:
         u = self._read_user(cur, mem, user_id)
         if u is None:
             return mem, None
+        if len(u) >= TRIM_MIN_DOCS:
+            release_freed_heap()
         with mem.lock:
             if user_id in mem.users:  # another reader loaded it meanwhile: one copy
                 return mem, mem.users[user_id]

@@ -75,7 +75,7 @@ def decode_pack(data: bytes) -> dict[str, tuple[int, list[str], Any]]:
         h = header.get(name)
         if h is None:
             continue
-        dim, docs = int(h["dim"]), [str(x) for x in h["docs"]]
+        dim, docs = int(h["dim"]), list(map(str, h["docs"]))
         width = np.dtype(h["dtype"]).itemsize
         if at + len(docs) * dim * width > len(data):
             raise ValueError("a vectors pack of another length")
