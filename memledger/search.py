@@ -74,7 +74,8 @@ class ScoreParts(BaseModel):
     role_bonus: float
     dense_model: str | None = None  # model id behind ``dense``: the main embedder, or the CJK companion
     fusion: str = "absolute"  # which dense model judged ``relevance``: "absolute" (main embedder) | "companion" (CJK
-    # query) | "cross_language" (a CJK memory judged by the companion for an English query)
+    # query) | "cross_language" (the companion across languages: a CJK memory for an English query, a memory
+    # without CJK for a CJK query)
     dense_z: float = 0.0  # ``dense`` standardised for ``dense_model`` (0: unrelated on average); no ``dense``: 2 x lexical_n
     lexical_n: float = 0.0  # BM25 over the query's bound, in [0, 1] (0: no shared term)
 
@@ -196,7 +197,7 @@ def _score(cands: list[Any], req: SearchRequest, k: int, at_us: int, half_lives:
 
 
 def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None = None, *,
-         query: str | None = None, pool: int | None = None) -> list[SearchHit]:
+         query: str | None = None, pool: int | None = None, cross: bool = True) -> list[SearchHit]:
     """One user's hits for ``req`` on ledger ``ml`` (already caught up by the caller). See the module docstring.
 
     Args:
@@ -204,6 +205,8 @@ def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None 
         k: how many hits (default ``req.k``). query: another query than ``req.query`` (a walk along relations).
         pool: first candidate pool per ranking (default ``max(50, 5 * k)``); it grows while a filter leaves fewer
             than ``k`` hits and the user has more memories.
+        cross: False keeps a CJK query from asking the companion about memories without CJK text (no companion
+            vector is made for them: ``remember``'s candidate search, on the write path).
 
     Returns:
         Up to ``k`` :class:`SearchHit`, best first (fewer only if the user has fewer matching memories).
@@ -241,21 +244,28 @@ def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None 
             with mem.lock:
                 if u is None or not len(u):
                     return []
-                routed = proj.uses_companion(query, u.cjk)
-        # A CJK query over a user with CJK memories is judged by the companion: the main model is not asked. The
-        # query is embedded outside any transaction; query vectors are cached per model
-        # (projections/retrieval/embedding.py), so a widened pool or a second look does not re-embed.
+                routed = proj.uses_companion(query, u.cjk, proj.cross_docs(u) if cross else 0)
+                pending = proj.cross_pending(user_id, u) if routed and cross else []
+            rows = proj.doc_rows(cur, user_id, pending) if pending else {}
+        # A CJK query over a user with CJK memories, or with English ones the companion may judge, is judged by the
+        # companion: the main model is not asked. The query (and the companion vectors of English memories it has
+        # not judged yet: projections/retrieval/cross_language.py) is embedded outside any transaction; query vectors
+        # are cached per model (projections/retrieval/embedding.py), so a widened pool or a second look does not
+        # re-embed.
         qvec, cvec = (None, proj.embed_cjk_query(query)) if routed else (proj.embed_query(query), None)
+        found = proj.cross_vectors(user_id, rows) if rows else {}
         with ml.db.read() as cur:
             mem, u = proj.user_index(cur, user_id)  # the candidates' rows are read in the index's snapshot
             with mem.lock:
                 if u is None or not len(u):
                     return []
-                if proj.uses_companion(query, u.cjk) != routed:  # the user's CJK memories came or went meanwhile
+                if proj.uses_companion(query, u.cjk, proj.cross_docs(u) if cross else 0) != routed:  # came or went
                     routed = not routed
                     qvec, cvec = (None, proj.embed_cjk_query(query)) if routed else (proj.embed_query(query), None)
+                if found:
+                    proj.add_cross(cur, user_id, u, found)
                 cands = proj.rank(u.vectors, u.lexical, functools.partial(proj.doc_rows, cur, user_id), query, qvec,
-                                  pool, companion=u.cjk, companion_vector=cvec)
+                                  pool, companion=u.cjk, companion_vector=cvec, cross=u.cross if cross else None)
                 if req.scope:  # the candidates' versions kept by one WHERE on their keys, before the top k is cut
                     keep = versions_in_scope(ml, cur, user_id, req.scope, {c.meta["key"] for c in cands})
                     cands = [c for c in cands if (c.meta["key"], c.meta["version"]) in keep]
@@ -268,8 +278,10 @@ def rank(ml: Any, req: SearchRequest, user_id: str | None = None, k: int | None 
 
 def search_caught_up(ml: Any, user_id: str, query: str, k: int = 10) -> list[SearchHit]:
     """The best ``k`` of ``user_id``'s current memories for ``query``, no option set, on a ledger already caught up
-    (``remember`` weighs its candidates this way). Raises BadInput as :class:`SearchRequest` does."""
-    return rank(ml, SearchRequest(user_id=user_id, query=query, k=k))
+    (``remember`` weighs its candidates this way). A CJK query does not ask the companion about memories without
+    CJK text (their vectors are made at a search, never on the write path). Raises BadInput as
+    :class:`SearchRequest` does."""
+    return rank(ml, SearchRequest(user_id=user_id, query=query, k=k), cross=False)
 
 
 def _message_hits(ml: Any, user_id: str, query: str, k: int, min_score: float | None,
@@ -357,13 +369,22 @@ def _search_as_of(ml: Any, proj: Any, req: SearchRequest, user_id: str, query: s
                                     for d in docs)
     # The same routing as the current index: a CJK query is ranked by the companion over the CJK texts then believed.
     cjk_docs = [d for d in docs if has_cjk(metas[d]["text"])] if proj.cjk_embedder is not None else []
-    if cjk_docs and has_cjk(query):
+    # and the texts without CJK by the companion too (projections/retrieval/cross_language.py), within its cap
+    en_docs = [d for d in docs if not has_cjk(metas[d]["text"])] if proj.cjk_embedder is not None \
+        and proj.cross_language and len(docs) - len(cjk_docs) <= proj.cross_max_docs else []
+    if (cjk_docs or en_docs) and has_cjk(query):
+        indexes = []
         with ml.db.read() as cur:  # a live row lends its vector; only older texts come from the cache or model
-            cvecs = proj.passage_vectors(cur, user_id, [(d, metas[d]["text"]) for d in cjk_docs], cjk=True)
-        ci = UserVectorIndex(cvecs.shape[1])
-        ci.add_many(cjk_docs, cvecs)
+            for part in (cjk_docs, en_docs):
+                index = None
+                if part:
+                    cvecs = proj.passage_vectors(cur, user_id, [(d, metas[d]["text"]) for d in part], cjk=True)
+                    index = UserVectorIndex(cvecs.shape[1])
+                    index.add_many(part, cvecs)
+                indexes.append(index)
+        ci, xi = indexes
         cands = proj.rank(None, li, metas, query, None, len(docs), companion=ci,
-                          companion_vector=proj.embed_cjk_query(query))
+                          companion_vector=proj.embed_cjk_query(query), cross=xi)
     else:
         with ml.db.read() as cur:
             vecs = proj.passage_vectors(cur, user_id, [(d, metas[d]["text"]) for d in docs])

@@ -68,6 +68,7 @@ from .lazy import lazy_module
 from .retrieval.documents import (CURRENT_EFFECTS, DOC_COLS, NO_COMPANION, valid_micros, decode_vector, encode_vector,
                                   fact_doc_id)
 from .retrieval.embedding import EmbeddingWork
+from .retrieval.cross_language import CrossLanguage
 from .retrieval.index_files import IndexFiles
 from .retrieval.mirror import Memory, Mirror
 from .retrieval.packs import DELTA, Packs
@@ -81,7 +82,7 @@ VERIFY_ATOL = 1e-4
 VERIFY_RTOL = 2.0 ** -10
 
 
-class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, Ranking, Projection):
+class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, CrossLanguage, Ranking, Projection):
     """Current memories per user, embedded, in FAISS (dense) and BM25 (lexical) indexes.
 
     Args:

@@ -2,7 +2,8 @@
 """Cross-language retrieval: an English question about a Chinese memory, and a Chinese question about an English one
 (tests/data/crosslang_pairs.jsonl, written by hand for this measure). Each case is a fresh user holding 6 memories in
 both languages; one ``search(k=3)`` of the question; recall@1 and recall@3 of the answering memory, by direction,
-with the cross-language path on (an English question also asks the multilingual companion about CJK memories) and
+with the cross-language path on (an English question also asks the multilingual companion about CJK memories, a
+Chinese question about memories without CJK: projections/retrieval/cross_language.py) and
 off (the main model alone), in the same process.
 
     .venv/bin/python scripts/eval_crosslang.py [--embedder minilm]

@@ -45,7 +45,8 @@ def user_bytes(u: UserIndex) -> int:
     n = len(u.vectors)
     main = n * u.vectors.itemsize * u.vectors.dim
     cjk = 0 if u.cjk is None else len(u.cjk) * u.cjk.itemsize * u.cjk.dim
-    return USER_OVERHEAD_BYTES + main + cjk + n * DOC_OVERHEAD_BYTES
+    cross = 0 if u.cross is None else len(u.cross) * u.cross.itemsize * u.cross.dim
+    return USER_OVERHEAD_BYTES + main + cjk + cross + n * DOC_OVERHEAD_BYTES
 
 
 #: loading at least this many documents at once hands the freed heap back to the kernel (:func:`release_freed_heap`)
@@ -76,6 +77,9 @@ class UserIndex:
     vectors: Any  # UserVectorIndex
     lexical: Any  # LexicalIndex
     cjk: Any = None  # UserVectorIndex of the CJK companion (only documents with CJK text), None until one exists
+    #: UserVectorIndex of the companion's vectors of the documents *without* CJK text, filled at the user's first CJK
+    #: query (projections/retrieval/cross_language.py), None until then; never written to the table
+    cross: Any = None
 
     def __len__(self) -> int:
         return len(self.vectors)
@@ -236,11 +240,15 @@ class Mirror:
                 u.lexical.remove(doc_id)
                 if u.cjk is not None:
                     u.cjk.remove(doc_id)
+                if u.cross is not None:
+                    u.cross.remove(doc_id)
                 mem.dirty.add(user_id)
             return
         u = self._user(mem, user_id)
         vec = decode_vector(row["vector"], mem.dim if mem.dim is not None else self._dim_of("vector"))  # or a pack's
         u.vectors.add(doc_id, vec)  # add replaces: one live vector per doc_id
+        if u.cross is not None:
+            u.cross.remove(doc_id)  # a new version's text: its companion vector is found again at the next CJK query
         if row["cjk_vector"] is not None:
             from .vector_store import UserVectorIndex
 

@@ -87,16 +87,18 @@ class Ranking:
         return (self.cross_language and companion is not None and len(companion) > 0
                 and self.cjk_embedder is not None and not has_cjk(query))
 
-    def uses_companion(self, query: str, companion: Any) -> bool:
+    def uses_companion(self, query: str, companion: Any, cross_docs: int = 0) -> bool:
         """True if ``query`` is ranked by the CJK companion: it contains CJK, this projection has a companion, and
-        ``companion`` (the user's companion index) holds at least one vector. Otherwise the main path is taken
-        (English queries, English-only users, no companion: today's MiniLM + BM25 RRF, unchanged)."""
-        return companion is not None and len(companion) > 0 and self.cjk_embedder is not None and has_cjk(query)
+        ``companion`` (the user's companion index) holds at least one vector or the user has ``cross_docs`` > 0
+        memories without CJK text the companion may judge (projections/retrieval/cross_language.py). Otherwise the
+        main path is taken (English queries, no companion: MiniLM + BM25, unchanged)."""
+        return (self.cjk_embedder is not None and has_cjk(query)
+                and ((companion is not None and len(companion) > 0) or cross_docs > 0))
 
     def rank(self, vectors: Any, lexical: Any,
              meta: Mapping[str, dict[str, Any]] | Callable[[list[str]], Mapping[str, dict[str, Any]]], query: str,
              query_vector: np.ndarray | None, pool: int, *, companion: Any = None,
-             companion_vector: np.ndarray | None = None) -> list[Candidate]:
+             companion_vector: np.ndarray | None = None, cross: Any = None) -> list[Candidate]:
         """Score the union of the dense and lexical top-``pool`` candidates of one user's indexes, best first.
 
         ``relevance`` is absolute (:mod:`projections.retrieval.relevance`): a function of the memory's cosine with the query
@@ -106,8 +108,9 @@ class Ranking:
         dense part counts as unrelated). With ``companion`` (the user's CJK companion index) and
         ``companion_vector``, a query :meth:`uses_companion` is judged by the companion's cosine instead of the
         main embedder's (``fusion="companion"``); a memory the companion does not hold (English text) is judged by
-        its words alone. ``rrf`` (dense weight as before, the companion's doubled) is kept as an explanation and a
-        tie-break.
+        its words alone, unless ``cross`` (the companion's vectors of the user's memories without CJK text) holds it:
+        then by that cosine (``fusion="cross_language"``). ``rrf`` (dense weight as before, the companion's doubled)
+        is kept as an explanation and a tie-break.
 
         ``meta`` gives each candidate's row: a mapping of every document, or a function reading the rows of the
         candidates it is given (one call; a candidate it does not return is left out: not live in the reader's
@@ -119,10 +122,12 @@ class Ranking:
         cands: dict[str, Candidate] = {}
         rankings: list[list[str]] = []
         weights: list[float] = []
-        routed = companion_vector is not None and self.uses_companion(query, companion)
+        has_cross = cross is not None and len(cross) > 0
+        routed = companion_vector is not None and self.uses_companion(query, companion, len(cross) if has_cross else 0)
         index, vec, model = None, None, None
         if routed:
-            index, vec, model = companion, companion_vector, self.cjk_model_id
+            if companion is not None and len(companion):
+                index, vec, model = companion, companion_vector, self.cjk_model_id
         elif query_vector is not None and vectors is not None and len(vectors):
             index, vec, model = vectors, query_vector, self.model_id
         dense = index.search(vec, pool) if index is not None else []
@@ -146,7 +151,20 @@ class Ranking:
         rankings.append([d for d, _ in lex])
         weights.append(self.lexical_weight)
         crossed: set[str] = set()
-        if not routed and self.crosses_language(query, companion):
+        if routed and has_cross and self.cross_language:
+            # 他住在哪里 and "He lives in Hangzhou": a memory without CJK text is judged by the companion's cosine too
+            near = cross.search(companion_vector, pool)
+            for doc, _s in near:
+                if doc not in cands:
+                    cands[doc] = Candidate(doc)
+            en_docs = [d for d in cands if d in cross]
+            for doc, sim in zip(en_docs, cross.similarities(companion_vector, en_docs).tolist()):
+                c = cands[doc]
+                c.dense, c.dense_model = sim, self.cjk_model_id
+                crossed.add(doc)
+            rankings.append([d for d, _ in near])
+            weights.append(2.0 * self.dense_weight)
+        elif not routed and self.crosses_language(query, companion):
             # "where does he live" and 他住在杭州: a CJK memory is judged by the multilingual companion's cosine with
             # the English query, never by the main model's (noise for CJK text); one more query embedding
             cvec = companion_vector if companion_vector is not None else self.embed_cjk_query(query)
@@ -166,8 +184,9 @@ class Ranking:
         dw = 1.0 if routed else self.dense_z_weight(query)
         fusion = "companion" if routed else "absolute"
         score_of = relevance_function(model, bound, lw, dw, has_cjk(query))
-        score_cross = relevance_function(self.cjk_model_id, bound, self.cjk_lexical_weight, 1.0, False) if crossed \
-            else None
+        # an English query over CJK memories: e5's English anchors; a CJK query over English memories: its own
+        score_cross = relevance_function(self.cjk_model_id, bound, self.cjk_lexical_weight, 1.0, routed,
+                                         routed) if crossed else None
         rows = meta(list(cands)) if callable(meta) else meta
         out = []
         for doc, score in rrf(rankings, k=self.rrf_k, weights=weights):
