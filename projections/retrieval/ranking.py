@@ -95,6 +95,21 @@ class Ranking:
         return (self.cjk_embedder is not None and has_cjk(query)
                 and ((companion is not None and len(companion) > 0) or cross_docs > 0))
 
+    def _judged_by_companion(self, index: Any, vector: Any, pool: int, cands: dict[str, Any],
+                             crossed: set[str]) -> list[tuple[str, float]]:
+        """The ``pool`` nearest documents of ``index`` (a companion index) to ``vector``, added to ``cands``; every
+        candidate that index holds gets the companion's cosine as its dense score and is noted in ``crossed``."""
+        near = index.search(vector, pool)
+        for doc, _s in near:
+            if doc not in cands:
+                cands[doc] = Candidate(doc)
+        held = [d for d in cands if d in index]
+        for doc, sim in zip(held, index.similarities(vector, held).tolist()):
+            c = cands[doc]
+            c.dense, c.dense_model = sim, self.cjk_model_id
+            crossed.add(doc)
+        return near
+
     def rank(self, vectors: Any, lexical: Any,
              meta: Mapping[str, dict[str, Any]] | Callable[[list[str]], Mapping[str, dict[str, Any]]], query: str,
              query_vector: np.ndarray | None, pool: int, *, companion: Any = None,
@@ -153,30 +168,14 @@ class Ranking:
         crossed: set[str] = set()
         if routed and has_cross and self.cross_language:
             # 他住在哪里 and "He lives in Hangzhou": a memory without CJK text is judged by the companion's cosine too
-            near = cross.search(companion_vector, pool)
-            for doc, _s in near:
-                if doc not in cands:
-                    cands[doc] = Candidate(doc)
-            en_docs = [d for d in cands if d in cross]
-            for doc, sim in zip(en_docs, cross.similarities(companion_vector, en_docs).tolist()):
-                c = cands[doc]
-                c.dense, c.dense_model = sim, self.cjk_model_id
-                crossed.add(doc)
+            near = self._judged_by_companion(cross, companion_vector, pool, cands, crossed)
             rankings.append([d for d, _ in near])
             weights.append(2.0 * self.dense_weight)
         elif not routed and self.crosses_language(query, companion):
             # "where does he live" and 他住在杭州: a CJK memory is judged by the multilingual companion's cosine with
             # the English query, never by the main model's (noise for CJK text); one more query embedding
             cvec = companion_vector if companion_vector is not None else self.embed_cjk_query(query)
-            near = companion.search(cvec, pool)
-            for doc, _s in near:
-                if doc not in cands:
-                    cands[doc] = Candidate(doc)
-            cjk_docs = [d for d in cands if d in companion]
-            for doc, sim in zip(cjk_docs, companion.similarities(cvec, cjk_docs).tolist()):
-                c = cands[doc]
-                c.dense, c.dense_model = sim, self.cjk_model_id
-                crossed.add(doc)
+            near = self._judged_by_companion(companion, cvec, pool, cands, crossed)
             rankings.append([d for d, _ in near])
             weights.append(self.dense_weight)
         bound = lexical_bound(lexical, query)
