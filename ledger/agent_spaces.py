@@ -13,6 +13,7 @@ call (its thread or task) and nothing else.
 from __future__ import annotations
 
 from collections.abc import Iterator
+import unicodedata
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -45,8 +46,10 @@ def refuse_reserved(user_id: str, field: str = "user_id") -> None:
     Raises:
         BadInput: naming ``field``, with the fix (another user id, or ``agent_id`` alone).
     """
-    if user_id.startswith(PREFIX) and user_id not in _OPEN.get():
+    # read as a person reads it: "~Agent/x" and a full-width "～agent/x" are the prefix too
+    shown = unicodedata.normalize("NFKC", user_id).casefold()
+    if shown.startswith(PREFIX) and user_id not in _OPEN.get():
         agent = user_id[len(PREFIX):] or "A"
         raise BadInput(field, f"{user_id!r} starts with {PREFIX!r}, which is kept for agents' own memories",
                        f"choose a user id that does not start with {PREFIX!r}; for the own memories of agent "
-                       f"{agent!r}, leave the user out and give agent_id={agent!r} (CLI: USER - with --agent {agent})")
+                       f"{agent!r}, leave the user out and give agent_id={agent!r} alone")

@@ -346,6 +346,10 @@ _CESSATION = [_lazy_re(p) for p in (
     # "every 10 days, no more" is a limit, not a stop
     r"(?<!\d, )(?<!\d )(?<!days, )(?<!days )(?<!weeks, )(?<!times, )(?<!once, )(?<!twice, )\bno more\b(?! than\b)",
     r"\bcalled off\b", r"\bcalled it (?:quits|a day)\b", r"\b(?:wrapped|wound) up\b(?=[^.;!?]{0,60}\bfor good\b)",
+    # a request to forget ("please forget that I like spicy food", 别记我喜欢蓝色了，忘了吧) ends what it names; "don't
+    # forget ..." and 别忘了 are reminders, not requests to forget
+    r"(?<!don't )(?<!do not )(?<!never )\bforget (?:that|what i (?:said|told you)|about (?:my|the|what|that)|i said)\b",
+    r"\bdon'?t remember (?:that|this)\b", r"别记|忘了吧|忘掉吧|不用记(?:了|住|着)",
     r"\bwound down\b", r"\b(?:we|i) buried\b", r"\b(?:packed|pack|packing) (?:it )?in\b(?! (?:the|my|a|our) (?:car|bag|boot|"
     r"suitcase|box|van)\b)", r"\b(?:we|i) lost (?!(?:the|a|an|my|our|all|some|\d)\b)[a-z]+\b(?= (?:last|this|yesterday|today|on|over)\b)",
     r"\b(?:we|i) lost (?:our|my) (?:dog|cat|rabbit|hamster|budgie|parrot|bird|horse|pony|tortoise|guinea pig|fish)\b", r"\bput (?:\w+ )?to sleep\b", r"\brainbow bridge\b", r"\b(?:split up|disbanded)\b",

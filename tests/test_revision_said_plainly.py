@@ -176,3 +176,20 @@ def test_number_words_split_where_one_number_ends(words, pieces):
 @pytest.mark.parametrize("text,place", [("上班的时候我一般喝美式", {"work"}), ("while I'm at work I drink tea", {"work"})])
 def test_at_work_said_in_other_words_is_a_place(text, place):
     assert set(value_parts(text).qualifiers.get("place", ())) == place
+
+
+@pytest.mark.parametrize("old,new", [
+    # a request to forget ends what it names; it never becomes the value
+    ("I like spicy food", "Please forget that I like spicy food"),
+    ("我最喜欢的颜色是蓝色", "别记我喜欢蓝色了，忘了吧"),
+    ("My favorite color is blue", "Forget what I said about my favorite color"),
+])
+def test_a_request_to_forget_retires_what_it_names(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, _user(old, new), old, new)
+    assert (r.decision, facts.get(old)) == ("retire", None), r.explanation
+
+
+@pytest.mark.parametrize("text,cessation", [("don't forget my dentist appointment on Friday", False),
+                                            ("别忘了周五看牙", False), ("please forget that I like jazz", True)])
+def test_a_reminder_is_no_request_to_forget(text, cessation):
+    assert type_statement(text).cessation is cessation

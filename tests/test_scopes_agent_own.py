@@ -70,12 +70,15 @@ def test_the_agents_own_id_typed_as_a_user_is_refused_and_nothing_is_written(fre
                  lambda: ml.search("~agent/planner", "French"),
                  lambda: ml.profile("~agent/planner", agent_id="writer"),  # another agent's id
                  lambda: ml.search("u", "tea", also=["~agent/planner"]),
-                 lambda: ml.erase("~agent/planner")):
+                 lambda: ml.erase("~agent/planner"),
+                 # as a person reads it: another case, a full-width tilde
+                 lambda: ml.assert_fact("~Agent/planner", "pet.name", "Miso"),
+                 lambda: ml.assert_fact("\uff5eagent/planner", "pet.name", "Miso")):
         with pytest.raises(BadInput) as e:
             call()
         assert e.value.field in ("user_id", "also[0]", "also"), e.value.field
         assert "kept for agents' own memories" in e.value.problem
-        assert "leave the user out and give agent_id=" in e.value.fix
+        assert "leave the user out and give agent_id=" in e.value.fix and "CLI" not in e.value.fix
     with pytest.raises(BadInput) as e:
         ml.profile()
     assert (e.value.field, e.value.problem) == ("user_id", "is missing") and "agent_id alone" in e.value.fix

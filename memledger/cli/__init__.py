@@ -18,6 +18,7 @@ import importlib
 import json
 import os
 import pkgutil
+import re
 import sys
 from typing import Any, Iterator
 
@@ -186,6 +187,9 @@ def _warnings_to_stderr() -> Iterator[None]:
 def _worded(exc: BadInput, command: Any, args: list[str]) -> BadInput:
     """A request's refusal (memledger/requests.py) in the terms of the command that built the request: its fields
     named by their flags (``--in``, ``-k``); any other refusal as it is."""
+    own = re.search(r"give agent_id=('[^']*') alone$", exc.fix or "") if exc.field == "user_id" else None
+    if own is not None:  # an agent's own memories, in the CLI's terms
+        return BadInput(exc.field, exc.problem, exc.fix[:own.start()] + f"give USER - with --agent {own.group(1)[1:-1]}")
     worded = getattr(exc, "worded", None)
     sub = getattr(command, "commands", {}).get(_verb(args) or "")
     if worded is None or sub is None:
