@@ -35,7 +35,7 @@ from typing import Any
 from .attributes import insertion, opposite_polarity, replaced_word
 from .revision_cues import says_more
 from .slots import content_tokens
-from .values import differing, value_parts
+from .values import _ZH_CALLED, differing, value_parts
 
 #: a one-off event in the past: something tried, met, read, seen, visited or done once
 EPISODE = re.compile(r"\b(?:tried|met|read|saw|watched|visited|went (?:\w+ing|to see)|had (?:dinner|lunch|coffee|"
@@ -62,7 +62,7 @@ _JOINED_IDIOMS = frozenset({
 _INTRODUCED = (re.compile(r"\b(?:called|named)\s+([a-z][\w'-]+)", re.I),
                re.compile(r"\b(?:kids|children|sons|daughters|twins|boys|girls|cats|dogs)\b[^.;!?]{0,20}?\b([a-z]+),? and "
                           r"([a-z]+)\b", re.I),
-               re.compile(r"叫([\u4e00-\u9fff]{1,3}?)(?=[，,。！!、；;\s]|$)"),
+               _ZH_CALLED,
                re.compile(r"(?:儿子|女儿|孩子|猫|狗)[^，,。]{0,4}?([\u4e00-\u9fff]{2})和([\u4e00-\u9fff]{2})"))
 
 
@@ -76,8 +76,8 @@ def about_named(memory: str, text: str) -> bool:
     学期开始学游泳了): it speaks of what that person does, not of the memory's value. "Chris and I got engaged" speaks
     of the user too."""
     low = text.lower()
-    return any(re.search(rf"(?:^|[,.;!?，。！；]\s*|\b(?:and|but|so) ){re.escape(n)}(?![a-z0-9_])(?!\s*(?:and|&) (?:i|me)\b|和我|跟我|我俩)", low)
-               for n in introduced_names(memory))
+    return any(re.search(rf"(?:^|[,.;!?，。！；]\s*|\b(?:and|but|so) ){re.escape(n)}(?![a-z0-9_])"
+                         r"(?!\s*(?:and|&) (?:i|me)\b|和我|跟我|我俩)", low) for n in introduced_names(memory))
 
 
 #: a statement opening with a case or a condition: "on Fridays", "in winter", "at home", "when my dad visits", 周末

@@ -59,8 +59,7 @@ def named(pool: list[Candidate], text: str, typing: Typing, mine_vp: ValueParts,
 
 def _only_theirs(text: str, cue_tokens: set[str], c: Candidate, pool: list[Candidate]) -> bool:
     """Whether the clause that says what stopped or was wrong (its words ``cue_tokens``; the whole statement's when it
-    is one clause) shares a distinctive word with
-    memory ``c`` and with no other memory of ``pool``: an English word of four letters or more that is not generic
+    is one clause) shares a distinctive word with memory ``c`` and with no other memory of ``pool``: an English word of four letters or more that is not generic
     ("allotment", "podcast", a pet's name written in lower case), or a pair of Chinese characters of that clause
     (闲鱼). The words a cessation and its memory share are few; one no other memory holds still names it."""
     if not cue_tokens or c.typing is None:

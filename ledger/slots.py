@@ -352,7 +352,8 @@ _CESSATION = [_lazy_re(p) for p in (
     r"\bdon'?t remember (?:that|this)\b", r"别记|忘了吧|忘掉吧|不用记(?:了|住|着)",
     r"\bwound down\b", r"\b(?:we|i) buried\b", r"\b(?:packed|pack|packing) (?:it )?in\b(?! (?:the|my|a|our) (?:car|bag|boot|"
     r"suitcase|box|van)\b)", r"\b(?:we|i) lost (?!(?:the|a|an|my|our|all|some|\d)\b)[a-z]+\b(?= (?:last|this|yesterday|today|on|over)\b)",
-    r"\b(?:we|i) lost (?:our|my) (?:dog|cat|rabbit|hamster|budgie|parrot|bird|horse|pony|tortoise|guinea pig|fish)\b", r"\bput (?:\w+ )?to sleep\b", r"\brainbow bridge\b", r"\b(?:split up|disbanded)\b",
+    r"\b(?:we|i) lost (?:our|my) (?:dog|cat|rabbit|hamster|budgie|parrot|bird|horse|pony|tortoise|guinea pig|fish)\b",
+    r"\bput (?:\w+ )?to sleep\b", r"\brainbow bridge\b", r"\b(?:split up|disbanded)\b",
     r"\b(?:is|are|'s|'re) (?:done|over|finished)(?! (?:with|by|at|in)\b)(?=[,.;!]|$| now\b| for good\b| for (?:me|us|him|her|them)\b)", r"\bsince (?:my|the) last (?:cigarette|smoke|cig|drink|vape)\b",
     r"\b(?:had to |have to |having to )?put (?:\w+ )?down\b(?= (?:on|last|this|yesterday|today)\b|[.,!]|$)", r"\bhung up (?:my|the|his|her) (?:boots|gloves|racket|skates|cleats)\b", r"\bunemployed\b", r"\bended\b(?! up\b)", r"\bdon'?t (?:\w+ )?(?:drink|eat|have|"
     r"play|do|own|go)\b", r"\bdo not\b", r"\bnot (?:a|an) \w+ any\b", r"\bnever again\b",

@@ -12,7 +12,8 @@ RELATIONS_EN = {
     "best friend": "friend", "parents": "parents", "in-laws": "in_laws", "grandparents": "grandparents",
     "colleague": "colleague", "coworker": "colleague", "boss": "boss",
     "grandmother": "grandmother", "grandma": "grandmother", "grandfather": "grandfather", "grandpa": "grandfather",
-    "roommate": "roommate", "flatmate": "roommate", "housemate": "roommate", "neighbour": "neighbour", "neighbor": "neighbour", "cousin": "cousin",
+    "roommate": "roommate", "flatmate": "roommate", "housemate": "roommate", "neighbour": "neighbour",
+    "neighbor": "neighbour", "cousin": "cousin",
     "aunt": "aunt", "uncle": "uncle", "kids": "children", "children": "children",
 }
 
@@ -46,11 +47,13 @@ ROLES_ZH = {"房东": "landlord", "医生": "doctor", "牙医": "dentist", "律�
 _ZH_WHEN = (r"(?:上|这|下|本)(?:个)?(?:月|周|礼拜|星期)(?:初|末|底|[一二三四五六日天])?|周[一二三四五六日末]|星期[一二三四五六日天]|"
             r"[昨今前明]天|[去今前]年|最近|前(?:几|两)天|前阵子|这阵子|这段时间|年[初底]|月[初底]|刚刚?|上周末|(?:今天)?早上|今早|晚上|"
             r"天天|每天|平时|平常|现在|目前")
+#: the first days of something, said of oneself ("first week teaching year 9", "first day as a nurse")
+FIRST_DAYS = r"(?:first|1st) (?:day|week|month|term|shift)s?"
 #: a statement that opens with a past-tense verb and drops its subject ("Joined Stripe last week", "Picked up the new
 #: car yesterday", "Finally got the keys ..."): a note the user writes of themself
 _DROPPED_I = (r"^(?:just |finally |recently |so |oh |well |ok |okay )?(?!(?:rained|snowed|looked|seemed|sounded|"
               r"happened|turned out)\b)(?:[a-z]{3,}ed|got|sold|bought|left|took|began|quit|signed|went|found|made|gave|threw|"
-              r"done with|finished|started|hung|(?:first|1st) (?:day|week|month|term|shift)s?)\b")
+              r"done with|finished|started|hung|" + FIRST_DAYS + r")\b")
 _SELF_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|us|user|user's)\b|"
                       r"^(?:he|she|they|likes?|loves?|prefers?|drinks?|lives?|works?|is|has|switched|moved|"
                       r"stopped|quit|dropped|enjoys?|speaks?|owns?)\b|^(?:first|new) (?:day|week|month|shift|job)s? (?:done |over |in )?(?:at|in|as)\b|"

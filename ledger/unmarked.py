@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Callable
 from .attributes import Reading, same_attribute
 from .frequency import same_rate
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens
+from .subjects import FIRST_DAYS
 from .text import STOP_ZH, has_cjk
 from .value_words import abbreviates, shared_cjk_word
 from .values import ValueParts, name_words, qualifiers_clash
@@ -78,7 +79,7 @@ def specific_days(text: str) -> frozenset[str]:
     return frozenset(days)
 
 
-def _values(vp: ValueParts, text: str, marked: bool = False) -> dict[str, frozenset[str]]:
+def _values(vp: ValueParts, text: str) -> dict[str, frozenset[str]]:
     ids = {f"{k}:{v}" for k in ("code", "phone", "email", "url") for v in vp.parts.get(k, ())}
     if not (vp.parts.get("unit") or vp.parts.get("time") or vp.parts.get("date")):
         # a bare number is an id (a locker, a combination, a floor); an amount with its unit ("5k", "five
@@ -156,7 +157,7 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
     if _OCCASION.search(text.lower()) and not _HABIT.search(text.lower()):
         return None
     noted = subject == "none" and not marked  # a note with no one named: the strongest topic match only
-    mine = _values(vp, text, marked)
+    mine = _values(vp, text)
     if not mine:
         return None
     words = _topic(vp, text)
@@ -176,7 +177,7 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         if (mine_rd.head and rd.head and "+" not in mine_rd.head + rd.head and mine_rd.head != rd.head
                 and not same_attribute(rd, mine_rd)):
             continue  # "the rent on my storage unit" is not "my rent": two nouns read, two attributes
-        theirs = _values(c.values, c.text, marked)
+        theirs = _values(c.values, c.text)
         # another value of a kind both give; a value of that kind repeated means the statement refines or adds to
         # the memory ("Stopped by unit 214 on Sunday"), a value of another kind repeated only says the topic is one
         # said as a change, the old value may be named beside the new one (陶艺课挪到周日下午了，周三老加班去不了)
@@ -198,7 +199,8 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
         # one shared word is enough when either side has few, or when search finds this memory first and close
         # (浇水 / 喂点水: one character, but the nearest memory by far)
         if noted:  # two topic words shared, or every topic word of a short note ("柜子 203" of "储物柜我一直用 56 号")
-            if ({"id", "every"} & set(kinds) or kinds == ["time"]) and (len(shared) >= 2 or (shared and len(words) <= 2 and words <= shared)):
+            if ({"id", "every"} & set(kinds) or kinds == ["time"]) and (
+                    len(shared) >= 2 or (shared and len(words) <= 2 and words <= shared)):
                 found.append((len(shared), c.score, c, kinds))
         elif len(shared) >= 2 or (personal and "id" in kinds) or (shared and (small <= 2 or (c is top and c.score >= NEAR_SCORE))):
             found.append((len(shared), c.score, c, kinds))
@@ -210,7 +212,8 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
 
 #: a workplace named in a job memory ("at a high school", 在美团做): it says where the job is, not only what it is
 _WORKPLACE = re.compile(r"\b(?:at|for|with) (?:a|an|the|[a-z])|在[^，,。]{1,10}(?:做|当|上班|工作|教)")
-_FIRST_DAYS = re.compile(r"\b(?:first|1st) (?:day|week|month|term|shift)s?\b|第一(?:天|周|个月)|头一天|入职")
+#: the first days of a job ("first week teaching year 9", 第一天去新公司, 入职): a new job
+_FIRST_DAYS = re.compile(rf"\b{FIRST_DAYS}\b|第一(?:天|周|个月)|头一天|入职")
 #: the two slots of one job: a change said in either ends the job the other holds
 JOB_PAIRS = {"work.employer": "work.occupation", "work.occupation": "work.employer"}
 

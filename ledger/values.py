@@ -205,7 +205,7 @@ _NEGATION = re.compile(r"\bno(?! (?:exceptions?|matter|doubt|problem|worries|way
 _CONSTANT = re.compile(r"\b(?:never|not|(?:does|has|have|did)n'?t|hasn'?t) (?:ever |once )?(?:chang(?:es|ed|e)|"
                        r"var(?:y|ies|ied)|miss(?:es|ed)?)\b|雷打不动|从来?没(?:变|换)过?|没(?:变|换)过|一直没变")
 
-#: a limit, not a negation: "no more than twice a week", "every 10 days, no more", "an hour, tops"
+#: a limit, not a negation: "no more than twice a week", "every 10 days, no more"
 _LIMIT = re.compile(r"\b(?:no|not) (?:more|less|later|earlier|fewer|longer|sooner) than\b|"
                     r"(?:\d|\b(?:days?|weeks?|months?|years?|hours?|minutes?|times|once|twice|a day|a week))\s*,?\s*"
                     r"no (?:more|less|later|earlier)\b(?! than\b)")

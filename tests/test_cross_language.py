@@ -16,22 +16,11 @@ from typing import Any
 import pytest
 
 from memledger import MemoryLedger
-from tests.test_cjk_companion import ConceptEmbedder
+from tests.test_cjk_companion import ConceptEmbedder, fake, ml  # noqa: F401 (the companion's fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORIES = [("memory.job", "I am looking for a new job"), ("memory.cat", "我家的猫叫咪咪"),
             ("memory.tea", "我每天早上喝茶"), ("memory.mountain", "We climbed a mountain in May")]
-
-
-@pytest.fixture
-def fake() -> ConceptEmbedder:
-    return ConceptEmbedder()
-
-
-@pytest.fixture
-def ml(store_args: dict[str, Any], fake: ConceptEmbedder):
-    with MemoryLedger(**store_args, embedder="hash", cjk_embedder=fake) as ledger:
-        yield ledger
 
 
 def record(ml: MemoryLedger, user: str = "u1", memories=MEMORIES) -> None:

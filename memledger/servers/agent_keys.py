@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, urlencode
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .limits import replaying
 from .mcp import PRINCIPAL_STATE
 
 __all__ = ["AgentKeyMiddleware", "narrow_related"]
@@ -120,15 +121,7 @@ class AgentKeyMiddleware:
         headers = [(k, v) for k, v in scope.get("headers", []) if k != b"content-length"]
         headers.append((b"content-length", str(len(raw)).encode("latin-1")))
         scope = {**scope, "headers": headers}
-        sent = {"done": False}
-
-        async def replay() -> dict[str, Any]:
-            if not sent["done"]:
-                sent["done"] = True
-                return {"type": "http.request", "body": raw, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(raw, receive), send)
 
 
 def narrow_related(ml: Any, receipt: Any, agent: str | None) -> Any:

@@ -11,6 +11,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 MAX_BODY = 8 * 1024 * 1024
 
 
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """An ASGI ``receive`` that hands the app ``body`` (a request body already read in full) as one message, then
+    defers to ``receive`` (for the disconnect a streaming response waits on)."""
+    sent = {"done": False}
+
+    async def replay() -> dict[str, Any]:
+        if not sent["done"]:
+            sent["done"] = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
 class BodyLimitMiddleware:
     """ASGI middleware: a request body larger than :data:`MAX_BODY` is refused at once with 413 problem+json, by its
     ``Content-Length`` before anything is read; a body sent without one (chunked) is read here up to the limit and
@@ -44,15 +58,7 @@ class BodyLimitMiddleware:
                 return
             if not message.get("more_body"):
                 break
-        body, sent = b"".join(chunks), {"done": False}
-
-        async def replay() -> dict[str, Any]:
-            if not sent["done"]:
-                sent["done"] = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(b"".join(chunks), receive), send)
 
     @staticmethod
     async def _too_large(scope: Scope, receive: Receive, send: Send, size: str) -> None:
