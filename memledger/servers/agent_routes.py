@@ -4,8 +4,10 @@ memledger/agent_space.py), each the user route of the same name and shape under 
 ``.../facts/{key}/retractions``; ``GET .../profile``, ``.../history``, ``.../history/{key}``, ``POST .../search``;
 time travel ``GET .../believed``, ``.../true-at``, ``.../diff``, ``.../audit``; ``GET .../export``.
 
-Who may call them: an admin key holding every user (``keys create --admin``, no ``--user``). A key holding users
-gets 403 naming ``agent_id`` (an agent's own memories belong to none of its users). ``run_id`` narrows within the agent's memories; ``agent_id`` (or ``actor``) in a body or query may only
+Who may call them: a key limited to that agent (``memledger keys create --agent A``, with or without users), or an
+admin key holding every user (``keys create --admin``, no ``--user``). A key holding users and no agent gets 403
+naming ``agent_id`` (an agent's own memories belong to none of its users), and so does a key limited to another
+agent. ``run_id`` narrows within the agent's memories; ``agent_id`` (or ``actor``) in a body or query may only
 repeat the path's (422 otherwise). Erasing an agent's own memories stays in Python, the CLI and MCP."""
 
 from __future__ import annotations
@@ -43,9 +45,15 @@ def add_agent_routes(app: FastAPI, service: Service, *, written: Callable[..., R
             space = space_of(check_identifier(agent_id, "agent_id"))
         except BadInput as exc:
             raise problem(422, "Bad input", str(exc), field=exc.field, problem=exc.problem, fix=exc.fix) from None
-        if not principal(request).all_users:
+        p = principal(request)
+        if p.agent is not None and p.agent != agent_id:
+            said = f"this API key is limited to agent {p.agent!r}, not {agent_id!r}"
+            fix = f"use /v1/agents/{p.agent}/..., or a key for agent {agent_id!r}"
+            raise problem(403, "Forbidden", f"{said} (fix: {fix})", field="agent_id", problem=said, fix=fix)
+        if not p.allows_agent(agent_id):
             said = "this API key holds users; an agent's own memories belong to none of them"
-            fix = ("use an admin key created without --user; for the memories an agent wrote about a user, use "
+            fix = ("use an admin key created without --user, or a key limited to the agent (keys create --agent "
+                   f"{agent_id}); for the memories an agent wrote about a user, use "
                    f"/v1/users/{{user_id}}/...?agent_id={agent_id}")
             raise problem(403, "Forbidden", f"{said} (fix: {fix})", field="agent_id", problem=said, fix=fix)
         if await service.call(service.erased, space, inline=True):
