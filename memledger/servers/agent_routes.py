@@ -8,7 +8,7 @@ Who may call them: a key limited to that agent (``memledger keys create --agent 
 admin key holding every user (``keys create --admin``, no ``--user``). A key holding users and no agent gets 403
 naming ``agent_id`` (an agent's own memories belong to none of its users), and so does a key limited to another
 agent. ``run_id`` narrows within the agent's memories; ``agent_id`` (or ``actor``) in a body or query may only
-repeat the path's (422 otherwise). Erasing an agent's own memories stays in Python, the CLI and MCP."""
+repeat the path's (422 otherwise). Erasing an agent's own memories stays in Python and the CLI."""
 
 from __future__ import annotations
 
