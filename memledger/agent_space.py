@@ -45,6 +45,8 @@ def _verb(method: Callable[..., Any], fields: tuple[str, ...]) -> Callable[..., 
     @functools.wraps(method)
     def verb(self: Any, *args: Any, **kwargs: Any) -> Any:
         if args and isinstance(args[0], str) and not args[0].startswith(PREFIX):
+            if any(kwargs.get(f) is not None for f in fields):
+                _check_binding(method.__name__, sig, fields, self, args, kwargs)
             return method(self, *args, **kwargs)  # a user named (the usual call): no binding to pay for
         bound = sig.bind_partial(self, *args, **kwargs)  # a wrong call fails as the verb itself would
         given = bound.arguments
@@ -64,6 +66,29 @@ def _verb(method: Callable[..., Any], fields: tuple[str, ...]) -> Callable[..., 
             return method(*bound.args, **bound.kwargs)
 
     return verb
+
+
+def _check_binding(name: str, sig: inspect.Signature, fields: tuple[str, ...], self: Any, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> None:
+    """Refuse a call naming an agent whose positional arguments do not fit the verb: the first was read as the user
+    (``ml.assert_fact("style.length", "short", agent_id="planner")`` meant the planner's own memory), so Python's
+    TypeError about a missing argument would name the wrong one.
+
+    Raises:
+        BadInput: naming ``user_id``, with the call to write instead.
+    """
+    try:
+        sig.bind(self, *args, **kwargs)
+    except TypeError as exc:
+        field = next(f for f in fields if kwargs.get(f) is not None)
+        params = [n for n, p in list(sig.parameters.items())[1:]
+                  if n != "user_id" and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        shown = ", ".join(f"{p}=..." for p in params[:len(args)]) or "..."
+        raise BadInput("user_id", f"{args[0]!r} was taken as the user (the first positional argument of {name}), "
+                       f"and then the call does not fit: {exc}",
+                       f"for the own memories of agent {kwargs[field]!r}, pass the other arguments by name: "
+                       f"ml.{name}({shown}, {field}={kwargs[field]!r}); for a user's memories give the user first: "
+                       f"ml.{name}(user_id, ...)") from None
 
 
 def opened_if_own(*user_ids: str) -> Any:

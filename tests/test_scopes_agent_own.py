@@ -92,6 +92,37 @@ def test_the_agents_own_id_typed_as_a_user_is_refused_and_nothing_is_written(fre
     assert set(ml.profile("u").facts) == {"preference.drink", "style.length"}
 
 
+def test_positional_arguments_with_an_agent_and_no_user_are_refused_naming_the_fix(
+        fresh_ledger: MemoryLedger) -> None:
+    ml = fresh_ledger
+    _seed(ml)
+    head = ml.head()
+    for call, name, fix in (
+            (lambda: ml.assert_fact("style.tone", "dry", agent_id="planner"), "assert_fact",
+             "ml.assert_fact(key=..., value=..., agent_id='planner')"),
+            (lambda: ml.correct_fact("style.length", "brief", actor="planner"), "correct_fact",
+             "ml.correct_fact(key=..., value=..., actor='planner')"),
+            (lambda: ml.remember("I answer in German", agent_id="planner"), "remember",
+             "ml.remember(text=..., agent_id='planner')"),
+            (lambda: ml.search("French", agent_id="planner"), "search", "ml.search(query=..., agent_id='planner')"),
+            (lambda: ml.true_at("2024-06-01T00:00:00Z", agent_id="planner"), "true_at",
+             "ml.true_at(valid_at=..., agent_id='planner')"),
+            (lambda: ml.diff("2024-01-01T00:00:00Z", "2100-01-01T00:00:00Z", agent_id="planner"), "diff",
+             "ml.diff(from_=..., to=..., agent_id='planner')")):
+        with pytest.raises(BadInput) as e:
+            call()
+        assert e.value.field == "user_id", name
+        assert "was taken as the user (the first positional argument of " + name + ")" in e.value.problem
+        assert e.value.fix.startswith("for the own memories of agent 'planner', pass the other arguments by name: "
+                                      + fix), e.value.fix
+        assert f"give the user first: ml.{name}(user_id, ...)" in e.value.fix
+    assert ml.head() == head
+    # the same calls with the arguments named, or a user first, are answered as before
+    assert ml.assert_fact(key="style.tone", value="dry", agent_id="planner").user_id == "~agent/planner"
+    assert ml.assert_fact("u", "style.tone", "warm", agent_id="planner").user_id == "u"
+    assert [h.text for h in ml.search(query="answer in French", agent_id="planner")][:1] == ["I answer in French"]
+
+
 def test_an_agents_own_memories_are_exported_forgotten_and_erased_per_agent(fresh_ledger: MemoryLedger) -> None:
     ml = fresh_ledger
     _seed(ml)

@@ -26,7 +26,8 @@ def create_cmd(ctx: typer.Context,
                note: Optional[str] = typer.Option(None, "--note", help="What the key is for."),
                as_json: bool = JsonOpt,
                agent: Optional[str] = typer.Option(None, "--agent", help="Limit the key to this agent: it writes as "
-                                                   "the agent and reads only what the agent wrote.")) -> None:
+                                                   "the agent and reads only what the agent wrote, and reaches the "
+                                                   "agent's own memories (without --user: those alone).")) -> None:
     """Create a key; its secret is printed once and only its hash is stored."""
     from memledger.servers.keys import APIKeyStore
 
@@ -37,7 +38,7 @@ def create_cmd(ctx: typer.Context,
         emit_json(created.model_dump(mode="json"))
         return
     out.print(created.secret)
-    err.print(f"key {created.key_id} for {', '.join(created.users) or 'every user'}"
+    err.print(f"key {created.key_id} for {', '.join(created.users) or ('every user' if created.admin else 'no user')}"
               + (" (admin)" if created.admin else "") + (f" as agent {created.agent}" if created.agent else "")
               + ": the secret above is shown only once")
 
@@ -53,12 +54,13 @@ def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
         emit_json([k.model_dump(mode="json") for k in keys])
         return
     table = Table(title=f"{len(keys)} API keys")
-    for col in ("key_id", "users", "admin", "sensitive", "expires", "state", "note"):
+    for col in ("key_id", "users", "admin", "sensitive", "expires", "state", "note", "agent"):
         table.add_column(col)
     for k in keys:
         state = "active" if k.active else ("revoked" if k.revoked_at else "expired")
-        table.add_row(k.key_id, ", ".join(k.users) or "*", "yes" if k.admin else "", ",".join(k.allow_sensitive),
-                      k.expires_at.isoformat() if k.expires_at else "", state, k.note or "")
+        table.add_row(k.key_id, ", ".join(k.users) or ("*" if k.admin else ""), "yes" if k.admin else "",
+                      ",".join(k.allow_sensitive), k.expires_at.isoformat() if k.expires_at else "", state,
+                      k.note or "", k.agent or "")
     out.print(table)
 
 

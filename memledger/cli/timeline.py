@@ -19,7 +19,7 @@ import typer
 
 from ledger.errors import BadInput
 
-from .common import app, open_ledger, out
+from .common import AgentReadOpt, RunReadOpt, app, cli_scope, cli_user, open_ledger, out
 
 
 def _target(path: Optional[str]) -> Path:
@@ -67,16 +67,19 @@ def timeline_cmd(
         "each one shown is recorded as a disclosure. Others are shown as withheld."),
     now: Optional[str] = typer.Option(None, "--now", help="Judge scheduled facts at this instant (ISO 8601 with an "
                                       "offset; default now). The file still holds everything recorded."),
+    agent: Optional[str] = AgentReadOpt, run: Optional[str] = RunReadOpt,
 ) -> None:
     """Write USER's memory as a bitemporal timeline to one HTML file (one row per key, a system-time slider, the
-    audit of every version, sessions, messages and disclosures)."""
+    audit of every version, sessions, messages and disclosures); --agent / --run: only what that agent wrote / that
+    run held, as a scoped audit shows it (USER - with --agent: the agent's own memories)."""
     from ledger.schemas import check_user_id
     from ledger.timeutil import parse_instant
     from memledger.sensitivity import check_allow_sensitive
     from memledger.ui.model import PURPOSE_EXPORT, record_shown, user_view
     from memledger.ui.render import user_page
 
-    user = check_user_id(user, "USER")
+    scope = cli_scope(agent, run)
+    user = check_user_id(cli_user(ctx, user, scope.agent_id), "USER")
     target = _target(html)
     labels = check_allow_sensitive([x for raw in allow_sensitive or [] for x in raw.split(",")] or None,
                                    "--allow-sensitive")
@@ -86,11 +89,21 @@ def timeline_cmd(
         from memledger.sharding.sharded import is_sharded
 
         ml = opened.shard(opened.shard_of(user)) if is_sharded(opened) else opened  # the user's shard on a map
-        view = user_view(ml, user, allow_sensitive=labels, now=now)
-        if not view["erased"] and not view["keys"] and not view["sessions"] and not view["people"]:
+        view = user_view(ml, user, allow_sensitive=labels, now=now, agent_id=scope.agent_id, run_id=scope.run_id)
+
+        def empty(v: dict) -> bool:
+            return not v["erased"] and not v["keys"] and not v["sessions"] and not v["people"]
+
+        if empty(view) and (not scope or empty(user_view(ml, user, now=now))):
             # a mistyped USER or --home would otherwise give an auditor an empty file and exit 0
             raise BadInput("USER", f"the ledger at this home holds nothing about {user!r} (no fact, session, "
                            "relation or erasure)", "check the user id (memledger stats lists the store) and --home/--dsn")
+        if empty(view):  # the user is there, the scope is not: a mistyped --agent / --run
+            flag, given = ("--agent", scope.agent_id) if scope.agent_id is not None else ("--run", scope.run_id)
+            raise BadInput(flag, f"nothing of {user!r} was written {'by agent' if flag == '--agent' else 'in run'} "
+                           f"{given!r}" + (f" in run {scope.run_id!r}" if flag == "--agent" and scope.run_id else ""),
+                           "check the scope (memledger history USER --json shows each version's actor and "
+                           "session_id), or leave it out for the whole timeline")
         page = user_page(view, inline=True)
         _write(target, page)
         positions = record_shown(ml, view, PURPOSE_EXPORT)

@@ -8,9 +8,11 @@ that before any route runs, so every route is covered by one rule rather than ea
   naming another agent (``agent_id`` or ``actor``) is refused 403; one naming none is written as A;
 * a read that takes a scope (profile, history, believed, true-at, search, context, export) naming another agent is
   refused 403; one naming none is narrowed to A;
-* every other route of a user (diff, audit, sessions and messages, relations, unlinks, the change feed, ...),
-  the MCP endpoint and the /ui pages cannot be narrowed to an agent, so they are refused 403 rather than shown
-  whole.
+* every other route of a user (diff, audit, sessions and messages, relations, unlinks, the change feed, ...) and
+  the /ui pages cannot be narrowed to an agent, so they are refused 403 rather than shown whole;
+* the MCP endpoint passes: each tool call is limited by the same rules (memledger/servers/agent_scope.py);
+* the agent's own memories (``/v1/agents/A/...``, memledger/servers/agent_routes.py) are A's alone: there the key
+  is checked against the path's agent, not narrowed.
 
 The user stays the boundary: the key's users are checked as for any key (memledger/servers/http.py).
 """
@@ -25,6 +27,7 @@ from urllib.parse import parse_qsl, urlencode
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .agent_scope import narrow_related
 from .limits import replaying
 from .mcp import PRINCIPAL_STATE
 
@@ -38,7 +41,7 @@ BODY_READS = re.compile(rf"^{_USER}/(search|context)$")
 #: fact writes: their JSON body names the agent (``agent_id``, or ``actor``: the same field)
 BODY_WRITES = re.compile(rf"^{_USER}/(memories|facts/[^/]+|facts/[^/]+/corrections|facts/[^/]+/retractions)$")
 #: what a key limited to an agent may not reach at all (the routes above excepted)
-GUARDED = re.compile(r"^(/v1/users/|/v1/commands$|/mcp|/ui/)")
+GUARDED = re.compile(r"^(/v1/users/|/v1/commands$|/ui/)")
 
 
 def _refused(field: str, problem: str, fix: str) -> JSONResponse:
@@ -122,15 +125,3 @@ class AgentKeyMiddleware:
         headers.append((b"content-length", str(len(raw)).encode("latin-1")))
         scope = {**scope, "headers": headers}
         await self.app(scope, replaying(raw, receive), send)
-
-
-def narrow_related(ml: Any, receipt: Any, agent: str | None) -> Any:
-    """A ``remember`` receipt as a key limited to ``agent`` may see it: the memories it weighed (``related``) only
-    where the version weighed was written by that agent. The decision stands (the user is one person: another
-    agent's memory may be revised), but no other agent's words are shown. ``agent`` None: the receipt as it is."""
-    related = getattr(receipt, "related", None)
-    if agent is None or not related:
-        return receipt
-    mine = {(h.key, h.version) for key in {r.key for r in related}  # the few keys weighed, not the whole history
-            for h in ml.history(receipt.user_id, key, agent_id=agent)}
-    return receipt.model_copy(update={"related": [r for r in related if (r.key, r.version) in mine]})

@@ -712,7 +712,8 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
     from .agent_routes import add_agent_routes  # an agent's own memories, written without a user
 
     add_agent_routes(app, service, written=written, position=_position, granted=granted, labels_ok=labels_ok,
-                     principal=principal, problem=Problem)
+                     principal=principal, problem=Problem, key_of=key_of, idem=idem, query=_query,
+                     validated=_validated)
 
     install_openapi_doc(app, OPEN_PATHS)
     return app
@@ -737,11 +738,12 @@ def _validated(model: type, **fields: Any) -> Any:
         raise RequestValidationError([{**e, "loc": ("query", *e.get("loc", ()))} for e in exc.errors()]) from None
 
 
-def _query(model: type) -> Any:
-    """A dependency reading ``model``'s fields (without ``user_id``) from the query string."""
+def _query(model: type, omit: tuple[str, ...] = ()) -> Any:
+    """A dependency reading ``model``'s fields (without ``user_id``, nor those in ``omit``: a path's) from the query
+    string."""
     import inspect
 
-    names = [n for n in model.model_fields if n != "user_id"]
+    names = [n for n in model.model_fields if n != "user_id" and n not in omit]
     lists = {n for n in names if "list[" in str(model.model_fields[n].annotation)}  # repeatable: ?a=x&a=y
 
     def dep(request: Request) -> Any:

@@ -5,7 +5,8 @@ the SHA-256 of the whole key is stored (a 256-bit random secret needs no slow ha
 the store's projection database (the SQLite home's ``projections.db`` or the PostgreSQL schema). The key itself
 is printed once by ``memledger keys create``.
 
-A key holds a list of users; it can read and write those users only. ``--admin`` adds the erase route
+A key holds a list of users; it can read and write those users only. A key limited to an agent (``--agent A``)
+also reaches A's own memories (``/v1/agents/A/...``), and with no ``--user`` those alone. ``--admin`` adds the erase route
 (``DELETE /v1/users/{user_id}``, with a ``Confirm-Erase: <user_id>`` header); an admin key created without users
 holds every user. ``--allow-sensitive LABEL`` lets the key's caller pass that label to ``recall``/``context``.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ledger.agent_spaces import space_of
 from ledger.errors import BadInput
 from ledger.schemas import check_identifier, check_label, check_user_id
 from projections.history import add_missing_column
@@ -61,11 +63,19 @@ class Principal:
     def allows(self, user_id: str) -> bool:
         return self.all_users or user_id in self.users
 
+    def allows_agent(self, agent_id: str) -> bool:
+        """Whether the key may reach agent ``agent_id``'s own memories (written without a user): a key limited to
+        an agent reaches that agent's own and no other's; any other key only when it holds every user."""
+        return self.agent == agent_id if self.agent is not None else self.all_users
+
     @property
     def scope(self) -> frozenset[str] | None:
         """The users this key's reads are limited to in the database (``projections.db.request_scope``): its
-        users, or None (every user) for an admin key without users."""
-        return None if self.all_users else self.users
+        users (and, for a key limited to an agent, that agent's own memories' id), or None (every user) for an
+        admin key without users."""
+        if self.all_users:
+            return None
+        return self.users | {space_of(self.agent)} if self.agent is not None else self.users
 
 
 class KeyInfo(BaseModel):
@@ -118,19 +128,22 @@ class APIKeyStore:
                allow_sensitive: list[str] | None = None, note: str | None = None,
                agent: str | None = None) -> CreatedKey:
         """Mint a key; returns it with its ``secret`` (shown once; only its hash is kept). ``agent``: the key
-        writes as that agent only and reads only what it wrote (memledger/servers/agent_keys.py).
+        writes as that agent only and reads only what it wrote (memledger/servers/agent_keys.py), and reaches that
+        agent's own memories (written without a user; with no ``users``, those alone).
 
         Raises:
-            BadInput: no user and not admin, a malformed user id, label, agent or expiry, or an expiry in the past.
+            BadInput: no user, not admin and no agent; a malformed user id, label, agent or expiry, or an expiry in
+                the past.
         """
         users = sorted({check_user_id(u, "--user") for u in users})
         agent = check_identifier(agent, "--agent")
         erased = [u for u in users if self._erased_at(u) is not None] if self._erased_at is not None else []
         if erased:  # an erased id stays burned: a key for it could only ever read "erased"
             raise BadInput("--user", f"{erased[0]!r} was erased", "an erased user id stays burned: use a new user id")
-        if not users and not admin:
+        if not users and not admin and agent is None:
             raise BadInput("--user", "no user given", "name the users the key may read and write (--user U, "
-                           "repeatable), or create an --admin key")
+                           "repeatable), or create an --admin key (or --agent A alone: a key for agent A's own "
+                           "memories)")
         labels = sorted({(x or "").strip() for x in (allow_sensitive or [])})
         if any(not x for x in labels):
             raise BadInput("--allow-sensitive", "an empty label", "give labels such as health or finance")

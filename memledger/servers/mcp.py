@@ -15,7 +15,8 @@ Who a call may touch (every tool takes an optional ``user_id``):
 - pinned (``--user U``): an omitted ``user_id`` means U; any other is refused;
 - over HTTP (``--transport http``, or ``/mcp`` of ``serve http``): the request's API key decides (the key middleware
   of :mod:`memledger.servers.http` puts its :class:`~memledger.servers.keys.Principal` in the request's state); an
-  omitted ``user_id`` means the key's one user;
+  omitted ``user_id`` means the key's one user; a key limited to an agent is limited per call
+  (memledger/servers/agent_scope.py) and reaches that agent's own memories;
 - over stdio, unpinned: any user (a trusted local process); ``user_id`` is then required, or ``agent_id`` (a
   write's ``actor``) alone for that agent's own memories (memledger/agent_space.py), as over HTTP with an admin key
   holding every user.
@@ -49,6 +50,7 @@ from .. import erasure, sensitivity
 from ..agent_space import opened_if_own
 from ..context import Context as LedgerContext
 from ..sessions import Resume, SessionReceipt
+from .agent_scope import limit_tool_call, narrow_related, refuse_unscoped
 from ..timetravel import Beliefs, Diff
 from .keys import Principal
 from .models import (
@@ -196,14 +198,17 @@ class UserPolicy:
         """The user a call touches: ``user_id`` as the pin and the key allow, or, given ``agent`` (the call's
         ``agent_id`` or ``actor``) and no user (or the agent's own id back from a receipt), that agent's own id
         (``~agent/A``) when the server is unpinned and the caller may read every user (stdio, or an admin key
-        without users).
+        without users) or holds a key limited to that agent (given no user: when the key holds no user).
 
         Raises:
             BadInput: ``user_id`` missing, malformed, or not the pinned user; ``agent_id`` malformed.
             PermissionError: the key does not hold the user, or no key where one is required.
         """
         if agent is not None and self.pinned is None and (user_id is None or user_id == space_of(agent)):
-            if (principal is None and not self.require_key) or (principal is not None and principal.all_users):
+            if (principal is None and not self.require_key) or (principal is not None and principal.all_users) or (
+                    # a key limited to this agent: by its own id passed back, or with no user when it holds none
+                    principal is not None and principal.agent == agent and (user_id is not None or
+                                                                            not principal.users)):
                 return space_of(check_identifier(agent, "agent_id"))
         if user_id is not None:
             user_id = check_user_id(user_id)
@@ -309,9 +314,10 @@ def _register(server: MCPServer, name: str, args_model: type, result_type: Any,
         try:
             if parser is not None:
                 kwargs = parser.pre_parse_json(kwargs)
-            args = args_model.model_validate(kwargs)
+            args = limit_tool_call(name, args_model.model_validate(kwargs), principal)  # a key limited to an agent
             agent = getattr(args, "agent_id", None) or getattr(args, "actor", None)
             user = policy.resolve(getattr(args, "user_id", None), principal, agent if isinstance(agent, str) else None)
+            refuse_unscoped(name, user, principal)
             # an MCP tool runs in the session's task, not the HTTP request's: the key's scope is set here
             with request_scope(None if principal is None else principal.scope), opened_if_own(user):
                 return body(user, args, principal)
@@ -423,7 +429,8 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
         _register(server, name, args_model, result_type, body, policy, annotations, lock=s.lock)
 
     remember_type = _remember_result_type(service)
-    reg("remember", RememberArgs, remember_type, lambda u, a, p: s.remember(u, a), write)
+    reg("remember", RememberArgs, remember_type,  # a key limited to an agent sees only its own memories weighed
+        lambda u, a, p: narrow_related(s.ml, s.remember(u, a), getattr(p, "agent", None)), write)
     reg("recall", RecallArgs, RecallResult, recall, ro)
     # every read showing fact values: labels the call asks for must be the key's; the rest are withheld
     reg("profile", ProfileArgs, Profile, granted(lambda u, a: s.profile(u, a.after, a.allow_sensitive, a.purpose,
@@ -534,7 +541,11 @@ def _register_resources(server: MCPServer, service: Service, policy: UserPolicy)
         # A refusal is the caller's (bad user id, a user the key or the pin does not hold): the SDK answers
         # ResourceNotFoundError with -32602 (invalid params), any other ResourceError with -32603 (internal error).
         try:
-            return policy.resolve(user_id, principal_of(ctx))
+            p = principal_of(ctx)
+            if getattr(p, "agent", None) is not None:  # a resource takes no agent_id: it cannot be narrowed
+                raise PermissionError(f"this API key is limited to agent {p.agent!r}, and a resource cannot be "
+                                      "limited to an agent (fix: use the tool of the same name)")
+            return policy.resolve(user_id, p)
         except (BadInput, PermissionError) as exc:
             raise ResourceNotFoundError(bad_input_text(exc) if isinstance(exc, BadInput) else f"refused: {exc}") \
                 from None

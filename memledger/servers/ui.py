@@ -9,7 +9,8 @@ thing they record is a disclosure for each labelled (sensitive) fact they show, 
 
 A user's page shows a fact labelled sensitive (health, finance, ...) only when its address asks for the label
 (``?allow_sensitive=health&purpose=...``) and the key holds it (403 otherwise); else the fact is drawn "withheld
-(health)". A user's page needs a key holding that user; ``/ui/health`` (every user's figures) needs a key holding every user
+(health)". ``?agent_id=A&run_id=R`` shows only what that agent wrote / that run held (``timeline --agent/--run``).
+A user's page needs a key holding that user; ``/ui/health`` (every user's figures) needs a key holding every user
 (an admin key created without ``--user``). Refusals are small HTML pages with the status: 401 (sign in), 403,
 404, 410 (an erased user: the page shows the erasure receipt and nothing else), 422 (a malformed user id).
 """
@@ -27,6 +28,7 @@ from ledger.errors import BadInput
 from ledger.schemas import check_user_id
 from projections.db import request_scope
 
+from ..scopes import check_scope
 from ..sensitivity import check_grant
 from .keys import APIKeyStore, Principal
 from .ops import Service
@@ -172,6 +174,8 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
         try:
             grant = check_grant(request.query_params.getlist("allow_sensitive") or None,
                                 request.query_params.get("purpose"))
+            # ?agent_id=A&run_id=R: only what that agent wrote / that run held, as timeline --agent / --run
+            scope = check_scope(request.query_params.get("agent_id"), request.query_params.get("run_id"))
         except BadInput as exc:
             return _page(message_page("Bad input", f"{exc.field}: {exc.problem} (fix: {exc.fix})", here), 422)
         missing = sorted(grant.labels - p.allow_sensitive)
@@ -181,7 +185,12 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
                                       here), 403)
         with request_scope(p.scope):  # the database holds the page to the key's users too
             page, view = service.run(user_html, service.run(service.store_of, user_id), user_id,
-                                     allow_sensitive=sorted(grant.labels), purpose=grant.purpose)
+                                     allow_sensitive=sorted(grant.labels), purpose=grant.purpose,
+                                     agent_id=scope.agent_id, run_id=scope.run_id)
+        if scope and not view["erased"] and not view["keys"] and not view["sessions"]:
+            return _page(message_page("Not found", f"Nothing of {user_id!r} was written in this scope "
+                                      f"({', '.join(f'{k}={v}' for k, v in view['scope'].items())}). Check the "
+                                      "agent_id / run_id, or leave them out for the whole timeline.", here), 404)
         if not view["erased"] and not view["keys"] and not view["sessions"] and not view["people"]:
             # a mistyped id would otherwise look like a user whose memory is empty (timeline --html refuses it too)
             return _page(message_page("Not found", f"The ledger holds nothing about {user_id!r}: no fact, "

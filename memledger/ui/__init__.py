@@ -22,20 +22,22 @@ from .render import health_page, user_page
 
 
 def user_html(ml: Any, user_id: str, *, allow_sensitive: Any = frozenset(), inline: bool = False,
-              now: Any = None, purpose: str | None = None) -> tuple[str, dict[str, Any]]:
+              now: Any = None, purpose: str | None = None, agent_id: str | None = None,
+              run_id: str | None = None) -> tuple[str, dict[str, Any]]:
     """The timeline page of ``user_id`` as HTML, and its view model.
 
     ``allow_sensitive``: labels whose facts are shown (others are shown withheld); each labelled version shown is
     recorded as a disclosure with ``purpose`` (default: the page's or the export's). ``inline``: one
-    self-contained file (script and style inside; a Content-Security-Policy that fetches nothing).
+    self-contained file (script and style inside; a Content-Security-Policy that fetches nothing). ``agent_id`` /
+    ``run_id``: only what that agent wrote / that run held (:func:`memledger.ui.model.user_view`).
 
     Raises:
-        BadInput: an invalid user id, label or ``now``.
+        BadInput: an invalid user id, label, ``now``, ``agent_id`` or ``run_id``.
     """
     from ..sensitivity import check_allow_sensitive
 
     labels = check_allow_sensitive(list(allow_sensitive) if allow_sensitive else None)
-    view = user_view(ml, user_id, allow_sensitive=labels, now=now)
+    view = user_view(ml, user_id, allow_sensitive=labels, now=now, agent_id=agent_id, run_id=run_id)
     page = user_page(view, inline=inline)
     record_shown(ml, view, purpose or (PURPOSE_EXPORT if inline else PURPOSE_PAGE))
     return page, view

@@ -173,7 +173,7 @@ def believed_at(view: dict[str, Any], at: str, axis: str = "system") -> dict[str
 
 
 def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[str] = frozenset(),
-              now: Any = None) -> dict[str, Any]:
+              now: Any = None, agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
     """The timeline of one user: one entry per key with its versions, bitemporal rows and events; the sessions
     with their messages; the disclosures; the ticks of the system-time slider.
 
@@ -183,6 +183,10 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
         allow_sensitive: labels whose facts are shown; a labelled version with another label is shown withheld
             (value and text ``None``, ``withheld`` = its label).
         now: the instant the page is drawn at (default the current time, UTC): scheduled facts, the slider's end.
+        agent_id, run_id: only what was written by that agent / in that run (memledger/scopes.py), as a scoped
+            ``audit`` shows it: the events recorded in the scope, the keys they touch, their disclosures, the run's
+            session (a message records no agent: an agent's timeline has no session); people and relations are not
+            written by scope, so a scoped timeline leaves them out.
 
     Returns a JSON-shaped dict (instants as :func:`iso` strings): ``user_id``, ``generated_at``, ``erased``
     (then ``erasure`` and nothing else), ``keys``, ``sessions``, ``people`` (the relation versions), ``disclosures``,
@@ -192,9 +196,12 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
     (:func:`group_of`) and ``last_activity``.
 
     Raises:
-        BadInput: an invalid ``user_id`` or ``now``.
+        BadInput: an invalid ``user_id``, ``now``, ``agent_id`` or ``run_id``.
     """
+    from ..scopes import check_scope
+
     user_id = check_user_id(user_id)
+    scope = check_scope(agent_id, run_id)
     now_dt = now_utc() if now is None else parse_instant(now, "now")
     now_us = to_micros(now_dt)
     erased_at = ml.erased_at(user_id)
@@ -213,6 +220,11 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
         timeline = cur.fetchall()
         proj = getattr(ml, "disclosures_projection", None)
         disclosures = [] if proj is None else proj.rows(cur, user_id)
+    if scope:  # the events recorded in the scope, and the bitemporal rows and disclosures of their versions
+        rows = [r for r in rows if scope.matches(r["actor"], r["session_id"])]
+        kept = {(r["key"], r["version"]) for r in rows}
+        timeline = [t for t in timeline if (t[0], t[1]) in kept]
+        disclosures = [d for d in disclosures if (d["key"], d["version"]) in kept]
     by_key: dict[str, dict[str, Any]] = {}
     for r in rows:
         by_key.setdefault(r["key"], {"key": r["key"], "versions": [], "events": [], "timeline": []})
@@ -256,6 +268,9 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
                                   "bar_from": iso(vf), "bar_to": iso(vt)})
     sessions = ml.sessions(user_id)
     messages = ml.messages(user_id)
+    if scope:  # a message records its run (its session) but no agent
+        sessions = [] if scope.agent_id is not None else [x for x in sessions if x["session_id"] == scope.run_id]
+        messages = [] if scope.agent_id is not None else [m for m in messages if m["session_id"] == scope.run_id]
     by_session: dict[str, list[dict[str, Any]]] = {}
     for m in messages:
         by_session.setdefault(m["session_id"], []).append(
@@ -275,8 +290,9 @@ def user_view(ml: Any, user_id: str, *, allow_sensitive: frozenset[str] | set[st
     keys = [by_key[k] for k in sorted(by_key)]
     ticks = _ticks(timeline, now_us)
     observed_ticks = _observed_ticks(rows, timeline, now_us)
-    people = _people(ml, user_id, allow_sensitive, shown)
+    people = [] if scope else _people(ml, user_id, allow_sensitive, shown)
     return {"user_id": user_id, "generated_at": iso(now_dt), "erased": False, "erasure": None,
+            "scope": {k: v for k, v in (("agent_id", scope.agent_id), ("run_id", scope.run_id)) if v} or None,
             "keys": keys, "groups": groups(keys), "default_axis": default_axis(rows),
             "sessions": session_rows, "people": people,
             "disclosures": [{"key": d["key"], "version": d["version"], "sensitivity": d["sensitivity"],

@@ -186,6 +186,11 @@ def user_page(view: dict[str, Any], *, inline: bool = False) -> str:
     out = [_head(f"memledger: memory of {user}", inline, csp), "<body>"]
     out.append('<a class="skip" href="#rows">Skip to the timeline</a>')
     out.append(f'<header><h1>Memory of <span class="user">{esc(user)}</span></h1>')
+    scope = view.get("scope") or {}
+    if scope:  # a scoped timeline says so: it is not the whole memory
+        said = [f"written by agent {scope['agent_id']}" if scope.get("agent_id") else "",
+                f"in run {scope['run_id']}" if scope.get("run_id") else ""]
+        out.append(f'<p class="scope">Only what was {esc(", ".join(x for x in said if x))}.</p>')
     if view["erased"]:
         r = view["erasure"]
         out.append("</header><main>")
