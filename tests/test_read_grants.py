@@ -176,7 +176,8 @@ def served(fresh_ledger: MemoryLedger) -> Any:
     keys = APIKeyStore(fresh_ledger)
     secrets = {"plain": keys.create(["u1"]).secret,
                "health": keys.create(["u1"], allow_sensitive=["health"]).secret,
-               "admin": keys.create([], admin=True).secret}
+               "admin": keys.create([], admin=True).secret,
+               "planner": keys.create([], agent="planner").secret}  # the agent's own memories, no label
     # an app per use: the MCP session manager inside runs one lifespan only
     return fresh_ledger, lambda: create_app(Service(fresh_ledger)), secrets
 
@@ -322,6 +323,10 @@ HTTP_WRITES = {
     ("POST", "/v1/users/{user_id}/identity-links"): "identity_link: the two ids the caller sent, a status, receipts",
     ("POST", "/v1/users/{user_id}/identity-links/removals"): "identity_unlink: the two ids the caller sent, receipts",
     ("POST", "/v1/agents/{agent_id}/memories"): "remember as the agent's own: as the user route",
+    ("POST", "/v1/agents/{agent_id}/facts/{key}"): "assert as the agent's own: a receipt, as the user route",
+    ("POST", "/v1/agents/{agent_id}/facts/{key}/corrections"): "correct the agent's own: a receipt",
+    ("POST", "/v1/agents/{agent_id}/facts/{key}/retractions"): "retract the agent's own: a receipt",
+    ("DELETE", "/v1/agents/{agent_id}"): "erase the agent's own memories: the erasure receipt (counts)",
 }
 #: reads sent as POST (their query in the body): called like the GETs
 HTTP_POST_READS = {"/v1/users/{user_id}/search", "/v1/users/{user_id}/context", "/v1/agents/{agent_id}/search"}
@@ -350,7 +355,8 @@ def _fill(template: str) -> str:
 def test_no_read_route_tool_or_resource_shows_a_labelled_value_to_a_key_lacking_the_label(served: Any) -> None:
     ml, new_app, keys = served
     ml.log_message("u1", "s1", role="user", message_id="m1", text="hello there")
-    # an agent's own labelled memory: its routes take an admin key holding every user, here one without the label
+    # an agent's own labelled memory: its routes take the key limited to that agent, here one without the label (an
+    # admin key's export is complete, the right of access, as a user's is)
     ml.assert_fact(key="health.condition", value=SECRET, text=f"I am {SECRET}", sensitivity="health",
                    agent_id="planner")
     feed_events = len(ml.history("u1"))
@@ -373,7 +379,7 @@ def test_no_read_route_tool_or_resource_shows_a_labelled_value_to_a_key_lacking_
                 if "requestBody" in op:
                     ref = op["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
                     body = {n: SAMPLE[n] for n in spec["components"]["schemas"][ref].get("required", [])}
-                who = keys["admin"] if template.startswith("/v1/agents/") else keys["plain"]
+                who = keys["planner"] if template.startswith("/v1/agents/") else keys["plain"]
                 r = await http.request(method, _fill(template), params=params, json=body, headers=bearer(who))
                 assert r.status_code == 200, (method, template, r.status_code, r.text[:300])
                 answers[f"{method} {template}"] = r.text

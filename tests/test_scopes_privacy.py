@@ -290,13 +290,14 @@ def test_a_key_limited_to_an_agent_writes_and_reads_as_that_agent(cli: Any, fres
         r = http.post("/v1/users/u/memories", json={"text": "Berlin was lovely in the spring, I hear"})
         assert r.status_code == 201, r.text
         assert all("Berlin" not in (m.get("text") or "") for m in r.json()["related"]), r.json()["related"]
-        # the pages show every agent's memories: a key limited to one agent signs in to none of them
+        # a user's page shows every agent's memories: a key limited to one agent signs in to its agent's own page
+        # alone (tests/test_scopes_agent_erase.py), never to the user's
         login = http.post("/ui/login", data={"key": created["secret"], "next": "/ui/users/u"},
                           headers={"Origin": "http://testserver"}, follow_redirects=False)
-        assert login.status_code == 403 and "limited to agent" in login.text and "set-cookie" not in login.headers
-        http.cookies.set("memledger_ui", created["secret"])  # a cookie set by hand is refused as well
+        assert (login.status_code, login.headers["location"]) == (303, "/ui/users/~agent%2Fa")
+        http.cookies.set("memledger_ui", created["secret"])
         page = http.get("/ui/users/u", follow_redirects=False)
-        assert page.status_code == 403 and "Berlin" not in page.text
+        assert page.status_code == 403 and "limited to agent" in page.text and "Berlin" not in page.text
         http.cookies.clear()
     with TestClient(create_app(Service(ml)), headers={"Authorization": f"Bearer {plain['secret']}"}) as http:
         assert set(http.get("/v1/users/u/profile").json()["facts"]) >= {"home.city", "work.employer"}

@@ -8,11 +8,12 @@ that before any route runs, so every route is covered by one rule rather than ea
   naming another agent (``agent_id`` or ``actor``) is refused 403; one naming none is written as A;
 * a read that takes a scope (profile, history, believed, true-at, search, context, export) naming another agent is
   refused 403; one naming none is narrowed to A;
-* every other route of a user (diff, audit, sessions and messages, relations, unlinks, the change feed, ...) and
-  the /ui pages cannot be narrowed to an agent, so they are refused 403 rather than shown whole;
+* every other route of a user (diff, audit, sessions and messages, relations, unlinks, the change feed, erase, ...)
+  cannot be narrowed to an agent, so they are refused 403 rather than shown whole; the /ui pages sign in by their
+  own cookie and show such a key its agent's own memories' page alone (memledger/servers/ui.py);
 * the MCP endpoint passes: each tool call is limited by the same rules (memledger/servers/agent_scope.py);
 * the agent's own memories (``/v1/agents/A/...``, memledger/servers/agent_routes.py) are A's alone: there the key
-  is checked against the path's agent, not narrowed.
+  is checked against the path's agent, not narrowed (erasing them needs an admin key besides).
 
 The user stays the boundary: the key's users are checked as for any key (memledger/servers/http.py).
 """

@@ -2,13 +2,17 @@
 memledger/agent_space.py), each the user route of the same name and shape under ``/v1/agents/{agent_id}``:
 ``POST .../memories`` (remember), ``POST .../facts/{key}`` (assert), ``.../facts/{key}/corrections``,
 ``.../facts/{key}/retractions``; ``GET .../profile``, ``.../history``, ``.../history/{key}``, ``POST .../search``;
-time travel ``GET .../believed``, ``.../true-at``, ``.../diff``, ``.../audit``; ``GET .../export``.
+time travel ``GET .../believed``, ``.../true-at``, ``.../diff``, ``.../audit``; ``GET .../export``; and
+``DELETE /v1/agents/{agent_id}``, the erasure of ``DELETE /v1/users/{user_id}`` (an admin key, ``Confirm-Erase``
+repeating the agent id; the receipt with its signed certificate). Erasing an agent's own memories destroys the key
+of ``~agent/<agent_id>`` alone: the memories that agent wrote about users are theirs, and stay.
 
 Who may call them: a key limited to that agent (``memledger keys create --agent A``, with or without users), or an
 admin key holding every user (``keys create --admin``, no ``--user``). A key holding users and no agent gets 403
 naming ``agent_id`` (an agent's own memories belong to none of its users), and so does a key limited to another
 agent. ``run_id`` narrows within the agent's memories; ``agent_id`` (or ``actor``) in a body or query may only
-repeat the path's (422 otherwise). Erasing an agent's own memories stays in Python and the CLI."""
+repeat the path's (422 otherwise). Erasing needs an admin key besides (a key limited to the agent is not enough,
+unless created with --admin as well), as erasing a user does."""
 
 from __future__ import annotations
 
@@ -25,6 +29,10 @@ from ..scopes import RUN_HELP
 from .models import (_ALLOW, _PURPOSE, AuditArgs, BelievedArgs, DiffArgs, HistoryArgs, HttpAssertBody,
                      HttpCorrectBody, HttpSearchBody, ProfileArgs, RememberBody, RetractBody, TrueAtArgs)
 from .ops import Service
+
+
+#: the fix of a malformed agent id in a path (a blank one cannot be "left out" there)
+PATH_FIX = "name the agent in the path: /v1/agents/{agent_id}/..., agent_id its id as written (non-blank text)"
 
 
 def add_agent_routes(app: FastAPI, service: Service, *, written: Callable[..., Response],
@@ -44,7 +52,8 @@ def add_agent_routes(app: FastAPI, service: Service, *, written: Callable[..., R
         try:
             space = space_of(check_identifier(agent_id, "agent_id"))
         except BadInput as exc:
-            raise problem(422, "Bad input", str(exc), field=exc.field, problem=exc.problem, fix=exc.fix) from None
+            raise problem(422, "Bad input", str(exc), field=exc.field, problem=exc.problem,
+                          fix=exc.fix or PATH_FIX) from None
         p = principal(request)
         if p.agent is not None and p.agent != agent_id:
             said = f"this API key is limited to agent {p.agent!r}, not {agent_id!r}"
@@ -136,6 +145,49 @@ def add_agent_routes(app: FastAPI, service: Service, *, written: Callable[..., R
                 idempotency_key: str | None = IdemHeader) -> Response:
         r = own(space, service.retract, key, same_agent(space, idem(body, idempotency_key)))
         return written(r.model_dump(mode="json"), r.position, 201)
+
+    # -- erasure: the user route's rules, on the agent's own memories alone -----------------------------------------
+    @app.delete("/v1/agents/{agent_id}", tags=["agents"],
+                description="Erase the agent's own memories (those written with agent_id and no user): their key is "
+                            "destroyed, every projection purged; the receipt holds a certificate signed with the "
+                            "store's key. Needs an admin key and the header Confirm-Erase repeating the agent id. "
+                            "The memories the agent wrote about users are theirs and are left as they are. Erasing "
+                            "again records nothing new.")
+    def erase(request: Request, agent_id: str = Path(description="The agent whose own memories to erase."),
+              confirm: str | None = Header(None, alias="Confirm-Erase",
+                                           description="The agent id again: erasing is irreversible.")) -> Response:
+        p = principal(request)
+        try:
+            agent = check_identifier(agent_id, "agent_id")
+        except BadInput as exc:
+            raise problem(422, "Bad input", str(exc), field=exc.field, problem=exc.problem,
+                          fix=exc.fix or PATH_FIX) from None
+        if not p.allows_agent(agent):
+            said = (f"this API key is limited to agent {p.agent!r}, not {agent!r}" if p.agent is not None else
+                    "this API key holds users; an agent's own memories belong to none of them")
+            fix = "use an admin key created without --user (memledger keys create --admin)"
+            raise problem(403, "Forbidden", f"agent_id: {said} (fix: {fix})", field="agent_id", problem=said,
+                          fix=fix)
+        if not p.admin:
+            raise problem(403, "Forbidden", "erasing needs an admin key (memledger keys create --admin)",
+                          field="Authorization", problem="erasing needs an admin key",
+                          fix="use a key created with memledger keys create --admin")
+        if confirm != agent:
+            raise problem(422, "Bad input", "Confirm-Erase: must repeat the agent id (erasing is irreversible)",
+                          field="Confirm-Erase", problem="missing or not the agent id",
+                          fix=f"send Confirm-Erase: {agent}")
+        space = space_of(agent)
+        try:
+            with opened(space):
+                r = service.erase(space)
+        except BadInput as exc:
+            if exc.field != "user_id" or not exc.problem.startswith("nothing is held"):
+                raise
+            said = f"agent {agent!r} has no own memories (nothing was written with agent_id {agent!r} and no user)"
+            fix = "check the agent id: erasing burns it for good"
+            raise problem(422, "Bad input", f"agent_id: {said} (fix: {fix})", field="agent_id", problem=said,
+                          fix=fix) from None
+        return written(r.model_dump(mode="json"), r.position or 0)
 
     # -- the other reads: one key's history, time travel on both axes, export --------------------------------------
     @app.get("/v1/agents/{agent_id}/history/{key}", tags=["agents"])

@@ -9,6 +9,8 @@ route whose tools are only known once the call is read, so each tool call is lim
 * a tool that takes no ``agent_id`` cannot be narrowed to an agent, so it is refused rather than answered whole;
   ``diff`` and ``audit`` of a user are refused too (a dropped belief names the other agent's event), but answered on
   A's own memories, which A alone wrote;
+* ``erase`` takes ``agent_id`` (the agent's own memories) but needs an admin key, so a key limited to an agent
+  erases nothing unless it was created as an admin key too (then only its agent's own memories);
 * the user stays the boundary: the key's users are checked as for any key, and A's own memories (``~agent/A``) are
   reached by ``agent_id`` with no user when the key holds no user, or by passing that id back as ``user_id``.
 """

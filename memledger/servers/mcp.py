@@ -3,7 +3,8 @@
 Tools (each with a pydantic argument model and a result model, so each has an input and an output schema):
 ``remember``, ``recall``, ``profile``, ``history``, ``believed``, ``true_at``, ``diff``, ``audit``, ``correct``,
 ``retract``, ``unlink``, ``context``, ``resume``, ``log_message``, ``update_card``, ``end_session``; ``erase`` and
-``forget`` only with ``allow_destructive``, marked destructive. Resources: ``memledger://users/{user_id}/profile``,
+``forget`` only with ``allow_destructive``, marked destructive (``erase`` with ``agent_id`` and no user: that agent's
+own memories; over HTTP every destructive tool needs an admin key). Resources: ``memledger://users/{user_id}/profile``,
 ``memledger://users/{user_id}/history/{key}``, ``memledger://users/{user_id}/context``.
 
 Facts labelled sensitive (health, finance, ...) are withheld by every read (value and text null, ``withheld`` names
@@ -152,7 +153,8 @@ DESCRIPTIONS = {
                      "makes a recall of either also search the other's memories (each hit names its user_id); "
                      "`may_be` is shown as such and merges nothing. Never link on a guess: ask the user.",
     "erase": "DESTRUCTIVE and irreversible: erase everything about the user (their key is destroyed, every "
-             "projection purged). `confirm` must repeat the user id.",
+             "projection purged). `confirm` must repeat the user id. With `agent_id` and no user: that agent's own "
+             "memories (never what it wrote about users), `confirm` repeating the agent id.",
     "forget": "DESTRUCTIVE and irreversible: shred one fact's text and value (every version of `key`, or `version` "
               "alone; its per-fact key is destroyed); its history keeps only that it existed, when and by whom. "
               "`confirm` must repeat the key.",
@@ -473,12 +475,29 @@ def build_mcp(service: Service, *, user: str | None = None, allow_destructive: b
                                       openWorldHint=False)
 
         def erase(u: str, a: EraseArgs, p: Principal | None) -> Any:
-            if a.confirm != u:
-                raise BadInput("confirm", f"{a.confirm!r} is not the user being erased",
-                               f"pass confirm={u!r} to erase that user irreversibly")
+            # irreversible: never on a plain key, a key limited to an agent included
             if p is not None and not p.admin:
                 raise PermissionError("erase needs an admin API key (fix: call it with a key created as an admin key)")
-            return s.erase(u)
+            if a.agent_id is not None and u != space_of(a.agent_id):
+                raise BadInput("agent_id", f"erase destroys a whole user (here {u!r}) and cannot be limited to an "
+                               "agent", f"leave agent_id out to erase user {u!r}; for agent {a.agent_id!r}'s own "
+                               "memories give agent_id with no user_id, on a server not pinned to a user (over HTTP "
+                               "with an admin key holding every user); forget_scope shreds what an agent wrote about "
+                               "a user")
+            named = a.agent_id if a.agent_id is not None else u  # an agent's own memories: the agent id
+            if a.confirm != named:
+                what = "agent whose own memories are" if a.agent_id is not None else "user"
+                raise BadInput("confirm", f"{a.confirm!r} is not the {what} being erased",
+                               f"pass confirm={named!r} to erase {'them' if a.agent_id is not None else 'that user'} "
+                               "irreversibly")
+            try:
+                return s.erase(u)
+            except BadInput as exc:
+                if a.agent_id is None or not exc.problem.startswith("nothing is held"):
+                    raise
+                raise BadInput("agent_id", f"agent {a.agent_id!r} has no own memories (nothing was written with "
+                               f"agent_id {a.agent_id!r} and no user)", "check the agent id: erasing burns it for "
+                               "good") from None
 
         reg("erase", EraseArgs, erasure.ErasureReceipt, erase, destructive)
         if service.has_forget():

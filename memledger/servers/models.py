@@ -359,7 +359,13 @@ class UnlinkArgs(UserArg, UnlinkBody):
 
 
 class EraseArgs(UserArg):
-    confirm: str = Field(description="The user id again: erasing is irreversible.")
+    """``erase``: everything about the user, or with ``agent_id`` and no user that agent's own memories."""
+
+    agent_id: str | None = Field(None, description="With no user_id: erase this agent's own memories (those written "
+                                 "with agent_id and no user); never the memories it wrote about users. Given with a "
+                                 "user it is refused: erasure is whole-user (forget_scope shreds what an agent wrote).")
+    confirm: str = Field(description="The user id again (for an agent's own memories, the agent id): erasing is "
+                         "irreversible.")
 
 
 class ForgetArgs(UserArg):

@@ -11,12 +11,16 @@ A user's page shows a fact labelled sensitive (health, finance, ...) only when i
 (``?allow_sensitive=health&purpose=...``) and the key holds it (403 otherwise); else the fact is drawn "withheld
 (health)". ``?agent_id=A&run_id=R`` shows only what that agent wrote / that run held (``timeline --agent/--run``).
 A user's page needs a key holding that user; ``/ui/health`` (every user's figures) needs a key holding every user
-(an admin key created without ``--user``). Refusals are small HTML pages with the status: 401 (sign in), 403,
+(an admin key created without ``--user``). An agent's own memories (written without a user) have their page at
+their id, ``/ui/users/~agent/A`` (``timeline - --agent A``), for a key holding every user or a key limited to agent
+A; a key limited to an agent opens that page and no other (a user's timeline shows every agent's memories of the
+user), and signing in with one goes there whatever page asked. Refusals are small HTML pages with the status: 401 (sign in), 403,
 404, 410 (an erased user: the page shows the erasure receipt and nothing else), 422 (a malformed user id).
 """
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import urllib.parse
 from typing import Any
@@ -24,8 +28,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from ledger.agent_spaces import PREFIX, opened, space_of
 from ledger.errors import BadInput
-from ledger.schemas import check_user_id
+from ledger.schemas import check_identifier, check_user_id
 from projections.db import request_scope
 
 from ..scopes import check_scope
@@ -42,9 +47,10 @@ HEADERS = {"Content-Security-Policy": PAGE_CSP, "X-Content-Type-Options": "nosni
 STATIC_TYPES = {"timeline.css": "text/css; charset=utf-8", "timeline.js": "text/javascript; charset=utf-8"}
 MAX_FORM = 4096
 DEFAULT_NEXT = "/ui/health"
-#: why a key limited to one agent opens no page: a timeline shows every agent's memories of the user
-_AGENT_ONLY = ("This key is limited to agent {agent!r}; the pages show every agent's memories of a user, so they need a "
-               "key with no agent limit (memledger keys create --user USER).")
+#: why a key limited to one agent opens no page but its agent's own: a timeline shows every agent's memories of a user
+_AGENT_ONLY = ("This key is limited to agent {agent!r}: it opens that agent's own memories' page alone ({own}). The "
+               "other pages show every agent's memories of a user, so they need a key with no agent limit (memledger "
+               "keys create --user USER).")
 #: what a fragment carried through sign-in (``#as_of=...&axis=...``) may hold besides letters and digits
 FRAGMENT_SAFE = "=&:+-._~%,"
 
@@ -53,6 +59,15 @@ def is_ui_path(path: str) -> bool:
     """True for the paths this module serves (KeyMiddleware leaves their authentication to them): the pages, and
     ``/favicon.ico``, which browsers ask for unasked and which must not answer 401."""
     return path == "/ui" or path.startswith("/ui/") or path == "/favicon.ico"
+
+
+def own_page(agent: str) -> str:
+    """The path of agent ``agent``'s own memories' page (its id percent-encoded as one path segment)."""
+    return f"/ui/users/{urllib.parse.quote(space_of(agent), safe='')}"
+
+
+def _agent_only(agent: str) -> str:
+    return _AGENT_ONLY.format(agent=agent, own=own_page(agent))
 
 
 def _page(body: str, status: int = 200) -> HTMLResponse:
@@ -130,8 +145,9 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
         p = await service.call(keys.authenticate, secret, inline=True) if secret else None
         if p is None:
             return _page(login_page(target, "That key is unknown, revoked or expired."), 401)
-        if getattr(p, "agent", None) is not None:
-            return _page(login_page(target, _AGENT_ONLY.format(agent=p.agent)), 403)
+        if getattr(p, "agent", None) is not None and urllib.parse.unquote(
+                urllib.parse.urlsplit(target).path) != f"/ui/users/{space_of(p.agent)}":
+            target = own_page(p.agent)  # the one page such a key opens: there, not to a page it would be refused
         resp = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
         resp.set_cookie(COOKIE, secret, httponly=True, samesite="strict", path="/ui",
                         secure=request.url.scheme == "https")
@@ -161,13 +177,30 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
         p = service.run(_authenticate_sync, keys, request.cookies.get(COOKIE))
         if p is None:
             return to_login(here)
-        if getattr(p, "agent", None) is not None:  # a cookie set before the key was limited, or by hand
-            return _page(message_page("Forbidden", _AGENT_ONLY.format(agent=p.agent), here), 403)
+        own = user_id[len(PREFIX):] if user_id.startswith(PREFIX) else None  # an agent's own memories' id
+        if own is not None:
+            try:
+                own = check_identifier(own, "agent_id")
+            except BadInput as exc:
+                fix = exc.fix or f"give the agent id after {PREFIX!r} (/ui/users/{PREFIX}A: agent A's own memories)"
+                return _page(message_page("Bad user id", f"{exc.field}: {exc.problem} (fix: {fix})"), 422)
+            if not p.allows_agent(own):
+                why = (f"This key is limited to agent {p.agent!r}, not {own!r}." if p.agent is not None else
+                       "This key holds users; an agent's own memories belong to none of them (open them with a key "
+                       f"holding every user, or one limited to the agent: memledger keys create --agent {own}).")
+                return _page(message_page("Forbidden", why, here), 403)
+        elif getattr(p, "agent", None) is not None:  # a user's timeline shows every agent's memories of the user
+            return _page(message_page("Forbidden", _agent_only(p.agent), here), 403)
+        with opened(space_of(own)) if own is not None else contextlib.nullcontext():
+            return _user_page(request, p, user_id, here, own)
+
+    def _user_page(request: Request, p: Principal, user_id: str, here: str, own: str | None) -> Response:
+        """The timeline of ``user_id`` (an agent's own memories' id when ``own`` names the agent, its space open)."""
         try:
             user_id = check_user_id(user_id)
         except BadInput as exc:
             return _page(message_page("Bad user id", f"{exc.field}: {exc.problem} (fix: {exc.fix})"), 422)
-        if not p.allows(user_id):
+        if own is None and not p.allows(user_id):
             return _page(message_page("Forbidden", f"This key does not hold user {user_id!r}.", here), 403)
         # labelled facts are shown only when the address asks for their label (?allow_sensitive=health&purpose=...)
         # and the key holds it, as on every read; each one shown is recorded as a disclosure
@@ -178,6 +211,9 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
             scope = check_scope(request.query_params.get("agent_id"), request.query_params.get("run_id"))
         except BadInput as exc:
             return _page(message_page("Bad input", f"{exc.field}: {exc.problem} (fix: {exc.fix})", here), 422)
+        if own is not None and scope.agent_id not in (None, own):  # the page's agent wrote all of its memories
+            return _page(message_page("Bad input", f"agent_id: {scope.agent_id!r} is not the page's agent {own!r} "
+                                      "(fix: leave agent_id out: the address names the agent)", here), 422)
         missing = sorted(grant.labels - p.allow_sensitive)
         if missing:
             return _page(message_page("Forbidden", f"This key may not show facts labelled {', '.join(missing)} "
@@ -203,7 +239,7 @@ def build_ui_router(service: Service, keys: APIKeyStore) -> APIRouter:
         if p is None:
             return to_login(DEFAULT_NEXT)
         if getattr(p, "agent", None) is not None:
-            return _page(message_page("Forbidden", _AGENT_ONLY.format(agent=p.agent), DEFAULT_NEXT), 403)
+            return _page(message_page("Forbidden", _agent_only(p.agent), DEFAULT_NEXT), 403)
         if not p.all_users:
             return _page(message_page("Forbidden", "The store's health covers every user: sign in with a key "
                                       "holding every user (memledger keys create --admin, without --user).",
