@@ -34,7 +34,7 @@ from .resolution_figures import (CHANGE_FREE, CLEAR_MARGIN, MEANING_PARAPHRASE, 
     NEAREST_ALONE_MARGIN, NEAREST_COMPANION_MARGIN, NEAREST_DENSE, NEAREST_DENSE_MARGIN, NEAREST_MARGIN, NEAREST_MODELS,
     PARAPHRASE, PARAPHRASE_FREE, RELATED_FREE, WEAK_MATCH, dense_thresholds)
 from .unmarked import JOB_PAIRS, job_left, unmarked_target
-from .value_words import cjk_bigrams, clause_unsaid, names_relative, names_within
+from .value_words import cjk_bigrams, clause_unsaid, names_relative, names_within, numbered_nouns
 from .values import (_STRONG_KINDS, VALUE_KINDS, aspect_of, differing, name_words, other_case, qualifier_kinds,
                      qualifiers_clash, value_parts, zh_numerals)
 
@@ -226,11 +226,15 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             return None
         every = content_tokens(mine_vp.residue) - CHANGE_STEMS
         words = every - GENERIC - _GENERIC_STEMS
+        numbered = numbered_nouns(text)
         found = []
         for c in (candidates if pool is None else pool):
-            if c.status not in ("current", "contested") or not (same_subject(c) or names_theirs(c)
-                                                                or typing.subject == "none"):
-                continue  # a sentence naming no one ("幼儿园改了作息，八点就得到") may revise what was said of a child
+            if c.status not in ("current", "contested") or not (
+                    same_subject(c) or names_theirs(c) or typing.subject == "none"
+                    or (typing.subject not in ("self", "other") and names_relative(c.text, typing.subject))):
+                # a sentence naming no one ("幼儿园改了作息，八点就得到") may revise what was said of a child, and one
+                # about the child ("Arlo's pickup's 3:40 now") what the user said of them ("I pick up my son Arlo at 3:15")
+                continue
             theirs_rd = c.reading
             if moved_clash(c):
                 continue  # summer's setting is not replaced by winter's ("冬天开空调…我调到22度")
@@ -251,6 +255,8 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
             # a topic word shared besides the values; the slot's own words ("phone number", 手机) count when the
             # sentences have no other
             share = overlap(words, their_every - GENERIC - _GENERIC_STEMS)
+            if numbered & numbered_nouns(c.text):
+                share = max(share, 0.5)  # "unit 318" of "storage unit 214": the noun both number is the topic
             only_holder = any(k in PERSONAL and sum(1 for o in candidates if o.status in ("current", "contested")
                                                      and o.values.parts.get(k)) == 1 for k in shared_kinds)
             topic = (every & their_every) & (GENERIC | _GENERIC_STEMS)  # the slot word both name: birthday, 手机
@@ -653,6 +659,10 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
         para = value_paraphrase(siblings, 0.0) or value_paraphrase()
         if para is not None:
             return done("reaffirm", para.key, "value_paraphrase", para, note="every value-bearing part equal")
+        para = meaning_paraphrase() if slot_key == "schedule" else None
+        if para is not None:  # "i'd play it every night" typed a routine: what it says again is the memory it means
+            return done("reaffirm", para.key, "meaning_paraphrase", para,
+                        note="by far the nearest in meaning, every value-bearing part equal")
         am = by_attribute()
         if am is not None and beside(am) is None:
             return on_attribute(am)

@@ -29,7 +29,9 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from .subjects import NOT_KIN_ZH, RELATIONS_EN, RELATIONS_ZH, about_self
+from .owned import owned_car
+from .places import home_city
+from .subjects import FIRST_DAYS, NOT_KIN_ZH, RELATIONS_EN, RELATIONS_ZH, about_self
 from .subjects import ROLES_EN as _ROLES_EN
 from .subjects import ROLES_ZH as _ROLES_ZH
 from .text import STOP_ZH, has_cjk
@@ -274,7 +276,7 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",
     r"\bi was wrong\b", r"\bto correct\b", r"^(?:actually|oh|sorry|wait),? no\b(?! (?:longer|more)\b)", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
     r"\bmisremembered\b", r"\bnot " + _NOT_DEGREE + r"\w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b", r"\bscratch that\b",
-    r"^oops\b", r"\bno wait\b", r"^wait,? no\b", r"\bi mixed (?:it|them|that) up\b", r"\b(?:got|get|was|were) (?:\w+ )?mixed up\b", r"\bgot (?:it|that) wrong\b",
+    r"^oops\b", r"\bno wait\b", r"^(?:no,? )?hang on\b|^(?:no,? )?hold on,? (?:it'?s|it was|i)\b", r"^wait,? no\b", r"\bi mixed (?:it|them|that) up\b", r"\b(?:got|get|was|were) (?:\w+ )?mixed up\b", r"\bgot (?:it|that) wrong\b",
     r"\bmeant to say\b", r"\b(?:it|that) (?:was|is) never\b", r"\b(?:read|looked at|saw|gave you|had) the wrong\b", r"\bwrong (?:number|date|time|day|name)\b", r"\bi misread\b", r"^no,? it'?s\b",
     r"\bactually\b.*\bnot\b(?! " + _NOT_DEGREE[3:-1] + r")", r", not " + _NOT_DEGREE + r"[\w .'-]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
@@ -328,7 +330,7 @@ _PLAN_NOUN = _lazy_re(r"\b(?:the|my|our|that|this|those|these) plans?\b|的计�
 # "too" adds only where it means "as well": "way too much", "too late", "too hot" say a degree
 _ADDITIVE = _lazy_re(r"\b(?:also|too(?! (?:much|many|little|few|late|early|soon|long|far|often|big|small|hot|cold|"
                       r"expensive|cheap|tired|busy|hard|high|low|heavy|loud)\b)|as well|in addition|besides|as much as|another|one more|a second|"
-                      r"on top of that)\b|(?<!再)也(?![算好罢行是许])|(?:^|[，,。；;！!])\s*还有|还有(?=[一两二三几])|另外|又(?=养|买|添|多了|报了|加了|交了|办了|认识|学了|开了|有了?一)|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
+                      r"on top of that)\b|(?<!再)也(?![算好罢行许太就够]|是(?![\d零一二两三四五六七八九十百千万])|真是|不算|没那么|不怎么)|(?:^|[，,。；;！!])\s*还有|还有(?=[一两二三几])|另外|又(?=养|买|添|多了|报了|加了|交了|办了|认识|学了|开了|有了?一)|另一|之一|还(?=会|要|在|喜欢|爱|养|学|想|经常|常|会再)|再(?=存|买|养|学|加)")
 _NEGATED = [_lazy_re(p) for p in (r"不是(.{1,12}?)而是", r"不是([^，,]{1,12}?)[，,]\s*(?:应该|其实)?是",
                                    r"[，,]不是([^，,是]{1,10})$", r"是[^，,]{1,12}[，,]\s*不是([^，,是]{1,10})[，,。！!；;]",
                                    r"\bnot " + _NOT_DEGREE + r"([\w' ]{1,30}?)(?:[,.;!]|$| but\b)",
@@ -372,11 +374,17 @@ _CESSATION = [_lazy_re(p) for p in (
     # 走了 / 没了 ending a clause: gone (a pet or a person died, or left); 走了一万步 is a walk
     r"(?:走|没)了(?=[，,。！!；;…\s]|$)",
 )]
+#: a message opening with the first days somewhere ("first week in the hospital dispensary done"): a new job
+_NEW_JOB = _lazy_re(rf"^(?:(?:so|well|ok|okay|phew|finally|my) )?{FIRST_DAYS} (?:done |over )?(?:in|at|as|with) ")
+#: how long a value has held ("for ages now", "for three years now", 住了快八年): what is said again, not changed
+_SO_FAR = _lazy_re(r"\bfor (?:ages|years|decades|months|a while|a long time|(?:\w+ ){1,2}(?:years|months|weeks))\b"
+                   r"|\b(?:all my life|my whole life|ever since|since (?:i was|forever))\b|住了[^，,。]{0,4}年|"
+                   r"都[^，,。]{0,4}年了|这么多年|好多年了")
 _CHANGE = [_lazy_re(p) for p in (
     r"\bnow\b", r"\bswitched\b", r"\bswitch(?:ing)? to\b", r"\bchanged\b", r"\bthese days\b", r"\binstead\b",
     r"\bmoved to\b", r"\bstarted\b", r"\bended up (?:buying|getting|with|going)\b",
     r"\b(?:down|cut back|cut down|dropped|back) to (?=\d|one|two|three|four|five|six|seven|eight|nine|ten|a |an )",
-    r"\bup to (?=\d|one|two|three|four|five|six|seven|eight|nine|ten)(?!.*\b(?:maximum|max|limit)\b)", r"\bgot (?:totall?ed|written off)\b",
+    r"\bup to (?=[£$€¥]?\d|one|two|three|four|five|six|seven|eight|nine|ten)(?!.*\b(?:maximum|max|limit)\b)", r"\bgot (?:totall?ed|written off)\b",
     # "new", but not in a name (the New York Times, New Zealand, New Balance)
     r"\bnew\b(?! (?:york|zealand|jersey|mexico|delhi|orleans|england|hampshire|haven|balance|order|brunswick|"
     r"south wales|year'?s? (?:eve|day)|testament|wave|age)\b)", r"\bnowadays\b", r"\bbecame\b", r"\bbecome\b", r"\bupgraded\b",
@@ -497,6 +505,8 @@ class Typing:
     additive: bool = False  # "also", "too", "as well", 也, 还有: adds to what is known rather than replacing it
     mood: str = "statement"  # statement | question (states nothing) | tentative (a plan or possibility)
     tentative_of: str | None = None  # tentative: the slot it would change ("residence.city"), recorded as a plan
+    #: the slot was read from a home or a car said in passing ("the aberdeen place", "my Kia Niro"), maybe in a question
+    in_passing: bool = False
 
     @property
     def slot_key(self) -> str | None:
@@ -625,6 +635,13 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
                                 else 3 * (mm.end() - mm.start()) for mm in ms)
         if weight > best[0]:
             best = (weight, -order, s, ms)
+    # where the user lives or what they drive, said in passing: "the aberdeen place is absolutely baltic", 杭州这梅雨季…
+    # 衣服晾三天都不干, "the tyres on my Kia Niro"; the statement is about that slot whatever else it names
+    home = home_city(text) or (owned_car(text) and "vehicle") or (_NEW_JOB.match(t) and "work.employer")
+    if home is not None and subject in ("self", "none"):
+        subject = "self"
+        said = next(s for s in CATALOGUE if s.key == (home if home in ("vehicle", "work.employer") else "residence.city"))
+        best = (max(best[0], 1000.0), 0, said, [*said.matches(body)])
     slot = best[2]
     cased = unicodedata.normalize("NFC", text).replace("’", "'").strip()  # names are read by their capitals
     if slot is not None and subject == "self" and len(cased) == len(t) and _said_of_another(cased, best[3], user_name):
@@ -635,6 +652,8 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
         # "I don't eat meat or fish", 肉和海鲜都不碰: a diet said by what one does not eat, not a diet that stopped
         cess = [mm for mm in cess if not re.match(r"don'?t|do not|不(?!再)", mm.group(0))]
     chg = [mm for p in _CHANGE for mm in p.finditer(body)]
+    if _SO_FAR.search(body):  # "Norwich has been home for ages now", 都住了快八年: how long it has held, not a change
+        chg = [mm for mm in chg if mm.group(0).lower() not in ("now", "现在", "如今", "nowadays", "these days")]
     if subject in ("none", "other") or (_PAST.search(t) and not cess and not chg):
         slot = None  # not about the user, or about how things used to be: a memory, not a slot's value
     mood, tentative_of = "statement", None
@@ -644,7 +663,7 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
         sensitivity = "health"  # "my therapist appointment is every Tuesday": who treats the user is health
     asked = bool(_QUESTION.search(t)) and not _STATED_THEN_ASKED.search(t) and not _ASKED_THEN_STATED.search(t)
     planned = bool(_TENTATIVE.search(body) or (_PLANNING.search(body) and not (cess and _PLAN_NOUN.search(t))))
-    if asked and _PRESUPPOSED.search(t):
+    if asked and (_PRESUPPOSED.search(t) or home is not None):
         asked = False
     if (asked or planned) and _stated_apart(_strip(cased, spans) if len(cased) == len(t) else body, best[3]):
         # "What snack should I bring? Book club meets at Hannah's these days, so I'd like to bring something": the
@@ -679,11 +698,13 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
                   correction=correction, cessation=bool(cess), change=bool(chg), value_tokens=value,
                   cue_weight=best[0], sensitivity=sensitivity,
                   negated_tokens=negated, additive=_adds(body, chg), mood=mood,
-                  tentative_of=tentative_of)
+                  tentative_of=tentative_of, in_passing=home is not None and slot is not None)
 
 
 #: where a message's clauses part: its sentences, a consequence after ", so" / "，所以", a clause after "；"
-_CLAUSE_SPLIT = _lazy_re(r"(?<=[.!?])\s+|[。！？；;]|[,，]\s*(?=so\b|所以|那你|你(?:推荐|觉得|说|看))|(?<=[?？])|"
+_CLAUSE_SPLIT = _lazy_re(r"(?<=[.!?])\s+|[。！？；;]|[,，]\s*(?=so\b|所以|那你|你(?:推荐|觉得|说|看)|准备|打算|计划)|(?<=[?？])|"
+                         # an emoji ends what it follows, as a full stop does ("... from april 😩 is that allowed?")
+                         r"[\U0001F300-\U0001FAFF\u2600-\u27BF]+\s*|"
                          r"[,，—–]\s*(?=any (?:\w+ )?(?:tips|advice|ideas|suggestions|recommendations)\b|(?:what|how) "
                          r"(?:should|do|can|would) i\b|(?:can|could|would) you\b|有没有|有什么|怎么办|求推荐|推荐一下|"
                          r"(?:送|带|买|吃|准备)(?:[她他它]|[她他]们)?点?啥|有啥|咋|(?:附近|周边|这边|那边)有|哪(?:里|儿|家)有?|"
@@ -722,6 +743,7 @@ def _stated_apart(body: str, cues: list[re.Match[str]]) -> bool:
                                                or _PLANNING.search(low[a:b]))]
     if not cues and not any(not value_parts(body[a:b]).empty or value_parts(body[a:b]).qualifiers.get("day")
                             or any(p.search(low[a:b]) for p in _CESSATION)  # "so I cancelled my gym membership"
+                            or any(p.search(low[a:b]) for p in _CHANGE[-3:-1])  # 王磊跳槽去无锡了，…准备今年买房
                             for a, b in plain):
         return False
     # the clause stating the value holds a cue; a cue word repeated in the question ("去腾讯报到，送她点啥入职礼物好？")

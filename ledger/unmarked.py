@@ -33,7 +33,7 @@ from .frequency import same_rate
 from .slots import _GENERIC_STEMS, GENERIC, content_tokens
 from .subjects import FIRST_DAYS
 from .text import STOP_ZH, has_cjk
-from .value_words import abbreviates, shared_cjk_word
+from .value_words import abbreviates, numbered_nouns, shared_cjk_word
 from .values import ValueParts, name_words, qualifiers_clash
 
 if TYPE_CHECKING:
@@ -161,6 +161,7 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
     if not mine:
         return None
     words = _topic(vp, text)
+    numbered = numbered_nouns(text)
     top = max((c for c in candidates if c.status in ("current", "contested")), key=lambda c: c.score, default=None)
     # an e-mail address or a phone number held by one memory only is the one replaced, whatever the words
     # ("jo.smith@newmail.com is the best email for me" of "My email is jo@old.com")
@@ -190,6 +191,8 @@ def unmarked_target(text: str, vp: ValueParts, mine_rd: Reading, candidates: lis
             continue
         theirs_words = _topic(c.values, c.text)
         shared = words & theirs_words | {w for w in words if any(abbreviates(w, o) for o in theirs_words)}  # pw
+        if "id" in kinds and numbered & numbered_nouns(c.text):
+            shared |= {"#" + w for w in numbered & numbered_nouns(c.text)}  # "unit 318" / "unit 214": one topic
         mods_mine, mods_theirs = _modifiers(text, shared), _modifiers(c.text, shared)
         if any(mods_mine[w].isdisjoint(mods_theirs[w]) for w in mods_mine.keys() & mods_theirs.keys()):
             continue  # "my running shoes" / "my dress shoes", 北京办公室 / 上海办公室: the same noun, another case

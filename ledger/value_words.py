@@ -74,3 +74,28 @@ def clause_unsaid(text: str, old: str, valued: Callable[[str], bool]) -> bool:
         return True
     own = [{ch for ch in cl if has_cjk(ch) and ch not in old and ch not in STOP_ZH} for cl in clauses if cl not in apart]
     return not any(len(chars) <= 3 for chars in own)
+
+
+_NUMBERED_EN = re.compile(r"\b([a-z][a-z-]+)(?:'s|\s+(?:is|was)|\s*[:=])?\s+(?:(?:no\.?|number|num\.?)\s*)?#?\s*"
+                          r"\d+(?![\d.,:])"
+                          r"(?!\s*(?:k|km|kg|g|lbs?|mi|miles?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|"
+                          r"am|pm|%|percent|times|x|st|nd|rd|th)\b)")
+#: what a Chinese number names: 56号柜, 5号楼, 柜子203, 车位B12 (a noun character beside the number)
+_ZH_NUMBERED = "柜楼线床房位门窗桌座库室间铺舍栋"
+_NUMBERED_ZH = re.compile(rf"\d+\s*号?([{_ZH_NUMBERED}])|([{_ZH_NUMBERED}])子?\s*(?:是|在|用)?\s*[A-Za-z]?\d+")
+#: words before a number that say how much, when or where, not which thing the number names
+_NOT_NUMBERED = set("a an the at by to from is was are be been around about every over under than and or of after "
+                    "before till until since in on for with now just only last next like maybe roughly nearly almost "
+                    "approx approximately up down into onto it its my our your his her their me us them i we he she "
+                    "they this that these those got get gets paid pay costs cost spent spend per each".split())
+
+
+def numbered_nouns(text: str) -> frozenset[str]:
+    """The nouns a number names in ``text``: "unit" of "storage unit 214" and of "moved me to unit 318", "locker" of
+    "locker number 112", 柜 of 56号柜 or 柜子203, 楼 of 5号楼; not an amount or a time ("run 5k", "at 7am"). Two
+    statements that number the same noun differently give two values of one thing, whatever else they share."""
+    low = text.lower()
+    found = {m.group(1).strip("'-") for m in _NUMBERED_EN.finditer(low)}
+    found = {w for w in found if w not in _NOT_NUMBERED and len(w) > 2}
+    found |= {m.group(1) or m.group(2) for m in _NUMBERED_ZH.finditer(text)}
+    return frozenset(found)

@@ -81,10 +81,11 @@ _ZH_CALLED = re.compile(r"(?:名字(?:叫|是)|名叫|叫做|叫)(?!外卖|车|�
                         r"(?<![了吗呢吧啊的])(?=[，,。！!？?~～\s]|$)")
 #: a place named after a verb of going or being somewhere (去西郊水库, 在钟书阁碰头, 到青龙湖, 在小林家客厅): the
 #: words before a place noun, up to five characters, are its name; someone's home (小林家, 老刘家) is a place too
+_ZH_SURNAMED = re.compile(r"(阿姨|老师|师傅|医生|大夫|律师|教练)姓([\u4e00-\u9fff])")
 _ZH_PLACE = re.compile(r"(?:去|在|到|于|来|住在|搬到)(?:那个|那家|这家|这个)?"
                        r"((?:(?![爬登逛上下进出回])[\u4e00-\u9fff]{1,5}?(?:水库|湖|公园|广场|商场|超市|图书馆|书店|书阁|书城|体育馆|健身房|"
                        r"游泳馆|球馆|馆|中心|医院|诊所|药店|菜市场|市场|小区|花园|山|寺|庙|村|镇|路|街|桥|站|港|码头|"
-                       r"海滩|河|江|岛|酒店|宾馆|餐厅|饭店|食堂|咖啡馆|茶馆|书院|会所|俱乐部|店))|"
+                       r"海滩|河|江|岛|酒店|宾馆|餐厅|饭店|食堂|咖啡馆|茶馆|书院|会所|俱乐部|店))(?<!公司路)(?<!单位路)(?<!学校路)(?!上)|"
                        r"(?:小|老|大)[\u4e00-\u9fff]家|[\u4e00-\u9fff]{1,2}(?:阿姨|老师|叔|姐|哥)家)"
                        r"(?![\u4e00-\u9fff]{0,1}(?:人|们|长|员|口))")
 #: a level below ground said in Chinese (负二层, 地下1层): the code B2, B1 as written on a car park's signs
@@ -244,9 +245,12 @@ _QUALIFIERS: dict[str, tuple[tuple[str, str], ...]] = {
               (r"\bat (?:work|the office|my office)\b|\bin the office\b|\bwork-related\b|\bfor work\b|"
                r"\b(?:work|office|company|business) (?:phone|mobile|cell|line|laptop|e-?mail|computer|number|account|wifi|wi-fi|network|address|car)\b|在公司|在单位|上班时|"
                r"\bwhile (?:i'm )?(?:at )?work(?:ing)?\b|\bduring work\b|上班(?:的时候|那会儿?|期间)|工作(?:的时候|时)|"
-               r"(?:公司|单位|办公室)的?(?:电话|手机|手机号|邮箱|电脑|笔记本|地址|账号|车|网络|wifi)|(?:公司|单位)那边|工作用的?|"
+               r"(?:公司|单位|办公室)的?(?:电话|手机|手机号|邮箱|电脑|笔记本|地址|账号|车|网络|wifi|储物柜|柜子|工位|车位)|(?:公司|单位)那边|工作用的?|"
                r"工作(?:邮箱|电话|手机|电脑|号码?)", "work"),
-              (r"\bat school\b|在学校", "school"), (r"\bwhen travell?ing\b|\bon trips?\b|出差|旅行时|旅游时", "travel")),
+              (r"\bat school\b|在学校", "school"),
+              # "at the leisure centre pool i always grab locker 48", 游泳馆那边我用58号柜: the gym's locker is another
+              (r"\bgym\b|\b(?:at|in) (?:the |my )?(?:local )?(?:leisure cent(?:re|er)|(?:swimming )?pool|sports cent(?:re|er)|"
+               r"fitness cent(?:re|er)|health club|lido)\b|健身房|游泳馆|游泳池|体育馆|健身中心", "gym"), (r"\bwhen travell?ing\b|\bon trips?\b|出差|旅行时|旅游时", "travel")),
     "whom": ((r"\bfor (?:my |the )?(son|daughter|kids?|children|wife|husband|partner|mom|mum|dad|mother|father|"
               r"baby|family|boss|team)\b", "\\1"),
              (r"给(?:我)?(儿子|女儿|孩子|老婆|老公|妈妈|爸爸|家人|宝宝)", "\\1")),
@@ -305,7 +309,7 @@ def value_parts(text: str) -> ValueParts:
         for m in list(pattern.finditer(t)):
             v = norm(m)
             if v:
-                parts[kind].add(v)
+                parts[kind].add(_in_the_evening(v, m, t) if kind == "time" else v)
                 t = _blank(t, m.span())
 
     # 周一三五, 星期二和四: weekdays (qualifiers, read below), never the number 135; 隔三差五: no number either
@@ -445,7 +449,7 @@ def value_parts(text: str) -> ValueParts:
     for m in list(_TIME_EN.finditer(t)):
         v = en_time(m)
         if v:
-            parts["time"].add(v)
+            parts["time"].add(_in_the_evening(v, m, t))
             t = _blank(t, m.span())
     # number words in English ("seven o'clock", "two thousand two hundred")
     for m in list(re.finditer(r"\b(\w+(?:[\s-]\w+)?) o'?clock(?:\s+(?:in the|at)\s+(morning|afternoon|evening|night))?",
@@ -597,6 +601,8 @@ def value_parts(text: str) -> ValueParts:
     if has_cjk(text):  # 我家猫叫团团, 名字叫球球: what something is called, ending its clause, is a name
         parts["name"] |= {m.group(1) for m in _ZH_CALLED.finditer(nfc_text)}
         parts["name"] |= {m.group(1) for m in _ZH_PLACE.finditer(nfc_text)}
+        # 古筝老师姓周: the teacher is 周老师, as a surname and a form of address name one person
+        parts["name"] |= {m.group(2) + m.group(1) for m in _ZH_SURNAMED.finditer(nfc_text)}
     langs = language_names(text)
     if langs:
         # a language is one value however it is written ("Cantonese" / 粤语 / 广东话); "the two languages I speak",
@@ -628,6 +634,27 @@ def value_parts(text: str) -> ValueParts:
     return ValueParts(parts={k: frozenset(v) for k, v in parts.items() if v},
                       qualifiers={k: frozenset(v) for k, v in quals.items()},
                       negated=bool(_NEGATION.search(_LIMIT.sub(" ", _CONSTANT.sub(" ", low)))), residue=t)
+
+
+_MORNING = re.compile(r"\d\s*a\.?m\.?(?![a-z])|\ba\.m\.|\b(?:mornings?|breakfast)\b|早上|早晨|上午|凌晨|早饭|早餐")
+#: a part of the day said within the time itself: "7pm", "eight in the evening", 晚上八点
+_MERIDIEM = re.compile(r"[ap]\.?m\b|morning|afternoon|evening|night|[早晚午夜]|凌晨", re.I)
+
+
+def _in_the_evening(hhmm: str, m: re.Match[str], t: str) -> str:
+    """A clock time said without am or pm beside words of the afternoon or the evening and none of the morning: "half
+    seven on Tuesday evenings" is 19:30, as 晚上8:30 is 20:30 (an hour that part of the day holds: 1 to 6 in the
+    afternoon, 5 to 11 in the evening; "beside": within 25 characters of the time)."""
+    if _MERIDIEM.search(m.group(0)):
+        return hhmm
+    near = t[max(0, m.start() - 25):m.end() + 25].lower()
+    if _MORNING.search(near):
+        return hhmm
+    h = int(hhmm[:2])
+    pm = [(1, 6)] if re.search(_QUALIFIERS["tod"][1][0], near) else []
+    if re.search(_QUALIFIERS["tod"][2][0], near):
+        pm.append((5, 11))
+    return f"{h + 12:02d}{hhmm[2:]}" if any(lo <= h <= hi for lo, hi in pm) else hhmm
 
 
 #: words that make a day or a time of day one occasion: "this morning", "last Sunday", 昨天早上, 上周六

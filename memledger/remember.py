@@ -235,10 +235,12 @@ def remember(store: Any, request: RememberRequest, *, registry: KeyRegistry = RE
             cands = [c for c in cands if c.key.startswith(f"family.{reading.slug}.")]
         linking.type_candidates(cands, known, registry, user_id)
         res = resolve(reading.text, typing, cands, embedder=embedder, registry=registry, user_name=user_id)
-        if res.decision == "reaffirm" and reading.full_text not in (None, reading.text):
-            # said again, read on the clause naming the person: decided again on the whole statement, whose later
-            # clauses may hold a value the clause does not (nothing the user said is dropped)
-            res = resolve(reading.full_text, typing, cands, embedder=embedder, registry=registry, user_name=user_id)
+        if res.decision in ("reaffirm", "new") and reading.full_text not in (None, reading.text):
+            # said again, or nothing revised, read on the clause naming the person: decided again on the whole
+            # statement, whose later clauses may hold a value the clause does not (nothing the user said is dropped;
+            # "Arlo's school is switching to a later bell so pickup's 3:40 from next week" revises the pickup time)
+            whole = resolve(reading.full_text, typing, cands, embedder=embedder, registry=registry, user_name=user_id)
+            res = whole if res.decision == "reaffirm" or whole.decision != "new" else res
         if res.decision == "conflict" and res.rule in ADJUDICABLE and res.target is not None:
             _adjudicate(res, text)
         key = res.key or _mint_key(store, user_id, res, template.idempotency_key)
