@@ -735,6 +735,8 @@ def qualifiers_clash(old: ValueParts, new: ValueParts) -> list[str]:
     out = []
     for kind in QUALIFIER_KINDS:
         qa, qb = old.qualifiers.get(kind, frozenset()), new.qualifiers.get(kind, frozenset())
+        if kind == "place" and not qa and qb == {"gym"}:
+            continue  # 我把健身房换成超级猩猩了 of 我在乐刻办的健身卡: the gym is what it is about, not another place
         if qb and qa != qb and not (qa and qb <= qa):
             out.append(kind)
     return out
