@@ -78,7 +78,8 @@ class IndexFiles:
                 digest = hashlib.sha256(data).hexdigest()
                 if man["digests"][stem] != digest:
                     raise ValueError("a file of another state (copied back, another user's): not this manifest's")
-                # a user's file is one sealed blob (ledger/sealing.py), opened in one call: None once erased
+                # a user's file is one sealed token (ledger/sealing.py: in chunks, or whole as written before),
+                # opened in one call: None once erased
                 return digest, LexicalIndex.from_bytes(data if sealer is None else sealer.open(data))
 
             with ThreadPoolExecutor(2, thread_name_prefix="memledger-load") as pool:
@@ -229,8 +230,12 @@ class IndexFiles:
                     continue
                 data = u.lexical.to_bytes()
                 sealer = getattr(self, "sealer", None)
-                if sealer is not None and sealer.writes:  # the words of the user's memories, sealed in one blob
-                    data = sealer.seal(user_id, data)
+                if sealer is not None and sealer.writes:
+                    # the words of the user's memories, sealed in chunks (ledger/sealing.py) opened two at a time
+                    from .packs import CHUNK_BYTES
+
+                    data = sealer.seal_chunks(user_id, [data[i:i + CHUNK_BYTES]
+                                                        for i in range(0, max(len(data), 1), CHUNK_BYTES)])
                 atomic_write(d / f"{stem}.lex", data)
                 mem.digests[stem] = hashlib.sha256(data).hexdigest()
             mem.digests = {stem: h for stem, h in mem.digests.items() if stem in keep}
