@@ -27,6 +27,7 @@ every chunk (the derived key is derived from it, never stored); :meth:`Sealer.op
 from __future__ import annotations
 
 import base64
+import os
 import threading
 from typing import Any, Sequence
 
@@ -111,8 +112,6 @@ class Sealer:
         """
         if not self.writes:
             return b"".join(chunks)
-        import os
-
         aead = self._chunk_aead(self.keystore.get_or_create(user_id))
         uid = user_id.encode("utf-8")
         table = len(chunks).to_bytes(4, "big") + b"".join(
@@ -140,7 +139,8 @@ class Sealer:
         table = bytes(view[at:at + 4 + 8 * count])
         lengths = [int.from_bytes(table[4 + 8 * i:12 + 8 * i], "big") for i in range(count)]
         at += len(table)
-        if len(table) != 4 + 8 * count or any(x < _CHUNK_NONCE + _TAG for x in lengths) or at + sum(lengths) != len(view):
+        if (len(table) != 4 + 8 * count or any(x < _CHUNK_NONCE + _TAG for x in lengths)
+                or at + sum(lengths) != len(view)):
             raise ValueError("a chunked sealed token of another length (truncated or altered)")
         key = self.keystore.get(uid.decode("utf-8"))
         if key is None:
