@@ -71,7 +71,7 @@ from .retrieval.embedding import EmbeddingWork
 from .retrieval.cross_language import CrossLanguage
 from .retrieval.index_files import IndexFiles
 from .retrieval.mirror import Memory, Mirror
-from .retrieval.packs import DELTA, Packs
+from .retrieval.packs import DELTA, PACK_FORMAT, Packs
 from .retrieval.ranking import CJK_LEXICAL_WEIGHT, Ranking
 
 np = lazy_module("numpy")  # loaded on first use: a cold profile or assert never computes with a vector
@@ -157,7 +157,7 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, CrossLanguage,
     # would fail after every erase). The vectors themselves are compared row by row in ``docs``.
     # Which rows' vectors are packed depends on where batches ended (projections/retrieval/packs.py), so the packs
     # are not compared as rows: each live row's vector, from its column or its pack, is (verify_row, verify_close).
-    verify_exclude = {"meta": "name IN ('generation', 'dim', 'cjk_dim')", "packs": "1 = 1"}
+    verify_exclude = {"meta": "name IN ('generation', 'dim', 'cjk_dim', 'pack_format')", "packs": "1 = 1"}
 
     def verify_row(self, short: str) -> Any:
         """For ``verify``'s checksum, the float32 vectors of ``docs`` are replaced by their dimension: their values are
@@ -365,8 +365,10 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, CrossLanguage,
         run from a shell without ``$MEMLEDGER_EMBEDDER``, cleared the table and re-bound it to that model, and the
         serving process's searches failed until something re-bound it back.)
 
-        The one upgrade on open: a table from before the companion existed (no ``cjk_model_id`` key and no
-        ``cjk_vector`` column; it counts as ``"none"``) is re-projected once when opened with a companion.
+        The upgrades on open: a table from before the companion existed (no ``cjk_model_id`` key and no
+        ``cjk_vector`` column; it counts as ``"none"``) is re-projected once when opened with a companion; vectors
+        in rows (before packs) are packed; packs sealed whole (before ``pack_format`` "2") are sealed again in
+        chunks, once (``reseal_packs``).
         """
         blob = cur.sql_dialect.blob
         # An instance attribute shadows the class's DDL for this object only (the base create formats it).
@@ -400,6 +402,10 @@ class VectorsProjection(EmbeddingWork, Mirror, Packs, IndexFiles, CrossLanguage,
             cur.execute(f"SELECT 1 FROM {self.table('docs')} WHERE vector IS NOT NULL LIMIT 1")
             if cur.fetchone() is not None:
                 self.pack_all(cur)
+        if meta.get("pack_format") != PACK_FORMAT:
+            # packs an earlier version sealed whole are sealed again in chunks, once (docs/performance.md)
+            self.reseal_packs(cur)
+            self._set_meta(cur, "pack_format", PACK_FORMAT)
         self._seen_meta = self._meta(cur)
 
     def model_mismatch(self, meta: dict[str, str]) -> str | None:

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 import json
@@ -130,7 +131,7 @@ def test_round_trip_bytes_and_file(tmp_path):
         assert loaded.search(q, k=4) == idx.search(q, k=4)
     assert [p.name for p in path.parent.iterdir()] == ["user.lex"]  # no temp file left behind
     # text is stored as tokens, byte-exact: the CJK bigram survives the round trip
-    assert "鼓浪" in data.decode("utf-8")
+    assert "鼓浪".encode("utf-8") in data
 
 
 def test_from_bytes_refuses_foreign_or_stale_data():
@@ -256,14 +257,14 @@ def test_a_store_whose_files_have_the_old_tokenizer_is_rebuilt_not_refused(tmp_p
             (hit,) = ml.search("u1", "hike", k=1)
             assert hit.parts.lexical is None  # "hike" is not a token of the unstemmed index
     (lex_file,) = tmp_path.rglob("*.lex")
-    assert json.loads(lex_file.read_bytes())["tokenizer"] == "cjk-uni-bi-v1"
+    assert json.loads(lex_file.read_bytes().partition(b"\n")[0])["tokenizer"] == "cjk-uni-bi-v1"
 
     with MemoryLedger(home=tmp_path, embedder="hash") as ml:
         (hit,) = ml.search("u1", "hike", k=1)
         assert hit.key == "hobby.outdoor" and hit.parts.lexical_rank == 1 and hit.parts.lexical > 0
-    saved = json.loads(lex_file.read_bytes())
+    saved = json.loads(lex_file.read_bytes().partition(b"\n")[0])
     assert saved["tokenizer"] == TOKENIZER_VERSION  # rewritten with the current tokenizer at close
-    assert "hike" in saved["terms"]
+    assert "hike" in list(LexicalIndex.from_bytes(lex_file.read_bytes())._terms)
 
 
 def _reference_search(docs: dict[str, str], query: str, k: int, k1: float = 1.5, b: float = 0.75):
@@ -354,3 +355,43 @@ def test_a_vocabulary_with_a_nul_stays_a_list():
     assert list(t) == ["", "é", "日本"] and len(t) == 3 and t[1] == "é"
     with pytest.raises(IndexError):
         t[3]
+
+
+def _format2(idx: LexicalIndex) -> bytes:
+    """``idx`` as format 2 wrote it (one JSON document, base64 arrays), the form a store written before holds."""
+    import base64
+    import json
+
+    def b64(arr: object) -> str:
+        return base64.b64encode(np.ascontiguousarray(arr, dtype="<i4").tobytes()).decode("ascii")
+
+    back = LexicalIndex.from_bytes(idx.to_bytes())
+    terms, offsets, slots, tfs = back._compact_postings()
+    n = len(back._ids)
+    return json.dumps({"magic": "memledger.lexical", "format": 2, "tokenizer": TOKENIZER_VERSION, "k1": back.k1,
+                       "b": back.b, "docs": list(back._ids), "lengths": b64(back._length[:n]), "terms": list(terms),
+                       "offsets": b64(offsets), "slots": b64(slots), "tfs": b64(tfs),
+                       "order": b64(back._doc_order()[:n])}, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_the_file_holds_its_terms_and_arrays_as_they_are_and_a_format_2_file_reads_the_same():
+    idx = _index(k1=1.3, b=0.6)
+    data = idx.to_bytes()
+    head, _, body = data.partition(b"\n")
+    header = json.loads(head)
+    assert header["format"] == 3 and header["docs_count"] == len(idx.doc_ids())
+    assert header["terms_count"] == len(idx._compact_postings()[0]) and "terms" not in header
+    assert body.startswith("\0".join(idx.doc_ids()).encode("utf-8"))  # ids, then terms, NUL-separated
+    old = LexicalIndex.from_bytes(_format2(idx))
+    assert old.stale_format and not LexicalIndex.from_bytes(data).stale_format  # written again in format 3
+    for q in ["在厦门我最爱哪个景点？", "喜欢", "green tea", "《听妈妈的话》", "oolong"]:
+        assert old.search(q, k=6) == idx.search(q, k=6) == LexicalIndex.from_bytes(data).search(q, k=6)
+    assert old.to_bytes() == data
+    with pytest.raises(ValueError, match="another length"):
+        LexicalIndex.from_bytes(data[:-1])
+    with pytest.raises(ValueError, match="unsupported"):
+        LexicalIndex.from_bytes(data.replace(b'"format":3', b'"format":2', 1))
+    # a doc id holding a NUL (no tokenizer's term, an odd id) goes in the header instead
+    odd = LexicalIndex.from_documents([("a\0b", "green tea"), ("c", "black tea")])
+    back = LexicalIndex.from_bytes(odd.to_bytes())
+    assert back.doc_ids() == ["a\0b", "c"] and back.search("green", k=2) == odd.search("green", k=2)

@@ -135,3 +135,51 @@ def test_sealing_off_keeps_new_rows_plain_and_sealed_rows_still_open(store_args:
             cur.raw.execute(f"SELECT key, value_json FROM {ml.profile_projection.table('facts')} ORDER BY key")
             rows = dict(cur.raw.fetchall())
         assert is_sealed(rows["home.city"]) and rows["preference.drink"] == '"tea"'
+
+
+def _cut(token: bytes) -> tuple[bytes, list[bytes]]:
+    """A chunked token's head (prefix, user, chunk table) and its chunks."""
+    n = int.from_bytes(token[4:6], "big")
+    at = 6 + n
+    count = int.from_bytes(token[at:at + 4], "big")
+    lengths = [int.from_bytes(token[at + 4 + 8 * i:at + 12 + 8 * i], "big") for i in range(count)]
+    at += 4 + 8 * count
+    head, chunks = token[:at], []
+    for x in lengths:
+        chunks.append(token[at:at + x])
+        at += x
+    return head, chunks
+
+
+def test_a_chunked_token_opens_whole_or_chunk_by_chunk_for_its_user_only_and_to_none_once_the_key_is_gone() -> None:
+    keys = Keys()
+    s = Sealer(keys)
+    chunks = [b"memledger head\n", os.urandom(1000), b"", b"the tail"]
+    t = s.seal_chunks("ana", chunks)
+    assert is_sealed(t) and t[:4] == b"MLS2" and b"memledger head" not in t and b"the tail" not in t
+    assert bytes(s.open(t)) == b"".join(chunks)
+    c = s.chunks(t)
+    assert c.sizes == [15, 1000, 0, 8] and c.open(1) == chunks[1] and c.open(3) == b"the tail"
+    out = [bytearray(n) for n in c.sizes]
+    c.open_into(list(enumerate(out)))  # two threads, each chunk straight into its buffer
+    assert [bytes(o) for o in out] == chunks
+    with pytest.raises(ValueError, match="opens to 1000 bytes, not 999"):
+        c.open_into([(1, bytearray(999))])
+    # a random nonce per chunk: sealed again, another token opening to the same bytes
+    t2 = s.seal_chunks("ana", chunks)
+    assert t2 != t and bytes(s.open(t2)) == b"".join(chunks)
+    head, parts = _cut(t)
+    _, parts2 = _cut(t2)
+    # a chunk of another token (same user, same place), chunks reordered, the token moved to another user's row,
+    # or cut short: none opens
+    keys.get_or_create("bob")
+    for bad in (head + parts[0] + parts2[1] + parts[2] + parts[3],
+                head + parts2[0] + parts[1] + parts[2] + parts[3],
+                head.replace(b"ana", b"bob") + b"".join(parts)):
+        with pytest.raises(ValueError, match="does not open"):
+            s.open(bad)
+    with pytest.raises(ValueError, match="another length"):
+        s.open(t[:-1])
+    keys.keys["ana"] = None  # erased: every chunk is gone with the key
+    assert s.open(t) is None and s.chunks(t) is None and Sealer(keys).open(t2) is None
+    assert Sealer(keys, writes=False).seal_chunks("bob", chunks) == b"".join(chunks)

@@ -255,3 +255,79 @@ def test_the_freed_heap_goes_back_to_the_kernel() -> None:
     release_freed_heap()
     assert rss_mb() < big - 48
     assert len(pins) == 1024
+
+
+def hits(ml: MemoryLedger, user: str, query: str, k: int = 20) -> list[tuple[str, float]]:
+    return [(h.text, h.score) for h in ml.search(user, query, k=k)]
+
+
+def test_a_pack_is_sealed_in_chunks_that_a_load_opens_straight_into_the_index(
+        store_args: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack is sealed in pieces of whole rows (here 8 rows of 64 float16 a piece); a fresh process loads the user
+    from them, stale base entries and the delta included, and ranks exactly as the process that wrote them."""
+    import projections.retrieval.packs as packs_mod
+    from ledger.sealing import CHUNKS_PREFIX
+    from projections.retrieval.packs import StoredPack
+
+    monkeypatch.setattr(packs_mod, "CHUNK_BYTES", 8 * DIM * 2)
+    with MemoryLedger(**store_args) as ml:
+        many(ml, "u1", 40)
+        ml.search("u1", "rivers", k=1)
+        ml.assert_fact("u1", "note.n3", 33, text="note number 3 about mountains now")  # a base entry goes stale
+        ml.assert_fact("u1", "pet.name", "Rex", text="my dog Rex swims in rivers")  # into the delta
+        before = hits(ml, "u1", "rivers mountains dog")
+        assert packs(ml)["u1"] == (40, 1, 2)
+        p = ml.vectors_projection
+        with ml.db.read() as cur:
+            blob = cur.read_blob(p.table("packs"), "vectors", "user_id = ? AND level = 0", ("u1",))
+            assert bytes(blob[:4]) == CHUNKS_PREFIX
+            base = StoredPack.of(blob, cur.sealer)
+            assert len(cur.sealer.chunks(blob).sizes) == 1 + 5  # the header, then 40 rows in pieces of 8
+            mat = np.empty((40, DIM), dtype=np.float16)
+            base.matrix_into("main", mat)
+            assert np.array_equal(mat, p.read_pack(cur, "u1")["main"][2])  # the same as opened whole
+    with MemoryLedger(**store_args) as ml:
+        assert hits(ml, "u1", "rivers mountains dog") == before
+        vec = ml.vectors_projection._memories[ml.vectors_projection.suffix].users["u1"].vectors
+        assert len(vec) == 41 and np.array_equal(vec.get_vector("fact:note.n3"), f16("note number 3 about mountains now"))
+        assert np.array_equal(vec.get_vector("fact:note.n7"), f16("note number 7 about rivers"))
+        assert all(r.ok for r in ml.verify())
+
+
+def test_packs_sealed_whole_by_an_earlier_version_are_sealed_in_chunks_when_the_store_opens(
+        store_args: dict[str, Any]) -> None:
+    from ledger.sealing import BYTES_PREFIX, CHUNKS_PREFIX
+    from projections.retrieval.packs import PACK_FORMAT, encode_pack
+
+    with MemoryLedger(**store_args) as ml:
+        many(ml, "u1", 12)
+        ml.search("u1", "rivers", k=1)
+        ml.assert_fact("u1", "pet.name", "Rex", text="my dog Rex swims in rivers")  # into the delta
+        ml.assert_fact("u2", "hobby.sport", "tennis", text="plays tennis on Sundays")
+        before = hits(ml, "u1", "dog rivers")
+        p = ml.vectors_projection
+        with ml.db.transaction() as cur:  # as an earlier version wrote them: one token each, no pack_format
+            cur.execute(f"SELECT user_id, level FROM {p.table('packs')}")
+            for user, level in cur.fetchall():
+                parts = p.read_pack(cur, user, level)
+                cur.execute(f"UPDATE {p.table('packs')} SET vectors = ? WHERE user_id = ? AND level = ?",
+                            (cur.seal(user, encode_pack(parts)), user, level))
+            cur.execute(f"DELETE FROM {p.table('meta')} WHERE name = 'pack_format'")
+
+    def stored(ml: MemoryLedger) -> set[bytes]:
+        with ml.db.read() as cur:
+            cur.raw.execute(f"SELECT vectors FROM {ml.vectors_projection.table('packs')}")
+            return {bytes(r[0][:4]) for r in cur.raw.fetchall()}
+
+    with MemoryLedger(**store_args) as ml:
+        assert stored(ml) == {CHUNKS_PREFIX}
+        with ml.db.read() as cur:
+            cur.execute(f"SELECT value FROM {ml.vectors_projection.table('meta')} WHERE name = 'pack_format'")
+            assert cur.fetchone() == (PACK_FORMAT,)
+        assert packs(ml) == {"u1": (12, 0, 1), "u2": (1, 0, 0)}
+        assert hits(ml, "u1", "dog rivers") == before
+        assert np.array_equal(pack(ml, "u2")["fact:hobby.sport"], f16("plays tennis on Sundays"))
+        assert all(r.ok for r in ml.verify())
+        ml.erase("u2")  # erasure still takes the user's pack with their rows
+        assert set(packs(ml)) == {"u1"}
+        assert BYTES_PREFIX not in stored(ml)

@@ -150,3 +150,43 @@ def test_a_vector_beyond_float16_range_keeps_the_index_float32():
     again = UserVectorIndex.from_blocks(4, [(["big"], big.reshape(1, 4))])
     assert again.itemsize == 4
     np.testing.assert_array_equal(again.get_vector("big"), big)
+
+
+def test_an_index_filled_in_place_reads_and_changes_as_one_built_by_adding():
+    rng = np.random.default_rng(11)
+    mat = rng.standard_normal((30, 8)).astype(np.float16)
+    docs = [f"d{i}" for i in range(30)]
+    idx, rows = UserVectorIndex.reserve(8, 34)  # room for 34; 30 written, straight into FAISS's storage
+    rows[:30] = mat
+    idx.adopt(docs)
+    assert len(idx) == 30 and faiss.downcast_index(idx._index.index).codes.size() == 30 * 8 * 2
+    one = UserVectorIndex(8)
+    one.add_many(docs, mat.astype(np.float32))
+    q = rng.standard_normal(8).astype(np.float32)
+    assert idx.search(q, k=5) == one.search(q, k=5)
+    # read before any change (FAISS ids are storage positions), then after a removal and an addition
+    np.testing.assert_array_equal(idx.get_vector("d7"), mat[7].astype(np.float32))
+    np.testing.assert_array_equal(idx.similarities(q, ["d2", "d29"]), one.similarities(q, ["d2", "d29"]))
+    for ix in (idx, one):
+        assert ix.remove("d3")
+        ix.add("new", np.ones(8, dtype=np.float32))
+        ix.add("d9", np.full(8, 0.5, dtype=np.float32))  # a replacement
+    for ix in (idx, one):
+        np.testing.assert_array_equal(ix.get_vector("d7"), mat[7].astype(np.float32))
+        np.testing.assert_array_equal(ix.get_vector("d9"), np.full(8, 0.5, dtype=np.float32))
+        np.testing.assert_array_equal(ix.get_vector("new"), np.ones(8, dtype=np.float32))
+    np.testing.assert_array_equal(idx.similarities(q, ["d29", "new", "d9"]), one.similarities(q, ["d29", "new", "d9"]))
+    assert idx.search(q, k=40) == one.search(q, k=40) and "d3" not in idx and len(idx) == 30
+    with pytest.raises(ValueError, match="do not fit"):
+        UserVectorIndex.reserve(8, 2)[0].adopt(["a", "b", "c"])
+    with pytest.raises(ValueError, match="do not fit"):
+        UserVectorIndex.reserve(8, 2)[0].adopt(["a", "a"])
+
+
+def test_an_index_reserved_far_beyond_its_vectors_keeps_them_exactly():
+    idx, rows = UserVectorIndex.reserve(64, 100_000)  # 12.8 MB reserved, 10 rows used: a tight copy
+    rows[:10] = 0.25
+    idx.adopt([f"d{i}" for i in range(10)])
+    store = faiss.downcast_index(idx._index.index)
+    assert store.codes.size() == 10 * 64 * 2
+    np.testing.assert_array_equal(idx.get_vector("d9"), np.full(64, 0.25, dtype=np.float32))

@@ -78,7 +78,8 @@ class IndexFiles:
                 digest = hashlib.sha256(data).hexdigest()
                 if man["digests"][stem] != digest:
                     raise ValueError("a file of another state (copied back, another user's): not this manifest's")
-                # a user's file is one sealed blob (ledger/sealing.py), opened in one call: None once erased
+                # a user's file is one sealed token (ledger/sealing.py: in chunks, or whole as written before),
+                # opened in one call: None once erased
                 return digest, LexicalIndex.from_bytes(data if sealer is None else sealer.open(data))
 
             with ThreadPoolExecutor(2, thread_name_prefix="memledger-load") as pool:
@@ -112,11 +113,11 @@ class IndexFiles:
     def _vectors_of(self, cur: Cursor, live: dict[str, Callable[[], list[str]]], dim: int,
                     cjk_dim: int | None) -> dict[str, tuple[Any, Any]] | None:
         """Each user's main and companion (None: no CJK document) vector indexes of exactly the documents
-        ``live[user]()`` (asked for once the user's packs are read): from their base pack, less its stale entries, then their delta pack and any row holding its
-        own vector (which win, in that order). None when a live document has no vector anywhere, or a row holds one
-        for a document not live (the files are not this table's)."""
+        ``live[user]()`` (asked for once the user's packs are read and their base opened): from their base pack,
+        less its stale entries, then their delta pack and any row holding its own vector (which win, in that
+        order). None when a live document has no vector anywhere, or a row holds one for a document not live (the
+        files are not this table's)."""
         from .packs import DELTA, lookup
-        from .vector_store import UserVectorIndex
 
         # no ORDER BY: sorting by doc id made SQLite scan the whole table in key order (~40-80 ms at 100,000 rows)
         # instead of reading the partial index of the rows holding a vector (none, once packed); sorted here
@@ -128,23 +129,37 @@ class IndexFiles:
             return None
         out: dict[str, tuple[Any, Any]] = {}
         for user_id, docs in live.items():
-            base = self.read_pack(cur, user_id)
-            d_main, d_cjk = lookup(self.read_pack(cur, user_id, DELTA))
-            # the live documents, each id mapped to itself: the BM25 index's own string, which the vector index then
-            # shares (the pack's copy of each id is dropped: ~6 MB less at 100,000 memories)
-            wanted = {d: d for d in docs()}
+            # the base as stored: its header opened now, its matrices later, straight into FAISS's storage
+            base = self.stored_pack(cur, user_id)
+            delta = self.read_pack(cur, user_id, DELTA)
+            d_main, d_cjk = lookup(delta)
             own = rows.get(user_id, {})
-            if not own.keys() <= wanted.keys():
-                return None
-            newer = {d: (v, d_cjk.get(d)) for d, v in d_main.items() if d in wanted}
-            newer.update(own)  # a row's own vector wins over the packs
+            wanted: dict[str, str] | None = None
             parts = []
             for name, want, col in (("main", dim, 0), ("cjk", cjk_dim, 1)):
-                b_docs, b_mat = ([], None) if base is None or name not in base else base[name][1:]
-                if b_mat is not None and base[name][0] != want:
+                b_docs, b_dtype = ([], "<f2") if base is None or name not in base.parts else base.parts[name][1:]
+                if b_docs and base.parts[name][0] != want:  # type: ignore[union-attr]
                     return None
-                # the base's entries of live documents not rewritten since, in one numpy take, then the newer ones;
-                # the common case (every base entry live, none rewritten) checked by C loops, not a Python one
+                # FAISS's storage sized for the base and every newer vector, the base's matrix opened into it
+                # (before the live documents are asked for: their BM25 file is parsed meanwhile in a thread)
+                newer_max = len(d_main if col == 0 else d_cjk) + sum(1 for v in own.values() if v[col] is not None)
+                from .vector_store import F16_MAX, UserVectorIndex
+
+                index = store = None
+                if want is not None and len(b_docs) + newer_max:
+                    index, store = UserVectorIndex.reserve(want, len(b_docs) + newer_max, wide=b_dtype == "<f4")
+                if b_docs:
+                    base.matrix_into(name, store[:len(b_docs)])  # type: ignore[union-attr]
+                if wanted is None:
+                    # the live documents, each id mapped to itself: the BM25 index's own string, which the vector
+                    # index then shares (the pack's copy of each id is dropped: ~6 MB less at 100,000 memories)
+                    wanted = {d: d for d in docs()}
+                    if not own.keys() <= wanted.keys():
+                        return None
+                    newer = {d: (v, d_cjk.get(d)) for d, v in d_main.items() if d in wanted}
+                    newer.update(own)  # a row's own vector wins over the packs
+                # the base's entries of live documents not rewritten since, then the newer ones; the common case
+                # (every base entry live, none rewritten) checked by C loops, not a Python one
                 ids = list(map(wanted.get, b_docs))
                 whole = None not in ids and newer.keys().isdisjoint(b_docs)
                 keep = (range(len(b_docs)) if whole
@@ -155,22 +170,34 @@ class IndexFiles:
                 if not keep and not fresh:
                     parts.append(None)
                     continue
-                # the base's kept entries (the whole base as it is, the common case of a big user whose delta holds
-                # new memories and the base nothing stale), then the newer vectors: copied once, straight into
-                # FAISS's storage (UserVectorIndex.from_blocks), no copy of the base between
-                blocks = []
-                if keep:
-                    blocks.append((ids, b_mat) if whole else ([ids[i] for i in keep], b_mat[keep]))
+                if not whole:  # stale entries: the kept ones moved up, in order (numpy's take copies first)
+                    store[:len(keep)] = store[list(keep)]
+                    ids = [ids[i] for i in keep]
                 if fresh:
-                    vecs = [v if isinstance(v, np.ndarray) else decode_vector(v, want) for _, v in fresh]
-                    if any(v.shape != (want,) for v in vecs):
-                        raise ValueError("a stored vector of another dimension")
-                    mat = np.stack(vecs)
+                    if not own and delta and name in delta and [d for d, _ in fresh] == delta[name][1]:
+                        mat = delta[name][2]  # the whole delta, in its order (the common case): its matrix as it is
+                    else:
+                        vecs = [v if isinstance(v, np.ndarray) else decode_vector(v, want) for _, v in fresh]
+                        if any(v.shape != (want,) for v in vecs):
+                            raise ValueError("a stored vector of another dimension")
+                        mat = np.stack(vecs)
                     if not np.isfinite(mat).all():
                         raise ValueError("vectors contain NaN or inf")
-                    blocks.append(([wanted[d] for d, _ in fresh], mat))
-                parts.append(UserVectorIndex.from_blocks(want, blocks))
-            out[user_id] = (parts[0] or UserVectorIndex(dim), parts[1])
+                    if b_dtype == "<f2" and mat.dtype != np.float16 and float(np.abs(mat).max()) > F16_MAX:
+                        # beyond float16's range (an embedder that does not normalise): the index is float32
+                        index = UserVectorIndex.from_blocks(want, [(ids, store[:len(ids)].copy()),
+                                                                   ([wanted[d] for d, _ in fresh], mat)])
+                        parts.append(index)
+                        continue
+                    np.copyto(store[len(ids):len(ids) + len(fresh)], mat)  # rounded to float16 as stored
+                    ids.extend(wanted[d] for d, _ in fresh)
+                index.adopt(ids)
+                parts.append(index)
+            if parts[0] is None:
+                from .vector_store import UserVectorIndex
+
+                parts[0] = UserVectorIndex(dim)
+            out[user_id] = (parts[0], parts[1])
         return out
 
     def save_files(self) -> None:
@@ -203,8 +230,12 @@ class IndexFiles:
                     continue
                 data = u.lexical.to_bytes()
                 sealer = getattr(self, "sealer", None)
-                if sealer is not None and sealer.writes:  # the words of the user's memories, sealed in one blob
-                    data = sealer.seal(user_id, data)
+                if sealer is not None and sealer.writes:
+                    # the words of the user's memories, sealed in chunks (ledger/sealing.py) opened two at a time
+                    from .packs import CHUNK_BYTES
+
+                    data = sealer.seal_chunks(user_id, [data[i:i + CHUNK_BYTES]
+                                                        for i in range(0, max(len(data), 1), CHUNK_BYTES)])
                 atomic_write(d / f"{stem}.lex", data)
                 mem.digests[stem] = hashlib.sha256(data).hexdigest()
             mem.digests = {stem: h for stem, h in mem.digests.items() if stem in keep}

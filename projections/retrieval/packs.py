@@ -1,5 +1,5 @@
 """Each user's vectors stored once: one sealed blob per user in the ``vectors_packs`` table (a *pack*), the form a
-search loads in one read and one opening.
+search loads in one read; sealed in chunks (``ledger/sealing.py``), opened two at a time straight into the index.
 
 A vector lives in exactly one place at a time, inside the projection database and its transactions:
 
@@ -40,11 +40,26 @@ PACK_MAGIC = b"memledger.vectors/1\n"
 PACK_RATIO = 8
 #: the models a pack holds, in its order: the main embedder's and the CJK companion's
 PARTS = ("main", "cjk")
+#: the packs' stored form (``vectors_meta.pack_format``): "2", sealed in chunks (:func:`encode_pack_chunks`); a
+#: table without it may hold packs sealed whole, which the open that finds it reseals (:meth:`Packs.reseal_packs`)
+PACK_FORMAT = "2"
+
+
+#: the most bytes of a matrix in one sealed chunk (:func:`encode_pack_chunks`): a 100,000-memory user's 73 MB base is
+#: ~18 chunks, opened in two threads
+CHUNK_BYTES = 4 << 20
 
 
 def encode_pack(parts: dict[str, tuple[int, list[str], Any]]) -> bytes:
     """A pack: ``{part: (dim, doc ids, float32 (n, dim) matrix)}`` as one blob, each matrix float16 when every
     component is one (vectors from float16 rows), else float32 (rows written before, or beyond float16's range)."""
+    return b"".join(encode_pack_chunks(parts))
+
+
+def encode_pack_chunks(parts: dict[str, tuple[int, list[str], Any]]) -> list[bytes]:
+    """The blob of :func:`encode_pack` in the pieces it is sealed in (``Cursor.seal_chunks``): the magic and header
+    line, then each matrix in whole rows of at most :data:`CHUNK_BYTES` (a piece never holds two matrices), so a
+    loader opens a matrix straight into its own storage, a few pieces at once."""
     header: dict[str, Any] = {}
     chunks = []
     for name in PARTS:
@@ -56,8 +71,11 @@ def encode_pack(parts: dict[str, tuple[int, list[str], Any]]) -> bytes:
             half = mat.astype("<f2")
         exact = bool(np.array_equal(half.astype(np.float32), mat))
         header[name] = {"dim": dim, "dtype": "<f2" if exact else "<f4", "docs": docs}
-        chunks.append(half.tobytes() if exact else mat.astype("<f4").tobytes())
-    return PACK_MAGIC + json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" + b"".join(chunks)
+        stored = half if exact else mat.astype("<f4")
+        rows = max(1, CHUNK_BYTES // max(1, dim * stored.itemsize))
+        chunks.extend(stored[i:i + rows].tobytes() for i in range(0, len(docs), rows))
+    head = PACK_MAGIC + json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    return [head, *chunks]
 
 
 def decode_pack(data: bytes) -> dict[str, tuple[int, list[str], Any]]:
@@ -66,25 +84,110 @@ def decode_pack(data: bytes) -> dict[str, tuple[int, list[str], Any]]:
 
     Raises:
         ValueError: not such a blob (altered, truncated)."""
-    if not data.startswith(PACK_MAGIC):
-        raise ValueError("not a vectors pack")
-    end = data.index(b"\n", len(PACK_MAGIC))
-    header = json.loads(data[len(PACK_MAGIC):end])
-    at, out = end + 1, {}
-    for name in PARTS:
-        h = header.get(name)
-        if h is None:
-            continue
-        dim, docs = int(h["dim"]), list(map(str, h["docs"]))
-        width = np.dtype(h["dtype"]).itemsize
+    header, at = _header(data)
+    out = {}
+    for name, (dim, docs, dtype) in header.items():
+        width = np.dtype(dtype).itemsize
         if at + len(docs) * dim * width > len(data):
             raise ValueError("a vectors pack of another length")
-        mat = np.frombuffer(data, dtype=h["dtype"], count=len(docs) * dim, offset=at)
+        mat = np.frombuffer(data, dtype=dtype, count=len(docs) * dim, offset=at)
         at += len(docs) * dim * width
         out[name] = (dim, docs, mat.reshape(len(docs), dim))
     if at != len(data):
         raise ValueError("a vectors pack of another length")
     return out
+
+
+def _header(data: bytes | bytearray) -> tuple[dict[str, tuple[int, list[str], str]], int]:
+    """``({part: (dim, doc ids, dtype)}, where the matrices start)`` of a pack's first bytes, parts in their order.
+
+    Raises:
+        ValueError: not a pack."""
+    if not data.startswith(PACK_MAGIC):
+        raise ValueError("not a vectors pack")
+    end = data.index(b"\n", len(PACK_MAGIC))
+    header = json.loads(data[len(PACK_MAGIC):end])
+    out = {}
+    for name in PARTS:
+        h = header.get(name)
+        if h is not None:
+            dtype = str(h["dtype"])
+            if dtype not in ("<f2", "<f4"):
+                raise ValueError("a vectors pack of another dtype")
+            out[name] = (int(h["dim"]), list(map(str, h["docs"])), dtype)
+    return out, end + 1
+
+
+class StoredPack:
+    """A user's pack as read, for a load: ``parts`` (``{part: (dim, doc ids, dtype)}``) known at once, each matrix
+    opened when asked for, straight into the caller's storage (:meth:`matrix_into`). A pack sealed in chunks
+    (:func:`encode_pack_chunks`) has only its header opened first and its matrix's chunks opened into the target in
+    two threads; any other (sealed whole by an earlier version, or not sealed) is opened whole at once."""
+
+    def __init__(self, parts: dict[str, tuple[int, list[str], str]], *, decoded: dict[str, Any] | None = None,
+                 chunks: Any = None, spans: dict[str, list[int]] | None = None) -> None:
+        self.parts = parts
+        self._decoded, self._chunks, self._spans = decoded, chunks, spans
+
+    @classmethod
+    def of(cls, blob: Any, sealer: Any) -> StoredPack | None:
+        """The pack of a stored ``vectors_packs.vectors`` value; None once its user's key is gone.
+
+        Raises:
+            ValueError: not a pack, or one that does not open (altered, another user's)."""
+        from ledger.sealing import CHUNKS_PREFIX
+
+        if sealer is not None and bytes(blob[:4]) == CHUNKS_PREFIX:
+            chunks = sealer.chunks(blob)
+            if chunks is None:
+                return None
+            head = chunks.open(0)
+            parts, at = _header(head)
+            spans: dict[str, list[int]] = {}
+            i = 1
+            if at == len(head):  # pieces as encode_pack_chunks cuts them: each matrix in whole chunks of its own
+                for name, (dim, docs, dtype) in parts.items():
+                    need, spans[name] = len(docs) * dim * np.dtype(dtype).itemsize, []
+                    while need > 0 and i < len(chunks.sizes) and chunks.sizes[i] <= need:
+                        spans[name].append(i)
+                        need -= chunks.sizes[i]
+                        i += 1
+                    if need:
+                        break
+                else:
+                    if i == len(chunks.sizes):
+                        return cls(parts, chunks=chunks, spans=spans)
+            blob = sealer.open(blob)  # cut otherwise: opened whole, read as any pack
+        elif sealer is not None:
+            blob = sealer.open(blob if isinstance(blob, (bytes, bytearray)) else bytes(blob))
+            if blob is None:
+                return None
+        decoded = decode_pack(blob)
+        return cls({n: (d, docs, m.dtype.str) for n, (d, docs, m) in decoded.items()}, decoded=decoded)
+
+    def matrix_into(self, name: str, out: Any) -> None:
+        """Write part ``name``'s ``(n, dim)`` matrix into ``out`` (C-contiguous, that shape and the part's dtype).
+
+        Raises:
+            ValueError: a chunk does not open (altered); ``out`` then holds no usable values."""
+        dim, docs, dtype = self.parts[name]
+        if out.shape != (len(docs), dim) or out.dtype != np.dtype(dtype) or not out.flags.c_contiguous:
+            raise ValueError(f"the {name} matrix is ({len(docs)}, {dim}) {dtype}, not {out.shape} {out.dtype}")
+        if self._decoded is not None:
+            np.copyto(out, self._decoded[name][2])
+            return
+        flat, at, targets = out.reshape(-1).view(np.uint8), 0, []
+        for i in self._spans[name]:  # type: ignore[index]
+            targets.append((i, flat[at:at + self._chunks.sizes[i]]))
+            at += self._chunks.sizes[i]
+        self._chunks.open_into(targets)
+
+    def matrix(self, name: str) -> Any:
+        """Part ``name``'s ``(n, dim)`` matrix as stored (float16 or float32), opened now."""
+        dim, docs, dtype = self.parts[name]
+        out = np.empty((len(docs), dim), dtype=dtype)
+        self.matrix_into(name, out)
+        return out
 
 
 #: the two packs of a user (``vectors_packs.level``)
@@ -122,12 +225,18 @@ class Packs:
 
     def read_pack(self, cur: Cursor, user_id: str, level: int = BASE) -> dict[str, tuple[int, list[str], Any]] | None:
         """The user's base (or delta) pack in this copy, decoded (None: they have none, or their key is gone). One
-        read, one opening."""
+        read, opened whole."""
         cur.execute(f"SELECT vectors FROM {self.table('packs')} WHERE user_id = ? AND level = ?", (user_id, level))
         row = cur.fetchone()
         if row is None or row[0] is None:
             return None
-        return decode_pack(bytes(row[0]))
+        return decode_pack(row[0] if isinstance(row[0], (bytes, bytearray)) else bytes(row[0]))
+
+    def stored_pack(self, cur: Cursor, user_id: str, level: int = BASE) -> StoredPack | None:
+        """The user's base (or delta) pack in this copy as read for a load (:class:`StoredPack`: its matrices opened
+        on demand, into the caller's storage); None: they have none, or their key is gone."""
+        blob = cur.read_blob(self.table("packs"), "vectors", "user_id = ? AND level = ?", (user_id, level))
+        return None if blob is None else StoredPack.of(blob, cur.sealer)
 
     def read_packs(self, cur: Cursor) -> dict[str, tuple[Any, Any]]:
         """Every user's ``(base, delta)`` packs in this copy, decoded (a whole mirror's load, an in-place rebuild's
@@ -136,7 +245,8 @@ class Packs:
         out: dict[str, list[Any]] = {}
         for user_id, level, data in cur.fetchall():
             if data is not None:
-                out.setdefault(user_id, [None, None])[int(level)] = decode_pack(bytes(data))
+                out.setdefault(user_id, [None, None])[int(level)] = decode_pack(
+                    data if isinstance(data, (bytes, bytearray)) else bytes(data))
         return {u: (b, d) for u, (b, d) in out.items()}
 
     def packed_vectors(self, cur: Cursor, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -194,7 +304,8 @@ class Packs:
                             "--blue-green`")
 
     def _write_pack(self, cur: Cursor, user_id: str, level: int, parts: dict[str, Any], stale: int = 0) -> None:
-        blob = cur.seal(user_id, encode_pack(parts))  # the user's vectors, under their key, opened in one call
+        # the user's vectors, under their key, in chunks a load opens two at a time (encode_pack_chunks)
+        blob = cur.seal_chunks(user_id, encode_pack_chunks(parts))
         cur.execute(f"INSERT INTO {self.table('packs')} (user_id, level, docs, stale, vectors) VALUES (?, ?, ?, ?, ?) "
                     "ON CONFLICT (user_id, level) DO UPDATE SET docs = excluded.docs, stale = excluded.stale, "
                     "vectors = excluded.vectors", (user_id, level, len(parts["main"][1]), stale, blob))
@@ -291,6 +402,34 @@ class Packs:
         cur.execute(f"SELECT {', '.join(cols)} FROM {self.table('docs')} ORDER BY user_id, doc_id")
         rows = self.with_packed(cur, cur.fetchall(), cols)
         return {(r[0], r[1]): (r[3], r[4]) for r in rows}
+
+    def reseal_packs(self, cur: Cursor) -> int:
+        """Rewrite every pack sealed whole (by an earlier version) sealed in chunks (:func:`encode_pack_chunks`):
+        the same plaintext under the same user key, so a big user's first search opens it two chunks at a time.
+        Packs already in chunks, not sealed (sealing off) or of an erased user are left as they are. Returns the
+        packs rewritten (the upgrade of :meth:`VectorsProjection.create`, once per table)."""
+        from ledger.sealing import BYTES_PREFIX
+
+        if cur.sealer is None or not cur.sealer.writes:
+            return 0
+        packs = self.table("packs")
+        cur.execute(f"SELECT user_id, level FROM {packs} ORDER BY user_id, level")
+        done = 0
+        for user_id, level in cur.fetchall():
+            blob = cur.read_blob(packs, "vectors", "user_id = ? AND level = ?", (user_id, level))
+            if blob is None or bytes(blob[:4]) != BYTES_PREFIX:
+                continue
+            plain = cur.sealer.open(blob)
+            if plain is None:
+                continue  # erased: nothing of the user is written again
+            parts = decode_pack(plain)
+            chunks = encode_pack_chunks(parts)
+            if b"".join(chunks) != plain:  # pragma: no cover - would mean the encoding changed
+                raise RuntimeError(f"the vectors pack of user {user_id!r} does not encode back to itself")
+            cur.execute(f"UPDATE {packs} SET vectors = ? WHERE user_id = ? AND level = ?",
+                        (cur.seal_chunks(user_id, chunks), user_id, level))
+            done += 1
+        return done
 
     def pack_all(self, cur: Cursor) -> int:
         """Pack every user who has a vector in a row (a store written before packs: its upgrade on open). Returns

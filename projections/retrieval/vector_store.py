@@ -76,6 +76,10 @@ class UserVectorIndex:
         # FAISS id -> doc id, None once removed: ids are 0 up and never reused, so a list (8 bytes an entry, not a
         # dict's ~50 and an int object's 32: ~7 MB less at 100,000 memories)
         self._to_str: list[str | None] = []
+        # whether FAISS's reverse map (id -> position, IndexIDMap2's) is built: an index adopted from a load has ids
+        # 0 up in storage order, so until it changes the map is the identity and is not built (~15-40 ms at 100,000
+        # vectors on the first search); built before the first change
+        self._rev = True
 
     def _new_index(self) -> faiss.IndexIDMap2:
         if self._wide:
@@ -154,6 +158,7 @@ class UserVectorIndex:
             else:  # rounded as the stored float16 is (numpy, nearest even): FAISS's encoding of it is then exact
                 mat = mat.astype("<f2").astype(np.float32)
         ids = np.arange(len(self._to_str), len(self._to_str) + len(doc_ids), dtype=np.int64)
+        self._rev_map()
         self._index.add_with_ids(np.ascontiguousarray(mat), ids)
         for d, i in zip(doc_ids, ids.tolist()):
             self._to_int[d] = i
@@ -178,34 +183,78 @@ class UserVectorIndex:
 
         Raises:
             ValueError: ids repeat, or a matrix is not ``(len(its doc_ids), dim)``."""
-        index = cls(dim)
         ids = list(itertools.chain.from_iterable(docs for docs, _ in blocks))
-        n = len(ids)
-        to_int = dict(zip(ids, range(n)))  # also the check that no id repeats
-        if len(to_int) != n or any(np.shape(m) != (len(docs), index.dim) for docs, m in blocks):
+        if any(np.shape(m) != (len(docs), int(dim)) for docs, m in blocks):
             raise ValueError("doc ids and vectors that no index exported")
         # a float32 block beyond float16's range (an embedder that does not normalise) keeps the index float32
-        if any(len(docs) and np.asarray(m).dtype != np.float16 and float(np.abs(m).max()) > F16_MAX
-               for docs, m in blocks):
+        wide = any(len(docs) and np.asarray(m).dtype != np.float16 and float(np.abs(m).max()) > F16_MAX
+                   for docs, m in blocks)
+        index, rows = cls.reserve(dim, len(ids), wide=wide)
+        at = 0
+        for docs, m in blocks:
+            np.copyto(rows[at:at + len(docs)], m)  # in place: a plain copy of float16, or a rounding to it
+            at += len(docs)
+        index.adopt(ids)
+        return index
+
+    @classmethod
+    def reserve(cls, dim: int, capacity: int, *, wide: bool = False) -> tuple[UserVectorIndex, np.ndarray]:
+        """An empty index whose FAISS storage is sized for ``capacity`` vectors, and a writable ``(capacity, dim)``
+        view of that storage (float16; float32 when ``wide``): write the vectors into its first rows (a pack's
+        matrix opened straight into it: no copy between), then :meth:`adopt` their ids. The view is valid until
+        then only.
+
+        Raises:
+            ValueError: ``dim`` < 1 or ``capacity`` < 0."""
+        if capacity < 0:
+            raise ValueError(f"capacity must be >= 0, got {capacity}")
+        index = cls(dim)
+        if wide:
             index._wide = True
             index._index = index._new_index()
+        store = faiss.downcast_index(index._index.index)
+        width = index.itemsize
+        store.codes.resize(capacity * index.dim * width)  # the index's rows, sized once
+        if not capacity:
+            return index, np.empty((0, index.dim), dtype="<f4" if wide else "<f2")
+        rows = (faiss.rev_swig_ptr(store.codes.data(), capacity * index.dim * width)
+                .view("<f4" if wide else "<f2").reshape(capacity, index.dim))
+        return index, rows
+
+    def adopt(self, doc_ids: list[str]) -> None:
+        """Take the first ``len(doc_ids)`` rows of the storage :meth:`reserve` sized as these documents' vectors,
+        FAISS ids 0 up in this order (the rest of the reserved rows are let go).
+
+        Raises:
+            ValueError: ids repeat, the index already holds vectors, or more ids than reserved rows."""
+        n = len(doc_ids)
+        store = faiss.downcast_index(self._index.index)
+        to_int = dict(zip(doc_ids, range(n)))  # also the check that no id repeats
+        if len(to_int) != n or len(self) or n * self.dim * self.itemsize > store.codes.size():
+            raise ValueError("doc ids that do not fit the reserved vectors")
+        slack = store.codes.size() - n * self.dim * self.itemsize
+        if slack > max(1 << 20, n * self.dim * self.itemsize // 16):
+            # many reserved rows unused (stale entries left out): a tight copy, so the unused ones are handed back
+            tight, rows = type(self).reserve(self.dim, n, wide=self._wide)
+            if n:
+                np.copyto(rows, faiss.rev_swig_ptr(store.codes.data(), n * self.dim * self.itemsize)
+                          .view(rows.dtype).reshape(n, self.dim))
+            self._index = tight._index
+            store = faiss.downcast_index(self._index.index)
+        store.codes.resize(n * self.dim * self.itemsize)  # smaller: the rows stay where they were written
         if n:
-            store = faiss.downcast_index(index._index.index)
-            width = 4 if index._wide else 2
-            store.codes.resize(n * index.dim * width)  # the index's rows, sized once
-            rows = (faiss.rev_swig_ptr(store.codes.data(), n * index.dim * width)
-                    .view("<f4" if index._wide else "<f2").reshape(n, index.dim))
-            at = 0
-            for docs, m in blocks:
-                np.copyto(rows[at:at + len(docs)], m)  # in place: a plain copy of float16, or a rounding to it
-                at += len(docs)
             store.ntotal = n
-            faiss.copy_array_to_vector(np.arange(n, dtype=np.int64), index._index.id_map)
-            index._index.ntotal = n
-            index._index.construct_rev_map()
-        index._to_int = to_int
-        index._to_str = ids
-        return index
+            faiss.copy_array_to_vector(np.arange(n, dtype=np.int64), self._index.id_map)
+            self._index.ntotal = n
+            self._rev = False  # ids 0 up in storage order: the reverse map is built when first needed
+        self._to_int = to_int
+        self._to_str = list(doc_ids)
+
+    def _rev_map(self) -> None:
+        """Build FAISS's reverse map if a load left it out (before the first add or removal)."""
+        if not self._rev:
+            self._index.construct_rev_map()
+            self._rev = True
 
     def remove(self, doc_id: str) -> bool:
         """Remove ``doc_id``'s vector from the FAISS index itself (not just from the id map), so it can
@@ -214,6 +263,7 @@ class UserVectorIndex:
         if i is None:
             return False
         self._to_str[i] = None
+        self._rev_map()
         n = self._index.remove_ids(np.array([i], dtype=np.int64))
         if n != 1:  # pragma: no cover - would mean the map and FAISS disagree
             raise RuntimeError(f"FAISS removed {n} vectors for doc_id {doc_id!r}, expected 1")
@@ -241,6 +291,8 @@ class UserVectorIndex:
     def get_vector(self, doc_id: str) -> np.ndarray:
         """The held vector of ``doc_id`` (float16-exact unless :attr:`itemsize` is 4), as float32
         ``(dim,)``. Raises KeyError if absent."""
+        if not self._rev:  # FAISS ids are storage positions still
+            return self._index.index.reconstruct(self._to_int[doc_id])
         return self._index.reconstruct(self._to_int[doc_id])
 
     def similarities(self, vector: object, doc_ids: Sequence[str]) -> np.ndarray:
@@ -251,7 +303,7 @@ class UserVectorIndex:
         if not doc_ids:
             return np.zeros(0, dtype=np.float32)
         keys = np.fromiter((self._to_int[d] for d in doc_ids), dtype=np.int64, count=len(doc_ids))
-        return self._index.reconstruct_batch(keys) @ q
+        return (self._index if self._rev else self._index.index).reconstruct_batch(keys) @ q
 
     def search(self, vector: object, k: int = 10) -> list[tuple[str, float]]:
         """Exact top-``k`` by inner product with the held (float16) vectors.
