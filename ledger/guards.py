@@ -24,6 +24,8 @@ decision against the memory it acts on and changes it when it would lose somethi
 * ``qualifier_sibling``    a supersede, with no stop or correction said, by a statement that opens with a case or a
                            condition of a kind the memory says none of ("on Fridays ... instead", "when my dad visits
                            I crank it up to 22"): kept beside it;
+* ``part_renewed``         a supersede, with no stop or correction said, by a statement naming the memory's thing and a
+                           part of it put in new (雅迪今天换了个新电瓶 of 我的电动车是雅迪的): kept beside it;
 * ``partial_change``       a supersede or retirement of a memory that lists two values by a statement naming one of
                            them ("I eat pork now" of "I don't eat pork or beef"): both kept, the memory "to confirm",
                            as a stop of one of several is (``partial_cessation``).
@@ -37,6 +39,7 @@ from typing import Any
 from .attributes import insertion, opposite_polarity, replaced_word
 from .revision_cues import says_more
 from .slots import content_tokens
+from .text import has_cjk
 from .values import _ZH_CALLED, differing, value_parts
 
 #: a one-off event in the past: something tried, met, read, seen, visited or done once
@@ -118,6 +121,30 @@ def _another_number(memory: str, text: str) -> bool:
     return any(vm.parts.get(k) and vt.parts.get(k) and vm.parts[k] != vt.parts[k] for k in ("number", "time", "date"))
 
 
+#: a part put in new: 换了个新电瓶, 换了新的轮胎, "got new tyres", "new brakes fitted" (the noun is the part)
+_NEW_PART = re.compile(r"换了?(?:个|一个|一块|块|条|只|套|副|对)?新的?([\u4e00-\u9fff]{2})|"
+                       r"\b(?:got|get|gets|had|fitted|put in)(?: \w+)? (?:some |a |an |a pair of |two |four )?new ([a-z]+)|"
+                       r"\bnew ([a-z]+) (?:fitted|put in|on)\b")
+
+
+def part_renewed(memory: str, text: str) -> bool:
+    """Whether ``text`` opens by naming the thing ``memory`` is about and says a part of it was put in new (雅迪今天换了
+    个新电瓶 of 我的电动车是雅迪的; "the Corolla got new tyres" of "I drive a Corolla"): news of the thing, not another
+    thing in its place. The part must be a word the memory does not say."""
+    m = _NEW_PART.search(text)
+    if m is None:
+        return False
+    part = next(g for g in m.groups() if g)
+    if part.lower() in memory.lower():
+        return False
+    if has_cjk(text):
+        opening = re.match(r"\s*(?:我的|我家的?|我那[台辆个])?([\u4e00-\u9fff]{2,4})", text)
+        return opening is not None and any(opening.group(1)[i:i + 2] in memory
+                                           for i in range(len(opening.group(1)) - 1))
+    thing = {w for n in value_parts(memory).parts.get("name", ()) for w in n.split()}
+    return any(_names_word(w, text[:m.start()].lower()) for w in thing)
+
+
 def _names_word(word: str, text: str) -> bool:
     """Whether ``text`` holds ``word`` as a word of its own, or its plural ("rain" is not in "train")."""
     return re.search(rf"\b{re.escape(word)}(?:s|es)?\b", text) is not None
@@ -194,6 +221,9 @@ def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any,
             and not _another_number(memory, text)):
         return "add", "about_someone_named", {"fresh_key": True, "note": "it says what someone the memory names does: "
                                                                         "both kept"}
+    if decision == "supersede" and not (typing.correction or typing.cessation) and part_renewed(memory, text):
+        return "add", "part_renewed", {"fresh_key": True, "note": "it says a part of the thing the memory names was "
+                                                                 "put in new: both kept"}
     if decision == "supersede" and not (typing.correction or typing.cessation) and case_of_its_own(memory, text):
         return "add", "qualifier_sibling", {"fresh_key": True, "note": "it says another case (a day, a season, a "
                                                                        "place, a person, a condition) the memory has "

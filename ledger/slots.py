@@ -536,6 +536,10 @@ _PRESUPPOSED = _lazy_re(r"\bas (?:a|an) new (?:[\w-]+ ){1,2}at [a-z]|\bmy first 
                         r"(?:i\b|my\b|\w+ing\b)")
 
 
+#: a move or a new job said in a clause of its own: stated, whatever a plan or a question beside it says
+_STATED_CHANGE = _lazy_re(r"跳槽|搬到|搬去|入职|转行|改行|辞职|\bmoved to\b|\bstarted (?:at|a new job)\b|\bjoined\b")
+
+
 def _stated_apart(body: str, cues: list[re.Match[str]]) -> bool:
     """Whether a message that asks or plans also states, in a clause of its own, something holding a value
     ("...? Book club gets together at Hannah's house these days, so I'd like to bring something nice"): a clause
@@ -558,12 +562,13 @@ def _stated_apart(body: str, cues: list[re.Match[str]]) -> bool:
                                                or _PLANNING.search(low[a:b]))]
     if not cues and not any(not value_parts(body[a:b]).empty or value_parts(body[a:b]).qualifiers.get("day")
                             or any(p.search(low[a:b]) for p in _CESSATION)  # "so I cancelled my gym membership"
-                            or any(p.search(low[a:b]) for p in _CHANGE[-3:-1])  # 王磊跳槽去无锡了，…准备今年买房
+                            or _STATED_CHANGE.search(low[a:b])  # 王磊跳槽去无锡了，…准备今年买房
                             for a, b in plain):
         return False
     # the clause stating the value holds a cue; a cue word repeated in the question ("去腾讯报到，送她点啥入职礼物好？")
     # does not make the statement a question
-    return not cues or any(a <= cue.start() < b for a, b in plain for cue in cues)
+    return not cues or any(a <= cue.start() < b for a, b in plain for cue in cues) or any(
+        _STATED_CHANGE.search(low[a:b]) for a, b in plain)
 
 
 def _adds(body: str, changes: list[re.Match[str]]) -> bool:

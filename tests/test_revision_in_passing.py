@@ -150,3 +150,22 @@ def test_a_teacher_named_by_surname_is_replaced_by_another(minilm_ledger):
                                   "my A4 notebook"])
 def test_a_make_that_is_a_common_word_names_no_car(text):
     assert owned_car(text) is None
+
+
+@pytest.mark.parametrize("old,new", [
+    # a move or a new job said in a clause of its own is stated, whatever plan follows it
+    ("我哥王磊在苏州工作，做外贸的", "王磊跳槽去无锡了，说那边房价便宜不少，准备今年买房"),
+    ("我开的是一辆白色卡罗拉", "换了新车了，比亚迪汉"),
+])
+def test_a_change_said_beside_a_plan_or_by_a_new_car_supersedes(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, _user(old, new), old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation
+
+
+@pytest.mark.parametrize("old,new", [
+    ("我的电动车是雅迪的", "雅迪今天换了个新电瓶，花了六百多，跑得比以前远了"),
+    ("I drive a Toyota Corolla", "the Corolla got new tyres today, feels like a different car now"),
+])
+def test_a_part_put_in_new_keeps_the_thing(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, _user(old, new), old, new)
+    assert (facts.get(old), facts.get(new)) == ("current", "current"), r.explanation
