@@ -55,7 +55,7 @@ _UNIT_WORDS = {
     "centimeters": "cm", "厘米": "cm", "lb": "lb", "lbs": "lb", "oz": "oz", "ounce": "oz", "ounces": "oz",
 }
 #: an amount written with its unit glued on ("50g", "5mg", "500ml"): an amount, not a code
-_GLUED_UNIT = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)\s?(mg|g|ml|cm|lbs?|oz)(?![A-Za-z0-9])", re.I)
+_GLUED_UNIT = re.compile(r"(?<![A-Za-z0-9._])(\d+(?:\.\d+)?)\s?(mg|g|ml|cm|lbs?|oz)(?![A-Za-z0-9])", re.I)
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _URL = re.compile(r"(?<![A-Za-z0-9])(?:https?://|www\.)[^\s，。,]+|(?<![A-Za-z0-9_.])[a-z0-9][A-Za-z0-9_-]{2,}(?:\.[A-Za-z0-9_-]+)*\.(?:com|org|net|io|cn|de|uk|dev|"
@@ -76,6 +76,7 @@ _PHONE = re.compile(r"(?<![\w.])\+?\d[\d\s\-()]{6,}\d(?!\w|\.\d)")
 #: a token mixing letters and digits (plates, passwords, flight and locker codes): 沪A12345, tulip88, B-12
 _CODE = re.compile(r"(?<![A-Za-z0-9@_])[\u4e00-\u9fff]?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])"
                    r"[A-Za-z0-9][A-Za-z0-9_-]*(?![A-Za-z0-9@_])")
+_QUOTED_NAME = re.compile(r"(?:叫|名叫|叫做|名字是|called|named|name is)\s*[“\"「『‘]([^”\"」』’]{1,40})[”\"」』’]", re.I)
 #: a name after 叫 / 名叫 / 名字是 that ends its clause (叫外卖, 叫车 go on: no name)
 _ZH_CALLED = re.compile(r"(?:名字(?:叫|是)|名叫|叫做|叫)(?!外卖|车|醒|人|我|你|他|她|它)([\u4e00-\u9fff]{2,3})"
                         r"(?<![了吗呢吧啊的])(?=[，,。！!？?~～\s]|$)")
@@ -597,7 +598,11 @@ def value_parts(text: str) -> ValueParts:
         names = itertools.chain(names, re.finditer(r"(?<![A-Za-z])[A-Z][a-z]+(?![A-Za-z])", text))
     if has_cjk(text):  # 王阿姨, 李老师, 张师傅: a surname and a form of address name one person
         names = itertools.chain(names, _ZH_NAME.finditer(text))
-    parts["name"] = {n for n in (_name_of(m.group(0)) for m in names) if n}
+    codes = {c.lower() for c in parts["code"]}
+    # a capital inside a code is no name ("Xk" of ChinaNet-8Xk2)
+    parts["name"] = {n for n in (_name_of(m.group(0)) for m in names) if n and not any(n in c for c in codes)}
+    # a name said in quotes after "called" or 叫 (家里网络的名字叫“别蹭了谢谢”): as written, whatever its words
+    parts["name"] |= {m.group(1).strip().lower() for m in _QUOTED_NAME.finditer(nfc_text)}
     if has_cjk(text):  # 我家猫叫团团, 名字叫球球: what something is called, ending its clause, is a name
         parts["name"] |= {m.group(1) for m in _ZH_CALLED.finditer(nfc_text)}
         parts["name"] |= {m.group(1) for m in _ZH_PLACE.finditer(nfc_text)}

@@ -169,3 +169,16 @@ def test_a_change_said_beside_a_plan_or_by_a_new_car_supersedes(minilm_ledger, o
 def test_a_part_put_in_new_keeps_the_thing(minilm_ledger, old, new):
     r, facts = revise(minilm_ledger, _user(old, new), old, new)
     assert (facts.get(old), facts.get(new)) == ("current", "current"), r.explanation
+
+
+@pytest.mark.parametrize("text,kind,values", [
+    ("network GoatNet_5G, password on the back", "code", {"GoatNet_5G"}),  # no 5 grams inside an identifier
+    ("家里网络的名字叫“别蹭了谢谢”", "name", {"别蹭了谢谢"}),  # a quoted name, as written
+    ("I take 50g of oats", "number", {"50"}),
+])
+def test_identifiers_and_quoted_names_are_read_whole(text, kind, values):
+    assert value_parts(text).parts.get(kind) == frozenset(values)
+
+
+def test_a_capital_inside_a_code_is_no_name():
+    assert "name" not in value_parts("我家wifi名字叫ChinaNet-8Xk2").parts
