@@ -12,8 +12,9 @@ decision against the memory it acts on and changes it when it would lose somethi
                            上周和小王去爬山了): kept beside it, nothing retired;
 * ``attitude_beside``      a reaffirmation by a statement saying how the user feels about it ("I don't like my job
                            as a nurse much" of "I work as a nurse"): kept beside it;
-* ``asked_beside``         a reaffirmation by a question that names a home or a car in passing ("any tips for
-                           keeping our flat in Bristol warm?" of "I live in Bristol"): kept beside it;
+* ``same_thing_in_passing`` a reaffirmation or supersede by a statement naming, in passing, the home or car the
+                           memory names ("any tips for keeping our flat in Bristol warm?", "took my Corolla in for its
+                           MOT" of "I drive a Toyota Corolla"): news of the same thing, kept beside it;
 * ``restated_with_more``   a reaffirmation of an (English) memory repeated with a clause of its own: kept beside it;
 * ``another_episode``      a supersede, with no change said, of one past event by another ("I met James at the
                            conference" of "I met Sarah at the conference"): kept beside it;
@@ -39,6 +40,8 @@ from typing import Any
 from .attributes import insertion, opposite_polarity, replaced_word
 from .revision_cues import says_more
 from .slots import content_tokens
+from .owned import owned_car
+from .places import home_city
 from .text import has_cjk
 from .values import _ZH_CALLED, differing, value_parts
 
@@ -52,8 +55,6 @@ EPISODE = re.compile(r"\b(?:tried|met|read|saw|watched|visited|went (?:\w+ing|to
 _ATTITUDE = re.compile(r"\b(?:(?:do|did)n'?t|do not|never) (?:really |much |particularly )?(?:like|love|enjoy)\b|"
                        r"\b(?:hate|can't stand|cannot stand|am sick of|i'm sick of|am tired of|i'm tired of)\b|"
                        r"不(?:太|怎么|是很)?喜欢|讨厌|受够了", re.I)
-#: a question asked ("...?", 吗？): a statement that asks says more than the memory it takes for granted
-_ASKS = re.compile(r"[?？]")
 #: two values joined in one sentence: "pork or beef", "tennis and golf", 猪肉和牛肉, 英语、法语
 _PAIR = re.compile(r"\b([a-z]+),? (?:and|or|nor) ([a-z]+)\b|([\u4e00-\u9fff]{2,4})[和或、跟]([\u4e00-\u9fff]{2,4})", re.I)
 #: set phrases that join two words and name no two values ("rain or shine" is "always")
@@ -187,6 +188,12 @@ def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any,
     markers)."""
     if memory is None:
         return None
+    passing = getattr(typing, "in_passing", False) and (home_city(text) or owned_car(text) or "")
+    if decision in ("reaffirm", "supersede") and passing and passing in memory.lower():
+        # "our flat in Leeds has a mould problem", 我那台比亚迪今天去做了保养 of the home or car the memory names: news
+        # of the same thing, neither that memory said again nor another value
+        return "add", "same_thing_in_passing", {"fresh_key": True, "note": f"it speaks of {passing!r}, which the "
+                                                                           "memory names: both kept"}
     if decision == "reaffirm" and rule != "duplicate":
         if opposite_polarity(memory, text):
             return "supersede", "opposite_polarity", {"note": "the opposite said: the newest statement holds"}
@@ -203,10 +210,6 @@ def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any,
                for k in ("day", "tod")):
             # 我每周二浇花 of 我每周二、周四浇花: the days or times said are the value; another set replaces it
             return "supersede", "qualifier_changed", {"note": "the days or times it says differ: the newest holds"}
-        if getattr(typing, "in_passing", False) and _ASKS.search(text) and not _ASKS.search(memory):
-            # "any tips for keeping our flat in Bristol warm?" of "I live in Bristol": what it asks is its own
-            return "add", "asked_beside", {"fresh_key": True, "note": "it asks something of what the memory says: "
-                                                                      "kept beside it"}
         if _ATTITUDE.search(text) and not _ATTITUDE.search(memory):
             return "add", "attitude_beside", {"fresh_key": True, "note": "it says how the user feels about it: kept "
                                                                          "beside what it is about"}

@@ -107,6 +107,11 @@ def test_another_number_of_the_same_thing_supersedes(minilm_ledger, old, new):
     # a question about the memory's value is kept beside it, never taken for the memory said again
     ("I live in Bristol", "any tips for keeping our flat in Bristol warm this winter?"),
     ("I drive a Toyota Corolla", "how often should I rotate the tyres on my Corolla?"),
+    # news of the same home or car, said in passing, is neither the memory said again nor another value
+    ("I live in Leeds", "our flat in Leeds has a mould problem in the bathroom"),
+    ("我住在杭州", "杭州这几天太热了，家里空调一直开着"),
+    ("I drive a Tesla Model 3", "my tesla's battery is degrading faster than I expected"),
+    ("我开的是比亚迪汉", "我那台比亚迪今天去做了保养，花了八百"),
     # a trip is no move
     ("I live in Leeds", "we're visiting Bristol next week, any good restaurants?"),
     # another place's locker is a sibling, not a replacement
