@@ -92,7 +92,8 @@ CATALOGUE: tuple[Slot, ...] = (
     _slot("contact.phone", "single", (r"phone number|my number|mobile number|cell number|reach me at|"
                                       r"\bmy (?:cell|mobile)\b(?! (?:phone|provider|plan|bill|contract|case|screen)\b)|"
                                       r"\bas my (?:cell|mobile|number)\b",),
-          ("电话号码|手机号|电话是|换号|新号码|号码是|联系电话|联系方式",)),
+          # 号码 of a locker, a seat or a parking space (储物柜号码是112) is no phone number
+          ("电话号码|手机号|电话是|换号|新号码|(?<![柜位座间牌卡证])号码是|联系电话|联系方式",)),
     # the work line is another number than the user's own mobile: a new mobile never replaces it
     _slot("contact.work_phone", "single", (r"(?:work|office|desk|business) (?:phone|number|line|mobile|cell)(?: number)?|"
                                            r"work extension",), ("工作电话|办公电话|座机|单位电话|公司电话",), weight=2.0),
@@ -201,7 +202,7 @@ CATALOGUE: tuple[Slot, ...] = (
           ("笔记本电脑|电脑|台式机",)),
     _slot("vehicle", "single", (r"drive an?|my car|new car|bought an? (?:\w+ )?car|electric car|tesla|"
                                 r"motorbike|motorcycle|scooter|sold my car|(?:number |licen[cs]e |car )?plate|car reg(?:istration)?|"
-                                r"\breg\b|registration (?:number|is)",), ("开车|车子|车牌|买了?.{0,4}车|(?:换|提)了?(?:一?[辆台])?新车|新车(?:是|到手|提了)|电动车|燃油车|汽车|开的是.{0,4}车|开的是一?辆|摩托|(?:^|[，,。])车子?[^，,。]{0,4}(?:卖|报废|送人|过户)",)),
+                                r"\breg\b|registration (?:number|is)",), ("开车|车子|车牌|我(?:的|家|的爱)车|买了?.{0,4}车|(?:换|提)了?(?:一?[辆台])?新车|新车(?:是|到手|提了)|电动车|燃油车|汽车|开的是.{0,4}车|开的是一?辆|摩托|(?:^|[，,。])车子?[^，,。]{0,4}(?:卖|报废|送人|过户)",)),
     _slot("schedule", "multi",
           (r"every (?:morning|evening|night|day|week|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
            r"weekend)|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)|wake up at|"

@@ -40,8 +40,7 @@ from typing import Any
 from .attributes import insertion, opposite_polarity, replaced_word
 from .revision_cues import says_more
 from .slots import content_tokens
-from .owned import owned_car
-from .places import home_city
+from .owned import thing_in_passing
 from .text import has_cjk
 from .values import _ZH_CALLED, differing, value_parts
 
@@ -123,9 +122,14 @@ def _another_number(memory: str, text: str) -> bool:
 
 
 #: a part put in new: 换了个新电瓶, 换了新的轮胎, "got new tyres", "new brakes fitted" (the noun is the part)
+#: parts of a car, a bike or a phone: put in new, they are news of the thing, never another thing
+_PARTS = frozenset("tyres tires tyre tire battery brakes brake pads chain cassette exhaust clutch windscreen windshield "
+                   "wipers filter saddle pedals screen case charger strap gears bulbs headlights mirror 电瓶 电池 轮胎 "
+                   "车胎 刹车 屏幕 滤芯 链条 外胎 内胎 座垫 车灯 雨刷".split())
 _NEW_PART = re.compile(r"换了?(?:个|一个|一块|块|条|只|套|副|对)?新的?([\u4e00-\u9fff]{2})|"
                        r"\b(?:got|get|gets|had|fitted|put in)(?: \w+)? (?:some |a |an |a pair of |two |four )?new ([a-z]+)|"
-                       r"\bnew ([a-z]+) (?:fitted|put in|on)\b")
+                       r"\bnew ([a-z]+) (?:fitted|put in|on|and)\b|\bnew (" + "|".join(p for p in _PARTS if p.isascii())
+                       + r")\b")
 
 
 def part_renewed(memory: str, text: str) -> bool:
@@ -136,6 +140,8 @@ def part_renewed(memory: str, text: str) -> bool:
     if m is None:
         return False
     part = next(g for g in m.groups() if g)
+    if part.lower() in _PARTS:
+        return True  # "the Corolla got new tyres" is news of a car, whichever car the memory names
     if part.lower() in memory.lower():
         return False
     if has_cjk(text):
@@ -188,7 +194,7 @@ def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any,
     markers)."""
     if memory is None:
         return None
-    passing = getattr(typing, "in_passing", False) and (home_city(text) or owned_car(text) or "")
+    passing = getattr(typing, "in_passing", False) and (thing_in_passing(text) or "")
     if decision in ("reaffirm", "supersede") and passing and passing in memory.lower():
         # "our flat in Leeds has a mould problem", 我那台比亚迪今天去做了保养 of the home or car the memory names: news
         # of the same thing, neither that memory said again nor another value

@@ -17,6 +17,8 @@ _HOME_EN = r"(?:place|flat|house|apartment|home|pad|room|neighbou?rhood|street|b
 _AWAY_ZH = re.compile(r"出差|旅游|旅行|度假|游玩|玩[几两一]天|路过|转机|开会|老家|回家|来[^，。]{0,4}玩")
 _AWAY_EN = re.compile(r"\b(?:visiting|trip|holiday|vacation|weekend in|business trip|conference|layover|hometown|"
                       r"parents'|mum's|mom's|dad's|grandparents')\b")
+#: a move said with its city: 搬到南京, 搬去了成都, 定居在厦门 (not 想搬到 / 打算搬去: a plan is read as one elsewhere)
+_MOVED_ZH = re.compile(r"(?<![想要打算准备考虑])(?:搬到|搬去了?|搬来|定居在?|落户)([\u4e00-\u9fff]{2,4})")
 #: what a Chinese sentence says of daily life at home: the laundry drying, the landlord, the flat's heating
 _HOME_ZH = re.compile(r"家里|我家|我们家|屋里|屋子|衣服|小区|房东|房租|楼下|阳台|暖气|租的|出租屋|宿舍")
 
@@ -53,13 +55,17 @@ def _city_in(words: str, at_end: bool) -> str | None:
 
 def home_city(text: str) -> str | None:
     """The city ``text`` places the speaker's home in, lower-case English or as written in Chinese, or None: "the
-    aberdeen place", "our flat in Bristol", "here in Leeds", "Norwich has been home"; 杭州这梅雨季…衣服晾不干 (a
-    city said as "here", with daily life at home in the same sentence). Never a trip ("visiting Leeds", 去杭州出差)."""
+    aberdeen place", "our flat in Bristol", "here in Leeds", "Norwich has been home"; 搬到南京以后; 杭州这梅雨季…衣服晾不干
+    (a city said as "here", with daily life at home in the same sentence). Never a trip ("visiting Leeds", 去杭州出差)."""
     low = text.lower()
     if any("\u4e00" <= ch <= "\u9fff" for ch in text):
+        _, zh = _cities()
+        for m in _MOVED_ZH.finditer(text):  # 搬到南京以后通勤方便多了: a move, whatever else the sentence says
+            for size in (4, 3, 2):
+                if m.group(1)[:size] in zh:
+                    return m.group(1)[:size]
         if _AWAY_ZH.search(text) or not _HOME_ZH.search(text):
             return None
-        _, zh = _cities()
         for m in re.finditer(r"([\u4e00-\u9fff]{2,4}?)(?:这边|这里|这儿|这)", text):
             start = m.start()
             for size in (4, 3, 2):  # the city ends where 这 begins: 杭州这梅雨季, 我们成都这边

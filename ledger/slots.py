@@ -25,7 +25,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from .owned import owned_car
+from .owned import owned_car, owned_phone
 from .places import home_city
 from .subjects import FIRST_DAYS, NOT_KIN_ZH, RELATIONS_EN, RELATIONS_ZH, about_self
 from .subjects import ROLES_EN as _ROLES_EN
@@ -452,10 +452,12 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
             best = (weight, -order, s, ms)
     # where the user lives or what they drive, said in passing: "the aberdeen place is absolutely baltic", 杭州这梅雨季…
     # 衣服晾三天都不干, "the tyres on my Kia Niro"; the statement is about that slot whatever else it names
-    home = home_city(text) or (owned_car(text) and "vehicle") or (_NEW_JOB.match(t) and "work.employer")
+    home = (home_city(text) or (owned_car(text) and "vehicle") or (owned_phone(text) and "device.phone")
+            or (_NEW_JOB.match(t) and "work.employer"))
     if home is not None and subject in ("self", "none"):
         subject = "self"
-        said = next(s for s in CATALOGUE if s.key == (home if home in ("vehicle", "work.employer") else "residence.city"))
+        said = next(s for s in CATALOGUE
+                    if s.key == (home if home in ("vehicle", "device.phone", "work.employer") else "residence.city"))
         best = (max(best[0], 1000.0), 0, said, [*said.matches(body)])
     slot = best[2]
     cased = unicodedata.normalize("NFC", text).replace("’", "'").strip()  # names are read by their capitals

@@ -187,3 +187,57 @@ def test_identifiers_and_quoted_names_are_read_whole(text, kind, values):
 
 def test_a_capital_inside_a_code_is_no_name():
     assert "name" not in value_parts("我家wifi名字叫ChinaNet-8Xk2").parts
+
+
+def _facts(ml, user):
+    return {f.text: f for f in ml.profile(user).facts.values()}
+
+
+def test_a_part_put_in_new_never_replaces_the_car_held(minilm_ledger):
+    ml = minilm_ledger
+    for text in ("I drive a Toyota Corolla", "tyres on my Skoda Octavia are worn"):
+        ml.remember("parts1", text)
+    r = ml.remember("parts1", "the Corolla got new tyres")
+    facts = _facts(ml, "parts1")
+    assert r.decision == "add", r.explanation
+    assert facts["tyres on my Skoda Octavia are worn"].status == "current"
+    assert (facts["tyres on my Skoda Octavia are worn"].attribute,
+            facts["tyres on my Skoda Octavia are worn"].extracted_value) == ("car", "Skoda")
+
+
+def test_a_question_about_a_second_home_moves_no_one(minilm_ledger):
+    ml = minilm_ledger
+    for text in ("I live in Glasgow", "we also have a flat in Bristol"):
+        ml.remember("second1", text)
+    r = ml.remember("second1", "any tips for our flat in Bristol?")
+    assert r.decision == "add", r.explanation
+    assert _facts(ml, "second1")["I live in Glasgow"].status == "current"
+
+
+@pytest.mark.parametrize("old,new", [
+    ("我住在上海", "搬到南京以后通勤方便多了"),
+    ("I drive a Toyota Corolla", "just bought a Skoda Octavia"),
+    ("我开的是丰田卡罗拉", "我的斯柯达明锐轮胎该换了"),
+    ("im on an iphone 11 and the battery is dead by lunch", "pixel 8 lasts me a full day easy"),
+    ("我用的华为mate40，电池不太行了", "小米14拍夜景真的绝了，续航比我之前那台强太多"),
+])
+def test_a_move_a_car_or_a_phone_said_in_passing_supersedes(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, _user(old, new), old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation
+
+
+@pytest.mark.parametrize("text,slot", [
+    ("我的储物柜号码是112", None),  # a locker's 号码 is no phone number
+    ("我的手机号码是13812345678", "contact.phone"),
+    ("我开的是丰田卡罗拉", "vehicle"),
+    ("我的车是丰田卡罗拉", "vehicle"),
+])
+def test_the_slot_of_a_locker_and_a_car(text, slot):
+    assert type_statement(text).slot == slot
+
+
+def test_what_a_home_said_in_passing_shows(minilm_ledger):
+    minilm_ledger.remember("shown1", "I live in Leeds")
+    minilm_ledger.remember("shown1", "the glasgow place is freezing, tips?")
+    fact = _facts(minilm_ledger, "shown1")["the glasgow place is freezing, tips?"]
+    assert (fact.status, fact.attribute, fact.extracted_value) == ("current", "home city", "Glasgow")
