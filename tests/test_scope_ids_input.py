@@ -43,16 +43,19 @@ def _json_error(err: str) -> dict[str, Any]:
     return json.loads(err.strip().splitlines()[-1])["error"]
 
 
+#: (arguments, the field named, the problem): a verb with a request model names its option without dashes
+#: (``agent``), as every refusal of its options does; the others name the flag given, never the recorded field
 CLI_CASES = [
-    (["remember", "u1", "I drink black coffee", "--agent", HIDDEN], "--agent", "U+200B (ZERO WIDTH SPACE)"),
+    (["remember", "u1", "I drink black coffee", "--agent", HIDDEN], "agent", "U+200B (ZERO WIDTH SPACE)"),
     (["assert", "u1", "home.city", "Rome", "--agent", HIDDEN], "--agent", "U+200B (ZERO WIDTH SPACE)"),
-    (["correct", "u1", "preference.drink", "coffee", "--actor", "x/y"], "--actor", "holds '/'"),
+    (["correct", "u1", "preference.drink", "coffee", "--actor", "x/y"], "actor", "holds '/'"),
     (["remember", "-", "I answer in French", "--agent", "x/y"], "--agent", "holds '/'"),
     (["assert", "u1", "home.city", "Rome", "--run", "r" + ZWSP + "1"], "--run", "U+200B (ZERO WIDTH SPACE)"),
-    (["search", "u1", "tea", "--agent", HIDDEN], "--agent", "U+200B (ZERO WIDTH SPACE)"),
+    (["search", "u1", "tea", "--agent", HIDDEN], "agent", "U+200B (ZERO WIDTH SPACE)"),
     (["forget", "u1", "--agent", "x/y", "--yes"], "--agent", "holds '/'"),
     (["keys", "create", "--agent", "x/y"], "--agent", "holds '/'"),
-    (["remember", "u1", "I drink black coffee", "--agent", " "], "--agent", "is empty"),
+    (["remember", "u1", "I drink black coffee", "--agent", " "], "agent", "is empty"),
+    (["assert", "u1", "home.city", "Rome", "--agent", " "], "--agent", "is empty"),
 ]
 
 

@@ -184,20 +184,21 @@ def _warnings_to_stderr() -> Iterator[None]:
         logger.removeHandler(handler)  # tolerates its absence (`serve` sets the logger's handlers itself)
 
 
-#: the flags that give an agent id and a run id, and the names a refusal of each may carry (the request's field, the
-#: verb's keyword, the recorded field)
-_SCOPE_FLAGS = {"--agent": ("agent", "agent_id", "actor"), "--actor": ("agent_id", "actor"),
-                "--run": ("run", "run_id", "session_id"), "--session": ("run_id", "session_id")}
+#: the flags that give an agent id and a run id: the name a request's refusal gives each (the flag without its
+#: dashes), and the names of the Python API and the recorded field, which the caller did not type
+_SCOPE_FLAGS = {"--agent": ("agent", ("agent_id", "actor")), "--actor": ("actor", ("agent_id",)),
+                "--run": ("run", ("run_id", "session_id")), "--session": ("session", ("run_id",))}
 
 
 def _scope_worded(exc: BadInput, args: list[str]) -> BadInput:
-    """A refusal of an agent or run id named by the flag the caller gave it with (``--agent``, not ``actor``,
-    the field ``assert --agent A`` records it in), so the message points at what was typed."""
-    bare = (exc.field or "").rsplit(".", 1)[-1].lstrip("-")
-    for flag, names in _SCOPE_FLAGS.items():
-        if bare in names and any(a == flag or a.startswith(flag + "=") for a in args):
-            fix = re.sub(rf"\bleave (?:{'|'.join(names)}) out\b", f"leave {flag} out", exc.fix or "")
-            return BadInput(flag, exc.problem, fix)
+    """A refusal of an agent or run id named as the flag the caller gave it with (``--agent``, not ``actor``, the
+    field ``assert --agent A`` records it in; a request's ``agent`` stays as it is), its fix too."""
+    field = exc.field or ""
+    bare = field.rsplit(".", 1)[-1]
+    for flag, (own, others) in _SCOPE_FLAGS.items():
+        if bare in (own, *others) and any(a == flag or a.startswith(flag + "=") for a in args):
+            fix = re.sub(rf"\bleave (?:{'|'.join((own, *others))}) out\b", f"leave {flag} out", exc.fix or "")
+            return BadInput(flag if bare in others else field, exc.problem, fix)
     return exc
 
 
