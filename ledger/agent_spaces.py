@@ -53,3 +53,31 @@ def refuse_reserved(user_id: str, field: str = "user_id") -> None:
         raise BadInput(field, f"{user_id!r} starts with {PREFIX!r}, which is kept for agents' own memories",
                        f"choose a user id that does not start with {PREFIX!r}; for the own memories of agent "
                        f"{agent!r}, leave the user out and give agent_id={agent!r} alone")
+
+
+def agent_of(user_id: str) -> str | None:
+    """The agent whose own memories ``user_id`` holds (``"planner"`` of ``~agent/planner``), or None for a user."""
+    return user_id[len(PREFIX):] if user_id.startswith(PREFIX) else None
+
+
+def unknown_refusal(user_id: str, problem: str, fix: str, field: str = "user_id") -> BadInput:
+    """The refusal of ``user_id`` when the ledger holds nothing about it: ``problem`` and ``fix`` naming ``field``;
+    for an agent's own id (the caller named the agent, not a user), naming ``agent_id`` and saying that agent
+    keeps no memories of its own here."""
+    agent = agent_of(user_id)
+    if agent is None:
+        return BadInput(field, problem, fix)
+    return BadInput("agent_id", f"agent {agent!r} has no own memories here ({problem})",
+                    f"check the agent id (its own memories show as user {PREFIX}<agent id> in `memledger stats`); "
+                    f"what agent {agent!r} wrote about a user is read with that user's id and agent_id={agent!r}")
+
+
+def erased_refusal(user_id: str, fix: str, field: str = "user_id") -> BadInput:
+    """The refusal of a write for ``user_id`` once it was erased (an erased id stays burned); for an agent's own id,
+    naming ``agent_id`` and telling the agent to keep new memories under a new agent id."""
+    agent = agent_of(user_id)
+    if agent is None:
+        return BadInput(field, f"{user_id!r} was erased; nothing more can be recorded for it", fix)
+    return BadInput("agent_id", f"{user_id!r}, the own memories of agent {agent!r}, was erased; nothing more can be "
+                    "recorded for it", f"an agent's erased memories stay burned: keep new ones under a new agent "
+                    f"id, e.g. agent_id={agent + '-2'!r} (what agent {agent!r} writes about a user is not affected)")

@@ -298,21 +298,46 @@ def check_confidence(value: Any, field: str = "confidence") -> float | None:
     return number
 
 
+#: the fields that carry an agent id (a write's ``actor`` is the agent that wrote it) and a run id (a write's
+#: ``session_id``), as each face names them: :func:`check_identifier` gives them the character rules of a user id,
+#: and an agent id no ``/`` (memledger/scopes.py)
+AGENT_FIELDS = frozenset({"actor", "agent_id", "--actor", "--agent"})
+RUN_FIELDS = frozenset({"session_id", "run_id", "--session", "--run"})
+#: what an agent id may hold, as a refusal's fix says it
+AGENT_CHARS = ("an agent id is letters, digits, spaces inside and punctuation other than '/' (e.g. planner, "
+               "support-bot.2), with no control or invisible characters")
+#: what a run id may hold, as a refusal's fix says it
+RUN_CHARS = ("a run id is letters, digits, spaces inside and punctuation (e.g. run-7, 2024-05-01), with no control "
+             "or invisible characters")
+
+
 def check_identifier(value: Any, field: str) -> str | None:
     """An identifier a command carries in plaintext (``idempotency_key``, ``source_ref``, ``session_id``,
     ``actor``, ``trace_id``, ``sensitivity``): None, or non-blank text without control characters, at most
-    :data:`MAX_ID` characters; a ``sensitivity`` is also a label (:func:`check_label`). Returned as given.
+    :data:`MAX_ID` characters; a ``sensitivity`` is also a label (:func:`check_label`), an agent id (a field of
+    :data:`AGENT_FIELDS`) and a run id (:data:`RUN_FIELDS`) hold what a user id may (:func:`check_agent_id`,
+    :func:`check_run_id`). Returned as given.
 
     Raises:
         BadInput: naming ``field``.
     """
     if value is None:
         return None
+    bare = re.split(r"[.\s]", field)[-1]  # "commands[0].actor", "line 3: actor": the field itself
+    if bare in AGENT_FIELDS:
+        return check_agent_id(value, field)
+    if bare in RUN_FIELDS:
+        return check_run_id(value, field)
+    return _identifier(value, field, f"leave {field} out, or give it as non-blank text")
+
+
+def _identifier(value: Any, field: str, what: str) -> str:
+    """:func:`check_identifier`'s rules for any identifier; ``what`` is the fix of an empty one."""
     if not isinstance(value, str):
         shown = repr(value) if isinstance(value, (int, float)) else type(value).__name__
         raise BadInput(field, f"{shown} is not a valid string", "give it as text")
     if not value.strip():
-        raise BadInput(field, "is empty; leave it out instead")
+        raise BadInput(field, "is empty", what)
     check_text(value, field)
     if len(value) > MAX_ID:
         raise BadInput(field, f"is {len(value)} characters long",
@@ -320,6 +345,59 @@ def check_identifier(value: Any, field: str) -> str | None:
     if field == "sensitivity":
         check_label(value, "sensitivity")
     return value
+
+
+def _scope_id(value: Any, field: str, chars: str, example: str) -> str:
+    """An agent or run id: an identifier with a user id's character rules (:func:`check_user_id`): no spaces at
+    either end, no control, format (invisible: U+200B, U+200D, U+FEFF...), private-use or unassigned character,
+    no U+FFFD. Returned as given."""
+    value = _identifier(value, field, f"leave {field} out, or give one: {chars}")
+    if value != value.strip():
+        raise BadInput(field, f"{value!r} has spaces at either end", f"strip them: {chars}")
+    if "\ufffd" in value:  # as in a user id: what a decoder leaves of bytes that were not UTF-8
+        raise BadInput(field, f"{value!r} holds U+FFFD, the mark of bytes that were not valid UTF-8",
+                       f"send the id encoded as UTF-8 (percent-encode its UTF-8 bytes in a URL): {chars}")
+    bad = next((c for c in value if unicodedata.category(c).startswith("C")), None)
+    if bad is not None:
+        name = unicodedata.name(bad, "unnamed")
+        raise BadInput(field, f"{value!r} holds U+{ord(bad):04X} ({name}), an invisible or control character "
+                       "that a reader cannot tell from the id without it",
+                       (f"send {example!r}: " if example else "remove it: ") + chars)
+    return value
+
+
+def check_agent_id(value: Any, field: str = "agent_id") -> str | None:
+    """Validate an agent id (``agent_id``, a write's ``actor``, ``--agent``): None, or an identifier
+    (:func:`check_identifier`) with a user id's character rules (:func:`check_user_id`: a zero-width space is
+    refused as in a user id) and no ``/``, since an agent's own memories are addressed by it in a path
+    (``/v1/agents/{agent_id}``, ``~agent/{agent_id}``). Returned as given.
+
+    Raises:
+        BadInput: naming ``field``, the fix saying which characters an agent id may hold.
+    """
+    if value is None:
+        return None
+    example = "".join(c for c in value if not unicodedata.category(c).startswith("C")).strip() \
+        if isinstance(value, str) else ""
+    value = _scope_id(value, field, AGENT_CHARS, example.replace("/", "-"))
+    if "/" in value:
+        raise BadInput(field, f"{value!r} holds '/', which cannot be part of an agent id (its own memories are "
+                       f"addressed by it: /v1/agents/{{agent_id}})", f"use {value.replace('/', '-')!r}: {AGENT_CHARS}")
+    return value
+
+
+def check_run_id(value: Any, field: str = "run_id") -> str | None:
+    """Validate a run id (``run_id``, a write's ``session_id``, ``--run``): None, or an identifier
+    (:func:`check_identifier`) with a user id's character rules (:func:`check_user_id`). Returned as given.
+
+    Raises:
+        BadInput: naming ``field``, the fix saying which characters a run id may hold.
+    """
+    if value is None:
+        return None
+    example = "".join(c for c in value if not unicodedata.category(c).startswith("C")).strip() \
+        if isinstance(value, str) else ""
+    return _scope_id(value, field, RUN_CHARS, example)
 
 
 class FactCommand(BaseModel):

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ledger.agent_spaces import unknown_refusal
 from ledger.domain import fact_id
 from ledger.errors import BadInput, MemledgerError
 from ledger.privacy import ENCRYPTED_FIELDS, ENCRYPTION_ENV, SubjectErasure, subject_id
@@ -256,8 +257,8 @@ def erase_user(ml: Store, user_id: str, *, actor: str | None = None, compact: bo
     if not already and not rows and ml.keystore.get(user_id) is None and not open_sessions(ml, user_id):
         # Nothing was ever recorded for this id (every write creates the user's key): erasing it would only burn
         # the id for good, and a typo in an erase would then block a real user.
-        raise BadInput("user_id", f"nothing is held about {user_id!r}",
-                       "check the user id: erasing burns it for good")
+        raise unknown_refusal(user_id, f"nothing is held about {user_id!r}",
+                              "check the user id: erasing burns it for good")
     plaintext = _plaintext_events(ml.app, stream_ids) if not already else 0
     held = _rows_held(ml, user_id)
 
@@ -398,8 +399,8 @@ def export_user(ml: Store, user_id: str, scope: Any = None) -> UserExport:
     erased_at = ml.erased_at(user_id)
     if erased_at is None and not history and not sessions and not open_sessions(ml, user_id) and (
             ml.keystore is None or ml.keystore.get(user_id) is None):  # every write makes the user's key
-        raise BadInput("user_id", f"nothing is held about {user_id!r}: no fact, session or erasure",
-                       "check the user id (every id the ledger holds has a fact or a session)")
+        raise unknown_refusal(user_id, f"nothing is held about {user_id!r}: no fact, session or erasure",
+                              "check the user id (every id the ledger holds has a fact or a session)")
     disclosures = disclosure_rows(ml, user_id)
     if scope:
         history = [h for h in history if scope.matches(h.actor, h.session_id)]

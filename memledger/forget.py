@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ledger.agent_spaces import unknown_refusal
 from ledger.crypto import FACT_KEY_FIELD, TOKEN_PREFIX, is_erased, is_forgotten
 from ledger.domain import Fact, fact_id
 from ledger.errors import BadInput, MemledgerError
@@ -156,7 +157,7 @@ def _known(ml: Store, keystore: Any, user_id: str) -> None:
     with ml.db.read() as cur:
         known = bool(ml.history_projection.versions(cur, user_id)) or keystore.get(user_id) is not None
     if not known:
-        raise BadInput("user_id", f"nothing is held about {user_id!r}", "check the user id (see `memledger stats`)")
+        raise unknown_refusal(user_id, f"nothing is held about {user_id!r}", "check the user id (see `memledger stats`)")
 
 
 def _plan(ml: Store, keystore: Any, user_id: str, key: str, events: list[Any], version: int | None,

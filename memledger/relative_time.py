@@ -426,7 +426,8 @@ def _local_date(observed_at: datetime, tz: str | tzinfo | None) -> date:
     try:
         return aware.astimezone(zone).date()
     except OverflowError:
-        raise BadInput("observed_at", f"{aware.isoformat()} falls outside years 1..9999 in zone {zone}") from None
+        raise BadInput("observed_at", f"{aware.isoformat()} falls outside years 1..9999 in zone {zone}",
+                       "give an instant between years 1 and 9999 in that zone, e.g. 2024-05-01T09:00:00Z") from None
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -447,7 +448,7 @@ def annotate(text: str, observed_at: datetime, tz: str | tzinfo | None = None) -
         longest. Dates that would fall outside year 1..9999 are dropped.
     """
     if not isinstance(text, str):
-        raise BadInput("text", f"expected a string, got {type(text).__name__}")
+        raise BadInput("text", f"expected a string, got {type(text).__name__}", "pass the text to read as a string")
     base = _local_date(observed_at, tz)
 
     candidates: list[tuple[int, int, _Intent]] = []

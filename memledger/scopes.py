@@ -59,14 +59,15 @@ def spelled(fields: dict[str, Any], where: str = "") -> dict[str, Any]:
     names the ledger records them under. Both spellings given and different is refused.
 
     Raises:
-        BadInput: naming ``agent_id`` (or ``run_id``, after the prefix ``where``: ``commands[0].``) and the field
-            it contradicts.
+        BadInput: naming ``agent_id`` (or ``run_id``, after the prefix ``where``: ``commands[0].``): not an agent
+            (run) id (:func:`ledger.schemas.check_agent_id`), or another value than the field it is recorded as.
     """
     out = dict(fields)
     for scope, recorded in SCOPE_FIELDS.items():
         given, have = out.pop(scope, None), out.get(recorded)
         if given is None:
             continue
+        check_identifier(given, where + scope)  # refused under the name it was given by, not the one recorded
         if have is not None and have != given:
             raise BadInput(where + scope, f"{given!r} differs from {recorded} {have!r} (the same field, spelled twice)",
                            f"give one of {scope} and {recorded}")

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any, Self
 
 from ledger.application import LedgerApplication, Outcome
+from ledger.agent_spaces import erased_refusal
 from ledger.config import Settings
 from ledger.errors import BadInput, NotCaughtUp, StoreDamaged, is_store_damage
 from ledger.schemas import FactCommand, Receipt
@@ -413,8 +414,7 @@ class Store:
             return
         for user_id in sorted(user_ids):
             if self.keystore.is_destroyed(user_id):
-                raise BadInput("user_id", f"{user_id!r} was erased; nothing more can be recorded for it",
-                               "an erased user id stays burned: record under a new user id")
+                raise erased_refusal(user_id, "an erased user id stays burned: record under a new user id")
 
     def erased_at(self, user_id: str) -> Any:
         """When ``user_id`` was erased (the ``SubjectErased`` tombstone's system time, aware UTC), or None.

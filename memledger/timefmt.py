@@ -34,7 +34,8 @@ def user_zone(tz: str | tzinfo | None, field: str = "tz") -> tzinfo:
 
 def require_aware(value: object, field: str) -> datetime:
     if not isinstance(value, datetime):
-        raise BadInput(field, f"expected a timezone-aware datetime, got {type(value).__name__}")
+        raise BadInput(field, f"expected a timezone-aware datetime, got {type(value).__name__}",
+                       "pass a datetime with tzinfo, e.g. datetime(2024, 5, 1, 9, tzinfo=timezone.utc)")
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise BadInput(field, f"{value.isoformat()} is naive (no UTC offset; naive times are refused, never guessed)",
                        "pass a timezone-aware datetime, e.g. with tzinfo=timezone.utc")

@@ -128,7 +128,7 @@ def test_a_request_is_checked_once_when_it_is_built() -> None:
         "assert", "memory.pending", "I drink tea", "I drink tea", r.observed_at, "coach", 1.0)
     for bad, field, problem in ((dict(text="\u200b"), "text", "is empty"),
                                 (dict(confidence=True), "confidence", "True is not a number"),
-                                (dict(session_id=" "), "session_id", "is empty; leave it out instead"),
+                                (dict(session_id=" "), "session_id", "is empty"),
                                 (dict(role={"role": "coach", "hat": "x"}), "role", "hat is not a known field"),
                                 (dict(source="rumour"), "source", "'rumour' is not a source"),
                                 (dict(key="not a key"), "key", "'not a key' is not a dotted key"),

@@ -184,13 +184,39 @@ def _warnings_to_stderr() -> Iterator[None]:
         logger.removeHandler(handler)  # tolerates its absence (`serve` sets the logger's handlers itself)
 
 
+#: the flags that give an agent id and a run id: the name a request's refusal gives each (the flag without its
+#: dashes), and the names of the Python API and the recorded field, which the caller did not type
+_SCOPE_FLAGS = {"--agent": ("agent", ("agent_id", "actor")), "--actor": ("actor", ("agent_id",)),
+                "--run": ("run", ("run_id", "session_id")), "--session": ("session", ("run_id",))}
+
+
+def _scope_worded(exc: BadInput, args: list[str]) -> BadInput:
+    """A refusal of an agent or run id named as the flag the caller gave it with (``--agent``, not ``actor``, the
+    field ``assert --agent A`` records it in; a request's ``agent`` stays as it is), its fix too."""
+    field = exc.field or ""
+    bare = field.rsplit(".", 1)[-1]
+    for flag, (own, others) in _SCOPE_FLAGS.items():
+        if bare in (own, *others) and any(a == flag or a.startswith(flag + "=") for a in args):
+            fix = re.sub(rf"\bleave (?:{'|'.join((own, *others))}) out\b", f"leave {flag} out", exc.fix or "")
+            return BadInput(flag if bare in others else field, exc.problem, fix)
+    return exc
+
+
 def _worded(exc: BadInput, command: Any, args: list[str]) -> BadInput:
     """A request's refusal (memledger/requests.py) in the terms of the command that built the request: its fields
-    named by their flags (``--in``, ``-k``); any other refusal as it is."""
+    named by their flags (``--in``, ``-k``), an agent or run id's by the flag given (:func:`_scope_worded`); any
+    other refusal as it is."""
+    return _scope_worded(_worded_request(exc, command, args), args)
+
+
+def _worded_request(exc: BadInput, command: Any, args: list[str]) -> BadInput:
     own = re.search(r"give agent_id=('[^']*') alone$", exc.fix or "") if exc.field == "user_id" else None
     if own is not None:  # an agent's own memories, in the CLI's terms
         return BadInput(exc.field, exc.problem, exc.fix[:own.start()] + f"give USER - with --agent {own.group(1)[1:-1]}")
     worded = getattr(exc, "worded", None)
+    if worded is None and exc.field == "agent_id":  # the Python API's agent_id is the CLI's --agent
+        return BadInput("--agent", exc.problem,
+                        re.sub(r"agent_id=('[^']*'|\"[^\"]*\")", lambda m: f"--agent {m.group(1)[1:-1]}", exc.fix or ""))
     sub = getattr(command, "commands", {}).get(_verb(args) or "")
     if worded is None or sub is None:
         return exc
@@ -224,6 +250,10 @@ def _run(args: list[str], as_json: bool) -> None:
         sys.exit(0)
     except BadInput as exc:
         exc = _worded(exc, command, args)
+        if not exc.fix:  # every refusal says what to send instead
+            verb = _verb(args)
+            exc = BadInput(exc.field, exc.problem, f"see `memledger {verb} --help` for what it takes" if verb else
+                           "see `memledger --help`")
         err.print(f"error: {exc}", markup=False)
         if as_json:
             _json_error(exc.field, exc.problem, exc.fix, 2)

@@ -72,6 +72,7 @@ def timeline_cmd(
     """Write USER's memory as a bitemporal timeline to one HTML file (one row per key, a system-time slider, the
     audit of every version, sessions, messages and disclosures); --agent / --run: only what that agent wrote / that
     run held, as a scoped audit shows it (USER - with --agent: the agent's own memories)."""
+    from ledger.agent_spaces import unknown_refusal
     from ledger.schemas import check_user_id
     from ledger.timeutil import parse_instant
     from memledger.sensitivity import check_allow_sensitive
@@ -96,8 +97,9 @@ def timeline_cmd(
 
         if empty(view) and (not scope or empty(user_view(ml, user, now=now))):
             # a mistyped USER or --home would otherwise give an auditor an empty file and exit 0
-            raise BadInput("USER", f"the ledger at this home holds nothing about {user!r} (no fact, session, "
-                           "relation or erasure)", "check the user id (memledger stats lists the store) and --home/--dsn")
+            raise unknown_refusal(user, f"the ledger at this home holds nothing about {user!r} (no fact, session, "
+                                  "relation or erasure)", "check the user id (memledger stats lists the store) and "
+                                  "--home/--dsn", "USER")
         if empty(view):  # the user is there, the scope is not: a mistyped --agent / --run
             flag, given = ("--agent", scope.agent_id) if scope.agent_id is not None else ("--run", scope.run_id)
             raise BadInput(flag, f"nothing of {user!r} was written {'by agent' if flag == '--agent' else 'in run'} "

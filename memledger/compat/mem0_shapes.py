@@ -27,7 +27,8 @@ from typing import Any
 
 from ledger.errors import BadInput
 from ledger.agent_spaces import PREFIX, space_of
-from ledger.schemas import MAX_ID, MAX_TEXT, canonical_json, check_identifier, check_key, check_text, check_user_id
+from ledger.schemas import (MAX_TEXT, canonical_json, check_agent_id, check_identifier, check_key, check_text,
+                            check_user_id)
 
 logger = logging.getLogger("memledger.compat.mem0")
 
@@ -64,7 +65,7 @@ def parse_memory_id(mid: Any, field: str = "memory_id") -> tuple[str, str]:
         raise BadInput(field, f"{mid[:80]!r} is not a memledger memory id (it does not decode)", _ID_FIX)
     try:  # an agent's own id was minted here for agent_id alone: its agent id is checked, not refused as a user
         own = pair[0].startswith(PREFIX)
-        user_id = space_of(check_identifier(pair[0][len(PREFIX):], "user_id")) if own else check_user_id(pair[0])
+        user_id = space_of(check_agent_id(pair[0][len(PREFIX):], "user_id")) if own else check_user_id(pair[0])
         key = check_key(pair[1])
     except BadInput as exc:
         raise BadInput(field, f"{mid[:80]!r} names an invalid {exc.field}", _ID_FIX) from None
@@ -93,10 +94,7 @@ def entity_id(value: Any, name: str) -> str | None:
         raise BadInput(name, "is empty", f"give {name} as a non-empty string, or leave it out")
     if name == "user_id":
         return check_user_id(value, name)
-    check_text(value, name)
-    if len(value) > MAX_ID:
-        raise BadInput(name, f"is {len(value)} characters long", f"use at most {MAX_ID}")
-    return value
+    return check_identifier(value, name)  # an agent or run id: a user id's characters (ledger/schemas.py)
 
 
 def require_user(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:

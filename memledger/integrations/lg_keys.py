@@ -76,21 +76,31 @@ SCOPE_LABELS = {"agents": "actor", "runs": "session_id"}
 def namespace_scope(namespace: tuple[str, ...]) -> dict[str, str]:
     """The scopes a namespace names, as the fields a write records them in (``{"actor": A, "session_id": R}``):
     ``(user, "agents", A, ...)`` names agent A, ``(user, "runs", R, ...)`` run R, ``(user, "agents", A, "runs", R,
-    ...)`` both. A label that is no identifier (empty, or with control characters) names no scope, and the item is
-    stored as it always was: the namespace keeps addressing it."""
+    ...)`` both. An empty label names no scope (the item is stored as it always was: the namespace keeps
+    addressing it); a label that is no agent or run id (``x/y`` as an agent, a zero-width space: the rules of
+    :func:`ledger.schemas.check_agent_id` and :func:`~ledger.schemas.check_run_id`) is refused, as that id would be
+    on every other face.
+
+    Raises:
+        BadInput: naming ``namespace[i]``, the label's place, with the characters an agent or run id may hold.
+    """
     from ledger.schemas import check_identifier
 
     out: dict[str, str] = {}
-    rest = list(namespace[1:])
+    rest, at = list(namespace[1:]), 1
     for label, field in SCOPE_LABELS.items():
         if len(rest) >= 2 and rest[0] == label:
+            if isinstance(rest[1], str) and rest[1] == "":
+                return out
             try:
                 value = check_identifier(rest[1], field)
-            except BadInput:
-                return out
+            except BadInput as exc:
+                scope = "agent_id" if label == "agents" else "run_id"
+                raise BadInput(f"namespace[{at + 1}]", f"(the {scope} after {label!r}): {exc.problem}",
+                               exc.fix) from None
             if value is not None:
                 out[field] = value
-            rest = rest[2:]
+            rest, at = rest[2:], at + 2
     return out
 
 

@@ -95,9 +95,34 @@ def _as(field: str, check: Callable[..., Any], *args: Any) -> Any:
 
 
 
-class Request(BaseModel):
+def numeric(annotation: Any) -> bool:
+    """True if a field annotated ``annotation`` takes a number (int or float, optionally None), not a bool."""
+    import typing
+
+    kinds = set(typing.get_args(annotation)) or {annotation}
+    return bool(kinds & {int, float}) and bool not in kinds
+
+
+class NumbersNotBooleans(BaseModel):
+    """Mixed into a request or argument model: a number field refuses ``true`` / ``false`` (pydantic reads them as 1
+    and 0, so ``{"k": true}`` would ask for one hit), naming the field, on every face."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_boolean(cls, value: Any, info: Any) -> Any:
+        field = cls.model_fields.get(info.field_name)
+        if isinstance(value, bool) and field is not None and numeric(field.annotation):
+            default = field.default
+            example = default if isinstance(default, (int, float)) and not isinstance(default, bool) else 1
+            raise BadInput(info.field_name, f"is a boolean ({str(value).lower()}), not a number",
+                           f"give {info.field_name} as a number, e.g. {example}")
+        return value
+
+
+class Request(NumbersNotBooleans):
     """What every request shares: frozen once built, no field but its own, and every refusal a
-    :class:`RequestError` naming the field (pydantic's own refusals are worded the same way)."""
+    :class:`RequestError` naming the field (pydantic's own refusals are worded the same way); a number field
+    refuses true and false (:class:`NumbersNotBooleans`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 

@@ -248,3 +248,19 @@ def add_agent_routes(app: FastAPI, service: Service, *, written: Callable[..., R
             return service.export(space, complete=p.admin, allow_sensitive=g.allow_sensitive,
                                   purpose=g.purpose or (f"export by admin key {p.key_id}" if p.admin else None),
                                   run_id=g.run_id).model_dump(mode="json")
+
+
+def agent_route_of(raw_path: str) -> tuple[str, str, str, str] | None:
+    """For a raw path ``/v1/users/~agent%2FA/REST`` (an agent's own id, as receipts show it, sent as a user): the
+    user id, the agent id, the route that serves it (``/v1/agents/A/REST``) and A as a path segment; else None."""
+    from urllib.parse import quote, unquote
+
+    from ledger.agent_spaces import PREFIX
+
+    segment, _, rest = raw_path[len("/v1/users/"):].partition("/")
+    user = unquote(segment)
+    if not user.casefold().startswith(PREFIX) or len(user) == len(PREFIX):
+        return None
+    agent = user[len(PREFIX):]
+    part = quote(agent, safe="")
+    return user, agent, f"/v1/agents/{part}" + (f"/{rest}" if rest else ""), part

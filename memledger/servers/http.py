@@ -336,6 +336,15 @@ def create_app(service: Service, *, mcp: bool = True, allow_destructive: bool = 
         method = request.method
         raw = request.scope.get("raw_path", b"").decode("latin-1")
         if exc.status_code == 404 and raw.startswith("/v1/users/") and "%2f" in raw.lower():
+            from .agent_routes import agent_route_of
+
+            own = agent_route_of(raw)
+            if own is not None:  # a receipt's ~agent/A sent back as a user: its memories are under /v1/agents/A
+                problem = (f"{own[0]!r} holds the own memories of agent {own[1]!r}, which are served under "
+                           "/v1/agents/, not /v1/users/")
+                return problem_response(404, "Not found", f"user_id: {problem}", field="user_id", problem=problem,
+                                        fix=f"use {own[2]} (the routes under /v1/agents/{own[3]} serve them; "
+                                            "see /openapi.json)")
             # a user id holding "/" (sent as %2F) cannot be told from the path's own segments
             return problem_response(404, "Not found", "user_id: holds '/', which no route of this API can carry",
                                     field="user_id", problem="holds '/', which no route of this API can carry",

@@ -19,6 +19,7 @@ from ledger.schemas import HistoryRow
 from ledger.timeutil import parse_instant
 
 from ..requests import ContextRequest, RememberRequest, SearchRequest
+from ..requests.base import NumbersNotBooleans, numeric
 from ..scopes import AGENT_HELP, RUN_HELP
 from ..search import SearchHit
 
@@ -46,14 +47,9 @@ _AFTER = ("A log position from an earlier receipt: answer only once every projec
           "(read-your-writes across processes).")
 
 
-def _numeric(annotation: Any) -> bool:
-    import typing
+class _Model(NumbersNotBooleans):
+    """Every argument and body model: no field but its own, and a number field refuses true and false."""
 
-    kinds = set(typing.get_args(annotation)) or {annotation}
-    return bool(kinds & {int, float}) and bool not in kinds
-
-
-class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -65,7 +61,7 @@ class JsonNumbers(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _json_numbers(cls, value: Any, info: Any) -> Any:
-        if isinstance(value, str) and _numeric(cls.model_fields[info.field_name].annotation):
+        if isinstance(value, str) and numeric(cls.model_fields[info.field_name].annotation):
             raise ValueError("is a string; send a JSON number")
         return value
 

@@ -3,12 +3,13 @@ parameter the route does not take is refused (422) and an unknown field is answe
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from fastapi import Request
 
 from ledger.errors import BadInput
+
+from .wording import close_name
 
 
 _CACHE: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
@@ -53,7 +54,7 @@ async def no_unknown_query(request: Request) -> None:
     known, _ = _fields_of(route)
     for name in request.query_params:
         if name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6) or sorted(
+            close = [c for c in (close_name(name, known),) if c] or sorted(
                 k for k in known if len(name) > 2 and (k.startswith(name) or name.startswith(k)))[:1]
             hint = f"did you mean {close[0]}? " if close else ""
             listed = ", ".join(sorted(known)) or "none"

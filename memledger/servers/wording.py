@@ -106,7 +106,10 @@ def for_face(exc: BadInput, face: Face, model: Any = None) -> BadInput:
     arguments and a route's fields are the request's fields, so its names are the face's. Other refusals, worded
     for the CLI by the verbs that are not requests yet, are renamed by the patterns below."""
     if isinstance(exc, RequestError):
-        return exc.worded(Names(face))
+        worded = exc.worded(Names(face))
+        if not worded.fix:  # every refusal says what to send instead
+            worded.fix = _default_fix(face)
+        return worded
     field = face_field(exc.field or "", model) or exc.field
     out = BadInput(field, face_text(exc.problem, face, model), face_text(exc.fix or "", face, model) or
                    _default_fix(face))
@@ -116,6 +119,17 @@ def for_face(exc: BadInput, face: Face, model: Any = None) -> BadInput:
 def _default_fix(face: Face) -> str:
     return ("see the tool's input schema (tools/list)" if face == "mcp"
             else "see /openapi.json for the expected fields and types")
+
+
+#: how like a known field an unknown one must be to be offered as "did you mean" (difflib's ratio): at 0.6 a name
+#: sharing three letters of five was offered (``bogus`` -> ``about``); below it, the fields are listed instead
+CLOSE_NAME = 0.65
+
+
+def close_name(name: str, known: Any) -> str | None:
+    """The known field ``name`` most likely misspells (``agentid`` -> ``agent_id``), or None when none is close."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=CLOSE_NAME)
+    return close[0] if close else None
 
 
 #: where FastAPI says a request field was (the first part of its error locations)
@@ -152,8 +166,8 @@ def fix_of(err: dict[str, Any], field: str, face: Face, model: Any = None) -> st
     if kind == "extra_forbidden":
         known = sorted(_fields(model) - {"user_id"} if face == "http" else _fields(model))
         name = field.rsplit(".", 1)[-1]
-        close = difflib.get_close_matches(_snake(name), known, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]}? " if close else ""
+        close = close_name(_snake(name), known)
+        hint = f"did you mean {close}? " if close else ""
         return f"{hint}remove it; the {what}s are: {', '.join(known)}" if known else "remove it"
     if kind == "literal_error":
         return f"use one of {ctx.get('expected', '')}"
