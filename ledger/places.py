@@ -20,7 +20,7 @@ _AWAY_EN = re.compile(r"\b(?:visiting|trip|holiday|vacation|weekend in|business 
 #: a move said with its city: 搬到南京, 搬去了成都, 定居在厦门 (not 想搬到 / 打算搬去: a plan is read as one elsewhere)
 _MOVED_ZH = re.compile(r"(?<![想要打算准备考虑])(?:搬到|搬去了?|搬来|定居在?|落户)([\u4e00-\u9fff]{2,4})")
 #: what a Chinese sentence says of daily life at home: the laundry drying, the landlord, the flat's heating
-_HOME_ZH = re.compile(r"家里|我家|我们家|屋里|屋子|衣服|小区|房东|房租|楼下|阳台|暖气|租的|出租屋|宿舍")
+_HOME_ZH = re.compile(r"家里|我家|我们家|屋里|屋子|衣服|小区|房东|房租|楼下|阳台|暖气|租的|出租屋|宿舍|我住|我们住")
 
 
 @functools.cache

@@ -77,7 +77,8 @@ CHANGE_STEMS = {t for w in CHANGE_WORDS for t in content_tokens(w)} | CHANGE_WOR
 #: words that say a value was replaced, beside the change markers of the typing ("they reassigned the lockers",
 #: "the landlord hiked it", "from next month", 跳槽走了, 涨租): used only where a value of the same kind is given
 REVISION_HINT = re.compile(r"\bmoved (?:\w+ ){1,3}(?:over )?to\b|\bexpired\b|\b(?:reassigned|re-?assigned|shuffled|gave me|put me|moved me|hiked|different|"
-                            r"from (?:today|now|next|this)|as of|left|replaced|swapped|instead|no longer)\b|"
+                            r"from (?:today|now|next|this|january|february|march|april|may|june|july|august|september|"
+                            r"october|november|december)|as of|left|replaced|swapped|instead|no longer)\b|"
                             r"跳槽|走了|涨租|涨了|降了|下个月开始|从下个月|从今天|以后|换了|新的", re.I)
 #: a sentence that says what holds now, whatever happened before ("reset the router yesterday, wifi's now ...")
 NOW = re.compile(r"\bnow\b|现在|如今", re.I)

@@ -88,7 +88,7 @@ _CORRECTION = [_lazy_re(p) for p in (
     r"\bsorry,? i meant\b", r"\bi meant\b", r"\bcorrection\b", r"\bi misspoke\b", r"\bmy mistake\b",
     r"\bi was wrong\b", r"\bto correct\b", r"^(?:actually|oh|sorry|wait),? no\b(?! (?:longer|more)\b)", r"\bactually,? (?:it'?s|it is|i'?m|i am|my)\b.*\bnot\b", r"\btypo\b",
     r"\bmisremembered\b", r"\bnot " + _NOT_DEGREE + r"\w+(?: \w+)?,? but\b", r"\bi said .* but (?:it|i)\b", r"\bscratch that\b",
-    r"^oops\b", r"\bno wait\b", r"^(?:no,? )?hang on\b|^(?:no,? )?hold on,? (?:it'?s|it was|i)\b", r"^wait,? no\b", r"\bi mixed (?:it|them|that) up\b", r"\b(?:got|get|was|were) (?:\w+ )?mixed up\b", r"\bgot (?:it|that) wrong\b",
+    r"^oops\b", r"^sorry,? not\b", r"\bno wait\b", r"^(?:no,? )?hang on\b|^(?:no,? )?hold on,? (?:it'?s|it was|i)\b", r"^wait,? no\b", r"\bi mixed (?:it|them|that) up\b", r"\b(?:got|get|was|were) (?:\w+ )?mixed up\b", r"\bgot (?:it|that) wrong\b",
     r"\bmeant to say\b", r"\b(?:it|that) (?:was|is) never\b", r"\b(?:read|looked at|saw|gave you|had) the wrong\b", r"\bwrong (?:number|date|time|day|name)\b", r"\bi misread\b", r"^no,? it'?s\b",
     r"\bactually\b.*\bnot\b(?! " + _NOT_DEGREE[3:-1] + r")", r", not " + _NOT_DEGREE + r"[\w .'-]+[.!]?$",
     r"不是.{1,12}而是", r"说错了", r"^不对", r"更正", r"纠正", r"我是说", r"搞错了", r"记错了", r"口误", r"写错了",
@@ -164,7 +164,7 @@ _CESSATION = [_lazy_re(p) for p in (
     # forget ..." and 别忘了 are reminders, not requests to forget
     r"(?<!don't )(?<!do not )(?<!never )\bforget (?:that|what i (?:said|told you)|about (?:my|the|what|that)|i said)\b",
     r"\bdon'?t remember (?:that|this)\b", r"别记|忘了吧|忘掉吧|不用记(?:了|住|着)",
-    r"\bwound down\b", r"\b(?:we|i) buried\b", r"\b(?:packed|pack|packing) (?:it )?in\b(?! (?:the|my|a|our) (?:car|bag|boot|"
+    r"\bwound down\b", r"\b(?:we|i) buried\b", r"\b(?:said|say) (?:our |my )?goodbyes? to\b", r"\b(?:packed|pack|packing) (?:it )?in\b(?! (?:the|my|a|our) (?:car|bag|boot|"
     r"suitcase|box|van)\b)", r"\b(?:we|i) lost (?!(?:the|a|an|my|our|all|some|\d)\b)[a-z]+\b(?= (?:last|this|yesterday|today|on|over)\b)",
     r"\b(?:we|i) lost (?:our|my) (?:dog|cat|rabbit|hamster|budgie|parrot|bird|horse|pony|tortoise|guinea pig|fish)\b",
     r"\bput (?:\w+ )?to sleep\b", r"\brainbow bridge\b", r"\b(?:split up|disbanded)\b",
@@ -186,6 +186,8 @@ _CESSATION = [_lazy_re(p) for p in (
     # 走了 / 没了 ending a clause: gone (a pet or a person died, or left); 走了一万步 is a walk
     r"(?:走|没)了(?=[，,。！!；;…\s]|$)",
 )]
+#: the one before this one ("比我之前那台强", "my old one"): a thing said in passing that replaced it, not one more
+_PREVIOUS = _lazy_re(r"之前那?[台辆部个]|以前那[台辆部个]|上一[台辆部个]|\bmy (?:old|last|previous) one\b")
 #: a message opening with the first days somewhere ("first week in the hospital dispensary done"): a new job
 _NEW_JOB = _lazy_re(rf"^(?:(?:so|well|ok|okay|phew|finally|my) )?{FIRST_DAYS} (?:done |over )?(?:in|at|as|with) ")
 #: how long a value has held ("for ages now", "for three years now", 住了快八年): what is said again, not changed
@@ -344,7 +346,9 @@ _TREATS = _lazy_re(r"\bmy (?:therapist|psychiatrist|psychologist|counsell?or|gp|
 #: a Chinese statement opening with someone's nickname and a verb (小李搬到广州了, 老王辞职了, 阿杰去深圳了)
 _THIRD_PERSON_ZH = re.compile(r"(?:小|老|阿)[\u4e00-\u9fff](?=[搬去在住换辞跳买卖要也都还刚已就说被把])|"
                               # 新来的实习生坐我斜对面, 隔壁邻居搬走了: someone new or next door
-                              r"(?:新来的|隔壁的?|对门的?|楼上的?|楼下的?)[\u4e00-\u9fff]{1,4}?(?=[坐住在是搬去叫换也都])")
+                              r"(?:新来的|隔壁的?|对门的?|楼上的?|楼下的?)[\u4e00-\u9fff]{1,4}?(?=[坐住在是搬去叫换也都])|"
+                              # 同事老张的工位是A-31: a colleague's, a friend's (named or not)
+                              r"^(?:我的?)?(?:同事|朋友|室友|邻居|同学|闺蜜|哥们|老板)(?:[老小阿][\u4e00-\u9fff]|[\u4e00-\u9fff]{2})?的")
 #: a clause opening with someone's name ("Marco moved to Portland"): not a pronoun, a sentence word or a greeting
 _NAMED_OPENING = re.compile(r"(?!(?:I|I'm|I've|I'd|I'll|My|We|We're|Our|The|This|That|These|Those|It|It's|There|Here|Just|"
                             r"So|And|But|Also|Then|Now|Today|Tonight|Yesterday|Tomorrow|Finally|Oh|Well|Ok|Okay|Yes|No|"
@@ -514,7 +518,7 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
     return Typing(slot=None if slot is None else slot.key, cardinality=card, subject=subject,
                   correction=correction, cessation=bool(cess), change=bool(chg), value_tokens=value,
                   cue_weight=best[0], sensitivity=sensitivity,
-                  negated_tokens=negated, additive=_adds(body, chg), mood=mood,
+                  negated_tokens=negated, additive=_adds(body, chg) and not (home and _PREVIOUS.search(body)), mood=mood,
                   tentative_of=tentative_of, in_passing=home is not None and slot is not None)
 
 

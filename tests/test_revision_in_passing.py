@@ -241,3 +241,31 @@ def test_what_a_home_said_in_passing_shows(minilm_ledger):
     minilm_ledger.remember("shown1", "the glasgow place is freezing, tips?")
     fact = _facts(minilm_ledger, "shown1")["the glasgow place is freezing, tips?"]
     assert (fact.status, fact.attribute, fact.extracted_value) == ("current", "home city", "Glasgow")
+
+
+@pytest.mark.parametrize("old,new", [
+    ("我开的是白色大众朗逸，开了五年了", "比亚迪海豹开起来是真的爽，小区充电桩充一晚上就满了"),
+    ("我住成都，高新区这边", "深圳这夏天也太热了吧🥵 我住西丽，每天坐哪条地铁最不挤啊"),
+])
+def test_a_car_or_a_home_named_beside_daily_life_supersedes(minilm_ledger, old, new):
+    r, facts = revise(minilm_ledger, _user(old, new), old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation
+
+
+def test_the_one_before_says_this_one_replaced_it():
+    # 也 beside 比我之前那台 adds nothing: the phone said in passing replaced the one before
+    assert not type_statement("小米14拍夜景真的绝了，续航也比我之前那台强太多").additive
+
+
+@pytest.mark.parametrize("old,new,decision", [
+    ("my son Alfie goes to Oakfield Primary", "sorry not oakfield, it's Oakwood Primary, i always mix the two up",
+     "correct"),
+    ("our beagle Rufus is 14 now", "we said goodbye to rufus on sunday. house is so quiet without him", "retire"),
+])
+def test_sorry_not_corrects_and_a_goodbye_stops(minilm_ledger, old, new, decision):
+    r, facts = revise(minilm_ledger, _user(old, new), old, new)
+    assert (r.decision, facts.get(old)) == (decision, None), r.explanation
+
+
+def test_a_colleague_named_is_someone_else():
+    assert type_statement("同事老张的工位是A-31，就在我斜对面").subject == "other"
