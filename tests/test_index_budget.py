@@ -194,6 +194,9 @@ def test_an_evicted_user_is_read_back_from_the_bm25_file_written_at_eviction(fre
         stored = LexicalIndex.from_bytes(fresh_ledger.db.sealer.open((d / f"{user_file_stem('u0')}.lex").read_bytes()))
         assert sorted(stored.doc_ids()) == [f"fact:note.{j}" for j in range(len(TEXTS))]
         assert {k: stored.stamp[k] for k in ("user", "table")} == {"user": "u0", "table": proj.table("docs")}
+        assert not (d / f"{user_file_stem('u1')}.lex").exists()  # u1 is loaded: their file is written at close
+        proj.try_save_files()
+        assert (d / f"{user_file_stem('u1')}.lex").exists() and not (d / "manifest.json").exists()
     tokenised.clear()
     _no_row_vectors(monkeypatch, proj)
     assert _scored(fresh_ledger, "u0", "bike lock code") == whole["u0"]  # loaded again after its eviction
