@@ -186,6 +186,7 @@ def test_an_evicted_user_is_read_back_from_the_bm25_file_written_at_eviction(fre
     assert _scored(fresh_ledger, "u0", "bike lock code") == whole["u0"]  # no file yet: tokenised from the rows
     assert len(tokenised) == len(TEXTS)
     assert _scored(fresh_ledger, "u1", "bike lock code") == whole["u1"]  # u0 evicted: their file written
+    proj.wait_for_writes()  # on the writer thread: the search did not wait for it
     d = proj._files_dir()
     if d is not None:
         from projections.retrieval.documents import user_file_stem
@@ -210,6 +211,7 @@ def test_a_bm25_file_of_another_user_or_an_erased_one_is_not_read(fresh_ledger, 
     fresh_ledger.limit_index_memory(2e-6)
     for u in ("u0", "u1", "u2"):  # u0's and u1's files written as each is evicted
         fresh_ledger.search(u, "where do I live")
+    proj.wait_for_writes()
     d = proj._files_dir()
     if d is None:  # PostgreSQL: no files; an erased user's index is gone all the same
         fresh_ledger.erase("u1")
@@ -229,3 +231,27 @@ def test_a_bm25_file_of_another_user_or_an_erased_one_is_not_read(fresh_ledger, 
     with fresh_ledger.db.read() as cur:
         assert proj.stored_lexical(cur, "u1", proj._memories[""].generation, 10**9) is None
     assert fresh_ledger.search("u1", "where do I live") == []
+
+
+def test_a_forgotten_memory_is_in_no_bm25_file_a_bounded_mirror_writes(fresh_ledger):
+    _fill(fresh_ledger)
+    proj = fresh_ledger.vectors_projection
+    fresh_ledger.limit_index_memory(2e-6)
+    fresh_ledger.search("u0", "bike lock")  # tokenised from the rows: their file is written when they are evicted
+    fresh_ledger.search("u1", "bike lock")  # u0 evicted, their file queued
+    fresh_ledger.forget("u0", "note.3")
+    fresh_ledger.search("u2", "bike lock")  # u1 evicted, their file queued
+    proj.wait_for_writes()
+    d = proj._files_dir()
+    if d is not None:
+        from projections.retrieval.documents import user_file_stem
+
+        assert not (d / f"{user_file_stem('u0')}.lex").exists()  # the queued file was written before forget's delete
+    assert "note.3" not in [h.key for h in fresh_ledger.search("u0", "bike lock code 3815", k=10)]
+    fresh_ledger.search("u3", "bike lock")  # u0 evicted again: their file now holds no word of the forgotten one
+    proj.wait_for_writes()
+    if d is not None:
+        from projections.retrieval.lexical import LexicalIndex
+
+        stored = LexicalIndex.from_bytes(fresh_ledger.db.sealer.open((d / f"{user_file_stem('u0')}.lex").read_bytes()))
+        assert "fact:note.3" not in stored.doc_ids() and len(stored) == len(TEXTS) - 1

@@ -190,8 +190,8 @@ class Mirror:
                 generation, position = mem.generation, mem.position
         if evicted:
             # an evicted user's BM25 file brought up to what their index held (every row up to the mirror's
-            # position applied), outside the lock: their next load reads it instead of tokenising their rows
-            self.write_user_files(evicted, generation, position)
+            # position applied), on a writer thread: their next load reads it instead of tokenising their rows
+            self.write_user_files_later(evicted, generation, position)
         return mem, u
 
     @staticmethod
