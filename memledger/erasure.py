@@ -369,6 +369,9 @@ def reload_user_index(ml: Store, proj: Any, user_id: str) -> None:
         mismatch = proj.model_mismatch(proj._meta(cur)) is not None
         if not mismatch:
             proj.refresh(cur)  # the generation changed: reload the mirror from the rows
+    # BM25 files of evicted users still queued (a server's bounded mirror) are written before the user's go, so none
+    # of the old index lands after them
+    proj.wait_for_writes()
     stem = user_file_stem(user_id)
     for suffix in (".faiss", ".lex", ".vec"):
         for path in ml.backend.files("vectors", stem + suffix):  # none on PostgreSQL: the index lives in tables

@@ -5,6 +5,7 @@ whole mirror does, on both backends (docs/performance.md)."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -119,3 +120,138 @@ def test_serve_refuses_a_bad_budget_naming_the_flag_or_variable(cli, store_args)
     assert code == 2 and "$MEMLEDGER_INDEX_MEMORY_MB" in err and "Traceback" not in err, err
     if "home" in store_args:  # refused before the store is opened: nothing was made
         assert not store_args["home"].exists()
+
+
+# --- a bounded mirror loads a user from the stored form: their vector packs and their BM25 file -------------------
+
+def _scored(ml, user: str, query: str) -> list[tuple[str, str, float, Any, Any]]:
+    """Each hit with its score and the dense and BM25 scores it was made of (the ranks among equal dense scores, and
+    so the RRF tie-breaker, follow the order the vectors were added in, which differs between loads)."""
+    return [(h.key, h.text, h.score, h.parts.dense, h.parts.lexical) for h in ml.search(user, query, k=5)]
+
+
+def _tokenised(monkeypatch) -> list[str]:
+    """The doc ids the BM25 indexes tokenise from now on (a load from a BM25 file tokenises none)."""
+    from projections.retrieval.lexical import LexicalIndex
+
+    seen: list[str] = []
+    add = LexicalIndex.add
+
+    def counting(self, doc_id, text):
+        seen.append(doc_id)
+        return add(self, doc_id, text)
+
+    monkeypatch.setattr(LexicalIndex, "add", counting)
+    return seen
+
+
+def _no_row_vectors(monkeypatch, proj) -> None:
+    """Fail if a user's vectors are read from their rows one by one rather than opened from their packs."""
+    def refused(*args, **kwargs):
+        raise AssertionError("a user's vectors read from their rows, not their packs")
+
+    monkeypatch.setattr(type(proj), "_add_rows", refused)
+
+
+def test_a_bounded_mirror_loads_a_user_from_their_packs_and_bm25_file_as_the_whole_one(fresh_ledger, monkeypatch):
+    _fill(fresh_ledger)
+    proj = fresh_ledger.vectors_projection
+    fresh_ledger.search("u0", "tea")
+    proj.try_save_files()  # what a CLI call leaves at its close: every user's BM25 file (none on PostgreSQL)
+    # written after the files: applied over u2's file at their load, and u3's retraction removes a document
+    fresh_ledger.assert_fact("u2", "note.0", "I moved to York", text="I moved to York")
+    fresh_ledger.retract_fact("u3", "note.2")
+    queries = ["green tea every morning", "where do I live", "cello sister"]
+    whole = {(u, q): _scored(fresh_ledger, u, q) for u in USERS for q in queries}
+    assert whole[("u2", "where do I live")][0][:2] == ("note.0", "I moved to York")
+    assert "note.2" not in [h[0] for h in whole[("u3", "green tea every morning")]]
+    fresh_ledger.limit_index_memory(2e-6)  # 2 bytes: every load evicts the user loaded before
+    tokenised = _tokenised(monkeypatch)
+    _no_row_vectors(monkeypatch, proj)
+    for u in USERS:
+        for q in queries:
+            assert _scored(fresh_ledger, u, q) == whole[(u, q)], (u, q)  # the same floats, bit for bit
+    if proj._files_dir() is not None:
+        assert tokenised == ["fact:note.0"]  # u2's one document changed since the files: nothing else tokenised
+    else:  # PostgreSQL keeps no files: the words are tokenised from the rows, the vectors still from the packs
+        assert len(tokenised) == len(USERS) * len(TEXTS) - 1  # u3 retracted one
+
+
+def test_an_evicted_user_is_read_back_from_the_bm25_file_written_at_eviction(fresh_ledger, monkeypatch):
+    _fill(fresh_ledger)
+    proj = fresh_ledger.vectors_projection
+    whole = {u: _scored(fresh_ledger, u, "bike lock code") for u in USERS}
+    fresh_ledger.limit_index_memory(2e-6)
+    tokenised = _tokenised(monkeypatch)
+    assert _scored(fresh_ledger, "u0", "bike lock code") == whole["u0"]  # no file yet: tokenised from the rows
+    assert len(tokenised) == len(TEXTS)
+    assert _scored(fresh_ledger, "u1", "bike lock code") == whole["u1"]  # u0 evicted: their file written
+    proj.wait_for_writes()  # on the writer thread: the search did not wait for it
+    d = proj._files_dir()
+    if d is not None:
+        from projections.retrieval.documents import user_file_stem
+        from projections.retrieval.lexical import LexicalIndex
+
+        stored = LexicalIndex.from_bytes(fresh_ledger.db.sealer.open((d / f"{user_file_stem('u0')}.lex").read_bytes()))
+        assert sorted(stored.doc_ids()) == [f"fact:note.{j}" for j in range(len(TEXTS))]
+        assert {k: stored.stamp[k] for k in ("user", "table")} == {"user": "u0", "table": proj.table("docs")}
+        assert not (d / f"{user_file_stem('u1')}.lex").exists()  # u1 is loaded: their file is written at close
+        proj.try_save_files()
+        assert (d / f"{user_file_stem('u1')}.lex").exists() and not (d / "manifest.json").exists()
+    tokenised.clear()
+    _no_row_vectors(monkeypatch, proj)
+    assert _scored(fresh_ledger, "u0", "bike lock code") == whole["u0"]  # loaded again after its eviction
+    assert tokenised == ([] if d is not None else [f"fact:note.{j}" for j in range(len(TEXTS))])
+
+
+def test_a_bm25_file_of_another_user_or_an_erased_one_is_not_read(fresh_ledger, monkeypatch):
+    _fill(fresh_ledger)
+    proj = fresh_ledger.vectors_projection
+    whole = _scored(fresh_ledger, "u0", "where do I live")
+    fresh_ledger.limit_index_memory(2e-6)
+    for u in ("u0", "u1", "u2"):  # u0's and u1's files written as each is evicted
+        fresh_ledger.search(u, "where do I live")
+    proj.wait_for_writes()
+    d = proj._files_dir()
+    if d is None:  # PostgreSQL: no files; an erased user's index is gone all the same
+        fresh_ledger.erase("u1")
+        assert fresh_ledger.search("u1", "where do I live") == []
+        return
+    from projections.retrieval.documents import user_file_stem
+
+    u0, u1 = (d / f"{user_file_stem(u)}.lex" for u in ("u0", "u1"))
+    u0.write_bytes(u1.read_bytes())  # u1's file in u0's place: its stamp names u1, so u0 is read from the rows
+    tokenised = _tokenised(monkeypatch)
+    assert _scored(fresh_ledger, "u0", "where do I live") == whole
+    assert len(tokenised) == len(TEXTS)
+    kept = u1.read_bytes()
+    fresh_ledger.erase("u1")
+    assert not u1.exists()  # erasure deletes the file; a copy put back does not open (the user's key is gone)
+    u1.write_bytes(kept)
+    with fresh_ledger.db.read() as cur:
+        assert proj.stored_lexical(cur, "u1", proj._memories[""].generation, 10**9) is None
+    assert fresh_ledger.search("u1", "where do I live") == []
+
+
+def test_a_forgotten_memory_is_in_no_bm25_file_a_bounded_mirror_writes(fresh_ledger):
+    _fill(fresh_ledger)
+    proj = fresh_ledger.vectors_projection
+    fresh_ledger.limit_index_memory(2e-6)
+    fresh_ledger.search("u0", "bike lock")  # tokenised from the rows: their file is written when they are evicted
+    fresh_ledger.search("u1", "bike lock")  # u0 evicted, their file queued
+    fresh_ledger.forget("u0", "note.3")
+    fresh_ledger.search("u2", "bike lock")  # u1 evicted, their file queued
+    proj.wait_for_writes()
+    d = proj._files_dir()
+    if d is not None:
+        from projections.retrieval.documents import user_file_stem
+
+        assert not (d / f"{user_file_stem('u0')}.lex").exists()  # the queued file was written before forget's delete
+    assert "note.3" not in [h.key for h in fresh_ledger.search("u0", "bike lock code 3815", k=10)]
+    fresh_ledger.search("u3", "bike lock")  # u0 evicted again: their file now holds no word of the forgotten one
+    proj.wait_for_writes()
+    if d is not None:
+        from projections.retrieval.lexical import LexicalIndex
+
+        stored = LexicalIndex.from_bytes(fresh_ledger.db.sealer.open((d / f"{user_file_stem('u0')}.lex").read_bytes()))
+        assert "fact:note.3" not in stored.doc_ids() and len(stored) == len(TEXTS) - 1

@@ -19,13 +19,17 @@ from typing import Any, Callable
 from ..db import Cursor
 from ..files import atomic_write
 from ..lazy import lazy_module
-from .documents import decode_vector, lexical_version, model_slug, user_file_stem
+from ..base import value_json_of
+from .documents import decode_vector, lexical_document, lexical_version, model_slug, user_file_stem
 from .mirror import Memory, UserIndex
 
 np = lazy_module("numpy")
 
 #: a BM25 file longer than this is read and parsed in a thread, beside the reading of its user's vectors packs
 _PARSE_BESIDE = 1 << 20
+#: evicted users waiting for the writer thread (:meth:`IndexFiles.write_user_files_later`) beyond which an eviction
+#: writes its own: the queue holds their indexes, memory beyond the budget
+WRITES_QUEUED = 16
 
 
 class _Done:
@@ -111,17 +115,23 @@ class IndexFiles:
         return mem
 
     def _vectors_of(self, cur: Cursor, live: dict[str, Callable[[], list[str]]], dim: int,
-                    cjk_dim: int | None) -> dict[str, tuple[Any, Any]] | None:
+                    cjk_dim: int | None, user: str | None = None) -> dict[str, tuple[Any, Any]] | None:
         """Each user's main and companion (None: no CJK document) vector indexes of exactly the documents
         ``live[user]()`` (asked for once the user's packs are read and their base opened): from their base pack,
         less its stale entries, then their delta pack and any row holding its own vector (which win, in that
         order). None when a live document has no vector anywhere, or a row holds one for a document not live (the
-        files are not this table's)."""
+        files are not this table's). ``user``: ``live`` holds that one user only (a bounded mirror's load), whose rows
+        alone are read."""
         from .packs import DELTA, lookup
 
         # no ORDER BY: sorting by doc id made SQLite scan the whole table in key order (~40-80 ms at 100,000 rows)
         # instead of reading the partial index of the rows holding a vector (none, once packed); sorted here
-        cur.execute(f"SELECT user_id, doc_id, vector, cjk_vector FROM {self.table('docs')} WHERE vector IS NOT NULL")
+        if user is None:
+            cur.execute(f"SELECT user_id, doc_id, vector, cjk_vector FROM {self.table('docs')} "
+                        "WHERE vector IS NOT NULL")
+        else:
+            cur.execute(f"SELECT user_id, doc_id, vector, cjk_vector FROM {self.table('docs')} "
+                        "WHERE user_id = ? AND vector IS NOT NULL", (user,))
         rows: dict[str, dict[str, tuple[Any, Any]]] = {}
         for user_id, doc_id, vec, cvec in sorted(cur.fetchall(), key=lambda r: (r[0], r[1])):
             rows.setdefault(user_id, {})[doc_id] = (vec, cvec)
@@ -200,15 +210,195 @@ class IndexFiles:
             out[user_id] = (parts[0], parts[1])
         return out
 
+    def _lex_stamp(self, user_id: str, generation: int, position: int) -> dict[str, Any]:
+        """What a user's BM25 file says it holds: that user's live documents of this copy's table, at ``position``
+        of ``generation``, made by this tokenizer and document form (:meth:`stored_lexical` trusts nothing else)."""
+        from .lexical import TOKENIZER_VERSION
+
+        return {"user": user_id, "table": self.table("docs"), "generation": generation, "position": position,
+                "lexical": lexical_version(TOKENIZER_VERSION)}
+
+    def write_user_file(self, user_id: str, lexical: Any, generation: int, position: int) -> str | None:
+        """Write ``user_id``'s BM25 file (``lexical``, a LexicalIndex holding exactly their live documents at
+        ``position`` of ``generation``), stamped with that (:meth:`_lex_stamp`) and sealed under their key in chunks;
+        atomic. Returns the file's sha256 (hex), or None when this copy keeps no files (no home: PostgreSQL).
+
+        Raises:
+            SubjectErasedError: the user's key was destroyed (nothing of an erased user is written).
+            OSError: the file could not be written.
+        """
+        d = self._files_dir()
+        if d is None:
+            return None
+        data = lexical.to_bytes(self._lex_stamp(user_id, generation, position))
+        sealer = getattr(self, "sealer", None)
+        if sealer is not None and sealer.writes:
+            # the words of the user's memories, sealed in chunks (ledger/sealing.py) opened two at a time
+            from .packs import CHUNK_BYTES
+
+            data = sealer.seal_chunks(user_id, [data[i:i + CHUNK_BYTES]
+                                                for i in range(0, max(len(data), 1), CHUNK_BYTES)])
+        atomic_write(d / f"{user_file_stem(user_id)}.lex", data)
+        return hashlib.sha256(data).hexdigest()
+
+    def write_user_files(self, users: list[tuple[str, Any]], generation: int, position: int) -> int:
+        """A bounded mirror's users (``(user_id, UserIndex)`` pairs, each holding their live documents at
+        ``position`` of ``generation``: evicted, or loaded at close) written to their BM25 files
+        (:meth:`write_user_file`), best effort: a user erased meanwhile, or a file that cannot be written, is
+        skipped (the files only make a load faster; a load that finds none reads the rows). Returns the files
+        written."""
+        from ledger.errors import SubjectErasedError
+
+        written = 0
+        for user_id, u in users:
+            try:
+                written += self.write_user_file(user_id, u.lexical, generation, position) is not None
+            except (SubjectErasedError, OSError):
+                continue
+        return written
+
+    def write_user_files_later(self, users: list[tuple[str, Any]], generation: int, position: int) -> None:
+        """:meth:`write_user_files` on this object's writer thread, so that the search evicting them does not wait
+        for the file system (each file is fsynced: ~4 ms here, as long as a 100-memory user's whole load); written
+        here when more than :data:`WRITES_QUEUED` users already wait (their indexes are held until written)."""
+        with self._lock:
+            pool = self.__dict__.get("_lex_writer")
+            if pool is None:
+                pool = self._lex_writer = ThreadPoolExecutor(1, thread_name_prefix="memledger-lex")
+            queued = self.__dict__.get("_lex_queued", 0)
+            if queued + len(users) <= WRITES_QUEUED:
+                self._lex_queued = queued + len(users)
+                pool.submit(self._write_queued, users, generation, position)
+                return
+        self.write_user_files(users, generation, position)
+
+    def _write_queued(self, users: list[tuple[str, Any]], generation: int, position: int) -> None:
+        try:
+            self.write_user_files(users, generation, position)
+        finally:
+            with self._lock:
+                self._lex_queued -= len(users)
+
+    def wait_for_writes(self) -> None:
+        """Wait until the BM25 files queued by :meth:`write_user_files_later` are written (at close)."""
+        with self._lock:
+            pool = self.__dict__.pop("_lex_writer", None)
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def stored_lexical(self, cur: Cursor, user_id: str, generation: int, at: int) -> tuple[Any, int] | None:
+        """``user_id``'s BM25 index read from their file and the position it holds their documents at, or None: no
+        file (PostgreSQL keeps none), it does not open (the user erased: their key is gone), it is of another
+        format or tokenizer, or its stamp (:meth:`_lex_stamp`) names another user, table or ``generation``, or a
+        position past ``at`` (the reader's snapshot)."""
+        d = self._files_dir()
+        if d is None:
+            return None
+        from .lexical import LexicalIndex
+
+        try:
+            data = (d / f"{user_file_stem(user_id)}.lex").read_bytes()
+            sealer = cur.sealer
+            opened = data if sealer is None else sealer.open(data)
+            if opened is None:
+                return None
+            li = LexicalIndex.from_bytes(opened)
+        except (OSError, ValueError, TypeError):
+            return None
+        stamp = li.stamp or {}
+        position = stamp.get("position")
+        if ({k: stamp.get(k) for k in ("user", "table", "generation", "lexical")}
+                != {k: v for k, v in self._lex_stamp(user_id, generation, 0).items() if k != "position"}
+                or not isinstance(position, int) or not 0 <= position <= at):
+            return None
+        return li, position
+
+    def load_user(self, cur: Cursor, mem: Memory, user_id: str, at: int) -> tuple[UserIndex | None, bool] | None:
+        """``user_id``'s index loaded from their stored form in this snapshot (``at``: its position), as the whole
+        mirror loads every user: the vectors from their packs (opened into FAISS's storage) and the BM25 index from
+        their file (:meth:`stored_lexical`) with their rows changed since it was written applied, or, without a
+        usable file, tokenised from their live rows. Returns ``(index, dirty)`` (index None: no live document;
+        dirty: the file is missing or behind, worth writing), or None when the stored form does not hold the
+        user's live documents (the caller reads their rows, vectors included)."""
+        if mem.dim is None:
+            return None
+        from .lexical import LexicalIndex
+
+        t = self.table("docs")
+        held: dict[str, Any] = {}
+
+        def live_docs(found: tuple[Any, int] | None) -> list[str]:
+            """The user's live documents, their BM25 index made from ``found`` (the file's) or their rows."""
+            li: Any = None
+            dirty = True
+            if found is not None:
+                li, since = found
+                cur.execute(f"SELECT doc_id, live, key, text, value_json FROM {t} WHERE user_id = ? "
+                            "AND position > ? ORDER BY position", (user_id, since))
+                changed = cur.fetchall()
+                for doc_id, live, key, text, value in changed:
+                    if live:
+                        li.add(doc_id, lexical_document(key, text, value_json_of(value, text)))
+                    else:
+                        li.remove(doc_id)
+                dirty = bool(changed) or li.stale_format
+                cur.execute(f"SELECT COUNT(*) FROM {t} WHERE user_id = ? AND live = 1", (user_id,))
+                if int(cur.fetchone()[0]) != len(li):  # not this table's file after all: the rows decide
+                    li, dirty = None, True
+            if li is None:
+                cur.execute(f"SELECT doc_id, key, text, value_json FROM {t} WHERE user_id = ? AND live = 1 "
+                            "ORDER BY doc_id", (user_id,))
+                li = LexicalIndex()
+                for doc_id, key, text, value in cur.fetchall():
+                    li.add(doc_id, lexical_document(key, text, value_json_of(value, text)))
+            held["lexical"], held["dirty"] = li, dirty
+            return li.doc_ids()
+
+        d = self._files_dir()
+        try:
+            big = d is not None and (d / f"{user_file_stem(user_id)}.lex").stat().st_size > _PARSE_BESIDE
+        except OSError:
+            big = False
+        try:
+            if big:
+                # as the whole mirror's load: a big user's BM25 file read, opened and parsed (and FAISS imported)
+                # beside the reading and decryption of their packs, which release the GIL
+                with ThreadPoolExecutor(2, thread_name_prefix="memledger-load") as pool:
+                    pool.submit(import_module, f"{__package__}.vector_store")
+                    lexical = pool.submit(self.stored_lexical, cur, user_id, mem.generation, at)
+                    vectors = self._vectors_of(cur, {user_id: lambda: live_docs(lexical.result())}, mem.dim,
+                                               mem.cjk_dim, user=user_id)
+            else:
+                found = self.stored_lexical(cur, user_id, mem.generation, at)
+                vectors = self._vectors_of(cur, {user_id: lambda: live_docs(found)}, mem.dim, mem.cjk_dim,
+                                           user=user_id)
+        except (ValueError, KeyError, TypeError):
+            return None
+        if vectors is None or "lexical" not in held:
+            return None
+        if not len(held["lexical"]):
+            return None, False
+        main, cjk = vectors[user_id]
+        return UserIndex(main, held["lexical"], cjk), held["dirty"]
+
     def save_files(self) -> None:
         """Write the serving copy's changed per-user index files and the manifest (at close; atomic per file).
+        A bounded mirror writes its loaded users' changed files only (:meth:`write_user_files`), no manifest: it
+        holds some users, and the manifest speaks for every user's file.
 
         The manifest is first rewritten with position -1, so a crash half-way leaves files that no open trusts.
         """
         d = self._files_dir()
         mem = self._memories.get(self.suffix)
-        if d is None or mem is None or mem.dim is None or mem.budget is not None:
-            return  # a bounded mirror holds some users only: the files (every user's) are left as they are
+        self.wait_for_writes()
+        if d is None or mem is None or mem.dim is None:
+            return
+        if mem.budget is not None:
+            with mem.lock:
+                users = [(u, mem.users[u]) for u in sorted(mem.dirty) if u in mem.users]
+                mem.dirty.clear()
+                self.write_user_files(users, mem.generation, mem.position)
+            return
         from .lexical import TOKENIZER_VERSION
 
         with mem.lock:
@@ -228,16 +418,9 @@ class IndexFiles:
                 u = mem.users.get(user_id)
                 if u is None:
                     continue
-                data = u.lexical.to_bytes()
-                sealer = getattr(self, "sealer", None)
-                if sealer is not None and sealer.writes:
-                    # the words of the user's memories, sealed in chunks (ledger/sealing.py) opened two at a time
-                    from .packs import CHUNK_BYTES
-
-                    data = sealer.seal_chunks(user_id, [data[i:i + CHUNK_BYTES]
-                                                        for i in range(0, max(len(data), 1), CHUNK_BYTES)])
-                atomic_write(d / f"{stem}.lex", data)
-                mem.digests[stem] = hashlib.sha256(data).hexdigest()
+                digest = self.write_user_file(user_id, u.lexical, mem.generation, mem.position)
+                assert digest is not None
+                mem.digests[stem] = digest
             mem.digests = {stem: h for stem, h in mem.digests.items() if stem in keep}
             # The digest of each file: an open trusts a file only if it is the very one this manifest was written
             # with (an older file copied back, or two users' files of the same document ids swapped, would otherwise

@@ -300,6 +300,9 @@ class LexicalIndex:
         self._norm: tuple[float, float, float, np.ndarray] | None = None
         #: read from the previous format (:meth:`from_bytes`): worth writing again in this one
         self.stale_format = False
+        #: what the writer of the bytes this index was read from said it holds (:meth:`to_bytes`'s ``stamp``; None:
+        #: nothing, or built in memory); the index itself never reads it
+        self.stamp: dict[str, Any] | None = None
 
     # --- mutation -----------------------------------------------------------------------------------------
     def add(self, doc_id: str, text: str) -> None:
@@ -513,8 +516,10 @@ class LexicalIndex:
     _MAGIC = "memledger.lexical"
     _FORMAT = 3
 
-    def to_bytes(self) -> bytes:
-        """Serialise: one JSON header line (the parameters, the tokenizer version, the sections' sizes), then the
+    def to_bytes(self, stamp: dict[str, Any] | None = None) -> bytes:
+        """Serialise: one JSON header line (the parameters, the tokenizer version, the sections' sizes, and
+        ``stamp``, a JSON object the caller reads back as :attr:`stamp`: what the file holds, e.g. whose documents
+        as of which position), then the
         live doc ids in insertion order and the sorted terms, each as one NUL-separated UTF-8 run, and the postings'
         arrays as little-endian int32 (token counts per document, offsets, documents, term counts, each document's
         rank by id), which :meth:`from_bytes` reads as they are: no JSON string per term nor base64 (format 3; a
@@ -527,6 +532,8 @@ class LexicalIndex:
         header: dict[str, Any] = {
             "magic": self._MAGIC, "format": self._FORMAT, "tokenizer": TOKENIZER_VERSION, "k1": self.k1, "b": self.b,
         }
+        if stamp is not None:
+            header["stamp"] = stamp
         sections = []
         for name, words in (("docs", [self._ids[s] for s in live]), ("terms", list(terms))):
             if any("\0" in w for w in words):  # not separable by NUL (no tokenizer's term; an odd id): in the header
@@ -585,6 +592,8 @@ class LexicalIndex:
                 docs, terms, offsets, slots, tfs, lengths, order = cls._sections(payload, data, end + 1)
         except (KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"not a serialised LexicalIndex: {exc}") from exc
+        stamp = payload.get("stamp")
+        idx.stamp = stamp if isinstance(stamp, dict) else None
         n = len(docs)
         idx._slot = dict(zip(docs, range(n)))
         if (len(lengths) != n or len(idx._slot) != n or len(offsets) != len(terms) + 1 or len(slots) != len(tfs)

@@ -7,9 +7,11 @@ read in the reader's snapshot and applied, and a ``generation`` change (erasure,
 
 Two ways to hold it. Whole (the default: a CLI call, a notebook): every user is loaded when the mirror opens, from
 the index files when they match. Bounded (a server holding many users, ``index_budget_bytes``): a user is loaded
-from the table at their first search and kept while the loaded users' estimated size (:func:`user_bytes`) stays
+at their first search and kept while the loaded users' estimated size (:func:`user_bytes`) stays
 within the budget, the least recently searched evicted first; rows of users not loaded are not applied, since a
-user is read whole, in the reader's snapshot, when next searched.
+user is read whole, in the reader's snapshot, when next searched: from the stored form, as the whole mirror reads
+every user (their vector packs, and their BM25 file with the rows changed since it was written), else from their
+rows. An evicted user whose BM25 file was missing or behind has it written, so their next load reads it.
 """
 
 from __future__ import annotations
@@ -170,32 +172,47 @@ class Mirror:
                     mem.users.move_to_end(user_id)  # type: ignore[attr-defined]
                 return mem, u
         at = position_of(cur, self.tracking_name)[0]
-        u = self._read_user(cur, mem, user_id)
+        u, dirty = self._read_user(cur, mem, user_id, at)
         if u is None:
             return mem, None
         if len(u) >= TRIM_MIN_DOCS:
             release_freed_heap()
+        evicted: list[tuple[str, UserIndex]] = []
         with mem.lock:
             if user_id in mem.users:  # another reader loaded it meanwhile: one copy
                 return mem, mem.users[user_id]
             if at == mem.position and self._memories.get(self.suffix) is mem:
                 mem.users[user_id] = u
                 mem.sizes[user_id] = user_bytes(u)
-                self._evict(mem, keep=user_id)
+                if dirty:
+                    mem.dirty.add(user_id)
+                evicted = self._evict(mem, keep=user_id)
+                generation, position = mem.generation, mem.position
+        if evicted:
+            # an evicted user's BM25 file brought up to what their index held (every row up to the mirror's
+            # position applied), on a writer thread: their next load reads it instead of tokenising their rows
+            self.write_user_files_later(evicted, generation, position)
         return mem, u
 
     @staticmethod
-    def _evict(mem: Memory, keep: str) -> None:
+    def _evict(mem: Memory, keep: str) -> list[tuple[str, UserIndex]]:
+        """Evict the least recently searched users but ``keep`` until the budget holds; returns the evicted users
+        whose BM25 file is missing or behind their index (``mem.dirty``), to be written."""
         assert mem.budget is not None
         total = sum(mem.sizes.values())
+        dirty = []
         for user_id in list(mem.users):
             if total <= mem.budget:
                 break
             if user_id == keep:
                 continue
-            del mem.users[user_id]
+            u = mem.users.pop(user_id)
             total -= mem.sizes.pop(user_id, 0)
             mem.evictions += 1
+            if user_id in mem.dirty:
+                mem.dirty.discard(user_id)
+                dirty.append((user_id, u))
+        return dirty
 
     def loaded_bytes(self) -> int:
         """The estimated bytes of the serving copy's loaded users (:func:`user_bytes`), 0 before the first search."""
@@ -205,19 +222,24 @@ class Mirror:
         with mem.lock:
             return sum(mem.sizes.values()) if mem.budget is not None else sum(user_bytes(u) for u in mem.users.values())
 
-    def _read_user(self, cur: Cursor, mem: Memory, user_id: str) -> UserIndex | None:
-        """One user's index read from the table's live rows in this snapshot, or None when there are none."""
+    def _read_user(self, cur: Cursor, mem: Memory, user_id: str, at: int) -> tuple[UserIndex | None, bool]:
+        """One user's index in this snapshot (``at``: its position) and whether their BM25 file is missing or behind
+        it: loaded from the stored form, as the whole mirror loads every user (their packs and BM25 file,
+        ``load_user``), else read from the table's live rows; None when they have no live document."""
+        loaded = self.load_user(cur, mem, user_id, at)
+        if loaded is not None:
+            return loaded
         cur.execute(f"SELECT {', '.join(DOC_COLS)} FROM {self.table('docs')} WHERE user_id = ? AND live = 1 "
                     "ORDER BY doc_id", (user_id,))
         rows = cur.fetchall()
         if not rows:
-            return None
+            return None, False
         rows = self.with_packed(cur, rows, DOC_COLS)
         one = Memory(generation=mem.generation, position=mem.position, dim=mem.dim, cjk_dim=mem.cjk_dim)
         self._add_rows(one, user_id, rows, lexical=True)
         if mem.dim is None:
             mem.dim = one.dim
-        return one.users[user_id]
+        return one.users[user_id], True
 
     def _user(self, mem: Memory, user_id: str) -> UserIndex:
         from .lexical import LexicalIndex
