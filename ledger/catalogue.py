@@ -202,7 +202,7 @@ CATALOGUE: tuple[Slot, ...] = (
           ("笔记本电脑|电脑|台式机",)),
     _slot("vehicle", "single", (r"drive an?|my car|new car|bought an? (?:\w+ )?car|electric car|tesla|"
                                 r"motorbike|motorcycle|scooter|sold my car|(?:number |licen[cs]e |car )?plate|car reg(?:istration)?|"
-                                r"\breg\b|registration (?:number|is)",), ("开车|车子|车牌|我(?:的|家|的爱)车|买了?.{0,4}车|(?:换|提)了?(?:一?[辆台])?新车|新车(?:是|到手|提了)|电动车|燃油车|汽车|开的是.{0,4}车|开的是一?辆|摩托|(?:^|[，,。])车子?[^，,。]{0,4}(?:卖|报废|送人|过户)",)),
+                                r"\breg\b|registration (?:number|is)",), ("开车|车子|车牌|买了?.{0,4}车|(?:换|提)了?(?:一?[辆台])?新车|新车(?:是|到手|提了)|电动车|燃油车|汽车|开的是.{0,4}车|开的是一?辆|摩托|(?:^|[，,。])车子?[^，,。]{0,4}(?:卖|报废|送人|过户)",)),
     _slot("schedule", "multi",
           (r"every (?:morning|evening|night|day|week|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
            r"weekend)|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)|wake up at|"

@@ -39,7 +39,8 @@ def _owned(things_en: str, things_zh: str) -> tuple[re.Pattern[str], re.Pattern[
     en = re.compile(rf"\b(?:my|our)\s+(?:new\s+|old\s+|trusty\s+|little\s+|(?:19|20)\d\d\s+)?({things_en})\b|"
                     rf"\b(?:picked up|got|bought|ordered|switched to) (?:a |an |the |my )?(?:new )?({things_en})\b|"
                     rf"\b({things_en})\b[^.!]{{0,80}}?\b(?:{_MINE_EN})\b", re.I)
-    zh = re.compile(rf"我(?:的|那|这|家|们家|用的|现在用的|开的|骑的)?(?:是)?(?:一?[台辆部个])?(?:[白黑红蓝灰银绿]色的?|新)?({things_zh})|({things_zh})[^，,。？?！!]{{0,24}}"
+    zh = re.compile(rf"我(?:的|那|这|家|们家|用的|现在用的|开的|骑的)?(?:车子?|爱车|手机)?(?:是)?(?:一?[台辆部个])?"
+                    rf"(?:[白黑红蓝灰银绿]色的?|新)?({things_zh})|({things_zh})[^，,。？?！!]{{0,24}}"
                     rf"[，,。？?！!]?\s*[^，,。？?！!]{{0,12}}?(?:{_MINE_ZH})", re.I)
     return en, zh
 

@@ -231,6 +231,9 @@ def test_a_move_a_car_or_a_phone_said_in_passing_supersedes(minilm_ledger, old, 
     ("我的手机号码是13812345678", "contact.phone"),
     ("我开的是丰田卡罗拉", "vehicle"),
     ("我的车是丰田卡罗拉", "vehicle"),
+    # the car's colour or its insurance names no car
+    ("我的车是白色的", None),
+    ("我的车险每年11月到期", None),
 ])
 def test_the_slot_of_a_locker_and_a_car(text, slot):
     assert type_statement(text).slot == slot
