@@ -231,8 +231,13 @@ def job_left(slot_key: str | None, typing: Typing, vp: ValueParts, candidates: l
     other = JOB_PAIRS.get(slot_key or "")
     if other is None or typing.mood != "statement" or typing.additive:
         return None
-    held = [c for c in candidates if c.slot_key == other and c.status in ("current", "contested")
-            and same_subject(c) and (c.typing is None or not c.typing.cessation)]
+    started = _FIRST_DAYS.search(vp.residue.lower()) is not None
+    # the first days of a new job end the job held, even one filed by its hours ("I work as a nurse at St Mary's,
+    # mostly night shifts": work.shift)
+    slots = (other, "work.shift") if started else (other,)
+    held = [c for c in candidates if c.slot_key in slots and c.status in ("current", "contested")
+            and same_subject(c) and (c.typing is None or not c.typing.cessation)
+            and (c.slot_key == other or _WORKPLACE.search(c.text.lower()))]
     if len(held) != 1:
         return None
     mine_names, their_names = name_words(vp), name_words(held[0].values)
@@ -240,5 +245,4 @@ def job_left(slot_key: str | None, typing: Typing, vp: ValueParts, candidates: l
         return None  # "I'm a software engineer" then "I work for Spotify now": one job said twice, both kept
     elsewhere = slot_key == "work.employer" and mine_names and their_names and not mine_names & their_names
     # "first week teaching year 9", 第一天去新公司: the first days of a job are a new one
-    started = _FIRST_DAYS.search(vp.residue.lower()) is not None
     return held[0] if typing.change or elsewhere or started else None

@@ -272,3 +272,11 @@ def test_sorry_not_corrects_and_a_goodbye_stops(minilm_ledger, old, new, decisio
 
 def test_a_colleague_named_is_someone_else():
     assert type_statement("同事老张的工位是A-31，就在我斜对面").subject == "other"
+
+
+def test_the_first_week_of_a_new_job_ends_a_job_filed_by_its_hours(minilm_ledger):
+    old = "I work as a nurse at St Mary's, mostly night shifts"
+    new = "First week done as a pharmacy technician at Boots, regular daytime hours"
+    r, facts = revise(minilm_ledger, _user(old, new), old, new)
+    assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation
+    assert "job_changed" in r.explanation
