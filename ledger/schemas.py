@@ -347,10 +347,13 @@ def _identifier(value: Any, field: str, what: str) -> str:
     return value
 
 
-def _scope_id(value: Any, field: str, chars: str, example: str) -> str:
+def _scope_id(value: Any, field: str, chars: str, slash: str = "/") -> str:
     """An agent or run id: an identifier with a user id's character rules (:func:`check_user_id`): no spaces at
     either end, no control, format (invisible: U+200B, U+200D, U+FEFF...), private-use or unassigned character,
-    no U+FFFD. Returned as given."""
+    no U+FFFD. Returned as given. The fix of an invisible character sends the id without it (``slash``: what a
+    '/' becomes there)."""
+    example = "".join(c for c in value if not unicodedata.category(c).startswith("C")).strip().replace(
+        "/", slash) if isinstance(value, str) else ""
     value = _identifier(value, field, f"leave {field} out, or give one: {chars}")
     if value != value.strip():
         raise BadInput(field, f"{value!r} has spaces at either end", f"strip them: {chars}")
@@ -377,9 +380,7 @@ def check_agent_id(value: Any, field: str = "agent_id") -> str | None:
     """
     if value is None:
         return None
-    example = "".join(c for c in value if not unicodedata.category(c).startswith("C")).strip() \
-        if isinstance(value, str) else ""
-    value = _scope_id(value, field, AGENT_CHARS, example.replace("/", "-"))
+    value = _scope_id(value, field, AGENT_CHARS, slash="-")
     if "/" in value:
         raise BadInput(field, f"{value!r} holds '/', which cannot be part of an agent id (its own memories are "
                        f"addressed by it: /v1/agents/{{agent_id}})", f"use {value.replace('/', '-')!r}: {AGENT_CHARS}")
@@ -395,9 +396,7 @@ def check_run_id(value: Any, field: str = "run_id") -> str | None:
     """
     if value is None:
         return None
-    example = "".join(c for c in value if not unicodedata.category(c).startswith("C")).strip() \
-        if isinstance(value, str) else ""
-    return _scope_id(value, field, RUN_CHARS, example)
+    return _scope_id(value, field, RUN_CHARS)
 
 
 class FactCommand(BaseModel):
