@@ -39,6 +39,12 @@ _AFTER_HOME = re.compile(rf"\b(?:(?:our|my) (?:new )?{_HOME_EN} (?:here )?(?:in|
 _HOME_AFTER = re.compile(rf"\b(?P<w>{_WORDS}) (?:has been|'s been|is) (?:my |our )?home\b", re.I)
 
 
+#: a home left, not lived in: "handed the Manchester flat back", "sold our old place in York", "moved out of"
+_LEFT_BEFORE = re.compile(r"\b(?:handed|gave|giving|sold|selling|left|leaving|moved out of|moving out of|cleared)"
+                          r"(?: \w+)?\s*$")
+_LEFT_AFTER = re.compile(r"\s+back\b|\s+(?:is|was) (?:sold|let|empty)\b")
+
+
 def _city_in(words: str, at_end: bool) -> str | None:
     """The longest run of ``words`` (at their end, or their start) that is a city name, as written."""
     parts = words.split()
@@ -75,8 +81,10 @@ def home_city(text: str) -> str | None:
         return None
     if _AWAY_EN.search(low):
         return None
-    for pattern, at_end in ((_BEFORE_HOME, True), (_AFTER_HOME, False), (_HOME_AFTER, True)):
-        for m in pattern.finditer(text):
-            if (city := _city_in(m.group("w"), at_end)) is not None:
-                return city
-    return None
+    found = {city for pattern, at_end in ((_BEFORE_HOME, True), (_AFTER_HOME, False), (_HOME_AFTER, True))
+             for m in pattern.finditer(text) if (city := _city_in(m.group("w"), at_end)) is not None
+             and not _LEFT_BEFORE.search(low[max(0, m.start() - 24):m.start()])
+             and not _LEFT_AFTER.match(low, m.end())}
+    # two homes named ("got the keys to the place in Leeds ... handed the Manchester flat back"): a move between them,
+    # which the words of moving say, not a home said in passing
+    return next(iter(found)) if len(found) == 1 else None

@@ -30,6 +30,10 @@ def _user(old: str, new: str) -> str:
     ("下周去南京出差，那边有什么好吃的", None),
     ("I love Manchester United", None),
     ("our place in reading is tiny", None),
+    # a home left is no home, and two homes named are a move the words of moving say
+    ("Handed the Manchester flat back on Friday.", None),
+    ("sold our place in York last year", None),
+    ("our flat in Bristol is great, the glasgow place is freezing", None),
 ])
 def test_the_city_a_home_is_placed_in(text, city):
     assert home_city(text) == city
@@ -88,7 +92,9 @@ def test_how_long_a_value_has_held_is_no_change():
     ("I drive a Honda Jazz", "how often should the cambelt be changed on my Skoda Octavia?"),
     ("我开的是一辆本田飞度", "我那台比亚迪海豚冬天掉电快不快？"),
     ("I'm a barista at a café on Queen Street", "first week at the bank done, the suits are a shock"),
-], ids=["home-en", "home-zh", "car-en", "car-zh", "new-job"])
+    ("I live in Manchester, got a flat just off Piccadilly.",
+     "Finally got the keys to the place in Leeds, boxes are all in. Handed the Manchester flat back on Friday."),
+], ids=["home-en", "home-zh", "car-en", "car-zh", "new-job", "home-left"])
 def test_a_change_said_in_passing_supersedes(minilm_ledger, old, new):
     r, facts = revise(minilm_ledger, _user(old, new), old, new)
     assert (r.decision, facts.get(old), facts.get(new)) == ("supersede", None, "current"), r.explanation
