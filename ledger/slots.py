@@ -454,14 +454,15 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
                                 else 3 * (mm.end() - mm.start()) for mm in ms)
         if weight > best[0]:
             best = (weight, -order, s, ms)
-    # where the user lives or what they drive, said in passing: "the aberdeen place is absolutely baltic", 杭州这梅雨季…
-    # 衣服晾三天都不干, "the tyres on my Kia Niro"; the statement is about that slot whatever else it names
-    home = (home_city(text) or (owned_car(text) and "vehicle") or (owned_phone(text) and "device.phone")
-            or (_NEW_JOB.match(t) and "work.employer"))
+    # where the user lives or what they drive or use, said in passing: "the aberdeen place is absolutely baltic", 杭州
+    # 这梅雨季…衣服晾三天都不干, "the tyres on my Kia Niro"; the statement is about that slot whatever else it names
+    city, car, phone = home_city(text), owned_car(text), owned_phone(text)
+    thing = city or car or phone
+    home = ("residence.city" if city else "vehicle" if car else "device.phone" if phone
+            else "work.employer" if _NEW_JOB.match(t) else None)
     if home is not None and subject in ("self", "none"):
         subject = "self"
-        said = next(s for s in CATALOGUE
-                    if s.key == (home if home in ("vehicle", "device.phone", "work.employer") else "residence.city"))
+        said = next(s for s in CATALOGUE if s.key == home)
         best = (max(best[0], 1000.0), 0, said, [*said.matches(body)])
     slot = best[2]
     cased = unicodedata.normalize("NFC", text).replace("’", "'").strip()  # names are read by their capitals
@@ -519,7 +520,10 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
                   correction=correction, cessation=bool(cess), change=bool(chg), value_tokens=value,
                   cue_weight=best[0], sensitivity=sensitivity,
                   negated_tokens=negated, additive=_adds(body, chg) and not (home and _PREVIOUS.search(body)), mood=mood,
-                  tentative_of=tentative_of, in_passing=home is not None and slot is not None)
+                  tentative_of=tentative_of,
+                  # said in passing when it asks, or says more than the thing (我的手机是苹果手机 says the phone again)
+                  in_passing=thing is not None and slot is not None and subject == "self" and (
+                      bool(_QUESTION.search(t)) or len(value - content_tokens(thing)) > 2))
 
 
 #: where a message's clauses part: its sentences, a consequence after ", so" / "，所以", a clause after "；"
