@@ -29,7 +29,6 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from .owned import thing_in_passing
 from .slots import (_REL_EN_RE, _REL_ZH_RE, _ROLE_EN_RE, _ROLE_ZH_RE, REGISTRY, KeyRegistry,
                     content_tokens, has_cjk, nfc_lower, type_statement)
 from .slot_labels import SLOT_LABELS
@@ -583,7 +582,7 @@ def _said(key: str, text: str | None, registry: KeyRegistry = REGISTRY) -> Said:
     if not text:
         return Said(label, None)
     typing = type_statement(text, registry)
-    if typing.in_passing and (thing := thing_in_passing(text)):
+    if (thing := typing.in_passing) is not None:
         # "the glasgow place is freezing, tips?": the home city (or the car, the phone) said in passing is the value
         return Said(label, thing.title() if thing.isascii() else thing)
     fix = corrected(text) if typing.correction else None

@@ -40,7 +40,6 @@ from typing import Any
 from .attributes import insertion, opposite_polarity, replaced_word
 from .revision_cues import says_more
 from .slots import content_tokens
-from .owned import thing_in_passing
 from .text import has_cjk
 from .values import _ZH_CALLED, differing, value_parts
 
@@ -194,7 +193,7 @@ def guard(decision: str, rule: str, memory: str | None, text: str, typing: Any,
     markers)."""
     if memory is None:
         return None
-    passing = getattr(typing, "in_passing", False) and (thing_in_passing(text) or "")
+    passing = getattr(typing, "in_passing", None)
     if decision in ("reaffirm", "supersede") and passing and passing in memory.lower():
         # "our flat in Leeds has a mould problem", 我那台比亚迪今天去做了保养 of the home or car the memory names: news
         # of the same thing, neither that memory said again nor another value

@@ -67,10 +67,3 @@ def owned_phone(text: str) -> str | None:
     day"; 小米14 of 小米14拍夜景真的绝了，续航也比我之前那台强太多), or None."""
     return _found(_PHONE, text)
 
-
-def thing_in_passing(text: str) -> str | None:
-    """The home city, car or phone ``text`` names as the user's in passing (:func:`ledger.places.home_city`,
-    :func:`owned_car`, :func:`owned_phone`), lower-case, or None."""
-    from .places import home_city
-
-    return home_city(text) or owned_car(text) or owned_phone(text)

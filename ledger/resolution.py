@@ -24,7 +24,6 @@ from .decision import Candidate, Resolution, clearly_closest, companion_ahead, n
 from .guards import guard
 from .lexicon import language_names, slot_values
 from .naming import named as named_memories
-from .owned import thing_in_passing
 from .revision_cues import (CHANGE_STEMS, FAVOURITE, INSTEAD, NOW, PAST_EVENT, PERSONAL, PREPOSITIONS,
                             REVISION_HINT, STATE_VERBS, cue_clause_tokens, cue_words, is_narrative, lexicon_blind,
                             listed_words, names_replacement, narrows, negation_elsewhere, partner_renamed, says_more_of,
@@ -433,7 +432,7 @@ def resolve(text: str, typing: Typing, candidates: list[Candidate], *, embedder:
 
     # a home, car or phone said in passing that a current memory already names ("any tips for our flat in Bristol?"
     # beside "we also have a flat in Bristol"): news of that thing, kept beside whatever else is held
-    thing = thing_in_passing(text) if typing.in_passing else None
+    thing = typing.in_passing
     held = [c for c in candidates if thing and c.status in ("current", "contested") and same_subject(c)
             and nfc(c.text) != mine and thing in c.text.lower()]
     if held:

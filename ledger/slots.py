@@ -319,8 +319,9 @@ class Typing:
     additive: bool = False  # "also", "too", "as well", 也, 还有: adds to what is known rather than replacing it
     mood: str = "statement"  # statement | question (states nothing) | tentative (a plan or possibility)
     tentative_of: str | None = None  # tentative: the slot it would change ("residence.city"), recorded as a plan
-    #: the slot was read from a home or a car said in passing ("the aberdeen place", "my Kia Niro"), maybe in a question
-    in_passing: bool = False
+    #: the home city, car or phone the slot was read from when said in passing ("aberdeen" of "the aberdeen place",
+    #: "kia" of "my Kia Niro"), lower-case; None otherwise
+    in_passing: str | None = None
 
     @property
     def slot_key(self) -> str | None:
@@ -522,8 +523,8 @@ def _type_statement(text: str, registry: KeyRegistry, user_name: str | None) -> 
                   negated_tokens=negated, additive=_adds(body, chg) and not (home and _PREVIOUS.search(body)), mood=mood,
                   tentative_of=tentative_of,
                   # said in passing when it asks, or says more than the thing (我的手机是苹果手机 says the phone again)
-                  in_passing=thing is not None and slot is not None and subject == "self" and (
-                      bool(_QUESTION.search(t)) or len(value - content_tokens(thing)) > 2))
+                  in_passing=thing if thing is not None and slot is not None and subject == "self" and (
+                      bool(_QUESTION.search(t)) or len(value - content_tokens(thing)) > 2) else None)
 
 
 #: where a message's clauses part: its sentences, a consequence after ", so" / "，所以", a clause after "；"
